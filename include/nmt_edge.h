@@ -1,0 +1,301 @@
+/*
+ * nmt_edge.h — the public C API of libnmtedge.
+ *
+ * Read this header top to bottom as the tutorial:
+ *
+ *   1. Open a device (an OpenCL platform/device pair) into memory you own:
+ *        void *dmem = ...(nmt_device_footprint() bytes, 16-byte aligned);
+ *        nmt_device *dev;  nmt_device_open(&dparams, dmem, nmt_device_footprint(), &dev);
+ *   2. Describe the model and the limits you will translate under, and ask
+ *      how many bytes of host memory the session needs:
+ *        size_t need;  nmt_session_arena_size(&sparams, &need);
+ *   3. Hand that much memory to the session.  From here on the runtime never
+ *      calls malloc/free and never creates OpenCL objects:
+ *        nmt_session *s;  nmt_session_create(dev, &sparams, arena, need, &s);
+ *   4. Translate or score batches of token-id sequences, read the results.
+ *   5. nmt_session_destroy(s); nmt_device_close(dev); free your memory.
+ *
+ * Conventions: every fallible call returns an nmt_status (0 = NMT_OK).  The
+ * library never calls exit/abort and keeps no global state.  Handles are
+ * opaque and live inside the memory the caller handed over; they stay valid
+ * until the matching destroy/close call and that memory must outlive them.
+ */
+#ifndef NMT_EDGE_H
+#define NMT_EDGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32) && defined(NMT_BUILD_SHARED)
+#define NMT_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#define NMT_API __attribute__((visibility("default")))
+#else
+#define NMT_API
+#endif
+
+#define NMT_VERSION_MAJOR 0
+#define NMT_VERSION_MINOR 1
+#define NMT_VERSION_PATCH 0
+
+/* ------------------------------------------------------------------------ */
+/* Status                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/** Status codes.  Values are stable and never renumbered; new codes are
+ *  appended.  nmt_status_str() gives a short English description. */
+typedef enum nmt_status {
+    NMT_OK = 0,
+    NMT_ERR_INVALID_ARGUMENT = 1,   /**< NULL pointer, zero size, bad option value */
+    NMT_ERR_ARENA_TOO_SMALL = 2,    /**< caller memory smaller than required */
+    NMT_ERR_IO = 3,                 /**< open/read/write/mmap failed (errno kept) */
+    NMT_ERR_MODEL_TRUNCATED = 4,    /**< file shorter than its header says */
+    NMT_ERR_MODEL_BAD_MAGIC = 5,    /**< not an .nmt file */
+    NMT_ERR_MODEL_VERSION = 6,      /**< .nmt format version not supported */
+    NMT_ERR_MODEL_CHECKSUM = 7,     /**< a CRC-32 did not match */
+    NMT_ERR_MODEL_CORRUPT = 8,      /**< structurally invalid (offsets, sizes, strings) */
+    NMT_ERR_MODEL_ARCH = 9,         /**< unknown or unsupported architecture / hyper-parameter */
+    NMT_ERR_MODEL_MISSING_TENSOR = 10, /**< a tensor the architecture needs is absent */
+    NMT_ERR_MODEL_TENSOR_SHAPE = 11,   /**< a tensor has the wrong shape or dtype */
+    NMT_ERR_NO_DEVICE = 12,         /**< no OpenCL platform/device matches */
+    NMT_ERR_OPENCL = 13,            /**< an OpenCL call failed; see nmt_*_last_cl_error */
+    NMT_ERR_KERNEL_BUILD = 14,      /**< an OpenCL program failed to compile */
+    NMT_ERR_INPUT_TOO_LONG = 15,    /**< a sentence exceeds the session limits */
+    NMT_ERR_TOKEN_OUT_OF_RANGE = 16,/**< a token id is negative or >= vocabulary size */
+    NMT_ERR_LIMIT_EXCEEDED = 17,    /**< batch/beam/n-best larger than the session limits */
+    NMT_ERR_DEVICE_MEMORY = 18,     /**< device buffers do not fit the device */
+    NMT_ERR_UNSUPPORTED = 19,       /**< valid request this build/device cannot serve */
+    NMT_STATUS_COUNT_               /**< not a status; keep last */
+} nmt_status;
+
+/** Short, static, English description of a status; never NULL. */
+NMT_API const char *nmt_status_str(nmt_status s);
+
+/** Library version string "major.minor.patch". */
+NMT_API const char *nmt_version(void);
+
+/* ------------------------------------------------------------------------ */
+/* Logging                                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef enum nmt_log_level {
+    NMT_LOG_ERROR = 0,
+    NMT_LOG_WARN = 1,
+    NMT_LOG_INFO = 2,
+    NMT_LOG_DEBUG = 3
+} nmt_log_level;
+
+/** Log callback.  `msg` is valid only during the call.  NULL callback: silent. */
+typedef void (*nmt_log_fn)(void *user, nmt_log_level level, const char *msg);
+
+/* ------------------------------------------------------------------------ */
+/* Device                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/** Which GEMM implementation the kernel layer uses. */
+typedef enum nmt_gemm_provider {
+    NMT_GEMM_AUTO = 0,    /**< per device: ours on CPU-class devices, CLBlast on GPUs */
+    NMT_GEMM_OWN = 1,     /**< our OpenCL kernels */
+    NMT_GEMM_CLBLAST = 2  /**< CLBlast (may JIT for tens of seconds on PoCL) */
+} nmt_gemm_provider;
+
+/** Parameters of nmt_device_open().  Zero-initialise, then set what you need. */
+typedef struct nmt_device_params {
+    /** Device selection; NULL or "" = first GPU, else first device.  Forms:
+     *  "P:D" (platform and device index, as `nmt-edge devices` lists them),
+     *  "gpu", "cpu", "accelerator", or a case-insensitive substring of the
+     *  device or platform name. */
+    const char *device;
+    /** Directory for compiled program binaries; NULL disables the cache.
+     *  Created if missing.  Keyed by device, driver version, source, options. */
+    const char *cache_dir;
+    /** Developer switch: load cl/ kernel sources from this directory instead
+     *  of the copies embedded at build time; NULL = embedded. */
+    const char *kernel_dir;
+    nmt_gemm_provider gemm;
+    nmt_log_fn log;
+    void *log_user;
+    nmt_log_level log_level;
+} nmt_device_params;
+
+typedef struct nmt_device nmt_device;
+
+/** Capabilities read from the chosen device (plain data, caller-owned copy). */
+typedef struct nmt_device_info {
+    char platform_name[128];
+    char device_name[128];
+    char vendor[64];
+    char driver_version[64];
+    char device_version[64];
+    uint32_t platform_index, device_index;
+    int is_gpu;                    /**< CL_DEVICE_TYPE_GPU */
+    int is_cpu;                    /**< CL_DEVICE_TYPE_CPU */
+    uint32_t compute_units;
+    size_t max_work_group_size;
+    uint64_t local_mem_bytes;
+    int local_mem_is_global;       /**< CL_GLOBAL local memory (emulated, e.g. PoCL) */
+    uint64_t global_mem_bytes;
+    uint64_t max_alloc_bytes;
+    uint32_t mem_base_align_bytes;
+    uint32_t pref_vector_width_float;
+    uint32_t native_vector_width_float;
+    int has_fp16;                  /**< cl_khr_fp16 */
+    int has_subgroups;             /**< cl_khr_subgroups or OpenCL 2.1+ subgroups */
+    nmt_gemm_provider gemm;        /**< resolved provider (never AUTO) */
+} nmt_device_info;
+
+/** Bytes of caller memory nmt_device_open() needs (a constant of the build). */
+NMT_API size_t nmt_device_footprint(void);
+
+/** Choose and open a device.  `mem` (>= nmt_device_footprint() bytes, 16-byte
+ *  aligned) holds the handle until nmt_device_close().  On failure nothing is
+ *  left open.  NMT_ERR_NO_DEVICE when no platform/device matches. */
+NMT_API nmt_status nmt_device_open(const nmt_device_params *params, void *mem, size_t mem_size,
+                                   nmt_device **out);
+
+/** Release every OpenCL object of the device (sessions must be destroyed first). */
+NMT_API void nmt_device_close(nmt_device *dev);
+
+/** Copy the device's capabilities into *info. */
+NMT_API void nmt_device_get_info(const nmt_device *dev, nmt_device_info *info);
+
+/** Raw cl_int of the most recent failing OpenCL call on this device (0 if none). */
+NMT_API int32_t nmt_device_last_cl_error(const nmt_device *dev);
+
+/** Enumerate OpenCL devices without opening one: calls `fn` once per device
+ *  with its "P:D" indices and names.  Returns NMT_ERR_NO_DEVICE if none. */
+typedef void (*nmt_device_list_fn)(void *user, uint32_t platform, uint32_t device,
+                                   const char *platform_name, const char *device_name,
+                                   int is_gpu);
+NMT_API nmt_status nmt_device_list(nmt_device_list_fn fn, void *user);
+
+/* ------------------------------------------------------------------------ */
+/* Model inspection (no device, no memory needed)                           */
+/* ------------------------------------------------------------------------ */
+
+/** Summary of an .nmt file, filled by nmt_model_inspect(). */
+typedef struct nmt_model_info {
+    uint32_t format_version;
+    char arch[32];              /**< "transformer" (HySAN; vanilla = global-only) */
+    uint32_t d_model, n_heads, d_ff, enc_layers, dec_layers;
+    uint32_t src_vocab, tgt_vocab;
+    char norm[8];               /**< "pre" or "post" */
+    char enc_branches[96];      /**< e.g. "global fw bw local:3" */
+    char dec_branches[96];
+    char fusion[16];            /**< "sum", "concat" or "gate" */
+    uint32_t gate_reduction;
+    int shared_embeddings;      /**< source and target embeddings are one tensor */
+    int tied_output;            /**< output projection = target embedding */
+    uint32_t bos_id, eos_id, pad_id, unk_id;
+    uint64_t n_params;          /**< number of weights (elements) */
+    uint64_t weight_bytes;      /**< bytes of tensor data in the file */
+    uint32_t n_tensors;
+    char dtype[8];              /**< "fp32", "fp16", "int8" or "mixed" */
+    uint64_t file_size;
+} nmt_model_info;
+
+/** Validate an in-memory .nmt image (header, table, checksums, the tensors
+ *  the architecture needs) and summarise it.  The image is untrusted. */
+NMT_API nmt_status nmt_model_inspect(const void *data, size_t size, nmt_model_info *info);
+
+/** Same for a file (mapped read-only for the duration of the call). */
+NMT_API nmt_status nmt_model_inspect_file(const char *path, nmt_model_info *info);
+
+/* ------------------------------------------------------------------------ */
+/* Session                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/** Alignment the arena sizes below assume.  nmt_session_arena_size() is exact
+ *  for memory aligned to this; for an arbitrary pointer add
+ *  NMT_ARENA_ALIGNMENT - 1 bytes (the session aligns internally). */
+#define NMT_ARENA_ALIGNMENT 64
+
+/** Upper bounds the session is planned for; every buffer is sized from them. */
+typedef struct nmt_limits {
+    uint32_t max_src_len;   /**< source tokens per sentence, EOS included (default 256) */
+    uint32_t max_tgt_len;   /**< target tokens incl. EOS (0 = max_src_len + 50, as in the paper) */
+    uint32_t max_batch;     /**< sentences per call (default 1) */
+    uint32_t max_beam;      /**< beam width (default 4) */
+} nmt_limits;
+
+/** Parameters of a session.  Exactly one of model_path / model_data. */
+typedef struct nmt_session_params {
+    const char *model_path;   /**< mapped read-only for the session's lifetime */
+    const void *model_data;   /**< or a caller-owned image that outlives the session */
+    size_t model_size;
+    nmt_limits limits;        /**< zero fields take the defaults above */
+} nmt_session_params;
+
+typedef struct nmt_session nmt_session;
+
+/** Exact host bytes nmt_session_create() will use for this model and these
+ *  limits (validates the model; no device needed).  Also reports the device
+ *  bytes the session will allocate if device_bytes is non-NULL. */
+NMT_API nmt_status nmt_session_arena_size(const nmt_session_params *params, size_t *arena_bytes,
+                                          uint64_t *device_bytes);
+
+/** Create a session: validates the model, uploads weights, creates every
+ *  device buffer and kernel the model needs.  All host memory comes from
+ *  `arena` (caller-owned, must outlive the session; see NMT_ARENA_ALIGNMENT).
+ *  NMT_ERR_ARENA_TOO_SMALL if arena_size < nmt_session_arena_size(). */
+NMT_API nmt_status nmt_session_create(nmt_device *dev, const nmt_session_params *params,
+                                      void *arena, size_t arena_size, nmt_session **out);
+
+/** Release the session's device buffers and kernels.  The arena is the caller's again. */
+NMT_API void nmt_session_destroy(nmt_session *s);
+
+/** Bytes of the arena in use at the high-water mark, not counting the
+ *  alignment padding at its start (== nmt_session_arena_size()). */
+NMT_API size_t nmt_session_arena_used(const nmt_session *s);
+
+/** The model summary of a live session. */
+NMT_API void nmt_session_model_info(const nmt_session *s, nmt_model_info *info);
+
+/** Effective limits (defaults filled in). */
+NMT_API void nmt_session_limits(const nmt_session *s, nmt_limits *limits);
+
+/** Decoding options; zero-initialised fields take the defaults. */
+typedef struct nmt_decode_opts {
+    uint32_t beam;        /**< 1 = greedy; default 4 */
+    float alpha;          /**< GNMT length penalty ((5+len)/6)^alpha; default 0.6, <0 = 0 */
+    int alpha_set;        /**< nonzero: use `alpha` even if it is 0 */
+    uint32_t max_len;     /**< max target tokens excluding EOS; 0 = src_len + 50 (capped by limits) */
+    uint32_t n_best;      /**< hypotheses returned per sentence; default 1, <= beam */
+} nmt_decode_opts;
+
+/** A batch of source sentences given as token ids (no BOS; the runtime
+ *  appends EOS).  Empty sentences are allowed and translate to empty output. */
+typedef struct nmt_batch {
+    const int32_t *const *tokens;  /**< tokens[i] points at lens[i] ids */
+    const uint32_t *lens;
+    uint32_t n;                    /**< number of sentences (<= limits.max_batch) */
+} nmt_batch;
+
+/** Translate a batch.  All sentences' beams advance together.  Results stay
+ *  readable with nmt_session_result() until the next translate/score call. */
+NMT_API nmt_status nmt_session_translate(nmt_session *s, const nmt_batch *src,
+                                         const nmt_decode_opts *opts);
+
+/** Hypothesis `rank` (0 = best) of sentence `i` of the last translate call.
+ *  *tokens (excluding EOS) points into the arena.  *score is the
+ *  length-normalised score used for ranking, *logprob the raw sum. */
+NMT_API nmt_status nmt_session_result(const nmt_session *s, uint32_t i, uint32_t rank,
+                                      const int32_t **tokens, uint32_t *len, float *score,
+                                      float *logprob);
+
+/** Forced decoding: log P(tgt | src) (natural log, EOS included) of each
+ *  pair into out_logprob[i].  tgt sentences exclude BOS/EOS. */
+NMT_API nmt_status nmt_session_score(nmt_session *s, const nmt_batch *src, const nmt_batch *tgt,
+                                     float *out_logprob);
+
+/** Raw cl_int of the last failing OpenCL call in this session (0 if none). */
+NMT_API int32_t nmt_session_last_cl_error(const nmt_session *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NMT_EDGE_H */

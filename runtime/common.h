@@ -1,0 +1,56 @@
+/* common.h — internal helpers shared by every runtime file: error macros,
+ * logging through the caller's callback, small integer utilities. */
+#ifndef NMT_COMMON_H
+#define NMT_COMMON_H
+
+#include "nmt_edge.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Early-return on a failing status. */
+#define NMT_TRY(expr)                                                          \
+    do {                                                                       \
+        nmt_status nmt_try_s_ = (expr);                                        \
+        if (nmt_try_s_ != NMT_OK) return nmt_try_s_;                           \
+    } while (0)
+
+/* Early-return `status` when `cond` is false. */
+#define NMT_CHECK(cond, status)                                                \
+    do {                                                                       \
+        if (!(cond)) return (status);                                          \
+    } while (0)
+
+#define NMT_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define NMT_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define NMT_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+static inline size_t nmt_align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+/* Overflow-checked size arithmetic: returns 0 on overflow (callers treat 0
+ * as "does not fit"). */
+static inline int nmt_mul_ok(size_t a, size_t b, size_t *out) {
+    if (a != 0 && b > SIZE_MAX / a) return 0;
+    *out = a * b;
+    return 1;
+}
+
+/* Logging: formats into a stack buffer and calls the user's callback. */
+typedef struct nmt_logger {
+    nmt_log_fn fn;
+    void *user;
+    nmt_log_level level;
+} nmt_logger;
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+void nmt_log(const nmt_logger *lg, nmt_log_level level, const char *fmt, ...);
+
+/* Case-insensitive substring search (ASCII). */
+int nmt_strcasestr_ascii(const char *haystack, const char *needle);
+
+/* Bounded string copy that always NUL-terminates (truncates). */
+void nmt_strlcpy(char *dst, const char *src, size_t cap);
+
+#endif

@@ -1,0 +1,86 @@
+/* device.h — internal view of the OpenCL device layer: the nmt_device
+ * struct, program building with the on-disk binary cache, error mapping.
+ * Everything here lives in the caller's device memory; no allocation. */
+#ifndef NMT_DEVICE_H
+#define NMT_DEVICE_H
+
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+
+#include "common.h"
+
+#define NMT_MAX_PROGRAMS 32
+#define NMT_PATH_MAX 512
+#define NMT_BUILD_OPTIONS_MAX 256
+
+/* One kernel source embedded at build time (generated nmt_kernels_embedded.c). */
+typedef struct nmt_embedded_source {
+    const char *name;    /* file stem: "gemm" for cl/gemm.cl */
+    const char *text;
+    size_t length;
+} nmt_embedded_source;
+
+extern const nmt_embedded_source nmt_embedded_sources[];
+extern const size_t nmt_embedded_source_count;
+
+typedef struct nmt_program_slot {
+    char source[32];                      /* file stem */
+    char options[NMT_BUILD_OPTIONS_MAX];  /* build options incl. -D tuning defines */
+    cl_program program;
+    int from_cache;                       /* 1: created from a cached binary */
+} nmt_program_slot;
+
+struct nmt_device {
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_context context;
+    cl_command_queue queue;
+    nmt_device_info info;
+    nmt_logger log;
+    char cache_dir[NMT_PATH_MAX];   /* "" = no binary cache */
+    char kernel_dir[NMT_PATH_MAX];  /* "" = embedded sources */
+    int32_t last_cl_error;
+    uint32_t n_programs;
+    nmt_program_slot programs[NMT_MAX_PROGRAMS];
+    /* statistics (for logs and tests) */
+    uint32_t n_cache_hits, n_cache_misses, n_cache_rejects;
+};
+
+/* Record a failing cl_int, log it with `what`, and map it to a status:
+ * CL_MEM_OBJECT_ALLOCATION_FAILURE / CL_OUT_OF_RESOURCES / CL_INVALID_BUFFER_SIZE
+ * -> NMT_ERR_DEVICE_MEMORY, CL_BUILD_PROGRAM_FAILURE -> NMT_ERR_KERNEL_BUILD,
+ * anything else -> NMT_ERR_OPENCL. */
+nmt_status nmt_cl_fail(nmt_device *dev, cl_int err, const char *what);
+
+/* Early-return on a failing OpenCL call. */
+#define NMT_CL(dev, call)                                                      \
+    do {                                                                       \
+        cl_int nmt_cl_e_ = (call);                                             \
+        if (nmt_cl_e_ != CL_SUCCESS) return nmt_cl_fail((dev), nmt_cl_e_, #call); \
+    } while (0)
+
+/* Get (build once per device, then reuse) the program for cl/<source>.cl
+ * with `options`.  Uses the binary cache when configured: key = hash of
+ * device name, vendor, driver version, platform version, source text and
+ * options.  A cached binary that the driver rejects is deleted and the
+ * program rebuilt from source.  The program is owned by the device. */
+nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *options,
+                              cl_program *out);
+
+/* Create a kernel from a program (caller releases with clReleaseKernel). */
+nmt_status nmt_device_kernel(nmt_device *dev, cl_program prog, const char *name, cl_kernel *out);
+
+/* Device buffer; `host` non-NULL copies host data in (CL_MEM_COPY_HOST_PTR). */
+nmt_status nmt_device_buffer(nmt_device *dev, size_t bytes, const void *host, cl_mem *out);
+
+/* Blocking host<->device transfers and queue completion. */
+nmt_status nmt_device_write(nmt_device *dev, cl_mem buf, size_t offset, size_t bytes, const void *src);
+nmt_status nmt_device_read(nmt_device *dev, cl_mem buf, size_t offset, size_t bytes, void *dst);
+nmt_status nmt_device_finish(nmt_device *dev);
+
+/* 64-bit FNV-1a, used for cache keys (chain by passing the previous value;
+ * start with NMT_FNV_OFFSET). */
+#define NMT_FNV_OFFSET 0xcbf29ce484222325ull
+uint64_t nmt_fnv1a(uint64_t h, const void *data, size_t n);
+
+#endif

@@ -1,0 +1,127 @@
+/* ops.h — the kernel layer: one C call per op, each launching kernels from
+ * cl/.  Every model family (and the trainer) is written against these calls
+ * only.  An nmt_ops holds the cl_kernel objects, created once (at session
+ * creation); calls enqueue work and never create OpenCL objects.
+ *
+ * Buffers are (cl_mem, element offset) pairs; all data fp32 unless noted.
+ * Matrices are row-major with an explicit leading dimension (ld, elements). */
+#ifndef NMT_OPS_H
+#define NMT_OPS_H
+
+#include "device.h"
+
+typedef struct nmt_buf {
+    cl_mem mem;      /* NULL = absent (for optional arguments) */
+    size_t off;      /* offset in elements (floats or ints) */
+} nmt_buf;
+
+static inline nmt_buf nmt_buf_at(nmt_buf b, size_t elements) {
+    b.off += elements;
+    return b;
+}
+
+/* HySAN self-attention branch kinds (masks of the paper, eq. 9 and 11). */
+typedef enum nmt_branch_kind {
+    NMT_BRANCH_GLOBAL = 0, /* every key */
+    NMT_BRANCH_FW = 1,     /* j <= i */
+    NMT_BRANCH_BW = 2,     /* j >= i */
+    NMT_BRANCH_LOCAL = 3   /* |i - j| <= k (combined with the causal mask in a decoder) */
+} nmt_branch_kind;
+
+#define NMT_MAX_BRANCHES 8
+
+typedef struct nmt_branch {
+    nmt_branch_kind kind;
+    uint32_t k;            /* LOCAL radius */
+} nmt_branch;
+
+typedef struct nmt_ops {
+    nmt_device *dev;
+    nmt_gemm_provider gemm;  /* resolved: OWN or CLBLAST */
+    /* kernels (created by nmt_ops_init) */
+    cl_kernel k_gemm_nt, k_gemm_nn, k_bias_act;
+    cl_kernel k_embed, k_layernorm, k_add, k_relu, k_gate_accum, k_copy_rows;
+    cl_kernel k_gather_rows, k_log_softmax;
+    cl_kernel k_attn_scores, k_attn_stats, k_attn_apply;
+} nmt_ops;
+
+/* Build the programs and create every kernel above.  Called at session
+ * creation; on failure everything created so far is released. */
+nmt_status nmt_ops_init(nmt_ops *ops, nmt_device *dev);
+void nmt_ops_release(nmt_ops *ops);
+
+/* C[M,N] = alpha * A[M,K] * op(B) + beta * C (+ bias[N]) (then ReLU if relu).
+ * trans_b = 1: B is [N,K] (row n holds the K weights of output n: the layout
+ * of every weight matrix in .nmt files);  trans_b = 0: B is [K,N].
+ * bias.mem == NULL: no bias.  beta must be 0 or 1. */
+nmt_status nmt_op_gemm(nmt_ops *ops, int trans_b, uint32_t M, uint32_t N, uint32_t K, float alpha,
+                       nmt_buf A, uint32_t lda, nmt_buf B, uint32_t ldb, float beta, nmt_buf C,
+                       uint32_t ldc, nmt_buf bias, int relu);
+
+/* out[r, :] = E[tok[r], :] * scale + P(pos(r)) for r < rows, where
+ * pos(r) = pos0 + (r % seq_len) and P is the sinusoidal table (sin in
+ * columns [0, d/2), cos in [d/2, d); inv_freq_i = 10000^(-i/(d/2-1)) as in
+ * fairseq/tensor2tensor).  tok is an int buffer; ids are validated by the
+ * host before upload. */
+nmt_status nmt_op_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_len, uint32_t pos0,
+                        nmt_buf E, uint32_t d, float scale, nmt_buf out);
+
+/* out[r,:] = LayerNorm(x[r,:] (+ res[r,:] if res.mem)) * gamma + beta.
+ * out may alias x or res.  Population variance, eps inside the sqrt. */
+nmt_status nmt_op_layernorm(nmt_ops *ops, nmt_buf x, nmt_buf res, nmt_buf out, uint32_t rows,
+                            uint32_t d, nmt_buf gamma, nmt_buf beta, float eps);
+
+/* dst[i] += src[i] for i < n. */
+nmt_status nmt_op_add(nmt_ops *ops, nmt_buf dst, nmt_buf src, uint32_t n);
+
+/* Gated-sum fusion step, over rows x d (row strides ld_*):
+ *   out = (accumulate ? out : 0) + x * sigmoid(g). */
+nmt_status nmt_op_gate_accum(nmt_ops *ops, nmt_buf x, uint32_t ld_x, nmt_buf g, uint32_t ld_g,
+                             nmt_buf out, uint32_t ld_out, uint32_t rows, uint32_t d,
+                             int accumulate);
+
+/* dst[r*ld_dst + c] = src[r*ld_src + c], r < rows, c < cols (strided copy;
+ * used to write K/V of a step into the cache and to pack/unpack). */
+nmt_status nmt_op_copy_rows(nmt_ops *ops, nmt_buf src, uint32_t ld_src, nmt_buf dst,
+                            uint32_t ld_dst, uint32_t rows, uint32_t cols);
+
+/* dst row r = src row idx[r] (rows of `cols` elements, strides ld_*); idx is
+ * an int buffer.  Beam reordering of any decoder state. */
+nmt_status nmt_op_gather_rows(nmt_ops *ops, nmt_buf src, uint64_t ld_src, nmt_buf dst,
+                              uint64_t ld_dst, nmt_buf idx, uint32_t rows, uint32_t cols);
+
+/* In-place log-softmax over each of `rows` rows of length n (row stride ld). */
+nmt_status nmt_op_log_softmax(nmt_ops *ops, nmt_buf x, uint32_t rows, uint32_t n, uint32_t ld);
+
+/* Multi-head masked attention with HySAN branches sharing one score matrix.
+ *
+ * Query sequences s < n_seq, each with lq queries; query i sits at absolute
+ * position q_pos0 + i.  Query sequence s reads key/value sequence s / group.
+ * Key j of kv sequence m is at k + m*kv_seq_stride + j*k_ld (same for v);
+ * head h uses columns [h*d_head, (h+1)*d_head).  Valid keys of kv sequence m:
+ * j < key_len[m] (int buffer) or, if key_len.mem == NULL, j < key_len_const.
+ *
+ *   S[s,h,i,j] = (q_i . k_j) / sqrt(d_head)                 (computed once)
+ *   for each branch b: P_b = softmax_j(S + M_b + M_pad (+ M_causal))
+ *                      out[s*lq+i, b*H*d_head + h*d_head + c] = sum_j P_b v_j[c]
+ *
+ * Rows with no allowed key produce zeros.  scores: scratch of
+ * n_seq*H*lq*lk_max floats; stats: scratch of n_seq*H*lq*2 floats. */
+typedef struct nmt_attn_args {
+    uint32_t n_seq, lq, q_pos0, lk_max, group;
+    uint32_t n_heads, d_head;
+    nmt_buf q; uint32_t q_ld;
+    nmt_buf k; uint32_t k_ld;
+    nmt_buf v; uint32_t v_ld;
+    uint64_t kv_seq_stride;
+    nmt_buf key_len; uint32_t key_len_const;
+    int causal;
+    uint32_t n_branches;
+    nmt_branch branches[NMT_MAX_BRANCHES];
+    nmt_buf scores, stats;
+    nmt_buf out; uint32_t out_ld;
+} nmt_attn_args;
+
+nmt_status nmt_op_attention(nmt_ops *ops, const nmt_attn_args *a);
+
+#endif
