@@ -12,6 +12,24 @@
 #define NMT_MAX_PROGRAMS 32
 #define NMT_PATH_MAX 512
 #define NMT_BUILD_OPTIONS_MAX 256
+#define NMT_BUILD_LOG_MAX 16384   /* scratch for build logs and extension strings */
+
+/* Version of the on-disk program cache layout (part of every cache key and
+ * of the file header): bump when the header or the key recipe changes. */
+#define NMT_CLBIN_FORMAT 1u
+#define NMT_CLBIN_MAGIC "NMTCLBIN"
+
+/* A cached program is <cache_dir>/<16 hex digits of the key>.clbin: this
+ * header followed by the driver's binary (CL_PROGRAM_BINARIES).  The header
+ * lets a torn or bit-rotted file be rejected before the driver sees it. */
+typedef struct nmt_clbin_header {
+    char magic[8];          /* NMT_CLBIN_MAGIC, no NUL */
+    uint32_t format;        /* NMT_CLBIN_FORMAT */
+    uint32_t reserved;      /* 0 */
+    uint64_t key;           /* cache key (the file name) */
+    uint64_t payload_size;  /* bytes of driver binary after the header */
+    uint64_t payload_hash;  /* nmt_fnv1a(NMT_FNV_OFFSET, payload) */
+} nmt_clbin_header;
 
 /* One kernel source embedded at build time (generated nmt_kernels_embedded.c). */
 typedef struct nmt_embedded_source {
@@ -44,6 +62,9 @@ struct nmt_device {
     nmt_program_slot programs[NMT_MAX_PROGRAMS];
     /* statistics (for logs and tests) */
     uint32_t n_cache_hits, n_cache_misses, n_cache_rejects;
+    uint32_t n_source_builds;       /* programs compiled from source */
+    uint64_t cache_key_base;        /* hash of platform/device/driver identity */
+    char build_log[NMT_BUILD_LOG_MAX]; /* last build log (also extension scratch) */
 };
 
 /* Record a failing cl_int, log it with `what`, and map it to a status:
@@ -51,6 +72,12 @@ struct nmt_device {
  * -> NMT_ERR_DEVICE_MEMORY, CL_BUILD_PROGRAM_FAILURE -> NMT_ERR_KERNEL_BUILD,
  * anything else -> NMT_ERR_OPENCL. */
 nmt_status nmt_cl_fail(nmt_device *dev, cl_int err, const char *what);
+
+/* Symbolic name of an OpenCL error code ("CL_OUT_OF_RESOURCES"); never NULL. */
+const char *nmt_cl_error_str(cl_int err);
+
+/* 1 if this build links CLBlast (NMT_HAVE_CLBLAST), else 0. */
+int nmt_device_have_clblast(void);
 
 /* Early-return on a failing OpenCL call. */
 #define NMT_CL(dev, call)                                                      \

@@ -43,6 +43,10 @@ typedef struct nmt_ops {
     cl_kernel k_embed, k_layernorm, k_add, k_relu, k_gate_accum, k_copy_rows;
     cl_kernel k_gather_rows, k_log_softmax;
     cl_kernel k_attn_scores, k_attn_stats, k_attn_apply;
+    /* launch geometry chosen by nmt_ops_init */
+    uint32_t gemm_tm, gemm_tn;  /* block of C per GEMM work-item (-D GEMM_TM/TN) */
+    size_t reduce_wg;           /* local size of the per-row reductions (power of two) */
+    size_t wg_max;              /* work-items per group for the other kernels */
 } nmt_ops;
 
 /* Build the programs and create every kernel above.  Called at session
@@ -73,6 +77,9 @@ nmt_status nmt_op_layernorm(nmt_ops *ops, nmt_buf x, nmt_buf res, nmt_buf out, u
 
 /* dst[i] += src[i] for i < n. */
 nmt_status nmt_op_add(nmt_ops *ops, nmt_buf dst, nmt_buf src, uint32_t n);
+
+/* x[i] = max(x[i], 0) for i < n, in place. */
+nmt_status nmt_op_relu(nmt_ops *ops, nmt_buf x, uint32_t n);
 
 /* Gated-sum fusion step, over rows x d (row strides ld_*):
  *   out = (accumulate ? out : 0) + x * sigmoid(g). */

@@ -1,0 +1,134 @@
+/* attention.cl — multi-head masked attention with HySAN branches sharing one
+ * score matrix (runtime/ops.h, nmt_attn_args, gives the exact semantics).
+ *
+ * Kernels, launched by nmt_op_attention in this order:
+ *   attn_scores  S[s,h,i,j] = (q_i . k_j) * scale           once per call
+ *                NDRange (j, i, s*H + h); only keys some branch can see are
+ *                computed (j < key_len, and j <= pos_i when causal); the
+ *                other entries of S are left untouched.
+ *   attn_stats   per (s, h, i): max and sum of exp over the keys the branch
+ *                allows, into stats[row*2 + {0,1}]        once per branch
+ *                NDRange (i, s*H + h)
+ *   attn_apply   out[s*lq+i, h*d_head + c] (branch column block chosen by
+ *                the host through out_off) = sum_j softmax_j * v_j[c]
+ *                NDRange (c, i, s*H + h)                  once per branch
+ *
+ * Masks.  Query i sits at position pos = q_pos0 + i; key j at position j.
+ * Every mask is an interval of keys, so a row is the range [lo, hi]:
+ *   key padding   j < key_len[m]    (m = s / group, the kv sequence)
+ *   causal        j <= pos
+ *   FW            j <= pos          BW   j >= pos
+ *   LOCAL k       pos - k <= j <= pos + k
+ * An empty range (lo > hi) gives stats (-INF, 0) and an output row of 0.
+ *
+ * Index arithmetic is 64-bit (ulong) for addresses; positions are int (the
+ * host keeps q_pos0 + lq and the LOCAL radius below 2^30).  The NDRange may
+ * be padded in every dimension: surplus work-items return.
+ *
+ * -D knobs: none.
+ */
+
+#define BRANCH_GLOBAL 0
+#define BRANCH_FW 1
+#define BRANCH_BW 2
+#define BRANCH_LOCAL 3
+
+/* Valid keys of kv sequence m, clamped to [0, lk_max]. */
+inline int attn_key_count(__global const int *key_len, const ulong kl_off, const int has_key_len,
+                          const uint key_len_const, const uint m, const uint lk_max) {
+    const int kl = has_key_len ? key_len[kl_off + m] : (int)min(key_len_const, lk_max);
+    return clamp(kl, 0, (int)lk_max);
+}
+
+/* Allowed keys [lo, hi] (as int2) of the query at position pos. */
+inline int2 attn_range(const int pos, const int n_keys, const int causal, const int kind,
+                       const int radius) {
+    int lo = 0, hi = n_keys - 1;
+    if (causal || kind == BRANCH_FW) hi = min(hi, pos);
+    if (kind == BRANCH_BW) lo = max(lo, pos);
+    if (kind == BRANCH_LOCAL) {
+        lo = max(lo, pos - radius);
+        hi = min(hi, pos + radius);
+    }
+    return (int2)(lo, hi);
+}
+
+__kernel void attn_scores(const uint n_seq, const uint lq, const uint q_pos0, const uint lk_max,
+                          const uint group, const uint n_heads, const uint d_head, const float scale,
+                          __global const float *Q, const ulong q_off, const uint q_ld,
+                          __global const float *Kc, const ulong k_off, const uint k_ld,
+                          const ulong kv_stride,
+                          __global const int *key_len, const ulong kl_off, const int has_key_len,
+                          const uint key_len_const, const int causal,
+                          __global float *S, const ulong s_off) {
+    const uint j = (uint)get_global_id(0);
+    const uint i = (uint)get_global_id(1);
+    const uint sh = (uint)get_global_id(2);
+    if (j >= lk_max || i >= lq || sh >= n_seq * n_heads) return;
+    const uint s = sh / n_heads, h = sh - s * n_heads, m = s / group;
+    const int n_keys = attn_key_count(key_len, kl_off, has_key_len, key_len_const, m, lk_max);
+    const int pos = (int)(q_pos0 + i);
+    if ((int)j >= n_keys || (causal && (int)j > pos)) return;
+
+    __global const float *q = Q + q_off + (ulong)(s * lq + i) * q_ld + (ulong)h * d_head;
+    __global const float *k = Kc + k_off + (ulong)m * kv_stride + (ulong)j * k_ld + (ulong)h * d_head;
+    float4 acc4 = (float4)(0.0f);
+    const uint D4 = d_head & ~3u;
+    for (uint c = 0; c < D4; c += 4) acc4 += vload4(0, q + c) * vload4(0, k + c);
+    float acc = (acc4.x + acc4.y) + (acc4.z + acc4.w);
+    for (uint c = D4; c < d_head; c++) acc += q[c] * k[c];
+    S[s_off + ((ulong)sh * lq + i) * lk_max + j] = acc * scale;
+}
+
+__kernel void attn_stats(const uint n_seq, const uint lq, const uint q_pos0, const uint lk_max,
+                         const uint group, const uint n_heads,
+                         __global const int *key_len, const ulong kl_off, const int has_key_len,
+                         const uint key_len_const, const int causal, const int kind, const int radius,
+                         __global const float *S, const ulong s_off,
+                         __global float *stats, const ulong st_off) {
+    const uint i = (uint)get_global_id(0);
+    const uint sh = (uint)get_global_id(1);
+    if (i >= lq || sh >= n_seq * n_heads) return;
+    const uint s = sh / n_heads;
+    const int n_keys = attn_key_count(key_len, kl_off, has_key_len, key_len_const, s / group, lk_max);
+    const int2 r = attn_range((int)(q_pos0 + i), n_keys, causal, kind, radius);
+    const ulong row = (ulong)sh * lq + i;
+    __global const float *srow = S + s_off + row * lk_max;
+
+    float mx = -INFINITY, sum = 0.0f;
+    if (r.x <= r.y) {
+        for (int j = r.x; j <= r.y; j++) mx = fmax(mx, srow[j]);
+        for (int j = r.x; j <= r.y; j++) sum += exp(srow[j] - mx);
+    }
+    stats[st_off + row * 2] = mx;
+    stats[st_off + row * 2 + 1] = sum;
+}
+
+__kernel void attn_apply(const uint n_seq, const uint lq, const uint q_pos0, const uint lk_max,
+                         const uint group, const uint n_heads, const uint d_head,
+                         __global const float *V, const ulong v_off, const uint v_ld,
+                         const ulong kv_stride,
+                         __global const int *key_len, const ulong kl_off, const int has_key_len,
+                         const uint key_len_const, const int causal, const int kind, const int radius,
+                         __global const float *S, const ulong s_off,
+                         __global const float *stats, const ulong st_off,
+                         __global float *out, const ulong out_off, const uint out_ld) {
+    const uint c = (uint)get_global_id(0);
+    const uint i = (uint)get_global_id(1);
+    const uint sh = (uint)get_global_id(2);
+    if (c >= d_head || i >= lq || sh >= n_seq * n_heads) return;
+    const uint s = sh / n_heads, h = sh - s * n_heads, m = s / group;
+    const int n_keys = attn_key_count(key_len, kl_off, has_key_len, key_len_const, m, lk_max);
+    const int2 r = attn_range((int)(q_pos0 + i), n_keys, causal, kind, radius);
+    const ulong row = (ulong)sh * lq + i;
+
+    float acc = 0.0f;
+    if (r.x <= r.y) {
+        __global const float *srow = S + s_off + row * lk_max;
+        __global const float *vcol = V + v_off + (ulong)m * kv_stride + (ulong)h * d_head + c;
+        const float mx = stats[st_off + row * 2];
+        for (int j = r.x; j <= r.y; j++) acc += exp(srow[j] - mx) * vcol[(ulong)j * v_ld];
+        acc /= stats[st_off + row * 2 + 1];  /* >= 1: the max term contributes exp(0) */
+    }
+    out[out_off + (ulong)(s * lq + i) * out_ld + (ulong)h * d_head + c] = acc;
+}

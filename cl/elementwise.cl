@@ -1,0 +1,128 @@
+/* elementwise.cl — cheap per-element and per-row kernels of the op layer.
+ *
+ * Kernels (NDRange in brackets; every dimension may be padded, surplus
+ * work-items return):
+ *   embed        out[r,c] = E[tok[r],c] * scale + P(pos0 + r % seq_len, c)
+ *                sinusoid P: sin in [0, d/2), cos in [d/2, 2*(d/2)), 0 in
+ *                the last column of an odd d; w_i = 10000^(-i/(d/2-1))
+ *                (w_i = 1 when d/2 == 1)                       [c, r]
+ *   add          dst[i] += src[i]                              [i]
+ *   relu         x[i] = max(x[i], 0)                           [i]
+ *   gate_accum   out[r,c] = (accumulate ? out[r,c] : 0) + x[r,c] * sigmoid(g[r,c])
+ *                (row strides ld_*)                            [c, r]
+ *   copy_rows    dst[r*ld_dst + c] = src[r*ld_src + c]         [c, r]
+ *   gather_rows  dst[r*ld_dst + c] = src[idx[r]*ld_src + c]    [c, r]
+ *                (src and dst must not overlap)
+ *   log_softmax  x[r,:] -= max + log(sum(exp(x[r,:] - max))), in place,
+ *                one work-group per row, any power-of-two local size
+ *                <= REDUCE_WG; a row of only -INF is left unchanged
+ *                                                              [rows * local]
+ *
+ * Offsets and leading dimensions are in elements; addresses use ulong.
+ *
+ * -D knobs (defaults):
+ *   REDUCE_WG  capacity of log_softmax's local reduction buffers, the largest
+ *              local size the host may launch it with (256; power of two)
+ */
+#ifndef REDUCE_WG
+#define REDUCE_WG 256
+#endif
+
+__kernel void embed(__global const int *tok, const ulong tok_off, const uint rows, const uint seq_len,
+                    const uint pos0, __global const float *E, const ulong e_off, const uint d,
+                    const float scale, __global float *out, const ulong out_off) {
+    const uint c = (uint)get_global_id(0);
+    const uint r = (uint)get_global_id(1);
+    if (c >= d || r >= rows) return;
+    const uint half_d = d / 2;
+    const float pos = (float)(pos0 + r % seq_len);
+    float p = 0.0f;
+    if (c < 2 * half_d) {
+        const uint i = c < half_d ? c : c - half_d;
+        const float denom = half_d > 1 ? (float)(half_d - 1) : 1.0f;
+        /* 10000^(-i/denom) = exp(-ln(10000) * i / denom) */
+        const float w = exp(-9.210340371976184f * (float)i / denom);
+        p = c < half_d ? sin(pos * w) : cos(pos * w);
+    }
+    const ulong t = (ulong)tok[tok_off + r];
+    out[out_off + (ulong)r * d + c] = E[e_off + t * d + c] * scale + p;
+}
+
+__kernel void add(__global float *dst, const ulong dst_off, __global const float *src, const ulong src_off,
+                  const uint n) {
+    const uint i = (uint)get_global_id(0);
+    if (i < n) dst[dst_off + i] += src[src_off + i];
+}
+
+__kernel void relu(__global float *x, const ulong x_off, const uint n) {
+    const uint i = (uint)get_global_id(0);
+    if (i < n) x[x_off + i] = fmax(x[x_off + i], 0.0f);
+}
+
+__kernel void gate_accum(__global const float *X, const ulong x_off, const uint ld_x,
+                         __global const float *G, const ulong g_off, const uint ld_g,
+                         __global float *O, const ulong o_off, const uint ld_o,
+                         const uint rows, const uint d, const int accumulate) {
+    const uint c = (uint)get_global_id(0);
+    const uint r = (uint)get_global_id(1);
+    if (c >= d || r >= rows) return;
+    const float g = G[g_off + (ulong)r * ld_g + c];
+    const float v = X[x_off + (ulong)r * ld_x + c] / (1.0f + exp(-g));  /* x * sigmoid(g) */
+    const ulong o = o_off + (ulong)r * ld_o + c;
+    O[o] = accumulate ? O[o] + v : v;
+}
+
+__kernel void copy_rows(__global const float *src, const ulong src_off, const uint ld_src,
+                        __global float *dst, const ulong dst_off, const uint ld_dst,
+                        const uint rows, const uint cols) {
+    const uint c = (uint)get_global_id(0);
+    const uint r = (uint)get_global_id(1);
+    if (c >= cols || r >= rows) return;
+    dst[dst_off + (ulong)r * ld_dst + c] = src[src_off + (ulong)r * ld_src + c];
+}
+
+__kernel void gather_rows(__global const float *src, const ulong src_off, const ulong ld_src,
+                          __global float *dst, const ulong dst_off, const ulong ld_dst,
+                          __global const int *idx, const ulong idx_off, const uint rows, const uint cols) {
+    const uint c = (uint)get_global_id(0);
+    const uint r = (uint)get_global_id(1);
+    if (c >= cols || r >= rows) return;
+    const ulong from = (ulong)idx[idx_off + r];
+    dst[dst_off + (ulong)r * ld_dst + c] = src[src_off + from * ld_src + c];
+}
+
+__kernel void log_softmax(__global float *X, const ulong x_off, const uint n, const uint ld) {
+    __local float red_m[REDUCE_WG];
+    __local float red_s[REDUCE_WG];
+    const uint lid = (uint)get_local_id(0), lsz = (uint)get_local_size(0);
+    __global float *x = X + x_off + (ulong)get_group_id(0) * ld;
+
+    /* Online (max, sum of exp) per work-item: one pass over the row. */
+    float m = -INFINITY, s = 0.0f;
+    for (uint c = lid; c < n; c += lsz) {
+        const float v = x[c];
+        if (v > m) {
+            s = s * exp(m - v) + 1.0f;  /* exp(-INF) = 0 on the first element */
+            m = v;
+        } else {
+            s += exp(v - m);  /* v == m == -INF gives exp(NaN): guarded below */
+        }
+    }
+    if (m == -INFINITY) s = 0.0f;
+    red_m[lid] = m;
+    red_s[lid] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint w = lsz / 2; w > 0; w >>= 1) {
+        if (lid < w) {
+            const float m1 = red_m[lid], m2 = red_m[lid + w];
+            const float mm = fmax(m1, m2);
+            if (mm != -INFINITY) red_s[lid] = red_s[lid] * exp(m1 - mm) + red_s[lid + w] * exp(m2 - mm);
+            red_m[lid] = mm;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const float mx = red_m[0];
+    if (mx == -INFINITY) return;  /* no finite entry: leave the row as is */
+    const float lse = mx + log(red_s[0]);
+    for (uint c = lid; c < n; c += lsz) x[c] -= lse;
+}

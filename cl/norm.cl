@@ -1,0 +1,64 @@
+/* norm.cl — normalisation kernels.
+ *
+ * Kernels:
+ *   layernorm  out[r,:] = (v - mean(v)) / sqrt(var(v) + eps) * gamma + beta,
+ *              v = x[r,:] (+ res[r,:] when has_res); population variance.
+ *              One work-group per row (NDRange rows * local size); any
+ *              power-of-two local size <= REDUCE_WG.  Two-pass mean and
+ *              variance for accuracy.  out may alias x or res: each element
+ *              is written by the work-item that last read it, after the
+ *              whole row has been reduced.
+ *
+ * Rows are contiguous (stride d).  Offsets are in elements (ulong).
+ *
+ * -D knobs (defaults):
+ *   REDUCE_WG  capacity of the local reduction buffer, the largest local
+ *              size the host may launch with (256; power of two)
+ */
+#ifndef REDUCE_WG
+#define REDUCE_WG 256
+#endif
+
+/* Sum of v over the work-group; red has REDUCE_WG floats.  Every work-item
+ * must call it (it contains barriers); all receive the total. */
+inline float wg_sum(float v, __local float *red) {
+    const uint lid = (uint)get_local_id(0);
+    red[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint w = (uint)get_local_size(0) / 2; w > 0; w >>= 1) {
+        if (lid < w) red[lid] += red[lid + w];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const float total = red[0];
+    barrier(CLK_LOCAL_MEM_FENCE);  /* red is reused by the next call */
+    return total;
+}
+
+__kernel void layernorm(__global const float *X, const ulong x_off,
+                        __global const float *R, const ulong r_off, const int has_res,
+                        __global float *O, const ulong o_off, const uint d,
+                        __global const float *G, const ulong g_off,
+                        __global const float *Bt, const ulong b_off, const float eps) {
+    __local float red[REDUCE_WG];
+    const ulong row = get_group_id(0);
+    const uint lid = (uint)get_local_id(0), lsz = (uint)get_local_size(0);
+    __global const float *x = X + x_off + row * d;
+    __global const float *r = R + r_off + row * d;
+    __global float *o = O + o_off + row * d;
+
+    float s = 0.0f;
+    for (uint c = lid; c < d; c += lsz) s += has_res ? x[c] + r[c] : x[c];
+    const float mean = wg_sum(s, red) / (float)d;
+
+    float q = 0.0f;
+    for (uint c = lid; c < d; c += lsz) {
+        const float t = (has_res ? x[c] + r[c] : x[c]) - mean;
+        q += t * t;
+    }
+    const float rstd = rsqrt(wg_sum(q, red) / (float)d + eps);
+
+    for (uint c = lid; c < d; c += lsz) {
+        const float t = (has_res ? x[c] + r[c] : x[c]) - mean;
+        o[c] = t * rstd * G[g_off + c] + Bt[b_off + c];
+    }
+}

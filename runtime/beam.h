@@ -1,0 +1,64 @@
+/* beam.h — host-side beam search over log-probabilities, independent of
+ * the model family.  All sentences of a batch advance together: one call per
+ * decoder step consumes the (rows = n*K, V) log-probabilities and produces
+ * the next token and the back-pointer of every row.
+ *
+ * Semantics (fairseq-style): each step ranks the 2K best continuations of
+ * a sentence's live beams; an EOS continuation among the first K ranks
+ * finishes a hypothesis, other ranks fill the K live beams.  A sentence is
+ * done when K hypotheses are finished; at its length limit only EOS is
+ * allowed.  Finished hypotheses are ranked by the GNMT length penalty:
+ * score = logprob / ((5 + len) / 6)^alpha, len counting EOS.  K = 1 is
+ * exactly greedy decoding. */
+#ifndef NMT_BEAM_H
+#define NMT_BEAM_H
+
+#include "arena.h"
+#include "nmt_edge.h"
+
+typedef struct nmt_hyp {
+    int32_t *tokens;   /* (max_steps): ids, EOS excluded */
+    uint32_t len;
+    float score;       /* length-normalised */
+    float logprob;     /* sum of log-probabilities incl. EOS */
+} nmt_hyp;
+
+typedef struct nmt_beam {
+    /* planned capacity */
+    uint32_t max_batch, max_beam, max_steps;
+    /* current search */
+    uint32_t n, K, V, eos;
+    float alpha;
+    float *score;        /* (n*K) cumulative log-probability of live rows; -inf = dead */
+    int32_t *hist;       /* (n*K, max_steps) tokens of live rows */
+    int32_t *hist_next;  /* (n*K, max_steps) scratch for reordering */
+    int32_t *next_tok;   /* (n*K) decoder input of the next step */
+    int32_t *back;       /* (n*K) row each new row continues */
+    uint32_t *max_len;   /* (n) tokens allowed before the forced EOS */
+    uint8_t *done;       /* (n) */
+    uint32_t *n_fin;     /* (n) finished hypotheses */
+    nmt_hyp *fin;        /* (n, K) finished hypotheses, sorted at the end */
+    /* per-sentence candidate scratch (2K) */
+    float *cand_score;
+    int32_t *cand_row, *cand_tok;
+} nmt_beam;
+
+/* Reserve memory for up to max_batch sentences, max_beam beams and
+ * max_steps decoder steps (tokens + EOS). */
+nmt_status nmt_beam_plan(nmt_beam *b, nmt_arena *a, uint32_t max_batch, uint32_t max_beam,
+                         uint32_t max_steps);
+
+/* Start a search: n sentences, K beams, vocabulary V; max_len[i] tokens
+ * before EOS is forced (< max_steps).  Rows' first input is `bos`. */
+nmt_status nmt_beam_start(nmt_beam *b, uint32_t n, uint32_t K, uint32_t V, uint32_t eos,
+                          uint32_t bos, float alpha, const uint32_t *max_len);
+
+/* Consume step t's log-probabilities (n*K rows of V).  Fills next_tok and
+ * back.  Returns 1 when every sentence is done (results then sorted). */
+int nmt_beam_advance(nmt_beam *b, uint32_t t, const float *logprobs);
+
+/* Hypothesis `rank` of sentence i (after the search finished). */
+const nmt_hyp *nmt_beam_result(const nmt_beam *b, uint32_t i, uint32_t rank);
+uint32_t nmt_beam_n_results(const nmt_beam *b, uint32_t i);
+
+#endif

@@ -1,0 +1,875 @@
+/* nmt_edge_cli.c — the `nmt-edge` program: translate, score, info, devices.
+ *
+ * Uses only the public API in include/nmt_edge.h.  Unlike the library, this
+ * program may allocate: it owns the session arena and the device memory and
+ * hands them to the library, and it buffers input lines and output text.
+ *
+ * Input contract (translate, score): one sentence per line, tokens are
+ * whitespace-separated non-negative decimal ids; CR LF line ends are
+ * accepted; lines may be of any length.  A batch is parsed and checked
+ * completely before the library sees it, and its output is written in one
+ * piece and flushed, so an error never leaves partial output for that batch.
+ *
+ * Exit status: 0 success, 1 runtime error (input, model, device), 2 usage.
+ */
+#include "nmt_edge.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#define PROG "nmt-edge"
+#define EXIT_USAGE 2
+
+/* ======================================================================== */
+/* Small utilities                                                          */
+/* ======================================================================== */
+
+static void *xrealloc(void *p, size_t n) {
+    void *q = realloc(p, n ? n : 1);
+    if (q == NULL) {
+        fprintf(stderr, PROG ": out of memory\n");
+        exit(1);
+    }
+    return q;
+}
+
+/* Grow *p (elements of `elem` bytes, capacity *cap) to hold at least `need`. */
+static void grow(void **p, size_t *cap, size_t need, size_t elem) {
+    if (need <= *cap) return;
+    size_t c = *cap ? *cap : 64;
+    while (c < need) c *= 2;
+    *p = xrealloc(*p, c * elem);
+    *cap = c;
+}
+
+/* Growable text buffer: a batch's output is assembled here, then written. */
+typedef struct strbuf {
+    char *p;
+    size_t len, cap;
+} strbuf;
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void sb_printf(strbuf *b, const char *fmt, ...) {
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        size_t room = b->cap - b->len;
+        int n = vsnprintf(b->p ? b->p + b->len : NULL, room, fmt, ap);
+        va_end(ap);
+        if (n < 0) return;
+        if ((size_t)n < room) {
+            b->len += (size_t)n;
+            return;
+        }
+        grow((void **)&b->p, &b->cap, b->len + (size_t)n + 1, 1);
+    }
+}
+
+static int write_out(strbuf *b) {
+    if ((b->len && fwrite(b->p, 1, b->len, stdout) != b->len) || fflush(stdout) != 0) {
+        fprintf(stderr, PROG ": error writing standard output: %s\n", strerror(errno));
+        return 1;
+    }
+    b->len = 0;
+    return 0;
+}
+
+static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+static const char *env_nonempty(const char *name) {
+    const char *v = getenv(name);
+    return (v && *v) ? v : NULL;
+}
+
+/* ======================================================================== */
+/* Options: one table, one parser, shared by every subcommand               */
+/* ======================================================================== */
+
+enum { C_TRANSLATE = 1u, C_SCORE = 2u, C_INFO = 4u, C_DEVICES = 8u };
+#define C_MODEL (C_TRANSLATE | C_SCORE | C_INFO)
+#define C_ALL (C_MODEL | C_DEVICES)
+
+typedef struct cli_opts {
+    const char *model;
+    const char *device;
+    long beam, n_best, max_len, batch, max_src_len;
+    double alpha;
+    long gemm;
+    int no_cache, no_device, verbose, help;
+} cli_opts;
+
+typedef enum opt_kind { OPT_FLAG, OPT_LONG, OPT_DOUBLE, OPT_STRING, OPT_GEMM } opt_kind;
+
+typedef struct opt_spec {
+    const char *name;     /* without the leading "--" */
+    opt_kind kind;
+    size_t offset;        /* field of cli_opts */
+    double min, max;      /* numeric range (inclusive) */
+    unsigned cmds;        /* subcommands accepting it */
+    const char *metavar;
+    const char *help;
+} opt_spec;
+
+#define OFF(f) offsetof(cli_opts, f)
+static const opt_spec OPTIONS[] = {
+    {"model", OPT_STRING, OFF(model), 0, 0, C_MODEL, "FILE", "model file (.nmt), required"},
+    {"beam", OPT_LONG, OFF(beam), 1, 1024, C_TRANSLATE | C_INFO, "N",
+     "beam width, 1 = greedy (default 4)"},
+    {"alpha", OPT_DOUBLE, OFF(alpha), 0, 100, C_TRANSLATE, "A",
+     "length penalty exponent, ((5+len)/6)^A (default 0.6)"},
+    {"max-len", OPT_LONG, OFF(max_len), 0, 1000000, C_MODEL, "N",
+     "max target tokens without end-of-sentence, 0 = source length + 50 (default 0)"},
+    {"n-best", OPT_LONG, OFF(n_best), 1, 1024, C_TRANSLATE, "N",
+     "hypotheses per sentence, <= --beam; > 1 prints 'INDEX ||| TOKENS ||| SCORE' (default 1)"},
+    {"batch", OPT_LONG, OFF(batch), 1, 65536, C_MODEL, "N", "sentences per call (default 8)"},
+    {"max-src-len", OPT_LONG, OFF(max_src_len), 1, 1000000, C_MODEL, "N",
+     "session limit on source tokens, end-of-sentence included (default 256)"},
+    {"device", OPT_STRING, OFF(device), 0, 0, C_MODEL, "SPEC",
+     "OpenCL device: P:D, gpu, cpu, accelerator or a name substring (default $NMT_EDGE_DEVICE, else first GPU, else first device)"},
+    {"no-cache", OPT_FLAG, OFF(no_cache), 0, 0, C_MODEL, NULL,
+     "do not cache compiled kernels (default dir $NMT_EDGE_CACHE_DIR, $XDG_CACHE_HOME/nmt-edge or ~/.cache/nmt-edge)"},
+    {"gemm", OPT_GEMM, OFF(gemm), 0, 0, C_MODEL, "auto|own|clblast", "GEMM provider (default auto)"},
+    {"no-device", OPT_FLAG, OFF(no_device), 0, 0, C_INFO, NULL, "do not open a device"},
+    {"verbose", OPT_FLAG, OFF(verbose), 0, 0, C_ALL, NULL, "log progress (INFO) to stderr"},
+    {"help", OPT_FLAG, OFF(help), 0, 0, C_ALL, NULL, "show this help and exit"},
+};
+#undef OFF
+
+static const char *const GEMM_NAMES[] = {"auto", "own", "clblast"};
+
+typedef struct command {
+    const char *name;
+    unsigned bit;
+    int (*run)(const cli_opts *o);
+    const char *synopsis;
+    const char *summary;      /* one line for the top-level help */
+    const char *description;
+} command;
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static int usage_error(const command *cmd, const char *fmt, ...) {
+    va_list ap;
+    fprintf(stderr, PROG "%s%s: ", cmd ? " " : "", cmd ? cmd->name : "");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nTry '" PROG "%s%s --help'.\n", cmd ? " " : "", cmd ? cmd->name : "");
+    return EXIT_USAGE;
+}
+
+static int set_option(const command *cmd, const opt_spec *sp, const char *val, cli_opts *o) {
+    char *field = (char *)o + sp->offset;
+    char *end = NULL;
+    switch (sp->kind) {
+    case OPT_FLAG:
+        *(int *)field = 1;
+        return 0;
+    case OPT_STRING:
+        if (*val == '\0') return usage_error(cmd, "--%s needs a non-empty value", sp->name);
+        *(const char **)field = val;
+        return 0;
+    case OPT_GEMM:
+        for (size_t i = 0; i < sizeof GEMM_NAMES / sizeof GEMM_NAMES[0]; i++)
+            if (strcmp(val, GEMM_NAMES[i]) == 0) {
+                *(long *)field = (long)i;
+                return 0;
+            }
+        return usage_error(cmd, "--gemm: '%s' is not one of auto, own, clblast", val);
+    case OPT_LONG: {
+        errno = 0;
+        long v = (val[0] >= '0' && val[0] <= '9') ? strtol(val, &end, 10) : 0;
+        if (end == NULL || *end != '\0' || errno != 0 || v < (long)sp->min || v > (long)sp->max)
+            return usage_error(cmd, "--%s: '%s' is not an integer in [%ld, %ld]", sp->name, val,
+                               (long)sp->min, (long)sp->max);
+        *(long *)field = v;
+        return 0;
+    }
+    case OPT_DOUBLE: {
+        errno = 0;
+        double v = strtod(val, &end);
+        if (end == val || *end != '\0' || errno != 0 || !isfinite(v) || v < sp->min || v > sp->max)
+            return usage_error(cmd, "--%s: '%s' is not a number in [%g, %g]", sp->name, val,
+                               sp->min, sp->max);
+        *(double *)field = v;
+        return 0;
+    }
+    }
+    return usage_error(cmd, "internal: bad option kind");
+}
+
+/* Parse argv[1..] ("--name VALUE", "--name=VALUE" or "--flag") for `cmd`. */
+static int parse_options(const command *cmd, int argc, char **argv, cli_opts *o) {
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0')
+            return usage_error(cmd, "unexpected argument '%s'", arg);
+        const char *name = arg + 2;
+        const char *eq = strchr(name, '=');
+        size_t name_len = eq ? (size_t)(eq - name) : strlen(name);
+        const opt_spec *sp = NULL;
+        for (size_t k = 0; k < sizeof OPTIONS / sizeof OPTIONS[0]; k++)
+            if ((OPTIONS[k].cmds & cmd->bit) && strlen(OPTIONS[k].name) == name_len &&
+                strncmp(OPTIONS[k].name, name, name_len) == 0)
+                sp = &OPTIONS[k];
+        if (sp == NULL) return usage_error(cmd, "unknown option '%s'", arg);
+        const char *val = eq ? eq + 1 : NULL;
+        if (sp->kind == OPT_FLAG && val != NULL)
+            return usage_error(cmd, "--%s takes no value", sp->name);
+        if (sp->kind != OPT_FLAG && val == NULL) {
+            if (i + 1 >= argc) return usage_error(cmd, "--%s needs a value", sp->name);
+            val = argv[++i];
+        }
+        int rc = set_option(cmd, sp, val, o);
+        if (rc != 0) return rc;
+    }
+    return 0;
+}
+
+static void print_command_help(const command *cmd) {
+    printf("Usage: " PROG " %s %s\n\n%s\n\nOptions:\n", cmd->name, cmd->synopsis,
+           cmd->description);
+    for (size_t k = 0; k < sizeof OPTIONS / sizeof OPTIONS[0]; k++) {
+        const opt_spec *sp = &OPTIONS[k];
+        if (!(sp->cmds & cmd->bit)) continue;
+        char head[64];
+        snprintf(head, sizeof head, "--%s%s%s", sp->name, sp->metavar ? " " : "",
+                 sp->metavar ? sp->metavar : "");
+        printf("  %-26s", head);
+        /* the help text, word-wrapped at 80 columns under its column */
+        int col = 28;
+        for (const char *w = sp->help; *w;) {
+            size_t n = strcspn(w, " ");
+            if (col + 1 + (int)n > 80) {
+                printf("\n%28s", "");
+                col = 28;
+            }
+            printf(" %.*s", (int)n, w);
+            col += 1 + (int)n;
+            w += n + strspn(w + n, " ");
+        }
+        putchar('\n');
+    }
+}
+
+/* ======================================================================== */
+/* Reporting library statuses                                               */
+/* ======================================================================== */
+
+/* A device and a session with the memory the program owns for them. */
+typedef struct runtime {
+    void *dev_mem;
+    nmt_device *dev;
+    void *arena;
+    nmt_session *s;
+    nmt_log_level log_level;
+    char cache_dir[4096];
+} runtime;
+
+static int report_status(const char *what, nmt_status st, const runtime *rt) {
+    int saved_errno = errno;
+    fprintf(stderr, PROG ": %s: %s", what, nmt_status_str(st));
+    if (st == NMT_ERR_IO && saved_errno != 0) fprintf(stderr, " (%s)", strerror(saved_errno));
+    if (st == NMT_ERR_OPENCL || st == NMT_ERR_KERNEL_BUILD) {
+        int32_t code = 0;
+        if (rt && rt->s) code = nmt_session_last_cl_error(rt->s);
+        if (code == 0 && rt && rt->dev) code = nmt_device_last_cl_error(rt->dev);
+        fprintf(stderr, " (OpenCL error %d)", (int)code);
+    }
+    fputc('\n', stderr);
+    return 1;
+}
+
+static int model_error(const char *path, nmt_status st) {
+    int saved_errno = errno;
+    char what[64 + 4096];
+    snprintf(what, sizeof what, "cannot load model '%s'", path);
+    errno = saved_errno;
+    return report_status(what, st, NULL);
+}
+
+/* Validate the model file and size the session; prints the error itself. */
+static int model_sizes(const char *path, const nmt_limits *lim, size_t *arena,
+                       uint64_t *device_bytes) {
+    nmt_session_params sp = {.model_path = path, .limits = *lim};
+    errno = 0;
+    nmt_status st = nmt_session_arena_size(&sp, arena, device_bytes);
+    return st == NMT_OK ? 0 : model_error(path, st);
+}
+
+/* ======================================================================== */
+/* Device and session set-up                                                */
+/* ======================================================================== */
+
+static void log_to_stderr(void *user, nmt_log_level level, const char *msg) {
+    static const char *const names[] = {"error", "warning", "info", "debug"};
+    const nmt_log_level *max = user;
+    if (level > *max) return;
+    fprintf(stderr, PROG ": %s: %s\n", names[(unsigned)level < 4 ? level : 3], msg);
+}
+
+static const char *choose_cache_dir(const cli_opts *o, char *buf, size_t cap) {
+    if (o->no_cache) return NULL;
+    const char *v = env_nonempty("NMT_EDGE_CACHE_DIR");
+    if (v) return v;
+    int n = -1;
+    if ((v = env_nonempty("XDG_CACHE_HOME")) != NULL)
+        n = snprintf(buf, cap, "%s/nmt-edge", v);
+    else if ((v = env_nonempty("HOME")) != NULL)
+        n = snprintf(buf, cap, "%s/.cache/nmt-edge", v);
+    return (n > 0 && (size_t)n < cap) ? buf : NULL;
+}
+
+static int open_device(const cli_opts *o, runtime *rt) {
+    rt->log_level = o->verbose ? NMT_LOG_INFO : NMT_LOG_WARN;
+    nmt_device_params dp = {
+        .device = o->device ? o->device : env_nonempty("NMT_EDGE_DEVICE"),
+        .cache_dir = choose_cache_dir(o, rt->cache_dir, sizeof rt->cache_dir),
+        .kernel_dir = env_nonempty("NMT_EDGE_KERNEL_DIR"),
+        .gemm = (nmt_gemm_provider)o->gemm,
+        .log = log_to_stderr,
+        .log_user = &rt->log_level,
+        .log_level = rt->log_level,
+    };
+    size_t fp = round_up(nmt_device_footprint() ? nmt_device_footprint() : 1, 64);
+    rt->dev_mem = aligned_alloc(64, fp);
+    if (rt->dev_mem == NULL) {
+        fprintf(stderr, PROG ": out of memory\n");
+        return 1;
+    }
+    char what[300];
+    snprintf(what, sizeof what, "cannot open device '%.200s'", dp.device ? dp.device : "default");
+    nmt_status st = nmt_device_open(&dp, rt->dev_mem, fp, &rt->dev);
+    if (st != NMT_OK) {
+        rt->dev = NULL;
+        return report_status(what, st, rt);
+    }
+    return 0;
+}
+
+static void close_runtime(runtime *rt) {
+    if (rt->s) nmt_session_destroy(rt->s);
+    if (rt->dev) nmt_device_close(rt->dev);
+    free(rt->arena);
+    free(rt->dev_mem);
+    memset(rt, 0, offsetof(runtime, cache_dir));
+}
+
+static nmt_limits limits_from(const cli_opts *o, long beam) {
+    nmt_limits lim = {
+        .max_src_len = (uint32_t)o->max_src_len,
+        .max_tgt_len = o->max_len ? (uint32_t)o->max_len + 1u : 0u, /* + EOS */
+        .max_batch = (uint32_t)o->batch,
+        .max_beam = (uint32_t)beam,
+    };
+    return lim;
+}
+
+/* Size, allocate and create the session (model checked before the device). */
+static int open_session(const cli_opts *o, long beam, runtime *rt) {
+    nmt_limits lim = limits_from(o, beam);
+    size_t need;
+    if (model_sizes(o->model, &lim, &need, NULL) != 0) return 1;
+    if (open_device(o, rt) != 0) return 1;
+    size_t size = round_up(need ? need : 1, NMT_ARENA_ALIGNMENT);
+    rt->arena = aligned_alloc(NMT_ARENA_ALIGNMENT, size);
+    if (rt->arena == NULL) {
+        fprintf(stderr, PROG ": cannot allocate the %zu-byte session arena\n", size);
+        return 1;
+    }
+    nmt_session_params sp = {.model_path = o->model, .limits = lim};
+    errno = 0;
+    nmt_status st = nmt_session_create(rt->dev, &sp, rt->arena, size, &rt->s);
+    if (st != NMT_OK) {
+        rt->s = NULL;
+        return report_status("cannot create session", st, rt);
+    }
+    if (o->verbose)
+        fprintf(stderr, PROG ": info: session ready, arena %zu bytes (%zu used)\n", size,
+                nmt_session_arena_used(rt->s));
+    return 0;
+}
+
+/* ======================================================================== */
+/* Input: lines of token ids, batched                                       */
+/* ======================================================================== */
+
+/* Token ids of up to `batch` sentences, stored back to back. */
+typedef struct seq_buf {
+    int32_t *ids;
+    size_t n_ids, cap_ids;
+    size_t *start;          /* (batch) offset of each sentence in ids */
+    uint32_t *lens;         /* (batch) */
+    const int32_t **ptrs;   /* (batch) filled by seq_view() */
+    uint32_t n;
+} seq_buf;
+
+static void seq_init(seq_buf *q, size_t batch) {
+    memset(q, 0, sizeof *q);
+    q->start = xrealloc(NULL, batch * sizeof *q->start);
+    q->lens = xrealloc(NULL, batch * sizeof *q->lens);
+    q->ptrs = xrealloc(NULL, batch * sizeof *q->ptrs);
+}
+
+static void seq_free(seq_buf *q) {
+    free(q->ids);
+    free(q->start);
+    free(q->lens);
+    free(q->ptrs);
+}
+
+static nmt_batch seq_view(seq_buf *q) {
+    for (uint32_t i = 0; i < q->n; i++) q->ptrs[i] = q->ids + q->start[i];
+    nmt_batch b = {.tokens = q->ptrs, .lens = q->lens, .n = q->n};
+    return b;
+}
+
+/* What a sentence on one side must satisfy. */
+typedef struct side_rule {
+    const char *side;       /* "source" / "target" */
+    uint32_t vocab;         /* ids must be < vocab */
+    uint32_t max_tokens;    /* tokens allowed, EOS excluded */
+    char limit_hint[96];    /* which option sets max_tokens */
+} side_rule;
+
+static int is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+
+/* Parse [p, end) as one sentence into q; on error print "line N: ..." and return 1. */
+static int parse_sentence(const char *p, const char *end, unsigned long line, const side_rule *r,
+                          seq_buf *q) {
+    uint32_t count = 0;
+    q->start[q->n] = q->n_ids;
+    while (p < end) {
+        if (is_space(*p)) {
+            p++;
+            continue;
+        }
+        const char *tok = p;
+        int64_t v = 0;
+        int digits = 1;
+        while (p < end && !is_space(*p)) {
+            if (*p < '0' || *p > '9') digits = 0;
+            else if (v <= INT32_MAX) v = v * 10 + (*p - '0');
+            p++;
+        }
+        int len = (int)((p - tok) > 24 ? 24 : (p - tok));
+        const char *ell = (p - tok) > 24 ? "..." : "";
+        if (!digits) {
+            fprintf(stderr, PROG ": line %lu: %s token '%.*s%s' is not a non-negative integer id\n",
+                    line, r->side, len, tok, ell);
+            return 1;
+        }
+        if (v > INT32_MAX) {
+            fprintf(stderr, PROG ": line %lu: %s token '%.*s%s' overflows a 32-bit id\n", line,
+                    r->side, len, tok, ell);
+            return 1;
+        }
+        if (v >= (int64_t)r->vocab) {
+            fprintf(stderr,
+                    PROG ": line %lu: %s token id %lld is out of range (the model's %s "
+                         "vocabulary has ids 0..%u)\n",
+                    line, r->side, (long long)v, r->side, r->vocab - 1u);
+            return 1;
+        }
+        if (count >= r->max_tokens) {
+            while (p < end) { /* count the rest for the message */
+                while (p < end && is_space(*p)) p++;
+                if (p < end) count++;
+                while (p < end && !is_space(*p)) p++;
+            }
+            fprintf(stderr, PROG ": line %lu: %s sentence has %u tokens, more than the limit of %u (%s)\n",
+                    line, r->side, count + 1u, r->max_tokens, r->limit_hint);
+            return 1;
+        }
+        grow((void **)&q->ids, &q->cap_ids, q->n_ids + 1, sizeof *q->ids);
+        q->ids[q->n_ids++] = (int32_t)v;
+        count++;
+    }
+    q->lens[q->n++] = count;
+    return 0;
+}
+
+/* A subcommand's per-line parser and per-batch runner over a shared loop. */
+typedef struct batch_job {
+    int (*parse)(struct batch_job *job, const char *line, size_t len, unsigned long line_no);
+    int (*run)(struct batch_job *job, unsigned long first_index, strbuf *out);
+    void (*reset)(struct batch_job *job);
+    uint32_t pending;   /* lines parsed into the current batch */
+} batch_job;
+
+/* Read stdin line by line, `batch` lines per call to job->run. */
+static int process_lines(batch_job *job, long batch) {
+    char *line = NULL;
+    size_t cap = 0;
+    unsigned long line_no = 0, first = 0;
+    strbuf out = {0};
+    int rc = 0;
+    for (;;) {
+        errno = 0;
+        ssize_t n = getline(&line, &cap, stdin);
+        if (n < 0 && ferror(stdin)) {
+            fprintf(stderr, PROG ": error reading standard input: %s\n", strerror(errno));
+            rc = 1;
+            break;
+        }
+        if (n >= 0) {
+            size_t len = (size_t)n;
+            if (len && line[len - 1] == '\n') len--;
+            if (len && line[len - 1] == '\r') len--;
+            if ((rc = job->parse(job, line, len, ++line_no)) != 0) break;
+            job->pending++;
+        }
+        if (job->pending > 0 && (n < 0 || job->pending == (uint32_t)batch)) {
+            if ((rc = job->run(job, first, &out)) != 0 || (rc = write_out(&out)) != 0) break;
+            first += job->pending;
+            job->pending = 0;
+            job->reset(job);
+        }
+        if (n < 0) break;
+    }
+    free(line);
+    free(out.p);
+    return rc;
+}
+
+/* ======================================================================== */
+/* translate                                                                */
+/* ======================================================================== */
+
+typedef struct translate_job {
+    batch_job base;
+    runtime *rt;
+    nmt_decode_opts dopts;
+    side_rule src_rule;
+    seq_buf src;
+} translate_job;
+
+static int translate_parse(batch_job *job, const char *line, size_t len, unsigned long line_no) {
+    translate_job *t = (translate_job *)job;
+    return parse_sentence(line, line + len, line_no, &t->src_rule, &t->src);
+}
+
+static void translate_reset(batch_job *job) {
+    translate_job *t = (translate_job *)job;
+    t->src.n = 0;
+    t->src.n_ids = 0;
+}
+
+static void append_ids(strbuf *out, const int32_t *ids, uint32_t n) {
+    for (uint32_t k = 0; k < n; k++) sb_printf(out, k ? " %d" : "%d", (int)ids[k]);
+}
+
+static int translate_run(batch_job *job, unsigned long first, strbuf *out) {
+    translate_job *t = (translate_job *)job;
+    nmt_batch b = seq_view(&t->src);
+    nmt_status st = nmt_session_translate(t->rt->s, &b, &t->dopts);
+    if (st != NMT_OK) return report_status("translation failed", st, t->rt);
+    for (uint32_t i = 0; i < b.n; i++) {
+        for (uint32_t r = 0; r < t->dopts.n_best; r++) {
+            const int32_t *ids;
+            uint32_t n;
+            float score, logprob;
+            st = nmt_session_result(t->rt->s, i, r, &ids, &n, &score, &logprob);
+            /* the search may finish fewer than n_best hypotheses; print those */
+            if (st == NMT_ERR_INVALID_ARGUMENT && r > 0) break;
+            if (st != NMT_OK) return report_status("reading a translation failed", st, t->rt);
+            if (t->dopts.n_best > 1) sb_printf(out, "%lu ||| ", first + i);
+            append_ids(out, ids, n);
+            if (t->dopts.n_best > 1) sb_printf(out, " ||| %.6f", (double)score);
+            sb_printf(out, "\n");
+        }
+    }
+    return 0;
+}
+
+/* The vocabulary and length rules of a live session for one side. */
+static side_rule session_rule(const runtime *rt, int target) {
+    nmt_model_info mi;
+    nmt_limits lim;
+    nmt_session_model_info(rt->s, &mi);
+    nmt_session_limits(rt->s, &lim);
+    uint32_t with_eos = target ? lim.max_tgt_len : lim.max_src_len;
+    side_rule r = {
+        .side = target ? "target" : "source",
+        .vocab = target ? mi.tgt_vocab : mi.src_vocab,
+        .max_tokens = with_eos ? with_eos - 1u : 0u,
+    };
+    snprintf(r.limit_hint, sizeof r.limit_hint, "%s %u counts the end-of-sentence token%s",
+             target ? "target limit" : "--max-src-len", with_eos, target ? "; see --max-len" : "");
+    return r;
+}
+
+static int cmd_translate(const cli_opts *o) {
+    runtime rt = {0};
+    translate_job t = {
+        .base = {.parse = translate_parse, .run = translate_run, .reset = translate_reset},
+        .rt = &rt,
+        .dopts = {.beam = (uint32_t)o->beam, .alpha = (float)o->alpha, .alpha_set = 1,
+                  .max_len = (uint32_t)o->max_len, .n_best = (uint32_t)o->n_best},
+    };
+    int rc = open_session(o, o->beam, &rt);
+    if (rc == 0) {
+        t.src_rule = session_rule(&rt, 0);
+        seq_init(&t.src, (size_t)o->batch);
+        rc = process_lines(&t.base, o->batch);
+        seq_free(&t.src);
+    }
+    close_runtime(&rt);
+    return rc;
+}
+
+/* ======================================================================== */
+/* score                                                                    */
+/* ======================================================================== */
+
+typedef struct score_job {
+    batch_job base;
+    runtime *rt;
+    side_rule rules[2];   /* source, target */
+    seq_buf seqs[2];
+    float *logprob;       /* (batch) */
+} score_job;
+
+static int score_parse(batch_job *job, const char *line, size_t len, unsigned long line_no) {
+    score_job *sj = (score_job *)job;
+    const char *end = line + len;
+    const char *tab = memchr(line, '\t', len);
+    if (tab == NULL || memchr(tab + 1, '\t', (size_t)(end - tab - 1)) != NULL) {
+        fprintf(stderr, PROG ": line %lu: expected SOURCE_IDS<TAB>TARGET_IDS (exactly one TAB)\n",
+                line_no);
+        return 1;
+    }
+    return parse_sentence(line, tab, line_no, &sj->rules[0], &sj->seqs[0]) ||
+           parse_sentence(tab + 1, end, line_no, &sj->rules[1], &sj->seqs[1]);
+}
+
+static void score_reset(batch_job *job) {
+    score_job *sj = (score_job *)job;
+    for (int k = 0; k < 2; k++) {
+        sj->seqs[k].n = 0;
+        sj->seqs[k].n_ids = 0;
+    }
+}
+
+static int score_run(batch_job *job, unsigned long first, strbuf *out) {
+    score_job *sj = (score_job *)job;
+    (void)first;
+    nmt_batch src = seq_view(&sj->seqs[0]), tgt = seq_view(&sj->seqs[1]);
+    nmt_status st = nmt_session_score(sj->rt->s, &src, &tgt, sj->logprob);
+    if (st != NMT_OK) return report_status("scoring failed", st, sj->rt);
+    for (uint32_t i = 0; i < src.n; i++) sb_printf(out, "%.6f\n", (double)sj->logprob[i]);
+    return 0;
+}
+
+static int cmd_score(const cli_opts *o) {
+    runtime rt = {0};
+    score_job sj = {
+        .base = {.parse = score_parse, .run = score_run, .reset = score_reset},
+        .rt = &rt,
+    };
+    int rc = open_session(o, 1, &rt);
+    if (rc == 0) {
+        for (int k = 0; k < 2; k++) {
+            sj.rules[k] = session_rule(&rt, k);
+            seq_init(&sj.seqs[k], (size_t)o->batch);
+        }
+        sj.logprob = xrealloc(NULL, (size_t)o->batch * sizeof *sj.logprob);
+        rc = process_lines(&sj.base, o->batch);
+        for (int k = 0; k < 2; k++) seq_free(&sj.seqs[k]);
+        free(sj.logprob);
+    }
+    close_runtime(&rt);
+    return rc;
+}
+
+/* ======================================================================== */
+/* info, devices                                                            */
+/* ======================================================================== */
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static void kv(strbuf *out, const char *key, const char *fmt, ...) {
+    char val[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(val, sizeof val, fmt, ap);
+    va_end(ap);
+    sb_printf(out, "%-20s %s\n", key, val);
+}
+
+static const char *yes_no(int v) { return v ? "yes" : "no"; }
+
+static void describe_model(strbuf *out, const char *path, const nmt_model_info *m) {
+    kv(out, "model", "%s", path);
+    kv(out, "format_version", "%u", m->format_version);
+    kv(out, "architecture", "%s", m->arch);
+    kv(out, "d_model", "%u", m->d_model);
+    kv(out, "n_heads", "%u", m->n_heads);
+    kv(out, "d_ff", "%u", m->d_ff);
+    kv(out, "enc_layers", "%u", m->enc_layers);
+    kv(out, "dec_layers", "%u", m->dec_layers);
+    kv(out, "src_vocab", "%u", m->src_vocab);
+    kv(out, "tgt_vocab", "%u", m->tgt_vocab);
+    kv(out, "enc_branches", "%s", m->enc_branches);
+    kv(out, "dec_branches", "%s", m->dec_branches);
+    if (strcmp(m->fusion, "gate") == 0)
+        kv(out, "fusion", "gate (reduction %u)", m->gate_reduction);
+    else
+        kv(out, "fusion", "%s", m->fusion);
+    kv(out, "norm", "%s", m->norm);
+    kv(out, "shared_embeddings", "%s", yes_no(m->shared_embeddings));
+    kv(out, "tied_output", "%s", yes_no(m->tied_output));
+    kv(out, "special_ids", "bos %u, eos %u, pad %u, unk %u", m->bos_id, m->eos_id, m->pad_id,
+       m->unk_id);
+    kv(out, "parameters", "%llu", (unsigned long long)m->n_params);
+    kv(out, "dtype", "%s", m->dtype);
+    kv(out, "tensors", "%u", m->n_tensors);
+    kv(out, "weight_bytes", "%llu", (unsigned long long)m->weight_bytes);
+    kv(out, "file_size", "%llu", (unsigned long long)m->file_size);
+}
+
+static const char *device_type(int is_gpu, int is_cpu) {
+    return is_gpu ? "GPU" : is_cpu ? "CPU" : "other";
+}
+
+static void describe_device(strbuf *out, const nmt_device_info *d) {
+    kv(out, "device", "%u:%u  %s", d->platform_index, d->device_index, d->device_name);
+    kv(out, "platform", "%s (%s)", d->platform_name, d->vendor);
+    kv(out, "driver", "%s, %s", d->driver_version, d->device_version);
+    kv(out, "device_type", "%s", device_type(d->is_gpu, d->is_cpu));
+    kv(out, "compute_units", "%u", d->compute_units);
+    kv(out, "local_mem_bytes", "%llu%s", (unsigned long long)d->local_mem_bytes,
+       d->local_mem_is_global ? " (emulated in global memory)" : "");
+    kv(out, "global_mem_bytes", "%llu", (unsigned long long)d->global_mem_bytes);
+    kv(out, "fp16", "%s", yes_no(d->has_fp16));
+    kv(out, "gemm", "%s", GEMM_NAMES[(unsigned)d->gemm < 3 ? d->gemm : 0]);
+}
+
+static int cmd_info(const cli_opts *o) {
+    nmt_model_info mi;
+    errno = 0;
+    nmt_status st = nmt_model_inspect_file(o->model, &mi);
+    if (st != NMT_OK) return model_error(o->model, st);
+    nmt_limits lim = limits_from(o, o->beam);
+    size_t arena;
+    uint64_t device_bytes = 0;
+    if (model_sizes(o->model, &lim, &arena, &device_bytes) != 0) return 1;
+
+    strbuf out = {0};
+    describe_model(&out, o->model, &mi);
+    kv(&out, "limits", "max_src_len %u, max_tgt_len %u, batch %u, beam %u", lim.max_src_len,
+       lim.max_tgt_len ? lim.max_tgt_len : lim.max_src_len + 50u, lim.max_batch, lim.max_beam);
+    kv(&out, "arena_bytes", "%zu", arena);
+    kv(&out, "device_bytes", "%llu", (unsigned long long)device_bytes);
+    kv(&out, "device_handle_bytes", "%zu", nmt_device_footprint());
+    int rc = 0;
+    if (!o->no_device) {
+        runtime rt = {0};
+        rc = open_device(o, &rt);
+        if (rc == 0) {
+            nmt_device_info di;
+            nmt_device_get_info(rt.dev, &di);
+            describe_device(&out, &di);
+        }
+        close_runtime(&rt);
+    }
+    if (rc == 0) rc = write_out(&out);
+    free(out.p);
+    return rc;
+}
+
+static void list_one(void *user, uint32_t platform, uint32_t device, const char *platform_name,
+                     const char *device_name, int is_gpu) {
+    sb_printf(user, "%u:%u  %s / %s  (%s)\n", platform, device, platform_name, device_name,
+              is_gpu ? "GPU" : "non-GPU");
+}
+
+static int cmd_devices(const cli_opts *o) {
+    (void)o;
+    strbuf out = {0};
+    nmt_status st = nmt_device_list(list_one, &out);
+    int rc = st == NMT_OK ? write_out(&out) : report_status("cannot list devices", st, NULL);
+    free(out.p);
+    return rc;
+}
+
+/* ======================================================================== */
+/* main                                                                     */
+/* ======================================================================== */
+
+static const command COMMANDS[] = {
+    {"translate", C_TRANSLATE, cmd_translate, "--model FILE [options] < ids > ids",
+     "translate lines of source token ids to target token ids",
+     "Translate standard input, one sentence per line of whitespace-separated source token\n"
+     "ids, to one line of space-separated target ids per input line (empty in, empty out).\n"
+     "With --n-best N > 1 each sentence gives N lines 'INDEX ||| TOKENS ||| SCORE' (0-based\n"
+     "input line index, length-normalised score, best first; fewer lines only when the\n"
+     "search finished fewer hypotheses)."},
+    {"score", C_SCORE, cmd_score, "--model FILE [options] < pairs > scores",
+     "log-probability of given translations (forced decoding)",
+     "Forced decoding: read lines 'SOURCE_IDS<TAB>TARGET_IDS' and print the natural-log\n"
+     "probability log P(target | source), end-of-sentence included, one per line (%.6f)."},
+    {"info", C_INFO, cmd_info, "--model FILE [options]",
+     "describe a model, its memory needs and the device",
+     "Describe a model (architecture, hyper-parameters, sizes), the host arena and device\n"
+     "bytes a session needs under the given limits, and the device that would be used."},
+    {"devices", C_DEVICES, cmd_devices, "[options]", "list OpenCL devices",
+     "List OpenCL devices as 'P:D  platform / device  (type)'; P:D is a --device SPEC."},
+};
+#define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
+
+static void print_main_help(void) {
+    printf("Usage: " PROG " COMMAND [options]\n\n"
+           "OpenCL neural machine translation runtime for edge devices.\n\nCommands:\n");
+    for (size_t c = 0; c < N_COMMANDS; c++)
+        printf("  %-10s %s\n", COMMANDS[c].name, COMMANDS[c].summary);
+    printf("\nRun '" PROG " COMMAND --help' for the options of a command.\n"
+           "  --help       show this help\n  --version    show the version\n");
+}
+
+static int check_combination(const command *cmd, const cli_opts *o) {
+    if ((cmd->bit & C_MODEL) && o->model == NULL)
+        return usage_error(cmd, "--model FILE is required");
+    if (o->n_best > o->beam)
+        return usage_error(cmd, "--n-best %ld is larger than --beam %ld", o->n_best, o->beam);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) return usage_error(NULL, "missing command");
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        print_main_help();
+        return 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf(PROG " %d.%d.%d (library %s)\n", NMT_VERSION_MAJOR, NMT_VERSION_MINOR,
+               NMT_VERSION_PATCH, nmt_version());
+        return 0;
+    }
+    const command *cmd = NULL;
+    for (size_t c = 0; c < N_COMMANDS; c++)
+        if (strcmp(argv[1], COMMANDS[c].name) == 0) cmd = &COMMANDS[c];
+    if (cmd == NULL) return usage_error(NULL, "unknown command '%s'", argv[1]);
+
+    cli_opts o = {.beam = 4, .n_best = 1, .alpha = 0.6, .batch = 8, .max_src_len = 256,
+                  .gemm = NMT_GEMM_AUTO};
+    int rc = parse_options(cmd, argc - 1, argv + 1, &o);
+    if (rc != 0) return rc;
+    if (o.help) {
+        print_command_help(cmd);
+        return 0;
+    }
+    if ((rc = check_combination(cmd, &o)) != 0) return rc;
+    return cmd->run(&o);
+}

@@ -1,0 +1,175 @@
+/* platform_posix.c — platform.h on POSIX systems (Linux, Android, macOS).
+ *
+ * No heap memory: paths are assembled in fixed stack buffers (PATH_MAX-sized
+ * requests beyond NMT_PLATFORM_PATH_MAX fail with NMT_ERR_IO / ENAMETOOLONG).
+ * Every failing call returns with errno describing the first error. */
+#include "platform.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h> /* mkstemp */
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#define NMT_PLATFORM_PATH_MAX 4096
+
+#ifndef O_CLOEXEC
+#define O_CLOEXEC 0
+#endif
+
+/* Return `status` with errno restored to `saved` (cleanup calls may clobber it). */
+static nmt_status fail_errno(nmt_status status, int saved) {
+    errno = saved;
+    return status;
+}
+
+nmt_status nmt_map_file(const char *path, nmt_mapping *m) {
+    if (m == NULL) return NMT_ERR_INVALID_ARGUMENT;
+    m->data = NULL;
+    m->size = 0;
+    if (path == NULL) return NMT_ERR_INVALID_ARGUMENT;
+
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return NMT_ERR_IO;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return fail_errno(NMT_ERR_IO, e);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return fail_errno(NMT_ERR_IO, S_ISDIR(st.st_mode) ? EISDIR : EINVAL);
+    }
+    if ((uint64_t)st.st_size > (uint64_t)SIZE_MAX) {
+        close(fd);
+        return fail_errno(NMT_ERR_IO, EFBIG);
+    }
+    size_t size = (size_t)st.st_size;
+    if (size == 0) {  /* mmap of length 0 is an error; an empty file is not */
+        close(fd);
+        return NMT_OK;
+    }
+    void *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    int e = errno;
+    close(fd);  /* the mapping keeps the file referenced */
+    if (p == MAP_FAILED) return fail_errno(NMT_ERR_IO, e);
+    m->data = p;
+    m->size = size;
+    return NMT_OK;
+}
+
+void nmt_unmap_file(nmt_mapping *m) {
+    if (m == NULL) return;
+    if (m->data != NULL && m->size > 0) munmap((void *)(uintptr_t)m->data, m->size);
+    m->data = NULL;
+    m->size = 0;
+}
+
+/* Make the file's blocks exist before writing through a shared mapping, so a
+ * full disk is an error here rather than SIGBUS on first touch.  Filesystems
+ * without fallocate support (EOPNOTSUPP / EINVAL) fall back to ftruncate's
+ * sparse file. */
+static int reserve_blocks(int fd, size_t size) {
+    if (ftruncate(fd, (off_t)size) != 0) return errno;
+    if (size == 0) return 0;
+    int r = posix_fallocate(fd, 0, (off_t)size);
+    if (r == 0 || r == EOPNOTSUPP || r == EINVAL) return 0;
+    return r;
+}
+
+nmt_status nmt_write_file_atomic(const char *path, size_t size, nmt_fill_fn fill, void *user) {
+    if (path == NULL || fill == NULL) return NMT_ERR_INVALID_ARGUMENT;
+    if ((uint64_t)size > (uint64_t)INT64_MAX) return NMT_ERR_INVALID_ARGUMENT;
+
+    /* Temporary file next to the target, so rename() stays on one filesystem. */
+    char tmp[NMT_PLATFORM_PATH_MAX];
+    int n = snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path);
+    if (n < 0 || (size_t)n >= sizeof tmp) return fail_errno(NMT_ERR_IO, ENAMETOOLONG);
+    int fd = mkstemp(tmp);
+    if (fd < 0) return NMT_ERR_IO;
+
+    int e = 0;
+    void *map = NULL;
+    /* mkstemp creates 0600; published files are ordinary 0644 (minus umask
+     * is not applied by fchmod, which is what a cache shared by users wants). */
+    if (fchmod(fd, 0644) != 0) e = errno;
+    if (e == 0) e = reserve_blocks(fd, size);
+    if (e == 0 && size > 0) {
+        map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (map == MAP_FAILED) {
+            map = NULL;
+            e = errno;
+        }
+    }
+    if (e == 0 && fill(user, map, size) != 0) e = ECANCELED;
+    if (map != NULL) {
+        if (e == 0 && msync(map, size, MS_SYNC) != 0) e = errno;
+        if (munmap(map, size) != 0 && e == 0) e = errno;
+    }
+    if (e == 0 && fsync(fd) != 0) e = errno;
+    if (close(fd) != 0 && e == 0) e = errno;
+    if (e == 0 && rename(tmp, path) != 0) e = errno;
+    if (e != 0) {
+        unlink(tmp);
+        return fail_errno(NMT_ERR_IO, e);
+    }
+
+    /* Make the rename itself durable: fsync the directory (best effort). */
+    char dir[NMT_PLATFORM_PATH_MAX];
+    memcpy(dir, path, strlen(path) + 1);  /* fits: shorter than tmp */
+    char *slash = strrchr(dir, '/');
+    if (slash == NULL) {
+        dir[0] = '.';
+        dir[1] = '\0';
+    } else if (slash == dir) {
+        dir[1] = '\0';
+    } else {
+        *slash = '\0';
+    }
+    int dfd = open(dir, O_RDONLY | O_CLOEXEC);
+    if (dfd >= 0) {
+        (void)fsync(dfd);
+        close(dfd);
+    }
+    return NMT_OK;
+}
+
+static int is_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+nmt_status nmt_make_dirs(const char *path) {
+    if (path == NULL || path[0] == '\0') return NMT_ERR_INVALID_ARGUMENT;
+    char buf[NMT_PLATFORM_PATH_MAX];
+    size_t len = strlen(path);
+    if (len >= sizeof buf) return fail_errno(NMT_ERR_IO, ENAMETOOLONG);
+    memcpy(buf, path, len + 1);
+    while (len > 1 && buf[len - 1] == '/') buf[--len] = '\0';  /* trailing slashes */
+
+    /* Create each prefix ending before a '/', then the full path. */
+    for (size_t i = 1; i <= len; i++) {
+        if (i < len && buf[i] != '/') continue;
+        if (i < len && buf[i - 1] == '/') continue;  /* "a//b" */
+        char saved = buf[i];
+        buf[i] = '\0';
+        if (mkdir(buf, 0755) != 0) {
+            int e = errno;
+            if (e != EEXIST || !is_dir(buf)) {
+                buf[i] = saved;
+                return fail_errno(NMT_ERR_IO, e == EEXIST ? ENOTDIR : e);
+            }
+        }
+        buf[i] = saved;
+    }
+    return NMT_OK;
+}
+
+void nmt_remove_file(const char *path) {
+    if (path != NULL) (void)unlink(path);
+}

@@ -1,0 +1,434 @@
+/* session.c — the session: model validation, planning of every host and
+ * device resource from the limits (run twice: measure, then for real),
+ * batching and token upload, beam search driving, forced-decoding scores.
+ * After nmt_session_create() returns, nothing here allocates host memory or
+ * creates OpenCL objects. */
+#include "session_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+#define NMT_DEFAULT_MAX_SRC 256u
+#define NMT_DEFAULT_BEAM 4u
+#define NMT_DEFAULT_ALPHA 0.6f
+#define NMT_EXTRA_TGT 50u /* max target length = source length + 50 (paper) */
+
+static const nmt_family *const families[] = {&nmt_family_transformer};
+
+/* ------------------------------------------------------------------------ */
+/* Model discovery                                                          */
+/* ------------------------------------------------------------------------ */
+
+static nmt_status find_family(const nmt_file *f, const nmt_family **out) {
+    char arch[32];
+    NMT_TRY(nmt_file_get_str(f, "arch", arch, sizeof arch));
+    for (size_t i = 0; i < NMT_ARRAY_LEN(families); i++)
+        if (strcmp(arch, families[i]->arch) == 0) {
+            *out = families[i];
+            return NMT_OK;
+        }
+    return NMT_ERR_MODEL_ARCH;
+}
+
+static void summarise(const nmt_file *f, nmt_model_info *info) {
+    uint64_t n_params = 0, bytes = 0;
+    unsigned dtypes = 0;
+    for (uint32_t i = 0; i < f->h.n_tensors; i++) {
+        nmt_tensor_view v;
+        if (nmt_file_tensor_at(f, i, &v) != NMT_OK || v.dtype == NMT_DTYPE_U8) continue;
+        n_params += v.n_elements;
+        bytes += v.nbytes;
+        dtypes |= 1u << v.dtype;
+    }
+    info->format_version = f->h.version;
+    info->n_params = n_params;
+    info->weight_bytes = bytes;
+    info->n_tensors = f->h.n_tensors;
+    info->file_size = f->size;
+    const char *dt = dtypes == (1u << NMT_DTYPE_F32)   ? "fp32"
+                     : dtypes == (1u << NMT_DTYPE_F16) ? "fp16"
+                     : dtypes == (1u << NMT_DTYPE_I8)  ? "int8"
+                                                       : "mixed";
+    nmt_strlcpy(info->dtype, dt, sizeof info->dtype);
+}
+
+/* Validate an image completely and parse its configuration. */
+static nmt_status open_model(const void *data, size_t size, nmt_file *f, const nmt_family **fam,
+                             void *cfg, nmt_model_info *info) {
+    NMT_CHECK(data != NULL || size == 0, NMT_ERR_INVALID_ARGUMENT);
+    NMT_TRY(nmt_file_open(f, data, size, 1));
+    NMT_TRY(find_family(f, fam));
+    memset(info, 0, sizeof *info);
+    NMT_TRY((*fam)->parse(f, cfg, info));
+    summarise(f, info);
+    return NMT_OK;
+}
+
+nmt_status nmt_model_inspect(const void *data, size_t size, nmt_model_info *info) {
+    NMT_CHECK(info != NULL, NMT_ERR_INVALID_ARGUMENT);
+    nmt_file f;
+    const nmt_family *fam;
+    _Alignas(16) unsigned char cfg[NMT_FAMILY_CFG_BYTES];
+    return open_model(data, size, &f, &fam, cfg, info);
+}
+
+nmt_status nmt_model_inspect_file(const char *path, nmt_model_info *info) {
+    NMT_CHECK(path != NULL && info != NULL, NMT_ERR_INVALID_ARGUMENT);
+    nmt_mapping m;
+    NMT_TRY(nmt_map_file(path, &m));
+    nmt_status st = nmt_model_inspect(m.data, m.size, info);
+    nmt_unmap_file(&m);
+    return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Planning                                                                 */
+/* ------------------------------------------------------------------------ */
+
+static nmt_status resolve_limits(const nmt_limits *in, nmt_limits *out) {
+    *out = *in;
+    if (out->max_src_len == 0) out->max_src_len = NMT_DEFAULT_MAX_SRC;
+    if (out->max_batch == 0) out->max_batch = 1;
+    if (out->max_beam == 0) out->max_beam = NMT_DEFAULT_BEAM;
+    if (out->max_tgt_len == 0) out->max_tgt_len = out->max_src_len + NMT_EXTRA_TGT;
+    /* generous but bounded so that every size computation stays in range */
+    NMT_CHECK(out->max_src_len <= 65536 && out->max_tgt_len <= 65536 && out->max_batch <= 4096 &&
+                  out->max_beam <= 256 && (uint64_t)out->max_batch * out->max_beam <= 65536,
+              NMT_ERR_INVALID_ARGUMENT);
+    return NMT_OK;
+}
+
+nmt_status nmt_session_buffer(nmt_session *s, nmt_arena *a, size_t bytes, const void *init,
+                              nmt_buf *out) {
+    nmt_buf_node *node = NMT_ARENA_NEW(a, nmt_buf_node, 1);
+    NMT_CHECK(node != NULL, NMT_ERR_ARENA_TOO_SMALL);
+    if (bytes == 0) bytes = 4; /* OpenCL rejects empty buffers */
+    bytes = nmt_align_up(bytes, 4);
+    s->device_bytes += bytes;
+    out->off = 0;
+    out->mem = NULL;
+    if (nmt_arena_measuring(a)) return NMT_OK;
+    if (s->dev->info.max_alloc_bytes && bytes > s->dev->info.max_alloc_bytes)
+        return NMT_ERR_DEVICE_MEMORY;
+    NMT_TRY(nmt_device_buffer(s->dev, bytes, init, &node->mem));
+    node->next = s->bufs;
+    s->bufs = node;
+    out->mem = node->mem;
+    return NMT_OK;
+}
+
+nmt_ops *nmt_session_ops(nmt_session *s) { return &s->ops; }
+
+static nmt_status int_buffer(nmt_session *s, nmt_arena *a, size_t n, nmt_buf *out) {
+    return nmt_session_buffer(s, a, n * sizeof(cl_int), NULL, out);
+}
+
+/* Everything a session owns besides its own struct, in a fixed order. */
+static nmt_status plan_session(nmt_session *s, nmt_arena *a) {
+    const nmt_limits *L = &s->limits;
+    nmt_plan_dims *d = &s->dims;
+    d->max_batch = L->max_batch;
+    d->max_beam = L->max_beam;
+    d->src_cap = L->max_src_len + 1;
+    d->tgt_cap = L->max_tgt_len + 1;
+    d->step_rows = L->max_batch * L->max_beam;
+    const size_t V = s->info.tgt_vocab;
+    const size_t tok_cap = NMT_MAX((size_t)d->max_batch * NMT_MAX(d->src_cap, d->tgt_cap), d->step_rows);
+
+    s->h_tok = NMT_ARENA_NEW(a, int32_t, tok_cap);
+    s->h_len = NMT_ARENA_NEW(a, int32_t, d->max_batch);
+    s->h_max_len = NMT_ARENA_NEW(a, uint32_t, d->max_batch);
+    s->h_col = NMT_ARENA_NEW(a, int32_t, d->step_rows);
+    s->h_logits = NMT_ARENA_NEW(a, float, (size_t)d->step_rows * V);
+    NMT_CHECK(!a->failed, NMT_ERR_ARENA_TOO_SMALL);
+    NMT_TRY(nmt_beam_plan(&s->beam, a, d->max_batch, d->max_beam, d->tgt_cap));
+
+    NMT_TRY(int_buffer(s, a, (size_t)d->max_batch * d->src_cap, &s->io.src_tok));
+    NMT_TRY(int_buffer(s, a, d->max_batch, &s->io.src_len));
+    NMT_TRY(int_buffer(s, a, d->step_rows, &s->io.step_tok));
+    NMT_TRY(int_buffer(s, a, d->step_rows, &s->io.reorder));
+    NMT_TRY(int_buffer(s, a, (size_t)d->max_batch * d->tgt_cap, &s->io.tgt_tok));
+    NMT_TRY(nmt_session_buffer(s, a, (size_t)d->step_rows * V * sizeof(float), NULL, &s->io.logits));
+    NMT_TRY(s->fam->plan(s, &s->file, s->cfg, d, a, &s->fam_state));
+    NMT_CHECK(!a->failed, NMT_ERR_ARENA_TOO_SMALL);
+    return NMT_OK;
+}
+
+/* Fill a session struct's model/limit fields (shared by both passes). */
+static nmt_status prepare(nmt_session *s, const nmt_session_params *p, nmt_mapping *map) {
+    NMT_CHECK(p != NULL, NMT_ERR_INVALID_ARGUMENT);
+    NMT_CHECK((p->model_path != NULL) != (p->model_data != NULL), NMT_ERR_INVALID_ARGUMENT);
+    NMT_TRY(resolve_limits(&p->limits, &s->limits));
+    const void *data = p->model_data;
+    size_t size = p->model_size;
+    if (p->model_path != NULL) {
+        NMT_TRY(nmt_map_file(p->model_path, map));
+        data = map->data;
+        size = map->size;
+    }
+    nmt_status st = open_model(data, size, &s->file, &s->fam, s->cfg, &s->info);
+    if (st != NMT_OK && p->model_path != NULL) nmt_unmap_file(map);
+    return st;
+}
+
+/* Measuring pass over a prepared session struct: exact arena bytes. */
+static nmt_status measure(nmt_session *s, size_t *need) {
+    nmt_arena a;
+    nmt_arena_init_measure(&a);
+    (void)nmt_arena_alloc(&a, sizeof(nmt_session), NMT_ARENA_ALIGN);
+    s->device_bytes = 0;
+    NMT_TRY(plan_session(s, &a));
+    *need = nmt_arena_required(&a);
+    return NMT_OK;
+}
+
+nmt_status nmt_session_arena_size(const nmt_session_params *params, size_t *arena_bytes,
+                                  uint64_t *device_bytes) {
+    NMT_CHECK(arena_bytes != NULL, NMT_ERR_INVALID_ARGUMENT);
+    static const nmt_session zero;
+    nmt_session s = zero;
+    nmt_mapping map = {0};
+    NMT_TRY(prepare(&s, params, &map));
+    nmt_status st = measure(&s, arena_bytes);
+    if (params->model_path != NULL) nmt_unmap_file(&map);
+    if (st == NMT_OK && device_bytes) *device_bytes = s.device_bytes;
+    return st;
+}
+
+static void release_all(nmt_session *s) {
+    for (nmt_buf_node *n = s->bufs; n != NULL; n = n->next)
+        if (n->mem) clReleaseMemObject(n->mem);
+    s->bufs = NULL;
+    if (s->fam && s->fam_state) s->fam->release(s->fam_state);
+    nmt_ops_release(&s->ops);
+    if (s->mapped) nmt_unmap_file(&s->map);
+    s->mapped = 0;
+}
+
+nmt_status nmt_session_create(nmt_device *dev, const nmt_session_params *params, void *arena,
+                              size_t arena_size, nmt_session **out) {
+    NMT_CHECK(dev != NULL && params != NULL && out != NULL && arena != NULL, NMT_ERR_INVALID_ARGUMENT);
+    *out = NULL;
+    static const nmt_session zero;
+    nmt_session tmp = zero; /* validated once, measured, then moved into the arena */
+    tmp.dev = dev;
+    NMT_TRY(prepare(&tmp, params, &tmp.map));
+    tmp.mapped = params->model_path != NULL;
+    size_t need;
+    nmt_status st = measure(&tmp, &need);
+    nmt_arena a;
+    nmt_arena_init(&a, arena, arena_size);
+    if (st == NMT_OK && a.size < need) st = NMT_ERR_ARENA_TOO_SMALL;
+    nmt_session *s = st == NMT_OK ? NMT_ARENA_NEW(&a, nmt_session, 1) : NULL;
+    if (s == NULL) {
+        if (tmp.mapped) nmt_unmap_file(&tmp.map);
+        return st != NMT_OK ? st : NMT_ERR_ARENA_TOO_SMALL;
+    }
+    *s = tmp;
+    s->device_bytes = 0;
+    st = nmt_ops_init(&s->ops, dev);
+    if (st == NMT_OK) st = plan_session(s, &a);
+    if (st == NMT_OK) st = nmt_device_finish(dev);
+    if (st != NMT_OK) {
+        release_all(s);
+        return st;
+    }
+    s->arena = a;
+    *out = s;
+    nmt_log(&dev->log, NMT_LOG_INFO, "session: %zu arena bytes, %llu device bytes", a.high,
+            (unsigned long long)s->device_bytes);
+    return NMT_OK;
+}
+
+void nmt_session_destroy(nmt_session *s) {
+    if (s == NULL) return;
+    release_all(s);
+}
+
+size_t nmt_session_arena_used(const nmt_session *s) { return s ? s->arena.high : 0; }
+
+void nmt_session_model_info(const nmt_session *s, nmt_model_info *info) {
+    if (s && info) *info = s->info;
+}
+
+void nmt_session_limits(const nmt_session *s, nmt_limits *limits) {
+    if (s && limits) *limits = s->limits;
+}
+
+int32_t nmt_session_last_cl_error(const nmt_session *s) { return s ? s->dev->last_cl_error : 0; }
+
+/* ------------------------------------------------------------------------ */
+/* Batches                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static nmt_status check_batch(const nmt_session *s, const nmt_batch *b, uint32_t vocab,
+                              uint32_t max_len, uint32_t *longest) {
+    NMT_CHECK(b != NULL && (b->n == 0 || (b->tokens != NULL && b->lens != NULL)),
+              NMT_ERR_INVALID_ARGUMENT);
+    NMT_CHECK(b->n <= s->limits.max_batch, NMT_ERR_LIMIT_EXCEEDED);
+    *longest = 0;
+    for (uint32_t i = 0; i < b->n; i++) {
+        NMT_CHECK(b->lens[i] <= max_len, NMT_ERR_INPUT_TOO_LONG);
+        NMT_CHECK(b->lens[i] == 0 || b->tokens[i] != NULL, NMT_ERR_INVALID_ARGUMENT);
+        for (uint32_t j = 0; j < b->lens[i]; j++)
+            NMT_CHECK(b->tokens[i][j] >= 0 && (uint32_t)b->tokens[i][j] < vocab,
+                      NMT_ERR_TOKEN_OUT_OF_RANGE);
+        *longest = NMT_MAX(*longest, b->lens[i]);
+    }
+    return NMT_OK;
+}
+
+static nmt_status upload_ints(nmt_session *s, nmt_buf dst, const int32_t *src, size_t n) {
+    return nmt_device_write(s->dev, dst.mem, dst.off * sizeof(cl_int), n * sizeof(cl_int), src);
+}
+
+/* Pack sources (+EOS) into [n, len] with padding, upload, run the encoder. */
+static nmt_status encode_batch(nmt_session *s, const nmt_batch *src, uint32_t *len_out) {
+    uint32_t longest;
+    NMT_TRY(check_batch(s, src, s->info.src_vocab, s->limits.max_src_len, &longest));
+    const uint32_t len = longest + 1;
+    for (uint32_t i = 0; i < src->n; i++) {
+        int32_t *row = s->h_tok + (size_t)i * len;
+        if (src->lens[i]) memcpy(row, src->tokens[i], sizeof(int32_t) * src->lens[i]);
+        row[src->lens[i]] = (int32_t)s->info.eos_id;
+        for (uint32_t j = src->lens[i] + 1; j < len; j++) row[j] = (int32_t)s->info.pad_id;
+        s->h_len[i] = (int32_t)(src->lens[i] + 1);
+    }
+    NMT_TRY(upload_ints(s, s->io.src_tok, s->h_tok, (size_t)src->n * len));
+    NMT_TRY(upload_ints(s, s->io.src_len, s->h_len, src->n));
+    NMT_TRY(s->fam->encode(s->fam_state, &s->io, src->n, len));
+    *len_out = len;
+    return NMT_OK;
+}
+
+static nmt_status read_logprobs(nmt_session *s, uint32_t rows, int log_softmax) {
+    const uint32_t V = s->info.tgt_vocab;
+    if (log_softmax) NMT_TRY(nmt_op_log_softmax(&s->ops, s->io.logits, rows, V, V));
+    return nmt_device_read(s->dev, s->io.logits.mem, 0, (size_t)rows * V * sizeof(float), s->h_logits);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Translation                                                              */
+/* ------------------------------------------------------------------------ */
+
+nmt_status nmt_session_translate(nmt_session *s, const nmt_batch *src, const nmt_decode_opts *opts) {
+    NMT_CHECK(s != NULL && src != NULL, NMT_ERR_INVALID_ARGUMENT);
+    static const nmt_decode_opts defaults;
+    if (opts == NULL) opts = &defaults;
+    const uint32_t K = opts->beam ? opts->beam : NMT_MIN(NMT_DEFAULT_BEAM, s->limits.max_beam);
+    const uint32_t n_best = opts->n_best ? opts->n_best : 1;
+    float alpha = (opts->alpha_set || opts->alpha != 0.0f) ? opts->alpha : NMT_DEFAULT_ALPHA;
+    NMT_CHECK(isfinite(alpha), NMT_ERR_INVALID_ARGUMENT);
+    if (alpha < 0) alpha = 0;
+    NMT_CHECK(K <= s->limits.max_beam && n_best <= K, NMT_ERR_LIMIT_EXCEEDED);
+    s->n_results = 0;
+    s->result_n_best = n_best;
+    if (src->n == 0) return NMT_OK;
+
+    uint32_t len;
+    NMT_TRY(encode_batch(s, src, &len));
+    uint32_t steps = 0;
+    for (uint32_t i = 0; i < src->n; i++) {
+        uint32_t m = opts->max_len ? opts->max_len : src->lens[i] + NMT_EXTRA_TGT;
+        s->h_max_len[i] = NMT_MIN(m, s->limits.max_tgt_len);
+        steps = NMT_MAX(steps, s->h_max_len[i] + 1);
+    }
+    nmt_beam *b = &s->beam;
+    NMT_TRY(nmt_beam_start(b, src->n, K, s->info.tgt_vocab, s->info.eos_id, s->info.bos_id, alpha,
+                           s->h_max_len));
+    const uint32_t rows = src->n * K;
+    for (uint32_t t = 0; t < steps; t++) {
+        NMT_TRY(upload_ints(s, s->io.step_tok, b->next_tok, rows));
+        NMT_TRY(s->fam->step(s->fam_state, &s->io, rows, K, t));
+        NMT_TRY(read_logprobs(s, rows, 1));
+        if (nmt_beam_advance(b, t, s->h_logits)) break;
+        NMT_TRY(upload_ints(s, s->io.reorder, b->back, rows));
+        NMT_TRY(s->fam->reorder(s->fam_state, &s->io, rows, t));
+    }
+    s->n_results = src->n;
+    return NMT_OK;
+}
+
+nmt_status nmt_session_result(const nmt_session *s, uint32_t i, uint32_t rank, const int32_t **tokens,
+                              uint32_t *len, float *score, float *logprob) {
+    NMT_CHECK(s != NULL && tokens != NULL && len != NULL, NMT_ERR_INVALID_ARGUMENT);
+    NMT_CHECK(i < s->n_results && rank < s->result_n_best, NMT_ERR_INVALID_ARGUMENT);
+    const nmt_hyp *h = nmt_beam_result(&s->beam, i, rank);
+    NMT_CHECK(h != NULL, NMT_ERR_INVALID_ARGUMENT);
+    *tokens = h->tokens;
+    *len = h->len;
+    if (score) *score = h->score;
+    if (logprob) *logprob = h->logprob;
+    return NMT_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Forced decoding                                                          */
+/* ------------------------------------------------------------------------ */
+
+/* Decoder inputs [BOS, y_0 .. y_{T-1}] padded to tlen, and the label of
+ * position p: y_p for p < T, EOS at p == T. */
+static void pack_targets(nmt_session *s, const nmt_batch *tgt, uint32_t tlen) {
+    for (uint32_t i = 0; i < tgt->n; i++) {
+        int32_t *row = s->h_tok + (size_t)i * tlen;
+        row[0] = (int32_t)s->info.bos_id;
+        for (uint32_t p = 1; p < tlen; p++)
+            row[p] = p <= tgt->lens[i] ? tgt->tokens[i][p - 1] : (int32_t)s->info.pad_id;
+    }
+}
+
+static int32_t label_at(const nmt_session *s, const nmt_batch *tgt, uint32_t i, uint32_t p) {
+    return p < tgt->lens[i] ? tgt->tokens[i][p] : (int32_t)s->info.eos_id;
+}
+
+nmt_status nmt_session_forced(nmt_session *s, const nmt_batch *src, const nmt_batch *tgt,
+                              int incremental, int log_softmax, nmt_forced_fn fn, void *user) {
+    NMT_CHECK(s != NULL && src != NULL && tgt != NULL && fn != NULL && tgt->n == src->n,
+              NMT_ERR_INVALID_ARGUMENT);
+    if (src->n == 0) return NMT_OK;
+    uint32_t longest, len;
+    NMT_TRY(check_batch(s, tgt, s->info.tgt_vocab, s->limits.max_tgt_len, &longest));
+    NMT_TRY(encode_batch(s, src, &len));
+    const uint32_t tlen = longest + 1, n = src->n, V = s->info.tgt_vocab;
+    pack_targets(s, tgt, tlen);
+    if (incremental) {
+        /* one row per sentence, positions one at a time through the KV cache */
+        int32_t *col = s->h_col;
+        for (uint32_t p = 0; p < tlen; p++) {
+            for (uint32_t i = 0; i < n; i++) col[i] = s->h_tok[(size_t)i * tlen + p];
+            NMT_TRY(upload_ints(s, s->io.step_tok, col, n));
+            NMT_TRY(s->fam->step(s->fam_state, &s->io, n, 1, p));
+            NMT_TRY(read_logprobs(s, n, log_softmax));
+            for (uint32_t i = 0; i < n; i++)
+                if (p <= tgt->lens[i]) fn(user, i, p, label_at(s, tgt, i, p), s->h_logits + (size_t)i * V);
+        }
+        return NMT_OK;
+    }
+    NMT_TRY(upload_ints(s, s->io.tgt_tok, s->h_tok, (size_t)n * tlen));
+    NMT_TRY(s->fam->decode_full(s->fam_state, &s->io, n, tlen));
+    const uint32_t total = n * tlen, chunk = s->dims.step_rows;
+    for (uint32_t first = 0; first < total; first += chunk) {
+        const uint32_t rows = NMT_MIN(chunk, total - first);
+        NMT_TRY(s->fam->project(s->fam_state, &s->io, first, rows));
+        NMT_TRY(read_logprobs(s, rows, log_softmax));
+        for (uint32_t r = 0; r < rows; r++) {
+            const uint32_t i = (first + r) / tlen, p = (first + r) % tlen;
+            if (p <= tgt->lens[i]) fn(user, i, p, label_at(s, tgt, i, p), s->h_logits + (size_t)r * V);
+        }
+    }
+    return NMT_OK;
+}
+
+static void add_logprob(void *user, uint32_t i, uint32_t p, int32_t label, const float *row) {
+    (void)p;
+    ((float *)user)[i] += row[label];
+}
+
+nmt_status nmt_session_score(nmt_session *s, const nmt_batch *src, const nmt_batch *tgt,
+                             float *out_logprob) {
+    NMT_CHECK(s != NULL && src != NULL && tgt != NULL && out_logprob != NULL, NMT_ERR_INVALID_ARGUMENT);
+    NMT_CHECK(src->n == tgt->n, NMT_ERR_INVALID_ARGUMENT);
+    for (uint32_t i = 0; i < src->n; i++) out_logprob[i] = 0.0f;
+    s->n_results = 0;
+    return nmt_session_forced(s, src, tgt, 0, 1, add_logprob, out_logprob);
+}

@@ -1,0 +1,53 @@
+/* session_internal.h — the session struct and the internal entry points
+ * that tests and the trainer use (not part of the public API). */
+#ifndef NMT_SESSION_INTERNAL_H
+#define NMT_SESSION_INTERNAL_H
+
+#include "beam.h"
+#include "family.h"
+#include "platform.h"
+
+typedef struct nmt_buf_node {
+    cl_mem mem;
+    struct nmt_buf_node *next;
+} nmt_buf_node;
+
+struct nmt_session {
+    nmt_device *dev;
+    nmt_ops ops;
+    nmt_arena arena;           /* the caller's memory; high = arena bytes used */
+    nmt_mapping map;           /* model file mapping when opened by path */
+    int mapped;
+    nmt_file file;             /* validated model image */
+    const nmt_family *fam;
+    void *fam_state;
+    _Alignas(16) unsigned char cfg[NMT_FAMILY_CFG_BYTES];
+    nmt_model_info info;
+    nmt_limits limits;         /* defaults resolved */
+    nmt_plan_dims dims;
+    nmt_io_bufs io;
+    nmt_buf_node *bufs;        /* every device buffer, released at destroy */
+    uint64_t device_bytes;
+    /* host scratch, sized from the limits */
+    int32_t *h_tok;            /* (max_batch * max(src_cap, tgt_cap)) packing */
+    int32_t *h_len;            /* (max_batch) */
+    int32_t *h_col;            /* (step_rows) */
+    uint32_t *h_max_len;       /* (max_batch) */
+    float *h_logits;           /* (step_rows, tgt_vocab) */
+    nmt_beam beam;
+    uint32_t n_results, result_n_best;
+};
+
+/* Per-position callback of forced decoding: sentence i, decoder position p
+ * (0 = after BOS), the reference label at p, and the V logits or
+ * log-probabilities predicting it (valid during the call). */
+typedef void (*nmt_forced_fn)(void *user, uint32_t i, uint32_t p, int32_t label, const float *row);
+
+/* Teacher-forced decoding of (src, tgt) pairs: the whole target at once
+ * (incremental = 0, what scoring and training use) or one position at a
+ * time through the KV cache (incremental = 1, what beam search uses).  The
+ * two must agree (tests).  log_softmax = 0 delivers raw logits. */
+nmt_status nmt_session_forced(nmt_session *s, const nmt_batch *src, const nmt_batch *tgt,
+                              int incremental, int log_softmax, nmt_forced_fn fn, void *user);
+
+#endif

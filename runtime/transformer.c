@@ -1,0 +1,799 @@
+/* transformer.c — the Transformer / HySAN family (docs/ARCHITECTURES.md).
+ *
+ * Encoder and decoder stacks with HySAN self-attention (branches sharing one
+ * score matrix, fused by sum, concat or squeeze-gated sum), ordinary
+ * cross-attention, ReLU FFN, pre- or post-norm.  The decoder runs either one
+ * incremental step for all beam rows (KV cache) or teacher-forced over whole
+ * target prefixes (scoring, training); both use the same ops and must agree
+ * (tested).  Everything is planned once: weights, activations and caches are
+ * device buffers created in plan(); the forward functions only enqueue. */
+#include "family.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------ */
+/* Configuration                                                            */
+/* ------------------------------------------------------------------------ */
+
+enum { FUSE_SUM = 0, FUSE_CONCAT = 1, FUSE_GATE = 2 };
+
+typedef struct tf_cfg {
+    uint32_t d, heads, dh, ff, enc_layers, dec_layers, src_vocab, tgt_vocab, gate_r;
+    int pre_norm, shared_emb, tied_out, fusion;
+    float eps, emb_scale;
+    uint32_t n_enc_br, n_dec_br;
+    nmt_branch enc_br[NMT_MAX_BRANCHES], dec_br[NMT_MAX_BRANCHES];
+    uint32_t bos, eos, pad, unk;
+} tf_cfg;
+_Static_assert(sizeof(tf_cfg) <= NMT_FAMILY_CFG_BYTES, "config fits the session's slot");
+
+#define TF_MAX_LAYERS 64
+#define TF_MAX_DIM (1u << 16)
+
+/* Parse "global fw bw local:3" into a branch list. */
+static nmt_status parse_branches(const char *str, int decoder, nmt_branch *out, uint32_t *n) {
+    *n = 0;
+    const char *p = str;
+    while (*p) {
+        while (*p == ' ' || *p == ',' || *p == '\t') p++;
+        if (!*p) break;
+        const char *e = p;
+        while (*e && *e != ' ' && *e != ',' && *e != '\t') e++;
+        size_t len = (size_t)(e - p);
+        NMT_CHECK(*n < NMT_MAX_BRANCHES, NMT_ERR_MODEL_ARCH);
+        nmt_branch b = {NMT_BRANCH_GLOBAL, 0};
+        if (len == 6 && strncmp(p, "global", 6) == 0) {
+            b.kind = NMT_BRANCH_GLOBAL;
+        } else if (len == 2 && strncmp(p, "fw", 2) == 0) {
+            b.kind = NMT_BRANCH_FW;
+        } else if (len == 2 && strncmp(p, "bw", 2) == 0) {
+            NMT_CHECK(!decoder, NMT_ERR_MODEL_ARCH); /* would look at the future */
+            b.kind = NMT_BRANCH_BW;
+        } else if (len > 6 && strncmp(p, "local:", 6) == 0) {
+            uint32_t k = 0;
+            for (const char *q = p + 6; q < e; q++) {
+                NMT_CHECK(*q >= '0' && *q <= '9' && k < 100000u, NMT_ERR_MODEL_ARCH);
+                k = k * 10u + (uint32_t)(*q - '0');
+            }
+            b.kind = NMT_BRANCH_LOCAL;
+            b.k = k;
+        } else {
+            return NMT_ERR_MODEL_ARCH;
+        }
+        out[(*n)++] = b;
+        p = e;
+    }
+    NMT_CHECK(*n >= 1, NMT_ERR_MODEL_ARCH);
+    return NMT_OK;
+}
+
+static nmt_status get_dim(const nmt_file *f, const char *key, uint32_t lo, uint32_t *out) {
+    int64_t v;
+    NMT_TRY(nmt_file_get_i64(f, key, &v));
+    NMT_CHECK(v >= (int64_t)lo && v <= (int64_t)TF_MAX_DIM * 16, NMT_ERR_MODEL_ARCH);
+    *out = (uint32_t)v;
+    return NMT_OK;
+}
+
+static nmt_status get_flag(const nmt_file *f, const char *key, int *out) {
+    int64_t v;
+    NMT_TRY(nmt_file_get_i64_or(f, key, 0, &v));
+    NMT_CHECK(v == 0 || v == 1, NMT_ERR_MODEL_ARCH);
+    *out = (int)v;
+    return NMT_OK;
+}
+
+static nmt_status get_id(const nmt_file *f, const char *key, int64_t def, uint32_t vocab,
+                         uint32_t *out) {
+    int64_t v;
+    NMT_TRY(nmt_file_get_i64_or(f, key, def, &v));
+    NMT_CHECK(v >= 0 && v < (int64_t)vocab, NMT_ERR_MODEL_ARCH);
+    *out = (uint32_t)v;
+    return NMT_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Tensor catalogue: one walker enumerates every tensor the config needs,   */
+/* used both to validate (parse) and to upload (plan).                      */
+/* ------------------------------------------------------------------------ */
+
+typedef nmt_status (*tf_visit_fn)(void *ctx, const char *name, uint32_t ndim, const uint32_t *shape);
+
+static nmt_status visit(tf_visit_fn fn, void *ctx, uint32_t ndim, uint32_t d0, uint32_t d1,
+                        const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+static nmt_status visit(tf_visit_fn fn, void *ctx, uint32_t ndim, uint32_t d0, uint32_t d1,
+                        const char *fmt, ...) {
+    char name[NMT_TENSOR_NAME_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    uint32_t shape[2] = {d0, d1};
+    return fn(ctx, name, ndim, shape);
+}
+
+static nmt_status visit_linear(tf_visit_fn fn, void *ctx, uint32_t out, uint32_t in, const char *prefix) {
+    NMT_TRY(visit(fn, ctx, 2, out, in, "%s.weight", prefix));
+    return visit(fn, ctx, 1, out, 0, "%s.bias", prefix);
+}
+
+static nmt_status visit_ln(tf_visit_fn fn, void *ctx, uint32_t d, const char *prefix) {
+    NMT_TRY(visit(fn, ctx, 1, d, 0, "%s.weight", prefix));
+    return visit(fn, ctx, 1, d, 0, "%s.bias", prefix);
+}
+
+static uint32_t attn_out_in(const tf_cfg *c, uint32_t nbr) {
+    return (c->fusion == FUSE_CONCAT && nbr > 1) ? nbr * c->d : c->d;
+}
+
+static nmt_status visit_self(const tf_cfg *c, tf_visit_fn fn, void *ctx, const char *stack, uint32_t l,
+                             uint32_t nbr) {
+    char p[64];
+    static const char *const qkv[3] = {"q", "k", "v"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s.%u.self_attn.%s", stack, l, qkv[i]);
+        NMT_TRY(visit_linear(fn, ctx, c->d, c->d, p));
+    }
+    snprintf(p, sizeof p, "%s.%u.self_attn.o", stack, l);
+    NMT_TRY(visit_linear(fn, ctx, c->d, attn_out_in(c, nbr), p));
+    if (c->fusion == FUSE_GATE && nbr > 1) {
+        for (uint32_t b = 0; b < nbr; b++) {
+            snprintf(p, sizeof p, "%s.%u.self_attn.gate.%u.fc1", stack, l, b);
+            NMT_TRY(visit_linear(fn, ctx, c->d / c->gate_r, c->d, p));
+            snprintf(p, sizeof p, "%s.%u.self_attn.gate.%u.fc2", stack, l, b);
+            NMT_TRY(visit_linear(fn, ctx, c->d, c->d / c->gate_r, p));
+        }
+    }
+    return NMT_OK;
+}
+
+static nmt_status visit_ffn(const tf_cfg *c, tf_visit_fn fn, void *ctx, const char *stack, uint32_t l) {
+    char p[64];
+    snprintf(p, sizeof p, "%s.%u.ffn.fc1", stack, l);
+    NMT_TRY(visit_linear(fn, ctx, c->ff, c->d, p));
+    snprintf(p, sizeof p, "%s.%u.ffn.fc2", stack, l);
+    return visit_linear(fn, ctx, c->d, c->ff, p);
+}
+
+static nmt_status visit_all(const tf_cfg *c, tf_visit_fn fn, void *ctx) {
+    char p[64];
+    NMT_TRY(visit(fn, ctx, 2, c->src_vocab, c->d, "src_embed"));
+    if (!c->shared_emb) NMT_TRY(visit(fn, ctx, 2, c->tgt_vocab, c->d, "tgt_embed"));
+    if (!c->tied_out) NMT_TRY(visit(fn, ctx, 2, c->tgt_vocab, c->d, "out_proj"));
+    for (uint32_t l = 0; l < c->enc_layers; l++) {
+        NMT_TRY(visit_self(c, fn, ctx, "enc", l, c->n_enc_br));
+        for (int i = 1; i <= 2; i++) {
+            snprintf(p, sizeof p, "enc.%u.ln%d", l, i);
+            NMT_TRY(visit_ln(fn, ctx, c->d, p));
+        }
+        NMT_TRY(visit_ffn(c, fn, ctx, "enc", l));
+    }
+    if (c->pre_norm) NMT_TRY(visit_ln(fn, ctx, c->d, "enc.ln"));
+    for (uint32_t l = 0; l < c->dec_layers; l++) {
+        NMT_TRY(visit_self(c, fn, ctx, "dec", l, c->n_dec_br));
+        static const char *const qkvo[4] = {"q", "k", "v", "o"};
+        for (int i = 0; i < 4; i++) {
+            snprintf(p, sizeof p, "dec.%u.cross_attn.%s", l, qkvo[i]);
+            NMT_TRY(visit_linear(fn, ctx, c->d, c->d, p));
+        }
+        for (int i = 1; i <= 3; i++) {
+            snprintf(p, sizeof p, "dec.%u.ln%d", l, i);
+            NMT_TRY(visit_ln(fn, ctx, c->d, p));
+        }
+        NMT_TRY(visit_ffn(c, fn, ctx, "dec", l));
+    }
+    if (c->pre_norm) NMT_TRY(visit_ln(fn, ctx, c->d, "dec.ln"));
+    return NMT_OK;
+}
+
+static nmt_status check_tensor(void *ctx, const char *name, uint32_t ndim, const uint32_t *shape) {
+    nmt_tensor_view v;
+    NMT_TRY(nmt_file_expect((const nmt_file *)ctx, name, ndim, shape, &v));
+    /* format v1 runtime computes in fp32; fp16/int8 weights arrive with the
+     * conversion issue */
+    NMT_CHECK(v.dtype == NMT_DTYPE_F32, NMT_ERR_UNSUPPORTED);
+    return NMT_OK;
+}
+
+static void branches_to_str(const nmt_branch *br, uint32_t n, char *buf, size_t cap) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < n && used < cap; i++) {
+        static const char *const names[] = {"global", "fw", "bw", "local"};
+        int w = br[i].kind == NMT_BRANCH_LOCAL
+                    ? snprintf(buf + used, cap - used, "%slocal:%u", i ? " " : "", br[i].k)
+                    : snprintf(buf + used, cap - used, "%s%s", i ? " " : "", names[br[i].kind]);
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+}
+
+static nmt_status tf_parse(const nmt_file *f, void *cfgp, nmt_model_info *info) {
+    tf_cfg *c = (tf_cfg *)cfgp;
+    memset(c, 0, sizeof *c);
+    NMT_TRY(get_dim(f, "d_model", 2, &c->d));
+    NMT_TRY(get_dim(f, "n_heads", 1, &c->heads));
+    NMT_TRY(get_dim(f, "d_ff", 1, &c->ff));
+    NMT_TRY(get_dim(f, "enc_layers", 1, &c->enc_layers));
+    NMT_TRY(get_dim(f, "dec_layers", 1, &c->dec_layers));
+    NMT_TRY(get_dim(f, "src_vocab", 1, &c->src_vocab));
+    NMT_TRY(get_dim(f, "tgt_vocab", 1, &c->tgt_vocab));
+    NMT_CHECK(c->d <= TF_MAX_DIM && c->ff <= TF_MAX_DIM * 4 && c->d % 2 == 0 &&
+                  c->d % c->heads == 0 && c->enc_layers <= TF_MAX_LAYERS &&
+                  c->dec_layers <= TF_MAX_LAYERS,
+              NMT_ERR_MODEL_ARCH);
+    c->dh = c->d / c->heads;
+
+    char s[96];
+    NMT_TRY(nmt_file_get_str_or(f, "norm", "post", s, sizeof s));
+    NMT_CHECK(strcmp(s, "pre") == 0 || strcmp(s, "post") == 0, NMT_ERR_MODEL_ARCH);
+    c->pre_norm = s[1] == 'r';
+    double eps, scale;
+    NMT_TRY(nmt_file_get_f64_or(f, "ln_eps", 1e-5, &eps));
+    NMT_TRY(nmt_file_get_f64_or(f, "embed_scale", sqrt((double)c->d), &scale));
+    NMT_CHECK(eps > 0 && eps < 1 && isfinite(scale), NMT_ERR_MODEL_ARCH);
+    c->eps = (float)eps;
+    c->emb_scale = (float)scale;
+    NMT_TRY(get_flag(f, "shared_embeddings", &c->shared_emb));
+    NMT_TRY(get_flag(f, "tied_output", &c->tied_out));
+    NMT_CHECK(!c->shared_emb || c->src_vocab == c->tgt_vocab, NMT_ERR_MODEL_ARCH);
+
+    NMT_TRY(nmt_file_get_str_or(f, "enc_branches", "global", s, sizeof s));
+    NMT_TRY(parse_branches(s, 0, c->enc_br, &c->n_enc_br));
+    NMT_TRY(nmt_file_get_str_or(f, "dec_branches", "global", s, sizeof s));
+    NMT_TRY(parse_branches(s, 1, c->dec_br, &c->n_dec_br));
+    NMT_TRY(nmt_file_get_str_or(f, "fusion", "sum", s, sizeof s));
+    if (strcmp(s, "sum") == 0) c->fusion = FUSE_SUM;
+    else if (strcmp(s, "concat") == 0) c->fusion = FUSE_CONCAT;
+    else if (strcmp(s, "gate") == 0) c->fusion = FUSE_GATE;
+    else return NMT_ERR_MODEL_ARCH;
+    int64_t r;
+    NMT_TRY(nmt_file_get_i64_or(f, "gate_reduction", 4, &r));
+    NMT_CHECK(r >= 1 && r <= (int64_t)c->d && c->d % (uint32_t)r == 0, NMT_ERR_MODEL_ARCH);
+    c->gate_r = (uint32_t)r;
+
+    uint32_t vmin = NMT_MIN(c->src_vocab, c->tgt_vocab);
+    NMT_TRY(get_id(f, "bos_id", 0, c->tgt_vocab, &c->bos));
+    NMT_TRY(get_id(f, "eos_id", c->tgt_vocab > 1 ? 1 : 0, vmin, &c->eos));
+    NMT_TRY(get_id(f, "pad_id", 0, vmin, &c->pad));
+    NMT_TRY(get_id(f, "unk_id", 0, vmin, &c->unk));
+
+    NMT_TRY(visit_all(c, check_tensor, (void *)f));
+
+    if (info != NULL) {
+        nmt_strlcpy(info->arch, "transformer", sizeof info->arch);
+        info->d_model = c->d;
+        info->n_heads = c->heads;
+        info->d_ff = c->ff;
+        info->enc_layers = c->enc_layers;
+        info->dec_layers = c->dec_layers;
+        info->src_vocab = c->src_vocab;
+        info->tgt_vocab = c->tgt_vocab;
+        nmt_strlcpy(info->norm, c->pre_norm ? "pre" : "post", sizeof info->norm);
+        branches_to_str(c->enc_br, c->n_enc_br, info->enc_branches, sizeof info->enc_branches);
+        branches_to_str(c->dec_br, c->n_dec_br, info->dec_branches, sizeof info->dec_branches);
+        static const char *const fus[] = {"sum", "concat", "gate"};
+        nmt_strlcpy(info->fusion, fus[c->fusion], sizeof info->fusion);
+        info->gate_reduction = c->gate_r;
+        info->shared_embeddings = c->shared_emb;
+        info->tied_output = c->tied_out;
+        info->bos_id = c->bos;
+        info->eos_id = c->eos;
+        info->pad_id = c->pad;
+        info->unk_id = c->unk;
+    }
+    return NMT_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* State: weights, activations, caches                                      */
+/* ------------------------------------------------------------------------ */
+
+typedef struct tf_lin { nmt_buf w, b; } tf_lin;   /* w [out, in], b [out] */
+typedef struct tf_ln { nmt_buf g, b; } tf_ln;
+
+typedef struct tf_self {
+    tf_lin qkv;                       /* fused [3d, d] / [3d] */
+    tf_lin o;                         /* [d, d] or [d, nbr*d] (concat) */
+    tf_lin g1[NMT_MAX_BRANCHES];      /* gate squeeze  [d/r, d] */
+    tf_lin g2[NMT_MAX_BRANCHES];      /* gate excite   [d, d/r] */
+} tf_self;
+
+typedef struct tf_enc_layer {
+    tf_self sa;
+    tf_ln ln1, ln2;
+    tf_lin fc1, fc2;
+} tf_enc_layer;
+
+typedef struct tf_dec_layer {
+    tf_self sa;
+    tf_lin cq, ckv, co;               /* cross: q [d,d]; fused k,v [2d, d]; out [d,d] */
+    tf_ln ln1, ln2, ln3;
+    tf_lin fc1, fc2;
+    nmt_buf cache;                    /* (step_rows, tgt_cap, 2d): self-attn K | V per position */
+    nmt_buf cross_kv;                 /* (max_batch * src_cap, 2d): cross-attn K | V */
+} tf_dec_layer;
+
+typedef struct tf_state {
+    tf_cfg c;
+    nmt_plan_dims dims;
+    nmt_ops *ops;
+    nmt_buf src_emb, tgt_emb, out_w;  /* tgt_emb / out_w may alias */
+    tf_ln enc_ln, dec_ln;
+    tf_enc_layer *enc;                /* [enc_layers] */
+    tf_dec_layer *dec;                /* [dec_layers] */
+    /* activations, rows = max(B*src_cap, B*tgt_cap, step_rows) */
+    nmt_buf x;        /* (rows, d) residual stream */
+    nmt_buf h;        /* (rows, d) pre-norm input */
+    nmt_buf tmp;      /* (rows, d) sub-layer output */
+    nmt_buf qkv;      /* (rows, 3d) */
+    nmt_buf ctx;      /* (rows, nbr_max*d) per-branch attention outputs */
+    nmt_buf fused;    /* (rows, d) gated-sum accumulator */
+    nmt_buf gh;       /* (rows, d/r) gate hidden */
+    nmt_buf gout;     /* (rows, d) gate logits */
+    nmt_buf ffh;      /* (rows, d_ff) */
+    nmt_buf scores;   /* attention scores scratch */
+    nmt_buf stats;    /* softmax stats scratch */
+    nmt_buf cache_tmp;/* (step_rows, tgt_cap, 2d) beam reorder scratch */
+    uint32_t src_pad_len;  /* padded source length of the last encode */
+    uint32_t full_len;     /* positions of the last decode_full */
+} tf_state;
+
+typedef struct tf_load_ctx {
+    nmt_session *s;
+    const nmt_file *f;
+    nmt_arena *a;
+} tf_load_ctx;
+
+static nmt_status load_tensor(tf_load_ctx *lc, const char *name, nmt_buf *out) {
+    nmt_tensor_view v;
+    NMT_TRY(nmt_file_find(lc->f, name, &v));
+    return nmt_session_buffer(lc->s, lc->a, (size_t)v.nbytes, v.data, out);
+}
+
+static nmt_status load_lin(tf_load_ctx *lc, const char *prefix, tf_lin *out) {
+    char n[NMT_TENSOR_NAME_MAX];
+    snprintf(n, sizeof n, "%s.weight", prefix);
+    NMT_TRY(load_tensor(lc, n, &out->w));
+    snprintf(n, sizeof n, "%s.bias", prefix);
+    return load_tensor(lc, n, &out->b);
+}
+
+static nmt_status load_ln(tf_load_ctx *lc, const char *prefix, tf_ln *out) {
+    tf_lin t;
+    NMT_TRY(load_lin(lc, prefix, &t));
+    out->g = t.w;
+    out->b = t.b;
+    return NMT_OK;
+}
+
+/* Concatenate the linears `prefix.<part>` (each [d, d]) along the output
+ * dimension into one [n*d, d] weight and [n*d] bias. */
+static nmt_status load_fused(tf_load_ctx *lc, const char *prefix, const char *const *parts, int n,
+                             uint32_t d, tf_lin *out) {
+    size_t wbytes = (size_t)d * d * sizeof(float), bbytes = (size_t)d * sizeof(float);
+    NMT_TRY(nmt_session_buffer(lc->s, lc->a, wbytes * (size_t)n, NULL, &out->w));
+    NMT_TRY(nmt_session_buffer(lc->s, lc->a, bbytes * (size_t)n, NULL, &out->b));
+    if (nmt_arena_measuring(lc->a)) return NMT_OK;
+    nmt_device *dev = nmt_session_ops(lc->s)->dev;
+    for (int i = 0; i < n; i++) {
+        char name[NMT_TENSOR_NAME_MAX];
+        nmt_tensor_view v;
+        snprintf(name, sizeof name, "%s.%s.weight", prefix, parts[i]);
+        NMT_TRY(nmt_file_find(lc->f, name, &v));
+        NMT_TRY(nmt_device_write(dev, out->w.mem, wbytes * (size_t)i, wbytes, v.data));
+        snprintf(name, sizeof name, "%s.%s.bias", prefix, parts[i]);
+        NMT_TRY(nmt_file_find(lc->f, name, &v));
+        NMT_TRY(nmt_device_write(dev, out->b.mem, bbytes * (size_t)i, bbytes, v.data));
+    }
+    return NMT_OK;
+}
+
+static nmt_status load_self(tf_load_ctx *lc, const tf_cfg *c, const char *stack, uint32_t l,
+                            uint32_t nbr, tf_self *sa) {
+    static const char *const qkv[3] = {"q", "k", "v"};
+    char p[64];
+    snprintf(p, sizeof p, "%s.%u.self_attn", stack, l);
+    NMT_TRY(load_fused(lc, p, qkv, 3, c->d, &sa->qkv));
+    snprintf(p, sizeof p, "%s.%u.self_attn.o", stack, l);
+    NMT_TRY(load_lin(lc, p, &sa->o));
+    if (c->fusion == FUSE_GATE && nbr > 1) {
+        for (uint32_t b = 0; b < nbr; b++) {
+            snprintf(p, sizeof p, "%s.%u.self_attn.gate.%u.fc1", stack, l, b);
+            NMT_TRY(load_lin(lc, p, &sa->g1[b]));
+            snprintf(p, sizeof p, "%s.%u.self_attn.gate.%u.fc2", stack, l, b);
+            NMT_TRY(load_lin(lc, p, &sa->g2[b]));
+        }
+    }
+    return NMT_OK;
+}
+
+static nmt_status load_ffn_norms(tf_load_ctx *lc, const char *stack, uint32_t l, tf_ln *lns, int n_ln,
+                                 tf_lin *fc1, tf_lin *fc2) {
+    char p[64];
+    for (int i = 0; i < n_ln; i++) {
+        snprintf(p, sizeof p, "%s.%u.ln%d", stack, l, i + 1);
+        NMT_TRY(load_ln(lc, p, &lns[i]));
+    }
+    snprintf(p, sizeof p, "%s.%u.ffn.fc1", stack, l);
+    NMT_TRY(load_lin(lc, p, fc1));
+    snprintf(p, sizeof p, "%s.%u.ffn.fc2", stack, l);
+    return load_lin(lc, p, fc2);
+}
+
+static nmt_status scratch(tf_load_ctx *lc, size_t floats, nmt_buf *out) {
+    size_t bytes;
+    NMT_CHECK(nmt_mul_ok(floats, sizeof(float), &bytes), NMT_ERR_DEVICE_MEMORY);
+    return nmt_session_buffer(lc->s, lc->a, bytes, NULL, out);
+}
+
+static size_t max3(size_t a, size_t b, size_t c) { return NMT_MAX(a, NMT_MAX(b, c)); }
+
+static nmt_status tf_plan(nmt_session *s, const nmt_file *f, const void *cfgp,
+                          const nmt_plan_dims *dims, nmt_arena *a, void **state) {
+    const tf_cfg *c = (const tf_cfg *)cfgp;
+    tf_state *st = NMT_ARENA_NEW(a, tf_state, 1);
+    tf_enc_layer *enc = NMT_ARENA_NEW(a, tf_enc_layer, c->enc_layers);
+    tf_dec_layer *dec = NMT_ARENA_NEW(a, tf_dec_layer, c->dec_layers);
+    NMT_CHECK(st != NULL && enc != NULL && dec != NULL, NMT_ERR_ARENA_TOO_SMALL);
+    *state = st;
+    /* In the measuring pass the arena hands out dummy pointers: record
+     * everything in locals and copy into the arena only for real. */
+    const int real = !nmt_arena_measuring(a);
+    tf_state local;
+    memset(&local, 0, sizeof local);
+    local.c = *c;
+    local.dims = *dims;
+    local.ops = nmt_session_ops(s);
+    local.enc = enc;
+    local.dec = dec;
+    tf_enc_layer enc_l;
+    tf_dec_layer dec_l;
+    tf_load_ctx lc = {s, f, a};
+    const uint32_t d = c->d;
+
+    NMT_TRY(load_tensor(&lc, "src_embed", &local.src_emb));
+    if (c->shared_emb) local.tgt_emb = local.src_emb;
+    else NMT_TRY(load_tensor(&lc, "tgt_embed", &local.tgt_emb));
+    if (c->tied_out) local.out_w = local.tgt_emb;
+    else NMT_TRY(load_tensor(&lc, "out_proj", &local.out_w));
+
+    const size_t B = dims->max_batch, S = dims->src_cap, T = dims->tgt_cap, R = dims->step_rows;
+    for (uint32_t l = 0; l < c->enc_layers; l++) {
+        memset(&enc_l, 0, sizeof enc_l);
+        NMT_TRY(load_self(&lc, c, "enc", l, c->n_enc_br, &enc_l.sa));
+        tf_ln lns[2];
+        NMT_TRY(load_ffn_norms(&lc, "enc", l, lns, 2, &enc_l.fc1, &enc_l.fc2));
+        enc_l.ln1 = lns[0];
+        enc_l.ln2 = lns[1];
+        if (real) enc[l] = enc_l;
+    }
+    if (c->pre_norm) NMT_TRY(load_ln(&lc, "enc.ln", &local.enc_ln));
+    for (uint32_t l = 0; l < c->dec_layers; l++) {
+        static const char *const kv[2] = {"k", "v"};
+        char p[64];
+        memset(&dec_l, 0, sizeof dec_l);
+        NMT_TRY(load_self(&lc, c, "dec", l, c->n_dec_br, &dec_l.sa));
+        snprintf(p, sizeof p, "dec.%u.cross_attn.q", l);
+        NMT_TRY(load_lin(&lc, p, &dec_l.cq));
+        snprintf(p, sizeof p, "dec.%u.cross_attn", l);
+        NMT_TRY(load_fused(&lc, p, kv, 2, d, &dec_l.ckv));
+        snprintf(p, sizeof p, "dec.%u.cross_attn.o", l);
+        NMT_TRY(load_lin(&lc, p, &dec_l.co));
+        tf_ln lns[3];
+        NMT_TRY(load_ffn_norms(&lc, "dec", l, lns, 3, &dec_l.fc1, &dec_l.fc2));
+        dec_l.ln1 = lns[0];
+        dec_l.ln2 = lns[1];
+        dec_l.ln3 = lns[2];
+        NMT_TRY(scratch(&lc, R * T * 2 * d, &dec_l.cache));
+        NMT_TRY(scratch(&lc, B * S * 2 * d, &dec_l.cross_kv));
+        if (real) dec[l] = dec_l;
+    }
+    if (c->pre_norm) NMT_TRY(load_ln(&lc, "dec.ln", &local.dec_ln));
+
+    const size_t rows = max3(B * S, B * T, R);
+    const size_t nbr = NMT_MAX(c->n_enc_br, c->n_dec_br);
+    const size_t H = c->heads;
+    NMT_TRY(scratch(&lc, rows * d, &local.x));
+    NMT_TRY(scratch(&lc, rows * d, &local.h));
+    NMT_TRY(scratch(&lc, rows * d, &local.tmp));
+    NMT_TRY(scratch(&lc, rows * 3 * d, &local.qkv));
+    NMT_TRY(scratch(&lc, rows * nbr * d, &local.ctx));
+    if (c->fusion == FUSE_GATE && nbr > 1) {
+        NMT_TRY(scratch(&lc, rows * d, &local.fused));
+        NMT_TRY(scratch(&lc, rows * (d / c->gate_r), &local.gh));
+        NMT_TRY(scratch(&lc, rows * d, &local.gout));
+    }
+    NMT_TRY(scratch(&lc, rows * c->ff, &local.ffh));
+    size_t sc = max3(B * H * S * S, B * H * T * T, B * H * T * S);
+    sc = NMT_MAX(sc, R * H * NMT_MAX(S, T));
+    NMT_TRY(scratch(&lc, sc, &local.scores));
+    NMT_TRY(scratch(&lc, 2 * max3(B * H * S, B * H * T, R * H), &local.stats));
+    NMT_TRY(scratch(&lc, R * T * 2 * d, &local.cache_tmp));
+
+    if (real) *st = local;
+    return NMT_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Forward building blocks                                                  */
+/* ------------------------------------------------------------------------ */
+
+static const nmt_buf NO_BUF = {NULL, 0};
+
+static nmt_status linear(tf_state *st, nmt_buf in, uint32_t ld_in, uint32_t rows, const tf_lin *w,
+                         uint32_t out_dim, uint32_t in_dim, nmt_buf out, uint32_t ld_out, int relu) {
+    return nmt_op_gemm(st->ops, 1, rows, out_dim, in_dim, 1.0f, in, ld_in, w->w, in_dim, 0.0f, out,
+                       ld_out, w->b, relu);
+}
+
+static nmt_status layer_norm(tf_state *st, nmt_buf x, nmt_buf res, nmt_buf out, uint32_t rows,
+                             const tf_ln *ln) {
+    return nmt_op_layernorm(st->ops, x, res, out, rows, st->c.d, ln->g, ln->b, st->c.eps);
+}
+
+/* ctx (rows, nbr*d) -> out (rows, d): fusion of the branches, then W_o. */
+static nmt_status fuse_and_project(tf_state *st, const tf_self *w, uint32_t nbr, uint32_t rows,
+                                   nmt_buf out) {
+    const tf_cfg *c = &st->c;
+    const uint32_t d = c->d, ld = nbr * d;
+    if (nbr == 1 || c->fusion == FUSE_CONCAT)
+        return linear(st, st->ctx, ld, rows, &w->o, d, ld, out, d, 0);
+    if (c->fusion == FUSE_SUM) {
+        /* W_o (sum_b x_b) + b_o = sum_b W_o x_b + b_o: accumulate GEMMs */
+        for (uint32_t b = 0; b < nbr; b++)
+            NMT_TRY(nmt_op_gemm(st->ops, 1, rows, d, d, 1.0f, nmt_buf_at(st->ctx, (size_t)b * d), ld,
+                                w->o.w, d, b ? 1.0f : 0.0f, out, d, b ? NO_BUF : w->o.b, 0));
+        return NMT_OK;
+    }
+    const uint32_t dr = d / c->gate_r;
+    for (uint32_t b = 0; b < nbr; b++) {
+        nmt_buf xb = nmt_buf_at(st->ctx, (size_t)b * d);
+        NMT_TRY(linear(st, xb, ld, rows, &w->g1[b], dr, d, st->gh, dr, 1));
+        NMT_TRY(linear(st, st->gh, dr, rows, &w->g2[b], d, dr, st->gout, d, 0));
+        NMT_TRY(nmt_op_gate_accum(st->ops, xb, ld, st->gout, d, st->fused, d, rows, d, b > 0));
+    }
+    return linear(st, st->fused, d, rows, &w->o, d, d, out, d, 0);
+}
+
+static void attn_common(const tf_state *st, nmt_attn_args *a, const nmt_branch *br, uint32_t nbr,
+                        int causal) {
+    memset(a, 0, sizeof *a);
+    a->n_heads = st->c.heads;
+    a->d_head = st->c.dh;
+    a->group = 1;
+    a->causal = causal;
+    a->n_branches = nbr;
+    memcpy(a->branches, br, sizeof(nmt_branch) * nbr);
+    a->scores = st->scores;
+    a->stats = st->stats;
+    a->out = st->ctx;
+    a->out_ld = nbr * st->c.d;
+}
+
+/* Self-attention over whole sequences: n sequences of len positions,
+ * queries, keys and values all from `in`. */
+static nmt_status self_attn_full(tf_state *st, const tf_self *w, const nmt_branch *br, uint32_t nbr,
+                                 int causal, nmt_buf key_len, nmt_buf in, uint32_t n, uint32_t len,
+                                 nmt_buf out) {
+    const uint32_t d = st->c.d, rows = n * len;
+    NMT_TRY(linear(st, in, d, rows, &w->qkv, 3 * d, d, st->qkv, 3 * d, 0));
+    nmt_attn_args a;
+    attn_common(st, &a, br, nbr, causal);
+    a.n_seq = n;
+    a.lq = len;
+    a.lk_max = len;
+    a.q = st->qkv;
+    a.k = nmt_buf_at(st->qkv, d);
+    a.v = nmt_buf_at(st->qkv, 2 * (size_t)d);
+    a.q_ld = a.k_ld = a.v_ld = 3 * d;
+    a.kv_seq_stride = (uint64_t)len * 3 * d;
+    a.key_len = key_len;
+    a.key_len_const = len;
+    NMT_TRY(nmt_op_attention(st->ops, &a));
+    return fuse_and_project(st, w, nbr, rows, out);
+}
+
+/* Cross-attention of n_seq query sequences (lq each) over the encoder
+ * memory; query sequence s reads sentence s / group. */
+static nmt_status cross_attn(tf_state *st, const tf_dec_layer *L, nmt_buf key_len, nmt_buf in,
+                             uint32_t n_seq, uint32_t lq, uint32_t group, nmt_buf out) {
+    const uint32_t d = st->c.d, rows = n_seq * lq;
+    static const nmt_branch global = {NMT_BRANCH_GLOBAL, 0};
+    NMT_TRY(linear(st, in, d, rows, &L->cq, d, d, st->qkv, d, 0));
+    nmt_attn_args a;
+    attn_common(st, &a, &global, 1, 0);
+    a.n_seq = n_seq;
+    a.lq = lq;
+    a.group = group;
+    a.lk_max = st->src_pad_len;
+    a.q = st->qkv;
+    a.q_ld = d;
+    a.k = L->cross_kv;
+    a.v = nmt_buf_at(L->cross_kv, d);
+    a.k_ld = a.v_ld = 2 * d;
+    a.kv_seq_stride = (uint64_t)st->src_pad_len * 2 * d;
+    a.key_len = key_len;
+    a.out_ld = d;
+    NMT_TRY(nmt_op_attention(st->ops, &a));
+    return linear(st, st->ctx, d, rows, &L->co, d, d, out, d, 0);
+}
+
+static nmt_status ffn(tf_state *st, const tf_lin *fc1, const tf_lin *fc2, nmt_buf in, uint32_t rows,
+                      nmt_buf out) {
+    NMT_TRY(linear(st, in, st->c.d, rows, fc1, st->c.ff, st->c.d, st->ffh, st->c.ff, 1));
+    return linear(st, st->ffh, st->c.ff, rows, fc2, st->c.d, st->c.ff, out, st->c.d, 0);
+}
+
+/* A residual sub-layer around F: which F and its arguments. */
+typedef enum { SUB_SELF_FULL, SUB_SELF_STEP, SUB_CROSS, SUB_FFN } tf_sub_kind;
+
+typedef struct tf_sub {
+    tf_sub_kind kind;
+    const tf_self *sa;
+    const tf_dec_layer *dl;
+    const tf_lin *fc1, *fc2;
+    const nmt_branch *br;
+    uint32_t nbr;
+    int causal;
+    nmt_buf key_len;
+    uint32_t n, len, group, t;
+} tf_sub;
+
+static nmt_status self_attn_step(tf_state *st, const tf_sub *sb, nmt_buf in, nmt_buf out);
+
+static nmt_status run_f(tf_state *st, const tf_sub *sb, nmt_buf in, nmt_buf out) {
+    switch (sb->kind) {
+    case SUB_SELF_FULL:
+        return self_attn_full(st, sb->sa, sb->br, sb->nbr, sb->causal, sb->key_len, in, sb->n,
+                              sb->len, out);
+    case SUB_SELF_STEP: return self_attn_step(st, sb, in, out);
+    case SUB_CROSS: return cross_attn(st, sb->dl, sb->key_len, in, sb->n, sb->len, sb->group, out);
+    case SUB_FFN: return ffn(st, sb->fc1, sb->fc2, in, sb->n * sb->len, out);
+    }
+    return NMT_ERR_INVALID_ARGUMENT;
+}
+
+/* post-norm: x = LN(x + F(x));  pre-norm: x = x + F(LN(x)). */
+static nmt_status sublayer(tf_state *st, const tf_sub *sb, const tf_ln *ln) {
+    const uint32_t rows = sb->n * sb->len;
+    if (st->c.pre_norm) {
+        NMT_TRY(layer_norm(st, st->x, NO_BUF, st->h, rows, ln));
+        NMT_TRY(run_f(st, sb, st->h, st->tmp));
+        return nmt_op_add(st->ops, st->x, st->tmp, rows * st->c.d);
+    }
+    NMT_TRY(run_f(st, sb, st->x, st->tmp));
+    return layer_norm(st, st->tmp, st->x, st->x, rows, ln);
+}
+
+/* One decoder step's self-attention: append this position's K/V to the
+ * cache, attend over positions [0, t]. */
+static nmt_status self_attn_step(tf_state *st, const tf_sub *sb, nmt_buf in, nmt_buf out) {
+    const uint32_t d = st->c.d, rows = sb->n, T = st->dims.tgt_cap;
+    const tf_dec_layer *L = sb->dl;
+    NMT_TRY(linear(st, in, d, rows, &L->sa.qkv, 3 * d, d, st->qkv, 3 * d, 0));
+    NMT_TRY(nmt_op_copy_rows(st->ops, nmt_buf_at(st->qkv, d), 3 * d,
+                             nmt_buf_at(L->cache, (size_t)sb->t * 2 * d), T * 2 * d, rows, 2 * d));
+    nmt_attn_args a;
+    attn_common(st, &a, sb->br, sb->nbr, 1);
+    a.n_seq = rows;
+    a.lq = 1;
+    a.q_pos0 = sb->t;
+    a.lk_max = sb->t + 1;
+    a.q = st->qkv;
+    a.q_ld = 3 * d;
+    a.k = L->cache;
+    a.v = nmt_buf_at(L->cache, d);
+    a.k_ld = a.v_ld = 2 * d;
+    a.kv_seq_stride = (uint64_t)T * 2 * d;
+    a.key_len_const = sb->t + 1;
+    NMT_TRY(nmt_op_attention(st->ops, &a));
+    return fuse_and_project(st, &L->sa, sb->nbr, rows, out);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Family entry points                                                      */
+/* ------------------------------------------------------------------------ */
+
+static nmt_status tf_encode(void *state, const nmt_io_bufs *io, uint32_t n, uint32_t len) {
+    tf_state *st = (tf_state *)state;
+    const tf_cfg *c = &st->c;
+    NMT_CHECK(n >= 1 && n <= st->dims.max_batch && len >= 1 && len <= st->dims.src_cap,
+              NMT_ERR_LIMIT_EXCEEDED);
+    const uint32_t rows = n * len;
+    st->src_pad_len = len;
+    NMT_TRY(nmt_op_embed(st->ops, io->src_tok, rows, len, 0, st->src_emb, c->d, c->emb_scale, st->x));
+    for (uint32_t l = 0; l < c->enc_layers; l++) {
+        const tf_enc_layer *L = &st->enc[l];
+        tf_sub sa = {.kind = SUB_SELF_FULL, .sa = &L->sa, .br = c->enc_br, .nbr = c->n_enc_br,
+                     .key_len = io->src_len, .n = n, .len = len};
+        NMT_TRY(sublayer(st, &sa, &L->ln1));
+        tf_sub ff = {.kind = SUB_FFN, .fc1 = &L->fc1, .fc2 = &L->fc2, .n = n, .len = len};
+        NMT_TRY(sublayer(st, &ff, &L->ln2));
+    }
+    if (c->pre_norm) NMT_TRY(layer_norm(st, st->x, NO_BUF, st->x, rows, &st->enc_ln));
+    for (uint32_t l = 0; l < c->dec_layers; l++)
+        NMT_TRY(linear(st, st->x, c->d, rows, &st->dec[l].ckv, 2 * c->d, c->d, st->dec[l].cross_kv,
+                       2 * c->d, 0));
+    return NMT_OK;
+}
+
+/* The decoder stack over rows already embedded in st->x. */
+static nmt_status decoder_layers(tf_state *st, const nmt_io_bufs *io, uint32_t n, uint32_t len,
+                                 uint32_t group, int step, uint32_t t) {
+    const tf_cfg *c = &st->c;
+    for (uint32_t l = 0; l < c->dec_layers; l++) {
+        const tf_dec_layer *L = &st->dec[l];
+        tf_sub sa = {.kind = step ? SUB_SELF_STEP : SUB_SELF_FULL, .sa = &L->sa, .dl = L,
+                     .br = c->dec_br, .nbr = c->n_dec_br, .causal = 1, .n = n, .len = len, .t = t};
+        NMT_TRY(sublayer(st, &sa, &L->ln1));
+        tf_sub ca = {.kind = SUB_CROSS, .dl = L, .key_len = io->src_len, .n = n, .len = len,
+                     .group = group};
+        NMT_TRY(sublayer(st, &ca, &L->ln2));
+        tf_sub ff = {.kind = SUB_FFN, .fc1 = &L->fc1, .fc2 = &L->fc2, .n = n, .len = len};
+        NMT_TRY(sublayer(st, &ff, &L->ln3));
+    }
+    if (c->pre_norm) NMT_TRY(layer_norm(st, st->x, NO_BUF, st->x, n * len, &st->dec_ln));
+    return NMT_OK;
+}
+
+static nmt_status tf_step(void *state, const nmt_io_bufs *io, uint32_t rows, uint32_t group, uint32_t t) {
+    tf_state *st = (tf_state *)state;
+    const tf_cfg *c = &st->c;
+    NMT_CHECK(rows >= 1 && rows <= st->dims.step_rows && group >= 1 && t < st->dims.tgt_cap,
+              NMT_ERR_LIMIT_EXCEEDED);
+    NMT_TRY(nmt_op_embed(st->ops, io->step_tok, rows, 1, t, st->tgt_emb, c->d, c->emb_scale, st->x));
+    NMT_TRY(decoder_layers(st, io, rows, 1, group, 1, t));
+    return nmt_op_gemm(st->ops, 1, rows, c->tgt_vocab, c->d, 1.0f, st->x, c->d, st->out_w, c->d, 0.0f,
+                       io->logits, c->tgt_vocab, NO_BUF, 0);
+}
+
+static nmt_status tf_reorder(void *state, const nmt_io_bufs *io, uint32_t rows, uint32_t t) {
+    tf_state *st = (tf_state *)state;
+    const uint32_t d = st->c.d, T = st->dims.tgt_cap, live = (t + 1) * 2 * d;
+    NMT_CHECK(rows <= st->dims.step_rows && t < T, NMT_ERR_LIMIT_EXCEEDED);
+    for (uint32_t l = 0; l < st->c.dec_layers; l++) {
+        const tf_dec_layer *L = &st->dec[l];
+        NMT_TRY(nmt_op_gather_rows(st->ops, L->cache, (uint64_t)T * 2 * d, st->cache_tmp,
+                                   (uint64_t)T * 2 * d, io->reorder, rows, live));
+        NMT_TRY(nmt_op_copy_rows(st->ops, st->cache_tmp, T * 2 * d, L->cache, T * 2 * d, rows, live));
+    }
+    return NMT_OK;
+}
+
+static nmt_status tf_decode_full(void *state, const nmt_io_bufs *io, uint32_t n, uint32_t tlen) {
+    tf_state *st = (tf_state *)state;
+    const tf_cfg *c = &st->c;
+    NMT_CHECK(n >= 1 && n <= st->dims.max_batch && tlen >= 1 && tlen <= st->dims.tgt_cap,
+              NMT_ERR_LIMIT_EXCEEDED);
+    st->full_len = tlen;
+    NMT_TRY(nmt_op_embed(st->ops, io->tgt_tok, n * tlen, tlen, 0, st->tgt_emb, c->d, c->emb_scale, st->x));
+    return decoder_layers(st, io, n, tlen, 1, 0, 0);
+}
+
+static nmt_status tf_project(void *state, const nmt_io_bufs *io, uint32_t first, uint32_t rows) {
+    tf_state *st = (tf_state *)state;
+    const tf_cfg *c = &st->c;
+    NMT_CHECK(rows <= st->dims.step_rows, NMT_ERR_LIMIT_EXCEEDED);
+    return nmt_op_gemm(st->ops, 1, rows, c->tgt_vocab, c->d, 1.0f,
+                       nmt_buf_at(st->x, (size_t)first * c->d), c->d, st->out_w, c->d, 0.0f,
+                       io->logits, c->tgt_vocab, NO_BUF, 0);
+}
+
+static void tf_release(void *state) { (void)state; /* all buffers are session-owned */ }
+
+const nmt_family nmt_family_transformer = {
+    .arch = "transformer",
+    .parse = tf_parse,
+    .plan = tf_plan,
+    .encode = tf_encode,
+    .step = tf_step,
+    .reorder = tf_reorder,
+    .decode_full = tf_decode_full,
+    .project = tf_project,
+    .release = tf_release,
+};

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# setup.sh — installs the Debian packages nmt-edge builds and tests with.
+# Idempotent: installs only what is missing; safe to run again.
+#   build:   gcc make cmake, OpenCL ICD loader + headers, CLBlast, cmocka
+#   device:  PoCL (OpenCL on the CPU) for machines without a GPU driver
+set -euo pipefail
+
+packages=(gcc make cmake pkg-config ocl-icd-opencl-dev opencl-c-headers libclblast-dev
+          libcmocka-dev pocl-opencl-icd clinfo)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all packages present"
+  exit 0
+fi
+
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "setup: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo_cmd=(sudo)
+fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 update -qq
+"${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,683 @@
+/* cli_test.c — runs the built `nmt-edge` (and `nmt-edge-convert random` for
+ * a model) as a user would: stdin in, stdout/stderr/exit status out.  Checks
+ * the output formats, that the CLI's greedy translations and scores are the
+ * library's own, and every error path (exit 1 for input/model/device errors
+ * with a message naming the line, exit 2 for usage errors, nothing on stdout
+ * for a failing batch). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "nmt_edge.h"
+
+#ifndef NMT_EDGE_BIN
+#error "NMT_EDGE_BIN must name the nmt-edge executable"
+#endif
+#ifndef NMT_CONVERT_BIN
+#error "NMT_CONVERT_BIN must name the nmt-edge-convert executable"
+#endif
+
+#define VOCAB 50
+#define MAX_LINES 64
+
+static char g_dir[256];
+static char g_model[320];
+
+/* ------------------------------------------------------------------------ */
+/* Running a program                                                        */
+/* ------------------------------------------------------------------------ */
+
+typedef struct run_result {
+    int status;   /* exit status, or 128 + signal */
+    char *out;    /* NUL-terminated stdout */
+    size_t out_len;
+    char *err;    /* NUL-terminated stderr */
+} run_result;
+
+static char *slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    assert_non_null(buf);
+    size_t got;
+    while ((got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += got;
+        if (cap - n < 2) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+            assert_non_null(buf);
+        }
+    }
+    fclose(f);
+    buf[n] = '\0';
+    if (len) *len = n;
+    return buf;
+}
+
+static void spit(const char *path, const void *data, size_t len) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, len, f), len);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* Run argv (NULL-terminated) with `in` as stdin; results in *r. */
+static void run_argv(char *const *argv, const char *in, run_result *r) {
+    char in_path[300], out_path[300], err_path[300];
+    snprintf(in_path, sizeof in_path, "%s/stdin", g_dir);
+    snprintf(out_path, sizeof out_path, "%s/stdout", g_dir);
+    snprintf(err_path, sizeof err_path, "%s/stderr", g_dir);
+    spit(in_path, in ? in : "", in ? strlen(in) : 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fi = open(in_path, O_RDONLY);
+        int fo = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fi < 0 || fo < 0 || fe < 0) _exit(126);
+        dup2(fi, 0);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    int ws = 0;
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    r->status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+    r->out = slurp(out_path, &r->out_len);
+    r->err = slurp(err_path, NULL);
+}
+
+/* Run nmt-edge with the given arguments (NULL-terminated). */
+static void run_cli(run_result *r, const char *in, ...) {
+    char *argv[40];
+    int n = 0;
+    argv[n++] = (char *)NMT_EDGE_BIN;
+    va_list ap;
+    va_start(ap, in);
+    const char *a;
+    while ((a = va_arg(ap, const char *)) != NULL) {
+        assert_true(n < 39);
+        argv[n++] = (char *)a;
+    }
+    va_end(ap);
+    argv[n] = NULL;
+    run_argv(argv, in, r);
+    if (r->status != 0 && r->status != 1 && r->status != 2)
+        fprintf(stderr, "nmt-edge exited %d; stderr:\n%s\n", r->status, r->err);
+}
+
+static void free_result(run_result *r) {
+    free(r->out);
+    free(r->err);
+}
+
+/* Assert the status; show stderr when it is not what we expect. */
+static void expect_status(const run_result *r, int status) {
+    if (r->status != status)
+        fprintf(stderr, "expected exit %d, got %d; stderr:\n%s\n", status, r->status, r->err);
+    assert_int_equal(r->status, status);
+}
+
+/* Split stdout into lines (in place); every line must end with '\n'. */
+static int split_lines(run_result *r, char **lines, int max) {
+    int n = 0;
+    char *p = r->out;
+    if (r->out_len) assert_int_equal(r->out[r->out_len - 1], '\n');
+    while (*p) {
+        assert_true(n < max);
+        lines[n++] = p;
+        char *nl = strchr(p, '\n');
+        assert_non_null(nl);
+        *nl = '\0';
+        p = nl + 1;
+    }
+    return n;
+}
+
+/* Assert `s` is space-separated integers in [0, VOCAB); returns the count. */
+static int check_ids(const char *s) {
+    int n = 0;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        assert_true(end > p && errno == 0);
+        assert_true(v >= 0 && v < VOCAB);
+        n++;
+        p = end;
+        if (*p == ' ') {
+            p++;
+            assert_true(*p >= '0' && *p <= '9'); /* single spaces, no trailing space */
+        } else {
+            assert_int_equal(*p, '\0');
+        }
+    }
+    return n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The same model through the library directly                              */
+/* ------------------------------------------------------------------------ */
+
+typedef struct lib {
+    void *dev_mem, *arena;
+    nmt_device *dev;
+    nmt_session *s;
+} lib;
+
+static void lib_open(lib *L, uint32_t max_batch, uint32_t beam) {
+    memset(L, 0, sizeof *L);
+    nmt_device_params dp = {.device = getenv("NMT_EDGE_DEVICE"),
+                            .cache_dir = getenv("NMT_EDGE_CACHE_DIR")};
+    size_t fp = (nmt_device_footprint() + 63) / 64 * 64;
+    L->dev_mem = aligned_alloc(64, fp);
+    assert_non_null(L->dev_mem);
+    assert_int_equal(nmt_device_open(&dp, L->dev_mem, fp, &L->dev), NMT_OK);
+    nmt_session_params sp = {.model_path = g_model,
+                             .limits = {.max_src_len = 256, .max_batch = max_batch, .max_beam = beam}};
+    size_t need;
+    assert_int_equal(nmt_session_arena_size(&sp, &need, NULL), NMT_OK);
+    size_t size = (need + NMT_ARENA_ALIGNMENT - 1) / NMT_ARENA_ALIGNMENT * NMT_ARENA_ALIGNMENT;
+    L->arena = aligned_alloc(NMT_ARENA_ALIGNMENT, size);
+    assert_non_null(L->arena);
+    assert_int_equal(nmt_session_create(L->dev, &sp, L->arena, size, &L->s), NMT_OK);
+}
+
+static void lib_close(lib *L) {
+    nmt_session_destroy(L->s);
+    nmt_device_close(L->dev);
+    free(L->arena);
+    free(L->dev_mem);
+}
+
+/* Parse space-separated ids into a batch of up to 8 sentences. */
+typedef struct ids_batch {
+    int32_t ids[8][64];
+    const int32_t *ptrs[8];
+    uint32_t lens[8];
+    nmt_batch b;
+} ids_batch;
+
+static void ids_batch_fill(ids_batch *ib, const char *const *sents, uint32_t n) {
+    assert_true(n <= 8);
+    for (uint32_t i = 0; i < n; i++) {
+        const char *p = sents[i];
+        char *end;
+        ib->lens[i] = 0;
+        for (long v = strtol(p, &end, 10); end != p; v = strtol(p, &end, 10)) {
+            assert_true(ib->lens[i] < 64);
+            ib->ids[i][ib->lens[i]++] = (int32_t)v;
+            p = end;
+        }
+        ib->ptrs[i] = ib->ids[i];
+    }
+    ib->b = (nmt_batch){.tokens = ib->ptrs, .lens = ib->lens, .n = n};
+}
+
+/* ------------------------------------------------------------------------ */
+/* Fixture                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static int group_setup(void **state) {
+    (void)state;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(g_dir, sizeof g_dir, "%s/nmt-cli-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (mkdtemp(g_dir) == NULL) return -1;
+    snprintf(g_model, sizeof g_model, "%s/model.nmt", g_dir);
+    char *argv[] = {(char *)NMT_CONVERT_BIN, "random", "-o", g_model, "--d-model", "32",
+                    "--heads", "4", "--ff", "64", "--enc-layers", "1", "--dec-layers", "1",
+                    "--src-vocab", "50", "--tgt-vocab", "50", "--seed", "1", NULL};
+    run_result r;
+    run_argv(argv, NULL, &r);
+    if (r.status != 0) fprintf(stderr, "nmt-edge-convert random failed (%d):\n%s\n", r.status, r.err);
+    int ok = r.status == 0;
+    free_result(&r);
+    return ok ? 0 : -1;
+}
+
+static int group_teardown(void **state) {
+    (void)state;
+    const char *names[] = {"model.nmt", "corrupt.nmt", "stdin", "stdout", "stderr"};
+    char path[400];
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", g_dir, names[i]);
+        unlink(path);
+    }
+    rmdir(g_dir);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Help and usage                                                           */
+/* ------------------------------------------------------------------------ */
+
+static void expect_help(const char *cmd, const char *const *must) {
+    run_result r;
+    if (cmd) run_cli(&r, NULL, cmd, "--help", NULL);
+    else run_cli(&r, NULL, "--help", NULL);
+    expect_status(&r, 0);
+    assert_non_null(strstr(r.out, "Usage"));
+    for (; *must; must++) {
+        if (strstr(r.out, *must) == NULL) fprintf(stderr, "'%s' --help lacks %s\n", cmd, *must);
+        assert_non_null(strstr(r.out, *must));
+    }
+    free_result(&r);
+}
+
+static void test_help(void **state) {
+    (void)state;
+    static const char *const top[] = {"translate", "score", "info", "devices", "--version", NULL};
+    static const char *const tr[] = {"--model",  "--beam",   "--alpha",    "--max-len",
+                                     "--n-best", "--batch",  "--max-src-len", "--device",
+                                     "--no-cache", "--gemm", "--verbose",  NULL};
+    static const char *const sc[] = {"--model", "--batch", "--max-src-len", "--device", NULL};
+    static const char *const in[] = {"--model", "--no-device", "--max-src-len", "--batch",
+                                     "--beam", NULL};
+    static const char *const dv[] = {"--help", NULL};
+    expect_help(NULL, top);
+    expect_help("translate", tr);
+    expect_help("score", sc);
+    expect_help("info", in);
+    expect_help("devices", dv);
+
+    run_result r;
+    run_cli(&r, NULL, "--version", NULL);
+    expect_status(&r, 0);
+    assert_non_null(strstr(r.out, nmt_version()));
+    free_result(&r);
+}
+
+static void expect_usage_error(const char *in, ...) {
+    char *argv[16];
+    int n = 0;
+    argv[n++] = (char *)NMT_EDGE_BIN;
+    va_list ap;
+    va_start(ap, in);
+    const char *a;
+    while ((a = va_arg(ap, const char *)) != NULL) argv[n++] = (char *)a;
+    va_end(ap);
+    argv[n] = NULL;
+    run_result r;
+    run_argv(argv, in, &r);
+    expect_status(&r, 2);
+    assert_int_equal(r.out_len, 0);
+    assert_non_null(strstr(r.err, "--help"));
+    free_result(&r);
+}
+
+static void test_usage_errors(void **state) {
+    (void)state;
+    expect_usage_error("1\n", "translate", "--model", g_model, "--no-such-option", NULL);
+    expect_usage_error("1\n", "translate", "--model", g_model, "--beam", "0", NULL);
+    expect_usage_error("1\n", "translate", "--model", g_model, "--beam", "4x", NULL);
+    expect_usage_error("1\n", "translate", "--model", g_model, "--beam", NULL);
+    expect_usage_error("1\n", "translate", "--model", g_model, "--batch", "-1", NULL);
+    expect_usage_error("1\n", "translate", "--model", g_model, "--batch", "99999999999999999999", NULL);
+    expect_usage_error("1\n", "translate", "--model", g_model, "--alpha", "nan", NULL);
+    expect_usage_error("1\n", "translate", "--model", g_model, "--gemm", "fast", NULL);
+    expect_usage_error("1\n", "translate", "--model", g_model, "--beam", "2", "--n-best", "3", NULL);
+    expect_usage_error("1\n", "translate", "--model", g_model, "--no-cache=1", NULL);
+    expect_usage_error("1\n", "translate", "stray", NULL);
+    expect_usage_error("1\n", "translate", NULL); /* --model missing */
+    expect_usage_error("1\n", "score", "--model", g_model, "--n-best", "2", NULL);
+    expect_usage_error(NULL, "frobnicate", NULL);
+    expect_usage_error(NULL, NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* translate                                                                */
+/* ------------------------------------------------------------------------ */
+
+static void test_translate_lines(void **state) {
+    (void)state;
+    /* 9 lines over two batches of 8: an empty line, a CR LF line equal to
+     * line 0, a whitespace-only line, tabs, and no final newline. */
+    const char *in = "1 2 3 4\n\n5 6\n1 2 3 4\r\n  \t \n7\t8  9\n0\n10 11 12 13 14 15\n49 3";
+    run_result r;
+    run_cli(&r, in, "translate", "--model", g_model, NULL);
+    expect_status(&r, 0);
+    char *lines[MAX_LINES];
+    int n = split_lines(&r, lines, MAX_LINES);
+    assert_int_equal(n, 9);
+    for (int i = 0; i < n; i++) check_ids(lines[i]);
+    assert_string_equal(lines[1], "");
+    assert_string_equal(lines[4], "");
+    assert_string_equal(lines[3], lines[0]);
+    free_result(&r);
+
+    run_cli(&r, "", "translate", "--model", g_model, NULL); /* no input, no output */
+    expect_status(&r, 0);
+    assert_int_equal(r.out_len, 0);
+    free_result(&r);
+}
+
+static const char *const SENTS[] = {"1 2 3 4 5", "6 7 8", "9 10 11 12 13 14 15", "16", "17 18 19 20"};
+#define N_SENTS 5u
+
+static char *join_sents(const char *sep_tail) {
+    static char buf[512];
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < N_SENTS; i++) {
+        strcat(buf, SENTS[i]);
+        strcat(buf, sep_tail);
+    }
+    return buf;
+}
+
+static void test_greedy_matches_library(void **state) {
+    (void)state;
+    const char *in = join_sents("\n");
+    run_result a, b;
+    run_cli(&a, in, "translate", "--model", g_model, "--beam", "1", NULL);
+    run_cli(&b, in, "translate", "--model", g_model, "--beam", "1", NULL);
+    expect_status(&a, 0);
+    expect_status(&b, 0);
+    assert_string_equal(a.out, b.out);
+
+    char *lines[MAX_LINES];
+    assert_int_equal(split_lines(&a, lines, MAX_LINES), N_SENTS);
+    lib L;
+    lib_open(&L, 8, 1);
+    ids_batch ib;
+    ids_batch_fill(&ib, SENTS, N_SENTS);
+    nmt_decode_opts o = {.beam = 1, .alpha = 0.6f, .alpha_set = 1};
+    assert_int_equal(nmt_session_translate(L.s, &ib.b, &o), NMT_OK);
+    for (uint32_t i = 0; i < N_SENTS; i++) {
+        const int32_t *t;
+        uint32_t len;
+        float score, lp;
+        assert_int_equal(nmt_session_result(L.s, i, 0, &t, &len, &score, &lp), NMT_OK);
+        char want[1024] = "";
+        for (uint32_t k = 0; k < len; k++) {
+            char num[16];
+            snprintf(num, sizeof num, k ? " %d" : "%d", (int)t[k]);
+            strcat(want, num);
+        }
+        assert_string_equal(lines[i], want);
+    }
+    lib_close(&L);
+    free_result(&a);
+    free_result(&b);
+}
+
+static void test_nbest(void **state) {
+    (void)state;
+    const char *in = join_sents("\n");
+    run_result best, nb;
+    /* --batch 2: indices must count input lines across batches */
+    run_cli(&best, in, "translate", "--model", g_model, "--beam", "4", "--batch", "2", NULL);
+    run_cli(&nb, in, "translate", "--model", g_model, "--beam", "4", "--n-best", "3", "--batch",
+            "2", NULL);
+    expect_status(&best, 0);
+    expect_status(&nb, 0);
+    char *one[MAX_LINES], *lines[MAX_LINES];
+    assert_int_equal(split_lines(&best, one, MAX_LINES), N_SENTS);
+    assert_int_equal(split_lines(&nb, lines, MAX_LINES), 3 * N_SENTS);
+    for (uint32_t i = 0; i < N_SENTS; i++) {
+        double prev = INFINITY;
+        for (uint32_t r = 0; r < 3; r++) {
+            char *line = lines[3 * i + r];
+            char *s1 = strstr(line, " ||| ");
+            assert_non_null(s1);
+            char *s2 = strstr(s1 + 5, " ||| ");
+            assert_non_null(s2);
+            *s1 = '\0';
+            *s2 = '\0';
+            char *end;
+            assert_int_equal(strtol(line, &end, 10), (long)i);
+            assert_int_equal(*end, '\0');
+            check_ids(s1 + 5);
+            double score = strtod(s2 + 5, &end);
+            assert_int_equal(*end, '\0');
+            assert_true(isfinite(score));
+            assert_true(score <= prev);
+            prev = score;
+            if (r == 0) assert_string_equal(s1 + 5, one[i]); /* best = 1-best output */
+        }
+    }
+    free_result(&best);
+    free_result(&nb);
+}
+
+/* ------------------------------------------------------------------------ */
+/* score                                                                    */
+/* ------------------------------------------------------------------------ */
+
+static void test_score(void **state) {
+    (void)state;
+    static const char *const src[] = {"1 2 3", "4 5 6 7", "8", "", "9 10"};
+    static const char *const tgt[] = {"4 5", "6 7 8 9 10 11 12", "", "13", "1 2"};
+    char in[512] = "";
+    for (int i = 0; i < 5; i++) {
+        strcat(in, src[i]);
+        strcat(in, "\t");
+        strcat(in, tgt[i]);
+        strcat(in, i == 2 ? "\r\n" : "\n");
+    }
+    run_result r;
+    run_cli(&r, in, "score", "--model", g_model, "--batch", "3", NULL);
+    expect_status(&r, 0);
+    char *lines[MAX_LINES];
+    assert_int_equal(split_lines(&r, lines, MAX_LINES), 5);
+
+    lib L;
+    lib_open(&L, 8, 1);
+    ids_batch is, it;
+    ids_batch_fill(&is, src, 5);
+    ids_batch_fill(&it, tgt, 5);
+    float want[5];
+    assert_int_equal(nmt_session_score(L.s, &is.b, &it.b, want), NMT_OK);
+    lib_close(&L);
+    for (int i = 0; i < 5; i++) {
+        char *end;
+        double v = strtod(lines[i], &end);
+        assert_true(end > lines[i] && *end == '\0');
+        assert_true(isfinite(v) && v < 0.0);
+        assert_true(fabs(v - want[i]) <= 1e-4 * (1.0 + fabs(want[i])));
+    }
+    free_result(&r);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Input errors: exit 1, the line named, nothing on stdout for the batch    */
+/* ------------------------------------------------------------------------ */
+
+static void expect_input_error(const char *in, const char *cmd, const char *must1,
+                               const char *must2, const char *batch) {
+    run_result r;
+    run_cli(&r, in, cmd, "--model", g_model, "--max-src-len", "16", "--batch", batch, NULL);
+    expect_status(&r, 1);
+    assert_int_equal(r.out_len, 0);
+    assert_non_null(strstr(r.err, "nmt-edge: "));
+    if (strstr(r.err, must1) == NULL || (must2 && strstr(r.err, must2) == NULL))
+        fprintf(stderr, "stderr lacks '%s'/'%s':\n%s\n", must1, must2 ? must2 : "", r.err);
+    assert_non_null(strstr(r.err, must1));
+    if (must2) assert_non_null(strstr(r.err, must2));
+    free_result(&r);
+}
+
+static void test_input_errors(void **state) {
+    (void)state;
+    expect_input_error("1 2\n3 x 4\n", "translate", "line 2", "'x'", "8");
+    expect_input_error("1 2\n-3\n", "translate", "line 2", "-3", "8");
+    expect_input_error("1 2\n3 4\n5 6\n1.5\n", "translate", "line 4", NULL, "8");
+    expect_input_error("99999999999\n", "translate", "line 1", "99999999999", "8");
+    expect_input_error("2147483648\n", "translate", "line 1", NULL, "8");
+    expect_input_error("1\n2 3 50\n", "translate", "line 2", "out of range", "8");
+    expect_input_error("1\n2 3 2147483647\n", "translate", "line 2", "out of range", "8");
+    expect_input_error("1 2\t3 50\n", "score", "line 1", "out of range", "8");
+    expect_input_error("1 2\t3\t4\n", "score", "line 1", "TAB", "8");
+    expect_input_error("1 2 3\n", "score", "line 1", "TAB", "8");
+    expect_input_error("1 2\t3 y\n", "score", "line 1", "'y'", "8");
+    /* longer than --max-src-len 16 (EOS included) */
+    expect_input_error("1 2\n1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20\n", "translate",
+                       "line 2", "max-src-len", "8");
+    /* a 1 MB line: no crash, a message */
+    size_t big = 500000;
+    char *huge = malloc(2 * big + 2);
+    assert_non_null(huge);
+    for (size_t i = 0; i < big; i++) memcpy(huge + 2 * i, "7 ", 2);
+    huge[2 * big] = '\n';
+    huge[2 * big + 1] = '\0';
+    expect_input_error(huge, "translate", "line 1", "max-src-len", "8");
+    free(huge);
+
+    /* an error in the second batch: the first batch was printed, no more */
+    run_result r;
+    run_cli(&r, "1 2\n3 4\n5 z\n", "translate", "--model", g_model, "--batch", "2", NULL);
+    expect_status(&r, 1);
+    char *lines[MAX_LINES];
+    assert_int_equal(split_lines(&r, lines, MAX_LINES), 2);
+    assert_non_null(strstr(r.err, "line 3"));
+    free_result(&r);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Model and device errors                                                  */
+/* ------------------------------------------------------------------------ */
+
+static void test_missing_model(void **state) {
+    (void)state;
+    char path[400];
+    snprintf(path, sizeof path, "%s/does-not-exist.nmt", g_dir);
+    static const char *const cmds[] = {"translate", "score", "info"};
+    for (int c = 0; c < 3; c++) {
+        run_result r;
+        run_cli(&r, "1 2\n", cmds[c], "--model", path, NULL);
+        expect_status(&r, 1);
+        assert_int_equal(r.out_len, 0);
+        assert_non_null(strstr(r.err, path));
+        free_result(&r);
+    }
+}
+
+static void test_corrupt_model(void **state) {
+    (void)state;
+    size_t len;
+    char *img = slurp(g_model, &len);
+    assert_true(len > 1024);
+    img[len / 2] ^= 0x5a;
+    char path[400];
+    snprintf(path, sizeof path, "%s/corrupt.nmt", g_dir);
+    spit(path, img, len);
+    free(img);
+    static const char *const cmds[] = {"translate", "info"};
+    for (int c = 0; c < 2; c++) {
+        run_result r;
+        run_cli(&r, "1 2\n", cmds[c], "--model", path, NULL);
+        expect_status(&r, 1);
+        assert_int_equal(r.out_len, 0);
+        assert_true(strstr(r.err, "checksum") != NULL || strstr(r.err, "corrupt") != NULL);
+        free_result(&r);
+    }
+}
+
+static void test_no_device(void **state) {
+    (void)state;
+    run_result r;
+    run_cli(&r, "1 2\n", "translate", "--model", g_model, "--device", "no-such-device", NULL);
+    expect_status(&r, 1);
+    assert_int_equal(r.out_len, 0);
+    assert_non_null(strstr(r.err, nmt_status_str(NMT_ERR_NO_DEVICE)));
+    assert_non_null(strstr(r.err, "no-such-device"));
+    free_result(&r);
+}
+
+/* ------------------------------------------------------------------------ */
+/* info, devices                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* The value after "key" at the start of a line of `text`, or NULL. */
+static const char *field(const char *text, const char *key) {
+    size_t k = strlen(key);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (strncmp(p, key, k) == 0 && p[k] == ' ') return p + k + strspn(p + k, " ");
+    return NULL;
+}
+
+static void test_info(void **state) {
+    (void)state;
+    run_result r;
+    run_cli(&r, NULL, "info", "--model", g_model, "--max-src-len", "64", "--batch", "2", "--beam",
+            "3", NULL);
+    expect_status(&r, 0);
+    const char *v = field(r.out, "d_model");
+    assert_non_null(v);
+    assert_int_equal(strtol(v, NULL, 10), 32);
+    assert_non_null(field(r.out, "architecture"));
+    assert_non_null(field(r.out, "device"));
+    assert_int_equal(strtol(field(r.out, "tgt_vocab"), NULL, 10), VOCAB);
+
+    nmt_session_params sp = {.model_path = g_model,
+                             .limits = {.max_src_len = 64, .max_batch = 2, .max_beam = 3}};
+    size_t arena;
+    uint64_t dev_bytes;
+    assert_int_equal(nmt_session_arena_size(&sp, &arena, &dev_bytes), NMT_OK);
+    v = field(r.out, "arena_bytes");
+    assert_non_null(v);
+    assert_int_equal(strtoull(v, NULL, 10), arena);
+    v = field(r.out, "device_bytes");
+    assert_non_null(v);
+    assert_int_equal(strtoull(v, NULL, 10), dev_bytes);
+    free_result(&r);
+
+    run_cli(&r, NULL, "info", "--model", g_model, "--no-device", NULL);
+    expect_status(&r, 0);
+    assert_non_null(field(r.out, "arena_bytes"));
+    assert_null(field(r.out, "device"));
+    free_result(&r);
+}
+
+static void test_devices(void **state) {
+    (void)state;
+    run_result r;
+    run_cli(&r, NULL, "devices", NULL);
+    expect_status(&r, 0);
+    char *lines[MAX_LINES];
+    int n = split_lines(&r, lines, MAX_LINES);
+    assert_true(n >= 1);
+    for (int i = 0; i < n; i++) {
+        unsigned p, d;
+        int used = 0;
+        assert_int_equal(sscanf(lines[i], "%u:%u  %n", &p, &d, &used), 2);
+        assert_true(used > 0);
+        assert_non_null(strstr(lines[i], " / "));
+        assert_int_equal(lines[i][strlen(lines[i]) - 1], ')');
+    }
+    free_result(&r);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_help),
+        cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_translate_lines),
+        cmocka_unit_test(test_greedy_matches_library),
+        cmocka_unit_test(test_nbest),
+        cmocka_unit_test(test_score),
+        cmocka_unit_test(test_input_errors),
+        cmocka_unit_test(test_missing_model),
+        cmocka_unit_test(test_corrupt_model),
+        cmocka_unit_test(test_no_device),
+        cmocka_unit_test(test_info),
+        cmocka_unit_test(test_devices),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

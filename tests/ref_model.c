@@ -1,0 +1,260 @@
+/* ref_model.c — a naive, double-precision Transformer/HySAN forward pass
+ * written straight from docs/ARCHITECTURES.md, reading weights from a
+ * validated .nmt image.  One sentence at a time, no padding, no cache: the
+ * independent reference the OpenCL session is compared with. */
+#include "ref_model.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct rm {
+    const nmt_file *f;
+    uint32_t d, H, ff, Le, Ld, Vt, r;
+    int pre, shared, tied, fusion; /* 0 sum 1 concat 2 gate */
+    double eps, scale;
+    uint32_t nbe, nbd;
+    int bre[8], brd[8]; /* kind*1000 + k */
+    int32_t bos, eos;
+} rm;
+
+static const float *W(const rm *m, const char *fmt, ...) {
+    char name[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    nmt_tensor_view v;
+    if (nmt_file_find(m->f, name, &v) != NMT_OK) {
+        fprintf(stderr, "ref_model: missing %s\n", name);
+        abort();
+    }
+    return (const float *)v.data;
+}
+
+static int64_t geti(const nmt_file *f, const char *k, int64_t def) {
+    int64_t v = def;
+    nmt_file_get_i64_or(f, k, def, &v);
+    return v;
+}
+
+static uint32_t parse_br(const char *s, int *out) {
+    uint32_t n = 0;
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *tok = strtok(buf, " ,"); tok; tok = strtok(NULL, " ,")) {
+        if (!strcmp(tok, "global")) out[n++] = 0;
+        else if (!strcmp(tok, "fw")) out[n++] = 1000;
+        else if (!strcmp(tok, "bw")) out[n++] = 2000;
+        else out[n++] = 3000 + atoi(tok + 6);
+    }
+    return n;
+}
+
+/* y[n][out] = x[n][in] W^T + b */
+static void lin(const double *x, int n, int in, const float *w, const float *b, int out, double *y) {
+    for (int i = 0; i < n; i++)
+        for (int o = 0; o < out; o++) {
+            double s = b ? b[o] : 0.0;
+            for (int k = 0; k < in; k++) s += x[(size_t)i * in + k] * w[(size_t)o * in + k];
+            y[(size_t)i * out + o] = s;
+        }
+}
+
+static void lnorm(double *x, int n, int d, const float *g, const float *b, double eps) {
+    for (int i = 0; i < n; i++) {
+        double *r = x + (size_t)i * d, mu = 0, var = 0;
+        for (int k = 0; k < d; k++) mu += r[k];
+        mu /= d;
+        for (int k = 0; k < d; k++) var += (r[k] - mu) * (r[k] - mu);
+        var /= d;
+        for (int k = 0; k < d; k++) r[k] = (r[k] - mu) / sqrt(var + eps) * g[k] + b[k];
+    }
+}
+
+static int allowed(int br, int i, int j, int causal) {
+    if (causal && j > i) return 0;
+    int kind = br / 1000, k = br % 1000;
+    if (kind == 1) return j <= i;
+    if (kind == 2) return j >= i;
+    if (kind == 3) return abs(i - j) <= k;
+    return 1;
+}
+
+/* Multi-head attention of nq queries over nk keys for one branch. */
+static void attend(const rm *m, const double *q, const double *k, const double *v, int nq, int nk,
+                   int br, int causal, double *out /* nq x d */) {
+    int d = (int)m->d, dh = d / (int)m->H;
+    double *p = malloc(sizeof(double) * (size_t)nk);
+    for (int h = 0; h < (int)m->H; h++)
+        for (int i = 0; i < nq; i++) {
+            double mx = -INFINITY, sum = 0;
+            for (int j = 0; j < nk; j++) {
+                if (!allowed(br, i, j, causal)) { p[j] = -INFINITY; continue; }
+                double s = 0;
+                for (int c = 0; c < dh; c++) s += q[(size_t)i * d + h * dh + c] * k[(size_t)j * d + h * dh + c];
+                p[j] = s / sqrt((double)dh);
+                if (p[j] > mx) mx = p[j];
+            }
+            for (int j = 0; j < nk; j++) {
+                p[j] = p[j] == -INFINITY ? 0 : exp(p[j] - mx);
+                sum += p[j];
+            }
+            for (int c = 0; c < dh; c++) {
+                double acc = 0;
+                for (int j = 0; j < nk; j++) acc += p[j] * v[(size_t)j * d + h * dh + c];
+                out[(size_t)i * d + h * dh + c] = sum > 0 ? acc / sum : 0;
+            }
+        }
+    free(p);
+}
+
+/* HySAN self-attention (or cross-attention when mem != NULL). */
+static void attention(const rm *m, const char *pre, const double *x, int n, const double *mem, int nm,
+                      const int *br, uint32_t nbr, int causal, double *out) {
+    int d = (int)m->d;
+    size_t nd = (size_t)n * d;
+    double *q = malloc(sizeof(double) * nd), *k, *v;
+    const double *kvsrc = mem ? mem : x;
+    int nk = mem ? nm : n;
+    k = malloc(sizeof(double) * (size_t)nk * d);
+    v = malloc(sizeof(double) * (size_t)nk * d);
+    lin(x, n, d, W(m, "%s.q.weight", pre), W(m, "%s.q.bias", pre), d, q);
+    lin(kvsrc, nk, d, W(m, "%s.k.weight", pre), W(m, "%s.k.bias", pre), d, k);
+    lin(kvsrc, nk, d, W(m, "%s.v.weight", pre), W(m, "%s.v.bias", pre), d, v);
+    double *ctx = calloc(nd * nbr, sizeof(double)), *xb = malloc(sizeof(double) * nd);
+    for (uint32_t b = 0; b < nbr; b++) {
+        attend(m, q, k, v, n, nk, br[b], causal, xb);
+        for (int i = 0; i < n; i++)
+            memcpy(ctx + ((size_t)i * nbr + b) * d, xb + (size_t)i * d, sizeof(double) * d);
+    }
+    double *fused = calloc(nd, sizeof(double));
+    int in_dim = d;
+    if (nbr == 1) {
+        memcpy(fused, ctx, sizeof(double) * nd);
+    } else if (m->fusion == 1) {
+        free(fused);
+        fused = ctx;
+        ctx = NULL;
+        in_dim = d * (int)nbr;
+    } else {
+        int dr = d / (int)m->r;
+        double *g1 = malloc(sizeof(double) * (size_t)n * dr), *g2 = malloc(sizeof(double) * nd);
+        for (uint32_t b = 0; b < nbr; b++) {
+            for (int i = 0; i < n; i++) memcpy(xb + (size_t)i * d, ctx + ((size_t)i * nbr + b) * d, sizeof(double) * d);
+            if (m->fusion == 0) {
+                for (size_t e = 0; e < nd; e++) fused[e] += xb[e];
+                continue;
+            }
+            lin(xb, n, d, W(m, "%s.gate.%u.fc1.weight", pre, b), W(m, "%s.gate.%u.fc1.bias", pre, b), dr, g1);
+            for (size_t e = 0; e < (size_t)n * dr; e++) g1[e] = g1[e] > 0 ? g1[e] : 0;
+            lin(g1, n, dr, W(m, "%s.gate.%u.fc2.weight", pre, b), W(m, "%s.gate.%u.fc2.bias", pre, b), d, g2);
+            for (size_t e = 0; e < nd; e++) fused[e] += xb[e] / (1.0 + exp(-g2[e]));
+        }
+        free(g1);
+        free(g2);
+    }
+    lin(fused, n, in_dim, W(m, "%s.o.weight", pre), W(m, "%s.o.bias", pre), d, out);
+    free(q); free(k); free(v); free(ctx); free(xb); free(fused);
+}
+
+static void ffn(const rm *m, const char *pre, const double *x, int n, double *out) {
+    double *h = malloc(sizeof(double) * (size_t)n * m->ff);
+    lin(x, n, (int)m->d, W(m, "%s.ffn.fc1.weight", pre), W(m, "%s.ffn.fc1.bias", pre), (int)m->ff, h);
+    for (size_t e = 0; e < (size_t)n * m->ff; e++) h[e] = h[e] > 0 ? h[e] : 0;
+    lin(h, n, (int)m->ff, W(m, "%s.ffn.fc2.weight", pre), W(m, "%s.ffn.fc2.bias", pre), (int)m->d, out);
+    free(h);
+}
+
+/* Residual sub-layer; kind 0 self, 1 cross, 2 ffn. */
+static void sub(const rm *m, const char *layer, int lnidx, int kind, double *x, int n, const double *mem,
+                int nm, const int *br, uint32_t nbr, int causal) {
+    size_t nd = (size_t)n * m->d;
+    double *in = malloc(sizeof(double) * nd), *out = malloc(sizeof(double) * nd);
+    char pre[64];
+    memcpy(in, x, sizeof(double) * nd);
+    if (m->pre) lnorm(in, n, (int)m->d, W(m, "%s.ln%d.weight", layer, lnidx), W(m, "%s.ln%d.bias", layer, lnidx), m->eps);
+    if (kind == 0) { snprintf(pre, sizeof pre, "%s.self_attn", layer); attention(m, pre, in, n, NULL, 0, br, nbr, causal, out); }
+    if (kind == 1) { static const int g[1] = {0}; snprintf(pre, sizeof pre, "%s.cross_attn", layer); attention(m, pre, in, n, mem, nm, g, 1, 0, out); }
+    if (kind == 2) ffn(m, layer, in, n, out);
+    for (size_t e = 0; e < nd; e++) x[e] += out[e];
+    if (!m->pre) lnorm(x, n, (int)m->d, W(m, "%s.ln%d.weight", layer, lnidx), W(m, "%s.ln%d.bias", layer, lnidx), m->eps);
+    free(in);
+    free(out);
+}
+
+static void embed(const rm *m, const float *E, const int32_t *tok, int n, double *x) {
+    int d = (int)m->d, half = d / 2;
+    for (int p = 0; p < n; p++)
+        for (int i = 0; i < half; i++) {
+            double w = pow(10000.0, -(double)i / (double)(half - 1));
+            x[(size_t)p * d + i] = E[(size_t)tok[p] * d + i] * m->scale + sin(p * w);
+            x[(size_t)p * d + half + i] = E[(size_t)tok[p] * d + half + i] * m->scale + cos(p * w);
+        }
+}
+
+int ref_model_logits(const nmt_file *f, const int32_t *src, uint32_t src_len, const int32_t *tgt,
+                     uint32_t tgt_len, double *logits) {
+    rm m = {0};
+    m.f = f;
+    m.d = (uint32_t)geti(f, "d_model", 0);
+    m.H = (uint32_t)geti(f, "n_heads", 0);
+    m.ff = (uint32_t)geti(f, "d_ff", 0);
+    m.Le = (uint32_t)geti(f, "enc_layers", 0);
+    m.Ld = (uint32_t)geti(f, "dec_layers", 0);
+    m.Vt = (uint32_t)geti(f, "tgt_vocab", 0);
+    m.r = (uint32_t)geti(f, "gate_reduction", 4);
+    m.shared = (int)geti(f, "shared_embeddings", 0);
+    m.tied = (int)geti(f, "tied_output", 0);
+    m.bos = (int32_t)geti(f, "bos_id", 0);
+    m.eos = (int32_t)geti(f, "eos_id", 1);
+    nmt_file_get_f64_or(f, "ln_eps", 1e-5, &m.eps);
+    nmt_file_get_f64_or(f, "embed_scale", sqrt((double)m.d), &m.scale);
+    char s[128];
+    nmt_file_get_str_or(f, "norm", "post", s, sizeof s);
+    m.pre = !strcmp(s, "pre");
+    nmt_file_get_str_or(f, "fusion", "sum", s, sizeof s);
+    m.fusion = !strcmp(s, "sum") ? 0 : !strcmp(s, "concat") ? 1 : 2;
+    nmt_file_get_str_or(f, "enc_branches", "global", s, sizeof s);
+    m.nbe = parse_br(s, m.bre);
+    nmt_file_get_str_or(f, "dec_branches", "global", s, sizeof s);
+    m.nbd = parse_br(s, m.brd);
+    const int d = (int)m.d;
+
+    /* encoder over src + EOS */
+    int ns = (int)src_len + 1;
+    int32_t *st = malloc(sizeof(int32_t) * (size_t)ns);
+    memcpy(st, src, sizeof(int32_t) * src_len);
+    st[src_len] = m.eos;
+    double *x = malloc(sizeof(double) * (size_t)ns * d);
+    embed(&m, W(&m, "src_embed"), st, ns, x);
+    char layer[32];
+    for (uint32_t l = 0; l < m.Le; l++) {
+        snprintf(layer, sizeof layer, "enc.%u", l);
+        sub(&m, layer, 1, 0, x, ns, NULL, 0, m.bre, m.nbe, 0);
+        sub(&m, layer, 2, 2, x, ns, NULL, 0, NULL, 0, 0);
+    }
+    if (m.pre) lnorm(x, ns, d, W(&m, "enc.ln.weight"), W(&m, "enc.ln.bias"), m.eps);
+
+    /* decoder over BOS + tgt */
+    int nt = (int)tgt_len + 1;
+    int32_t *tt = malloc(sizeof(int32_t) * (size_t)nt);
+    tt[0] = m.bos;
+    memcpy(tt + 1, tgt, sizeof(int32_t) * tgt_len);
+    const float *Et = m.shared ? W(&m, "src_embed") : W(&m, "tgt_embed");
+    double *y = malloc(sizeof(double) * (size_t)nt * d);
+    embed(&m, Et, tt, nt, y);
+    for (uint32_t l = 0; l < m.Ld; l++) {
+        snprintf(layer, sizeof layer, "dec.%u", l);
+        sub(&m, layer, 1, 0, y, nt, NULL, 0, m.brd, m.nbd, 1);
+        sub(&m, layer, 2, 1, y, nt, x, ns, NULL, 0, 0);
+        sub(&m, layer, 3, 2, y, nt, NULL, 0, NULL, 0, 0);
+    }
+    if (m.pre) lnorm(y, nt, d, W(&m, "dec.ln.weight"), W(&m, "dec.ln.bias"), m.eps);
+    const float *Wo = m.tied ? Et : W(&m, "out_proj");
+    lin(y, nt, d, Wo, NULL, (int)m.Vt, logits);
+    free(st); free(x); free(tt); free(y);
+    return nt;
+}

@@ -1,0 +1,86 @@
+/* ref_ops.h — naive host references of every nmt_op_* in runtime/ops.h.
+ *
+ * One function per op with the same semantics and argument order, except
+ * that operands are host pointers already positioned at the operand's first
+ * element (an nmt_buf's offset becomes pointer arithmetic) and nothing is
+ * validated.  They are deliberately plain loops: the obvious formula,
+ * accumulated in double, rounded to float once when stored.  Use them to
+ * check kernels and to build whole-model reference forwards.
+ *
+ * Aliasing mirrors the ops: ref_layernorm's out may alias x or res; every
+ * other output must not overlap its inputs (except gate_accum's out, which
+ * is read when accumulating). */
+#ifndef NMT_REF_OPS_H
+#define NMT_REF_OPS_H
+
+#include <stdint.h>
+
+#include "ops.h"
+
+/* C[M,N] = alpha * A[M,K] * op(B) + beta * C (+ bias[N]) (then ReLU).
+ * trans_b: B is [N,K] (row n = weights of output n), else [K,N].
+ * beta == 0: C is not read.  bias may be NULL. */
+void ref_gemm(int trans_b, uint32_t M, uint32_t N, uint32_t K, float alpha, const float *A, uint32_t lda,
+              const float *B, uint32_t ldb, float beta, float *C, uint32_t ldc, const float *bias, int relu);
+
+/* Sinusoidal position encoding P(pos, c) for width d (fairseq/tensor2tensor):
+ * w_i = 10000^(-i/(d/2-1)) (w_i = 1 when d/2 == 1); sin(pos*w_c) for
+ * c < d/2, cos(pos*w_{c-d/2}) for d/2 <= c < 2*(d/2), 0 for the last column
+ * of an odd d. */
+double ref_sinusoid(uint32_t pos, uint32_t c, uint32_t d);
+
+/* out[r,:] = E[tok[r],:] * scale + P(pos0 + r % seq_len, :), rows x d. */
+void ref_embed(const int32_t *tok, uint32_t rows, uint32_t seq_len, uint32_t pos0, const float *E, uint32_t d,
+               float scale, float *out);
+
+/* out[r,:] = (v - mean) / sqrt(var + eps) * gamma + beta with v = x[r,:]
+ * (+ res[r,:] if res); population variance; rows are contiguous. */
+void ref_layernorm(const float *x, const float *res, float *out, uint32_t rows, uint32_t d, const float *gamma,
+                   const float *beta, float eps);
+
+/* dst[i] += src[i]. */
+void ref_add(float *dst, const float *src, uint32_t n);
+
+/* x[i] = max(x[i], 0). */
+void ref_relu(float *x, uint32_t n);
+
+/* out[r,c] = (accumulate ? out[r,c] : 0) + x[r,c] * sigmoid(g[r,c]). */
+void ref_gate_accum(const float *x, uint32_t ld_x, const float *g, uint32_t ld_g, float *out, uint32_t ld_out,
+                    uint32_t rows, uint32_t d, int accumulate);
+
+/* dst[r*ld_dst + c] = src[r*ld_src + c]. */
+void ref_copy_rows(const float *src, uint32_t ld_src, float *dst, uint32_t ld_dst, uint32_t rows, uint32_t cols);
+
+/* dst row r = src row idx[r]. */
+void ref_gather_rows(const float *src, uint64_t ld_src, float *dst, uint64_t ld_dst, const int32_t *idx,
+                     uint32_t rows, uint32_t cols);
+
+/* In-place log-softmax of each row (stride ld); a row whose entries are all
+ * -INF is left unchanged. */
+void ref_log_softmax(float *x, uint32_t rows, uint32_t n, uint32_t ld);
+
+/* nmt_attn_args with host pointers (no scratch: the reference needs none). */
+typedef struct ref_attn_args {
+    uint32_t n_seq, lq, q_pos0, lk_max, group;
+    uint32_t n_heads, d_head;
+    const float *q; uint32_t q_ld;
+    const float *k; uint32_t k_ld;
+    const float *v; uint32_t v_ld;
+    uint64_t kv_seq_stride;
+    const int32_t *key_len; uint32_t key_len_const;  /* key_len NULL: key_len_const */
+    int causal;
+    uint32_t n_branches;
+    nmt_branch branches[NMT_MAX_BRANCHES];
+    float *out; uint32_t out_ld;
+} ref_attn_args;
+
+/* 1 if query i of query sequence s may attend to key j under branch br:
+ * j < min(key_len[s/group], lk_max), causal => j <= pos, and the branch's
+ * own mask (FW j <= pos, BW j >= pos, LOCAL |pos - j| <= k), pos = q_pos0 + i. */
+int ref_attn_allowed(const ref_attn_args *a, uint32_t s, uint32_t i, uint32_t j, nmt_branch br);
+
+/* out[s*lq+i, b*H*dh + h*dh + c] = sum_j softmax_j(q.k_j / sqrt(dh) over
+ * allowed j) * v_j[h*dh + c]; rows without an allowed key get zeros. */
+void ref_attention(const ref_attn_args *a);
+
+#endif

@@ -1,0 +1,315 @@
+/* test_util.c — see test_util.h. */
+#include "test_util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- devices ------------------------------------------------------------ */
+
+static const char *level_name(nmt_log_level l) {
+    switch (l) {
+    case NMT_LOG_ERROR: return "ERROR";
+    case NMT_LOG_WARN: return "WARN";
+    case NMT_LOG_INFO: return "INFO";
+    default: return "DEBUG";
+    }
+}
+
+void nmt_test_log_stderr(void *user, nmt_log_level level, const char *msg) {
+    (void)user;
+    fprintf(stderr, "[nmt %s] %s\n", level_name(level), msg);
+}
+
+static nmt_log_level env_log_level(void) {
+    const char *s = getenv("NMT_TEST_LOG");
+    if (s == NULL) return NMT_LOG_WARN;
+    if (strcmp(s, "error") == 0) return NMT_LOG_ERROR;
+    if (strcmp(s, "info") == 0) return NMT_LOG_INFO;
+    if (strcmp(s, "debug") == 0) return NMT_LOG_DEBUG;
+    return NMT_LOG_WARN;
+}
+
+void nmt_test_default_params(nmt_device_params *p) {
+    memset(p, 0, sizeof *p);
+    const char *d = getenv("NMT_EDGE_DEVICE");
+    p->device = (d && d[0]) ? d : NULL;
+    const char *c = getenv("NMT_EDGE_CACHE_DIR");
+    p->cache_dir = (c && c[0]) ? c : NULL;
+    p->gemm = NMT_GEMM_AUTO;
+    p->log = nmt_test_log_stderr;
+    p->log_user = NULL;
+    p->log_level = env_log_level();
+}
+
+nmt_status nmt_test_device_open_with(const nmt_device_params *p, void **mem, nmt_device **out) {
+    nmt_device_params def;
+    if (p == NULL) {
+        nmt_test_default_params(&def);
+        p = &def;
+    }
+    *out = NULL;
+    *mem = NULL;
+    size_t size = nmt_test_round_up(nmt_device_footprint(), 16);
+    void *m = NULL;
+    if (posix_memalign(&m, 16, size) != 0) return NMT_ERR_ARENA_TOO_SMALL;
+    nmt_device *dev = NULL;
+    nmt_status s = nmt_device_open(p, m, size, &dev);
+    if (s != NMT_OK) {
+        free(m);
+        return s;
+    }
+    *out = dev;
+    *mem = m;
+    return NMT_OK;
+}
+
+nmt_device *nmt_test_device_open(void **mem) {
+    nmt_device *dev = NULL;
+    nmt_status s = nmt_test_device_open_with(NULL, mem, &dev);
+    if (s != NMT_OK) {
+        fprintf(stderr, "cannot open the test device: %s\n", nmt_status_str(s));
+        return NULL;
+    }
+    return dev;
+}
+
+void nmt_test_device_close(nmt_device *dev, void *mem) {
+    if (dev) nmt_device_close(dev);
+    free(mem);
+}
+
+size_t nmt_test_round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+/* ---- random data -------------------------------------------------------- */
+
+nmt_test_rng nmt_test_rng_make(uint64_t seed) {
+    nmt_test_rng r = {seed ^ 0x9e3779b97f4a7c15ull};
+    return r;
+}
+
+uint64_t nmt_test_rng_next(nmt_test_rng *r) {
+    uint64_t z = (r->state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+float nmt_test_rng_uniform(nmt_test_rng *r, float lo, float hi) {
+    double u = (double)(nmt_test_rng_next(r) >> 11) * (1.0 / 9007199254740992.0);  /* [0, 1) */
+    return (float)(lo + (hi - lo) * u);
+}
+
+int32_t nmt_test_rng_int(nmt_test_rng *r, int32_t lo, int32_t hi) {
+    uint64_t span = (uint64_t)((int64_t)hi - (int64_t)lo);
+    if (span == 0) return lo;
+    return (int32_t)((int64_t)lo + (int64_t)(nmt_test_rng_next(r) % span));
+}
+
+void nmt_test_fill_uniform(nmt_test_rng *r, float *x, size_t n, float lo, float hi) {
+    for (size_t i = 0; i < n; i++) x[i] = nmt_test_rng_uniform(r, lo, hi);
+}
+
+void nmt_test_fill_int(nmt_test_rng *r, int32_t *x, size_t n, int32_t lo, int32_t hi) {
+    for (size_t i = 0; i < n; i++) x[i] = nmt_test_rng_int(r, lo, hi);
+}
+
+void nmt_test_fill_const(float *x, size_t n, float v) {
+    for (size_t i = 0; i < n; i++) x[i] = v;
+}
+
+static void *xmalloc(size_t bytes) {
+    void *p = malloc(bytes ? bytes : 1);
+    if (p == NULL) fail_msg("out of memory (%zu bytes)", bytes);
+    return p;
+}
+
+float *nmt_test_alloc_f32(size_t n) {
+    float *x = xmalloc(n * sizeof *x);
+    memset(x, 0, n * sizeof *x);
+    return x;
+}
+
+float *nmt_test_random_f32(nmt_test_rng *r, size_t n, float lo, float hi) {
+    float *x = xmalloc(n * sizeof *x);
+    nmt_test_fill_uniform(r, x, n, lo, hi);
+    return x;
+}
+
+int32_t *nmt_test_random_i32(nmt_test_rng *r, size_t n, int32_t lo, int32_t hi) {
+    int32_t *x = xmalloc(n * sizeof *x);
+    nmt_test_fill_int(r, x, n, lo, hi);
+    return x;
+}
+
+float *nmt_test_dup_f32(const float *x, size_t n) {
+    float *y = xmalloc(n * sizeof *y);
+    memcpy(y, x, n * sizeof *y);
+    return y;
+}
+
+/* ---- comparison --------------------------------------------------------- */
+
+/* Error of one element: NaN anywhere or mismatched infinities -> +INF;
+ * equal infinities -> 0. */
+static double elem_diff(float g, float w) {
+    if (isnan(g) || isnan(w)) return INFINITY;
+    if (isinf(g) || isinf(w)) return g == w ? 0.0 : INFINITY;
+    return fabs((double)g - (double)w);
+}
+
+double nmt_test_norm_error(const float *got, const float *want, size_t n) {
+    double max_diff = 0.0, max_ref = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = elem_diff(got[i], want[i]);
+        if (d > max_diff) max_diff = d;
+        if (isfinite(want[i]) && fabs((double)want[i]) > max_ref) max_ref = fabs((double)want[i]);
+    }
+    return max_diff / (max_ref + 1e-12);
+}
+
+void nmt_test_assert_close_impl(const float *got, const float *want, size_t n, double tol, const char *what,
+                          const char *file, int line) {
+    double err = nmt_test_norm_error(got, want, n);
+    if (err <= tol) return;
+    size_t worst = 0;
+    double wd = -1.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = elem_diff(got[i], want[i]);
+        if (d > wd) {
+            wd = d;
+            worst = i;
+        }
+    }
+    fail_msg("%s:%d: %s differs from the reference: normalised error %.3g > %.3g over %zu elements; "
+             "worst at [%zu]: got %.9g, want %.9g",
+             file, line, what, err, tol, n, worst, n ? (double)got[worst] : 0.0, n ? (double)want[worst] : 0.0);
+}
+
+void nmt_test_assert_ok_impl(nmt_status s, const nmt_device *dev, const char *expr, const char *file, int line) {
+    if (s == NMT_OK) return;
+    fail_msg("%s:%d: %s returned %d (%s), last cl error %d", file, line, expr, (int)s, nmt_status_str(s),
+             dev ? (int)nmt_device_last_cl_error(dev) : 0);
+}
+
+/* ---- device buffers ----------------------------------------------------- */
+
+cl_mem nmt_test_buffer(nmt_device *dev, size_t bytes, const void *host) {
+    cl_mem m = NULL;
+    nmt_status s = nmt_device_buffer(dev, bytes, host, &m);
+    if (s != NMT_OK) fail_msg("nmt_device_buffer(%zu bytes) failed: %s", bytes, nmt_status_str(s));
+    return m;
+}
+
+cl_mem nmt_test_upload_f32(nmt_device *dev, const float *x, size_t n) { return nmt_test_buffer(dev, n * sizeof(float), x); }
+
+cl_mem nmt_test_upload_i32(nmt_device *dev, const int32_t *x, size_t n) {
+    return nmt_test_buffer(dev, n * sizeof(int32_t), x);
+}
+
+cl_mem nmt_test_buffer_f32_fill(nmt_device *dev, size_t n, float v) {
+    float *tmp = xmalloc(n * sizeof *tmp);
+    nmt_test_fill_const(tmp, n, v);
+    cl_mem m = nmt_test_buffer(dev, n * sizeof *tmp, tmp);
+    free(tmp);
+    return m;
+}
+
+void nmt_test_download_f32(nmt_device *dev, cl_mem m, size_t off, size_t n, float *dst) {
+    nmt_status s = nmt_device_read(dev, m, off * sizeof(float), n * sizeof(float), dst);
+    if (s != NMT_OK)
+        fail_msg("nmt_device_read failed: %s (cl error %d)", nmt_status_str(s), (int)nmt_device_last_cl_error(dev));
+}
+
+void nmt_test_release(cl_mem m) {
+    if (m) clReleaseMemObject(m);
+}
+
+/* ---- files -------------------------------------------------------------- */
+
+char *nmt_test_make_temp_dir(const char *tag) {
+    const char *base = getenv("TMPDIR");
+    if (base == NULL || base[0] == '\0') base = "/tmp";
+    size_t n = strlen(base) + strlen(tag) + 32;
+    char *path = xmalloc(n);
+    snprintf(path, n, "%s/nmt-%s-XXXXXX", base, tag);
+    if (mkdtemp(path) == NULL) fail_msg("mkdtemp(%s) failed: %s", path, strerror(errno));
+    return path;
+}
+
+void nmt_test_remove_tree(const char *path) {
+    struct stat st;
+    if (lstat(path, &st) != 0) return;
+    if (S_ISDIR(st.st_mode)) {
+        DIR *d = opendir(path);
+        if (d) {
+            struct dirent *e;
+            while ((e = readdir(d)) != NULL) {
+                if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+                size_t n = strlen(path) + strlen(e->d_name) + 2;
+                char *child = xmalloc(n);
+                snprintf(child, n, "%s/%s", path, e->d_name);
+                nmt_test_remove_tree(child);
+                free(child);
+            }
+            closedir(d);
+        }
+        rmdir(path);
+    } else {
+        unlink(path);
+    }
+}
+
+int nmt_test_write_file(const char *path, const void *data, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (f == NULL) return -1;
+    size_t w = n ? fwrite(data, 1, n, f) : 0;
+    int rc = fclose(f);
+    return (w == n && rc == 0) ? 0 : -1;
+}
+
+void *nmt_test_read_file(const char *path, size_t *n) {
+    *n = 0;
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) return NULL;
+    if (fseek(f, 0, SEEK_END) != 0) {
+        fclose(f);
+        return NULL;
+    }
+    long len = ftell(f);
+    if (len < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        fclose(f);
+        return NULL;
+    }
+    char *buf = xmalloc((size_t)len + 1);
+    size_t r = fread(buf, 1, (size_t)len, f);
+    fclose(f);
+    if (r != (size_t)len) {
+        free(buf);
+        return NULL;
+    }
+    buf[len] = '\0';  /* convenient for text files */
+    *n = (size_t)len;
+    return buf;
+}
+
+int nmt_test_count_files(const char *dir, const char *suffix, char *first_path, size_t cap) {
+    DIR *d = opendir(dir);
+    if (d == NULL) return 0;
+    int count = 0;
+    size_t sl = strlen(suffix);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t nl = strlen(e->d_name);
+        if (nl < sl || strcmp(e->d_name + nl - sl, suffix) != 0) continue;
+        if (count == 0 && first_path) snprintf(first_path, cap, "%s/%s", dir, e->d_name);
+        count++;
+    }
+    closedir(d);
+    return count;
+}
