@@ -11,7 +11,11 @@
  *                NDRange (i, s*H + h)
  *   attn_apply   out[s*lq+i, h*d_head + c] (branch column block chosen by
  *                the host through out_off) = sum_j softmax_j * v_j[c]
- *                NDRange (c, i, s*H + h)                  once per branch
+ *                NDRange (c, i, s*H + h), work-groups (L, 1, 1): the
+ *                group of a row computes each probability once into local
+ *                memory, ATTN_TILE keys at a time; dimension 0 may be
+ *                padded past d_head (the host pads it to a multiple of L)
+ *                                                         once per branch
  *
  * Masks.  Query i sits at position pos = q_pos0 + i; key j at position j.
  * Every mask is an interval of keys, so a row is the range [lo, hi]:
@@ -22,11 +26,17 @@
  * An empty range (lo > hi) gives stats (-INF, 0) and an output row of 0.
  *
  * Index arithmetic is 64-bit (ulong) for addresses; positions are int (the
- * host keeps q_pos0 + lq and the LOCAL radius below 2^30).  The NDRange may
- * be padded in every dimension: surplus work-items return.
+ * host keeps q_pos0 + lq and the LOCAL radius below 2^30).  The NDRanges of
+ * attn_scores and attn_stats may be padded in every dimension, attn_apply's
+ * in dimension 0 only: surplus work-items return (or idle past barriers).
  *
- * -D knobs: none.
+ * -D knobs (defaults):
+ *   ATTN_TILE  keys whose probabilities attn_apply stages in local memory
+ *              per step (64)
  */
+#ifndef ATTN_TILE
+#define ATTN_TILE 64
+#endif
 
 #define BRANCH_GLOBAL 0
 #define BRANCH_FW 1
@@ -113,22 +123,34 @@ __kernel void attn_apply(const uint n_seq, const uint lq, const uint q_pos0, con
                          __global const float *S, const ulong s_off,
                          __global const float *stats, const ulong st_off,
                          __global float *out, const ulong out_off, const uint out_ld) {
+    __local float p[ATTN_TILE];
     const uint c = (uint)get_global_id(0);
     const uint i = (uint)get_global_id(1);
     const uint sh = (uint)get_global_id(2);
-    if (c >= d_head || i >= lq || sh >= n_seq * n_heads) return;
+    /* Work-groups span dimension 0 only, so these exits are uniform per group. */
+    if (i >= lq || sh >= n_seq * n_heads) return;
+    const uint lid = (uint)get_local_id(0), lsz = (uint)get_local_size(0);
     const uint s = sh / n_heads, h = sh - s * n_heads, m = s / group;
     const int n_keys = attn_key_count(key_len, kl_off, has_key_len, key_len_const, m, lk_max);
     const int2 r = attn_range((int)(q_pos0 + i), n_keys, causal, kind, radius);
     const ulong row = (ulong)sh * lq + i;
+    const int active = c < d_head;  /* padding work-items still take part in the barriers */
 
     float acc = 0.0f;
     if (r.x <= r.y) {
         __global const float *srow = S + s_off + row * lk_max;
-        __global const float *vcol = V + v_off + (ulong)m * kv_stride + (ulong)h * d_head + c;
+        __global const float *vcol = V + v_off + (ulong)m * kv_stride + (ulong)h * d_head + min(c, d_head - 1u);
         const float mx = stats[st_off + row * 2];
-        for (int j = r.x; j <= r.y; j++) acc += exp(srow[j] - mx) * vcol[(ulong)j * v_ld];
-        acc /= stats[st_off + row * 2 + 1];  /* >= 1: the max term contributes exp(0) */
+        const float inv = 1.0f / stats[st_off + row * 2 + 1];  /* sum >= 1: the max term is exp(0) */
+        for (int j0 = r.x; j0 <= r.y; j0 += ATTN_TILE) {
+            const int n = min(ATTN_TILE, r.y - j0 + 1);
+            /* each probability of the tile computed once per work-group */
+            for (int t = (int)lid; t < n; t += (int)lsz) p[t] = exp(srow[j0 + t] - mx) * inv;
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (active)
+                for (int t = 0; t < n; t++) acc += p[t] * vcol[(ulong)(j0 + t) * v_ld];
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
     }
-    out[out_off + (ulong)(s * lq + i) * out_ld + (ulong)h * d_head + c] = acc;
+    if (active) out[out_off + (ulong)(s * lq + i) * out_ld + (ulong)h * d_head + c] = acc;
 }

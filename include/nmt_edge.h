@@ -216,8 +216,8 @@ NMT_API nmt_status nmt_model_inspect_file(const char *path, nmt_model_info *info
 
 /** Upper bounds the session is planned for; every buffer is sized from them. */
 typedef struct nmt_limits {
-    uint32_t max_src_len;   /**< source tokens per sentence, EOS included (default 256) */
-    uint32_t max_tgt_len;   /**< target tokens incl. EOS (0 = max_src_len + 50, as in the paper) */
+    uint32_t max_src_len;   /**< source tokens per sentence, not counting the EOS the runtime appends (default 256) */
+    uint32_t max_tgt_len;   /**< target tokens per sentence, not counting EOS (0 = max_src_len + 50, as in the paper) */
     uint32_t max_batch;     /**< sentences per call (default 1) */
     uint32_t max_beam;      /**< beam width (default 4) */
 } nmt_limits;
@@ -279,6 +279,10 @@ typedef struct nmt_batch {
  *  readable with nmt_session_result() until the next translate/score call. */
 NMT_API nmt_status nmt_session_translate(nmt_session *s, const nmt_batch *src,
                                          const nmt_decode_opts *opts);
+
+/** Number of hypotheses available for sentence `i` of the last translate
+ *  call: min(n_best, hypotheses the search finished); 0 if i is out of range. */
+NMT_API uint32_t nmt_session_n_results(const nmt_session *s, uint32_t i);
 
 /** Hypothesis `rank` (0 = best) of sentence `i` of the last translate call.
  *  *tokens (excluding EOS) points into the arena.  *score is the

@@ -122,21 +122,23 @@ typedef struct opt_spec {
 #define OFF(f) offsetof(cli_opts, f)
 static const opt_spec OPTIONS[] = {
     {"model", OPT_STRING, OFF(model), 0, 0, C_MODEL, "FILE", "model file (.nmt), required"},
-    {"beam", OPT_LONG, OFF(beam), 1, 1024, C_TRANSLATE | C_INFO, "N",
+    {"beam", OPT_LONG, OFF(beam), 1, 256, C_TRANSLATE | C_INFO, "N",
      "beam width, 1 = greedy (default 4)"},
     {"alpha", OPT_DOUBLE, OFF(alpha), 0, 100, C_TRANSLATE, "A",
      "length penalty exponent, ((5+len)/6)^A (default 0.6)"},
-    {"max-len", OPT_LONG, OFF(max_len), 0, 1000000, C_MODEL, "N",
+    {"max-len", OPT_LONG, OFF(max_len), 0, 65535, C_MODEL, "N",
      "max target tokens without end-of-sentence, 0 = source length + 50 (default 0)"},
-    {"n-best", OPT_LONG, OFF(n_best), 1, 1024, C_TRANSLATE, "N",
+    {"n-best", OPT_LONG, OFF(n_best), 1, 256, C_TRANSLATE, "N",
      "hypotheses per sentence, <= --beam; > 1 prints 'INDEX ||| TOKENS ||| SCORE' (default 1)"},
-    {"batch", OPT_LONG, OFF(batch), 1, 65536, C_MODEL, "N", "sentences per call (default 8)"},
-    {"max-src-len", OPT_LONG, OFF(max_src_len), 1, 1000000, C_MODEL, "N",
-     "session limit on source tokens, end-of-sentence included (default 256)"},
+    {"batch", OPT_LONG, OFF(batch), 1, 4096, C_MODEL, "N", "sentences per call (default 8)"},
+    {"max-src-len", OPT_LONG, OFF(max_src_len), 1, 65536, C_MODEL, "N",
+     "session limit on source tokens per sentence, end-of-sentence not counted (default 256)"},
     {"device", OPT_STRING, OFF(device), 0, 0, C_MODEL, "SPEC",
-     "OpenCL device: P:D, gpu, cpu, accelerator or a name substring (default $NMT_EDGE_DEVICE, else first GPU, else first device)"},
+     "OpenCL device: P:D, gpu, cpu, accelerator or a name substring "
+     "(default $NMT_EDGE_DEVICE, else first GPU, else first device)"},
     {"no-cache", OPT_FLAG, OFF(no_cache), 0, 0, C_MODEL, NULL,
-     "do not cache compiled kernels (default dir $NMT_EDGE_CACHE_DIR, $XDG_CACHE_HOME/nmt-edge or ~/.cache/nmt-edge)"},
+     "do not cache compiled kernels "
+     "(default dir $NMT_EDGE_CACHE_DIR, $XDG_CACHE_HOME/nmt-edge or ~/.cache/nmt-edge)"},
     {"gemm", OPT_GEMM, OFF(gemm), 0, 0, C_MODEL, "auto|own|clblast", "GEMM provider (default auto)"},
     {"no-device", OPT_FLAG, OFF(no_device), 0, 0, C_INFO, NULL, "do not open a device"},
     {"verbose", OPT_FLAG, OFF(verbose), 0, 0, C_ALL, NULL, "log progress (INFO) to stderr"},
@@ -304,6 +306,9 @@ static int model_sizes(const char *path, const nmt_limits *lim, size_t *arena,
     nmt_session_params sp = {.model_path = path, .limits = *lim};
     errno = 0;
     nmt_status st = nmt_session_arena_size(&sp, arena, device_bytes);
+    if (st == NMT_ERR_INVALID_ARGUMENT)
+        return report_status("cannot plan a session for --max-src-len, --max-len, --batch and "
+                             "--beam (lower them)", st, NULL);
     return st == NMT_OK ? 0 : model_error(path, st);
 }
 
@@ -368,7 +373,7 @@ static void close_runtime(runtime *rt) {
 static nmt_limits limits_from(const cli_opts *o, long beam) {
     nmt_limits lim = {
         .max_src_len = (uint32_t)o->max_src_len,
-        .max_tgt_len = o->max_len ? (uint32_t)o->max_len + 1u : 0u, /* + EOS */
+        .max_tgt_len = (uint32_t)o->max_len, /* 0: the library's max_src_len + 50 */
         .max_batch = (uint32_t)o->batch,
         .max_beam = (uint32_t)beam,
     };
@@ -487,7 +492,8 @@ static int parse_sentence(const char *p, const char *end, unsigned long line, co
                 if (p < end) count++;
                 while (p < end && !is_space(*p)) p++;
             }
-            fprintf(stderr, PROG ": line %lu: %s sentence has %u tokens, more than the limit of %u (%s)\n",
+            fprintf(stderr,
+                    PROG ": line %lu: %s sentence has %u tokens, more than the limit of %u (%s)\n",
                     line, r->side, count + 1u, r->max_tokens, r->limit_hint);
             return 1;
         }
@@ -598,14 +604,14 @@ static side_rule session_rule(const runtime *rt, int target) {
     nmt_limits lim;
     nmt_session_model_info(rt->s, &mi);
     nmt_session_limits(rt->s, &lim);
-    uint32_t with_eos = target ? lim.max_tgt_len : lim.max_src_len;
+    uint32_t limit = target ? lim.max_tgt_len : lim.max_src_len;
     side_rule r = {
         .side = target ? "target" : "source",
         .vocab = target ? mi.tgt_vocab : mi.src_vocab,
-        .max_tokens = with_eos ? with_eos - 1u : 0u,
+        .max_tokens = limit,
     };
-    snprintf(r.limit_hint, sizeof r.limit_hint, "%s %u counts the end-of-sentence token%s",
-             target ? "target limit" : "--max-src-len", with_eos, target ? "; see --max-len" : "");
+    snprintf(r.limit_hint, sizeof r.limit_hint, "%s %u%s", target ? "target limit" : "--max-src-len",
+             limit, target ? "; see --max-len" : "");
     return r;
 }
 

@@ -26,14 +26,15 @@
 
 #define NMT_OPS_GEMM_TM 4
 #define NMT_OPS_GEMM_TN 4
+#define NMT_OPS_GEMM_ROW_TN 8    /* 1 x 8 tiles when M < NMT_OPS_GEMM_TM */
 #define NMT_OPS_REDUCE_WG_GPU 256
 #define NMT_OPS_REDUCE_WG_CPU 64
 #define NMT_OPS_WG_BUDGET 64     /* work-items per group for elementwise kernels */
 #define NMT_OPS_POS_LIMIT (1u << 30)  /* attention positions are int in the kernels */
 
-enum { P_GEMM, P_ATTENTION, P_NORM, P_ELEMENTWISE, P_COUNT };
+enum { P_GEMM, P_GEMM_ROW, P_ATTENTION, P_NORM, P_ELEMENTWISE, P_COUNT };
 
-static const char *const program_names[P_COUNT] = {"gemm", "attention", "norm", "elementwise"};
+static const char *const program_names[P_COUNT] = {"gemm", "gemm", "attention", "norm", "elementwise"};
 
 typedef struct kernel_def {
     size_t offset;     /* of the cl_kernel in nmt_ops */
@@ -46,6 +47,8 @@ static const kernel_def kernel_defs[] = {
     {offsetof(nmt_ops, k_gemm_nt), P_GEMM, "gemm_nt", 0},
     {offsetof(nmt_ops, k_gemm_nn), P_GEMM, "gemm_nn", 0},
     {offsetof(nmt_ops, k_bias_act), P_GEMM, "bias_act", 0},
+    {offsetof(nmt_ops, k_gemm_nt_row), P_GEMM_ROW, "gemm_nt", 0},
+    {offsetof(nmt_ops, k_gemm_nn_row), P_GEMM_ROW, "gemm_nn", 0},
     {offsetof(nmt_ops, k_embed), P_ELEMENTWISE, "embed", 0},
     {offsetof(nmt_ops, k_layernorm), P_NORM, "layernorm", 1},
     {offsetof(nmt_ops, k_add), P_ELEMENTWISE, "add", 0},
@@ -98,6 +101,7 @@ nmt_status nmt_ops_init(nmt_ops *ops, nmt_device *dev) {
     if (ops->gemm == NMT_GEMM_CLBLAST && !NMT_OPS_CLBLAST) return NMT_ERR_UNSUPPORTED;
     ops->gemm_tm = NMT_OPS_GEMM_TM;
     ops->gemm_tn = NMT_OPS_GEMM_TN;
+    ops->gemm_row_tn = NMT_OPS_GEMM_ROW_TN;
 
     size_t dev_wg = dev->info.max_work_group_size ? dev->info.max_work_group_size : 1;
     size_t reduce_cap = dev->info.is_gpu ? NMT_OPS_REDUCE_WG_GPU : NMT_OPS_REDUCE_WG_CPU;
@@ -106,6 +110,7 @@ nmt_status nmt_ops_init(nmt_ops *ops, nmt_device *dev) {
     char opts[P_COUNT][96];
     snprintf(opts[P_GEMM], sizeof opts[P_GEMM], "-DGEMM_TM=%u -DGEMM_TN=%u", (unsigned)ops->gemm_tm,
              (unsigned)ops->gemm_tn);
+    snprintf(opts[P_GEMM_ROW], sizeof opts[P_GEMM_ROW], "-DGEMM_TM=1 -DGEMM_TN=%u", (unsigned)ops->gemm_row_tn);
     opts[P_ATTENTION][0] = '\0';
     snprintf(opts[P_NORM], sizeof opts[P_NORM], "-DREDUCE_WG=%zu", reduce_cap);
     snprintf(opts[P_ELEMENTWISE], sizeof opts[P_ELEMENTWISE], "-DREDUCE_WG=%zu", reduce_cap);
@@ -141,9 +146,9 @@ nmt_status nmt_ops_init(nmt_ops *ops, nmt_device *dev) {
     }
     ops->reduce_wg = reduce_wg;
     ops->wg_max = wg_max;
-    nmt_log(&dev->log, NMT_LOG_DEBUG, "ops: gemm=%s tile %ux%u, reduce_wg=%zu, wg_max=%zu",
-            ops->gemm == NMT_GEMM_CLBLAST ? "clblast" : "own", (unsigned)ops->gemm_tm,
-            (unsigned)ops->gemm_tn, ops->reduce_wg, ops->wg_max);
+    nmt_log(&dev->log, NMT_LOG_DEBUG, "ops: gemm=%s tile %ux%u (1x%u below %u rows), reduce_wg=%zu, wg_max=%zu",
+            ops->gemm == NMT_GEMM_CLBLAST ? "clblast" : "own", (unsigned)ops->gemm_tm, (unsigned)ops->gemm_tn,
+            (unsigned)ops->gemm_row_tn, (unsigned)ops->gemm_tm, ops->reduce_wg, ops->wg_max);
     return NMT_OK;
 }
 
@@ -220,6 +225,23 @@ static nmt_status launch(nmt_ops *ops, cl_kernel k, cl_uint dims, const size_t *
     return NMT_OK;
 }
 
+/* Enqueue with explicit local sizes; n[] is padded up to multiples of them. */
+static nmt_status launch_local(nmt_ops *ops, cl_kernel k, cl_uint dims, const size_t *n, const size_t *lws,
+                               const char *kernel) {
+    size_t gws[3];
+    for (cl_uint d = 0; d < dims; d++) {
+        if (n[d] == 0) return NMT_OK;
+        gws[d] = (n[d] + lws[d] - 1) / lws[d] * lws[d];
+    }
+    cl_int e = clEnqueueNDRangeKernel(ops->dev->queue, k, dims, NULL, gws, lws, 0, NULL, NULL);
+    if (e != CL_SUCCESS) {
+        char what[80];
+        snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", kernel);
+        return nmt_cl_fail(ops->dev, e, what);
+    }
+    return NMT_OK;
+}
+
 /* One work-group of ops->reduce_wg work-items per row. */
 static nmt_status launch_rows(nmt_ops *ops, cl_kernel k, size_t rows, const char *kernel) {
     if (rows == 0) return NMT_OK;
@@ -285,8 +307,11 @@ nmt_status nmt_op_gemm(nmt_ops *ops, int trans_b, uint32_t M, uint32_t N, uint32
     }
 #endif
 
-    cl_kernel k = trans_b ? ops->k_gemm_nt : ops->k_gemm_nn;
+    /* Fewer rows than a tile: 1-row tiles instead of clamped, recomputed rows. */
+    const int row = M < ops->gemm_tm;
+    cl_kernel k = trans_b ? (row ? ops->k_gemm_nt_row : ops->k_gemm_nt) : (row ? ops->k_gemm_nn_row : ops->k_gemm_nn);
     const char *kname = trans_b ? "gemm_nt" : "gemm_nn";
+    const uint32_t tm = row ? 1 : ops->gemm_tm, tn = row ? ops->gemm_row_tn : ops->gemm_tn;
     args a = args_begin(k);
     arg_u32(&a, M);
     arg_u32(&a, N);
@@ -306,7 +331,7 @@ nmt_status nmt_op_gemm(nmt_ops *ops, int trans_b, uint32_t M, uint32_t N, uint32
     arg_u32(&a, bias.mem ? (uint32_t)bias.off : 0u);
     arg_i32(&a, flags);
     NMT_TRY(args_end(ops, &a, kname));
-    const size_t n[2] = {(N + ops->gemm_tn - 1) / ops->gemm_tn, (M + ops->gemm_tm - 1) / ops->gemm_tm};
+    const size_t n[2] = {(N + tn - 1) / tn, (M + tm - 1) / tm};
     return launch(ops, k, 2, n, kname);
 }
 
@@ -573,8 +598,11 @@ nmt_status nmt_op_attention(nmt_ops *ops, const nmt_attn_args *p) {
         arg_u64(&a, p->out.off + (uint64_t)b * width);
         arg_u32(&a, p->out_ld);
         NMT_TRY(args_end(ops, &a, "attn_apply"));
+        /* work-groups along the channels of one row only (the kernel
+         * shares each row's probabilities through local memory) */
         const size_t n_apply[3] = {p->d_head, p->lq, rows_sh};
-        NMT_TRY(launch(ops, ops->k_attn_apply, 3, n_apply, "attn_apply"));
+        const size_t l_apply[3] = {NMT_MIN(pow2_ceil(p->d_head), pow2_floor(ops->wg_max)), 1, 1};
+        NMT_TRY(launch_local(ops, ops->k_attn_apply, 3, n_apply, l_apply, "attn_apply"));
     }
     return NMT_OK;
 }

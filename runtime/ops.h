@@ -40,11 +40,13 @@ typedef struct nmt_ops {
     nmt_gemm_provider gemm;  /* resolved: OWN or CLBLAST */
     /* kernels (created by nmt_ops_init) */
     cl_kernel k_gemm_nt, k_gemm_nn, k_bias_act;
+    cl_kernel k_gemm_nt_row, k_gemm_nn_row;  /* 1-row tiles, for M < gemm_tm (decoding) */
     cl_kernel k_embed, k_layernorm, k_add, k_relu, k_gate_accum, k_copy_rows;
     cl_kernel k_gather_rows, k_log_softmax;
     cl_kernel k_attn_scores, k_attn_stats, k_attn_apply;
     /* launch geometry chosen by nmt_ops_init */
     uint32_t gemm_tm, gemm_tn;  /* block of C per GEMM work-item (-D GEMM_TM/TN) */
+    uint32_t gemm_row_tn;       /* columns per work-item of the 1-row kernels */
     size_t reduce_wg;           /* local size of the per-row reductions (power of two) */
     size_t wg_max;              /* work-items per group for the other kernels */
 } nmt_ops;

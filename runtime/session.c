@@ -329,7 +329,8 @@ nmt_status nmt_session_translate(nmt_session *s, const nmt_batch *src, const nmt
     NMT_TRY(encode_batch(s, src, &len));
     uint32_t steps = 0;
     for (uint32_t i = 0; i < src->n; i++) {
-        uint32_t m = opts->max_len ? opts->max_len : src->lens[i] + NMT_EXTRA_TGT;
+        /* an empty source translates to an empty target: EOS is forced at once */
+        uint32_t m = src->lens[i] == 0 ? 0 : opts->max_len ? opts->max_len : src->lens[i] + NMT_EXTRA_TGT;
         s->h_max_len[i] = NMT_MIN(m, s->limits.max_tgt_len);
         steps = NMT_MAX(steps, s->h_max_len[i] + 1);
     }
@@ -347,6 +348,11 @@ nmt_status nmt_session_translate(nmt_session *s, const nmt_batch *src, const nmt
     }
     s->n_results = src->n;
     return NMT_OK;
+}
+
+uint32_t nmt_session_n_results(const nmt_session *s, uint32_t i) {
+    if (s == NULL || i >= s->n_results) return 0;
+    return NMT_MIN(nmt_beam_n_results(&s->beam, i), s->result_n_best);
 }
 
 nmt_status nmt_session_result(const nmt_session *s, uint32_t i, uint32_t rank, const int32_t **tokens,

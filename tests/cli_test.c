@@ -526,7 +526,7 @@ static void test_input_errors(void **state) {
     expect_input_error("1 2\t3\t4\n", "score", "line 1", "TAB", "8");
     expect_input_error("1 2 3\n", "score", "line 1", "TAB", "8");
     expect_input_error("1 2\t3 y\n", "score", "line 1", "'y'", "8");
-    /* longer than --max-src-len 16 (EOS included) */
+    /* longer than --max-src-len 16 (EOS not counted) */
     expect_input_error("1 2\n1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20\n", "translate",
                        "line 2", "max-src-len", "8");
     /* a 1 MB line: no crash, a message */

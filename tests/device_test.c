@@ -482,7 +482,9 @@ static void test_sources_compile_clean(void **state) {
     cl_program prog = NULL;
     nmt_test_assert_ok(o.dev, nmt_device_program(o.dev, "gemm", "-Werror -DGEMM_TM=3 -DGEMM_TN=5", &prog));
     nmt_test_assert_ok(o.dev, nmt_device_program(o.dev, "gemm", "-Werror -DGEMM_TM=1 -DGEMM_TN=1", &prog));
+    nmt_test_assert_ok(o.dev, nmt_device_program(o.dev, "gemm", "-Werror -DGEMM_TM=1 -DGEMM_TN=8", &prog));
     nmt_test_assert_ok(o.dev, nmt_device_program(o.dev, "norm", "-Werror -DREDUCE_WG=16", &prog));
+    nmt_test_assert_ok(o.dev, nmt_device_program(o.dev, "attention", "-Werror -DATTN_TILE=16", &prog));
     close_dev(&o);
 }
 

@@ -104,7 +104,8 @@ static float *download(env *e, cl_mem m, size_t n) {
 static void test_ops_init(void **state) {
     env *e = *state;
     const nmt_ops *o = &e->ops;
-    const cl_kernel ks[] = {o->k_gemm_nt, o->k_gemm_nn, o->k_bias_act, o->k_embed, o->k_layernorm,
+    const cl_kernel ks[] = {o->k_gemm_nt, o->k_gemm_nn, o->k_bias_act, o->k_gemm_nt_row, o->k_gemm_nn_row,
+                            o->k_embed, o->k_layernorm,
                             o->k_add, o->k_relu, o->k_gate_accum, o->k_copy_rows, o->k_gather_rows,
                             o->k_log_softmax, o->k_attn_scores, o->k_attn_stats, o->k_attn_apply};
     for (size_t i = 0; i < NMT_ARRAY_LEN(ks); i++) assert_non_null(ks[i]);
@@ -182,8 +183,10 @@ static void run_gemm(env *e, nmt_ops *ops, const gemm_case *c, uint64_t seed) {
 
 static const gemm_case gemm_shapes[] = {
     /* trans M   N   K   alpha beta bias relu pad off */
-    {1, 1, 37, 5, 1.0f, 0.0f, 0, 0, 0, 0},    /* decoding: one row */
+    {1, 1, 37, 5, 1.0f, 0.0f, 0, 0, 0, 0},    /* decoding: one row (1-row kernels below 4 rows) */
     {1, 1, 50, 64, 1.0f, 0.0f, 1, 0, 0, 0},
+    {1, 2, 45, 19, 0.5f, 1.0f, 1, 1, 3, 5},
+    {1, 4, 45, 19, 0.5f, 1.0f, 1, 1, 3, 5},   /* smallest M of the block kernels */
     {1, 3, 7, 5, 1.0f, 0.0f, 0, 0, 0, 0},
     {1, 3, 7, 5, 1.0f, 0.0f, 1, 1, 0, 0},
     {1, 64, 96, 80, 1.0f, 0.0f, 0, 0, 0, 0},
@@ -198,6 +201,7 @@ static const gemm_case gemm_shapes[] = {
     {0, 64, 96, 80, 1.0f, 1.0f, 0, 0, 0, 0},
     {0, 17, 33, 67, 0.5f, 1.0f, 1, 1, 5, 3},
     {0, 2, 3, 2, 1.0f, 0.0f, 0, 0, 3, 7},
+    {0, 1, 61, 33, 1.0f, 1.0f, 1, 1, 2, 1},
     {1, 4, 5, 0, 1.0f, 1.0f, 1, 0, 1, 1},     /* K = 0: C = C + bias */
     {0, 4, 5, 0, 1.0f, 0.0f, 1, 1, 0, 0},     /* K = 0, beta = 0: C = relu(bias) */
 };
@@ -759,6 +763,17 @@ static void test_attention_masked_and_edge(void **state) {
     run_attention(e, &c5, 74);
 }
 
+static void test_attention_long_rows(void **state) {
+    env *e = *state;
+    /* More visible keys than attn_apply stages per step (ATTN_TILE = 64),
+     * d_head wider than a work-group, and a d_head that pads the group. */
+    attn_case c = {"150 keys, step t=140", 2, 3, 140, 150, 1, 2, 72, 1, 3, {G(), LOCAL(70), FW()}, NULL, 143};
+    run_attention(e, &c, 80);
+    static const int32_t kl[] = {130, 65};
+    attn_case c2 = {"130/65 keys, encoder", 2, 130, 0, 130, 1, 1, 3, 0, 3, {G(), BW(), LOCAL(64)}, kl, 0};
+    run_attention(e, &c2, 81);
+}
+
 static void test_attention_arguments(void **state) {
     env *e = *state;
     nmt_log_fn saved = e->dev->log.fn;
@@ -830,6 +845,7 @@ int main(void) {
         cmocka_unit_test(test_attention_incremental),
         cmocka_unit_test(test_attention_cross_group),
         cmocka_unit_test(test_attention_masked_and_edge),
+        cmocka_unit_test(test_attention_long_rows),
         cmocka_unit_test(test_attention_arguments),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,0 +1,187 @@
+/* translate_bench.c — end-to-end translation throughput of random-weight
+ * models on the chosen OpenCL device, and session start-up with a cold and
+ * a warm program cache.  Prints one table; ratios compare configurations
+ * measured in the same run (machines are shared and noisy).
+ *
+ *   translate_bench [--device SPEC] [--sentences N] [--model small|test]
+ *
+ * Not a test: nothing here asserts speed. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nmt_edge.h"
+#include "random_model.h"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void die(const char *what, nmt_status s) {
+    fprintf(stderr, "translate_bench: %s: %s\n", what, nmt_status_str(s));
+    exit(1);
+}
+
+typedef struct bench {
+    nmt_device *dev;
+    void *dev_mem;
+    void *image;
+    size_t size;
+} bench;
+
+static void open_device(bench *b, const char *spec, const char *cache) {
+    nmt_device_params p = {.device = spec, .cache_dir = cache};
+    b->dev_mem = aligned_alloc(64, (nmt_device_footprint() + 63) / 64 * 64);
+    nmt_status s = nmt_device_open(&p, b->dev_mem, nmt_device_footprint(), &b->dev);
+    if (s) die("device", s);
+}
+
+static nmt_session *open_session(bench *b, nmt_limits lim, void **arena, size_t *bytes) {
+    nmt_session_params p = {.model_data = b->image, .model_size = b->size, .limits = lim};
+    nmt_status s = nmt_session_arena_size(&p, bytes, NULL);
+    if (s) die("arena size", s);
+    *arena = aligned_alloc(64, (*bytes + 63) / 64 * 64);
+    nmt_session *sess;
+    s = nmt_session_create(b->dev, &p, *arena, *bytes, &sess);
+    if (s) die("session", s);
+    return sess;
+}
+
+int main(int argc, char **argv) {
+    const char *spec = getenv("NMT_EDGE_DEVICE");
+    int n_sent = 32;
+    const char *which = "test";
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--device") && i + 1 < argc) spec = argv[++i];
+        else if (!strcmp(argv[i], "--sentences") && i + 1 < argc) n_sent = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--model") && i + 1 < argc) which = argv[++i];
+        else {
+            fprintf(stderr, "usage: translate_bench [--device SPEC] [--sentences N] [--model test|small]\n");
+            return 2;
+        }
+    }
+    if (n_sent < 1 || n_sent > 4096) {
+        fprintf(stderr, "translate_bench: --sentences must be 1..4096\n");
+        return 2;
+    }
+    nmt_random_transformer_config cfg;
+    nmt_random_transformer_defaults(&cfg);
+    cfg.enc_branches = "global fw bw local:3";
+    cfg.dec_branches = "global local:3";
+    cfg.fusion = "gate";
+    cfg.shared_embeddings = 1;
+    if (!strcmp(which, "small")) { /* the paper's IWSLT "small" shape, 8k vocabulary */
+        cfg.d_model = 256, cfg.n_heads = 4, cfg.d_ff = 1024, cfg.src_vocab = cfg.tgt_vocab = 8000;
+    } else { /* build/models/test-model.nmt */
+        cfg.d_model = 64, cfg.n_heads = 4, cfg.d_ff = 128, cfg.src_vocab = cfg.tgt_vocab = 64;
+    }
+    bench b = {0};
+    nmt_status s = nmt_random_transformer_image(&cfg, &b.image, &b.size);
+    if (s) die("model", s);
+
+    /* start-up: fresh cache directory (cold) vs the same directory again (warm) */
+    char cache[] = "/tmp/nmt-bench-cache-XXXXXX";
+    if (!mkdtemp(cache)) return 1;
+    nmt_limits lim = {.max_src_len = 64, .max_batch = 8, .max_beam = 4};
+    double t_cold = 0, t_warm = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        double t0 = now();
+        open_device(&b, spec, cache);
+        void *arena;
+        size_t bytes;
+        nmt_session *sess = open_session(&b, lim, &arena, &bytes);
+        *(pass ? &t_warm : &t_cold) = now() - t0;
+        nmt_session_destroy(sess);
+        free(arena);
+        nmt_device_close(b.dev);
+        free(b.dev_mem);
+    }
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache);
+    if (system(cmd) != 0) fprintf(stderr, "translate_bench: could not remove %s\n", cache);
+
+    open_device(&b, spec, NULL);
+    nmt_device_info di;
+    nmt_device_get_info(b.dev, &di);
+    void *arena;
+    size_t bytes;
+    uint64_t dev_bytes = 0;
+    nmt_session_params sp = {.model_data = b.image, .model_size = b.size, .limits = lim};
+    nmt_session_arena_size(&sp, &bytes, &dev_bytes);
+    nmt_session *sess = open_session(&b, lim, &arena, &bytes);
+    nmt_model_info mi;
+    nmt_session_model_info(sess, &mi);
+
+    /* fixed pseudo-random sentences of 8..24 tokens */
+    int32_t **toks = calloc((size_t)n_sent, sizeof *toks);
+    uint32_t *lens = calloc((size_t)n_sent, sizeof *lens);
+    uint64_t x = 88172645463325252ull, src_tokens = 0;
+    for (int i = 0; i < n_sent; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        lens[i] = 8 + (uint32_t)(x % 17);
+        toks[i] = calloc(lens[i], sizeof(int32_t));
+        for (uint32_t j = 0; j < lens[i]; j++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            toks[i][j] = 4 + (int32_t)(x % (mi.src_vocab - 4));
+        }
+        src_tokens += lens[i];
+    }
+
+    printf("device: %s (%s), driver %s\n", di.device_name, di.platform_name, di.driver_version);
+    printf("model: %s d=%u heads=%u ff=%u layers=%u+%u vocab=%u, %llu parameters, %zu file bytes\n",
+           which, mi.d_model, mi.n_heads, mi.d_ff, mi.enc_layers, mi.dec_layers, mi.tgt_vocab,
+           (unsigned long long)mi.n_params, b.size);
+    printf("limits: max_src_len %u, batch %u, beam %u -> arena %zu bytes, device %llu bytes\n",
+           lim.max_src_len, lim.max_batch, lim.max_beam, bytes, (unsigned long long)dev_bytes);
+    printf("start-up (device open + session create): cold cache %.3f s, warm cache %.3f s (cold/warm %.1fx)\n",
+           t_cold, t_warm, t_cold / t_warm);
+    printf("%-6s %-6s %12s %12s %14s %10s\n", "batch", "beam", "seconds", "sent/s", "out tok/s", "vs b1k1");
+    double base = 0;
+    static const uint32_t configs[][2] = {{1, 1}, {1, 4}, {8, 1}, {8, 4}};
+    /* warm-up: PoCL compiles each kernel lazily per work-group size */
+    for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++) {
+        nmt_decode_opts o = {.beam = configs[c][1], .max_len = 40};
+        uint32_t n = configs[c][0] < (uint32_t)n_sent ? configs[c][0] : (uint32_t)n_sent;
+        nmt_batch bt = {(const int32_t *const *)toks, lens, n};
+        s = nmt_session_translate(sess, &bt, &o);
+        if (s) die("translate", s);
+    }
+    for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++) {
+        uint32_t batch = configs[c][0], beam = configs[c][1];
+        nmt_decode_opts o = {.beam = beam, .max_len = 40};
+        uint64_t out_tokens = 0;
+        double t0 = now();
+        for (int i = 0; i < n_sent; i += (int)batch) {
+            uint32_t n = (uint32_t)(n_sent - i) < batch ? (uint32_t)(n_sent - i) : batch;
+            nmt_batch bt = {(const int32_t *const *)toks + i, lens + i, n};
+            s = nmt_session_translate(sess, &bt, &o);
+            if (s) die("translate", s);
+            for (uint32_t k = 0; k < n; k++) {
+                const int32_t *t;
+                uint32_t len;
+                nmt_session_result(sess, k, 0, &t, &len, NULL, NULL);
+                out_tokens += len + 1;
+            }
+        }
+        double dt = now() - t0, sps = n_sent / dt;
+        if (c == 0) base = sps;
+        printf("%-6u %-6u %12.3f %12.2f %14.1f %9.2fx\n", batch, beam, dt, sps, out_tokens / dt, sps / base);
+    }
+    printf("(%d sentences, %llu source tokens, max 40 output tokens each)\n", n_sent,
+           (unsigned long long)src_tokens);
+    nmt_session_destroy(sess);
+    nmt_device_close(b.dev);
+    free(arena);
+    free(b.dev_mem);
+    free(b.image);
+    for (int i = 0; i < n_sent; i++) free(toks[i]);
+    free(toks);
+    free(lens);
+    return 0;
+}
