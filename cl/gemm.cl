@@ -23,6 +23,9 @@
  * Multiply-adds are written as a * b + c (contractible to fma by the
  * compiler), never mad(), which may trade accuracy for speed on GPUs.
  *
+ * runtime/ops.c builds this file twice: 4 x 4 tiles, and 1 x 8 tiles for
+ * products with fewer than 4 rows (decoding steps).
+ *
  * -D knobs (defaults):
  *   GEMM_TM  rows of C per work-item     (4; 1..8)
  *   GEMM_TN  columns of C per work-item  (4; 1..8)

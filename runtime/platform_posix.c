@@ -95,8 +95,8 @@ nmt_status nmt_write_file_atomic(const char *path, size_t size, nmt_fill_fn fill
 
     int e = 0;
     void *map = NULL;
-    /* mkstemp creates 0600; published files are ordinary 0644 (minus umask
-     * is not applied by fchmod, which is what a cache shared by users wants). */
+    /* mkstemp creates the file 0600; publish it with the usual 0644 so the
+     * other users of a shared cache directory can read it. */
     if (fchmod(fd, 0644) != 0) e = errno;
     if (e == 0) e = reserve_blocks(fd, size);
     if (e == 0 && size > 0) {
