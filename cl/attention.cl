@@ -17,6 +17,16 @@
  *                padded past d_head (the host pads it to a multiple of L)
  *                                                         once per branch
  *
+ *   attn_fused   the whole of the above in one launch, for d_head <=
+ *                ATTN_MAX_DH: one work-item per (s*H + h, i, branch)
+ *                walks its allowed keys once with an online softmax
+ *                (running max, rescaled sum and accumulator, as in
+ *                FlashAttention), so no score matrix and no barriers; the
+ *                branch kinds come packed 4 bits each in `kinds`, their
+ *                radii in `radii` (int8).  Scores are recomputed per
+ *                branch (cheap next to the launches it saves).
+ *                NDRange (s*H + h, i, branch), any padding
+ *
  * Masks.  Query i sits at position pos = q_pos0 + i; key j at position j.
  * Every mask is an interval of keys, so a row is the range [lo, hi]:
  *   key padding   j < key_len[m]    (m = s / group, the kv sequence)
@@ -31,11 +41,16 @@
  * in dimension 0 only: surplus work-items return (or idle past barriers).
  *
  * -D knobs (defaults):
- *   ATTN_TILE  keys whose probabilities attn_apply stages in local memory
- *              per step (64)
+ *   ATTN_TILE    keys whose probabilities attn_apply stages in local memory
+ *                per step (64)
+ *   ATTN_MAX_DH  largest d_head attn_fused handles (its private
+ *                accumulator; 128)
  */
 #ifndef ATTN_TILE
 #define ATTN_TILE 64
+#endif
+#ifndef ATTN_MAX_DH
+#define ATTN_MAX_DH 128
 #endif
 
 #define BRANCH_GLOBAL 0
@@ -153,4 +168,57 @@ __kernel void attn_apply(const uint n_seq, const uint lq, const uint q_pos0, con
         }
     }
     if (active) out[out_off + (ulong)(s * lq + i) * out_ld + (ulong)h * d_head + c] = acc;
+}
+
+__kernel void attn_fused(const uint n_seq, const uint lq, const uint q_pos0, const uint lk_max,
+                         const uint group, const uint n_heads, const uint d_head, const float scale,
+                         __global const float *Q, const ulong q_off, const uint q_ld,
+                         __global const float *Kc, const ulong k_off, const uint k_ld,
+                         __global const float *V, const ulong v_off, const uint v_ld,
+                         const ulong kv_stride,
+                         __global const int *key_len, const ulong kl_off, const int has_key_len,
+                         const uint key_len_const, const int causal,
+                         const uint n_branches, const uint kinds, const int8 radii,
+                         __global float *out, const ulong out_off, const uint out_ld) {
+    const uint sh = (uint)get_global_id(0);
+    const uint i = (uint)get_global_id(1);
+    const uint b = (uint)get_global_id(2);
+    if (sh >= n_seq * n_heads || i >= lq || b >= n_branches) return;
+    const uint s = sh / n_heads, h = sh - s * n_heads, m = s / group;
+    const int n_keys = attn_key_count(key_len, kl_off, has_key_len, key_len_const, m, lk_max);
+    const int kind = (int)((kinds >> (4 * b)) & 15u);
+    const int radius = b == 0 ? radii.s0 : b == 1 ? radii.s1 : b == 2 ? radii.s2 : b == 3 ? radii.s3
+                     : b == 4 ? radii.s4 : b == 5 ? radii.s5 : b == 6 ? radii.s6 : radii.s7;
+    const int2 r = attn_range((int)(q_pos0 + i), n_keys, causal, kind, radius);
+
+    __global const float *q = Q + q_off + (ulong)(s * lq + i) * q_ld + (ulong)h * d_head;
+    __global const float *kb = Kc + k_off + (ulong)m * kv_stride + (ulong)h * d_head;
+    __global const float *vb = V + v_off + (ulong)m * kv_stride + (ulong)h * d_head;
+    __global float *o = out + out_off + (ulong)(s * lq + i) * out_ld + (ulong)b * n_heads * d_head +
+                        (ulong)h * d_head;
+
+    float acc[ATTN_MAX_DH];
+    for (uint c = 0; c < d_head; c++) acc[c] = 0.0f;
+    float mx = -INFINITY, sum = 0.0f;
+    const uint D4 = d_head & ~3u;
+    for (int j = r.x; j <= r.y; j++) {
+        __global const float *k = kb + (ulong)j * k_ld;
+        float4 d4 = (float4)(0.0f);
+        for (uint c = 0; c < D4; c += 4) d4 += vload4(0, q + c) * vload4(0, k + c);
+        float dot = (d4.x + d4.y) + (d4.z + d4.w);
+        for (uint c = D4; c < d_head; c++) dot += q[c] * k[c];
+        const float sc = dot * scale;
+        if (sc > mx) {
+            const float corr = exp(mx - sc);  /* exp(-INF) = 0 on the first key */
+            sum *= corr;
+            for (uint c = 0; c < d_head; c++) acc[c] *= corr;
+            mx = sc;
+        }
+        const float p = exp(sc - mx);
+        sum += p;
+        __global const float *v = vb + (ulong)j * v_ld;
+        for (uint c = 0; c < d_head; c++) acc[c] = p * v[c] + acc[c];
+    }
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    for (uint c = 0; c < d_head; c++) o[c] = acc[c] * inv;
 }

@@ -9,13 +9,26 @@
  * offset, so any sub-matrix of a buffer can be addressed.  Index arithmetic
  * is 32-bit: the host guarantees offset + extent < 2^32 elements.
  *
- * Work decomposition (gemm_*): barrier-free; work-item (x, y) computes the
- * GEMM_TM x GEMM_TN block of C at rows y*GEMM_TM, columns x*GEMM_TN.  Out-of-
- * range rows/columns load from a clamped (valid) row/column and are simply
- * not stored, so any M, N, K, offset and leading dimension is correct.  The
- * K loop runs in steps of 4 with vload4 (which needs only float alignment)
- * and finishes with a scalar tail.  The NDRange may be padded beyond
- * ceil(N/TN) x ceil(M/TM): surplus work-items return.
+ * Work decomposition (gemm_*): barrier-free, so fast on CPU-class devices
+ * (PoCL runs a work-group as a loop; local memory and barriers are emulated)
+ * and correct everywhere.  Work-item (x, y) computes the GEMM_TM x GEMM_TN
+ * block of C at rows m0 = y*GEMM_TM, columns n0 = x*GEMM_TN (GEMM_MFAST = 1
+ * swaps the roles of x and y: consecutive work-items then share the B rows
+ * and walk down A, the better order when B is the larger operand).
+ * Out-of-range rows/columns load from a clamped (valid) row/column and are
+ * simply not stored, so any M, N, K, offset and leading dimension is
+ * correct.  The NDRange may be padded: surplus work-items return.
+ *
+ *   gemm_nt: dot products along K in vectors of GEMM_VW floats (vloadN
+ *            needs only float alignment), a scalar tail for K % GEMM_VW,
+ *            one horizontal sum per output at the end.
+ *   gemm_nn: outer products: per k, GEMM_TM scalars of A times GEMM_TN
+ *            contiguous floats of B's row k, loaded as GEMM_TN/GEMM_VW
+ *            vectors when the whole column block is in range (else scalar
+ *            loads of clamped columns).
+ *
+ * Summation order differs between parameter sets (vector lanes are summed
+ * at the end), so results agree with a naive product to rounding, not bits.
  *
  * flags (gemm_*, bias_act): bit 0 = add bias[n], bit 1 = ReLU.  beta == 0
  * means C is not read (it may hold garbage, NaN included).
@@ -23,12 +36,12 @@
  * Multiply-adds are written as a * b + c (contractible to fma by the
  * compiler), never mad(), which may trade accuracy for speed on GPUs.
  *
- * runtime/ops.c builds this file twice: 4 x 4 tiles, and 1 x 8 tiles for
- * products with fewer than 4 rows (decoding steps).
- *
- * -D knobs (defaults):
- *   GEMM_TM  rows of C per work-item     (4; 1..8)
- *   GEMM_TN  columns of C per work-item  (4; 1..8)
+ * -D knobs (defaults; runtime/ops.c takes them from the device's tuning):
+ *   GEMM_TM     rows of C per work-item                   (4; 1..8)
+ *   GEMM_TN     columns of C per work-item                (4; 1..8, gemm_nn 1..32)
+ *   GEMM_VW     vector width: along K (gemm_nt), along N  (4; 1, 2, 4, 8, 16;
+ *               (gemm_nn, must divide GEMM_TN, else 1)     gemm_nn: divides TN)
+ *   GEMM_MFAST  1: work-item dimension 0 walks M           (0)
  */
 #ifndef GEMM_TM
 #define GEMM_TM 4
@@ -36,9 +49,53 @@
 #ifndef GEMM_TN
 #define GEMM_TN 4
 #endif
+#ifndef GEMM_VW
+#define GEMM_VW 4
+#endif
+#ifndef GEMM_MFAST
+#define GEMM_MFAST 0
+#endif
 
 #define GEMM_FLAG_BIAS 1
 #define GEMM_FLAG_RELU 2
+
+#if GEMM_VW == 16
+#define VFLOAT float16
+#define VLOAD(p) vload16(0, (p))
+#define VSUM(v) vsum16(v)
+#elif GEMM_VW == 8
+#define VFLOAT float8
+#define VLOAD(p) vload8(0, (p))
+#define VSUM(v) vsum8(v)
+#elif GEMM_VW == 4
+#define VFLOAT float4
+#define VLOAD(p) vload4(0, (p))
+#define VSUM(v) vsum4(v)
+#elif GEMM_VW == 2
+#define VFLOAT float2
+#define VLOAD(p) vload2(0, (p))
+#define VSUM(v) ((v).x + (v).y)
+#elif GEMM_VW == 1
+#define VFLOAT float
+#define VLOAD(p) (*(p))
+#define VSUM(v) (v)
+#else
+#error "GEMM_VW must be 1, 2, 4, 8 or 16"
+#endif
+
+inline float vsum4(const float4 v) { return (v.x + v.y) + (v.z + v.w); }
+inline float vsum8(const float8 v) { return vsum4(v.lo + v.hi); }
+inline float vsum16(const float16 v) { return vsum8(v.lo + v.hi); }
+
+#if GEMM_MFAST
+#define GEMM_BLOCK_ORIGIN()                                  \
+    const uint m0 = (uint)get_global_id(0) * GEMM_TM;        \
+    const uint n0 = (uint)get_global_id(1) * GEMM_TN;
+#else
+#define GEMM_BLOCK_ORIGIN()                                  \
+    const uint n0 = (uint)get_global_id(0) * GEMM_TN;        \
+    const uint m0 = (uint)get_global_id(1) * GEMM_TM;
+#endif
 
 /* Shared epilogue: v = alpha*acc (+ beta*C) (+ bias) (ReLU), stored in range. */
 #define GEMM_EPILOGUE()                                                                 \
@@ -50,7 +107,7 @@
             const uint n = n0 + (uint)j;                                                \
             if (n >= N) break;                                                          \
             float v = alpha * acc[i][j];                                                \
-            if (beta != 0.0f) v += beta * crow[n];                                \
+            if (beta != 0.0f) v += beta * crow[n];                                      \
             if (flags & GEMM_FLAG_BIAS) v += bias[bias_off + n];                        \
             if (flags & GEMM_FLAG_RELU) v = fmax(v, 0.0f);                              \
             crow[n] = v;                                                                \
@@ -62,8 +119,7 @@ __kernel void gemm_nt(const uint M, const uint N, const uint K, const float alph
                       __global const float *B, const uint b_off, const uint ldb,
                       const float beta, __global float *C, const uint c_off, const uint ldc,
                       __global const float *bias, const uint bias_off, const int flags) {
-    const uint n0 = (uint)get_global_id(0) * GEMM_TN;
-    const uint m0 = (uint)get_global_id(1) * GEMM_TM;
+    GEMM_BLOCK_ORIGIN()
     if (m0 >= M || n0 >= N) return;
 
     __global const float *ar[GEMM_TM];
@@ -71,73 +127,100 @@ __kernel void gemm_nt(const uint M, const uint N, const uint K, const float alph
     for (int i = 0; i < GEMM_TM; i++) ar[i] = A + a_off + min(m0 + (uint)i, M - 1u) * lda;
     for (int j = 0; j < GEMM_TN; j++) br[j] = B + b_off + min(n0 + (uint)j, N - 1u) * ldb;
 
-    float4 acc4[GEMM_TM][GEMM_TN];
+    VFLOAT accv[GEMM_TM][GEMM_TN];
     for (int i = 0; i < GEMM_TM; i++)
-        for (int j = 0; j < GEMM_TN; j++) acc4[i][j] = (float4)(0.0f);
+        for (int j = 0; j < GEMM_TN; j++) accv[i][j] = (VFLOAT)(0.0f);
 
-    const uint K4 = K & ~3u;
-    for (uint k = 0; k < K4; k += 4) {
-        float4 a[GEMM_TM], b[GEMM_TN];
-        for (int i = 0; i < GEMM_TM; i++) a[i] = vload4(0, ar[i] + k);
-        for (int j = 0; j < GEMM_TN; j++) b[j] = vload4(0, br[j] + k);
+    const uint KV = K - K % GEMM_VW;
+    for (uint k = 0; k < KV; k += GEMM_VW) {
+        VFLOAT a[GEMM_TM], b[GEMM_TN];
+        for (int i = 0; i < GEMM_TM; i++) a[i] = VLOAD(ar[i] + k);
+        for (int j = 0; j < GEMM_TN; j++) b[j] = VLOAD(br[j] + k);
         for (int i = 0; i < GEMM_TM; i++)
-            for (int j = 0; j < GEMM_TN; j++) acc4[i][j] += a[i] * b[j];
+            for (int j = 0; j < GEMM_TN; j++) accv[i][j] = a[i] * b[j] + accv[i][j];
     }
 
     float acc[GEMM_TM][GEMM_TN];
     for (int i = 0; i < GEMM_TM; i++)
-        for (int j = 0; j < GEMM_TN; j++)
-            acc[i][j] = (acc4[i][j].x + acc4[i][j].y) + (acc4[i][j].z + acc4[i][j].w);
-    for (uint k = K4; k < K; k++) {
+        for (int j = 0; j < GEMM_TN; j++) acc[i][j] = VSUM(accv[i][j]);
+    for (uint k = KV; k < K; k++) {
         float a[GEMM_TM], b[GEMM_TN];
         for (int i = 0; i < GEMM_TM; i++) a[i] = ar[i][k];
         for (int j = 0; j < GEMM_TN; j++) b[j] = br[j][k];
         for (int i = 0; i < GEMM_TM; i++)
-            for (int j = 0; j < GEMM_TN; j++) acc[i][j] += a[i] * b[j];
+            for (int j = 0; j < GEMM_TN; j++) acc[i][j] = a[i] * b[j] + acc[i][j];
     }
 
     GEMM_EPILOGUE()
 }
+
+#if GEMM_TN % GEMM_VW == 0
+#define GEMM_NN_VW GEMM_VW
+#else
+#define GEMM_NN_VW 1
+#endif
+#define GEMM_NN_NV (GEMM_TN / GEMM_NN_VW)
 
 __kernel void gemm_nn(const uint M, const uint N, const uint K, const float alpha,
                       __global const float *A, const uint a_off, const uint lda,
                       __global const float *B, const uint b_off, const uint ldb,
                       const float beta, __global float *C, const uint c_off, const uint ldc,
                       __global const float *bias, const uint bias_off, const int flags) {
-    const uint n0 = (uint)get_global_id(0) * GEMM_TN;
-    const uint m0 = (uint)get_global_id(1) * GEMM_TM;
+    GEMM_BLOCK_ORIGIN()
     if (m0 >= M || n0 >= N) return;
 
     __global const float *ar[GEMM_TM];
-    uint bc[GEMM_TN];  /* clamped column indices of B */
     for (int i = 0; i < GEMM_TM; i++) ar[i] = A + a_off + min(m0 + (uint)i, M - 1u) * lda;
-    for (int j = 0; j < GEMM_TN; j++) bc[j] = min(n0 + (uint)j, N - 1u);
     __global const float *Bp = B + b_off;
-
     float acc[GEMM_TM][GEMM_TN];
-    for (int i = 0; i < GEMM_TM; i++)
-        for (int j = 0; j < GEMM_TN; j++) acc[i][j] = 0.0f;
 
-    /* A rows are contiguous along K (vload4); B rows along N (scalar loads of
-     * GEMM_TN neighbouring columns, contiguous across the work-group). */
-    const uint K4 = K & ~3u;
-    for (uint k = 0; k < K4; k += 4) {
-        float4 a[GEMM_TM];
-        for (int i = 0; i < GEMM_TM; i++) a[i] = vload4(0, ar[i] + k);
-        __global const float *b0 = Bp + k * ldb;
-        __global const float *b1 = b0 + ldb;
-        __global const float *b2 = b1 + ldb;
-        __global const float *b3 = b2 + ldb;
-        for (int j = 0; j < GEMM_TN; j++) {
-            const float4 b = (float4)(b0[bc[j]], b1[bc[j]], b2[bc[j]], b3[bc[j]]);
-            for (int i = 0; i < GEMM_TM; i++) acc[i][j] += dot(a[i], b);
+    if (n0 + GEMM_TN <= N) {
+        /* whole column block in range: contiguous vector loads of B's rows */
+#if GEMM_NN_VW == 16
+        float16 accv[GEMM_TM][GEMM_NN_NV];
+#define NN_VLOAD(p) vload16(0, (p))
+#define NN_VSTORE(v, p) vstore16((v), 0, (p))
+#elif GEMM_NN_VW == 8
+        float8 accv[GEMM_TM][GEMM_NN_NV];
+#define NN_VLOAD(p) vload8(0, (p))
+#define NN_VSTORE(v, p) vstore8((v), 0, (p))
+#elif GEMM_NN_VW == 4
+        float4 accv[GEMM_TM][GEMM_NN_NV];
+#define NN_VLOAD(p) vload4(0, (p))
+#define NN_VSTORE(v, p) vstore4((v), 0, (p))
+#elif GEMM_NN_VW == 2
+        float2 accv[GEMM_TM][GEMM_NN_NV];
+#define NN_VLOAD(p) vload2(0, (p))
+#define NN_VSTORE(v, p) vstore2((v), 0, (p))
+#else
+        float accv[GEMM_TM][GEMM_NN_NV];
+#define NN_VLOAD(p) (*(p))
+#define NN_VSTORE(v, p) (*(p) = (v))
+#endif
+        for (int i = 0; i < GEMM_TM; i++)
+            for (int v = 0; v < GEMM_NN_NV; v++) accv[i][v] = 0.0f;
+        for (uint k = 0; k < K; k++) {
+            __global const float *bk = Bp + k * ldb + n0;
+            for (int i = 0; i < GEMM_TM; i++) {
+                const float a = ar[i][k];
+                for (int v = 0; v < GEMM_NN_NV; v++)
+                    accv[i][v] = a * NN_VLOAD(bk + v * GEMM_NN_VW) + accv[i][v];
+            }
         }
-    }
-    for (uint k = K4; k < K; k++) {
-        __global const float *bk = Bp + k * ldb;
-        for (int j = 0; j < GEMM_TN; j++) {
-            const float b = bk[bc[j]];
-            for (int i = 0; i < GEMM_TM; i++) acc[i][j] += ar[i][k] * b;
+        for (int i = 0; i < GEMM_TM; i++)
+            for (int v = 0; v < GEMM_NN_NV; v++) NN_VSTORE(accv[i][v], &acc[i][v * GEMM_NN_VW]);
+    } else {
+        /* ragged right edge: scalar loads of clamped columns */
+        uint bc[GEMM_TN];
+        for (int j = 0; j < GEMM_TN; j++) bc[j] = min(n0 + (uint)j, N - 1u);
+        for (int i = 0; i < GEMM_TM; i++)
+            for (int j = 0; j < GEMM_TN; j++) acc[i][j] = 0.0f;
+        for (uint k = 0; k < K; k++) {
+            __global const float *bk = Bp + k * ldb;
+            for (int j = 0; j < GEMM_TN; j++) {
+                const float b = bk[bc[j]];
+                for (int i = 0; i < GEMM_TM; i++) acc[i][j] = ar[i][k] * b + acc[i][j];
+            }
         }
     }
 

@@ -198,6 +198,7 @@ static void print_opts(FILE *out, const opt_def *defs, size_t n) {
 
 typedef struct random_args {
     const char *output;
+    const char *sp_model, *src_sp_model, *tgt_sp_model;
     nmt_random_transformer_config cfg;
 } random_args;
 
@@ -231,7 +232,46 @@ static const opt_def random_opts[] = {
     {"seed", 0, OPT_U64, RA(cfg.seed), "S", NULL, "random seed (default 1)", 0, UINT64_MAX},
     {"weight-scale", 0, OPT_F32, RA(cfg.weight_scale), "X", NULL,
      "weights uniform in +-X/sqrt(fan_in) (default 1)", 0, 0},
+    {"sp-model", 0, OPT_STR, RA(sp_model), "FILE", NULL,
+     "embed a SentencePiece .model shared by both sides (tokenizer.src)", 0, 0},
+    {"src-sp-model", 0, OPT_STR, RA(src_sp_model), "FILE", NULL,
+     "embed the source-side SentencePiece .model (tokenizer.src)", 0, 0},
+    {"tgt-sp-model", 0, OPT_STR, RA(tgt_sp_model), "FILE", NULL,
+     "embed the target-side SentencePiece .model (tokenizer.tgt; needs --src-sp-model)", 0, 0},
 };
+
+/* Whole file into malloc'd memory; NULL (message printed) on failure. */
+static void *slurp(const char *path, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        fprintf(stderr, PROG " random: cannot open '%s'\n", path);
+        return NULL;
+    }
+    size_t cap = 1 << 16, n = 0;
+    unsigned char *buf = malloc(cap);
+    while (buf != NULL) {
+        if (n == cap) {
+            unsigned char *nb = realloc(buf, cap *= 2);
+            if (nb == NULL) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
+    }
+    if (buf == NULL || ferror(f) || n == 0) {
+        fprintf(stderr, PROG " random: cannot read '%s' (or it is empty)\n", path);
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    *size = n;
+    return buf;
+}
 
 static void random_help(FILE *out) {
     fprintf(out,
@@ -263,12 +303,27 @@ static int cmd_random(int argc, char **argv) {
         why = "--dec-branches needs 1 to 8 branches";
     else if (strcmp(c->fusion, "gate") == 0 && c->d_model % c->gate_reduction != 0)
         why = "--d-model must be divisible by --gate-reduction";
+    else if (a.sp_model != NULL && (a.src_sp_model != NULL || a.tgt_sp_model != NULL))
+        why = "--sp-model excludes --src-sp-model and --tgt-sp-model";
+    else if (a.tgt_sp_model != NULL && a.src_sp_model == NULL)
+        why = "--tgt-sp-model needs --src-sp-model";
     if (why != NULL) {
         fprintf(stderr, PROG " random: %s\n", why);
         return EXIT_USAGE;
     }
+    void *src_sp = NULL, *tgt_sp = NULL;
+    const char *src_path = a.sp_model ? a.sp_model : a.src_sp_model;
+    if (src_path != NULL && (src_sp = slurp(src_path, &a.cfg.src_sp_size)) == NULL) return 1;
+    if (a.tgt_sp_model != NULL && (tgt_sp = slurp(a.tgt_sp_model, &a.cfg.tgt_sp_size)) == NULL) {
+        free(src_sp);
+        return 1;
+    }
+    a.cfg.src_sp_model = src_sp;
+    a.cfg.tgt_sp_model = tgt_sp;
 
     nmt_status s = nmt_random_transformer_write(c, a.output);
+    free(src_sp);
+    free(tgt_sp);
     if (s == NMT_ERR_INVALID_ARGUMENT) {
         fprintf(stderr, PROG " random: invalid model configuration\n");
         return EXIT_USAGE;

@@ -253,6 +253,15 @@ nmt_status nmt_random_transformer_add(nmtw_writer *w, const nmt_random_transform
         TRY(add_ln(&g, "dec", l, "ln3", d));
     }
     if (pre) TRY(add_layer_norm(&g, "dec.ln", d));
+    if (c->src_sp_model != NULL) {
+        if (c->src_sp_size == 0 || c->src_sp_size > UINT32_MAX) return NMT_ERR_INVALID_ARGUMENT;
+        TRY(nmtw_add_blob(w, "tokenizer.src", c->src_sp_model, (uint32_t)c->src_sp_size));
+    }
+    if (c->tgt_sp_model != NULL) {
+        if (c->src_sp_model == NULL || c->tgt_sp_size == 0 || c->tgt_sp_size > UINT32_MAX)
+            return NMT_ERR_INVALID_ARGUMENT;
+        TRY(nmtw_add_blob(w, "tokenizer.tgt", c->tgt_sp_model, (uint32_t)c->tgt_sp_size));
+    }
     return NMT_OK;
 }
 

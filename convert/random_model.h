@@ -41,6 +41,11 @@ typedef struct nmt_random_transformer_config {
     double embed_scale;        /* > 0: written as embed_scale; 0: key omitted */
     uint64_t seed;
     float weight_scale;        /* b = weight_scale / sqrt(fan_in) */
+    /* SentencePiece .model bytes embedded as U8 tensors (docs/FORMAT.md):
+     * `tokenizer.src` (shared by both sides when tgt is NULL) and
+     * `tokenizer.tgt`; NULL: none.  Copied into the file, not validated. */
+    const void *src_sp_model, *tgt_sp_model;
+    size_t src_sp_size, tgt_sp_size;
 } nmt_random_transformer_config;
 
 /* Defaults: d_model 32, n_heads 4, d_ff 64, 2 + 2 layers, vocabularies 64,

@@ -12,7 +12,8 @@
  *   3. Hand that much memory to the session.  From here on the runtime never
  *      calls malloc/free and never creates OpenCL objects:
  *        nmt_session *s;  nmt_session_create(dev, &sparams, arena, need, &s);
- *   4. Translate or score batches of token-id sequences, read the results.
+ *   4. Translate or score batches of text (models with an embedded
+ *      SentencePiece tokenizer) or of token-id sequences, read the results.
  *   5. nmt_session_destroy(s); nmt_device_close(dev); free your memory.
  *
  * Conventions: every fallible call returns an nmt_status (0 = NMT_OK).  The
@@ -69,6 +70,9 @@ typedef enum nmt_status {
     NMT_ERR_LIMIT_EXCEEDED = 17,    /**< batch/beam/n-best larger than the session limits */
     NMT_ERR_DEVICE_MEMORY = 18,     /**< device buffers do not fit the device */
     NMT_ERR_UNSUPPORTED = 19,       /**< valid request this build/device cannot serve */
+    NMT_ERR_TOKENIZER_MODEL = 20,   /**< SentencePiece model malformed or inconsistent */
+    NMT_ERR_NO_TOKENIZER = 21,      /**< text API used on a model without an embedded tokenizer */
+    NMT_ERR_BUFFER_TOO_SMALL = 22,  /**< caller's output buffer too small; the size needed is reported */
     NMT_STATUS_COUNT_               /**< not a status; keep last */
 } nmt_status;
 
@@ -190,6 +194,8 @@ typedef struct nmt_model_info {
     uint32_t gate_reduction;
     int shared_embeddings;      /**< source and target embeddings are one tensor */
     int tied_output;            /**< output projection = target embedding */
+    int tokenizer;              /**< embedded SentencePiece models: 0 none, 1 one shared
+                                     (`tokenizer.src`), 2 source and target */
     uint32_t bos_id, eos_id, pad_id, unk_id;
     uint64_t n_params;          /**< number of weights (elements) */
     uint64_t weight_bytes;      /**< bytes of tensor data in the file */
@@ -206,6 +212,80 @@ NMT_API nmt_status nmt_model_inspect(const void *data, size_t size, nmt_model_in
 NMT_API nmt_status nmt_model_inspect_file(const char *path, nmt_model_info *info);
 
 /* ------------------------------------------------------------------------ */
+/* Tokenizer (SentencePiece-compatible; no device, caller memory)           */
+/* ------------------------------------------------------------------------ */
+
+/* A tokenizer turns text into the ids of a SentencePiece `.model` and back,
+ * producing exactly what SentencePiece 0.1.97 (`spm_encode --output_format=id`,
+ * `spm_decode --input_format=id`) produces: same normalization (NFKC charsmap,
+ * whitespace rules), unigram (Viterbi) or BPE segmentation, byte fallback,
+ * user-defined symbols.  The model bytes are read in place and are untrusted:
+ * a malformed file is NMT_ERR_TOKENIZER_MODEL.  Like a session it lives in
+ * memory you provide, sized up front from `max_text_bytes` (the longest
+ * sentence, in bytes, you will encode):
+ *
+ *   size_t need;  nmt_tokenizer_arena_size(model, model_size, 2048, &need);
+ *   nmt_tokenizer *t;  nmt_tokenizer_create(model, model_size, 2048, arena, need, &t);
+ *   const int32_t *ids; uint32_t n;  nmt_tokenizer_encode(t, "Hello", 5, &ids, &n);
+ *   char out[256]; size_t len;  nmt_tokenizer_decode(t, ids, n, out, sizeof out, &len);
+ *
+ * A session whose model embeds a tokenizer owns one (nmt_session_tokenizer())
+ * and its text calls below use it.  There is nothing to destroy: the
+ * tokenizer holds no resources besides the arena and the model bytes. */
+typedef struct nmt_tokenizer nmt_tokenizer;
+
+/** Exact arena bytes nmt_tokenizer_create() needs (validates the model).
+ *  NMT_ERR_UNSUPPORTED for WORD/CHAR models and models with a denormalizer. */
+NMT_API nmt_status nmt_tokenizer_arena_size(const void *model, size_t model_size,
+                                            uint32_t max_text_bytes, size_t *arena_bytes);
+
+/** Create a tokenizer over `model` (a `.model` file's bytes, caller-owned,
+ *  must outlive the tokenizer) in `arena` (caller-owned, any alignment; add
+ *  NMT_ARENA_ALIGNMENT - 1 bytes to the size for an unaligned pointer). */
+NMT_API nmt_status nmt_tokenizer_create(const void *model, size_t model_size,
+                                        uint32_t max_text_bytes, void *arena, size_t arena_size,
+                                        nmt_tokenizer **out);
+
+/** Encode one sentence (`len` bytes of UTF-8; invalid bytes are handled as
+ *  SentencePiece does).  *ids points into the arena and stays valid until
+ *  the next encode call.  NMT_ERR_INPUT_TOO_LONG if len > max_text_bytes. */
+NMT_API nmt_status nmt_tokenizer_encode(nmt_tokenizer *t, const char *text, size_t len,
+                                        const int32_t **ids, uint32_t *n_ids);
+
+/** Decode ids into out[0, cap) (not NUL-terminated).  *out_len gets the
+ *  text's byte count, also when cap is too small (then the status is
+ *  NMT_ERR_BUFFER_TOO_SMALL and out holds a prefix).  out may be NULL with
+ *  cap 0 to ask for the size.  NMT_ERR_TOKEN_OUT_OF_RANGE for a bad id. */
+NMT_API nmt_status nmt_tokenizer_decode(const nmt_tokenizer *t, const int32_t *ids,
+                                        uint32_t n_ids, char *out, size_t cap, size_t *out_len);
+
+/** Bytes that always suffice to decode n_ids ids. */
+NMT_API size_t nmt_tokenizer_decode_bound(const nmt_tokenizer *t, uint32_t n_ids);
+
+/** The piece string of an id (points into the model bytes, not NUL-terminated). */
+NMT_API nmt_status nmt_tokenizer_piece(const nmt_tokenizer *t, int32_t id, const char **piece,
+                                       size_t *len);
+
+/** The SentencePiece model embedded in an .nmt image (validated like
+ *  nmt_model_inspect): the source one (target = 0) or the target one (the
+ *  source one when the model shares a single tokenizer).  *model points into
+ *  `data`.  NMT_ERR_NO_TOKENIZER when the file embeds none. */
+NMT_API nmt_status nmt_model_tokenizer(const void *data, size_t size, int target,
+                                       const void **model, size_t *model_size);
+
+/** Summary of a tokenizer (plain data). */
+typedef struct nmt_tokenizer_info {
+    uint32_t vocab_size;
+    const char *model_type;   /**< "unigram" or "bpe" (static string) */
+    int byte_fallback;
+    int32_t unk_id;           /**< the UNKNOWN piece */
+    int32_t bos_id, eos_id, pad_id; /**< as the trainer spec records them (-1 = none) */
+    uint32_t max_text_bytes;
+} nmt_tokenizer_info;
+
+NMT_API nmt_status nmt_tokenizer_get_info(const nmt_tokenizer *t, nmt_tokenizer_info *info);
+
+/* ------------------------------------------------------------------------ */
 /* Session                                                                  */
 /* ------------------------------------------------------------------------ */
 
@@ -220,6 +300,9 @@ typedef struct nmt_limits {
     uint32_t max_tgt_len;   /**< target tokens per sentence, not counting EOS (0 = max_src_len + 50, as in the paper) */
     uint32_t max_batch;     /**< sentences per call (default 1) */
     uint32_t max_beam;      /**< beam width (default 4) */
+    uint32_t max_text_bytes;/**< bytes of one input sentence for the text API (default 2048,
+                                 at most 16 MiB); longer text is NMT_ERR_INPUT_TOO_LONG, never
+                                 truncated.  Ignored by models without a tokenizer. */
 } nmt_limits;
 
 /** Parameters of a session.  Exactly one of model_path / model_data. */
@@ -295,6 +378,41 @@ NMT_API nmt_status nmt_session_result(const nmt_session *s, uint32_t i, uint32_t
  *  pair into out_logprob[i].  tgt sentences exclude BOS/EOS. */
 NMT_API nmt_status nmt_session_score(nmt_session *s, const nmt_batch *src, const nmt_batch *tgt,
                                      float *out_logprob);
+
+/* ---- Text: models with an embedded tokenizer ---------------------------- */
+
+/** The session's tokenizer for the source (target = 0) or target side
+ *  (target != 0; the same object when the model shares one), or NULL when
+ *  the model embeds none.  Valid for the session's lifetime; encoding with
+ *  it uses scratch the text calls below also use. */
+NMT_API nmt_tokenizer *nmt_session_tokenizer(const nmt_session *s, int target);
+
+/** A batch of sentences as UTF-8 text (no NUL needed; lens[i] bytes each). */
+typedef struct nmt_text_batch {
+    const char *const *text;
+    const size_t *lens;
+    uint32_t n;                    /**< <= limits.max_batch */
+} nmt_text_batch;
+
+/** Tokenize every sentence with the source tokenizer, then translate as
+ *  nmt_session_translate().  NMT_ERR_NO_TOKENIZER without a tokenizer;
+ *  NMT_ERR_INPUT_TOO_LONG when a sentence has more than max_text_bytes bytes
+ *  or more than max_src_len tokens.  Read results with nmt_session_result()
+ *  (ids) or nmt_session_result_text(). */
+NMT_API nmt_status nmt_session_translate_text(nmt_session *s, const nmt_text_batch *src,
+                                              const nmt_decode_opts *opts);
+
+/** Hypothesis `rank` of sentence `i` of the last translate call, detokenized
+ *  with the target tokenizer.  *text (not NUL-terminated) points into the
+ *  arena and stays valid until the next result_text/translate/score call. */
+NMT_API nmt_status nmt_session_result_text(nmt_session *s, uint32_t i, uint32_t rank,
+                                           const char **text, size_t *len, float *score,
+                                           float *logprob);
+
+/** nmt_session_score() on text pairs (target side tokenized with the target
+ *  tokenizer; more than max_tgt_len tokens is NMT_ERR_INPUT_TOO_LONG). */
+NMT_API nmt_status nmt_session_score_text(nmt_session *s, const nmt_text_batch *src,
+                                          const nmt_text_batch *tgt, float *out_logprob);
 
 /** Raw cl_int of the last failing OpenCL call in this session (0 if none). */
 NMT_API int32_t nmt_session_last_cl_error(const nmt_session *s);

@@ -388,6 +388,8 @@ static void query_info(nmt_device *dev) {
 /* Open / close / info                                                      */
 /* ------------------------------------------------------------------------ */
 
+static void load_tuning(nmt_device *dev, nmt_gemm_provider forced);
+
 size_t nmt_device_footprint(void) { return sizeof(struct nmt_device); }
 
 static const char *provider_name(nmt_gemm_provider g) {
@@ -441,8 +443,7 @@ nmt_status nmt_device_open(const nmt_device_params *params, void *mem, size_t me
         nmt_log(&dev->log, NMT_LOG_ERROR, "gemm provider clblast requested but this build has no CLBlast");
         return NMT_ERR_UNSUPPORTED;
     }
-    if (g == NMT_GEMM_AUTO) g = (dev->info.is_gpu && NMT_CLBLAST_BUILT) ? NMT_GEMM_CLBLAST : NMT_GEMM_OWN;
-    dev->info.gemm = g;
+    dev->info.gemm = g;  /* resolved below, once the tuning is known */
 
     cl_int e = CL_SUCCESS;
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)dev->platform, 0};
@@ -470,6 +471,11 @@ nmt_status nmt_device_open(const nmt_device_params *params, void *mem, size_t me
                     params->cache_dir);
         }
     }
+
+    load_tuning(dev, params->gemm);
+    g = (nmt_gemm_provider)dev->tuning.gemm[NMT_GOP_NT][NMT_GCLASS_BIG].provider;
+    dev->info.gemm = g;
+    nmt_log(&dev->log, NMT_LOG_DEBUG, "kernel parameters: %s", dev->tuning.origin);
 
     nmt_log(&dev->log, NMT_LOG_INFO,
             "device %u:%u: %s (%s; %s; driver %s) %s, %u compute units, gemm=%s%s%s",
@@ -590,19 +596,21 @@ static int cache_fill(void *user, void *dst, size_t size) {
 }
 
 /* Store the freshly built program's binary under `path` (best effort). */
-static void cache_store(nmt_device *dev, cl_program prog, uint64_t key, const char *path) {
+static size_t cache_store(nmt_device *dev, cl_program prog, uint64_t key, const char *path) {
     size_t bin_size = 0;
     cl_int e = clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof bin_size, &bin_size, NULL);
     if (e != CL_SUCCESS || bin_size == 0) {
         nmt_log(&dev->log, NMT_LOG_WARN, "program binary unavailable (%s, %zu bytes); not cached",
                 nmt_cl_error_str(e), bin_size);
-        return;
+        return 0;
     }
     cache_fill_ctx c = {dev, prog, key, bin_size};
-    if (nmt_write_file_atomic(path, sizeof(nmt_clbin_header) + bin_size, cache_fill, &c) != NMT_OK)
+    if (nmt_write_file_atomic(path, sizeof(nmt_clbin_header) + bin_size, cache_fill, &c) != NMT_OK) {
         nmt_log(&dev->log, NMT_LOG_WARN, "cannot write program cache file %s", path);
-    else
-        nmt_log(&dev->log, NMT_LOG_DEBUG, "cached program binary %s (%zu bytes)", path, bin_size);
+        return 0;
+    }
+    nmt_log(&dev->log, NMT_LOG_DEBUG, "cached program binary %s (%zu bytes)", path, bin_size);
+    return bin_size;
 }
 
 /* Try the cache file.  Returns a built program, or NULL (miss or reject;
@@ -721,6 +729,7 @@ nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *o
     uint64_t key = 0;
     cl_program prog = NULL;
     int from_cache = 0;
+    size_t binary_size = 0;
     if (dev->cache_dir[0]) {
         const uint32_t fmt = NMT_CLBIN_FORMAT;
         key = fnv_str(dev->cache_key_base, source);
@@ -731,6 +740,9 @@ nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *o
         snprintf(cache_path, sizeof cache_path, "%s/%016llx.clbin", dev->cache_dir, (unsigned long long)key);
         prog = cache_load(dev, key, cache_path, full_opts, source);
         from_cache = prog != NULL;
+        if (prog != NULL &&
+            clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof binary_size, &binary_size, NULL) != CL_SUCCESS)
+            binary_size = 0;
     }
 
     nmt_status s = NMT_OK;
@@ -762,7 +774,7 @@ nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *o
                     nmt_log(&dev->log, lvl, "build log of %s.cl (\"%s\"):", source, full_opts);
                     log_build_log(dev, lvl, source);
                 }
-                if (dev->cache_dir[0]) cache_store(dev, prog, key, cache_path);
+                if (dev->cache_dir[0]) binary_size = cache_store(dev, prog, key, cache_path);
             }
         }
     }
@@ -774,10 +786,65 @@ nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *o
     nmt_strlcpy(sl->options, options, sizeof sl->options);
     sl->program = prog;
     sl->from_cache = from_cache;
+    sl->key = key;
+    sl->binary_size = binary_size;
     nmt_log(&dev->log, NMT_LOG_DEBUG, "program %s.cl (\"%s\") %s", source, options,
             from_cache ? "loaded from cache" : "built from source");
     *out = prog;
     return NMT_OK;
+}
+
+uint32_t nmt_device_cache_refresh(nmt_device *dev) {
+    if (dev == NULL || dev->cache_dir[0] == '\0') return 0;
+    uint32_t written = 0;
+    for (uint32_t i = 0; i < dev->n_programs; i++) {
+        nmt_program_slot *sl = &dev->programs[i];
+        size_t now = 0;
+        if (sl->program == NULL || sl->key == 0 ||
+            clGetProgramInfo(sl->program, CL_PROGRAM_BINARY_SIZES, sizeof now, &now, NULL) != CL_SUCCESS ||
+            now == 0 || now == sl->binary_size)
+            continue;
+        char path[NMT_PATH_MAX + 32];
+        snprintf(path, sizeof path, "%s/%016llx.clbin", dev->cache_dir, (unsigned long long)sl->key);
+        size_t stored = cache_store(dev, sl->program, sl->key, path);
+        if (stored) {
+            sl->binary_size = stored;
+            written++;
+        }
+    }
+    if (written) nmt_log(&dev->log, NMT_LOG_DEBUG, "program cache: %u binaries refreshed after warm-up", (unsigned)written);
+    return written;
+}
+
+void nmt_device_tuning_path(const nmt_device *dev, char *buf, size_t cap) {
+    if (buf == NULL || cap == 0) return;
+    buf[0] = '\0';
+    if (dev == NULL || dev->cache_dir[0] == '\0') return;
+    snprintf(buf, cap, "%s/tuning-%016llx.txt", dev->cache_dir, (unsigned long long)dev->cache_key_base);
+}
+
+/* Table row for the device, then the tuner's file, then a forced provider. */
+static void load_tuning(nmt_device *dev, nmt_gemm_provider forced) {
+    nmt_tuning *t = &dev->tuning;
+    nmt_tuning_from_table(t, &dev->info);
+    char path[NMT_PATH_MAX + 32];
+    nmt_device_tuning_path(dev, path, sizeof path);
+    nmt_mapping m;
+    if (path[0] && nmt_map_file(path, &m) == NMT_OK) {
+        if (nmt_tuning_parse(t, (const char *)m.data, m.size) == NMT_OK) {
+            snprintf(t->origin, sizeof t->origin, "cache: %s", path);
+        } else {
+            nmt_log(&dev->log, NMT_LOG_WARN, "tuning file %s not understood; using the built-in table", path);
+        }
+        nmt_unmap_file(&m);
+    }
+    if (!NMT_CLBLAST_BUILT || forced != NMT_GEMM_AUTO) {
+        nmt_gemm_provider p = forced == NMT_GEMM_CLBLAST ? NMT_GEMM_CLBLAST : NMT_GEMM_OWN;
+        for (int op = 0; op < NMT_GOP_COUNT; op++)
+            for (int c = 0; c < NMT_GCLASS_COUNT; c++)
+                if (op != NMT_GOP_Q8) t->gemm[op][c].provider = (uint8_t)p;
+    }
+    dev->gemm_forced = forced != NMT_GEMM_AUTO;
 }
 
 /* ------------------------------------------------------------------------ */

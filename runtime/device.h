@@ -8,8 +8,9 @@
 #include <CL/cl.h>
 
 #include "common.h"
+#include "tuning.h"
 
-#define NMT_MAX_PROGRAMS 32
+#define NMT_MAX_PROGRAMS 48
 #define NMT_PATH_MAX 512
 #define NMT_BUILD_OPTIONS_MAX 256
 #define NMT_BUILD_LOG_MAX 16384   /* scratch for build logs and extension strings */
@@ -46,6 +47,8 @@ typedef struct nmt_program_slot {
     char options[NMT_BUILD_OPTIONS_MAX];  /* build options incl. -D tuning defines */
     cl_program program;
     int from_cache;                       /* 1: created from a cached binary */
+    uint64_t key;                         /* cache key (0: no cache) */
+    size_t binary_size;                   /* bytes of the binary last read or written */
 } nmt_program_slot;
 
 struct nmt_device {
@@ -55,6 +58,8 @@ struct nmt_device {
     cl_command_queue queue;
     nmt_device_info info;
     nmt_logger log;
+    nmt_tuning tuning;              /* kernel parameters (tuning.h): table, then tuning file */
+    int gemm_forced;                /* nmt_device_params.gemm was not AUTO */
     char cache_dir[NMT_PATH_MAX];   /* "" = no binary cache */
     char kernel_dir[NMT_PATH_MAX];  /* "" = embedded sources */
     int32_t last_cl_error;
@@ -93,6 +98,16 @@ int nmt_device_have_clblast(void);
  * program rebuilt from source.  The program is owned by the device. */
 nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *options,
                               cl_program *out);
+
+/* Store again every cached program whose driver binary changed since it was
+ * built or loaded (PoCL adds the code it compiles lazily per work-group size
+ * at the first launch, so calling this after a warm-up makes the next start
+ * skip those compiles too).  Best effort; returns how many were written. */
+uint32_t nmt_device_cache_refresh(nmt_device *dev);
+
+/* Path of the device's tuning file: <cache_dir>/tuning-<16 hex>.txt, or ""
+ * when the device has no cache directory. */
+void nmt_device_tuning_path(const nmt_device *dev, char *buf, size_t cap);
 
 /* Create a kernel from a program (caller releases with clReleaseKernel). */
 nmt_status nmt_device_kernel(nmt_device *dev, cl_program prog, const char *name, cl_kernel *out);

@@ -4,14 +4,18 @@
  * program may allocate: it owns the session arena and the device memory and
  * hands them to the library, and it buffers input lines and output text.
  *
- * Input contract (translate, score): one sentence per line, tokens are
- * whitespace-separated non-negative decimal ids; CR LF line ends are
- * accepted; lines may be of any length.  A batch is parsed and checked
+ * Input contract (translate, score, tokenize, detokenize): one sentence per
+ * line; CR LF line ends are accepted; lines may be of any length.  A model
+ * with an embedded SentencePiece tokenizer reads and writes text (newlines
+ * inside a decoded text are written as spaces to keep lines aligned);
+ * without one, or with --ids, sentences are whitespace-separated
+ * non-negative decimal ids.  Parsing lives in cli_input.c (fuzzed).  A batch is parsed and checked
  * completely before the library sees it, and its output is written in one
  * piece and flushed, so an error never leaves partial output for that batch.
  *
  * Exit status: 0 success, 1 runtime error (input, model, device), 2 usage.
  */
+#include "cli_input.h"
 #include "nmt_edge.h"
 
 #include <errno.h>
@@ -31,23 +35,8 @@
 /* Small utilities                                                          */
 /* ======================================================================== */
 
-static void *xrealloc(void *p, size_t n) {
-    void *q = realloc(p, n ? n : 1);
-    if (q == NULL) {
-        fprintf(stderr, PROG ": out of memory\n");
-        exit(1);
-    }
-    return q;
-}
-
-/* Grow *p (elements of `elem` bytes, capacity *cap) to hold at least `need`. */
-static void grow(void **p, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap) return;
-    size_t c = *cap ? *cap : 64;
-    while (c < need) c *= 2;
-    *p = xrealloc(*p, c * elem);
-    *cap = c;
-}
+#define xrealloc cli_xrealloc
+#define grow cli_grow
 
 /* Growable text buffer: a batch's output is assembled here, then written. */
 typedef struct strbuf {
@@ -94,14 +83,18 @@ static const char *env_nonempty(const char *name) {
 /* Options: one table, one parser, shared by every subcommand               */
 /* ======================================================================== */
 
-enum { C_TRANSLATE = 1u, C_SCORE = 2u, C_INFO = 4u, C_DEVICES = 8u };
+enum { C_TRANSLATE = 1u, C_SCORE = 2u, C_INFO = 4u, C_DEVICES = 8u, C_TOKENIZE = 16u,
+       C_DETOKENIZE = 32u };
 #define C_MODEL (C_TRANSLATE | C_SCORE | C_INFO)
-#define C_ALL (C_MODEL | C_DEVICES)
+#define C_TOK (C_TOKENIZE | C_DETOKENIZE)
+#define C_ALL (C_MODEL | C_DEVICES | C_TOK)
 
 typedef struct cli_opts {
     const char *model;
+    const char *sp_model;
     const char *device;
-    long beam, n_best, max_len, batch, max_src_len;
+    long beam, n_best, max_len, batch, max_src_len, max_text_bytes;
+    int ids, pieces, target;
     double alpha;
     long gemm;
     int no_cache, no_device, verbose, help;
@@ -121,7 +114,17 @@ typedef struct opt_spec {
 
 #define OFF(f) offsetof(cli_opts, f)
 static const opt_spec OPTIONS[] = {
-    {"model", OPT_STRING, OFF(model), 0, 0, C_MODEL, "FILE", "model file (.nmt), required"},
+    {"model", OPT_STRING, OFF(model), 0, 0, C_MODEL | C_TOK, "FILE",
+     "model file (.nmt), required (tokenize/detokenize: its embedded tokenizer)"},
+    {"sp-model", OPT_STRING, OFF(sp_model), 0, 0, C_TOK, "FILE",
+     "a SentencePiece .model file instead of --model"},
+    {"target", OPT_FLAG, OFF(target), 0, 0, C_TOK, NULL,
+     "with --model: the target-side tokenizer (default source)"},
+    {"pieces", OPT_FLAG, OFF(pieces), 0, 0, C_TOKENIZE, NULL, "print pieces instead of ids"},
+    {"ids", OPT_FLAG, OFF(ids), 0, 0, C_TRANSLATE | C_SCORE, NULL,
+     "read and write token ids even if the model embeds a tokenizer"},
+    {"max-text-bytes", OPT_LONG, OFF(max_text_bytes), 1, 16777216, C_MODEL | C_TOK, "N",
+     "limit on the bytes of one input sentence in text mode (default 2048)"},
     {"beam", OPT_LONG, OFF(beam), 1, 256, C_TRANSLATE | C_INFO, "N",
      "beam width, 1 = greedy (default 4)"},
     {"alpha", OPT_DOUBLE, OFF(alpha), 0, 100, C_TRANSLATE, "A",
@@ -130,7 +133,7 @@ static const opt_spec OPTIONS[] = {
      "max target tokens without end-of-sentence, 0 = source length + 50 (default 0)"},
     {"n-best", OPT_LONG, OFF(n_best), 1, 256, C_TRANSLATE, "N",
      "hypotheses per sentence, <= --beam; > 1 prints 'INDEX ||| TOKENS ||| SCORE' (default 1)"},
-    {"batch", OPT_LONG, OFF(batch), 1, 4096, C_MODEL, "N", "sentences per call (default 8)"},
+    {"batch", OPT_LONG, OFF(batch), 1, 4096, C_MODEL | C_TOK, "N", "sentences per call (default 8)"},
     {"max-src-len", OPT_LONG, OFF(max_src_len), 1, 65536, C_MODEL, "N",
      "session limit on source tokens per sentence, end-of-sentence not counted (default 256)"},
     {"device", OPT_STRING, OFF(device), 0, 0, C_MODEL, "SPEC",
@@ -376,6 +379,7 @@ static nmt_limits limits_from(const cli_opts *o, long beam) {
         .max_tgt_len = (uint32_t)o->max_len, /* 0: the library's max_src_len + 50 */
         .max_batch = (uint32_t)o->batch,
         .max_beam = (uint32_t)beam,
+        .max_text_bytes = (uint32_t)o->max_text_bytes,
     };
     return lim;
 }
@@ -409,100 +413,36 @@ static int open_session(const cli_opts *o, long beam, runtime *rt) {
 /* Input: lines of token ids, batched                                       */
 /* ======================================================================== */
 
-/* Token ids of up to `batch` sentences, stored back to back. */
-typedef struct seq_buf {
-    int32_t *ids;
-    size_t n_ids, cap_ids;
-    size_t *start;          /* (batch) offset of each sentence in ids */
-    uint32_t *lens;         /* (batch) */
-    const int32_t **ptrs;   /* (batch) filled by seq_view() */
-    uint32_t n;
-} seq_buf;
-
-static void seq_init(seq_buf *q, size_t batch) {
-    memset(q, 0, sizeof *q);
-    q->start = xrealloc(NULL, batch * sizeof *q->start);
-    q->lens = xrealloc(NULL, batch * sizeof *q->lens);
-    q->ptrs = xrealloc(NULL, batch * sizeof *q->ptrs);
-}
-
-static void seq_free(seq_buf *q) {
-    free(q->ids);
-    free(q->start);
-    free(q->lens);
-    free(q->ptrs);
-}
+typedef cli_seqs seq_buf;
+typedef cli_side_rule side_rule;
 
 static nmt_batch seq_view(seq_buf *q) {
-    for (uint32_t i = 0; i < q->n; i++) q->ptrs[i] = q->ids + q->start[i];
+    cli_seqs_ptrs(q);
     nmt_batch b = {.tokens = q->ptrs, .lens = q->lens, .n = q->n};
     return b;
 }
 
-/* What a sentence on one side must satisfy. */
-typedef struct side_rule {
-    const char *side;       /* "source" / "target" */
-    uint32_t vocab;         /* ids must be < vocab */
-    uint32_t max_tokens;    /* tokens allowed, EOS excluded */
-    char limit_hint[96];    /* which option sets max_tokens */
-} side_rule;
+static nmt_text_batch text_view(cli_texts *q) {
+    cli_texts_ptrs(q);
+    nmt_text_batch b = {.text = q->ptrs, .lens = q->lens, .n = q->n};
+    return b;
+}
 
-static int is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
-
-/* Parse [p, end) as one sentence into q; on error print "line N: ..." and return 1. */
+/* Parse [p, end) as one sentence; on error print "line N: ..." and return 1. */
 static int parse_sentence(const char *p, const char *end, unsigned long line, const side_rule *r,
                           seq_buf *q) {
-    uint32_t count = 0;
-    q->start[q->n] = q->n_ids;
-    while (p < end) {
-        if (is_space(*p)) {
-            p++;
-            continue;
-        }
-        const char *tok = p;
-        int64_t v = 0;
-        int digits = 1;
-        while (p < end && !is_space(*p)) {
-            if (*p < '0' || *p > '9') digits = 0;
-            else if (v <= INT32_MAX) v = v * 10 + (*p - '0');
-            p++;
-        }
-        int len = (int)((p - tok) > 24 ? 24 : (p - tok));
-        const char *ell = (p - tok) > 24 ? "..." : "";
-        if (!digits) {
-            fprintf(stderr, PROG ": line %lu: %s token '%.*s%s' is not a non-negative integer id\n",
-                    line, r->side, len, tok, ell);
-            return 1;
-        }
-        if (v > INT32_MAX) {
-            fprintf(stderr, PROG ": line %lu: %s token '%.*s%s' overflows a 32-bit id\n", line,
-                    r->side, len, tok, ell);
-            return 1;
-        }
-        if (v >= (int64_t)r->vocab) {
-            fprintf(stderr,
-                    PROG ": line %lu: %s token id %lld is out of range (the model's %s "
-                         "vocabulary has ids 0..%u)\n",
-                    line, r->side, (long long)v, r->side, r->vocab - 1u);
-            return 1;
-        }
-        if (count >= r->max_tokens) {
-            while (p < end) { /* count the rest for the message */
-                while (p < end && is_space(*p)) p++;
-                if (p < end) count++;
-                while (p < end && !is_space(*p)) p++;
-            }
-            fprintf(stderr,
-                    PROG ": line %lu: %s sentence has %u tokens, more than the limit of %u (%s)\n",
-                    line, r->side, count + 1u, r->max_tokens, r->limit_hint);
-            return 1;
-        }
-        grow((void **)&q->ids, &q->cap_ids, q->n_ids + 1, sizeof *q->ids);
-        q->ids[q->n_ids++] = (int32_t)v;
-        count++;
-    }
-    q->lens[q->n++] = count;
-    return 0;
+    char err[256];
+    if (cli_parse_ids(p, end, line, r, q, err, sizeof err) == 0) return 0;
+    fprintf(stderr, PROG ": %s\n", err);
+    return 1;
+}
+
+/* A decoded text on one output line: line breaks become spaces. */
+static void append_text(strbuf *out, const char *s, size_t n) {
+    grow((void **)&out->p, &out->cap, out->len + n + 1, 1);
+    for (size_t i = 0; i < n; i++) out->p[out->len + i] = (s[i] == '\n' || s[i] == '\r') ? ' ' : s[i];
+    out->len += n;
+    out->p[out->len] = '\0';
 }
 
 /* A subcommand's per-line parser and per-batch runner over a shared loop. */
@@ -529,9 +469,7 @@ static int process_lines(batch_job *job, long batch) {
             break;
         }
         if (n >= 0) {
-            size_t len = (size_t)n;
-            if (len && line[len - 1] == '\n') len--;
-            if (len && line[len - 1] == '\r') len--;
+            size_t len = cli_line_len(line, (size_t)n);
             if ((rc = job->parse(job, line, len, ++line_no)) != 0) break;
             job->pending++;
         }
@@ -557,40 +495,79 @@ typedef struct translate_job {
     runtime *rt;
     nmt_decode_opts dopts;
     side_rule src_rule;
+    int text;             /* the model's tokenizer reads and writes text */
     seq_buf src;
+    cli_texts src_text;
 } translate_job;
 
 static int translate_parse(batch_job *job, const char *line, size_t len, unsigned long line_no) {
     translate_job *t = (translate_job *)job;
+    if (t->text) {
+        cli_texts_add(&t->src_text, line, len);
+        return 0;
+    }
     return parse_sentence(line, line + len, line_no, &t->src_rule, &t->src);
 }
 
 static void translate_reset(batch_job *job) {
     translate_job *t = (translate_job *)job;
-    t->src.n = 0;
-    t->src.n_ids = 0;
+    cli_seqs_reset(&t->src);
+    cli_texts_reset(&t->src_text);
 }
 
 static void append_ids(strbuf *out, const int32_t *ids, uint32_t n) {
     for (uint32_t k = 0; k < n; k++) sb_printf(out, k ? " %d" : "%d", (int)ids[k]);
 }
 
+/* Text-mode failures name the line when the status is about one sentence. */
+static int text_status(const char *what, nmt_status st, const runtime *rt, unsigned long first,
+                       const nmt_limits *lim) {
+    if (st == NMT_ERR_INPUT_TOO_LONG) {
+        fprintf(stderr,
+                PROG ": a sentence of the batch starting at line %lu is longer than the limits "
+                     "(%u bytes: --max-text-bytes; %u tokens: --max-src-len / --max-len)\n",
+                first + 1, lim->max_text_bytes, lim->max_src_len);
+        return 1;
+    }
+    return report_status(what, st, rt);
+}
+
 static int translate_run(batch_job *job, unsigned long first, strbuf *out) {
     translate_job *t = (translate_job *)job;
-    nmt_batch b = seq_view(&t->src);
-    nmt_status st = nmt_session_translate(t->rt->s, &b, &t->dopts);
-    if (st != NMT_OK) return report_status("translation failed", st, t->rt);
-    for (uint32_t i = 0; i < b.n; i++) {
+    nmt_status st;
+    uint32_t n;
+    if (t->text) {
+        nmt_text_batch b = text_view(&t->src_text);
+        n = b.n;
+        st = nmt_session_translate_text(t->rt->s, &b, &t->dopts);
+        if (st != NMT_OK) {
+            nmt_limits lim;
+            nmt_session_limits(t->rt->s, &lim);
+            return text_status("translation failed", st, t->rt, first, &lim);
+        }
+    } else {
+        nmt_batch b = seq_view(&t->src);
+        n = b.n;
+        st = nmt_session_translate(t->rt->s, &b, &t->dopts);
+        if (st != NMT_OK) return report_status("translation failed", st, t->rt);
+    }
+    for (uint32_t i = 0; i < n; i++) {
         for (uint32_t r = 0; r < t->dopts.n_best; r++) {
             const int32_t *ids;
-            uint32_t n;
+            const char *text;
+            size_t text_len;
+            uint32_t len;
             float score, logprob;
-            st = nmt_session_result(t->rt->s, i, r, &ids, &n, &score, &logprob);
+            if (t->text)
+                st = nmt_session_result_text(t->rt->s, i, r, &text, &text_len, &score, &logprob);
+            else
+                st = nmt_session_result(t->rt->s, i, r, &ids, &len, &score, &logprob);
             /* the search may finish fewer than n_best hypotheses; print those */
             if (st == NMT_ERR_INVALID_ARGUMENT && r > 0) break;
             if (st != NMT_OK) return report_status("reading a translation failed", st, t->rt);
             if (t->dopts.n_best > 1) sb_printf(out, "%lu ||| ", first + i);
-            append_ids(out, ids, n);
+            if (t->text) append_text(out, text, text_len);
+            else append_ids(out, ids, len);
             if (t->dopts.n_best > 1) sb_printf(out, " ||| %.6f", (double)score);
             sb_printf(out, "\n");
         }
@@ -615,6 +592,11 @@ static side_rule session_rule(const runtime *rt, int target) {
     return r;
 }
 
+/* Text mode: the session's model embeds a tokenizer and --ids is not given. */
+static int text_mode(const cli_opts *o, const runtime *rt) {
+    return !o->ids && nmt_session_tokenizer(rt->s, 0) != NULL;
+}
+
 static int cmd_translate(const cli_opts *o) {
     runtime rt = {0};
     translate_job t = {
@@ -626,9 +608,12 @@ static int cmd_translate(const cli_opts *o) {
     int rc = open_session(o, o->beam, &rt);
     if (rc == 0) {
         t.src_rule = session_rule(&rt, 0);
-        seq_init(&t.src, (size_t)o->batch);
+        t.text = text_mode(o, &rt);
+        cli_seqs_init(&t.src, (size_t)o->batch);
+        cli_texts_init(&t.src_text, (size_t)o->batch);
         rc = process_lines(&t.base, o->batch);
-        seq_free(&t.src);
+        cli_seqs_free(&t.src);
+        cli_texts_free(&t.src_text);
     }
     close_runtime(&rt);
     return rc;
@@ -642,38 +627,57 @@ typedef struct score_job {
     batch_job base;
     runtime *rt;
     side_rule rules[2];   /* source, target */
+    int text;
     seq_buf seqs[2];
+    cli_texts texts[2];
     float *logprob;       /* (batch) */
 } score_job;
 
 static int score_parse(batch_job *job, const char *line, size_t len, unsigned long line_no) {
     score_job *sj = (score_job *)job;
-    const char *end = line + len;
-    const char *tab = memchr(line, '\t', len);
-    if (tab == NULL || memchr(tab + 1, '\t', (size_t)(end - tab - 1)) != NULL) {
-        fprintf(stderr, PROG ": line %lu: expected SOURCE_IDS<TAB>TARGET_IDS (exactly one TAB)\n",
-                line_no);
+    char err[256];
+    size_t tab;
+    if (cli_split_pair(line, len, line_no, &tab, err, sizeof err) != 0) {
+        fprintf(stderr, PROG ": %s\n", err);
         return 1;
     }
-    return parse_sentence(line, tab, line_no, &sj->rules[0], &sj->seqs[0]) ||
-           parse_sentence(tab + 1, end, line_no, &sj->rules[1], &sj->seqs[1]);
+    if (sj->text) {
+        cli_texts_add(&sj->texts[0], line, tab);
+        cli_texts_add(&sj->texts[1], line + tab + 1, len - tab - 1);
+        return 0;
+    }
+    return parse_sentence(line, line + tab, line_no, &sj->rules[0], &sj->seqs[0]) ||
+           parse_sentence(line + tab + 1, line + len, line_no, &sj->rules[1], &sj->seqs[1]);
 }
 
 static void score_reset(batch_job *job) {
     score_job *sj = (score_job *)job;
     for (int k = 0; k < 2; k++) {
-        sj->seqs[k].n = 0;
-        sj->seqs[k].n_ids = 0;
+        cli_seqs_reset(&sj->seqs[k]);
+        cli_texts_reset(&sj->texts[k]);
     }
 }
 
 static int score_run(batch_job *job, unsigned long first, strbuf *out) {
     score_job *sj = (score_job *)job;
-    (void)first;
-    nmt_batch src = seq_view(&sj->seqs[0]), tgt = seq_view(&sj->seqs[1]);
-    nmt_status st = nmt_session_score(sj->rt->s, &src, &tgt, sj->logprob);
-    if (st != NMT_OK) return report_status("scoring failed", st, sj->rt);
-    for (uint32_t i = 0; i < src.n; i++) sb_printf(out, "%.6f\n", (double)sj->logprob[i]);
+    nmt_status st;
+    uint32_t n;
+    if (sj->text) {
+        nmt_text_batch src = text_view(&sj->texts[0]), tgt = text_view(&sj->texts[1]);
+        n = src.n;
+        st = nmt_session_score_text(sj->rt->s, &src, &tgt, sj->logprob);
+        if (st != NMT_OK) {
+            nmt_limits lim;
+            nmt_session_limits(sj->rt->s, &lim);
+            return text_status("scoring failed", st, sj->rt, first, &lim);
+        }
+    } else {
+        nmt_batch src = seq_view(&sj->seqs[0]), tgt = seq_view(&sj->seqs[1]);
+        n = src.n;
+        st = nmt_session_score(sj->rt->s, &src, &tgt, sj->logprob);
+        if (st != NMT_OK) return report_status("scoring failed", st, sj->rt);
+    }
+    for (uint32_t i = 0; i < n; i++) sb_printf(out, "%.6f\n", (double)sj->logprob[i]);
     return 0;
 }
 
@@ -685,18 +689,193 @@ static int cmd_score(const cli_opts *o) {
     };
     int rc = open_session(o, 1, &rt);
     if (rc == 0) {
+        sj.text = text_mode(o, &rt);
         for (int k = 0; k < 2; k++) {
             sj.rules[k] = session_rule(&rt, k);
-            seq_init(&sj.seqs[k], (size_t)o->batch);
+            cli_seqs_init(&sj.seqs[k], (size_t)o->batch);
+            cli_texts_init(&sj.texts[k], (size_t)o->batch);
         }
         sj.logprob = xrealloc(NULL, (size_t)o->batch * sizeof *sj.logprob);
         rc = process_lines(&sj.base, o->batch);
-        for (int k = 0; k < 2; k++) seq_free(&sj.seqs[k]);
+        for (int k = 0; k < 2; k++) {
+            cli_seqs_free(&sj.seqs[k]);
+            cli_texts_free(&sj.texts[k]);
+        }
         free(sj.logprob);
     }
     close_runtime(&rt);
     return rc;
 }
+
+/* ======================================================================== */
+/* tokenize, detokenize                                                     */
+/* ======================================================================== */
+
+/* A tokenizer over a whole file read into memory (no device needed). */
+typedef struct tok_runtime {
+    void *file;
+    void *arena;
+    nmt_tokenizer *t;
+} tok_runtime;
+
+static void close_tokenizer(tok_runtime *tr) {
+    free(tr->file);
+    free(tr->arena);
+    memset(tr, 0, sizeof *tr);
+}
+
+static int read_whole_file(const char *path, void **data, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        fprintf(stderr, PROG ": cannot open '%s': %s\n", path, strerror(errno));
+        return 1;
+    }
+    size_t cap = 0, n = 0;
+    char *buf = NULL;
+    for (;;) {
+        grow((void **)&buf, &cap, n + 65536, 1);
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (err) {
+        free(buf);
+        fprintf(stderr, PROG ": error reading '%s'\n", path);
+        return 1;
+    }
+    *data = buf;
+    *size = n;
+    return 0;
+}
+
+static int open_tokenizer(const cli_opts *o, tok_runtime *tr) {
+    const char *path = o->sp_model ? o->sp_model : o->model;
+    size_t size;
+    if (read_whole_file(path, &tr->file, &size) != 0) return 1;
+    const void *model = tr->file;
+    size_t model_size = size;
+    if (o->sp_model == NULL) {
+        nmt_status st = nmt_model_tokenizer(tr->file, size, o->target, &model, &model_size);
+        if (st != NMT_OK) return model_error(path, st);
+    }
+    const uint32_t max_text = (uint32_t)o->max_text_bytes;
+    size_t need;
+    nmt_status st = nmt_tokenizer_arena_size(model, model_size, max_text, &need);
+    if (st != NMT_OK) return model_error(path, st);
+    size_t alloc = round_up(need ? need : 1, NMT_ARENA_ALIGNMENT);
+    tr->arena = aligned_alloc(NMT_ARENA_ALIGNMENT, alloc);
+    if (tr->arena == NULL) {
+        fprintf(stderr, PROG ": cannot allocate the %zu-byte tokenizer arena\n", alloc);
+        return 1;
+    }
+    st = nmt_tokenizer_create(model, model_size, max_text, tr->arena, alloc, &tr->t);
+    return st == NMT_OK ? 0 : model_error(path, st);
+}
+
+typedef struct tok_job {
+    batch_job base;
+    const cli_opts *o;
+    tok_runtime tr;
+    side_rule rule;       /* detokenize: ids of the tokenizer's vocabulary */
+    cli_texts lines;      /* tokenize */
+    seq_buf seqs;         /* detokenize */
+    char *text;           /* detokenize output scratch */
+    size_t text_cap;
+} tok_job;
+
+static int tokenize_parse(batch_job *job, const char *line, size_t len, unsigned long line_no) {
+    tok_job *tj = (tok_job *)job;
+    (void)line_no;
+    cli_texts_add(&tj->lines, line, len);
+    return 0;
+}
+
+static int detokenize_parse(batch_job *job, const char *line, size_t len, unsigned long line_no) {
+    tok_job *tj = (tok_job *)job;
+    return parse_sentence(line, line + len, line_no, &tj->rule, &tj->seqs);
+}
+
+static void tok_reset(batch_job *job) {
+    tok_job *tj = (tok_job *)job;
+    cli_texts_reset(&tj->lines);
+    cli_seqs_reset(&tj->seqs);
+}
+
+static int tokenize_run(batch_job *job, unsigned long first, strbuf *out) {
+    tok_job *tj = (tok_job *)job;
+    cli_texts_ptrs(&tj->lines);
+    for (uint32_t i = 0; i < tj->lines.n; i++) {
+        const int32_t *ids;
+        uint32_t n;
+        nmt_status st = nmt_tokenizer_encode(tj->tr.t, tj->lines.ptrs[i], tj->lines.lens[i], &ids, &n);
+        if (st == NMT_ERR_INPUT_TOO_LONG) {
+            fprintf(stderr, PROG ": line %lu: %zu bytes, more than --max-text-bytes %ld\n",
+                    first + i + 1, tj->lines.lens[i], tj->o->max_text_bytes);
+            return 1;
+        }
+        if (st != NMT_OK) return report_status("tokenization failed", st, NULL);
+        for (uint32_t k = 0; k < n; k++) {
+            if (tj->o->pieces) {
+                const char *piece;
+                size_t len;
+                if (k) sb_printf(out, " ");
+                if (nmt_tokenizer_piece(tj->tr.t, ids[k], &piece, &len) == NMT_OK)
+                    append_text(out, piece, len);
+            } else {
+                sb_printf(out, k ? " %d" : "%d", (int)ids[k]);
+            }
+        }
+        sb_printf(out, "\n");
+    }
+    return 0;
+}
+
+static int detokenize_run(batch_job *job, unsigned long first, strbuf *out) {
+    tok_job *tj = (tok_job *)job;
+    (void)first;
+    cli_seqs_ptrs(&tj->seqs);
+    for (uint32_t i = 0; i < tj->seqs.n; i++) {
+        const uint32_t n = tj->seqs.lens[i];
+        size_t need = nmt_tokenizer_decode_bound(tj->tr.t, n) + 1, len;
+        grow((void **)&tj->text, &tj->text_cap, need, 1);
+        nmt_status st = nmt_tokenizer_decode(tj->tr.t, tj->seqs.ptrs[i], n, tj->text, tj->text_cap, &len);
+        if (st != NMT_OK) return report_status("detokenization failed", st, NULL);
+        append_text(out, tj->text, len);
+        sb_printf(out, "\n");
+    }
+    return 0;
+}
+
+static int run_tok(const cli_opts *o, int detok) {
+    tok_job tj = {
+        .base = {.parse = detok ? detokenize_parse : tokenize_parse,
+                 .run = detok ? detokenize_run : tokenize_run,
+                 .reset = tok_reset},
+        .o = o,
+    };
+    int rc = open_tokenizer(o, &tj.tr);
+    if (rc == 0) {
+        nmt_tokenizer_info ti;
+        nmt_tokenizer_get_info(tj.tr.t, &ti);
+        tj.rule.side = "input";
+        tj.rule.vocab = ti.vocab_size;
+        tj.rule.max_tokens = UINT32_MAX;
+        snprintf(tj.rule.limit_hint, sizeof tj.rule.limit_hint, "none");
+        cli_texts_init(&tj.lines, (size_t)o->batch);
+        cli_seqs_init(&tj.seqs, (size_t)o->batch);
+        rc = process_lines(&tj.base, o->batch);
+        cli_texts_free(&tj.lines);
+        cli_seqs_free(&tj.seqs);
+        free(tj.text);
+    }
+    close_tokenizer(&tj.tr);
+    return rc;
+}
+
+static int cmd_tokenize(const cli_opts *o) { return run_tok(o, 0); }
+static int cmd_detokenize(const cli_opts *o) { return run_tok(o, 1); }
 
 /* ======================================================================== */
 /* info, devices                                                            */
@@ -815,17 +994,30 @@ static int cmd_devices(const cli_opts *o) {
 /* ======================================================================== */
 
 static const command COMMANDS[] = {
-    {"translate", C_TRANSLATE, cmd_translate, "--model FILE [options] < ids > ids",
-     "translate lines of source token ids to target token ids",
-     "Translate standard input, one sentence per line of whitespace-separated source token\n"
-     "ids, to one line of space-separated target ids per input line (empty in, empty out).\n"
+    {"translate", C_TRANSLATE, cmd_translate, "--model FILE [options] < text > text",
+     "translate lines of source text (or token ids) to the target language",
+     "Translate standard input, one sentence per line, to one line per input line (empty\n"
+     "in, empty out).  A model with an embedded tokenizer reads and writes text; otherwise,\n"
+     "or with --ids, lines are whitespace-separated token ids.\n"
      "With --n-best N > 1 each sentence gives N lines 'INDEX ||| TOKENS ||| SCORE' (0-based\n"
      "input line index, length-normalised score, best first; fewer lines only when the\n"
      "search finished fewer hypotheses)."},
     {"score", C_SCORE, cmd_score, "--model FILE [options] < pairs > scores",
      "log-probability of given translations (forced decoding)",
-     "Forced decoding: read lines 'SOURCE_IDS<TAB>TARGET_IDS' and print the natural-log\n"
+     "Forced decoding: read lines 'SOURCE<TAB>TARGET' (text with a tokenizer, else ids; --ids\n"
+     "forces ids) and print the natural-log\n"
      "probability log P(target | source), end-of-sentence included, one per line (%.6f)."},
+    {"tokenize", C_TOKENIZE, cmd_tokenize, "(--sp-model FILE | --model FILE) [options] < text > ids",
+     "text to SentencePiece ids (or pieces), as spm_encode does",
+     "Tokenize standard input, one sentence per line, with a SentencePiece model: a .model\n"
+     "file (--sp-model) or the tokenizer embedded in an .nmt file (--model; --target for its\n"
+     "target side).  Prints space-separated ids, or pieces with --pieces, one line per line;\n"
+     "identical to 'spm_encode --output_format=id' (or piece)."},
+    {"detokenize", C_DETOKENIZE, cmd_detokenize,
+     "(--sp-model FILE | --model FILE) [options] < ids > text",
+     "SentencePiece ids to text, as spm_decode does",
+     "Detokenize lines of whitespace-separated ids to text (identical to 'spm_decode\n"
+     "--input_format=id'; a line break inside a decoded text is written as a space)."},
     {"info", C_INFO, cmd_info, "--model FILE [options]",
      "describe a model, its memory needs and the device",
      "Describe a model (architecture, hyper-parameters, sizes), the host arena and device\n"
@@ -847,6 +1039,10 @@ static void print_main_help(void) {
 static int check_combination(const command *cmd, const cli_opts *o) {
     if ((cmd->bit & C_MODEL) && o->model == NULL)
         return usage_error(cmd, "--model FILE is required");
+    if ((cmd->bit & C_TOK) && (o->model == NULL) == (o->sp_model == NULL))
+        return usage_error(cmd, "give exactly one of --model FILE and --sp-model FILE");
+    if ((cmd->bit & C_TOK) && o->target && o->model == NULL)
+        return usage_error(cmd, "--target needs --model");
     if (o->n_best > o->beam)
         return usage_error(cmd, "--n-best %ld is larger than --beam %ld", o->n_best, o->beam);
     return 0;
@@ -869,7 +1065,7 @@ int main(int argc, char **argv) {
     if (cmd == NULL) return usage_error(NULL, "unknown command '%s'", argv[1]);
 
     cli_opts o = {.beam = 4, .n_best = 1, .alpha = 0.6, .batch = 8, .max_src_len = 256,
-                  .gemm = NMT_GEMM_AUTO};
+                  .max_text_bytes = 2048, .gemm = NMT_GEMM_AUTO};
     int rc = parse_options(cmd, argc - 1, argv + 1, &o);
     if (rc != 0) return rc;
     if (o.help) {

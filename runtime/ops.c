@@ -2,10 +2,18 @@
  * kernels once, and turns each nmt_op_* call into argument setting plus
  * non-blocking enqueues on the device's in-order queue.
  *
- * Launch geometry: every NDRange is padded up to a multiple of the local
- * size (PoCL and OpenCL 1.2 devices reject non-uniform work-groups) and the
- * kernels discard surplus work-items.  Per-row reductions (layernorm,
- * log_softmax) run one work-group of ops->reduce_wg work-items per row.
+ * Kernel parameters come from the device's tuning (runtime/tuning.h: the
+ * built-in per-device table, then the tuner's file): per product (fp32 NT,
+ * fp32 NN, int8 NT) and shape class (M <= 2, 3..16, > 16) a provider (ours
+ * or CLBlast) and our kernels' -D knobs, each distinct set one program.
+ *
+ * Launch geometry: every kernel has one fixed local size (dimension 0; the
+ * others 1), so PoCL, which compiles a kernel per local size at its first
+ * launch, compiles each once — at the session's warm-up (warmup.c).  Every
+ * NDRange is padded up to a multiple of the local size (PoCL and OpenCL 1.2
+ * devices reject non-uniform work-groups) and the kernels discard surplus
+ * work-items.  Per-row reductions (layernorm, log_softmax) run one
+ * work-group of ops->reduce_wg work-items per row.
  *
  * Index limits: the GEMM kernels use 32-bit element indices, so a GEMM whose
  * operands reach past 2^32 - 1 elements of their buffer is refused with
@@ -24,17 +32,12 @@
 #define NMT_OPS_CLBLAST 0
 #endif
 
-#define NMT_OPS_GEMM_TM 4
-#define NMT_OPS_GEMM_TN 4
-#define NMT_OPS_GEMM_ROW_TN 8    /* 1 x 8 tiles when M < NMT_OPS_GEMM_TM */
-#define NMT_OPS_REDUCE_WG_GPU 256
-#define NMT_OPS_REDUCE_WG_CPU 64
-#define NMT_OPS_WG_BUDGET 64     /* work-items per group for elementwise kernels */
 #define NMT_OPS_POS_LIMIT (1u << 30)  /* attention positions are int in the kernels */
+#define NMT_OPS_ATTN_MAX_DH 128       /* ATTN_MAX_DH of cl/attention.cl */
 
-enum { P_GEMM, P_GEMM_ROW, P_ATTENTION, P_NORM, P_ELEMENTWISE, P_COUNT };
+enum { P_ATTENTION, P_NORM, P_ELEMENTWISE, P_COUNT };
 
-static const char *const program_names[P_COUNT] = {"gemm", "gemm", "attention", "norm", "elementwise"};
+static const char *const program_names[P_COUNT] = {"attention", "norm", "elementwise"};
 
 typedef struct kernel_def {
     size_t offset;     /* of the cl_kernel in nmt_ops */
@@ -43,12 +46,8 @@ typedef struct kernel_def {
     int reduction;     /* launched with reduce_wg work-items per group */
 } kernel_def;
 
+/* Every kernel but the products (whose programs depend on the tuning). */
 static const kernel_def kernel_defs[] = {
-    {offsetof(nmt_ops, k_gemm_nt), P_GEMM, "gemm_nt", 0},
-    {offsetof(nmt_ops, k_gemm_nn), P_GEMM, "gemm_nn", 0},
-    {offsetof(nmt_ops, k_bias_act), P_GEMM, "bias_act", 0},
-    {offsetof(nmt_ops, k_gemm_nt_row), P_GEMM_ROW, "gemm_nt", 0},
-    {offsetof(nmt_ops, k_gemm_nn_row), P_GEMM_ROW, "gemm_nn", 0},
     {offsetof(nmt_ops, k_embed), P_ELEMENTWISE, "embed", 0},
     {offsetof(nmt_ops, k_layernorm), P_NORM, "layernorm", 1},
     {offsetof(nmt_ops, k_add), P_ELEMENTWISE, "add", 0},
@@ -60,6 +59,7 @@ static const kernel_def kernel_defs[] = {
     {offsetof(nmt_ops, k_attn_scores), P_ATTENTION, "attn_scores", 0},
     {offsetof(nmt_ops, k_attn_stats), P_ATTENTION, "attn_stats", 0},
     {offsetof(nmt_ops, k_attn_apply), P_ATTENTION, "attn_apply", 0},
+    {offsetof(nmt_ops, k_attn_fused), P_ATTENTION, "attn_fused", 0},
 };
 
 static cl_kernel *kernel_slot(nmt_ops *ops, const kernel_def *d) {
@@ -89,66 +89,131 @@ void nmt_ops_release(nmt_ops *ops) {
         if (*k) clReleaseKernel(*k);
         *k = NULL;
     }
+    for (int op = 0; op < NMT_GOP_COUNT; op++)
+        for (int c = 0; c < NMT_GCLASS_COUNT; c++)
+            if (ops->k_gemm[op][c]) clReleaseKernel(ops->k_gemm[op][c]);
+    if (ops->k_bias_act) clReleaseKernel(ops->k_bias_act);
     /* Programs belong to the device (built once, shared by sessions). */
     memset(ops, 0, sizeof *ops);
 }
 
-nmt_status nmt_ops_init(nmt_ops *ops, nmt_device *dev) {
+/* Local size a kernel can take: the wish, a power of two, within the
+ * device's and the kernel's limits. */
+static nmt_status kernel_wg(nmt_ops *ops, cl_kernel k, size_t wish, size_t *out) {
+    size_t kwg = 0;
+    cl_int e = clGetKernelWorkGroupInfo(k, ops->dev->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg, &kwg, NULL);
+    if (e != CL_SUCCESS) return nmt_cl_fail(ops->dev, e, "clGetKernelWorkGroupInfo");
+    size_t dev_wg = ops->dev->info.max_work_group_size ? ops->dev->info.max_work_group_size : 1;
+    *out = pow2_floor(NMT_MAX((size_t)1, NMT_MIN(NMT_MIN(wish ? wish : 1, dev_wg), kwg ? kwg : 1)));
+    return NMT_OK;
+}
+
+/* Build the program of one product configuration and create its kernel. */
+static nmt_status gemm_kernel(nmt_ops *ops, nmt_gemm_op op, nmt_gemm_class cls) {
+    nmt_gemm_cfg *c = &ops->cfg[op][cls];
+    char opts[96];
+    snprintf(opts, sizeof opts, "-DGEMM_TM=%u -DGEMM_TN=%u -DGEMM_VW=%u -DGEMM_MFAST=%u", (unsigned)c->tm,
+             (unsigned)c->tn, (unsigned)c->vw, (unsigned)c->mfast);
+    cl_program prog;
+    NMT_TRY(nmt_device_program(ops->dev, op == NMT_GOP_Q8 ? "gemm_q8" : "gemm", opts, &prog));
+    static const char *const names[NMT_GOP_COUNT] = {"gemm_nt", "gemm_nn", "gemm_q8_nt"};
+    NMT_TRY(nmt_device_kernel(ops->dev, prog, names[op], &ops->k_gemm[op][cls]));
+    size_t wg;
+    NMT_TRY(kernel_wg(ops, ops->k_gemm[op][cls], c->wg, &wg));
+    c->wg = (uint16_t)wg;
+    return NMT_OK;
+}
+
+nmt_status nmt_ops_init_tuned(nmt_ops *ops, nmt_device *dev, const nmt_tuning *t) {
     if (ops == NULL || dev == NULL) return NMT_ERR_INVALID_ARGUMENT;
     memset(ops, 0, sizeof *ops);
+    if (t == NULL) t = &dev->tuning;
+    for (int op = 0; op < NMT_GOP_COUNT; op++)
+        for (int c = 0; c < NMT_GCLASS_COUNT; c++)
+            if (!nmt_gemm_cfg_valid((nmt_gemm_op)op, &t->gemm[op][c])) return NMT_ERR_INVALID_ARGUMENT;
     ops->dev = dev;
-    ops->gemm = dev->info.gemm == NMT_GEMM_CLBLAST ? NMT_GEMM_CLBLAST : NMT_GEMM_OWN;
-    if (ops->gemm == NMT_GEMM_CLBLAST && !NMT_OPS_CLBLAST) return NMT_ERR_UNSUPPORTED;
-    ops->gemm_tm = NMT_OPS_GEMM_TM;
-    ops->gemm_tn = NMT_OPS_GEMM_TN;
-    ops->gemm_row_tn = NMT_OPS_GEMM_ROW_TN;
+    memcpy(ops->cfg, t->gemm, sizeof ops->cfg);
+    int any_clblast = 0;
+    for (int op = 0; op < NMT_GOP_COUNT; op++)
+        for (int c = 0; c < NMT_GCLASS_COUNT; c++)
+            if (ops->cfg[op][c].provider == NMT_GEMM_CLBLAST) {
+                if (!NMT_OPS_CLBLAST) return NMT_ERR_UNSUPPORTED;
+                any_clblast = 1;
+            }
+    ops->gemm = (nmt_gemm_provider)ops->cfg[NMT_GOP_NT][NMT_GCLASS_BIG].provider;
 
     size_t dev_wg = dev->info.max_work_group_size ? dev->info.max_work_group_size : 1;
-    size_t reduce_cap = dev->info.is_gpu ? NMT_OPS_REDUCE_WG_GPU : NMT_OPS_REDUCE_WG_CPU;
-    reduce_cap = pow2_floor(NMT_MIN(reduce_cap, dev_wg));
+    size_t reduce_cap = pow2_floor(NMT_MIN((size_t)(t->reduce_wg ? t->reduce_wg : 64), dev_wg));
 
     char opts[P_COUNT][96];
-    snprintf(opts[P_GEMM], sizeof opts[P_GEMM], "-DGEMM_TM=%u -DGEMM_TN=%u", (unsigned)ops->gemm_tm,
-             (unsigned)ops->gemm_tn);
-    snprintf(opts[P_GEMM_ROW], sizeof opts[P_GEMM_ROW], "-DGEMM_TM=1 -DGEMM_TN=%u", (unsigned)ops->gemm_row_tn);
     opts[P_ATTENTION][0] = '\0';
     snprintf(opts[P_NORM], sizeof opts[P_NORM], "-DREDUCE_WG=%zu", reduce_cap);
     snprintf(opts[P_ELEMENTWISE], sizeof opts[P_ELEMENTWISE], "-DREDUCE_WG=%zu", reduce_cap);
 
+    nmt_status s = NMT_OK;
+    /* fp32 NT products of every class; NN ones (no model family uses them)
+     * at nmt_ops_enable_nn or their first call, int8 ones at nmt_ops_enable_q8 */
+    for (int c = 0; c < NMT_GCLASS_COUNT && s == NMT_OK; c++) s = gemm_kernel(ops, NMT_GOP_NT, (nmt_gemm_class)c);
     cl_program progs[P_COUNT];
-    for (int p = 0; p < P_COUNT; p++) {
-        nmt_status s = nmt_device_program(dev, program_names[p], opts[p], &progs[p]);
-        if (s != NMT_OK) {
-            nmt_ops_release(ops);
-            return s;
-        }
+    for (int p = 0; p < P_COUNT && s == NMT_OK; p++) s = nmt_device_program(dev, program_names[p], opts[p], &progs[p]);
+    if (s == NMT_OK && any_clblast) {
+        cl_program prog;
+        s = nmt_device_program(dev, "gemm", "", &prog);
+        if (s == NMT_OK) s = nmt_device_kernel(dev, prog, "bias_act", &ops->k_bias_act);
+    }
+    if (s != NMT_OK) {
+        nmt_ops_release(ops);
+        return s;
     }
 
-    size_t reduce_wg = reduce_cap, wg_max = NMT_MIN((size_t)NMT_OPS_WG_BUDGET, dev_wg);
+    size_t reduce_wg = reduce_cap, wg_max = NMT_MIN((size_t)(t->wg ? t->wg : 64), dev_wg);
     for (size_t i = 0; i < NMT_ARRAY_LEN(kernel_defs); i++) {
         const kernel_def *d = &kernel_defs[i];
-        nmt_status s = nmt_device_kernel(dev, progs[d->program], d->name, kernel_slot(ops, d));
+        s = nmt_device_kernel(dev, progs[d->program], d->name, kernel_slot(ops, d));
+        size_t kwg = 1;
+        if (s == NMT_OK) s = kernel_wg(ops, *kernel_slot(ops, d), d->reduction ? reduce_wg : wg_max, &kwg);
         if (s != NMT_OK) {
             nmt_ops_release(ops);
             return s;
         }
-        size_t kwg = 0;
-        cl_int e = clGetKernelWorkGroupInfo(*kernel_slot(ops, d), dev->device, CL_KERNEL_WORK_GROUP_SIZE,
-                                            sizeof kwg, &kwg, NULL);
-        if (e != CL_SUCCESS) {
-            s = nmt_cl_fail(dev, e, "clGetKernelWorkGroupInfo");
+        if (d->reduction) reduce_wg = NMT_MIN(reduce_wg, kwg);
+        else wg_max = NMT_MIN(wg_max, kwg);
+    }
+    if (ops->k_bias_act) {
+        size_t kwg = 1;
+        s = kernel_wg(ops, ops->k_bias_act, wg_max, &kwg);
+        if (s != NMT_OK) {
             nmt_ops_release(ops);
             return s;
         }
-        if (kwg == 0) kwg = 1;
-        if (d->reduction) reduce_wg = NMT_MIN(reduce_wg, pow2_floor(kwg));
-        else wg_max = NMT_MIN(wg_max, kwg);
+        wg_max = NMT_MIN(wg_max, kwg);
     }
     ops->reduce_wg = reduce_wg;
-    ops->wg_max = wg_max;
-    nmt_log(&dev->log, NMT_LOG_DEBUG, "ops: gemm=%s tile %ux%u (1x%u below %u rows), reduce_wg=%zu, wg_max=%zu",
-            ops->gemm == NMT_GEMM_CLBLAST ? "clblast" : "own", (unsigned)ops->gemm_tm, (unsigned)ops->gemm_tn,
-            (unsigned)ops->gemm_row_tn, (unsigned)ops->gemm_tm, ops->reduce_wg, ops->wg_max);
+    ops->wg_max = pow2_floor(wg_max);
+    const nmt_gemm_cfg *b = &ops->cfg[NMT_GOP_NT][NMT_GCLASS_BIG], *r = &ops->cfg[NMT_GOP_NT][NMT_GCLASS_M2];
+    nmt_log(&dev->log, NMT_LOG_DEBUG,
+            "ops: gemm nt big %s %ux%u vw%u%s wg%u, nt m2 %ux%u vw%u wg%u; reduce_wg=%zu, wg=%zu (%s)",
+            b->provider == NMT_GEMM_CLBLAST ? "clblast" : "own", (unsigned)b->tm, (unsigned)b->tn, (unsigned)b->vw,
+            b->mfast ? " mfast" : "", (unsigned)b->wg, (unsigned)r->tm, (unsigned)r->tn, (unsigned)r->vw,
+            (unsigned)r->wg, ops->reduce_wg, ops->wg_max, t->origin);
+    return NMT_OK;
+}
+
+nmt_status nmt_ops_init(nmt_ops *ops, nmt_device *dev) {
+    return nmt_ops_init_tuned(ops, dev, dev ? &dev->tuning : NULL);
+}
+
+nmt_status nmt_ops_enable_nn(nmt_ops *ops) {
+    if (ops == NULL || ops->dev == NULL || ops->k_add == NULL) return NMT_ERR_INVALID_ARGUMENT;
+    for (int c = 0; c < NMT_GCLASS_COUNT; c++)
+        if (ops->k_gemm[NMT_GOP_NN][c] == NULL) NMT_TRY(gemm_kernel(ops, NMT_GOP_NN, (nmt_gemm_class)c));
+    return NMT_OK;
+}
+
+nmt_status nmt_ops_enable_q8(nmt_ops *ops) {
+    if (ops == NULL || ops->dev == NULL || ops->k_add == NULL) return NMT_ERR_INVALID_ARGUMENT;
+    for (int c = 0; c < NMT_GCLASS_COUNT; c++)
+        if (ops->k_gemm[NMT_GOP_Q8][c] == NULL) NMT_TRY(gemm_kernel(ops, NMT_GOP_Q8, (nmt_gemm_class)c));
     return NMT_OK;
 }
 
@@ -204,16 +269,14 @@ static nmt_status args_end(nmt_ops *ops, const args *a, const char *kernel) {
     return nmt_cl_fail(ops->dev, a->err, what);
 }
 
-/* Enqueue over n[0..dims) work-items: local sizes fill dimension 0 first
- * (coalesced), global sizes padded to multiples of them.  Any n[d] == 0 is
- * a no-op. */
+/* Enqueue over n[0..dims) work-items with the fixed local size
+ * (ops->wg_max, 1, 1): one compiled variant per kernel whatever the shape.
+ * Global sizes are padded to multiples of it.  Any n[d] == 0 is a no-op. */
 static nmt_status launch(nmt_ops *ops, cl_kernel k, cl_uint dims, const size_t *n, const char *kernel) {
     size_t gws[3], lws[3];
-    size_t budget = pow2_floor(ops->wg_max ? ops->wg_max : 1);  /* powers of two throughout */
     for (cl_uint d = 0; d < dims; d++) {
         if (n[d] == 0) return NMT_OK;
-        lws[d] = NMT_MIN(pow2_ceil(n[d]), budget);
-        budget /= lws[d];
+        lws[d] = d == 0 ? (ops->wg_max ? ops->wg_max : 1) : 1;
         gws[d] = (n[d] + lws[d] - 1) / lws[d] * lws[d];
     }
     cl_int e = clEnqueueNDRangeKernel(ops->dev->queue, k, dims, NULL, gws, lws, 0, NULL, NULL);
@@ -267,25 +330,49 @@ static int ops_ok(const nmt_ops *ops) { return ops != NULL && ops->dev != NULL &
 /* GEMM                                                                     */
 /* ------------------------------------------------------------------------ */
 
+/* Launch a product kernel whose arguments are set: blocks of cfg->tm x
+ * cfg->tn, dimension 0 over N blocks (or M blocks when mfast), local size
+ * (cfg->wg, 1). */
+static nmt_status launch_gemm(nmt_ops *ops, cl_kernel k, const nmt_gemm_cfg *c, uint32_t M, uint32_t N,
+                              const char *kname) {
+    const size_t nb = (N + c->tn - 1) / c->tn, mb = (M + c->tm - 1) / c->tm;
+    const size_t n[2] = {c->mfast ? mb : nb, c->mfast ? nb : mb};
+    const size_t l[2] = {c->wg, 1};
+    return launch_local(ops, k, 2, n, l, kname);
+}
+
+static nmt_status check_gemm_common(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, nmt_buf A, uint32_t lda,
+                                    float beta, nmt_buf C, uint32_t ldc, nmt_buf bias) {
+    if (A.mem == NULL || C.mem == NULL) return NMT_ERR_INVALID_ARGUMENT;
+    if (beta != 0.0f && beta != 1.0f) return NMT_ERR_INVALID_ARGUMENT;
+    if (lda < K || ldc < N) return NMT_ERR_INVALID_ARGUMENT;
+    const uint64_t lim = (uint64_t)UINT32_MAX;
+    if (extent(A.off, M, lda, K) > lim || extent(C.off, M, ldc, N) > lim ||
+        (bias.mem && (uint64_t)bias.off + N > lim)) {
+        nmt_log(&ops->dev->log, NMT_LOG_ERROR, "gemm operands beyond 32-bit element indexing");
+        return NMT_ERR_UNSUPPORTED;
+    }
+    return NMT_OK;
+}
+
 nmt_status nmt_op_gemm(nmt_ops *ops, int trans_b, uint32_t M, uint32_t N, uint32_t K, float alpha, nmt_buf A,
                        uint32_t lda, nmt_buf B, uint32_t ldb, float beta, nmt_buf C, uint32_t ldc, nmt_buf bias,
                        int relu) {
     if (!ops_ok(ops)) return NMT_ERR_INVALID_ARGUMENT;
     if (M == 0 || N == 0) return NMT_OK;
-    if (A.mem == NULL || B.mem == NULL || C.mem == NULL) return NMT_ERR_INVALID_ARGUMENT;
-    if (beta != 0.0f && beta != 1.0f) return NMT_ERR_INVALID_ARGUMENT;
-    if (lda < K || ldb < (trans_b ? K : N) || ldc < N) return NMT_ERR_INVALID_ARGUMENT;
-    const uint64_t lim = (uint64_t)UINT32_MAX;
-    if (extent(A.off, M, lda, K) > lim || extent(C.off, M, ldc, N) > lim ||
-        (trans_b ? extent(B.off, N, ldb, K) : extent(B.off, K ? K : 1, ldb, N)) > lim ||
-        (bias.mem && (uint64_t)bias.off + N > lim)) {
+    if (B.mem == NULL || ldb < (trans_b ? K : N)) return NMT_ERR_INVALID_ARGUMENT;
+    NMT_TRY(check_gemm_common(ops, M, N, K, A, lda, beta, C, ldc, bias));
+    if ((trans_b ? extent(B.off, N, ldb, K) : extent(B.off, K ? K : 1, ldb, N)) > (uint64_t)UINT32_MAX) {
         nmt_log(&ops->dev->log, NMT_LOG_ERROR, "gemm operands beyond 32-bit element indexing");
         return NMT_ERR_UNSUPPORTED;
     }
     const int flags = (bias.mem ? 1 : 0) | (relu ? 2 : 0);
+    const nmt_gemm_op op = trans_b ? NMT_GOP_NT : NMT_GOP_NN;
+    const nmt_gemm_class cls = nmt_gemm_class_of(M);
+    const nmt_gemm_cfg *cfg = &ops->cfg[op][cls];
 
 #if NMT_OPS_CLBLAST
-    if (ops->gemm == NMT_GEMM_CLBLAST && K > 0) {
+    if (cfg->provider == NMT_GEMM_CLBLAST && K > 0) {
         cl_command_queue q = ops->dev->queue;
         CLBlastStatusCode st = CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo,
                                             trans_b ? CLBlastTransposeYes : CLBlastTransposeNo, M, N, K, alpha,
@@ -307,11 +394,9 @@ nmt_status nmt_op_gemm(nmt_ops *ops, int trans_b, uint32_t M, uint32_t N, uint32
     }
 #endif
 
-    /* Fewer rows than a tile: 1-row tiles instead of clamped, recomputed rows. */
-    const int row = M < ops->gemm_tm;
-    cl_kernel k = trans_b ? (row ? ops->k_gemm_nt_row : ops->k_gemm_nt) : (row ? ops->k_gemm_nn_row : ops->k_gemm_nn);
+    if (ops->k_gemm[op][cls] == NULL) NMT_TRY(nmt_ops_enable_nn(ops)); /* NN: built at first use */
+    cl_kernel k = ops->k_gemm[op][cls];
     const char *kname = trans_b ? "gemm_nt" : "gemm_nn";
-    const uint32_t tm = row ? 1 : ops->gemm_tm, tn = row ? ops->gemm_row_tn : ops->gemm_tn;
     args a = args_begin(k);
     arg_u32(&a, M);
     arg_u32(&a, N);
@@ -331,8 +416,46 @@ nmt_status nmt_op_gemm(nmt_ops *ops, int trans_b, uint32_t M, uint32_t N, uint32
     arg_u32(&a, bias.mem ? (uint32_t)bias.off : 0u);
     arg_i32(&a, flags);
     NMT_TRY(args_end(ops, &a, kname));
-    const size_t n[2] = {(N + tn - 1) / tn, (M + tm - 1) / tm};
-    return launch(ops, k, 2, n, kname);
+    return launch_gemm(ops, k, cfg, M, N, kname);
+}
+
+nmt_status nmt_op_gemm_q8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, float alpha, nmt_buf A, uint32_t lda,
+                          nmt_buf Q, uint32_t ldq, nmt_buf scale, float beta, nmt_buf C, uint32_t ldc, nmt_buf bias,
+                          int relu) {
+    if (!ops_ok(ops)) return NMT_ERR_INVALID_ARGUMENT;
+    const nmt_gemm_class cls = nmt_gemm_class_of(M);
+    if (ops->k_gemm[NMT_GOP_Q8][cls] == NULL) return NMT_ERR_INVALID_ARGUMENT;  /* not enabled */
+    if (M == 0 || N == 0) return NMT_OK;
+    if (Q.mem == NULL || scale.mem == NULL || ldq < K) return NMT_ERR_INVALID_ARGUMENT;
+    NMT_TRY(check_gemm_common(ops, M, N, K, A, lda, beta, C, ldc, bias));
+    if (extent(Q.off, N, ldq, K) > (uint64_t)UINT32_MAX || (uint64_t)scale.off + N > (uint64_t)UINT32_MAX) {
+        nmt_log(&ops->dev->log, NMT_LOG_ERROR, "gemm_q8 operands beyond 32-bit element indexing");
+        return NMT_ERR_UNSUPPORTED;
+    }
+    const int flags = (bias.mem ? 1 : 0) | (relu ? 2 : 0);
+    cl_kernel k = ops->k_gemm[NMT_GOP_Q8][cls];
+    args a = args_begin(k);
+    arg_u32(&a, M);
+    arg_u32(&a, N);
+    arg_u32(&a, K);
+    arg_f32(&a, alpha);
+    arg_mem(&a, A.mem);
+    arg_u32(&a, (uint32_t)A.off);
+    arg_u32(&a, lda);
+    arg_mem(&a, Q.mem);
+    arg_u32(&a, (uint32_t)Q.off);
+    arg_u32(&a, ldq);
+    arg_mem(&a, scale.mem);
+    arg_u32(&a, (uint32_t)scale.off);
+    arg_f32(&a, beta);
+    arg_mem(&a, C.mem);
+    arg_u32(&a, (uint32_t)C.off);
+    arg_u32(&a, ldc);
+    arg_mem(&a, bias.mem ? bias.mem : C.mem);
+    arg_u32(&a, bias.mem ? (uint32_t)bias.off : 0u);
+    arg_i32(&a, flags);
+    NMT_TRY(args_end(ops, &a, "gemm_q8_nt"));
+    return launch_gemm(ops, k, &ops->cfg[NMT_GOP_Q8][cls], M, N, "gemm_q8_nt");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -525,6 +648,52 @@ nmt_status nmt_op_attention(nmt_ops *ops, const nmt_attn_args *p) {
     }
     const uint32_t rows_sh = p->n_seq * p->n_heads;
     const float scale = (float)(1.0 / sqrt((double)p->d_head));
+
+    const int fused = ops->attn_mode == NMT_ATTN_FUSED ||
+                      (ops->attn_mode == NMT_ATTN_AUTO && p->d_head <= NMT_OPS_ATTN_MAX_DH);
+    if (fused && p->d_head <= NMT_OPS_ATTN_MAX_DH) {
+        /* one launch: every branch, scores recomputed per branch */
+        cl_uint kinds = 0;
+        cl_int8 radii;
+        memset(&radii, 0, sizeof radii);
+        for (uint32_t b = 0; b < p->n_branches; b++) {
+            kinds |= (cl_uint)p->branches[b].kind << (4 * b);
+            radii.s[b] = (cl_int)NMT_MIN(p->branches[b].k, NMT_OPS_POS_LIMIT);
+        }
+        args a = args_begin(ops->k_attn_fused);
+        arg_u32(&a, p->n_seq);
+        arg_u32(&a, p->lq);
+        arg_u32(&a, p->q_pos0);
+        arg_u32(&a, p->lk_max);
+        arg_u32(&a, p->group);
+        arg_u32(&a, p->n_heads);
+        arg_u32(&a, p->d_head);
+        arg_f32(&a, scale);
+        arg_mem(&a, p->q.mem);
+        arg_u64(&a, p->q.off);
+        arg_u32(&a, p->q_ld);
+        arg_mem(&a, p->k.mem);
+        arg_u64(&a, p->k.off);
+        arg_u32(&a, p->k_ld);
+        arg_mem(&a, p->v.mem);
+        arg_u64(&a, p->v.off);
+        arg_u32(&a, p->v_ld);
+        arg_u64(&a, p->kv_seq_stride);
+        arg_mem(&a, p->key_len.mem ? p->key_len.mem : p->scores.mem);
+        arg_u64(&a, p->key_len.mem ? p->key_len.off : 0);
+        arg_i32(&a, p->key_len.mem != NULL);
+        arg_u32(&a, p->key_len_const);
+        arg_i32(&a, p->causal ? 1 : 0);
+        arg_u32(&a, p->n_branches);
+        arg_u32(&a, kinds);
+        arg_raw(&a, sizeof radii, &radii);
+        arg_mem(&a, p->out.mem);
+        arg_u64(&a, p->out.off);
+        arg_u32(&a, p->out_ld);
+        NMT_TRY(args_end(ops, &a, "attn_fused"));
+        const size_t n_fused[3] = {rows_sh, p->lq, p->n_branches};
+        return launch(ops, ops->k_attn_fused, 3, n_fused, "attn_fused");
+    }
 
     /* 1. scores, shared by every branch */
     args a = args_begin(ops->k_attn_scores);

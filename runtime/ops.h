@@ -37,23 +37,48 @@ typedef struct nmt_branch {
 
 typedef struct nmt_ops {
     nmt_device *dev;
-    nmt_gemm_provider gemm;  /* resolved: OWN or CLBLAST */
-    /* kernels (created by nmt_ops_init) */
-    cl_kernel k_gemm_nt, k_gemm_nn, k_bias_act;
-    cl_kernel k_gemm_nt_row, k_gemm_nn_row;  /* 1-row tiles, for M < gemm_tm (decoding) */
+    nmt_gemm_provider gemm;  /* provider of large fp32 NT products (OWN or CLBLAST) */
+    /* products: [op][shape class] (tuning.h); NN ones exist after nmt_ops_enable_nn
+     * (or the first NN call), Q8 ones after nmt_ops_enable_q8 */
+    cl_kernel k_gemm[NMT_GOP_COUNT][NMT_GCLASS_COUNT];
+    cl_kernel k_bias_act;    /* epilogue after CLBlast (only when some class uses it) */
+    /* other kernels (created by nmt_ops_init) */
     cl_kernel k_embed, k_layernorm, k_add, k_relu, k_gate_accum, k_copy_rows;
     cl_kernel k_gather_rows, k_log_softmax;
-    cl_kernel k_attn_scores, k_attn_stats, k_attn_apply;
-    /* launch geometry chosen by nmt_ops_init */
-    uint32_t gemm_tm, gemm_tn;  /* block of C per GEMM work-item (-D GEMM_TM/TN) */
-    uint32_t gemm_row_tn;       /* columns per work-item of the 1-row kernels */
+    cl_kernel k_attn_scores, k_attn_stats, k_attn_apply, k_attn_fused;
+    /* launch geometry chosen by nmt_ops_init: every kernel is launched with
+     * one fixed local size (PoCL compiles a kernel once per local size, so
+     * the warm-up at session creation covers every launch) */
+    nmt_gemm_cfg cfg[NMT_GOP_COUNT][NMT_GCLASS_COUNT];  /* wg clamped to the kernel */
     size_t reduce_wg;           /* local size of the per-row reductions (power of two) */
-    size_t wg_max;              /* work-items per group for the other kernels */
+    size_t wg_max;              /* local size (dimension 0) of the other kernels */
+    int attn_mode;              /* NMT_ATTN_AUTO / _FUSED / _SPLIT (tests force one) */
 } nmt_ops;
 
+/* Attention path: AUTO uses attn_fused when d_head <= 128, else the
+ * scores / stats / apply kernels. */
+enum { NMT_ATTN_AUTO = 0, NMT_ATTN_FUSED = 1, NMT_ATTN_SPLIT = 2 };
+
 /* Build the programs and create every kernel above.  Called at session
- * creation; on failure everything created so far is released. */
+ * creation; on failure everything created so far is released.  Kernel
+ * parameters come from the device's tuning (dev->tuning, tuning.h). */
 nmt_status nmt_ops_init(nmt_ops *ops, nmt_device *dev);
+
+/* nmt_ops_init with explicit parameters (NULL = the device's): the tuner
+ * and the tests run candidate sets through it.  Invalid sets:
+ * NMT_ERR_INVALID_ARGUMENT; CLBlast requested without it: NMT_ERR_UNSUPPORTED. */
+nmt_status nmt_ops_init_tuned(nmt_ops *ops, nmt_device *dev, const nmt_tuning *t);
+
+/* Build the fp32 NN product kernels (B = [K,N]).  No model family uses
+ * them (weights are [N,K]), so nmt_ops_init leaves them out and the first
+ * nmt_op_gemm with trans_b = 0 builds them; callers that must not create
+ * OpenCL objects later (the trainer) call this up front.  Idempotent. */
+nmt_status nmt_ops_enable_nn(nmt_ops *ops);
+
+/* Build the int8-weight kernels (cl/gemm_q8.cl), for models that have int8
+ * weights; call at session creation (it creates OpenCL objects).  Idempotent. */
+nmt_status nmt_ops_enable_q8(nmt_ops *ops);
+
 void nmt_ops_release(nmt_ops *ops);
 
 /* C[M,N] = alpha * A[M,K] * op(B) + beta * C (+ bias[N]) (then ReLU if relu).
@@ -63,6 +88,17 @@ void nmt_ops_release(nmt_ops *ops);
 nmt_status nmt_op_gemm(nmt_ops *ops, int trans_b, uint32_t M, uint32_t N, uint32_t K, float alpha,
                        nmt_buf A, uint32_t lda, nmt_buf B, uint32_t ldb, float beta, nmt_buf C,
                        uint32_t ldc, nmt_buf bias, int relu);
+
+/* Int8 weights with per-row scales:
+ *   C[M,N] = alpha * A[M,K] * W^T + beta * C (+ bias[N]) (then ReLU),
+ *   W[n,k] = Q[n,k] * scale[n].
+ * Q is a buffer of int8 (signed char) [N,K] with row stride ldq, its offset
+ * in elements (bytes); scale holds N floats.  A, C, bias fp32 as in
+ * nmt_op_gemm; beta must be 0 or 1.  Requires nmt_ops_enable_q8 (else
+ * NMT_ERR_INVALID_ARGUMENT). */
+nmt_status nmt_op_gemm_q8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, float alpha, nmt_buf A,
+                          uint32_t lda, nmt_buf Q, uint32_t ldq, nmt_buf scale, float beta, nmt_buf C,
+                          uint32_t ldc, nmt_buf bias, int relu);
 
 /* out[r, :] = E[tok[r], :] * scale + P(pos(r)) for r < rows, where
  * pos(r) = pos0 + (r % seq_len) and P is the sinusoidal table (sin in

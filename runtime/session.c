@@ -4,6 +4,7 @@
  * After nmt_session_create() returns, nothing here allocates host memory or
  * creates OpenCL objects. */
 #include "session_internal.h"
+#include "warmup.h"
 
 #include <math.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #define NMT_DEFAULT_BEAM 4u
 #define NMT_DEFAULT_ALPHA 0.6f
 #define NMT_EXTRA_TGT 50u /* max target length = source length + 50 (paper) */
+#define NMT_DEFAULT_MAX_TEXT 2048u
 
 static const nmt_family *const families[] = {&nmt_family_transformer};
 
@@ -40,6 +42,10 @@ static void summarise(const nmt_file *f, nmt_model_info *info) {
         bytes += v.nbytes;
         dtypes |= 1u << v.dtype;
     }
+    nmt_tensor_view tv;
+    info->tokenizer = nmt_file_find(f, "tokenizer.src", &tv) != NMT_OK   ? 0
+                      : nmt_file_find(f, "tokenizer.tgt", &tv) == NMT_OK ? 2
+                                                                          : 1;
     info->format_version = f->h.version;
     info->n_params = n_params;
     info->weight_bytes = bytes;
@@ -91,9 +97,11 @@ static nmt_status resolve_limits(const nmt_limits *in, nmt_limits *out) {
     if (out->max_batch == 0) out->max_batch = 1;
     if (out->max_beam == 0) out->max_beam = NMT_DEFAULT_BEAM;
     if (out->max_tgt_len == 0) out->max_tgt_len = out->max_src_len + NMT_EXTRA_TGT;
+    if (out->max_text_bytes == 0) out->max_text_bytes = NMT_DEFAULT_MAX_TEXT;
     /* generous but bounded so that every size computation stays in range */
     NMT_CHECK(out->max_src_len <= 65536 && out->max_tgt_len <= 65536 && out->max_batch <= 4096 &&
-                  out->max_beam <= 256 && (uint64_t)out->max_batch * out->max_beam <= 65536,
+                  out->max_beam <= 256 && (uint64_t)out->max_batch * out->max_beam <= 65536 &&
+                  out->max_text_bytes <= (1u << 24),
               NMT_ERR_INVALID_ARGUMENT);
     return NMT_OK;
 }
@@ -150,6 +158,7 @@ static nmt_status plan_session(nmt_session *s, nmt_arena *a) {
     NMT_TRY(int_buffer(s, a, (size_t)d->max_batch * d->tgt_cap, &s->io.tgt_tok));
     NMT_TRY(nmt_session_buffer(s, a, (size_t)d->step_rows * V * sizeof(float), NULL, &s->io.logits));
     NMT_TRY(s->fam->plan(s, &s->file, s->cfg, d, a, &s->fam_state));
+    NMT_TRY(nmt_session_plan_text(s, a));
     NMT_CHECK(!a->failed, NMT_ERR_ARENA_TOO_SMALL);
     return NMT_OK;
 }
@@ -228,7 +237,7 @@ nmt_status nmt_session_create(nmt_device *dev, const nmt_session_params *params,
     s->device_bytes = 0;
     st = nmt_ops_init(&s->ops, dev);
     if (st == NMT_OK) st = plan_session(s, &a);
-    if (st == NMT_OK) st = nmt_device_finish(dev);
+    if (st == NMT_OK) st = nmt_session_warm(s); /* compile every kernel now, refresh the cache */
     if (st != NMT_OK) {
         release_all(s);
         return st;

@@ -6,6 +6,7 @@
 #include "beam.h"
 #include "family.h"
 #include "platform.h"
+#include "tokenizer.h"
 
 typedef struct nmt_buf_node {
     cl_mem mem;
@@ -36,7 +37,18 @@ struct nmt_session {
     float *h_logits;           /* (step_rows, tgt_vocab) */
     nmt_beam beam;
     uint32_t n_results, result_n_best;
+    /* text API (session_text.c); NULL tokenizers: the model embeds none */
+    nmt_tokenizer *tok_src, *tok_tgt; /* tok_tgt == tok_src when shared */
+    int32_t *txt_ids;          /* (max_batch, max_src_len) then (max_batch, max_tgt_len) */
+    const int32_t **txt_ptrs;  /* (2 * max_batch) */
+    uint32_t *txt_lens;        /* (2 * max_batch) */
+    char *txt_out;             /* (txt_out_cap) one detokenized hypothesis */
+    size_t txt_out_cap;
 };
+
+/* Plan the tokenizers and text buffers (session_text.c; called by
+ * plan_session on both passes). */
+nmt_status nmt_session_plan_text(nmt_session *s, nmt_arena *a);
 
 /* Per-position callback of forced decoding: sentence i, decoder position p
  * (0 = after BOS), the reference label at p, and the V logits or

@@ -30,6 +30,9 @@ const char *nmt_status_str(nmt_status s) {
         [NMT_ERR_LIMIT_EXCEEDED] = "request exceeds the session limits (batch, beam or n-best)",
         [NMT_ERR_DEVICE_MEMORY] = "not enough device memory",
         [NMT_ERR_UNSUPPORTED] = "not supported by this build or device",
+        [NMT_ERR_TOKENIZER_MODEL] = "SentencePiece tokenizer model is malformed",
+        [NMT_ERR_NO_TOKENIZER] = "model has no embedded tokenizer",
+        [NMT_ERR_BUFFER_TOO_SMALL] = "output buffer too small",
     };
     if ((unsigned)s >= NMT_STATUS_COUNT_ || names[s] == NULL) return "unknown status";
     return names[s];

@@ -745,7 +745,7 @@ static void test_broken_source(void **state) {
     nmt_ops ops;
     memset(&ops, 0xab, sizeof ops);
     assert_int_equal(nmt_ops_init(&ops, o.dev), NMT_ERR_KERNEL_BUILD);
-    assert_null(ops.k_gemm_nt);
+    assert_null(ops.k_gemm[NMT_GOP_NT][0]);
     assert_null(ops.k_add);
     assert_null(ops.dev);
     close_dev(&o);

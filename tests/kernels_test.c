@@ -29,6 +29,8 @@ static int setup(void **state) {
     e->dev = nmt_test_device_open(&e->mem);
     if (e->dev == NULL) return -1;
     nmt_status s = nmt_ops_init(&e->ops, e->dev);
+    if (s == NMT_OK) s = nmt_ops_enable_q8(&e->ops);
+    if (s == NMT_OK) s = nmt_ops_enable_nn(&e->ops);
     if (s != NMT_OK) {
         fprintf(stderr, "nmt_ops_init failed: %s\n", nmt_status_str(s));
         return -1;
@@ -104,29 +106,53 @@ static float *download(env *e, cl_mem m, size_t n) {
 static void test_ops_init(void **state) {
     env *e = *state;
     const nmt_ops *o = &e->ops;
-    const cl_kernel ks[] = {o->k_gemm_nt, o->k_gemm_nn, o->k_bias_act, o->k_gemm_nt_row, o->k_gemm_nn_row,
-                            o->k_embed, o->k_layernorm,
-                            o->k_add, o->k_relu, o->k_gate_accum, o->k_copy_rows, o->k_gather_rows,
-                            o->k_log_softmax, o->k_attn_scores, o->k_attn_stats, o->k_attn_apply};
+    const cl_kernel ks[] = {o->k_embed, o->k_layernorm, o->k_add, o->k_relu, o->k_gate_accum, o->k_copy_rows,
+                            o->k_gather_rows, o->k_log_softmax, o->k_attn_scores, o->k_attn_stats,
+                            o->k_attn_apply, o->k_attn_fused};
     for (size_t i = 0; i < NMT_ARRAY_LEN(ks); i++) assert_non_null(ks[i]);
+    for (int c = 0; c < NMT_GCLASS_COUNT; c++) {
+        assert_non_null(o->k_gemm[NMT_GOP_NT][c]);
+        assert_non_null(o->k_gemm[NMT_GOP_NN][c]);  /* enabled by setup */
+        assert_non_null(o->k_gemm[NMT_GOP_Q8][c]);
+        for (int op = 0; op < NMT_GOP_COUNT; op++) {
+            assert_true(nmt_gemm_cfg_valid((nmt_gemm_op)op, &o->cfg[op][c]));
+            assert_true(o->cfg[op][c].wg <= e->dev->info.max_work_group_size);
+        }
+    }
     assert_ptr_equal(o->dev, e->dev);
     assert_true(o->gemm == NMT_GEMM_OWN || o->gemm == NMT_GEMM_CLBLAST);
     assert_true(o->reduce_wg >= 1 && (o->reduce_wg & (o->reduce_wg - 1)) == 0);
     assert_true(o->wg_max >= 1 && o->wg_max <= e->dev->info.max_work_group_size);
-    assert_true(o->gemm_tm >= 1 && o->gemm_tn >= 1);
 
-    /* A second ops on the same device reuses the device's programs. */
+    /* A second ops on the same device reuses the device's programs; its
+     * int8 kernels exist only once enabled. */
     uint32_t programs = e->dev->n_programs;
     nmt_ops again;
     nmt_test_assert_ok(e->dev, nmt_ops_init(&again, e->dev));
     assert_int_equal(e->dev->n_programs, programs);
+    assert_null(again.k_gemm[NMT_GOP_Q8][0]);
+    assert_null(again.k_gemm[NMT_GOP_NN][0]);  /* built at first use */
+    nmt_buf none = {NULL, 0};
+    assert_int_equal(nmt_op_gemm_q8(&again, 1, 1, 1, 1.0f, none, 1, none, 1, none, 0.0f, none, 1, none, 0),
+                     NMT_ERR_INVALID_ARGUMENT);
+    nmt_test_assert_ok(e->dev, nmt_ops_enable_q8(&again));
+    nmt_test_assert_ok(e->dev, nmt_ops_enable_q8(&again));  /* idempotent */
+    nmt_test_assert_ok(e->dev, nmt_ops_enable_nn(&again));
+    assert_non_null(again.k_gemm[NMT_GOP_NN][NMT_GCLASS_BIG]);
+    assert_int_equal(e->dev->n_programs, programs);
     nmt_ops_release(&again);
-    assert_null(again.k_gemm_nt);
+    assert_null(again.k_gemm[NMT_GOP_NT][0]);
     assert_null(again.dev);
     nmt_ops_release(&again);  /* twice is harmless */
 
     assert_int_equal(nmt_ops_init(NULL, e->dev), NMT_ERR_INVALID_ARGUMENT);
     assert_int_equal(nmt_ops_init(&again, NULL), NMT_ERR_INVALID_ARGUMENT);
+    nmt_tuning bad = e->dev->tuning;
+    bad.gemm[NMT_GOP_NT][NMT_GCLASS_BIG].vw = 3;
+    assert_int_equal(nmt_ops_init_tuned(&again, e->dev, &bad), NMT_ERR_INVALID_ARGUMENT);
+    bad = e->dev->tuning;
+    bad.gemm[NMT_GOP_Q8][NMT_GCLASS_M2].provider = NMT_GEMM_CLBLAST;
+    assert_int_equal(nmt_ops_init_tuned(&again, e->dev, &bad), NMT_ERR_INVALID_ARGUMENT);
 }
 
 /* ---- GEMM ---------------------------------------------------------------- */
@@ -206,9 +232,110 @@ static const gemm_case gemm_shapes[] = {
     {0, 4, 5, 0, 1.0f, 0.0f, 1, 1, 0, 0},     /* K = 0, beta = 0: C = relu(bias) */
 };
 
+/* C = alpha * A * (Q * scale)^T ...: same cases, B becomes int8 with per-row
+ * scales (trans_b ignored: the int8 op is NT only). */
+static void run_gemm_q8(env *e, nmt_ops *ops, const gemm_case *c, uint64_t seed) {
+    nmt_test_rng r = nmt_test_rng_make(seed);
+    const uint32_t lda = c->K + c->pad, ldc = c->N + c->pad, ldq = c->K + c->pad;
+    const size_t na = c->off + (size_t)c->M * lda + 3, nq = c->off + (size_t)c->N * ldq + 5;
+    const size_t nc = c->off + (size_t)c->M * ldc + 3, ns = c->off + c->N + 3;
+    float *A = host_block(&r, na, c->off, c->M, c->K, lda, -1, 1);
+    int8_t *Q = malloc(nq);
+    assert_non_null(Q);
+    for (size_t i = 0; i < nq; i++) Q[i] = (int8_t)nmt_test_rng_int(&r, -127, 128);
+    float *scale = host_block(&r, ns, c->off, 1, c->N, c->N, 0.001f, 0.05f);
+    float *C = host_block(&r, nc, c->off, c->M, c->N, ldc, -1, 1);
+    if (c->beta == 0.0f) nmt_test_fill_const(C, nc, NAN);
+    float *bias = host_block(&r, ns, c->off, 1, c->N, c->N, -0.5f, 0.5f);
+
+    cl_mem dA = nmt_test_upload_f32(e->dev, A, na), dQ = nmt_test_buffer(e->dev, nq, Q);
+    cl_mem dS = nmt_test_upload_f32(e->dev, scale, ns), dC = nmt_test_upload_f32(e->dev, C, nc);
+    cl_mem dbias = nmt_test_upload_f32(e->dev, bias, ns);
+    nmt_test_assert_ok(e->dev, nmt_op_gemm_q8(ops, c->M, c->N, c->K, c->alpha, B(dA, c->off), lda, B(dQ, c->off), ldq,
+                                              B(dS, c->off), c->beta, B(dC, c->off), ldc,
+                                              c->bias ? B(dbias, c->off) : NONE, c->relu));
+    float *got = download(e, dC, nc);
+    ref_gemm_q8(c->M, c->N, c->K, c->alpha, A + c->off, lda, Q + c->off, ldq, scale + c->off, c->beta, C + c->off,
+                ldc, c->bias ? bias + c->off : NULL, c->relu);
+    char what[160];
+    snprintf(what, sizeof what, "gemm_q8 M=%u N=%u K=%u alpha=%g beta=%g bias=%d relu=%d pad=%u off=%u", c->M, c->N,
+             c->K, (double)c->alpha, (double)c->beta, c->bias, c->relu, c->pad, c->off);
+    check_block(got, C, nc, c->off, c->M, c->N, ldc, TOL, what);
+    nmt_test_release(dA);
+    nmt_test_release(dQ);
+    nmt_test_release(dS);
+    nmt_test_release(dC);
+    nmt_test_release(dbias);
+    free(A);
+    free(Q);
+    free(scale);
+    free(C);
+    free(bias);
+    free(got);
+}
+
+/* Extra shapes on the class boundaries (M = 2 | 3, 16 | 17) and wide tiles. */
+static const gemm_case gemm_more[] = {
+    {1, 16, 70, 37, 1.0f, 0.0f, 1, 0, 1, 2},
+    {1, 40, 130, 33, 1.0f, 1.0f, 0, 1, 0, 1},
+    {0, 16, 70, 37, 1.0f, 0.0f, 1, 0, 1, 2},
+    {0, 40, 130, 33, 1.0f, 1.0f, 0, 1, 0, 1},
+    {0, 19, 64, 48, 1.0f, 0.0f, 1, 1, 0, 0},  /* column blocks exactly full */
+};
+
+static void run_all_gemm(env *e, nmt_ops *ops, uint64_t seed) {
+    for (size_t i = 0; i < NMT_ARRAY_LEN(gemm_shapes); i++) run_gemm(e, ops, &gemm_shapes[i], seed + i);
+    for (size_t i = 0; i < NMT_ARRAY_LEN(gemm_more); i++) run_gemm(e, ops, &gemm_more[i], seed + 50 + i);
+    for (size_t i = 0; i < NMT_ARRAY_LEN(gemm_shapes); i++)
+        if (gemm_shapes[i].trans_b) run_gemm_q8(e, ops, &gemm_shapes[i], seed + 100 + i);
+    for (size_t i = 0; i < NMT_ARRAY_LEN(gemm_more); i++)
+        if (gemm_more[i].trans_b) run_gemm_q8(e, ops, &gemm_more[i], seed + 150 + i);
+}
+
+/* The device's own parameters (table row or tuning file). */
 static void test_gemm(void **state) {
     env *e = *state;
-    for (size_t i = 0; i < NMT_ARRAY_LEN(gemm_shapes); i++) run_gemm(e, &e->ops, &gemm_shapes[i], 100 + i);
+    run_all_gemm(e, &e->ops, 100);
+}
+
+/* Every parameter set the tuner can choose: set i takes candidate i of
+ * every (op, class) (the last one when a list is shorter), plus the
+ * portable default row.  Each set runs on a fresh device (program table). */
+static void test_gemm_parameter_sets(void **state) {
+    (void)state;
+    size_t longest = 0;
+    nmt_gemm_cfg cand[NMT_GOP_COUNT][NMT_GCLASS_COUNT][32];
+    size_t count[NMT_GOP_COUNT][NMT_GCLASS_COUNT];
+    for (int op = 0; op < NMT_GOP_COUNT; op++)
+        for (int c = 0; c < NMT_GCLASS_COUNT; c++) {
+            count[op][c] = nmt_gemm_candidates((nmt_gemm_op)op, (nmt_gemm_class)c, cand[op][c], 32);
+            assert_true(count[op][c] >= 2);  /* the default and at least one other */
+            for (size_t i = 0; i < count[op][c]; i++) assert_true(nmt_gemm_cfg_valid((nmt_gemm_op)op, &cand[op][c][i]));
+            longest = NMT_MAX(longest, count[op][c]);
+        }
+    for (size_t set = 0; set <= longest; set++) {
+        void *mem = NULL;
+        nmt_device *dev = nmt_test_device_open(&mem);
+        assert_non_null(dev);
+        nmt_tuning t;
+        if (set == longest) {
+            nmt_device_info generic;
+            memset(&generic, 0, sizeof generic);
+            nmt_tuning_from_table(&t, &generic);
+        } else {
+            t = dev->tuning;
+            for (int op = 0; op < NMT_GOP_COUNT; op++)
+                for (int c = 0; c < NMT_GCLASS_COUNT; c++)
+                    t.gemm[op][c] = cand[op][c][NMT_MIN(set, count[op][c] - 1)];
+        }
+        nmt_ops ops;
+        nmt_test_assert_ok(dev, nmt_ops_init_tuned(&ops, dev, &t));
+        nmt_test_assert_ok(dev, nmt_ops_enable_q8(&ops));
+        env ce = {dev, mem, ops};
+        run_all_gemm(&ce, &ops, 1000 + 300 * set);
+        nmt_ops_release(&ops);
+        nmt_test_device_close(dev, mem);
+    }
 }
 
 static void test_gemm_arguments(void **state) {
@@ -549,7 +676,7 @@ static nmt_branch FW(void) { nmt_branch b = {NMT_BRANCH_FW, 0}; return b; }
 static nmt_branch BW(void) { nmt_branch b = {NMT_BRANCH_BW, 0}; return b; }
 static nmt_branch LOCAL(uint32_t k) { nmt_branch b = {NMT_BRANCH_LOCAL, k}; return b; }
 
-static void run_attention(env *e, const attn_case *c, uint64_t seed) {
+static void run_attention_mode(env *e, const attn_case *c, uint64_t seed, int mode) {
     nmt_test_rng r = nmt_test_rng_make(seed);
     const uint32_t width = c->H * c->dh;
     const uint32_t n_kv = (c->n_seq + c->group - 1) / c->group;
@@ -611,7 +738,11 @@ static void run_attention(env *e, const attn_case *c, uint64_t seed) {
     a.stats = B(dstats, 2);
     a.out = B(dout, oo);
     a.out_ld = out_ld;
-    nmt_test_assert_ok(e->dev, nmt_op_attention(&e->ops, &a));
+    const int saved_mode = e->ops.attn_mode;
+    e->ops.attn_mode = mode;
+    nmt_status st = nmt_op_attention(&e->ops, &a);
+    e->ops.attn_mode = saved_mode;
+    nmt_test_assert_ok(e->dev, st);
     float *got = download(e, dout, no);
 
     ref_attn_args ra;
@@ -640,7 +771,7 @@ static void run_attention(env *e, const attn_case *c, uint64_t seed) {
     ref_attention(&ra);
 
     char what[128];
-    snprintf(what, sizeof what, "attention [%s]", c->name);
+    snprintf(what, sizeof what, "attention [%s] %s", c->name, mode == NMT_ATTN_FUSED ? "fused" : "split");
     check_block(got, out, no, oo, c->n_seq * c->lq, c->n_branches * width, out_ld, TOL, what);
 
     /* rows with no visible key are exactly zero */
@@ -667,6 +798,12 @@ static void run_attention(env *e, const attn_case *c, uint64_t seed) {
     free(v);
     free(out);
     free(got);
+}
+
+/* Both paths: the fused online-softmax kernel and scores/stats/apply. */
+static void run_attention(env *e, const attn_case *c, uint64_t seed) {
+    run_attention_mode(e, c, seed, NMT_ATTN_FUSED);
+    run_attention_mode(e, c, seed, NMT_ATTN_SPLIT);
 }
 
 static void test_attention_single_branches(void **state) {
@@ -830,6 +967,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ops_init),
         cmocka_unit_test(test_gemm),
+        cmocka_unit_test(test_gemm_parameter_sets),
         cmocka_unit_test(test_gemm_arguments),
         cmocka_unit_test(test_gemm_clblast),
         cmocka_unit_test(test_embed),

@@ -22,6 +22,22 @@ void ref_gemm(int trans_b, uint32_t M, uint32_t N, uint32_t K, float alpha, cons
     }
 }
 
+void ref_gemm_q8(uint32_t M, uint32_t N, uint32_t K, float alpha, const float *A, uint32_t lda, const int8_t *Q,
+                 uint32_t ldq, const float *scale, float beta, float *C, uint32_t ldc, const float *bias, int relu) {
+    for (uint32_t m = 0; m < M; m++) {
+        for (uint32_t n = 0; n < N; n++) {
+            double acc = 0.0;
+            for (uint32_t k = 0; k < K; k++)
+                acc += (double)A[(size_t)m * lda + k] * ((double)Q[(size_t)n * ldq + k] * (double)scale[n]);
+            double v = (double)alpha * acc;
+            if (beta != 0.0f) v += (double)beta * C[(size_t)m * ldc + n];
+            if (bias) v += bias[n];
+            if (relu && v < 0.0) v = 0.0;
+            C[(size_t)m * ldc + n] = (float)v;
+        }
+    }
+}
+
 double ref_sinusoid(uint32_t pos, uint32_t c, uint32_t d) {
     uint32_t half = d / 2;
     if (c >= 2 * half) return 0.0;

@@ -23,6 +23,11 @@
 void ref_gemm(int trans_b, uint32_t M, uint32_t N, uint32_t K, float alpha, const float *A, uint32_t lda,
               const float *B, uint32_t ldb, float beta, float *C, uint32_t ldc, const float *bias, int relu);
 
+/* Int8 weights with per-row scales: W[n,k] = Q[n,k] * scale[n] (Q is [N,K],
+ * row stride ldq); otherwise as ref_gemm with trans_b = 1. */
+void ref_gemm_q8(uint32_t M, uint32_t N, uint32_t K, float alpha, const float *A, uint32_t lda, const int8_t *Q,
+                 uint32_t ldq, const float *scale, float beta, float *C, uint32_t ldc, const float *bias, int relu);
+
 /* Sinusoidal position encoding P(pos, c) for width d (fairseq/tensor2tensor):
  * w_i = 10000^(-i/(d/2-1)) (w_i = 1 when d/2 == 1); sin(pos*w_c) for
  * c < d/2, cos(pos*w_{c-d/2}) for d/2 <= c < 2*(d/2), 0 for the last column

@@ -1,0 +1,335 @@
+/* gemm_bench.c — our GEMM kernels (fp32 and int8-weight) against OpenBLAS on
+ * the transformer's shapes, in one process and one run, plus the CPU's
+ * measured fp32 peak.  Prints GFLOP/s, the ratio ours / OpenBLAS and the
+ * fraction of the peak.  Not a test: nothing here asserts speed.
+ *
+ *   gemm_bench [--device SPEC] [--model small|base|test|all] [--reps-time S]
+ *              [--tuning default|table|cache] [--cache DIR]
+ *
+ * Shapes: M in {1, 4, 8, 64, 512} times the (N, K) of every product of the
+ * model (fused q|k|v [3d, d], output [d, d], FFN [ff, d] and [d, ff],
+ * vocabulary projection [V, d]).  The reference is cblas_sgemm (RowMajor,
+ * B transposed: the weight layout) and cblas_sgemv for M = 1.  Each timing
+ * is the best of 3 runs of as many repetitions as fill --reps-time seconds
+ * (machines are shared and noisy).  int8 timings count the same 2*M*N*K
+ * flops as fp32 for the same shape. */
+#define _POSIX_C_SOURCE 200809L
+#include <cblas.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "nmt_edge.h"
+#include "ops.h"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void die(const char *what, nmt_status s) {
+    fprintf(stderr, "gemm_bench: %s: %s\n", what, nmt_status_str(s));
+    exit(1);
+}
+
+/* ---- measured fp32 peak: independent FMA chains on every core ------------ */
+
+typedef float v16 __attribute__((vector_size(64)));
+typedef float v8 __attribute__((vector_size(32)));
+
+#define PEAK_ITERS 20000000L
+
+__attribute__((target("avx512f,fma"))) static void *fma512(void *out) {
+    v16 a[12], m = {0}, x;
+    for (int i = 0; i < 12; i++) a[i] = m + (float)i;
+    x = m + 1.0000001f;
+    for (long it = 0; it < PEAK_ITERS / 8; it++)
+        for (int i = 0; i < 12; i++) a[i] = a[i] * x + x;
+    float s = 0;
+    for (int i = 0; i < 12; i++) s += a[i][0];
+    *(float *)out = s;
+    return NULL;
+}
+
+__attribute__((target("avx2,fma"))) static void *fma256(void *out) {
+    v8 a[12], m = {0}, x;
+    for (int i = 0; i < 12; i++) a[i] = m + (float)i;
+    x = m + 1.0000001f;
+    for (long it = 0; it < PEAK_ITERS / 8; it++)
+        for (int i = 0; i < 12; i++) a[i] = a[i] * x + x;
+    float s = 0;
+    for (int i = 0; i < 12; i++) s += a[i][0];
+    *(float *)out = s;
+    return NULL;
+}
+
+/* GFLOP/s of n_threads threads of FMA chains (best of 3). */
+static double measure_peak(int n_threads, int *lanes) {
+    __builtin_cpu_init();
+    int wide = __builtin_cpu_supports("avx512f");
+    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (!wide && !avx2) return 0.0;
+    *lanes = wide ? 16 : 8;
+    double best = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        pthread_t th[64];
+        float sink[64];
+        double t0 = now();
+        for (int t = 0; t < n_threads; t++) pthread_create(&th[t], NULL, wide ? fma512 : fma256, &sink[t]);
+        for (int t = 0; t < n_threads; t++) pthread_join(th[t], NULL);
+        double dt = now() - t0;
+        /* per iteration of the inner loop: 12 FMAs of `lanes` lanes, 2 flops each */
+        double flops = (double)n_threads * (PEAK_ITERS / 8) * 12.0 * (*lanes) * 2.0;
+        if (flops / dt / 1e9 > best) best = flops / dt / 1e9;
+    }
+    return best;
+}
+
+/* ---- timing helpers ------------------------------------------------------ */
+
+typedef struct ctx {
+    nmt_device *dev;
+    nmt_ops ops;
+    double reps_time;
+} ctx;
+
+typedef struct shape {
+    uint32_t M, N, K;
+    const char *what;
+} shape;
+
+/* Seconds per call of fn (best of 3 batches filling reps_time). */
+typedef void (*run_fn)(void *user);
+
+static double time_calls(run_fn fn, void *user, double reps_time) {
+    fn(user); /* warm-up: lazy compiles, caches */
+    double t0 = now();
+    fn(user);
+    double one = now() - t0;
+    long reps = one > 0 ? (long)(reps_time / one) : 1000;
+    if (reps < 1) reps = 1;
+    if (reps > 100000) reps = 100000;
+    double best = 1e30;
+    for (int b = 0; b < 3; b++) {
+        t0 = now();
+        for (long r = 0; r < reps; r++) fn(user);
+        double dt = (now() - t0) / (double)reps;
+        if (dt < best) best = dt;
+    }
+    return best;
+}
+
+typedef struct own_args {
+    ctx *c;
+    const shape *s;
+    cl_mem A, B, C, Q, scale;
+    int q8, trans_b, reps;
+} own_args;
+
+static void run_own(void *user) {
+    own_args *a = (own_args *)user;
+    const shape *s = a->s;
+    nmt_buf A = {a->A, 0}, B = {a->B, 0}, C = {a->C, 0}, none = {NULL, 0};
+    nmt_status st;
+    if (a->q8) {
+        nmt_buf Q = {a->Q, 0}, S = {a->scale, 0};
+        st = nmt_op_gemm_q8(&a->c->ops, s->M, s->N, s->K, 1.0f, A, s->K, Q, s->K, S, 0.0f, C, s->N, none, 0);
+    } else {
+        st = nmt_op_gemm(&a->c->ops, a->trans_b, s->M, s->N, s->K, 1.0f, A, s->K, B, a->trans_b ? s->K : s->N,
+                         0.0f, C, s->N, none, 0);
+    }
+    if (st != NMT_OK) die("gemm", st);
+    st = nmt_device_finish(a->c->dev);
+    if (st != NMT_OK) die("finish", st);
+}
+
+typedef struct blas_args {
+    const shape *s;
+    float *A, *B, *C;
+    int trans_b;
+} blas_args;
+
+static void run_blas(void *user) {
+    blas_args *a = (blas_args *)user;
+    const shape *s = a->s;
+    if (s->M == 1 && a->trans_b)
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)s->N, (int)s->K, 1.0f, a->B, (int)s->K, a->A, 1, 0.0f, a->C, 1);
+    else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, a->trans_b ? CblasTrans : CblasNoTrans, (int)s->M, (int)s->N,
+                    (int)s->K, 1.0f, a->A, (int)s->K, a->B, a->trans_b ? (int)s->K : (int)s->N, 0.0f, a->C,
+                    (int)s->N);
+}
+
+static cl_mem upload(nmt_device *dev, const void *host, size_t bytes) {
+    cl_mem m;
+    nmt_status st = nmt_device_buffer(dev, bytes, host, &m);
+    if (st != NMT_OK) die("buffer", st);
+    return m;
+}
+
+/* Max |ours - OpenBLAS| / max |OpenBLAS| (sanity, not a test). */
+static double rel_err(nmt_device *dev, cl_mem C, const float *ref, size_t n) {
+    float *got = malloc(n * sizeof(float));
+    if (got == NULL || nmt_device_read(dev, C, 0, n * sizeof(float), got) != NMT_OK) exit(1);
+    double mx = 0, md = 0;
+    for (size_t i = 0; i < n; i++) {
+        mx = fmax(mx, fabs((double)ref[i]));
+        md = fmax(md, fabs((double)got[i] - ref[i]));
+    }
+    free(got);
+    return md / (mx + 1e-30);
+}
+
+static void bench_shape(ctx *c, const shape *s, double peak, int trans_b) {
+    const size_t na = (size_t)s->M * s->K, nb = (size_t)s->N * s->K, nc = (size_t)s->M * s->N;
+    float *A = malloc(na * 4), *B = malloc(nb * 4), *C = malloc(nc * 4), *Bq = malloc(nb * 4);
+    signed char *Q = malloc(nb);
+    float *scale = malloc((size_t)s->N * 4);
+    if (!A || !B || !C || !Q || !scale || !Bq) exit(1);
+    uint64_t x = 0x9E3779B97F4A7C15ull ^ ((uint64_t)s->M << 40 | (uint64_t)s->N << 20 | s->K);
+    for (size_t i = 0; i < na; i++) x = x * 6364136223846793005ull + 1, A[i] = (float)((x >> 40) & 0xffff) / 32768.0f - 1;
+    for (size_t i = 0; i < nb; i++) x = x * 6364136223846793005ull + 1, B[i] = (float)((x >> 40) & 0xffff) / 32768.0f - 1;
+    /* int8 weights: symmetric per-row quantisation of B (B' = Q * scale) */
+    for (uint32_t n = 0; n < s->N; n++) {
+        float mx = 0;
+        for (uint32_t k = 0; k < s->K; k++) mx = fmaxf(mx, fabsf(B[(size_t)n * s->K + k]));
+        scale[n] = mx > 0 ? mx / 127.0f : 1.0f;
+        for (uint32_t k = 0; k < s->K; k++) {
+            float q = roundf(B[(size_t)n * s->K + k] / scale[n]);
+            Q[(size_t)n * s->K + k] = (signed char)q;
+            Bq[(size_t)n * s->K + k] = q * scale[n];
+        }
+    }
+    cl_mem dA = upload(c->dev, A, na * 4), dB = upload(c->dev, B, nb * 4), dC = upload(c->dev, C, nc * 4);
+    cl_mem dQ = upload(c->dev, Q, nb), dS = upload(c->dev, scale, (size_t)s->N * 4);
+    const double flops = 2.0 * s->M * s->N * s->K;
+
+    blas_args ba = {s, A, B, C, trans_b};
+    double t_blas = time_calls(run_blas, &ba, c->reps_time);
+    own_args oa = {c, s, dA, dB, dC, dQ, dS, 0, trans_b, 0};
+    double t_own = time_calls(run_own, &oa, c->reps_time);
+    double err = rel_err(c->dev, dC, C, nc);
+    double g_blas = flops / t_blas / 1e9, g_own = flops / t_own / 1e9;
+    printf("%-3s %-6s %4u %5u %5u | %8.2f %8.2f %6.2f %5.1f%% |", trans_b ? "NT" : "NN", s->what, s->M, s->N,
+           s->K, g_own, g_blas, g_own / g_blas, 100.0 * g_own / peak);
+    double err_q = -1;
+    if (trans_b && c->ops.k_gemm[NMT_GOP_Q8][0] != NULL) {
+        own_args qa = oa;
+        qa.q8 = 1;
+        double t_q8 = time_calls(run_own, &qa, c->reps_time);
+        blas_args bq = {s, A, Bq, C, 1};
+        run_blas(&bq); /* reference of the dequantised weights */
+        err_q = rel_err(c->dev, dC, C, nc);
+        double g_q8 = flops / t_q8 / 1e9;
+        printf(" %8.2f %6.2f |", g_q8, g_q8 / g_blas);
+    } else {
+        printf(" %8s %6s |", "-", "-");
+    }
+    printf(" %.0e", err);
+    if (err_q >= 0) printf(" %.0e", err_q);
+    printf("\n");
+    fflush(stdout);
+    free(A), free(B), free(C), free(Q), free(scale), free(Bq);
+    clReleaseMemObject(dA), clReleaseMemObject(dB), clReleaseMemObject(dC), clReleaseMemObject(dQ);
+    clReleaseMemObject(dS);
+}
+
+typedef struct model_dims {
+    const char *name;
+    uint32_t d, ff, V;
+} model_dims;
+
+static const model_dims models[] = {
+    {"test", 64, 128, 64},      /* build/models/test-model.nmt */
+    {"small", 256, 1024, 8000}, /* the paper's IWSLT "small" shape */
+    {"base", 512, 2048, 8000},  /* Transformer base, 8k vocabulary */
+};
+
+int main(int argc, char **argv) {
+    const char *spec = getenv("NMT_EDGE_DEVICE"), *which = "small", *tuning = "table", *cache = NULL;
+    double reps_time = 0.15;
+    int nn = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--device") && i + 1 < argc) spec = argv[++i];
+        else if (!strcmp(argv[i], "--model") && i + 1 < argc) which = argv[++i];
+        else if (!strcmp(argv[i], "--reps-time") && i + 1 < argc) reps_time = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--tuning") && i + 1 < argc) tuning = argv[++i];
+        else if (!strcmp(argv[i], "--cache") && i + 1 < argc) cache = argv[++i];
+        else if (!strcmp(argv[i], "--nn")) nn = 1;
+        else {
+            fprintf(stderr,
+                    "usage: gemm_bench [--device SPEC] [--model test|small|base|all] [--reps-time S]\n"
+                    "                  [--tuning default|table] [--cache DIR] [--nn]\n"
+                    "  --tuning default: the portable row of the table; table: the device's row, or the\n"
+                    "  tuner's file when --cache names the directory holding it\n");
+            return 2;
+        }
+    }
+    ctx c = {0};
+    c.reps_time = reps_time > 0 ? reps_time : 0.15;
+    nmt_device_params p = {.device = spec, .cache_dir = cache};
+    void *mem = aligned_alloc(64, (nmt_device_footprint() + 63) / 64 * 64);
+    nmt_status st = nmt_device_open(&p, mem, nmt_device_footprint(), &c.dev);
+    if (st != NMT_OK) die("device", st);
+    nmt_tuning t = c.dev->tuning;
+    if (!strcmp(tuning, "default")) {
+        nmt_device_info generic;
+        memset(&generic, 0, sizeof generic);
+        nmt_tuning_from_table(&t, &generic);
+    }
+    st = nmt_ops_init_tuned(&c.ops, c.dev, &t);
+    if (st == NMT_OK) st = nmt_ops_enable_q8(&c.ops);
+    if (st != NMT_OK) die("ops", st);
+
+    int lanes = 0;
+    int n_threads = (int)(c.dev->info.compute_units ? c.dev->info.compute_units : 1);
+    double peak = measure_peak(n_threads, &lanes);
+    printf("device: %s (%s), driver %s, %u compute units\n", c.dev->info.device_name, c.dev->info.platform_name,
+           c.dev->info.driver_version, (unsigned)c.dev->info.compute_units);
+    printf("kernel parameters: %s\n", t.origin);
+    for (int op = 0; op < NMT_GOP_COUNT; op++)
+        for (int cl = 0; cl < NMT_GCLASS_COUNT; cl++) {
+            const nmt_gemm_cfg *g = &c.ops.cfg[op][cl];
+            if (g->provider == NMT_GEMM_CLBLAST)
+                printf("  %s %-3s clblast\n", nmt_gemm_op_name((nmt_gemm_op)op), nmt_gemm_class_name((nmt_gemm_class)cl));
+            else
+                printf("  %s %-3s own tm=%u tn=%u vw=%u mfast=%u wg=%u\n", nmt_gemm_op_name((nmt_gemm_op)op),
+                       nmt_gemm_class_name((nmt_gemm_class)cl), g->tm, g->tn, g->vw, g->mfast, g->wg);
+        }
+    printf("measured fp32 peak: %.1f GFLOP/s (%d threads of %d-lane FMA chains, best of 3)\n", peak, n_threads,
+           lanes);
+    printf("OpenBLAS: %s, %d threads\n", openblas_get_config(), openblas_get_num_threads());
+    printf("timing: best of 3 batches of repetitions filling %.2f s each\n\n", c.reps_time);
+    printf("%-3s %-6s %4s %5s %5s | %8s %8s %6s %6s | %8s %6s | %s\n", "op", "shape", "M", "N", "K", "ours",
+           "OpenBLAS", "ratio", "peak", "int8", "ratio", "max rel err (fp32, int8)");
+    printf("%-3s %-6s %4s %5s %5s | %8s %8s %6s %6s | %8s %6s |\n", "", "", "", "", "", "GFLOP/s", "GFLOP/s",
+           "", "", "GFLOP/s", "");
+    static const uint32_t Ms[] = {1, 4, 8, 64, 512};
+    for (size_t mi = 0; mi < sizeof models / sizeof models[0]; mi++) {
+        const model_dims *md = &models[mi];
+        if (strcmp(which, "all") != 0 && strcmp(which, md->name) != 0) continue;
+        printf("-- model %s: d=%u ff=%u V=%u\n", md->name, md->d, md->ff, md->V);
+        const shape nk[] = {{0, 3 * md->d, md->d, "qkv"}, {0, md->d, md->d, "out"}, {0, md->ff, md->d, "ffn1"},
+                            {0, md->d, md->ff, "ffn2"},   {0, md->V, md->d, "vocab"}};
+        for (size_t m = 0; m < sizeof Ms / sizeof Ms[0]; m++)
+            for (size_t j = 0; j < sizeof nk / sizeof nk[0]; j++) {
+                shape s = nk[j];
+                s.M = Ms[m];
+                bench_shape(&c, &s, peak, 1);
+            }
+        if (nn) {
+            for (size_t m = 0; m < sizeof Ms / sizeof Ms[0]; m++) {
+                shape s = {Ms[m], md->d, md->d, "dxd"};
+                bench_shape(&c, &s, peak, 0);
+            }
+        }
+    }
+    nmt_ops_release(&c.ops);
+    nmt_device_close(c.dev);
+    free(mem);
+    return 0;
+}

@@ -1,0 +1,280 @@
+/* nmt_edge_tune.c — the tuner: measures candidate kernel parameters for
+ * every product (fp32 NT, fp32 NN, int8-weight NT) and shape class (M <= 2,
+ * 3..16, > 16) on the chosen OpenCL device — our kernels' candidate sets
+ * (runtime/tuning.c) and CLBlast where the build has it — and writes the
+ * fastest per class into the device's tuning file, which nmt_device_open()
+ * reads from the same cache directory (format: docs/PERFORMANCE.md).
+ *
+ *   nmt-edge-tune [--device SPEC] [--cache DIR] [--model test|small|base]
+ *                 [--d D --ff F --vocab V] [--no-clblast] [--reps-time S]
+ *                 [--dry-run]
+ *
+ * The cache directory defaults to the CLI's: $NMT_EDGE_CACHE_DIR,
+ * $XDG_CACHE_HOME/nmt-edge or ~/.cache/nmt-edge.  Score of a candidate: the
+ * summed time of one call on each of the model's product shapes (q|k|v,
+ * output, FFN in and out, vocabulary) at the class's representative row
+ * counts (1; 4 and 8; 64 and 512), each the best of 3 batches of repeated
+ * calls.  --dry-run prints the result without writing it. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "nmt_edge.h"
+#include "ops.h"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+typedef struct tuner {
+    const char *spec;
+    double reps_time;
+    uint32_t d, ff, V;
+    int clblast;
+} tuner;
+
+typedef struct shape {
+    uint32_t M, N, K;
+} shape;
+
+static const uint32_t class_rows[NMT_GCLASS_COUNT][2] = {{1, 0}, {4, 8}, {64, 512}};
+
+static size_t class_shapes(const tuner *t, nmt_gemm_op op, nmt_gemm_class cls, shape *out) {
+    const uint32_t nk[5][2] = {{3 * t->d, t->d}, {t->d, t->d}, {t->ff, t->d}, {t->d, t->ff}, {t->V, t->d}};
+    size_t n = 0;
+    for (int r = 0; r < 2; r++) {
+        uint32_t M = class_rows[cls][r];
+        if (M == 0) continue;
+        for (int j = 0; j < 5; j++) {
+            if (op == NMT_GOP_NN && j != 1 && j != 2) continue; /* NN: training-side shapes only */
+            shape s = {M, nk[j][0], nk[j][1]};
+            out[n++] = s;
+        }
+    }
+    return n;
+}
+
+static void fill(float *x, size_t n, uint64_t seed) {
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        x[i] = (float)((seed >> 40) & 0xffff) / 32768.0f - 1.0f;
+    }
+}
+
+/* Seconds for one call of every shape with `t` set for (op, cls); < 0 if the
+ * candidate cannot run here. */
+static double score(const tuner *tu, const nmt_tuning *t, nmt_gemm_op op, nmt_gemm_class cls) {
+    nmt_device_params p = {.device = tu->spec};
+    void *mem = aligned_alloc(64, (nmt_device_footprint() + 63) / 64 * 64);
+    nmt_device *dev = NULL;
+    if (mem == NULL || nmt_device_open(&p, mem, nmt_device_footprint(), &dev) != NMT_OK) {
+        free(mem);
+        return -1;
+    }
+    nmt_ops ops;
+    double total = -1;
+    if (nmt_ops_init_tuned(&ops, dev, t) != NMT_OK) goto out_dev;
+    if (op == NMT_GOP_Q8 && nmt_ops_enable_q8(&ops) != NMT_OK) goto out_ops;
+    shape sh[10];
+    size_t ns = class_shapes(tu, op, cls, sh);
+    size_t maxa = 0, maxb = 0, maxc = 0;
+    for (size_t i = 0; i < ns; i++) {
+        maxa = NMT_MAX(maxa, (size_t)sh[i].M * sh[i].K);
+        maxb = NMT_MAX(maxb, (size_t)sh[i].N * sh[i].K);
+        maxc = NMT_MAX(maxc, (size_t)sh[i].M * sh[i].N);
+    }
+    float *host = malloc(NMT_MAX(NMT_MAX(maxa, maxb), maxc) * sizeof(float));
+    if (host == NULL) goto out_ops;
+    cl_mem A = NULL, B = NULL, C = NULL, S = NULL;
+    fill(host, maxa, 1);
+    nmt_status st = nmt_device_buffer(dev, maxa * 4, host, &A);
+    fill(host, maxb, 2);
+    if (op == NMT_GOP_Q8) {
+        for (size_t i = 0; i < maxb; i++) ((signed char *)host)[i] = (signed char)(host[i] * 127.0f);
+        if (st == NMT_OK) st = nmt_device_buffer(dev, maxb, host, &B);
+        fill(host, NMT_MAX(maxb / 64, (size_t)16384), 3);
+        if (st == NMT_OK) st = nmt_device_buffer(dev, NMT_MAX(maxb / 64, (size_t)16384) * 4, host, &S);
+    } else if (st == NMT_OK) {
+        st = nmt_device_buffer(dev, maxb * 4, host, &B);
+    }
+    if (st == NMT_OK) st = nmt_device_buffer(dev, maxc * 4, NULL, &C);
+    if (st == NMT_OK) {
+        total = 0;
+        for (size_t i = 0; i < ns && total >= 0; i++) {
+            const shape *s = &sh[i];
+            nmt_buf a = {A, 0}, b = {B, 0}, c = {C, 0}, sc = {S, 0}, none = {NULL, 0};
+            double best = 1e30;
+            long reps = 1;
+            for (int batch = -1; batch < 3; batch++) { /* batch -1: warm-up and calibration */
+                double t0 = now();
+                for (long r = 0; r < reps && st == NMT_OK; r++) {
+                    if (op == NMT_GOP_Q8)
+                        st = nmt_op_gemm_q8(&ops, s->M, s->N, s->K, 1.0f, a, s->K, b, s->K, sc, 0.0f, c, s->N, none, 0);
+                    else
+                        st = nmt_op_gemm(&ops, op == NMT_GOP_NT, s->M, s->N, s->K, 1.0f, a, s->K, b,
+                                         op == NMT_GOP_NT ? s->K : s->N, 0.0f, c, s->N, none, 0);
+                }
+                if (st == NMT_OK) st = nmt_device_finish(dev);
+                double dt = now() - t0;
+                if (batch == -1) {
+                    /* second call, now compiled, for the calibration */
+                    t0 = now();
+                    if (op == NMT_GOP_Q8)
+                        st = nmt_op_gemm_q8(&ops, s->M, s->N, s->K, 1.0f, a, s->K, b, s->K, sc, 0.0f, c, s->N, none, 0);
+                    else
+                        st = nmt_op_gemm(&ops, op == NMT_GOP_NT, s->M, s->N, s->K, 1.0f, a, s->K, b,
+                                         op == NMT_GOP_NT ? s->K : s->N, 0.0f, c, s->N, none, 0);
+                    if (st == NMT_OK) st = nmt_device_finish(dev);
+                    dt = now() - t0;
+                    reps = dt > 0 ? (long)(tu->reps_time / dt) : 100;
+                    reps = NMT_MAX(1L, NMT_MIN(reps, 10000L));
+                    continue;
+                }
+                best = fmin(best, dt / (double)reps);
+            }
+            if (st != NMT_OK) total = -1;
+            else total += best;
+        }
+    }
+    if (A) clReleaseMemObject(A);
+    if (B) clReleaseMemObject(B);
+    if (C) clReleaseMemObject(C);
+    if (S) clReleaseMemObject(S);
+    free(host);
+out_ops:
+    nmt_ops_release(&ops);
+out_dev:
+    nmt_device_close(dev);
+    free(mem);
+    return total;
+}
+
+static void describe(const nmt_gemm_cfg *c, char *buf, size_t cap) {
+    if (c->provider == NMT_GEMM_CLBLAST)
+        snprintf(buf, cap, "clblast");
+    else
+        snprintf(buf, cap, "own tm=%u tn=%u vw=%u mfast=%u wg=%u", c->tm, c->tn, c->vw, c->mfast, c->wg);
+}
+
+static int usage(void) {
+    fprintf(stderr,
+            "usage: nmt-edge-tune [--device SPEC] [--cache DIR] [--model test|small|base]\n"
+            "                     [--d D --ff F --vocab V] [--no-clblast] [--reps-time S] [--dry-run]\n");
+    return 2;
+}
+
+int main(int argc, char **argv) {
+    tuner tu = {getenv("NMT_EDGE_DEVICE"), 0.1, 256, 1024, 8000, nmt_device_have_clblast()};
+    const char *cache = NULL;
+    int dry = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--device") && i + 1 < argc) tu.spec = argv[++i];
+        else if (!strcmp(a, "--cache") && i + 1 < argc) cache = argv[++i];
+        else if (!strcmp(a, "--reps-time") && i + 1 < argc) tu.reps_time = atof(argv[++i]);
+        else if (!strcmp(a, "--d") && i + 1 < argc) tu.d = (uint32_t)atoi(argv[++i]);
+        else if (!strcmp(a, "--ff") && i + 1 < argc) tu.ff = (uint32_t)atoi(argv[++i]);
+        else if (!strcmp(a, "--vocab") && i + 1 < argc) tu.V = (uint32_t)atoi(argv[++i]);
+        else if (!strcmp(a, "--no-clblast")) tu.clblast = 0;
+        else if (!strcmp(a, "--dry-run")) dry = 1;
+        else if (!strcmp(a, "--model") && i + 1 < argc) {
+            const char *m = argv[++i];
+            if (!strcmp(m, "test")) tu.d = 64, tu.ff = 128, tu.V = 64;
+            else if (!strcmp(m, "small")) tu.d = 256, tu.ff = 1024, tu.V = 8000;
+            else if (!strcmp(m, "base")) tu.d = 512, tu.ff = 2048, tu.V = 8000;
+            else return usage();
+        } else {
+            return usage();
+        }
+    }
+    if (tu.d < 1 || tu.ff < 1 || tu.V < 1 || tu.d > 65536 || tu.ff > 262144 || tu.V > 1000000) return usage();
+    char dir[4096];
+    if (cache == NULL) {
+        const char *v = getenv("NMT_EDGE_CACHE_DIR");
+        if (v && *v) snprintf(dir, sizeof dir, "%s", v);
+        else if ((v = getenv("XDG_CACHE_HOME")) && *v) snprintf(dir, sizeof dir, "%s/nmt-edge", v);
+        else snprintf(dir, sizeof dir, "%s/.cache/nmt-edge", getenv("HOME") ? getenv("HOME") : ".");
+        cache = dir;
+    }
+
+    /* The device with its cache directory: the built-in table's choice is the
+     * starting point (a previous tuning file is ignored: it is what we redo). */
+    nmt_device_params p = {.device = tu.spec, .cache_dir = cache};
+    void *mem = aligned_alloc(64, (nmt_device_footprint() + 63) / 64 * 64);
+    nmt_device *dev = NULL;
+    nmt_status st = nmt_device_open(&p, mem, nmt_device_footprint(), &dev);
+    if (st != NMT_OK) {
+        fprintf(stderr, "nmt-edge-tune: device: %s\n", nmt_status_str(st));
+        return 1;
+    }
+    nmt_tuning best;
+    nmt_tuning_from_table(&best, &dev->info);
+    if (!nmt_device_have_clblast())
+        for (int op = 0; op < NMT_GOP_COUNT; op++)
+            for (int c = 0; c < NMT_GCLASS_COUNT; c++) best.gemm[op][c].provider = NMT_GEMM_OWN;
+    char path[NMT_PATH_MAX + 64], devname[512];
+    nmt_device_tuning_path(dev, path, sizeof path);
+    snprintf(devname, sizeof devname, "%s (%s, driver %s)", dev->info.device_name, dev->info.platform_name,
+             dev->info.driver_version);
+    nmt_device_close(dev);
+    printf("device: %s\nshapes: d=%u ff=%u vocab=%u; start: %s\n", devname, tu.d, tu.ff, tu.V, best.origin);
+
+    double t_start = now();
+    for (int op = 0; op < NMT_GOP_COUNT; op++)
+        for (int c = 0; c < NMT_GCLASS_COUNT; c++) {
+            nmt_gemm_cfg cand[40];
+            size_t n = 0;
+            cand[n++] = best.gemm[op][c];
+            n += nmt_gemm_candidates((nmt_gemm_op)op, (nmt_gemm_class)c, cand + n, 32);
+            if (tu.clblast && op != NMT_GOP_Q8) {
+                nmt_gemm_cfg b = {NMT_GEMM_CLBLAST, 4, 4, 4, 0, 64};
+                cand[n++] = b;
+            }
+            double best_t = -1;
+            size_t best_i = 0;
+            for (size_t i = 0; i < n; i++) {
+                int dup = 0;
+                for (size_t j = 0; j < i && !dup; j++) dup = memcmp(&cand[i], &cand[j], sizeof cand[i]) == 0;
+                if (dup) continue;
+                nmt_tuning t = best;
+                t.gemm[op][c] = cand[i];
+                double s = score(&tu, &t, (nmt_gemm_op)op, (nmt_gemm_class)c);
+                char desc[96];
+                describe(&cand[i], desc, sizeof desc);
+                if (s < 0) printf("  %s %-3s %-44s  (cannot run here)\n", nmt_gemm_op_name((nmt_gemm_op)op),
+                                  nmt_gemm_class_name((nmt_gemm_class)c), desc);
+                else printf("  %s %-3s %-44s %10.3f ms\n", nmt_gemm_op_name((nmt_gemm_op)op),
+                            nmt_gemm_class_name((nmt_gemm_class)c), desc, s * 1e3);
+                fflush(stdout);
+                if (s >= 0 && (best_t < 0 || s < best_t)) best_t = s, best_i = i;
+            }
+            best.gemm[op][c] = cand[best_i];
+            char desc[96];
+            describe(&cand[best_i], desc, sizeof desc);
+            printf("=> %s %s: %s\n", nmt_gemm_op_name((nmt_gemm_op)op), nmt_gemm_class_name((nmt_gemm_class)c), desc);
+        }
+    printf("tuning took %.1f s\n", now() - t_start);
+
+    char text[4096];
+    if (nmt_tuning_format(&best, devname, text, sizeof text) == 0) return 1;
+    if (dry || path[0] == '\0') {
+        printf("%s%s", dry ? "" : "(no cache directory: not written)\n", text);
+        free(mem);
+        return 0;
+    }
+    char tmp[sizeof path + 8];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (f == NULL || fputs(text, f) < 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
+        fprintf(stderr, "nmt-edge-tune: cannot write %s\n", path);
+        return 1;
+    }
+    printf("wrote %s\n", path);
+    free(mem);
+    return 0;
+}

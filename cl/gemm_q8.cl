@@ -1,0 +1,125 @@
+/* gemm_q8.cl — products with int8 weights and per-row scales (runtime/ops.c,
+ * nmt_op_gemm_q8).  Only built for models that carry int8 weights.
+ *
+ * Kernel:
+ *   gemm_q8_nt  C[M,N] = alpha * A[M,K] * W^T (+ beta*C) (+ bias) (ReLU)
+ *               with W[n,k] = Q[n,k] * scale[n]: Q is int8 [N,K] (the .nmt
+ *               weight layout, row n = the K weights of output n), scale is
+ *               fp32 [N]; A, C, bias fp32.
+ *
+ * Same decomposition as gemm_nt in gemm.cl (barrier-free; GEMM_TM x GEMM_TN
+ * block of C per work-item; out-of-range rows/columns clamped on load and not
+ * stored; dimension 0 walks N, or M when GEMM_MFAST): dot products along K
+ * in vectors of GEMM_VW int8 weights converted to fp32 in registers, the
+ * per-row scale applied once per output.  Accumulation is fp32.
+ *
+ * flags: bit 0 = add bias[n], bit 1 = ReLU.  beta == 0: C is not read.
+ * Indices are 32-bit (the host checks extents < 2^32 elements).
+ *
+ * -D knobs (defaults):
+ *   GEMM_TM     rows of C per work-item      (1; 1..8)
+ *   GEMM_TN     columns of C per work-item   (4; 1..8)
+ *   GEMM_VW     int8 weights per load        (16; 1, 2, 4, 8, 16)
+ *   GEMM_MFAST  1: dimension 0 walks M       (0)
+ */
+#ifndef GEMM_TM
+#define GEMM_TM 1
+#endif
+#ifndef GEMM_TN
+#define GEMM_TN 4
+#endif
+#ifndef GEMM_VW
+#define GEMM_VW 16
+#endif
+#ifndef GEMM_MFAST
+#define GEMM_MFAST 0
+#endif
+
+#if GEMM_VW == 16
+#define VFLOAT float16
+#define VLOADF(p) vload16(0, (p))
+#define VLOADQ(p) convert_float16(vload16(0, (p)))
+#define VSUM(v) q8_sum16(v)
+#elif GEMM_VW == 8
+#define VFLOAT float8
+#define VLOADF(p) vload8(0, (p))
+#define VLOADQ(p) convert_float8(vload8(0, (p)))
+#define VSUM(v) q8_sum8(v)
+#elif GEMM_VW == 4
+#define VFLOAT float4
+#define VLOADF(p) vload4(0, (p))
+#define VLOADQ(p) convert_float4(vload4(0, (p)))
+#define VSUM(v) q8_sum4(v)
+#elif GEMM_VW == 2
+#define VFLOAT float2
+#define VLOADF(p) vload2(0, (p))
+#define VLOADQ(p) convert_float2(vload2(0, (p)))
+#define VSUM(v) ((v).x + (v).y)
+#elif GEMM_VW == 1
+#define VFLOAT float
+#define VLOADF(p) (*(p))
+#define VLOADQ(p) ((float)*(p))
+#define VSUM(v) (v)
+#else
+#error "GEMM_VW must be 1, 2, 4, 8 or 16"
+#endif
+
+inline float q8_sum4(const float4 v) { return (v.x + v.y) + (v.z + v.w); }
+inline float q8_sum8(const float8 v) { return q8_sum4(v.lo + v.hi); }
+inline float q8_sum16(const float16 v) { return q8_sum8(v.lo + v.hi); }
+
+__kernel void gemm_q8_nt(const uint M, const uint N, const uint K, const float alpha,
+                         __global const float *A, const uint a_off, const uint lda,
+                         __global const char *Q, const uint q_off, const uint ldq,
+                         __global const float *scale, const uint s_off,
+                         const float beta, __global float *C, const uint c_off, const uint ldc,
+                         __global const float *bias, const uint bias_off, const int flags) {
+#if GEMM_MFAST
+    const uint m0 = (uint)get_global_id(0) * GEMM_TM;
+    const uint n0 = (uint)get_global_id(1) * GEMM_TN;
+#else
+    const uint n0 = (uint)get_global_id(0) * GEMM_TN;
+    const uint m0 = (uint)get_global_id(1) * GEMM_TM;
+#endif
+    if (m0 >= M || n0 >= N) return;
+
+    __global const float *ar[GEMM_TM];
+    __global const char *qr[GEMM_TN];
+    for (int i = 0; i < GEMM_TM; i++) ar[i] = A + a_off + min(m0 + (uint)i, M - 1u) * lda;
+    for (int j = 0; j < GEMM_TN; j++) qr[j] = Q + q_off + min(n0 + (uint)j, N - 1u) * ldq;
+
+    VFLOAT accv[GEMM_TM][GEMM_TN];
+    for (int i = 0; i < GEMM_TM; i++)
+        for (int j = 0; j < GEMM_TN; j++) accv[i][j] = (VFLOAT)(0.0f);
+
+    const uint KV = K - K % GEMM_VW;
+    for (uint k = 0; k < KV; k += GEMM_VW) {
+        VFLOAT a[GEMM_TM], b[GEMM_TN];
+        for (int j = 0; j < GEMM_TN; j++) b[j] = VLOADQ(qr[j] + k);
+        for (int i = 0; i < GEMM_TM; i++) a[i] = VLOADF(ar[i] + k);
+        for (int i = 0; i < GEMM_TM; i++)
+            for (int j = 0; j < GEMM_TN; j++) accv[i][j] = a[i] * b[j] + accv[i][j];
+    }
+
+    float acc[GEMM_TM][GEMM_TN];
+    for (int i = 0; i < GEMM_TM; i++)
+        for (int j = 0; j < GEMM_TN; j++) acc[i][j] = VSUM(accv[i][j]);
+    for (uint k = KV; k < K; k++)
+        for (int i = 0; i < GEMM_TM; i++)
+            for (int j = 0; j < GEMM_TN; j++) acc[i][j] = ar[i][k] * (float)qr[j][k] + acc[i][j];
+
+    for (int i = 0; i < GEMM_TM; i++) {
+        const uint m = m0 + (uint)i;
+        if (m >= M) break;
+        __global float *crow = C + c_off + m * ldc;
+        for (int j = 0; j < GEMM_TN; j++) {
+            const uint n = n0 + (uint)j;
+            if (n >= N) break;
+            float v = alpha * (acc[i][j] * scale[s_off + n]);
+            if (beta != 0.0f) v += beta * crow[n];
+            if (flags & 1) v += bias[bias_off + n];
+            if (flags & 2) v = fmax(v, 0.0f);
+            crow[n] = v;
+        }
+    }
+}

@@ -1,0 +1,113 @@
+/* norm_bwd.cl — gradients of the layer norm of norm.cl (runtime/ops_train.h,
+ * nmt_op_layernorm_bwd, gives the exact semantics).
+ *
+ * Forward (per row r, width d):  v = x (+ res),  mu = mean(v),
+ *   rstd = 1/sqrt(mean((v - mu)^2) + eps),  xh = (v - mu) * rstd,
+ *   y = xh * gamma + beta.
+ * Backward, a = dy * gamma:
+ *   dv = rstd * (a - mean(a) - xh * mean(a * xh))
+ *   dgamma[c] = sum_r dy[r,c] * xh[r,c],   dbeta[c] = sum_r dy[r,c]
+ *
+ * Kernels:
+ *   layernorm_bwd         one work-group per row (NDRange rows * local
+ *                         size, any power-of-two local size <= REDUCE_WG):
+ *                         recomputes mu and rstd (two-pass, as the forward),
+ *                         stores them in stats[2r], stats[2r+1], and writes
+ *                         dx = dv (or dx += dv when accumulate).
+ *   layernorm_bwd_params  one work-item per column c          [c]
+ *                         dgamma[c] (+)= sum_r dy * xh, dbeta[c] (+)= sum_r dy
+ *                         over rows in order (deterministic), xh from the
+ *                         stats that layernorm_bwd stored.
+ *
+ * dx must not overlap x, res or dy.  Rows are contiguous (stride d);
+ * offsets in elements (ulong).
+ *
+ * -D knobs (defaults):
+ *   REDUCE_WG  capacity of the local reduction buffer, the largest local
+ *              size the host may launch layernorm_bwd with (256; power of 2)
+ */
+#ifndef REDUCE_WG
+#define REDUCE_WG 256
+#endif
+
+/* Sum of v over the work-group (every work-item must call it). */
+inline float wg_sum(float v, __local float *red) {
+    const uint lid = (uint)get_local_id(0);
+    red[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint w = (uint)get_local_size(0) / 2; w > 0; w >>= 1) {
+        if (lid < w) red[lid] += red[lid + w];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const float total = red[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return total;
+}
+
+__kernel void layernorm_bwd(__global const float *X, const ulong x_off,
+                            __global const float *R, const ulong r_off, const int has_res,
+                            __global const float *DY, const ulong dy_off,
+                            __global float *DX, const ulong dx_off, const int accumulate,
+                            const uint d, __global const float *G, const ulong g_off, const float eps,
+                            __global float *stats, const ulong st_off) {
+    __local float red[REDUCE_WG];
+    const ulong row = get_group_id(0);
+    const uint lid = (uint)get_local_id(0), lsz = (uint)get_local_size(0);
+    __global const float *x = X + x_off + row * d;
+    __global const float *r = R + r_off + row * d;
+    __global const float *dy = DY + dy_off + row * d;
+    __global const float *g = G + g_off;
+    __global float *dx = DX + dx_off + row * d;
+
+    float s = 0.0f;
+    for (uint c = lid; c < d; c += lsz) s += has_res ? x[c] + r[c] : x[c];
+    const float mean = wg_sum(s, red) / (float)d;
+    float q = 0.0f;
+    for (uint c = lid; c < d; c += lsz) {
+        const float t = (has_res ? x[c] + r[c] : x[c]) - mean;
+        q += t * t;
+    }
+    const float rstd = rsqrt(wg_sum(q, red) / (float)d + eps);
+
+    float sa = 0.0f, sax = 0.0f;
+    for (uint c = lid; c < d; c += lsz) {
+        const float xh = ((has_res ? x[c] + r[c] : x[c]) - mean) * rstd;
+        const float a = dy[c] * g[c];
+        sa += a;
+        sax += a * xh;
+    }
+    const float ma = wg_sum(sa, red) / (float)d;
+    const float max_ = wg_sum(sax, red) / (float)d;
+
+    for (uint c = lid; c < d; c += lsz) {
+        const float xh = ((has_res ? x[c] + r[c] : x[c]) - mean) * rstd;
+        const float v = rstd * (dy[c] * g[c] - ma - xh * max_);
+        dx[c] = accumulate ? dx[c] + v : v;
+    }
+    if (lid == 0) {
+        stats[st_off + row * 2] = mean;
+        stats[st_off + row * 2 + 1] = rstd;
+    }
+}
+
+__kernel void layernorm_bwd_params(const uint rows, const uint d,
+                                   __global const float *X, const ulong x_off,
+                                   __global const float *R, const ulong r_off, const int has_res,
+                                   __global const float *DY, const ulong dy_off,
+                                   __global const float *stats, const ulong st_off,
+                                   __global float *DG, const ulong dg_off,
+                                   __global float *DB, const ulong db_off, const int accumulate) {
+    const uint c = (uint)get_global_id(0);
+    if (c >= d) return;
+    float sg = 0.0f, sb = 0.0f;
+    for (uint r = 0; r < rows; r++) {
+        const ulong e = (ulong)r * d + c;
+        const float v = has_res ? X[x_off + e] + R[r_off + e] : X[x_off + e];
+        const float xh = (v - stats[st_off + (ulong)r * 2]) * stats[st_off + (ulong)r * 2 + 1];
+        const float dy = DY[dy_off + e];
+        sg += dy * xh;
+        sb += dy;
+    }
+    DG[dg_off + c] = accumulate ? DG[dg_off + c] + sg : sg;
+    DB[db_off + c] = accumulate ? DB[db_off + c] + sb : sb;
+}

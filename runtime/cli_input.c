@@ -1,0 +1,158 @@
+/* cli_input.c — input-line parsing of the nmt-edge program (see cli_input.h). */
+#include "cli_input.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROG "nmt-edge"
+
+void *cli_xrealloc(void *p, size_t n) {
+    void *q = realloc(p, n ? n : 1);
+    if (q == NULL) {
+        fprintf(stderr, PROG ": out of memory\n");
+        exit(1);
+    }
+    return q;
+}
+
+void cli_grow(void **p, size_t *cap, size_t need, size_t elem) {
+    if (need <= *cap) return;
+    size_t c = *cap ? *cap : 64;
+    while (c < need) c *= 2;
+    *p = cli_xrealloc(*p, c * elem);
+    *cap = c;
+}
+
+void cli_seqs_init(cli_seqs *q, size_t batch) {
+    memset(q, 0, sizeof *q);
+    q->start = cli_xrealloc(NULL, batch * sizeof *q->start);
+    q->lens = cli_xrealloc(NULL, batch * sizeof *q->lens);
+    q->ptrs = cli_xrealloc(NULL, batch * sizeof *q->ptrs);
+}
+
+void cli_seqs_free(cli_seqs *q) {
+    free(q->ids);
+    free(q->start);
+    free(q->lens);
+    free(q->ptrs);
+    memset(q, 0, sizeof *q);
+}
+
+void cli_seqs_reset(cli_seqs *q) {
+    q->n = 0;
+    q->n_ids = 0;
+}
+
+void cli_seqs_ptrs(cli_seqs *q) {
+    for (uint32_t i = 0; i < q->n; i++) q->ptrs[i] = q->ids + q->start[i];
+}
+
+void cli_texts_init(cli_texts *q, size_t batch) {
+    memset(q, 0, sizeof *q);
+    q->start = cli_xrealloc(NULL, batch * sizeof *q->start);
+    q->lens = cli_xrealloc(NULL, batch * sizeof *q->lens);
+    q->ptrs = cli_xrealloc(NULL, batch * sizeof *q->ptrs);
+}
+
+void cli_texts_free(cli_texts *q) {
+    free(q->bytes);
+    free(q->start);
+    free(q->lens);
+    free(q->ptrs);
+    memset(q, 0, sizeof *q);
+}
+
+void cli_texts_reset(cli_texts *q) {
+    q->n = 0;
+    q->n_bytes = 0;
+}
+
+void cli_texts_add(cli_texts *q, const char *s, size_t n) {
+    cli_grow((void **)&q->bytes, &q->cap_bytes, q->n_bytes + n + 1, 1);
+    if (n) memcpy(q->bytes + q->n_bytes, s, n);
+    q->start[q->n] = q->n_bytes;
+    q->lens[q->n++] = n;
+    q->n_bytes += n;
+}
+
+void cli_texts_ptrs(cli_texts *q) {
+    for (uint32_t i = 0; i < q->n; i++) q->ptrs[i] = q->bytes + q->start[i];
+}
+
+static int is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+
+int cli_parse_ids(const char *p, const char *end, unsigned long line, const cli_side_rule *r,
+                  cli_seqs *q, char *err, size_t cap) {
+    uint32_t count = 0;
+    const size_t first = q->n_ids;
+    while (p < end) {
+        if (is_space(*p)) {
+            p++;
+            continue;
+        }
+        const char *tok = p;
+        int64_t v = 0;
+        int digits = 1;
+        while (p < end && !is_space(*p)) {
+            if (*p < '0' || *p > '9') digits = 0;
+            else if (v <= INT32_MAX) v = v * 10 + (*p - '0');
+            p++;
+        }
+        int len = (int)((p - tok) > 24 ? 24 : (p - tok));
+        const char *ell = (p - tok) > 24 ? "..." : "";
+        if (!digits) {
+            snprintf(err, cap, "line %lu: %s token '%.*s%s' is not a non-negative integer id", line,
+                     r->side, len, tok, ell);
+            goto fail;
+        }
+        if (v > INT32_MAX) {
+            snprintf(err, cap, "line %lu: %s token '%.*s%s' overflows a 32-bit id", line, r->side,
+                     len, tok, ell);
+            goto fail;
+        }
+        if (v >= (int64_t)r->vocab) {
+            snprintf(err, cap,
+                     "line %lu: %s token id %lld is out of range (the model's %s vocabulary has "
+                     "ids 0..%u)",
+                     line, r->side, (long long)v, r->side, r->vocab ? r->vocab - 1u : 0u);
+            goto fail;
+        }
+        if (count >= r->max_tokens) {
+            while (p < end) { /* count the rest for the message */
+                while (p < end && is_space(*p)) p++;
+                if (p < end) count++;
+                while (p < end && !is_space(*p)) p++;
+            }
+            snprintf(err, cap, "line %lu: %s sentence has %u tokens, more than the limit of %u (%s)",
+                     line, r->side, count + 1u, r->max_tokens, r->limit_hint);
+            goto fail;
+        }
+        cli_grow((void **)&q->ids, &q->cap_ids, q->n_ids + 1, sizeof *q->ids);
+        q->ids[q->n_ids++] = (int32_t)v;
+        count++;
+    }
+    q->start[q->n] = first;
+    q->lens[q->n++] = count;
+    return 0;
+fail:
+    q->n_ids = first;
+    return 1;
+}
+
+size_t cli_line_len(const char *line, size_t n) {
+    if (n && line[n - 1] == '\n') n--;
+    if (n && line[n - 1] == '\r') n--;
+    return n;
+}
+
+int cli_split_pair(const char *line, size_t n, unsigned long line_no, size_t *tab, char *err,
+                   size_t cap) {
+    const char *t = memchr(line, '\t', n);
+    if (t == NULL || memchr(t + 1, '\t', n - (size_t)(t - line) - 1) != NULL) {
+        snprintf(err, cap, "line %lu: expected SOURCE<TAB>TARGET (exactly one TAB)", line_no);
+        return 1;
+    }
+    *tab = (size_t)(t - line);
+    return 0;
+}

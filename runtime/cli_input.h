@@ -1,0 +1,75 @@
+/* cli_input.h — the nmt-edge program's input parsing, apart from the rest
+ * of the CLI so that a fuzzer (tests/fuzz/fuzz_cli_input.c) can drive it.
+ * Part of the program, not of the library: it may allocate (growth failure
+ * exits the program with a message, as the CLI does everywhere).
+ *
+ * Input contract: one sentence per line; CR LF and LF line ends; lines of
+ * any length.  Id mode: whitespace-separated non-negative decimal ids.
+ * Text mode: the line's bytes are the sentence (any bytes but '\n').  Score
+ * lines are SOURCE<TAB>TARGET with exactly one TAB. */
+#ifndef NMT_CLI_INPUT_H
+#define NMT_CLI_INPUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+void *cli_xrealloc(void *p, size_t n);
+
+/* Grow *p (elements of `elem` bytes, capacity *cap) to hold at least `need`. */
+void cli_grow(void **p, size_t *cap, size_t need, size_t elem);
+
+/* Token ids of up to `batch` sentences, stored back to back. */
+typedef struct cli_seqs {
+    int32_t *ids;
+    size_t n_ids, cap_ids;
+    size_t *start;          /* (batch) offset of each sentence in ids */
+    uint32_t *lens;         /* (batch) */
+    const int32_t **ptrs;   /* (batch) filled by cli_seqs_ptrs() */
+    uint32_t n;
+} cli_seqs;
+
+void cli_seqs_init(cli_seqs *q, size_t batch);
+void cli_seqs_free(cli_seqs *q);
+void cli_seqs_reset(cli_seqs *q);
+/* Point ptrs[i] at sentence i (after the last append, ids no longer move). */
+void cli_seqs_ptrs(cli_seqs *q);
+
+/* Text sentences of up to `batch` lines, stored back to back. */
+typedef struct cli_texts {
+    char *bytes;
+    size_t n_bytes, cap_bytes;
+    size_t *start;          /* (batch) */
+    size_t *lens;           /* (batch) */
+    const char **ptrs;      /* (batch) filled by cli_texts_ptrs() */
+    uint32_t n;
+} cli_texts;
+
+void cli_texts_init(cli_texts *q, size_t batch);
+void cli_texts_free(cli_texts *q);
+void cli_texts_reset(cli_texts *q);
+void cli_texts_add(cli_texts *q, const char *s, size_t n);
+void cli_texts_ptrs(cli_texts *q);
+
+/* What a sentence of ids on one side must satisfy. */
+typedef struct cli_side_rule {
+    const char *side;       /* "source" / "target" */
+    uint32_t vocab;         /* ids must be < vocab */
+    uint32_t max_tokens;    /* tokens allowed, EOS excluded */
+    char limit_hint[96];    /* which option sets max_tokens */
+} cli_side_rule;
+
+/* Parse [p, end) as one sentence of ids into q (q must have room for one
+ * more sentence).  0 on success; 1 with a one-line message (no newline,
+ * "line N: ...") in err[0, cap) otherwise, q unchanged but for spare ids. */
+int cli_parse_ids(const char *p, const char *end, unsigned long line, const cli_side_rule *r,
+                  cli_seqs *q, char *err, size_t cap);
+
+/* Length of a line without its "\n" or "\r\n" end. */
+size_t cli_line_len(const char *line, size_t n);
+
+/* Split a score line at its only TAB: 0 and *tab = its offset, or 1 with a
+ * message in err when there is no TAB or more than one. */
+int cli_split_pair(const char *line, size_t n, unsigned long line_no, size_t *tab, char *err,
+                   size_t cap);
+
+#endif

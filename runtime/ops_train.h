@@ -1,0 +1,213 @@
+/* ops_train.h — the training half of the kernel layer: one C call per
+ * backward op, the loss, dropout and the optimiser, launching the kernels of
+ * cl/<family>_bwd.cl, cl/loss.cl and cl/optim.cl.  The trainer chains these with
+ * the forward calls of ops.h (docs/TRAINING-OPS.md shows how for a
+ * Transformer/HySAN layer).
+ *
+ * Conventions are those of ops.h: buffers are nmt_buf (cl_mem + element
+ * offset), fp32 unless noted, matrices row-major with explicit leading
+ * dimensions; every call validates its arguments (NMT_ERR_INVALID_ARGUMENT),
+ * only enqueues on the device's in-order queue (never blocks, never creates
+ * OpenCL objects, never allocates host memory) and treats empty sizes as a
+ * no-op.  Sums run in a fixed order (no atomics), so gradients are bitwise
+ * reproducible on a given device.
+ *
+ * "Accumulate" flags (and beta = 1) add to the output instead of
+ * overwriting it: parameter gradients are accumulated across the uses of a
+ * parameter and across micro-batches, and zeroed with nmt_op_fill. */
+#ifndef NMT_OPS_TRAIN_H
+#define NMT_OPS_TRAIN_H
+
+#include "ops.h"
+
+/* Work-groups of stage 1 of nmt_op_reduce_sum: its `partial` scratch holds
+ * this many floats. */
+#define NMT_TRAIN_REDUCE_GROUPS 256u
+
+typedef struct nmt_train_ops {
+    nmt_device *dev;
+    nmt_gemm_provider gemm;  /* OWN or CLBLAST (weight-gradient products) */
+    /* kernels (created by nmt_train_ops_init) */
+    cl_kernel k_gemm_tn, k_col_sum;                       /* gemm_bwd.cl */
+    cl_kernel k_layernorm_bwd, k_layernorm_bwd_params;    /* norm_bwd.cl */
+    cl_kernel k_embed_bwd, k_relu_bwd, k_gate_bwd, k_dropout;  /* elementwise_bwd.cl */
+    cl_kernel k_attn_bwd_scores, k_attn_bwd_probs, k_attn_bwd_ds, k_attn_bwd_dq, k_attn_bwd_dkv;
+    cl_kernel k_xent;                                     /* loss.cl */
+    cl_kernel k_adam, k_reduce_partial, k_reduce_final, k_scale, k_fill, k_axpy;  /* optim.cl */
+    /* launch geometry */
+    uint32_t gemm_tm, gemm_tn;  /* C block per gemm_tn work-item (-D GEMMT_TM/TN) */
+    size_t reduce_wg;           /* local size of per-row reductions (power of two) */
+    size_t wg_max;              /* work-items per group for the other kernels */
+} nmt_train_ops;
+
+/* Build the programs (through the device's program cache) and create every
+ * kernel.  On failure everything created so far is released.  The device
+ * must outlive the ops. */
+nmt_status nmt_train_ops_init(nmt_train_ops *t, nmt_device *dev);
+void nmt_train_ops_release(nmt_train_ops *t);
+
+/* ---- linear layers ------------------------------------------------------ */
+
+/* C[M,N] = alpha * A^T * B (+ C if beta == 1), A [K,M] (lda >= M),
+ * B [K,N] (ldb >= N).  beta must be 0 (C not read) or 1.
+ * Weight gradient of y = x W^T: dW[out,in] += dy^T x, i.e.
+ * M = out, N = in, K = rows, A = dy, B = x, beta = 1. */
+nmt_status nmt_op_gemm_tn(nmt_train_ops *t, uint32_t M, uint32_t N, uint32_t K, float alpha, nmt_buf A,
+                          uint32_t lda, nmt_buf B, uint32_t ldb, float beta, nmt_buf C, uint32_t ldc);
+
+/* out[c] = alpha * sum_{r < rows} X[r*ld + c] (+ out[c] if beta == 1),
+ * c < cols.  Bias gradient: db += colsum(dy). */
+nmt_status nmt_op_col_sum(nmt_train_ops *t, uint32_t rows, uint32_t cols, float alpha, nmt_buf X, uint32_t ld,
+                          float beta, nmt_buf out);
+
+/* Backward of y[rows, out] = x[rows, in] W[out, in]^T + b (ops.h's
+ * nmt_op_gemm with trans_b = 1), given dy (ld_dy >= out_dim):
+ *   dx  = dy W            (+ dx if dx_beta == 1)   skipped if dx.mem == NULL
+ *   dW += dy^T x          (dW [out, in], contiguous) skipped if dW.mem == NULL
+ *   db += colsum(dy)      (db [out])                skipped if db.mem == NULL
+ * (with param_beta == 0 dW and db are overwritten instead).  A fused ReLU
+ * is undone first with nmt_op_relu_bwd.  `ops` runs the dx product with
+ * the forward GEMM. */
+nmt_status nmt_op_linear_bwd(nmt_ops *ops, nmt_train_ops *t, uint32_t rows, uint32_t out_dim, uint32_t in_dim,
+                             nmt_buf x, uint32_t ld_x, nmt_buf W, nmt_buf dy, uint32_t ld_dy, nmt_buf dx,
+                             uint32_t ld_dx, float dx_beta, nmt_buf dW, nmt_buf db, float param_beta);
+
+/* ---- layer norm --------------------------------------------------------- */
+
+/* Backward of nmt_op_layernorm: y = LN(v) * gamma + beta, v = x (+ res).
+ * Inputs: x (and res, or res.mem == NULL) as given to the forward (NOT its
+ * output: post-norm overwrites its residual, so the trainer keeps v or
+ * x and res), dy [rows, d], gamma [d], eps.
+ *   dx  = rstd * (a - mean(a) - xh * mean(a * xh)),  a = dy * gamma
+ *         (dx += ... if accumulate); dv is both dx and dres
+ *   dgamma (+)= sum_r dy * xh,  dbeta (+)= sum_r dy    (param_accumulate)
+ *         skipped when dgamma.mem / dbeta.mem are both NULL
+ * stats: scratch of 2*rows floats (receives mean and rstd per row).
+ * dx must not overlap x, res or dy (NMT_ERR_INVALID_ARGUMENT for the same
+ * cl_mem with overlapping ranges). */
+nmt_status nmt_op_layernorm_bwd(nmt_train_ops *t, nmt_buf x, nmt_buf res, nmt_buf dy, nmt_buf dx,
+                                int accumulate, uint32_t rows, uint32_t d, nmt_buf gamma, float eps,
+                                nmt_buf dgamma, nmt_buf dbeta, int param_accumulate, nmt_buf stats);
+
+/* ---- elementwise -------------------------------------------------------- */
+
+/* dx[i] = y[i] > 0 ? dy[i] : 0, i < n, y = the ReLU's output (or input).
+ * dx may be dy (in place). */
+nmt_status nmt_op_relu_bwd(nmt_train_ops *t, nmt_buf y, nmt_buf dy, nmt_buf dx, uint32_t n);
+
+/* Backward of nmt_op_gate_accum (out (+)= x * sigmoid(g)), rows x d with
+ * row strides ld_*, given dout:
+ *   dx = dout * s (dx += ... if accumulate_dx),  dg = dout * x * s * (1 - s),
+ *   s = sigmoid(g).  dx and dg must not overlap each other or the inputs. */
+nmt_status nmt_op_gate_bwd(nmt_train_ops *t, nmt_buf x, uint32_t ld_x, nmt_buf g, uint32_t ld_g, nmt_buf dout,
+                           uint32_t ld_dout, nmt_buf dx, uint32_t ld_dx, nmt_buf dg, uint32_t ld_dg,
+                           uint32_t rows, uint32_t d, int accumulate_dx);
+
+/* Inverted dropout with a counter-based mask, i < n:
+ *   out[i] = keep(seed, offset + i) ? x[i] / (1 - p) : 0     (out may be x)
+ * keep(seed, e): word e & 3 of Philox4x32-10 at counter e >> 2 under key
+ * seed, shifted right by 8, >= round(p * 2^24) (cl/elementwise_bwd.cl).
+ * The backward is the same call on dy with the same seed and offset.  The
+ * trainer gives every dropout site of a step its own offset range (or seed)
+ * so masks never repeat.  0 <= p < 1 (p == 0 copies). */
+nmt_status nmt_op_dropout(nmt_train_ops *t, nmt_buf x, nmt_buf out, uint32_t n, float p, uint64_t seed,
+                          uint64_t offset);
+
+/* Host half of the embedding backward: sort the rows by token id (stable
+ * counting sort, no allocation).  tok [rows] are ids in [0, vocab); rows
+ * whose id equals skip_id (e.g. padding; -1 = none) are left out.
+ * Outputs: perm [rows] (row indices grouped by id, ascending within an id),
+ * seg [rows + 1] (segment s = perm[seg[s] .. seg[s+1])), seg_tok [rows]
+ * (the id of segment s), *n_seg.  count: scratch of vocab + 1 uint32.
+ * NMT_ERR_TOKEN_OUT_OF_RANGE for an id outside [0, vocab). */
+nmt_status nmt_embed_bwd_plan(const int32_t *tok, uint32_t rows, uint32_t vocab, int32_t skip_id, uint32_t *count,
+                              int32_t *perm, int32_t *seg, int32_t *seg_tok, uint32_t *n_seg);
+
+/* Backward of nmt_op_embed (out[r] = E[tok[r]] * scale + P(pos)):
+ *   dE[seg_tok[s], :] += scale * sum_{i in segment s} dy[perm[i], :]
+ * dy [rows, d] contiguous; perm, seg, seg_tok (int buffers) uploaded from
+ * nmt_embed_bwd_plan.  Only the rows of ids present are touched (zero dE
+ * first).  Work O(rows * d), one writer per element. */
+nmt_status nmt_op_embed_bwd(nmt_train_ops *t, nmt_buf dy, uint32_t d, nmt_buf perm, nmt_buf seg, nmt_buf seg_tok,
+                            uint32_t n_seg, float scale, nmt_buf dE);
+
+/* ---- loss --------------------------------------------------------------- */
+
+/* Label-smoothed cross entropy of `rows` rows of logits [rows, V] (stride
+ * ld), targets tgt [rows] (int buffer), smoothing eps in [0, 1):
+ *   lp = log_softmax(x),  q_t = 1 - eps,  q_j = eps / (V - 1) (j != t)
+ *   (V == 1: q_t = 1)
+ *   loss[r] = -sum_j q_j lp_j,   nll[r] = -lp_t   (nll.mem NULL: skipped)
+ *   dlogits[r, j] = grad_scale * (exp(lp_j) - q_j)  (dlogits.mem NULL: skipped)
+ * Rows with tgt == ignore_id (padding) or tgt outside [0, V) give loss =
+ * nll = 0 and a zero gradient row.  dlogits may be the logits themselves
+ * (same buffer, offset and ld) or must not overlap them.  The batch loss is
+ * nmt_op_reduce_sum over loss[]; grad_scale is typically 1 / target tokens. */
+nmt_status nmt_op_xent(nmt_train_ops *t, nmt_buf logits, uint32_t rows, uint32_t V, uint32_t ld, nmt_buf tgt,
+                       int32_t ignore_id, float eps, float grad_scale, nmt_buf loss, nmt_buf nll,
+                       nmt_buf dlogits, uint32_t ld_d);
+
+/* ---- attention ---------------------------------------------------------- */
+
+/* Backward of nmt_op_attention.  fwd holds exactly the forward call's
+ * arguments with fwd.out = the saved forward output O (all branches, the
+ * layout the forward wrote), fwd.scores = scratch of n_seq*H*lq*lk_max
+ * floats (S, then dS), fwd.stats unused.  Given dO in the layout of O
+ * (d_out, d_out_ld >= n_branches*H*d_head), writes
+ *   dq [n_seq*lq rows, H*d_head]   row s*lq + i at dq + (s*lq+i)*dq_ld
+ *   dk, dv                         kv sequence m < ceil(n_seq/group), key j
+ *                                  at + m*dkv_seq_stride + j*d{k,v}_ld
+ * (overwritten; padding keys j >= key_len get 0; dq/dk/dv must not
+ * overlap q, k, v, O, dO or the scratch):
+ *   dV  = sum_b P_b^T dO_b,  dS = sum_b P_b * (dO_b V^T - rowsum(dO_b * O_b)),
+ *   dQ  = dS K / sqrt(d_head),  dK = dS^T Q / sqrt(d_head)
+ * (per sequence and head; dK/dV sum over the `group` query sequences that
+ * share a kv sequence).  probs: scratch of n_branches*n_seq*H*lq*lk_max
+ * floats; dstats: scratch of n_branches*n_seq*H*lq floats. */
+typedef struct nmt_attn_bwd_args {
+    nmt_attn_args fwd;
+    nmt_buf d_out; uint32_t d_out_ld;
+    nmt_buf dq; uint32_t dq_ld;
+    nmt_buf dk; uint32_t dk_ld;
+    nmt_buf dv; uint32_t dv_ld;
+    uint64_t dkv_seq_stride;
+    nmt_buf probs, dstats;
+} nmt_attn_bwd_args;
+
+nmt_status nmt_op_attention_bwd(nmt_train_ops *t, const nmt_attn_bwd_args *a);
+
+/* ---- optimiser and gradient buffers ------------------------------------- */
+
+typedef struct nmt_adam_params {
+    float lr;          /* learning rate of this step (schedule applied by the caller) */
+    float beta1;       /* 0.9 */
+    float beta2;       /* 0.98 */
+    float eps;         /* 1e-9 */
+    float weight_decay;/* decoupled (AdamW); 0 = Adam */
+    float grad_scale;  /* multiplies g first (clipping / loss normalisation); 1 = none */
+    uint64_t step;     /* 1-based step number t, for the bias corrections */
+} nmt_adam_params;
+
+/* The paper's defaults (lr 0, beta1 0.9, beta2 0.98, eps 1e-9, no decay,
+ * grad_scale 1, step 1). */
+nmt_adam_params nmt_adam_defaults(void);
+
+/* One Adam step over n parameters (flat buffers p, g, m, v; m and v start
+ * at 0):  g' = grad_scale * g,  m = b1 m + (1-b1) g',  v = b2 v + (1-b2) g'^2,
+ *   p -= lr * ((m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps) + wd * p). */
+nmt_status nmt_op_adam(nmt_train_ops *t, nmt_buf p, nmt_buf g, nmt_buf m, nmt_buf v, uint32_t n,
+                       const nmt_adam_params *ap);
+
+/* out[0] = sum_{i<n} x[i] (square: sum of x[i]^2, the squared gradient
+ * norm), in two stages with a fixed order (bitwise reproducible on a
+ * device).  partial: scratch of NMT_TRAIN_REDUCE_GROUPS floats. */
+nmt_status nmt_op_reduce_sum(nmt_train_ops *t, nmt_buf x, uint32_t n, int square, nmt_buf partial, nmt_buf out);
+
+/* x[i] *= a (gradient clipping: a = min(1, max_norm / norm)). */
+nmt_status nmt_op_scale(nmt_train_ops *t, nmt_buf x, uint32_t n, float a);
+/* x[i] = a (zeroing gradients). */
+nmt_status nmt_op_fill(nmt_train_ops *t, nmt_buf x, uint32_t n, float a);
+/* y[i] += a * x[i] (gradient accumulation, residual backward). */
+nmt_status nmt_op_axpy(nmt_train_ops *t, nmt_buf y, nmt_buf x, uint32_t n, float a);
+
+#endif

@@ -1,0 +1,330 @@
+/* tuning.c — the per-device parameter table, the tuning-file reader and
+ * writer, and the candidate configurations the tuner measures (tuning.h).
+ *
+ * Table rows are matched in order; the first row (every device) is the
+ * portable default: our kernels with float4 loads and 4x4 blocks, 64
+ * work-items per group (clamped to the device), which any OpenCL 1.2 device
+ * runs correctly.  Later rows refine it for device classes whose best
+ * settings were measured (docs/PERFORMANCE.md).  A row changes only the
+ * fields it names; the tuner's file, when present, overrides the result. */
+#include "tuning.h"
+
+#include <string.h>
+
+#define CFG(p, m, n, v, f, w) {(uint8_t)(p), (uint8_t)(m), (uint8_t)(n), (uint8_t)(v), (uint8_t)(f), (uint16_t)(w)}
+#define OWN(m, n, v, f, w) CFG(NMT_GEMM_OWN, m, n, v, f, w)
+#define BLAS CFG(NMT_GEMM_CLBLAST, 4, 4, 4, 0, 64)
+
+/* ------------------------------------------------------------------------ */
+/* The table                                                                */
+/* ------------------------------------------------------------------------ */
+
+enum { ANY = 0, CPU = 1, GPU = 2 };
+
+typedef struct table_row {
+    const char *label;
+    int type;                 /* ANY, CPU or GPU */
+    const char *platform;     /* substring of the platform name, or NULL */
+    const char *name;         /* substring of the device name, or NULL */
+    nmt_tuning t;
+} table_row;
+
+static const table_row table[] = {
+    {"default", ANY, NULL, NULL,
+     {.gemm = {[NMT_GOP_NT] = {OWN(1, 8, 4, 0, 64), OWN(4, 4, 4, 0, 64), OWN(4, 4, 4, 0, 64)},
+               [NMT_GOP_NN] = {OWN(1, 8, 4, 0, 64), OWN(4, 4, 4, 0, 64), OWN(4, 4, 4, 0, 64)},
+               [NMT_GOP_Q8] = {OWN(1, 4, 4, 0, 64), OWN(4, 4, 4, 0, 64), OWN(4, 4, 4, 0, 64)}},
+      .wg = 64, .reduce_wg = 256}},
+    /* GPUs: CLBlast has tuned entries for most; ours keep the int8 path. */
+    {"GPU", GPU, NULL, NULL,
+     {.gemm = {[NMT_GOP_NT] = {BLAS, BLAS, BLAS},
+               [NMT_GOP_NN] = {BLAS, BLAS, BLAS},
+               [NMT_GOP_Q8] = {OWN(1, 4, 4, 0, 64), OWN(4, 4, 4, 0, 64), OWN(4, 4, 4, 0, 64)}},
+      .wg = 64, .reduce_wg = 256}},
+    /* PoCL on a CPU (measured on a 2-core AVX-512 Xeon, docs/PERFORMANCE.md):
+     * float16 loads, barrier-free; work-groups are loops, so wide groups. */
+    {"PoCL CPU", CPU, "Portable Computing Language", NULL,
+     {.gemm = {[NMT_GOP_NT] = {OWN(1, 8, 16, 0, 64), OWN(4, 4, 16, 1, 16), OWN(6, 4, 16, 1, 16)},
+               [NMT_GOP_NN] = {OWN(1, 16, 16, 0, 16), OWN(8, 16, 16, 0, 16), OWN(6, 32, 16, 0, 16)},
+               [NMT_GOP_Q8] = {OWN(1, 2, 16, 0, 64), OWN(2, 8, 16, 0, 64), OWN(6, 4, 16, 1, 16)}},
+      .wg = 64, .reduce_wg = 64}},
+};
+
+static int row_matches(const table_row *r, const nmt_device_info *info) {
+    if (r->type == CPU && !info->is_cpu) return 0;
+    if (r->type == GPU && !info->is_gpu) return 0;
+    if (r->platform && !nmt_strcasestr_ascii(info->platform_name, r->platform)) return 0;
+    if (r->name && !nmt_strcasestr_ascii(info->device_name, r->name)) return 0;
+    return 1;
+}
+
+void nmt_tuning_from_table(nmt_tuning *t, const nmt_device_info *info) {
+    const table_row *chosen = &table[0];
+    for (size_t i = 1; i < NMT_ARRAY_LEN(table); i++)
+        if (row_matches(&table[i], info)) chosen = &table[i];
+    *t = chosen->t;
+    nmt_strlcpy(t->origin, "table: ", sizeof t->origin);
+    nmt_strlcpy(t->origin + 7, chosen->label, sizeof t->origin - 7);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Validity and candidates                                                  */
+/* ------------------------------------------------------------------------ */
+
+static int pow2(unsigned x) { return x != 0 && (x & (x - 1)) == 0; }
+
+int nmt_gemm_cfg_valid(nmt_gemm_op op, const nmt_gemm_cfg *c) {
+    if (c == NULL || (unsigned)op >= NMT_GOP_COUNT) return 0;
+    if (c->provider != NMT_GEMM_OWN && c->provider != NMT_GEMM_CLBLAST) return 0;
+    if (c->provider == NMT_GEMM_CLBLAST && op == NMT_GOP_Q8) return 0;
+    const unsigned tn_max = op == NMT_GOP_NN ? 32u : 8u;
+    if (c->tm < 1 || c->tm > 8 || c->tn < 1 || c->tn > tn_max) return 0;
+    if (!pow2(c->vw) || c->vw > 16 || c->mfast > 1 || !pow2(c->wg) || c->wg > 1024) return 0;
+    return 1;
+}
+
+/* Candidates of our kernels per (op, class); the PoCL-CPU row's choice and
+ * the portable default are among them (the tuner adds the table's own
+ * choice first anyway). */
+static const nmt_gemm_cfg cand_nt_m2[] = {
+    OWN(1, 8, 4, 0, 64), OWN(1, 4, 16, 0, 64), OWN(1, 8, 16, 0, 64), OWN(1, 8, 8, 0, 64),
+    OWN(2, 4, 16, 0, 64), OWN(1, 4, 16, 0, 16),
+};
+static const nmt_gemm_cfg cand_nt_m16[] = {
+    OWN(4, 4, 4, 0, 64), OWN(4, 4, 16, 1, 16), OWN(4, 4, 16, 0, 64), OWN(8, 2, 16, 1, 16),
+    OWN(2, 8, 16, 0, 64), OWN(4, 4, 8, 1, 16), OWN(1, 8, 16, 0, 64),
+};
+static const nmt_gemm_cfg cand_nt_big[] = {
+    OWN(4, 4, 4, 0, 64), OWN(4, 4, 16, 1, 16), OWN(4, 4, 16, 0, 64), OWN(4, 5, 16, 1, 16),
+    OWN(5, 4, 16, 1, 16), OWN(4, 6, 16, 1, 16), OWN(6, 4, 16, 1, 16), OWN(4, 4, 8, 1, 16),
+    OWN(4, 4, 16, 1, 64),
+};
+static const nmt_gemm_cfg cand_nn_m2[] = {
+    OWN(1, 8, 4, 0, 64), OWN(1, 32, 16, 0, 16), OWN(1, 16, 16, 0, 16), OWN(2, 32, 16, 0, 16),
+};
+static const nmt_gemm_cfg cand_nn_m16[] = {
+    OWN(4, 4, 4, 0, 64), OWN(4, 32, 16, 0, 16), OWN(8, 16, 16, 0, 16), OWN(4, 16, 16, 0, 16),
+};
+static const nmt_gemm_cfg cand_nn_big[] = {
+    OWN(4, 4, 4, 0, 64), OWN(6, 32, 16, 0, 16), OWN(4, 32, 16, 0, 16), OWN(8, 16, 16, 0, 16),
+    OWN(6, 32, 16, 1, 16),
+};
+static const nmt_gemm_cfg cand_q8_m2[] = {
+    OWN(1, 4, 4, 0, 64), OWN(1, 4, 16, 0, 64), OWN(1, 8, 16, 0, 64), OWN(1, 2, 16, 0, 64),
+    OWN(2, 4, 16, 0, 64), OWN(1, 4, 16, 0, 16),
+};
+static const nmt_gemm_cfg cand_q8_m16[] = {
+    OWN(4, 4, 4, 0, 64), OWN(4, 4, 16, 1, 16), OWN(4, 4, 16, 0, 64), OWN(8, 2, 16, 1, 16),
+    OWN(8, 2, 16, 0, 64), OWN(2, 8, 16, 0, 64), OWN(4, 2, 16, 0, 64),
+};
+static const nmt_gemm_cfg cand_q8_big[] = {
+    OWN(4, 4, 4, 0, 64), OWN(4, 4, 16, 1, 16), OWN(4, 4, 16, 0, 64), OWN(4, 6, 16, 1, 16),
+    OWN(6, 4, 16, 1, 16),
+};
+
+typedef struct cand_list {
+    const nmt_gemm_cfg *c;
+    size_t n;
+} cand_list;
+
+#define LIST(a) {a, NMT_ARRAY_LEN(a)}
+static const cand_list candidates[NMT_GOP_COUNT][NMT_GCLASS_COUNT] = {
+    [NMT_GOP_NT] = {LIST(cand_nt_m2), LIST(cand_nt_m16), LIST(cand_nt_big)},
+    [NMT_GOP_NN] = {LIST(cand_nn_m2), LIST(cand_nn_m16), LIST(cand_nn_big)},
+    [NMT_GOP_Q8] = {LIST(cand_q8_m2), LIST(cand_q8_m16), LIST(cand_q8_big)},
+};
+
+size_t nmt_gemm_candidates(nmt_gemm_op op, nmt_gemm_class cls, nmt_gemm_cfg *out, size_t cap) {
+    if ((unsigned)op >= NMT_GOP_COUNT || (unsigned)cls >= NMT_GCLASS_COUNT || out == NULL) return 0;
+    const cand_list *l = &candidates[op][cls];
+    size_t n = NMT_MIN(l->n, cap);
+    memcpy(out, l->c, n * sizeof *out);
+    return n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* File format                                                              */
+/* ------------------------------------------------------------------------ */
+
+static const char *const op_names[NMT_GOP_COUNT] = {"nt", "nn", "q8"};
+static const char *const class_names[NMT_GCLASS_COUNT] = {"m2", "m16", "big"};
+
+const char *nmt_gemm_op_name(nmt_gemm_op op) {
+    return (unsigned)op < NMT_GOP_COUNT ? op_names[op] : "?";
+}
+
+const char *nmt_gemm_class_name(nmt_gemm_class cls) {
+    return (unsigned)cls < NMT_GCLASS_COUNT ? class_names[cls] : "?";
+}
+
+/* A cursor over one line. */
+typedef struct lex {
+    const char *p, *end;
+} lex;
+
+static void skip_ws(lex *l) {
+    while (l->p < l->end && (*l->p == ' ' || *l->p == '\t' || *l->p == '\r')) l->p++;
+}
+
+/* Next whitespace-delimited word; returns its length (0 at the end). */
+static size_t word(lex *l, const char **w) {
+    skip_ws(l);
+    *w = l->p;
+    while (l->p < l->end && *l->p != ' ' && *l->p != '\t' && *l->p != '\r') l->p++;
+    return (size_t)(l->p - *w);
+}
+
+static int word_is(const char *w, size_t n, const char *s) { return strlen(s) == n && memcmp(w, s, n) == 0; }
+
+static int index_of(const char *w, size_t n, const char *const *names, int count) {
+    for (int i = 0; i < count; i++)
+        if (word_is(w, n, names[i])) return i;
+    return -1;
+}
+
+/* "key=value" with a decimal value < 65536. */
+static int key_value(const char *w, size_t n, const char *key, unsigned *v) {
+    size_t kl = strlen(key);
+    if (n <= kl + 1 || memcmp(w, key, kl) != 0 || w[kl] != '=') return 0;
+    unsigned x = 0;
+    for (size_t i = kl + 1; i < n; i++) {
+        if (w[i] < '0' || w[i] > '9' || x > 6553u) return 0;
+        x = x * 10u + (unsigned)(w[i] - '0');
+    }
+    if (x > 65535u) return 0;
+    *v = x;
+    return 1;
+}
+
+/* gemm <op> <class> own tm=.. tn=.. vw=.. mfast=.. wg=..  |  gemm <op> <class> clblast */
+static int parse_gemm(lex *l, nmt_tuning *t) {
+    const char *w;
+    size_t n = word(l, &w);
+    int op = index_of(w, n, op_names, NMT_GOP_COUNT);
+    n = word(l, &w);
+    int cls = index_of(w, n, class_names, NMT_GCLASS_COUNT);
+    if (op < 0 || cls < 0) return 0;
+    nmt_gemm_cfg c = t->gemm[op][cls];
+    n = word(l, &w);
+    if (word_is(w, n, "clblast")) {
+        c.provider = NMT_GEMM_CLBLAST;
+    } else if (word_is(w, n, "own")) {
+        c.provider = NMT_GEMM_OWN;
+        static const char *const keys[5] = {"tm", "tn", "vw", "mfast", "wg"};
+        unsigned v[5];
+        for (int k = 0; k < 5; k++) {
+            n = word(l, &w);
+            if (!key_value(w, n, keys[k], &v[k])) return 0;
+        }
+        c.tm = (uint8_t)NMT_MIN(v[0], 255u);
+        c.tn = (uint8_t)NMT_MIN(v[1], 255u);
+        c.vw = (uint8_t)NMT_MIN(v[2], 255u);
+        c.mfast = (uint8_t)NMT_MIN(v[3], 255u);
+        c.wg = (uint16_t)v[4];
+    } else {
+        return 0;
+    }
+    if (word(l, &w) != 0 || !nmt_gemm_cfg_valid((nmt_gemm_op)op, &c)) return 0;
+    t->gemm[op][cls] = c;
+    return 1;
+}
+
+nmt_status nmt_tuning_parse(nmt_tuning *t, const char *text, size_t len) {
+    NMT_CHECK(t != NULL && (text != NULL || len == 0), NMT_ERR_INVALID_ARGUMENT);
+    nmt_tuning r = *t;
+    const char *p = text, *end = text + len;
+    int saw_magic = 0;
+    while (p < end) {
+        const char *e = memchr(p, '\n', (size_t)(end - p));
+        if (e == NULL) e = end;
+        lex l = {p, e};
+        const char *w;
+        size_t n = word(&l, &w);
+        if (n == 0 || w[0] == '#') {
+            /* blank or comment */
+        } else if (word_is(w, n, "nmt-edge-tuning")) {
+            n = word(&l, &w);
+            NMT_CHECK(word_is(w, n, "1") && word(&l, &w) == 0, NMT_ERR_INVALID_ARGUMENT);
+            saw_magic = 1;
+        } else if (!saw_magic) {
+            return NMT_ERR_INVALID_ARGUMENT;  /* the first line names the format */
+        } else if (word_is(w, n, "gemm")) {
+            NMT_CHECK(parse_gemm(&l, &r), NMT_ERR_INVALID_ARGUMENT);
+        } else if (word_is(w, n, "wg") || word_is(w, n, "reduce_wg")) {
+            const int is_wg = n == 2;
+            const char *v;
+            size_t vn = word(&l, &v);
+            unsigned x = 0;
+            NMT_CHECK(vn > 0 && vn < 6, NMT_ERR_INVALID_ARGUMENT);
+            for (size_t i = 0; i < vn; i++) {
+                NMT_CHECK(v[i] >= '0' && v[i] <= '9', NMT_ERR_INVALID_ARGUMENT);
+                x = x * 10u + (unsigned)(v[i] - '0');
+            }
+            NMT_CHECK(pow2(x) && x <= 1024 && word(&l, &w) == 0, NMT_ERR_INVALID_ARGUMENT);
+            if (is_wg) r.wg = (uint16_t)x;
+            else r.reduce_wg = (uint16_t)x;
+        } else {
+            return NMT_ERR_INVALID_ARGUMENT;
+        }
+        p = e < end ? e + 1 : end;
+    }
+    NMT_CHECK(saw_magic, NMT_ERR_INVALID_ARGUMENT);
+    *t = r;
+    return NMT_OK;
+}
+
+/* Append with bounds; *used becomes cap on overflow. */
+static void put(char *buf, size_t cap, size_t *used, const char *s) {
+    size_t n = strlen(s);
+    if (*used >= cap || n >= cap - *used) {
+        *used = cap;
+        return;
+    }
+    memcpy(buf + *used, s, n + 1);
+    *used += n;
+}
+
+static void put_uint(char *buf, size_t cap, size_t *used, unsigned v) {
+    char tmp[12];
+    int i = (int)sizeof tmp - 1;
+    tmp[i] = '\0';
+    do {
+        tmp[--i] = (char)('0' + v % 10u);
+        v /= 10u;
+    } while (v && i > 0);
+    put(buf, cap, used, tmp + i);
+}
+
+size_t nmt_tuning_format(const nmt_tuning *t, const char *device, char *buf, size_t cap) {
+    if (t == NULL || buf == NULL || cap == 0) return 0;
+    size_t u = 0;
+    buf[0] = '\0';
+    put(buf, cap, &u, "nmt-edge-tuning 1\n# device: ");
+    put(buf, cap, &u, device ? device : "?");
+    put(buf, cap, &u, "\n");
+    for (int op = 0; op < NMT_GOP_COUNT; op++)
+        for (int cls = 0; cls < NMT_GCLASS_COUNT; cls++) {
+            const nmt_gemm_cfg *c = &t->gemm[op][cls];
+            put(buf, cap, &u, "gemm ");
+            put(buf, cap, &u, op_names[op]);
+            put(buf, cap, &u, " ");
+            put(buf, cap, &u, class_names[cls]);
+            if (c->provider == NMT_GEMM_CLBLAST) {
+                put(buf, cap, &u, " clblast\n");
+                continue;
+            }
+            static const char *const keys[5] = {" own tm=", " tn=", " vw=", " mfast=", " wg="};
+            const unsigned v[5] = {c->tm, c->tn, c->vw, c->mfast, c->wg};
+            for (int k = 0; k < 5; k++) {
+                put(buf, cap, &u, keys[k]);
+                put_uint(buf, cap, &u, v[k]);
+            }
+            put(buf, cap, &u, "\n");
+        }
+    put(buf, cap, &u, "wg ");
+    put_uint(buf, cap, &u, t->wg);
+    put(buf, cap, &u, "\nreduce_wg ");
+    put_uint(buf, cap, &u, t->reduce_wg);
+    put(buf, cap, &u, "\n");
+    return u >= cap ? 0 : u;
+}

@@ -1,0 +1,42 @@
+/* warmup.c — see warmup.h. */
+#include "warmup.h"
+
+#include <string.h>
+
+static nmt_status upload(nmt_session *s, nmt_buf dst, const int32_t *src, size_t n) {
+    return nmt_device_write(s->dev, dst.mem, dst.off * sizeof(cl_int), n * sizeof(cl_int), src);
+}
+
+nmt_status nmt_session_warm(nmt_session *s) {
+    NMT_CHECK(s != NULL && s->fam != NULL, NMT_ERR_INVALID_ARGUMENT);
+    const nmt_plan_dims *d = &s->dims;
+    int32_t *tok = s->h_tok; /* (max_batch * max(src_cap, tgt_cap)) ints */
+
+    /* Encoder over one sentence of up to 17 positions: more than 16 rows,
+     * so the products take the large-M class. */
+    const uint32_t len = NMT_MIN(d->src_cap, 17u);
+    for (uint32_t j = 0; j < len; j++) tok[j] = (int32_t)(j + 1 == len ? s->info.eos_id : s->info.unk_id);
+    NMT_TRY(upload(s, s->io.src_tok, tok, len));
+    tok[0] = (int32_t)len;
+    NMT_TRY(upload(s, s->io.src_len, tok, 1));
+    NMT_TRY(s->fam->encode(s->fam_state, &s->io, 1, len));
+
+    /* Decoder steps at t = 0 with one row (M <= 2) and with several rows
+     * reading the same sentence (3 <= M <= 16), each followed by what
+     * beam search does: log-softmax and a reorder of the decoder state. */
+    const uint32_t rows_list[2] = {1, NMT_MIN(d->step_rows, 16u)};
+    for (int i = 0; i < 2; i++) {
+        const uint32_t rows = rows_list[i];
+        if (i == 1 && rows < 3) break;
+        for (uint32_t r = 0; r < rows; r++) tok[r] = (int32_t)s->info.bos_id;
+        NMT_TRY(upload(s, s->io.step_tok, tok, rows));
+        NMT_TRY(s->fam->step(s->fam_state, &s->io, rows, rows, 0));
+        NMT_TRY(nmt_op_log_softmax(&s->ops, s->io.logits, rows, s->info.tgt_vocab, s->info.tgt_vocab));
+        for (uint32_t r = 0; r < rows; r++) tok[r] = 0;
+        NMT_TRY(upload(s, s->io.reorder, tok, rows));
+        NMT_TRY(s->fam->reorder(s->fam_state, &s->io, rows, 0));
+    }
+    NMT_TRY(nmt_device_finish(s->dev));
+    (void)nmt_device_cache_refresh(s->dev);
+    return NMT_OK;
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# sanitize.sh — the whole test suite under AddressSanitizer + UndefinedBehavior-
+# Sanitizer (+ LeakSanitizer), in build-asan/.
+#
+#   bash scripts/sanitize.sh [ctest args...]      e.g.  -R fault_test
+#
+# Every UBSan report aborts the test (-fno-sanitize-recover).  LSan
+# suppressions (tests/sanitizers/lsan.supp) cover only the OpenCL driver's
+# own libraries (libpocl, libLLVM, libclang-cpp).  The runtime library is
+# instrumented like everything else; the no_allocator_symbols check still
+# applies (instrumentation adds __asan_* imports, never malloc).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+cmake -S . -B build-asan -DCMAKE_C_COMPILER=clang -DNMT_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_FLAGS="$san" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined"
+cmake --build build-asan -j"$(nproc)"
+export ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+export LSAN_OPTIONS="suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+ctest --test-dir build-asan --output-on-failure -j"$(nproc)" "$@"

@@ -1,0 +1,358 @@
+/* limits_test.c — the CLI at the edges of its input contract (issue 7):
+ * empty input, empty lines, over-long lines, a 1 MB line, numbers that
+ * overflow, binary garbage on stdin, and model files of another format
+ * version or architecture.  Each case runs the built `nmt-edge` on the
+ * bundled test model (--ids: ids in, ids out; text mode through its
+ * embedded tokenizer where noted) and asserts the exit
+ * status (0 success, 1 runtime error), that nothing is written to stdout for
+ * a rejected batch, and the message on stderr. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "format.h"
+#include "test_util.h"
+
+#ifndef NMT_EDGE_BIN
+#error "NMT_EDGE_BIN must name the nmt-edge program"
+#endif
+
+static char *tmp_dir;
+static char model_path[1024];
+
+typedef struct run_result {
+    int status;     /* exit status, or 128 + signal */
+    char *out;      /* stdout, NUL-terminated (malloc'd) */
+    size_t out_len;
+    char *err;      /* stderr */
+} run_result;
+
+static void free_result(run_result *r) {
+    free(r->out);
+    free(r->err);
+}
+
+/* Run nmt-edge with argv (NULL-terminated, without the program) and `in`
+ * on stdin. */
+static run_result run_cli(const char *const *args, const void *in, size_t in_len) {
+    char in_path[1200], out_path[1200], err_path[1200];
+    snprintf(in_path, sizeof in_path, "%s/stdin", tmp_dir);
+    snprintf(out_path, sizeof out_path, "%s/stdout", tmp_dir);
+    snprintf(err_path, sizeof err_path, "%s/stderr", tmp_dir);
+    assert_int_equal(nmt_test_write_file(in_path, in, in_len), 0);
+    const char *argv[32];
+    int n = 0;
+    argv[n++] = NMT_EDGE_BIN;
+    while (*args) argv[n++] = *args++;
+    argv[n] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int i = open(in_path, O_RDONLY), o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644),
+            e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (i < 0 || o < 0 || e < 0) _exit(126);
+        dup2(i, 0);
+        dup2(o, 1);
+        dup2(e, 2);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    int ws;
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    run_result r;
+    r.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+    size_t n_out, n_err;
+    r.out = nmt_test_read_file(out_path, &n_out);
+    r.err = nmt_test_read_file(err_path, &n_err);
+    assert_non_null(r.out);
+    assert_non_null(r.err);
+    r.out = realloc(r.out, n_out + 1);
+    r.err = realloc(r.err, n_err + 1);
+    r.out[n_out] = '\0';
+    r.err[n_err] = '\0';
+    r.out_len = n_out;
+    return r;
+}
+
+static void expect_rejected(const run_result *r, const char *needle) {
+    if (r->status != 1 || r->out_len != 0 || strstr(r->err, needle) == NULL)
+        fail_msg("want exit 1, empty stdout and \"%s\" on stderr; got exit %d, %zu bytes of stdout, stderr: %s",
+                 needle, r->status, r->out_len, r->err);
+}
+
+static int group_setup(void **state) {
+    (void)state;
+    tmp_dir = nmt_test_make_temp_dir("limits");
+    snprintf(model_path, sizeof model_path, "%s/models/test-model.nmt", NMT_TEST_BUILD_DIR);
+    return 0;
+}
+
+static int group_teardown(void **state) {
+    (void)state;
+    nmt_test_remove_tree(tmp_dir);
+    free(tmp_dir);
+    return 0;
+}
+
+/* ---- input lines --------------------------------------------------------- */
+
+static void test_empty_input(void **state) {
+    (void)state;
+    const char *args[] = {"translate", "--ids", "--model", model_path, NULL};
+    run_result r = run_cli(args, "", 0);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(r.out_len, 0);
+    free_result(&r);
+}
+
+static void test_empty_lines(void **state) {
+    (void)state;
+    /* empty sentences translate to empty lines, one per input line */
+    const char *args[] = {"translate", "--ids", "--model", model_path, NULL};
+    run_result r = run_cli(args, "\n\r\n\n", 4);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "\n\n\n");
+    free_result(&r);
+}
+
+/* `count` copies of "7 " (a valid id of the test model's vocabulary). */
+static char *id_line(size_t count, size_t *len) {
+    char *s = malloc(count * 2 + 2);
+    assert_non_null(s);
+    for (size_t i = 0; i < count; i++) memcpy(s + 2 * i, "7 ", 2);
+    s[count * 2] = '\n';
+    s[count * 2 + 1] = '\0';
+    *len = count * 2 + 1;
+    return s;
+}
+
+static void test_line_at_limit(void **state) {
+    (void)state;
+    size_t len;
+    char *line = id_line(16, &len);
+    const char *args[] = {"translate", "--ids", "--model", model_path, "--max-src-len", "16", "--beam", "1",
+                          "--max-len", "2", NULL};
+    run_result r = run_cli(args, line, len);
+    assert_int_equal(r.status, 0);
+    assert_true(r.out_len >= 2 && r.out[r.out_len - 1] == '\n' && strchr(r.out, '\n') == r.out + r.out_len - 1);
+    free_result(&r);
+    free(line);
+}
+
+static void test_line_over_limit(void **state) {
+    (void)state;
+    size_t len;
+    char *line = id_line(17, &len);
+    const char *args[] = {"translate", "--ids", "--model", model_path, "--max-src-len", "16", NULL};
+    run_result r = run_cli(args, line, len);
+    expect_rejected(&r, nmt_status_str(NMT_ERR_INPUT_TOO_LONG));
+    free_result(&r);
+    free(line);
+}
+
+static void test_one_megabyte_line(void **state) {
+    (void)state;
+    /* 524288 ids: far beyond the default limit of 256 source tokens */
+    size_t len;
+    char *line = id_line(512 * 1024, &len);
+    assert_true(len > 1000000);
+    const char *args[] = {"translate", "--ids", "--model", model_path, NULL};
+    run_result r = run_cli(args, line, len);
+    expect_rejected(&r, nmt_status_str(NMT_ERR_INPUT_TOO_LONG));
+    free_result(&r);
+    /* the same line scored against a short target */
+    line[len - 1] = '\t';
+    char *pair = malloc(len + 3);
+    assert_non_null(pair);
+    memcpy(pair, line, len);
+    memcpy(pair + len, "5\n", 3);
+    const char *sargs[] = {"score", "--ids", "--model", model_path, NULL};
+    r = run_cli(sargs, pair, len + 2);
+    expect_rejected(&r, nmt_status_str(NMT_ERR_INPUT_TOO_LONG));
+    free_result(&r);
+    free(pair);
+    free(line);
+}
+
+static void test_one_megabyte_text_line(void **state) {
+    (void)state;
+    /* text mode (the model's tokenizer): 1 MiB of words on one line */
+    size_t len = (1 << 20) + 1;
+    char *line = malloc(len);
+    assert_non_null(line);
+    for (size_t i = 0; i + 1 < len; i++) line[i] = (i % 6 == 5) ? ' ' : "hello"[i % 6];
+    line[len - 1] = '\n';
+    const char *args[] = {"translate", "--model", model_path, NULL};
+    run_result r = run_cli(args, line, len);
+    expect_rejected(&r, "line 1");
+    free_result(&r);
+    free(line);
+}
+
+static void test_one_megabyte_number(void **state) {
+    (void)state;
+    /* a single 1 MB run of digits: an id that overflows every integer type */
+    size_t len = 1 << 20;
+    char *line = malloc(len + 1);
+    assert_non_null(line);
+    memset(line, '9', len);
+    line[len] = '\n';
+    const char *args[] = {"translate", "--ids", "--model", model_path, NULL};
+    run_result r = run_cli(args, line, len + 1);
+    expect_rejected(&r, "line 1");
+    free_result(&r);
+    free(line);
+}
+
+static void test_id_out_of_range(void **state) {
+    (void)state;
+    const char *args[] = {"translate", "--ids", "--model", model_path, NULL};
+    run_result r = run_cli(args, "4 5\n4 600\n", 10);
+    expect_rejected(&r, "line 2");
+    free_result(&r);
+    r = run_cli(args, "4 -1\n", 5);
+    expect_rejected(&r, "line 1");
+    free_result(&r);
+}
+
+static void test_binary_garbage(void **state) {
+    (void)state;
+    /* 64 KiB of seeded random bytes (NULs, 0xff, stray CRs and LFs) */
+    nmt_test_rng rng = nmt_test_rng_make(77);
+    size_t len = 64 * 1024;
+    unsigned char *junk = malloc(len);
+    assert_non_null(junk);
+    for (size_t i = 0; i < len; i++) junk[i] = (unsigned char)nmt_test_rng_next(&rng);
+    junk[0] = 0xff; /* never a valid first token */
+    const char *args[] = {"translate", "--ids", "--model", model_path, NULL};
+    run_result r = run_cli(args, junk, len);
+    expect_rejected(&r, "line 1");
+    free_result(&r);
+    const char *sargs[] = {"score", "--ids", "--model", model_path, NULL};
+    r = run_cli(sargs, junk, len);
+    expect_rejected(&r, "line 1");
+    free_result(&r);
+    free(junk);
+}
+
+static void test_score_without_tab(void **state) {
+    (void)state;
+    const char *args[] = {"score", "--ids", "--model", model_path, NULL};
+    run_result r = run_cli(args, "4 5 6\n", 6);
+    expect_rejected(&r, "line 1");
+    free_result(&r);
+}
+
+/* ---- model files ----------------------------------------------------------- */
+
+/* The test model with `patch` applied and every CRC made valid again, so
+ * that the loader reaches the check under test. */
+static void write_patched_model(const char *path, void (*patch)(uint8_t *d, size_t n)) {
+    size_t n;
+    uint8_t *d = nmt_test_read_file(model_path, &n);
+    assert_non_null(d);
+    assert_true(n > NMT_FILE_HEADER_SIZE);
+    patch(d, n);
+    uint64_t meta_off, meta_size;
+    memcpy(&meta_off, d + 24, 8);
+    memcpy(&meta_size, d + 32, 8);
+    assert_true(meta_off + meta_size <= n);
+    uint32_t crc = nmt_crc32(0, d + meta_off, (size_t)meta_size);
+    memcpy(d + 64, &crc, 4);
+    crc = nmt_crc32(0, d, 124);
+    memcpy(d + 124, &crc, 4);
+    assert_int_equal(nmt_test_write_file(path, d, n), 0);
+    free(d);
+}
+
+static void patch_version(uint8_t *d, size_t n) {
+    (void)n;
+    uint32_t v = NMT_FILE_VERSION + 1;
+    memcpy(d + 8, &v, 4);
+}
+
+static void patch_arch(uint8_t *d, size_t n) {
+    /* the "arch" value "transformer" becomes "transformeR" (same length) */
+    uint64_t meta_off, meta_size;
+    memcpy(&meta_off, d + 24, 8);
+    memcpy(&meta_size, d + 32, 8);
+    assert_true(meta_off + meta_size <= n);
+    uint8_t *m = d + meta_off, *hit = NULL;
+    for (uint64_t i = 0; i + 11 <= meta_size; i++)
+        if (memcmp(m + i, "transformer", 11) == 0) hit = m + i;
+    assert_non_null(hit);
+    hit[10] = 'R';
+}
+
+static void test_model_other_version(void **state) {
+    (void)state;
+    char path[1200];
+    snprintf(path, sizeof path, "%s/v2.nmt", tmp_dir);
+    write_patched_model(path, patch_version);
+    nmt_model_info info;
+    assert_int_equal(nmt_model_inspect_file(path, &info), NMT_ERR_MODEL_VERSION);
+    const char *iargs[] = {"info", "--model", path, NULL};
+    run_result r = run_cli(iargs, "", 0);
+    expect_rejected(&r, nmt_status_str(NMT_ERR_MODEL_VERSION));
+    free_result(&r);
+    const char *targs[] = {"translate", "--model", path, NULL};
+    r = run_cli(targs, "4 5\n", 4);
+    expect_rejected(&r, nmt_status_str(NMT_ERR_MODEL_VERSION));
+    free_result(&r);
+}
+
+static void test_model_other_architecture(void **state) {
+    (void)state;
+    char path[1200];
+    snprintf(path, sizeof path, "%s/arch.nmt", tmp_dir);
+    write_patched_model(path, patch_arch);
+    nmt_model_info info;
+    assert_int_equal(nmt_model_inspect_file(path, &info), NMT_ERR_MODEL_ARCH);
+    const char *targs[] = {"translate", "--model", path, NULL};
+    run_result r = run_cli(targs, "4 5\n", 4);
+    expect_rejected(&r, nmt_status_str(NMT_ERR_MODEL_ARCH));
+    free_result(&r);
+}
+
+static void test_model_not_a_model(void **state) {
+    (void)state;
+    char path[1200], text[256];
+    snprintf(path, sizeof path, "%s/text.nmt", tmp_dir);
+    memset(text, 'x', sizeof text);
+    assert_int_equal(nmt_test_write_file(path, text, sizeof text), 0);
+    const char *targs[] = {"translate", "--model", path, NULL};
+    run_result r = run_cli(targs, "4 5\n", 4);
+    expect_rejected(&r, nmt_status_str(NMT_ERR_MODEL_BAD_MAGIC));
+    free_result(&r);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_empty_input),
+        cmocka_unit_test(test_empty_lines),
+        cmocka_unit_test(test_line_at_limit),
+        cmocka_unit_test(test_line_over_limit),
+        cmocka_unit_test(test_one_megabyte_line),
+        cmocka_unit_test(test_one_megabyte_text_line),
+        cmocka_unit_test(test_one_megabyte_number),
+        cmocka_unit_test(test_id_out_of_range),
+        cmocka_unit_test(test_binary_garbage),
+        cmocka_unit_test(test_score_without_tab),
+        cmocka_unit_test(test_model_other_version),
+        cmocka_unit_test(test_model_other_architecture),
+        cmocka_unit_test(test_model_not_a_model),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
