@@ -338,7 +338,7 @@ typedef struct tf_state {
     nmt_buf ffh;      /* (rows, d_ff) */
     nmt_buf scores;   /* attention scores scratch */
     nmt_buf stats;    /* softmax stats scratch */
-    nmt_buf cache_tmp;/* (step_rows, tgt_cap, 2d) beam reorder scratch */
+    nmt_buf cache_tmp;/* (step_rows, tgt_cap, 2d) spare cache: beam reorder target */
     uint32_t src_pad_len;  /* padded source length of the last encode */
     uint32_t full_len;     /* positions of the last decode_full */
 } tf_state;
@@ -756,11 +756,16 @@ static nmt_status tf_reorder(void *state, const nmt_io_bufs *io, uint32_t rows, 
     tf_state *st = (tf_state *)state;
     const uint32_t d = st->c.d, T = st->dims.tgt_cap, live = (t + 1) * 2 * d;
     NMT_CHECK(rows <= st->dims.step_rows && t < T, NMT_ERR_LIMIT_EXCEEDED);
+    /* All caches and the spare have one shape: gather each layer's cache into
+     * the spare, which becomes that layer's cache, and the old cache becomes
+     * the spare for the next layer — one copy per layer, no copy back. */
     for (uint32_t l = 0; l < st->c.dec_layers; l++) {
-        const tf_dec_layer *L = &st->dec[l];
+        tf_dec_layer *L = &st->dec[l];
         NMT_TRY(nmt_op_gather_rows(st->ops, L->cache, (uint64_t)T * 2 * d, st->cache_tmp,
                                    (uint64_t)T * 2 * d, io->reorder, rows, live));
-        NMT_TRY(nmt_op_copy_rows(st->ops, st->cache_tmp, T * 2 * d, L->cache, T * 2 * d, rows, live));
+        nmt_buf old = L->cache;
+        L->cache = st->cache_tmp;
+        st->cache_tmp = old;
     }
     return NMT_OK;
 }
