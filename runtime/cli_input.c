@@ -45,7 +45,8 @@ void cli_seqs_reset(cli_seqs *q) {
 }
 
 void cli_seqs_ptrs(cli_seqs *q) {
-    for (uint32_t i = 0; i < q->n; i++) q->ptrs[i] = q->ids + q->start[i];
+    /* empty sentences only: no id array yet (NULL + 0 is undefined in C) */
+    for (uint32_t i = 0; i < q->n; i++) q->ptrs[i] = q->ids ? q->ids + q->start[i] : NULL;
 }
 
 void cli_texts_init(cli_texts *q, size_t batch) {
@@ -77,7 +78,7 @@ void cli_texts_add(cli_texts *q, const char *s, size_t n) {
 }
 
 void cli_texts_ptrs(cli_texts *q) {
-    for (uint32_t i = 0; i < q->n; i++) q->ptrs[i] = q->bytes + q->start[i];
+    for (uint32_t i = 0; i < q->n; i++) q->ptrs[i] = q->bytes ? q->bytes + q->start[i] : NULL;
 }
 
 static int is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }

@@ -451,6 +451,7 @@ typedef struct batch_job {
     int (*run)(struct batch_job *job, unsigned long first_index, strbuf *out);
     void (*reset)(struct batch_job *job);
     uint32_t pending;   /* lines parsed into the current batch */
+    int keep_cr;        /* a CR before LF is text (tokenize: as spm_encode reads lines) */
 } batch_job;
 
 /* Read stdin line by line, `batch` lines per call to job->run. */
@@ -469,7 +470,8 @@ static int process_lines(batch_job *job, long batch) {
             break;
         }
         if (n >= 0) {
-            size_t len = cli_line_len(line, (size_t)n);
+            size_t len = job->keep_cr ? (size_t)n - (n > 0 && line[n - 1] == '\n')
+                                      : cli_line_len(line, (size_t)n);
             if ((rc = job->parse(job, line, len, ++line_no)) != 0) break;
             job->pending++;
         }
@@ -852,7 +854,8 @@ static int run_tok(const cli_opts *o, int detok) {
     tok_job tj = {
         .base = {.parse = detok ? detokenize_parse : tokenize_parse,
                  .run = detok ? detokenize_run : tokenize_run,
-                 .reset = tok_reset},
+                 .reset = tok_reset,
+                 .keep_cr = !detok},
         .o = o,
     };
     int rc = open_tokenizer(o, &tj.tr);
@@ -917,6 +920,10 @@ static void describe_model(strbuf *out, const char *path, const nmt_model_info *
     kv(out, "tied_output", "%s", yes_no(m->tied_output));
     kv(out, "special_ids", "bos %u, eos %u, pad %u, unk %u", m->bos_id, m->eos_id, m->pad_id,
        m->unk_id);
+    kv(out, "tokenizer", "%s",
+       m->tokenizer == 0   ? "none (translate and score read ids)"
+       : m->tokenizer == 1 ? "SentencePiece, shared (tokenizer.src)"
+                           : "SentencePiece, source and target (tokenizer.src, tokenizer.tgt)");
     kv(out, "parameters", "%llu", (unsigned long long)m->n_params);
     kv(out, "dtype", "%s", m->dtype);
     kv(out, "tensors", "%u", m->n_tensors);
@@ -1012,7 +1019,8 @@ static const command COMMANDS[] = {
      "Tokenize standard input, one sentence per line, with a SentencePiece model: a .model\n"
      "file (--sp-model) or the tokenizer embedded in an .nmt file (--model; --target for its\n"
      "target side).  Prints space-separated ids, or pieces with --pieces, one line per line;\n"
-     "identical to 'spm_encode --output_format=id' (or piece)."},
+     "identical to 'spm_encode --output_format=id'.  As spm_encode, only LF ends a line: a CR\n"
+     "before it is part of the text."},
     {"detokenize", C_DETOKENIZE, cmd_detokenize,
      "(--sp-model FILE | --model FILE) [options] < ids > text",
      "SentencePiece ids to text, as spm_decode does",

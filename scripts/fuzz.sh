@@ -46,7 +46,8 @@ for n in "${names[@]}"; do
   seeds=()
   for d in "tests/fuzz/corpus/$short" "tests/fuzz/corpus/$n" "tests/fuzz/corpus/$base" \
            "tests/fuzz/regressions/$short"; do
-    [ -d "$d" ] && seeds+=("$d")
+    [ -d "$d" ] || continue
+    case " ${seeds[*]-} " in *" $d "*) ;; *) seeds+=("$d") ;; esac
   done
   log=build-fuzz/$n.log
   set +e

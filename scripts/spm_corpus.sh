@@ -11,7 +11,8 @@ set -euo pipefail
 out=${1:?usage: spm_corpus.sh OUTDIR}
 mkdir -p "$out"
 cd "$out"
-pk=$(ls /var/lib/apt/lists/*_main_binary-amd64_Packages* 2>/dev/null | grep -v security | head -1 || true)
+# the largest main Packages index (not -updates / -security) of any architecture
+pk=$(ls -S /var/lib/apt/lists/*_main_binary-*_Packages* 2>/dev/null | head -1 || true)
 [ -n "$pk" ] || { echo "spm_corpus: no apt Packages index (run apt-get update)" >&2; exit 1; }
 case "$pk" in
   *.lz4) lz4cat "$pk" ;; *.gz) zcat "$pk" ;; *.xz) xzcat "$pk" ;; *) cat "$pk" ;;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "nmt_edge.h"
+#include "test_util.h"
 
 #ifndef NMT_EDGE_BIN
 #error "NMT_EDGE_BIN must name the nmt-edge executable"
@@ -235,6 +236,9 @@ static void ids_batch_fill(ids_batch *ib, const char *const *sents, uint32_t n) 
 /* Fixture                                                                  */
 /* ------------------------------------------------------------------------ */
 
+static char g_text_model[300]; /* the same shape with an embedded tokenizer */
+#define SPM_FIXTURE NMT_TEST_FIXTURES "/spm/uni_nfkc.model"
+
 static int group_setup(void **state) {
     (void)state;
     const char *tmp = getenv("TMPDIR");
@@ -249,12 +253,21 @@ static int group_setup(void **state) {
     if (r.status != 0) fprintf(stderr, "nmt-edge-convert random failed (%d):\n%s\n", r.status, r.err);
     int ok = r.status == 0;
     free_result(&r);
+    snprintf(g_text_model, sizeof g_text_model, "%s/text.nmt", g_dir);
+    char *argv2[] = {(char *)NMT_CONVERT_BIN, "random", "-o", g_text_model, "--d-model", "32",
+                     "--heads", "4", "--ff", "64", "--enc-layers", "1", "--dec-layers", "1",
+                     "--src-vocab", "600", "--tgt-vocab", "600", "--seed", "1", "--sp-model",
+                     SPM_FIXTURE, NULL};
+    run_argv(argv2, NULL, &r);
+    if (r.status != 0) fprintf(stderr, "nmt-edge-convert random --sp-model failed (%d):\n%s\n", r.status, r.err);
+    ok = ok && r.status == 0;
+    free_result(&r);
     return ok ? 0 : -1;
 }
 
 static int group_teardown(void **state) {
     (void)state;
-    const char *names[] = {"model.nmt", "corrupt.nmt", "stdin", "stdout", "stderr"};
+    const char *names[] = {"model.nmt", "text.nmt", "corrupt.nmt", "stdin", "stdout", "stderr"};
     char path[400];
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", g_dir, names[i]);
@@ -283,7 +296,8 @@ static void expect_help(const char *cmd, const char *const *must) {
 
 static void test_help(void **state) {
     (void)state;
-    static const char *const top[] = {"translate", "score", "info", "devices", "--version", NULL};
+    static const char *const top[] = {"translate", "score", "tokenize", "detokenize", "info",
+                                      "devices", "--version", NULL};
     static const char *const tr[] = {"--model",  "--beam",   "--alpha",    "--max-len",
                                      "--n-best", "--batch",  "--max-src-len", "--device",
                                      "--no-cache", "--gemm", "--verbose",  NULL};
@@ -664,6 +678,173 @@ static void test_devices(void **state) {
     free_result(&r);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Text mode and the tokenizer commands                                     */
+/* ------------------------------------------------------------------------ */
+
+static const char TEXT_IN[] = "Hello world, this is a test.\n\n  Tabs\tand   spaces \n"
+                              "\xef\xbc\xa6\xef\xbd\x95\xef\xbd\x8c\xef\xbd\x8c-width and caf\xc3\xa9 \xf0\x9f\x98\x80\n"
+                              "bad \xff byte\r\n";
+
+/* tokenize | translate --ids | detokenize == translate (text). */
+static void test_text_translate(void **state) {
+    (void)state;
+    run_result tok, ids, txt, direct;
+    run_cli(&tok, TEXT_IN, "tokenize", "--model", g_text_model, NULL);
+    expect_status(&tok, 0);
+    run_cli(&ids, tok.out, "translate", "--ids", "--model", g_text_model, "--beam", "2", NULL);
+    expect_status(&ids, 0);
+    run_cli(&txt, ids.out, "detokenize", "--model", g_text_model, "--target", NULL);
+    expect_status(&txt, 0);
+    run_cli(&direct, TEXT_IN, "translate", "--model", g_text_model, "--beam", "2", NULL);
+    expect_status(&direct, 0);
+    char *lines[MAX_LINES];
+    assert_int_equal(split_lines(&direct, lines, MAX_LINES), 5);
+    assert_string_equal(lines[1], ""); /* empty in, empty out */
+    free_result(&direct);
+    run_cli(&direct, TEXT_IN, "translate", "--model", g_text_model, "--beam", "2", NULL);
+    assert_string_equal(direct.out, txt.out);
+    /* the text model still takes ids with --ids, and ids in range only */
+    free_result(&ids);
+    run_cli(&ids, "1 2 3\n", "translate", "--ids", "--model", g_text_model, NULL);
+    expect_status(&ids, 0);
+    free_result(&ids);
+    run_cli(&ids, "1 2 600\n", "translate", "--ids", "--model", g_text_model, NULL);
+    expect_status(&ids, 1);
+    free_result(&tok);
+    free_result(&ids);
+    free_result(&txt);
+    free_result(&direct);
+}
+
+static void test_text_score(void **state) {
+    (void)state;
+    run_result a, b, tok_s, tok_t;
+    run_cli(&a, "Hello world\tHallo Welt\nA\tB\n", "score", "--model", g_text_model, NULL);
+    expect_status(&a, 0);
+    run_cli(&tok_s, "Hello world\nA\n", "tokenize", "--model", g_text_model, NULL);
+    run_cli(&tok_t, "Hallo Welt\nB\n", "tokenize", "--model", g_text_model, "--target", NULL);
+    char *ls[4], *lt[4];
+    assert_int_equal(split_lines(&tok_s, ls, 4), 2);
+    assert_int_equal(split_lines(&tok_t, lt, 4), 2);
+    char in[512];
+    snprintf(in, sizeof in, "%s\t%s\n%s\t%s\n", ls[0], lt[0], ls[1], lt[1]);
+    run_cli(&b, in, "score", "--ids", "--model", g_text_model, NULL);
+    expect_status(&b, 0);
+    assert_string_equal(a.out, b.out);
+    free_result(&a);
+    free_result(&b);
+    free_result(&tok_s);
+    free_result(&tok_t);
+}
+
+/* Line k of [p, p + n) (without '\n'); NULL past the end. */
+static const char *nth_line(const char *p, size_t n, unsigned k, size_t *len) {
+    const char *end = p + n;
+    for (; k > 0 && p < end; k--) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        p = nl ? nl + 1 : end;
+    }
+    if (p >= end) return NULL;
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    *len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+    return p;
+}
+
+static void append_line(char **buf, size_t *len, const char *s, size_t n) {
+    *buf = realloc(*buf, *len + n + 2);
+    memcpy(*buf + *len, s, n);
+    *len += n;
+    (*buf)[(*len)++] = '\n';
+    (*buf)[*len] = '\0';
+}
+
+/* The CLI reproduces the committed spm_encode / spm_decode fixture (lines
+ * with a NUL byte left out: the test harness passes C strings; decoded lines
+ * with a CR too: detokenize writes line breaks inside a text as spaces). */
+static void test_tokenize_fixture(void **state) {
+    (void)state;
+    size_t n_in, n_ids, n_dec;
+    char *in = nmt_test_read_file(NMT_TEST_FIXTURES "/spm/input.txt", &n_in);
+    char *ids = nmt_test_read_file(NMT_TEST_FIXTURES "/spm/uni_nfkc.ids", &n_ids);
+    char *dec = nmt_test_read_file(NMT_TEST_FIXTURES "/spm/uni_nfkc.dec", &n_dec);
+    assert_non_null(in);
+    assert_non_null(ids);
+    assert_non_null(dec);
+    char *f_in = NULL, *f_ids = NULL, *f_dec = NULL;
+    size_t l_in = 0, l_ids = 0, l_dec = 0, a, b, c;
+    unsigned lines = 0;
+    for (unsigned k = 0;; k++) {
+        const char *li = nth_line(in, n_in, k, &a), *le = nth_line(ids, n_ids, k, &b),
+                   *ld = nth_line(dec, n_dec, k, &c);
+        if (li == NULL) break;
+        assert_non_null(le);
+        assert_non_null(ld);
+        if (memchr(li, 0, a) || memchr(ld, '\r', c) || memchr(ld, 0, c))
+            continue;
+        append_line(&f_in, &l_in, li, a);
+        append_line(&f_ids, &l_ids, le, b);
+        append_line(&f_dec, &l_dec, ld, c);
+        lines++;
+    }
+    assert_true(lines > 250);
+    run_result t, d;
+    run_cli(&t, f_in, "tokenize", "--sp-model", SPM_FIXTURE, "--batch", "64", NULL);
+    expect_status(&t, 0);
+    assert_string_equal(t.out, f_ids);
+    run_cli(&d, f_ids, "detokenize", "--sp-model", SPM_FIXTURE, NULL);
+    expect_status(&d, 0);
+    assert_string_equal(d.out, f_dec);
+    run_result p;
+    run_cli(&p, "Hello world\n", "tokenize", "--pieces", "--sp-model", SPM_FIXTURE, NULL);
+    expect_status(&p, 0);
+    assert_true(strncmp(p.out, "\xe2\x96\x81", 3) == 0); /* pieces start with U+2581 */
+    free_result(&p);
+    free_result(&t);
+    free_result(&d);
+    free(in);
+    free(ids);
+    free(dec);
+    free(f_in);
+    free(f_ids);
+    free(f_dec);
+}
+
+static void test_tokenize_errors(void **state) {
+    (void)state;
+    run_result r;
+    run_cli(&r, "x\n", "tokenize", NULL);
+    expect_status(&r, 2);
+    free_result(&r);
+    run_cli(&r, "x\n", "tokenize", "--model", g_text_model, "--sp-model", SPM_FIXTURE, NULL);
+    expect_status(&r, 2);
+    free_result(&r);
+    run_cli(&r, "x\n", "tokenize", "--sp-model", SPM_FIXTURE, "--target", NULL);
+    expect_status(&r, 2);
+    free_result(&r);
+    run_cli(&r, "x\n", "tokenize", "--model", g_model, NULL); /* no tokenizer inside */
+    expect_status(&r, 1);
+    assert_non_null(strstr(r.err, "no embedded tokenizer"));
+    free_result(&r);
+    run_cli(&r, "x\n", "tokenize", "--sp-model", g_model, NULL); /* not a .model */
+    expect_status(&r, 1);
+    assert_non_null(strstr(r.err, "SentencePiece"));
+    free_result(&r);
+    run_cli(&r, "123456789\n", "tokenize", "--sp-model", SPM_FIXTURE, "--max-text-bytes", "8", NULL);
+    expect_status(&r, 1);
+    assert_non_null(strstr(r.err, "line 1"));
+    free_result(&r);
+    run_cli(&r, "123456789\n", "translate", "--model", g_text_model, "--max-text-bytes", "8", NULL);
+    expect_status(&r, 1);
+    assert_non_null(strstr(r.err, "--max-text-bytes"));
+    assert_string_equal(r.out, "");
+    free_result(&r);
+    run_cli(&r, "1 700\n", "detokenize", "--sp-model", SPM_FIXTURE, NULL);
+    expect_status(&r, 1);
+    assert_non_null(strstr(r.err, "out of range"));
+    free_result(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help),
@@ -678,6 +859,10 @@ int main(void) {
         cmocka_unit_test(test_no_device),
         cmocka_unit_test(test_info),
         cmocka_unit_test(test_devices),
+        cmocka_unit_test(test_text_translate),
+        cmocka_unit_test(test_text_score),
+        cmocka_unit_test(test_tokenize_fixture),
+        cmocka_unit_test(test_tokenize_errors),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

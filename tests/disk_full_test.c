@@ -1,0 +1,153 @@
+/* disk_full_test.c — a full disk while writing a converted model: the
+ * atomic writer (nmtw_write_file, convert/nmt_writer.c) must report
+ * NMT_ERR_IO, keep the previous file byte for byte and leave no temporary
+ * file behind, wherever the disk fills up (issue 7, "limits").
+ *
+ * The disk is filled through link-time wrappers (-Wl,--wrap, see
+ * tests/CMakeLists.txt) of fwrite, fflush, fsync and fclose: once armed,
+ * fwrite accepts only `budget` more bytes and then fails with ENOSPC, or
+ * fflush / fsync / fclose fail with ENOSPC (the ways a real full disk shows
+ * through stdio's buffering).  stdout/stderr are never failed. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "random_model.h"
+#include "test_util.h"
+
+typedef enum { FAIL_NONE, FAIL_WRITE, FAIL_FLUSH, FAIL_FSYNC, FAIL_CLOSE } fail_mode;
+static fail_mode mode;
+static long budget; /* FAIL_WRITE: bytes fwrite still accepts */
+static int n_failed;
+
+static int ours(FILE *f) { return f != stdout && f != stderr; }
+
+size_t __real_fwrite(const void *p, size_t size, size_t n, FILE *f);
+size_t __wrap_fwrite(const void *p, size_t size, size_t n, FILE *f);
+size_t __wrap_fwrite(const void *p, size_t size, size_t n, FILE *f) {
+    if (mode != FAIL_WRITE || !ours(f) || size == 0) return __real_fwrite(p, size, n, f);
+    size_t want = size * n;
+    if ((long)want <= budget) {
+        budget -= (long)want;
+        return __real_fwrite(p, size, n, f);
+    }
+    size_t fit = (size_t)budget / size;
+    size_t done = fit ? __real_fwrite(p, size, fit, f) : 0;
+    budget = 0;
+    n_failed++;
+    errno = ENOSPC;
+    return done;
+}
+
+int __real_fflush(FILE *f);
+int __wrap_fflush(FILE *f);
+int __wrap_fflush(FILE *f) {
+    if (mode == FAIL_FLUSH && f != NULL && ours(f)) {
+        n_failed++;
+        errno = ENOSPC;
+        return EOF;
+    }
+    return __real_fflush(f);
+}
+
+int __real_fsync(int fd);
+int __wrap_fsync(int fd);
+int __wrap_fsync(int fd) {
+    if (mode == FAIL_FSYNC && fd > 2) {
+        n_failed++;
+        errno = ENOSPC;
+        return -1;
+    }
+    return __real_fsync(fd);
+}
+
+int __real_fclose(FILE *f);
+int __wrap_fclose(FILE *f);
+int __wrap_fclose(FILE *f) {
+    int r = __real_fclose(f); /* the stream is gone either way, as with a real error */
+    if (mode == FAIL_CLOSE && ours(f)) {
+        n_failed++;
+        errno = ENOSPC;
+        return EOF;
+    }
+    return r;
+}
+
+static nmt_random_transformer_config model_cfg(uint64_t seed) {
+    nmt_random_transformer_config c;
+    nmt_random_transformer_defaults(&c);
+    c.d_model = 16;
+    c.n_heads = 2;
+    c.d_ff = 32;
+    c.enc_layers = 1;
+    c.dec_layers = 1;
+    c.seed = seed;
+    return c;
+}
+
+static void test_full_disk_keeps_previous_model(void **state) {
+    (void)state;
+    char *dir = nmt_test_make_temp_dir("diskfull");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/model.nmt", dir);
+    nmt_random_transformer_config old_cfg = model_cfg(1), new_cfg = model_cfg(2);
+    mode = FAIL_NONE;
+    assert_int_equal(nmt_random_transformer_write(&old_cfg, path), NMT_OK);
+    size_t old_size;
+    void *old = nmt_test_read_file(path, &old_size);
+    assert_non_null(old);
+    assert_true(old_size > 8192);
+
+    /* the disk fills after 0, 1, 127, 128, ... bytes, up to one byte short */
+    const long budgets[] = {0, 1, 127, 128, 4095, 4096, 8191, (long)old_size / 2, (long)old_size - 1};
+    const fail_mode others[] = {FAIL_FLUSH, FAIL_FSYNC, FAIL_CLOSE};
+    for (size_t i = 0; i < NMT_ARRAY_LEN(budgets) + NMT_ARRAY_LEN(others); i++) {
+        n_failed = 0;
+        if (i < NMT_ARRAY_LEN(budgets)) {
+            mode = FAIL_WRITE;
+            budget = budgets[i];
+        } else {
+            mode = others[i - NMT_ARRAY_LEN(budgets)];
+        }
+        nmt_status st = nmt_random_transformer_write(&new_cfg, path);
+        mode = FAIL_NONE;
+        if (st != NMT_ERR_IO || n_failed == 0)
+            fail_msg("case %zu: status %s after %d injected failures, want NMT_ERR_IO", i, nmt_status_str(st),
+                     n_failed);
+        size_t now_size;
+        void *now = nmt_test_read_file(path, &now_size);
+        assert_non_null(now);
+        if (now_size != old_size || memcmp(now, old, old_size) != 0)
+            fail_msg("case %zu: the previous model was damaged", i);
+        free(now);
+        /* no temporary file left: ".", ".." and model.nmt only */
+        assert_int_equal(nmt_test_count_files(dir, "", NULL, 0), 3);
+        nmt_model_info info;
+        assert_int_equal(nmt_model_inspect_file(path, &info), NMT_OK);
+    }
+
+    /* with space again the new model replaces the old one */
+    assert_int_equal(nmt_random_transformer_write(&new_cfg, path), NMT_OK);
+    size_t new_size;
+    void *fresh = nmt_test_read_file(path, &new_size);
+    assert_non_null(fresh);
+    assert_true(new_size == old_size && memcmp(fresh, old, old_size) != 0);
+    assert_int_equal(nmt_test_count_files(dir, "", NULL, 0), 3);
+    free(fresh);
+    free(old);
+    nmt_test_remove_tree(dir);
+    free(dir);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_full_disk_keeps_previous_model)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

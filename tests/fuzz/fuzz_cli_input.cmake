@@ -1,0 +1,3 @@
+# fuzz_cli_input links the CLI's input parser, which is part of the nmt-edge
+# program, not of libnmtedge.
+target_sources(${FUZZ_TARGET} PRIVATE ${CMAKE_SOURCE_DIR}/runtime/cli_input.c)
