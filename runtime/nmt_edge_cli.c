@@ -14,9 +14,10 @@
  * piece and flushed, so an error never leaves partial output for that batch.
  *
  * Exit status: 0 success, 1 runtime error (input, model, device), 2 usage.
+ * This file: options, set-up, translate, score, main; tokenize/detokenize in
+ * cli_tokenize.c, info/devices in cli_info.c, line parsing in cli_input.c.
  */
-#include "cli_input.h"
-#include "nmt_edge.h"
+#include "cli.h"
 
 #include <errno.h>
 #include <math.h>
@@ -28,26 +29,14 @@
 #include <string.h>
 #include <sys/types.h>
 
-#define PROG "nmt-edge"
-#define EXIT_USAGE 2
 
 /* ======================================================================== */
 /* Small utilities                                                          */
 /* ======================================================================== */
 
-#define xrealloc cli_xrealloc
-#define grow cli_grow
 
-/* Growable text buffer: a batch's output is assembled here, then written. */
-typedef struct strbuf {
-    char *p;
-    size_t len, cap;
-} strbuf;
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static void sb_printf(strbuf *b, const char *fmt, ...) {
+void sb_printf(strbuf *b, const char *fmt, ...) {
     for (;;) {
         va_list ap;
         va_start(ap, fmt);
@@ -63,7 +52,7 @@ static void sb_printf(strbuf *b, const char *fmt, ...) {
     }
 }
 
-static int write_out(strbuf *b) {
+int write_out(strbuf *b) {
     if ((b->len && fwrite(b->p, 1, b->len, stdout) != b->len) || fflush(stdout) != 0) {
         fprintf(stderr, PROG ": error writing standard output: %s\n", strerror(errno));
         return 1;
@@ -72,9 +61,9 @@ static int write_out(strbuf *b) {
     return 0;
 }
 
-static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
-static const char *env_nonempty(const char *name) {
+const char *env_nonempty(const char *name) {
     const char *v = getenv(name);
     return (v && *v) ? v : NULL;
 }
@@ -83,22 +72,6 @@ static const char *env_nonempty(const char *name) {
 /* Options: one table, one parser, shared by every subcommand               */
 /* ======================================================================== */
 
-enum { C_TRANSLATE = 1u, C_SCORE = 2u, C_INFO = 4u, C_DEVICES = 8u, C_TOKENIZE = 16u,
-       C_DETOKENIZE = 32u };
-#define C_MODEL (C_TRANSLATE | C_SCORE | C_INFO)
-#define C_TOK (C_TOKENIZE | C_DETOKENIZE)
-#define C_ALL (C_MODEL | C_DEVICES | C_TOK)
-
-typedef struct cli_opts {
-    const char *model;
-    const char *sp_model;
-    const char *device;
-    long beam, n_best, max_len, batch, max_src_len, max_text_bytes;
-    int ids, pieces, target;
-    double alpha;
-    long gemm;
-    int no_cache, no_device, verbose, help;
-} cli_opts;
 
 typedef enum opt_kind { OPT_FLAG, OPT_LONG, OPT_DOUBLE, OPT_STRING, OPT_GEMM } opt_kind;
 
@@ -149,7 +122,7 @@ static const opt_spec OPTIONS[] = {
 };
 #undef OFF
 
-static const char *const GEMM_NAMES[] = {"auto", "own", "clblast"};
+const char *const GEMM_NAMES[3] = {"auto", "own", "clblast"};
 
 typedef struct command {
     const char *name;
@@ -271,17 +244,8 @@ static void print_command_help(const command *cmd) {
 /* Reporting library statuses                                               */
 /* ======================================================================== */
 
-/* A device and a session with the memory the program owns for them. */
-typedef struct runtime {
-    void *dev_mem;
-    nmt_device *dev;
-    void *arena;
-    nmt_session *s;
-    nmt_log_level log_level;
-    char cache_dir[4096];
-} runtime;
 
-static int report_status(const char *what, nmt_status st, const runtime *rt) {
+int report_status(const char *what, nmt_status st, const runtime *rt) {
     int saved_errno = errno;
     fprintf(stderr, PROG ": %s: %s", what, nmt_status_str(st));
     if (st == NMT_ERR_IO && saved_errno != 0) fprintf(stderr, " (%s)", strerror(saved_errno));
@@ -295,7 +259,7 @@ static int report_status(const char *what, nmt_status st, const runtime *rt) {
     return 1;
 }
 
-static int model_error(const char *path, nmt_status st) {
+int model_error(const char *path, nmt_status st) {
     int saved_errno = errno;
     char what[64 + 4096];
     snprintf(what, sizeof what, "cannot load model '%s'", path);
@@ -303,8 +267,7 @@ static int model_error(const char *path, nmt_status st) {
     return report_status(what, st, NULL);
 }
 
-/* Validate the model file and size the session; prints the error itself. */
-static int model_sizes(const char *path, const nmt_limits *lim, size_t *arena,
+int model_sizes(const char *path, const nmt_limits *lim, size_t *arena,
                        uint64_t *device_bytes) {
     nmt_session_params sp = {.model_path = path, .limits = *lim};
     errno = 0;
@@ -338,7 +301,7 @@ static const char *choose_cache_dir(const cli_opts *o, char *buf, size_t cap) {
     return (n > 0 && (size_t)n < cap) ? buf : NULL;
 }
 
-static int open_device(const cli_opts *o, runtime *rt) {
+int open_device(const cli_opts *o, runtime *rt) {
     rt->log_level = o->verbose ? NMT_LOG_INFO : NMT_LOG_WARN;
     nmt_device_params dp = {
         .device = o->device ? o->device : env_nonempty("NMT_EDGE_DEVICE"),
@@ -365,7 +328,7 @@ static int open_device(const cli_opts *o, runtime *rt) {
     return 0;
 }
 
-static void close_runtime(runtime *rt) {
+void close_runtime(runtime *rt) {
     if (rt->s) nmt_session_destroy(rt->s);
     if (rt->dev) nmt_device_close(rt->dev);
     free(rt->arena);
@@ -373,7 +336,7 @@ static void close_runtime(runtime *rt) {
     memset(rt, 0, offsetof(runtime, cache_dir));
 }
 
-static nmt_limits limits_from(const cli_opts *o, long beam) {
+nmt_limits limits_from(const cli_opts *o, long beam) {
     nmt_limits lim = {
         .max_src_len = (uint32_t)o->max_src_len,
         .max_tgt_len = (uint32_t)o->max_len, /* 0: the library's max_src_len + 50 */
@@ -384,8 +347,7 @@ static nmt_limits limits_from(const cli_opts *o, long beam) {
     return lim;
 }
 
-/* Size, allocate and create the session (model checked before the device). */
-static int open_session(const cli_opts *o, long beam, runtime *rt) {
+int open_session(const cli_opts *o, long beam, runtime *rt) {
     nmt_limits lim = limits_from(o, beam);
     size_t need;
     if (model_sizes(o->model, &lim, &need, NULL) != 0) return 1;
@@ -413,8 +375,6 @@ static int open_session(const cli_opts *o, long beam, runtime *rt) {
 /* Input: lines of token ids, batched                                       */
 /* ======================================================================== */
 
-typedef cli_seqs seq_buf;
-typedef cli_side_rule side_rule;
 
 static nmt_batch seq_view(seq_buf *q) {
     cli_seqs_ptrs(q);
@@ -429,33 +389,23 @@ static nmt_text_batch text_view(cli_texts *q) {
 }
 
 /* Parse [p, end) as one sentence; on error print "line N: ..." and return 1. */
-static int parse_sentence(const char *p, const char *end, unsigned long line, const side_rule *r,
-                          seq_buf *q) {
+int parse_sentence(const char *p, const char *end, unsigned long line, const side_rule *r,
+                   seq_buf *q) {
     char err[256];
     if (cli_parse_ids(p, end, line, r, q, err, sizeof err) == 0) return 0;
     fprintf(stderr, PROG ": %s\n", err);
     return 1;
 }
 
-/* A decoded text on one output line: line breaks become spaces. */
-static void append_text(strbuf *out, const char *s, size_t n) {
+void append_text(strbuf *out, const char *s, size_t n) {
     grow((void **)&out->p, &out->cap, out->len + n + 1, 1);
     for (size_t i = 0; i < n; i++) out->p[out->len + i] = (s[i] == '\n' || s[i] == '\r') ? ' ' : s[i];
     out->len += n;
     out->p[out->len] = '\0';
 }
 
-/* A subcommand's per-line parser and per-batch runner over a shared loop. */
-typedef struct batch_job {
-    int (*parse)(struct batch_job *job, const char *line, size_t len, unsigned long line_no);
-    int (*run)(struct batch_job *job, unsigned long first_index, strbuf *out);
-    void (*reset)(struct batch_job *job);
-    uint32_t pending;   /* lines parsed into the current batch */
-    int keep_cr;        /* a CR before LF is text (tokenize: as spm_encode reads lines) */
-} batch_job;
 
-/* Read stdin line by line, `batch` lines per call to job->run. */
-static int process_lines(batch_job *job, long batch) {
+int process_lines(batch_job *job, long batch) {
     char *line = NULL;
     size_t cap = 0;
     unsigned long line_no = 0, first = 0;
@@ -706,293 +656,6 @@ static int cmd_score(const cli_opts *o) {
         free(sj.logprob);
     }
     close_runtime(&rt);
-    return rc;
-}
-
-/* ======================================================================== */
-/* tokenize, detokenize                                                     */
-/* ======================================================================== */
-
-/* A tokenizer over a whole file read into memory (no device needed). */
-typedef struct tok_runtime {
-    void *file;
-    void *arena;
-    nmt_tokenizer *t;
-} tok_runtime;
-
-static void close_tokenizer(tok_runtime *tr) {
-    free(tr->file);
-    free(tr->arena);
-    memset(tr, 0, sizeof *tr);
-}
-
-static int read_whole_file(const char *path, void **data, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        fprintf(stderr, PROG ": cannot open '%s': %s\n", path, strerror(errno));
-        return 1;
-    }
-    size_t cap = 0, n = 0;
-    char *buf = NULL;
-    for (;;) {
-        grow((void **)&buf, &cap, n + 65536, 1);
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-    }
-    int err = ferror(f);
-    fclose(f);
-    if (err) {
-        free(buf);
-        fprintf(stderr, PROG ": error reading '%s'\n", path);
-        return 1;
-    }
-    *data = buf;
-    *size = n;
-    return 0;
-}
-
-static int open_tokenizer(const cli_opts *o, tok_runtime *tr) {
-    const char *path = o->sp_model ? o->sp_model : o->model;
-    size_t size;
-    if (read_whole_file(path, &tr->file, &size) != 0) return 1;
-    const void *model = tr->file;
-    size_t model_size = size;
-    if (o->sp_model == NULL) {
-        nmt_status st = nmt_model_tokenizer(tr->file, size, o->target, &model, &model_size);
-        if (st != NMT_OK) return model_error(path, st);
-    }
-    const uint32_t max_text = (uint32_t)o->max_text_bytes;
-    size_t need;
-    nmt_status st = nmt_tokenizer_arena_size(model, model_size, max_text, &need);
-    if (st != NMT_OK) return model_error(path, st);
-    size_t alloc = round_up(need ? need : 1, NMT_ARENA_ALIGNMENT);
-    tr->arena = aligned_alloc(NMT_ARENA_ALIGNMENT, alloc);
-    if (tr->arena == NULL) {
-        fprintf(stderr, PROG ": cannot allocate the %zu-byte tokenizer arena\n", alloc);
-        return 1;
-    }
-    st = nmt_tokenizer_create(model, model_size, max_text, tr->arena, alloc, &tr->t);
-    return st == NMT_OK ? 0 : model_error(path, st);
-}
-
-typedef struct tok_job {
-    batch_job base;
-    const cli_opts *o;
-    tok_runtime tr;
-    side_rule rule;       /* detokenize: ids of the tokenizer's vocabulary */
-    cli_texts lines;      /* tokenize */
-    seq_buf seqs;         /* detokenize */
-    char *text;           /* detokenize output scratch */
-    size_t text_cap;
-} tok_job;
-
-static int tokenize_parse(batch_job *job, const char *line, size_t len, unsigned long line_no) {
-    tok_job *tj = (tok_job *)job;
-    (void)line_no;
-    cli_texts_add(&tj->lines, line, len);
-    return 0;
-}
-
-static int detokenize_parse(batch_job *job, const char *line, size_t len, unsigned long line_no) {
-    tok_job *tj = (tok_job *)job;
-    return parse_sentence(line, line + len, line_no, &tj->rule, &tj->seqs);
-}
-
-static void tok_reset(batch_job *job) {
-    tok_job *tj = (tok_job *)job;
-    cli_texts_reset(&tj->lines);
-    cli_seqs_reset(&tj->seqs);
-}
-
-static int tokenize_run(batch_job *job, unsigned long first, strbuf *out) {
-    tok_job *tj = (tok_job *)job;
-    cli_texts_ptrs(&tj->lines);
-    for (uint32_t i = 0; i < tj->lines.n; i++) {
-        const int32_t *ids;
-        uint32_t n;
-        nmt_status st = nmt_tokenizer_encode(tj->tr.t, tj->lines.ptrs[i], tj->lines.lens[i], &ids, &n);
-        if (st == NMT_ERR_INPUT_TOO_LONG) {
-            fprintf(stderr, PROG ": line %lu: %zu bytes, more than --max-text-bytes %ld\n",
-                    first + i + 1, tj->lines.lens[i], tj->o->max_text_bytes);
-            return 1;
-        }
-        if (st != NMT_OK) return report_status("tokenization failed", st, NULL);
-        for (uint32_t k = 0; k < n; k++) {
-            if (tj->o->pieces) {
-                const char *piece;
-                size_t len;
-                if (k) sb_printf(out, " ");
-                if (nmt_tokenizer_piece(tj->tr.t, ids[k], &piece, &len) == NMT_OK)
-                    append_text(out, piece, len);
-            } else {
-                sb_printf(out, k ? " %d" : "%d", (int)ids[k]);
-            }
-        }
-        sb_printf(out, "\n");
-    }
-    return 0;
-}
-
-static int detokenize_run(batch_job *job, unsigned long first, strbuf *out) {
-    tok_job *tj = (tok_job *)job;
-    (void)first;
-    cli_seqs_ptrs(&tj->seqs);
-    for (uint32_t i = 0; i < tj->seqs.n; i++) {
-        const uint32_t n = tj->seqs.lens[i];
-        size_t need = nmt_tokenizer_decode_bound(tj->tr.t, n) + 1, len;
-        grow((void **)&tj->text, &tj->text_cap, need, 1);
-        nmt_status st = nmt_tokenizer_decode(tj->tr.t, tj->seqs.ptrs[i], n, tj->text, tj->text_cap, &len);
-        if (st != NMT_OK) return report_status("detokenization failed", st, NULL);
-        append_text(out, tj->text, len);
-        sb_printf(out, "\n");
-    }
-    return 0;
-}
-
-static int run_tok(const cli_opts *o, int detok) {
-    tok_job tj = {
-        .base = {.parse = detok ? detokenize_parse : tokenize_parse,
-                 .run = detok ? detokenize_run : tokenize_run,
-                 .reset = tok_reset,
-                 .keep_cr = !detok},
-        .o = o,
-    };
-    int rc = open_tokenizer(o, &tj.tr);
-    if (rc == 0) {
-        nmt_tokenizer_info ti;
-        nmt_tokenizer_get_info(tj.tr.t, &ti);
-        tj.rule.side = "input";
-        tj.rule.vocab = ti.vocab_size;
-        tj.rule.max_tokens = UINT32_MAX;
-        snprintf(tj.rule.limit_hint, sizeof tj.rule.limit_hint, "none");
-        cli_texts_init(&tj.lines, (size_t)o->batch);
-        cli_seqs_init(&tj.seqs, (size_t)o->batch);
-        rc = process_lines(&tj.base, o->batch);
-        cli_texts_free(&tj.lines);
-        cli_seqs_free(&tj.seqs);
-        free(tj.text);
-    }
-    close_tokenizer(&tj.tr);
-    return rc;
-}
-
-static int cmd_tokenize(const cli_opts *o) { return run_tok(o, 0); }
-static int cmd_detokenize(const cli_opts *o) { return run_tok(o, 1); }
-
-/* ======================================================================== */
-/* info, devices                                                            */
-/* ======================================================================== */
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static void kv(strbuf *out, const char *key, const char *fmt, ...) {
-    char val[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(val, sizeof val, fmt, ap);
-    va_end(ap);
-    sb_printf(out, "%-20s %s\n", key, val);
-}
-
-static const char *yes_no(int v) { return v ? "yes" : "no"; }
-
-static void describe_model(strbuf *out, const char *path, const nmt_model_info *m) {
-    kv(out, "model", "%s", path);
-    kv(out, "format_version", "%u", m->format_version);
-    kv(out, "architecture", "%s", m->arch);
-    kv(out, "d_model", "%u", m->d_model);
-    kv(out, "n_heads", "%u", m->n_heads);
-    kv(out, "d_ff", "%u", m->d_ff);
-    kv(out, "enc_layers", "%u", m->enc_layers);
-    kv(out, "dec_layers", "%u", m->dec_layers);
-    kv(out, "src_vocab", "%u", m->src_vocab);
-    kv(out, "tgt_vocab", "%u", m->tgt_vocab);
-    kv(out, "enc_branches", "%s", m->enc_branches);
-    kv(out, "dec_branches", "%s", m->dec_branches);
-    if (strcmp(m->fusion, "gate") == 0)
-        kv(out, "fusion", "gate (reduction %u)", m->gate_reduction);
-    else
-        kv(out, "fusion", "%s", m->fusion);
-    kv(out, "norm", "%s", m->norm);
-    kv(out, "shared_embeddings", "%s", yes_no(m->shared_embeddings));
-    kv(out, "tied_output", "%s", yes_no(m->tied_output));
-    kv(out, "special_ids", "bos %u, eos %u, pad %u, unk %u", m->bos_id, m->eos_id, m->pad_id,
-       m->unk_id);
-    kv(out, "tokenizer", "%s",
-       m->tokenizer == 0   ? "none (translate and score read ids)"
-       : m->tokenizer == 1 ? "SentencePiece, shared (tokenizer.src)"
-                           : "SentencePiece, source and target (tokenizer.src, tokenizer.tgt)");
-    kv(out, "parameters", "%llu", (unsigned long long)m->n_params);
-    kv(out, "dtype", "%s", m->dtype);
-    kv(out, "tensors", "%u", m->n_tensors);
-    kv(out, "weight_bytes", "%llu", (unsigned long long)m->weight_bytes);
-    kv(out, "file_size", "%llu", (unsigned long long)m->file_size);
-}
-
-static const char *device_type(int is_gpu, int is_cpu) {
-    return is_gpu ? "GPU" : is_cpu ? "CPU" : "other";
-}
-
-static void describe_device(strbuf *out, const nmt_device_info *d) {
-    kv(out, "device", "%u:%u  %s", d->platform_index, d->device_index, d->device_name);
-    kv(out, "platform", "%s (%s)", d->platform_name, d->vendor);
-    kv(out, "driver", "%s, %s", d->driver_version, d->device_version);
-    kv(out, "device_type", "%s", device_type(d->is_gpu, d->is_cpu));
-    kv(out, "compute_units", "%u", d->compute_units);
-    kv(out, "local_mem_bytes", "%llu%s", (unsigned long long)d->local_mem_bytes,
-       d->local_mem_is_global ? " (emulated in global memory)" : "");
-    kv(out, "global_mem_bytes", "%llu", (unsigned long long)d->global_mem_bytes);
-    kv(out, "fp16", "%s", yes_no(d->has_fp16));
-    kv(out, "gemm", "%s", GEMM_NAMES[(unsigned)d->gemm < 3 ? d->gemm : 0]);
-}
-
-static int cmd_info(const cli_opts *o) {
-    nmt_model_info mi;
-    errno = 0;
-    nmt_status st = nmt_model_inspect_file(o->model, &mi);
-    if (st != NMT_OK) return model_error(o->model, st);
-    nmt_limits lim = limits_from(o, o->beam);
-    size_t arena;
-    uint64_t device_bytes = 0;
-    if (model_sizes(o->model, &lim, &arena, &device_bytes) != 0) return 1;
-
-    strbuf out = {0};
-    describe_model(&out, o->model, &mi);
-    kv(&out, "limits", "max_src_len %u, max_tgt_len %u, batch %u, beam %u", lim.max_src_len,
-       lim.max_tgt_len ? lim.max_tgt_len : lim.max_src_len + 50u, lim.max_batch, lim.max_beam);
-    kv(&out, "arena_bytes", "%zu", arena);
-    kv(&out, "device_bytes", "%llu", (unsigned long long)device_bytes);
-    kv(&out, "device_handle_bytes", "%zu", nmt_device_footprint());
-    int rc = 0;
-    if (!o->no_device) {
-        runtime rt = {0};
-        rc = open_device(o, &rt);
-        if (rc == 0) {
-            nmt_device_info di;
-            nmt_device_get_info(rt.dev, &di);
-            describe_device(&out, &di);
-        }
-        close_runtime(&rt);
-    }
-    if (rc == 0) rc = write_out(&out);
-    free(out.p);
-    return rc;
-}
-
-static void list_one(void *user, uint32_t platform, uint32_t device, const char *platform_name,
-                     const char *device_name, int is_gpu) {
-    sb_printf(user, "%u:%u  %s / %s  (%s)\n", platform, device, platform_name, device_name,
-              is_gpu ? "GPU" : "non-GPU");
-}
-
-static int cmd_devices(const cli_opts *o) {
-    (void)o;
-    strbuf out = {0};
-    nmt_status st = nmt_device_list(list_one, &out);
-    int rc = st == NMT_OK ? write_out(&out) : report_status("cannot list devices", st, NULL);
-    free(out.p);
     return rc;
 }
 

@@ -1,0 +1,124 @@
+/* cli_info.c — `nmt-edge info` (model, memory, device) and `devices`. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ======================================================================== */
+/* info, devices                                                            */
+/* ======================================================================== */
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static void kv(strbuf *out, const char *key, const char *fmt, ...) {
+    char val[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(val, sizeof val, fmt, ap);
+    va_end(ap);
+    sb_printf(out, "%-20s %s\n", key, val);
+}
+
+static const char *yes_no(int v) { return v ? "yes" : "no"; }
+
+static void describe_model(strbuf *out, const char *path, const nmt_model_info *m) {
+    kv(out, "model", "%s", path);
+    kv(out, "format_version", "%u", m->format_version);
+    kv(out, "architecture", "%s", m->arch);
+    kv(out, "d_model", "%u", m->d_model);
+    kv(out, "n_heads", "%u", m->n_heads);
+    kv(out, "d_ff", "%u", m->d_ff);
+    kv(out, "enc_layers", "%u", m->enc_layers);
+    kv(out, "dec_layers", "%u", m->dec_layers);
+    kv(out, "src_vocab", "%u", m->src_vocab);
+    kv(out, "tgt_vocab", "%u", m->tgt_vocab);
+    kv(out, "enc_branches", "%s", m->enc_branches);
+    kv(out, "dec_branches", "%s", m->dec_branches);
+    if (strcmp(m->fusion, "gate") == 0)
+        kv(out, "fusion", "gate (reduction %u)", m->gate_reduction);
+    else
+        kv(out, "fusion", "%s", m->fusion);
+    kv(out, "norm", "%s", m->norm);
+    kv(out, "shared_embeddings", "%s", yes_no(m->shared_embeddings));
+    kv(out, "tied_output", "%s", yes_no(m->tied_output));
+    kv(out, "special_ids", "bos %u, eos %u, pad %u, unk %u", m->bos_id, m->eos_id, m->pad_id,
+       m->unk_id);
+    kv(out, "tokenizer", "%s",
+       m->tokenizer == 0   ? "none (translate and score read ids)"
+       : m->tokenizer == 1 ? "SentencePiece, shared (tokenizer.src)"
+                           : "SentencePiece, source and target (tokenizer.src, tokenizer.tgt)");
+    kv(out, "parameters", "%llu", (unsigned long long)m->n_params);
+    kv(out, "dtype", "%s", m->dtype);
+    kv(out, "tensors", "%u", m->n_tensors);
+    kv(out, "weight_bytes", "%llu", (unsigned long long)m->weight_bytes);
+    kv(out, "file_size", "%llu", (unsigned long long)m->file_size);
+}
+
+static const char *device_type(int is_gpu, int is_cpu) {
+    return is_gpu ? "GPU" : is_cpu ? "CPU" : "other";
+}
+
+static void describe_device(strbuf *out, const nmt_device_info *d) {
+    kv(out, "device", "%u:%u  %s", d->platform_index, d->device_index, d->device_name);
+    kv(out, "platform", "%s (%s)", d->platform_name, d->vendor);
+    kv(out, "driver", "%s, %s", d->driver_version, d->device_version);
+    kv(out, "device_type", "%s", device_type(d->is_gpu, d->is_cpu));
+    kv(out, "compute_units", "%u", d->compute_units);
+    kv(out, "local_mem_bytes", "%llu%s", (unsigned long long)d->local_mem_bytes,
+       d->local_mem_is_global ? " (emulated in global memory)" : "");
+    kv(out, "global_mem_bytes", "%llu", (unsigned long long)d->global_mem_bytes);
+    kv(out, "fp16", "%s", yes_no(d->has_fp16));
+    kv(out, "gemm", "%s", GEMM_NAMES[(unsigned)d->gemm < 3 ? d->gemm : 0]);
+}
+
+int cmd_info(const cli_opts *o) {
+    nmt_model_info mi;
+    errno = 0;
+    nmt_status st = nmt_model_inspect_file(o->model, &mi);
+    if (st != NMT_OK) return model_error(o->model, st);
+    nmt_limits lim = limits_from(o, o->beam);
+    size_t arena;
+    uint64_t device_bytes = 0;
+    if (model_sizes(o->model, &lim, &arena, &device_bytes) != 0) return 1;
+
+    strbuf out = {0};
+    describe_model(&out, o->model, &mi);
+    kv(&out, "limits", "max_src_len %u, max_tgt_len %u, batch %u, beam %u", lim.max_src_len,
+       lim.max_tgt_len ? lim.max_tgt_len : lim.max_src_len + 50u, lim.max_batch, lim.max_beam);
+    kv(&out, "arena_bytes", "%zu", arena);
+    kv(&out, "device_bytes", "%llu", (unsigned long long)device_bytes);
+    kv(&out, "device_handle_bytes", "%zu", nmt_device_footprint());
+    int rc = 0;
+    if (!o->no_device) {
+        runtime rt = {0};
+        rc = open_device(o, &rt);
+        if (rc == 0) {
+            nmt_device_info di;
+            nmt_device_get_info(rt.dev, &di);
+            describe_device(&out, &di);
+        }
+        close_runtime(&rt);
+    }
+    if (rc == 0) rc = write_out(&out);
+    free(out.p);
+    return rc;
+}
+
+static void list_one(void *user, uint32_t platform, uint32_t device, const char *platform_name,
+                     const char *device_name, int is_gpu) {
+    sb_printf(user, "%u:%u  %s / %s  (%s)\n", platform, device, platform_name, device_name,
+              is_gpu ? "GPU" : "non-GPU");
+}
+
+int cmd_devices(const cli_opts *o) {
+    (void)o;
+    strbuf out = {0};
+    nmt_status st = nmt_device_list(list_one, &out);
+    int rc = st == NMT_OK ? write_out(&out) : report_status("cannot list devices", st, NULL);
+    free(out.p);
+    return rc;
+}
