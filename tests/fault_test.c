@@ -43,6 +43,7 @@
 /* ------------------------------------------------------------------------ */
 
 static long n_calls;          /* fallible OpenCL calls since the last reset */
+static long last_device_level; /* number of the last device-level call since the reset */
 static long fail_at;          /* 0 = never */
 static const char *fired_fn;  /* the call that failed, NULL if none */
 static cl_int fired_err;
@@ -59,8 +60,17 @@ static const char *const obj_names[O_COUNT] = {"buffers", "kernels", "programs",
  * source build, which is not). */
 static cl_program binary_prog;
 
+/* Every k by default; NMT_FAULT_STRIDE=s tries k = 1, 1+s, 1+2s, ... in the
+ * translate and score sweeps (for slow targets, e.g. under emulation). */
+static long stride(void) {
+    const char *e = getenv("NMT_FAULT_STRIDE");
+    long s = e ? strtol(e, NULL, 10) : 1;
+    return s >= 1 ? s : 1;
+}
+
 static void reset_injection(long k) {
     n_calls = 0;
+    last_device_level = 0;
     fail_at = k;
     fired_fn = NULL;
     fired_err = CL_SUCCESS;
@@ -71,9 +81,19 @@ static void reset_injection(long k) {
 static cl_int pick(const cl_int *codes, size_t n) { return codes[(size_t)fail_at % n]; }
 #define PICK(...) pick((const cl_int[]){__VA_ARGS__}, sizeof((const cl_int[]){__VA_ARGS__}) / sizeof(cl_int))
 
+/* Calls that build device-level state (context, queue, programs, which the
+ * device keeps for every later session). */
+static int device_level(const char *fn) {
+    return strcmp(fn, "clCreateContext") == 0 || strcmp(fn, "clCreateCommandQueue") == 0 ||
+           strcmp(fn, "clCreateProgramWithSource") == 0 || strcmp(fn, "clCreateProgramWithBinary") == 0 ||
+           strcmp(fn, "clBuildProgram") == 0;
+}
+
 /* Returns the error to inject for this call, or CL_SUCCESS to go through. */
 static cl_int inject(const char *fn, cl_int err) {
-    if (++n_calls != fail_at) return CL_SUCCESS;
+    ++n_calls;
+    if (device_level(fn)) last_device_level = n_calls;
+    if (n_calls != fail_at) return CL_SUCCESS;
     fired_fn = fn;
     fired_err = err;
     return err;
@@ -337,7 +357,7 @@ static const int32_t *const tgt_toks[2] = {tgt_a, tgt_b};
 static const uint32_t src_lens[2] = {3, 2}, tgt_lens[2] = {2, 1};
 static const nmt_batch src_batch = {src_toks, src_lens, 2};
 static const nmt_batch tgt_batch = {tgt_toks, tgt_lens, 2};
-static const nmt_decode_opts dopts = {.beam = 2, .n_best = 2, .max_len = 4};
+static const nmt_decode_opts dopts = {.beam = 2, .n_best = 2, .max_len = 2};
 
 #define N_BEST 2
 typedef struct reference {
@@ -441,10 +461,41 @@ static nmt_device_params device_params(const char *cache_dir) {
 /* Phase A: device open + session creation                                   */
 /* ------------------------------------------------------------------------ */
 
-/* For k = 1, 2, ...: a fresh device and a session, the k-th call failing,
- * until a k is reached that the whole sequence never gets to.  Returns the
- * number of calls the clean sequence makes. */
-static long sweep_create(const char *cache_dir) {
+static long create_last_device_level; /* last_device_level after the latest create */
+
+/* Session creation on `dev` with call k failing, then the checks.  Returns
+ * 1 if the injection was reached.  full: also translate + score. */
+static int create_once(nmt_device *dev, long k, int full) {
+    void *arena = new_arena();
+    nmt_session *s = (nmt_session *)(uintptr_t)1;
+    reset_injection(k);
+    nmt_status st = nmt_session_create(dev, &sparams, arena, arena_need, &s);
+    create_last_device_level = last_device_level;
+    int failed = check_outcome(st, nmt_device_last_cl_error(dev), "session create", k);
+    int reached = fired_fn != NULL;
+    if (failed) {
+        assert_null(s);
+        assert_no_live("after failed create", k, 1);
+        /* the device stays usable: a clean session (gives the reference) */
+        reset_injection(0);
+        nmt_test_assert_ok(dev, nmt_session_create(dev, &sparams, arena, arena_need, &s));
+    }
+    if (full || !failed) run_clean(s, dev, "after create", k);
+    nmt_session_destroy(s);
+    assert_no_live("after destroy", k, 1);
+    free(arena);
+    return reached;
+}
+
+/* Two sweeps, k = 1, 2, ... until a k the sequence never reaches:
+ *  1. device-level calls (context, queue, program builds): a fresh device
+ *     per k, device open + session create with call k failing, for every k
+ *     up to the last program build of a clean create;
+ *  2. session-level calls (kernels, buffers, uploads, finish): one device
+ *     whose programs are built, session create with call k failing (every
+ *     8th k also translates and scores after the recovery).
+ * Returns the number of calls covered. */
+static long sweep_create(const char *cache_dir, long *n_device_level) {
     nmt_device_params dp = device_params(cache_dir);
     long k;
     for (k = 1;; k++) {
@@ -460,33 +511,52 @@ static long sweep_create(const char *cache_dir) {
             assert_no_live("device open", k, 0);
             continue;
         }
-        void *arena = new_arena();
-        nmt_session *s = (nmt_session *)(uintptr_t)1;
-        st = nmt_session_create(dev, &sparams, arena, arena_need, &s);
-        int failed = check_outcome(st, nmt_device_last_cl_error(dev), "session create", k);
-        int reached = fired_fn != NULL;
-        if (failed) {
-            assert_null(s);
-            assert_no_live("after failed create", k, 1);
-            /* the device stays usable: a clean session gives the reference */
-            reset_injection(0);
-            nmt_test_assert_ok(dev, nmt_session_create(dev, &sparams, arena, arena_need, &s));
-        }
-        run_clean(s, dev, "after create", k);
-        nmt_session_destroy(s);
-        assert_no_live("after destroy", k, 1);
-        free(arena);
+        reset_injection(0); /* k is past the calls of a device open */
+        nmt_test_device_close(dev, dmem);
+        break;
+    }
+    const long open_calls = k - 1; /* calls of a device open */
+    /* where the device-level calls of a session create end (clean run) */
+    long dl_end;
+    {
+        void *dmem = NULL;
+        nmt_device *dev = NULL;
+        reset_injection(0);
+        nmt_test_assert_ok(NULL, nmt_test_device_open_with(&dp, &dmem, &dev));
+        create_once(dev, 0, 0);
+        dl_end = create_last_device_level;
+        nmt_test_device_close(dev, dmem);
+        assert_true(dl_end > 0);
+    }
+    for (k = 1; k <= dl_end; k++) {
+        void *dmem = NULL;
+        nmt_device *dev = NULL;
+        reset_injection(0);
+        nmt_test_assert_ok(NULL, nmt_test_device_open_with(&dp, &dmem, &dev));
+        assert_true(create_once(dev, k, 1));
         nmt_test_device_close(dev, dmem);
         assert_no_live("after close", k, 0);
-        if (!reached) break; /* k is past the last call */
     }
-    return k - 1;
+    *n_device_level = open_calls + dl_end;
+
+    void *dmem = NULL;
+    nmt_device *dev = NULL;
+    reset_injection(0);
+    nmt_test_assert_ok(NULL, nmt_test_device_open_with(&dp, &dmem, &dev));
+    create_once(dev, 0, 1); /* builds the programs */
+    for (k = 1;; k++)
+        if (!create_once(dev, k, k % 8 == 0)) break;
+    nmt_test_device_close(dev, dmem);
+    assert_no_live("after close", k, 0);
+    return *n_device_level + k - 1;
 }
 
 static void test_create_faults_no_cache(void **state) {
     (void)state;
-    long n = sweep_create(NULL);
-    fprintf(stderr, "fault_test: device open + session create (no cache): %ld OpenCL calls, each failed once\n", n);
+    long dl;
+    long n = sweep_create(NULL, &dl);
+    fprintf(stderr, "fault_test: device open + session create (no cache): %ld OpenCL calls (%ld device-level), "
+                    "each failed once\n", n, dl);
     assert_true(n > 20);
 }
 
@@ -507,9 +577,10 @@ static void test_create_faults_with_cache(void **state) {
     free(arena);
     assert_true(nmt_test_count_files(dir, ".clbin", NULL, 0) > 0);
 
-    long n = sweep_create(dir);
-    fprintf(stderr, "fault_test: device open + session create (cached binaries): %ld OpenCL calls, each failed once\n",
-            n);
+    long dl;
+    long n = sweep_create(dir, &dl);
+    fprintf(stderr, "fault_test: device open + session create (cached binaries): %ld OpenCL calls (%ld device-level), "
+                    "each failed once\n", n, dl);
     assert_true(n > 20);
     nmt_test_remove_tree(dir);
     free(dir);
@@ -538,13 +609,16 @@ static long sweep_op(op_kind op) {
     nmt_session *s;
     nmt_test_assert_ok(dev, nmt_session_create(dev, &sparams, arena, arena_need, &s));
     run_clean(s, dev, "first", 0);
-    long k;
-    for (k = 1;; k++) {
+    long k, tried = 0, total = 0;
+    const long step = stride();
+    for (k = 1;; k += step) {
         reset_injection(k);
+        tried++;
         nmt_status st = run_op(s, op);
         int failed = check_outcome(st, nmt_session_last_cl_error(s), name, k);
         if (!failed) {
             assert_null(fired_fn); /* nothing here is recoverable */
+            total = n_calls;
             break;
         }
         if (op == OP_TRANSLATE) assert_int_equal(nmt_session_n_results(s, 0), 0);
@@ -552,7 +626,7 @@ static long sweep_op(op_kind op) {
         run_clean(s, dev, name, k);
         /* and cleanly destroyable right after a failure (every 4th k, to
          * keep the run short) */
-        if (k % 4 == 0) {
+        if (tried % 4 == 0) {
             reset_injection(k);
             assert_int_not_equal(run_op(s, op), NMT_OK);
             nmt_session_destroy(s);
@@ -565,8 +639,9 @@ static long sweep_op(op_kind op) {
     free(arena);
     nmt_test_device_close(dev, dmem);
     assert_no_live("after close", k, 0);
-    fprintf(stderr, "fault_test: %s: %ld OpenCL calls, each failed once\n", name, k - 1);
-    return k - 1;
+    fprintf(stderr, "fault_test: %s: %ld OpenCL calls, %ld of them failed once (stride %ld)\n", name,
+            total, tried - 1, step);
+    return total;
 }
 
 static void test_translate_faults(void **state) {
