@@ -84,7 +84,9 @@ static int reserve_blocks(int fd, size_t size) {
 
 nmt_status nmt_write_file_atomic(const char *path, size_t size, nmt_fill_fn fill, void *user) {
     if (path == NULL || fill == NULL) return NMT_ERR_INVALID_ARGUMENT;
-    if ((uint64_t)size > (uint64_t)INT64_MAX) return NMT_ERR_INVALID_ARGUMENT;
+#if SIZE_MAX > INT64_MAX
+    if (size > (size_t)INT64_MAX) return NMT_ERR_INVALID_ARGUMENT; /* off_t range */
+#endif
 
     /* Temporary file next to the target, so rename() stays on one filesystem. */
     char tmp[NMT_PLATFORM_PATH_MAX];
