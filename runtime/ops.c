@@ -20,6 +20,8 @@
  * NMT_ERR_UNSUPPORTED; the other kernels address with 64-bit offsets. */
 #include "ops.h"
 
+#include "kernel_args.h"
+
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -221,54 +223,6 @@ nmt_status nmt_ops_enable_q8(nmt_ops *ops) {
 /* Argument setting and launching                                           */
 /* ------------------------------------------------------------------------ */
 
-typedef struct args {
-    cl_kernel k;
-    cl_uint i;     /* next argument index */
-    cl_int err;    /* first failure */
-    cl_uint err_i; /* its index */
-} args;
-
-static args args_begin(cl_kernel k) {
-    args a = {k, 0, CL_SUCCESS, 0};
-    return a;
-}
-
-static void arg_raw(args *a, size_t size, const void *v) {
-    if (a->err == CL_SUCCESS) {
-        cl_int e = clSetKernelArg(a->k, a->i, size, v);
-        if (e != CL_SUCCESS) {
-            a->err = e;
-            a->err_i = a->i;
-        }
-    }
-    a->i++;
-}
-
-static void arg_mem(args *a, cl_mem m) { arg_raw(a, sizeof m, &m); }
-static void arg_u32(args *a, uint32_t v) {
-    cl_uint t = (cl_uint)v;
-    arg_raw(a, sizeof t, &t);
-}
-static void arg_i32(args *a, int32_t v) {
-    cl_int t = (cl_int)v;
-    arg_raw(a, sizeof t, &t);
-}
-static void arg_u64(args *a, uint64_t v) {
-    cl_ulong t = (cl_ulong)v;
-    arg_raw(a, sizeof t, &t);
-}
-static void arg_f32(args *a, float v) {
-    cl_float t = v;
-    arg_raw(a, sizeof t, &t);
-}
-
-static nmt_status args_end(nmt_ops *ops, const args *a, const char *kernel) {
-    if (a->err == CL_SUCCESS) return NMT_OK;
-    char what[80];
-    snprintf(what, sizeof what, "clSetKernelArg(%s, %u)", kernel, (unsigned)a->err_i);
-    return nmt_cl_fail(ops->dev, a->err, what);
-}
-
 /* Enqueue over n[0..dims) work-items with the fixed local size
  * (ops->wg_max, 1, 1): one compiled variant per kernel whatever the shape.
  * Global sizes are padded to multiples of it.  Any n[d] == 0 is a no-op. */
@@ -279,13 +233,7 @@ static nmt_status launch(nmt_ops *ops, cl_kernel k, cl_uint dims, const size_t *
         lws[d] = d == 0 ? (ops->wg_max ? ops->wg_max : 1) : 1;
         gws[d] = (n[d] + lws[d] - 1) / lws[d] * lws[d];
     }
-    cl_int e = clEnqueueNDRangeKernel(ops->dev->queue, k, dims, NULL, gws, lws, 0, NULL, NULL);
-    if (e != CL_SUCCESS) {
-        char what[80];
-        snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", kernel);
-        return nmt_cl_fail(ops->dev, e, what);
-    }
-    return NMT_OK;
+    return nmt_enqueue(ops->dev, k, dims, gws, lws, kernel);
 }
 
 /* Enqueue with explicit local sizes; n[] is padded up to multiples of them. */
@@ -296,26 +244,14 @@ static nmt_status launch_local(nmt_ops *ops, cl_kernel k, cl_uint dims, const si
         if (n[d] == 0) return NMT_OK;
         gws[d] = (n[d] + lws[d] - 1) / lws[d] * lws[d];
     }
-    cl_int e = clEnqueueNDRangeKernel(ops->dev->queue, k, dims, NULL, gws, lws, 0, NULL, NULL);
-    if (e != CL_SUCCESS) {
-        char what[80];
-        snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", kernel);
-        return nmt_cl_fail(ops->dev, e, what);
-    }
-    return NMT_OK;
+    return nmt_enqueue(ops->dev, k, dims, gws, lws, kernel);
 }
 
 /* One work-group of ops->reduce_wg work-items per row. */
 static nmt_status launch_rows(nmt_ops *ops, cl_kernel k, size_t rows, const char *kernel) {
     if (rows == 0) return NMT_OK;
     size_t lws = ops->reduce_wg, gws = rows * lws;
-    cl_int e = clEnqueueNDRangeKernel(ops->dev->queue, k, 1, NULL, &gws, &lws, 0, NULL, NULL);
-    if (e != CL_SUCCESS) {
-        char what[80];
-        snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", kernel);
-        return nmt_cl_fail(ops->dev, e, what);
-    }
-    return NMT_OK;
+    return nmt_enqueue(ops->dev, k, 1, &gws, &lws, kernel);
 }
 
 /* Last element index + 1 of a rows x cols matrix at `off` with stride ld,
@@ -388,7 +324,7 @@ nmt_status nmt_op_gemm(nmt_ops *ops, int trans_b, uint32_t M, uint32_t N, uint32
         arg_mem(&a, bias.mem ? bias.mem : C.mem);
         arg_u32(&a, (uint32_t)bias.off);
         arg_i32(&a, flags);
-        NMT_TRY(args_end(ops, &a, "bias_act"));
+        NMT_TRY(args_end(ops->dev, &a, "bias_act"));
         const size_t n[2] = {N, M};
         return launch(ops, ops->k_bias_act, 2, n, "bias_act");
     }
@@ -415,7 +351,7 @@ nmt_status nmt_op_gemm(nmt_ops *ops, int trans_b, uint32_t M, uint32_t N, uint32
     arg_mem(&a, bias.mem ? bias.mem : C.mem);  /* never dereferenced without the flag */
     arg_u32(&a, bias.mem ? (uint32_t)bias.off : 0u);
     arg_i32(&a, flags);
-    NMT_TRY(args_end(ops, &a, kname));
+    NMT_TRY(args_end(ops->dev, &a, kname));
     return launch_gemm(ops, k, cfg, M, N, kname);
 }
 
@@ -454,7 +390,7 @@ nmt_status nmt_op_gemm_q8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, floa
     arg_mem(&a, bias.mem ? bias.mem : C.mem);
     arg_u32(&a, bias.mem ? (uint32_t)bias.off : 0u);
     arg_i32(&a, flags);
-    NMT_TRY(args_end(ops, &a, "gemm_q8_nt"));
+    NMT_TRY(args_end(ops->dev, &a, "gemm_q8_nt"));
     return launch_gemm(ops, k, &ops->cfg[NMT_GOP_Q8][cls], M, N, "gemm_q8_nt");
 }
 
@@ -479,7 +415,7 @@ nmt_status nmt_op_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_l
     arg_f32(&a, scale);
     arg_mem(&a, out.mem);
     arg_u64(&a, out.off);
-    NMT_TRY(args_end(ops, &a, "embed"));
+    NMT_TRY(args_end(ops->dev, &a, "embed"));
     const size_t n[2] = {d, rows};
     return launch(ops, ops->k_embed, 2, n, "embed");
 }
@@ -503,7 +439,7 @@ nmt_status nmt_op_layernorm(nmt_ops *ops, nmt_buf x, nmt_buf res, nmt_buf out, u
     arg_mem(&a, beta.mem);
     arg_u64(&a, beta.off);
     arg_f32(&a, eps);
-    NMT_TRY(args_end(ops, &a, "layernorm"));
+    NMT_TRY(args_end(ops->dev, &a, "layernorm"));
     return launch_rows(ops, ops->k_layernorm, rows, "layernorm");
 }
 
@@ -517,7 +453,7 @@ nmt_status nmt_op_add(nmt_ops *ops, nmt_buf dst, nmt_buf src, uint32_t n) {
     arg_mem(&a, src.mem);
     arg_u64(&a, src.off);
     arg_u32(&a, n);
-    NMT_TRY(args_end(ops, &a, "add"));
+    NMT_TRY(args_end(ops->dev, &a, "add"));
     const size_t g[1] = {n};
     return launch(ops, ops->k_add, 1, g, "add");
 }
@@ -530,7 +466,7 @@ nmt_status nmt_op_relu(nmt_ops *ops, nmt_buf x, uint32_t n) {
     arg_mem(&a, x.mem);
     arg_u64(&a, x.off);
     arg_u32(&a, n);
-    NMT_TRY(args_end(ops, &a, "relu"));
+    NMT_TRY(args_end(ops->dev, &a, "relu"));
     const size_t g[1] = {n};
     return launch(ops, ops->k_relu, 1, g, "relu");
 }
@@ -554,7 +490,7 @@ nmt_status nmt_op_gate_accum(nmt_ops *ops, nmt_buf x, uint32_t ld_x, nmt_buf g, 
     arg_u32(&a, rows);
     arg_u32(&a, d);
     arg_i32(&a, accumulate ? 1 : 0);
-    NMT_TRY(args_end(ops, &a, "gate_accum"));
+    NMT_TRY(args_end(ops->dev, &a, "gate_accum"));
     const size_t n[2] = {d, rows};
     return launch(ops, ops->k_gate_accum, 2, n, "gate_accum");
 }
@@ -574,7 +510,7 @@ nmt_status nmt_op_copy_rows(nmt_ops *ops, nmt_buf src, uint32_t ld_src, nmt_buf 
     arg_u32(&a, ld_dst);
     arg_u32(&a, rows);
     arg_u32(&a, cols);
-    NMT_TRY(args_end(ops, &a, "copy_rows"));
+    NMT_TRY(args_end(ops->dev, &a, "copy_rows"));
     const size_t n[2] = {cols, rows};
     return launch(ops, ops->k_copy_rows, 2, n, "copy_rows");
 }
@@ -596,7 +532,7 @@ nmt_status nmt_op_gather_rows(nmt_ops *ops, nmt_buf src, uint64_t ld_src, nmt_bu
     arg_u64(&a, idx.off);
     arg_u32(&a, rows);
     arg_u32(&a, cols);
-    NMT_TRY(args_end(ops, &a, "gather_rows"));
+    NMT_TRY(args_end(ops->dev, &a, "gather_rows"));
     const size_t n[2] = {cols, rows};
     return launch(ops, ops->k_gather_rows, 2, n, "gather_rows");
 }
@@ -610,7 +546,7 @@ nmt_status nmt_op_log_softmax(nmt_ops *ops, nmt_buf x, uint32_t rows, uint32_t n
     arg_u64(&a, x.off);
     arg_u32(&a, n);
     arg_u32(&a, ld);
-    NMT_TRY(args_end(ops, &a, "log_softmax"));
+    NMT_TRY(args_end(ops->dev, &a, "log_softmax"));
     return launch_rows(ops, ops->k_log_softmax, rows, "log_softmax");
 }
 
@@ -690,7 +626,7 @@ nmt_status nmt_op_attention(nmt_ops *ops, const nmt_attn_args *p) {
         arg_mem(&a, p->out.mem);
         arg_u64(&a, p->out.off);
         arg_u32(&a, p->out_ld);
-        NMT_TRY(args_end(ops, &a, "attn_fused"));
+        NMT_TRY(args_end(ops->dev, &a, "attn_fused"));
         const size_t n_fused[3] = {rows_sh, p->lq, p->n_branches};
         return launch(ops, ops->k_attn_fused, 3, n_fused, "attn_fused");
     }
@@ -719,7 +655,7 @@ nmt_status nmt_op_attention(nmt_ops *ops, const nmt_attn_args *p) {
     arg_i32(&a, p->causal ? 1 : 0);
     arg_mem(&a, p->scores.mem);
     arg_u64(&a, p->scores.off);
-    NMT_TRY(args_end(ops, &a, "attn_scores"));
+    NMT_TRY(args_end(ops->dev, &a, "attn_scores"));
     const size_t n_scores[3] = {p->lk_max, p->lq, rows_sh};
     NMT_TRY(launch(ops, ops->k_attn_scores, 3, n_scores, "attn_scores"));
 
@@ -742,7 +678,7 @@ nmt_status nmt_op_attention(nmt_ops *ops, const nmt_attn_args *p) {
         arg_u64(&a, p->scores.off);
         arg_mem(&a, p->stats.mem);
         arg_u64(&a, p->stats.off);
-        NMT_TRY(args_end(ops, &a, "attn_stats"));
+        NMT_TRY(args_end(ops->dev, &a, "attn_stats"));
         const size_t n_stats[2] = {p->lq, rows_sh};
         NMT_TRY(launch(ops, ops->k_attn_stats, 2, n_stats, "attn_stats"));
 
@@ -766,7 +702,7 @@ nmt_status nmt_op_attention(nmt_ops *ops, const nmt_attn_args *p) {
         arg_mem(&a, p->out.mem);
         arg_u64(&a, p->out.off + (uint64_t)b * width);
         arg_u32(&a, p->out_ld);
-        NMT_TRY(args_end(ops, &a, "attn_apply"));
+        NMT_TRY(args_end(ops->dev, &a, "attn_apply"));
         /* work-groups along the channels of one row only (the kernel
          * shares each row's probabilities through local memory) */
         const size_t n_apply[3] = {p->d_head, p->lq, rows_sh};

@@ -7,6 +7,8 @@
  * work-group of reduce_wg work-items per row.  No allocation anywhere. */
 #include "ops_train.h"
 
+#include "kernel_args.h"
+
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -153,68 +155,10 @@ nmt_status nmt_train_ops_init(nmt_train_ops *t, nmt_device *dev) {
 /* Argument setting and launching                                           */
 /* ------------------------------------------------------------------------ */
 
-typedef struct args {
-    cl_kernel k;
-    cl_uint i;
-    cl_int err;
-    cl_uint err_i;
-} args;
-
-static args args_begin(cl_kernel k) {
-    args a = {k, 0, CL_SUCCESS, 0};
-    return a;
-}
-
-static void arg_raw(args *a, size_t size, const void *v) {
-    if (a->err == CL_SUCCESS) {
-        cl_int e = clSetKernelArg(a->k, a->i, size, v);
-        if (e != CL_SUCCESS) {
-            a->err = e;
-            a->err_i = a->i;
-        }
-    }
-    a->i++;
-}
-
-static void arg_mem(args *a, cl_mem m) { arg_raw(a, sizeof m, &m); }
-static void arg_u32(args *a, uint32_t v) {
-    cl_uint x = (cl_uint)v;
-    arg_raw(a, sizeof x, &x);
-}
-static void arg_i32(args *a, int32_t v) {
-    cl_int x = (cl_int)v;
-    arg_raw(a, sizeof x, &x);
-}
-static void arg_u64(args *a, uint64_t v) {
-    cl_ulong x = (cl_ulong)v;
-    arg_raw(a, sizeof x, &x);
-}
-static void arg_f32(args *a, float v) {
-    cl_float x = v;
-    arg_raw(a, sizeof x, &x);
-}
 /* A buffer argument followed by its element offset. */
 static void arg_buf(args *a, nmt_buf b) {
     arg_mem(a, b.mem);
     arg_u64(a, b.off);
-}
-
-static nmt_status args_end(nmt_train_ops *t, const args *a, const char *kernel) {
-    if (a->err == CL_SUCCESS) return NMT_OK;
-    char what[80];
-    snprintf(what, sizeof what, "clSetKernelArg(%s, %u)", kernel, (unsigned)a->err_i);
-    return nmt_cl_fail(t->dev, a->err, what);
-}
-
-static nmt_status enqueue(nmt_train_ops *t, cl_kernel k, cl_uint dims, const size_t *gws, const size_t *lws,
-                          const char *kernel) {
-    cl_int e = clEnqueueNDRangeKernel(t->dev->queue, k, dims, NULL, gws, lws, 0, NULL, NULL);
-    if (e != CL_SUCCESS) {
-        char what[80];
-        snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", kernel);
-        return nmt_cl_fail(t->dev, e, what);
-    }
-    return NMT_OK;
 }
 
 /* n[0..dims) work-items; local sizes fill dimension 0 first, global sizes
@@ -228,14 +172,14 @@ static nmt_status launch(nmt_train_ops *t, cl_kernel k, cl_uint dims, const size
         budget /= lws[d];
         gws[d] = (n[d] + lws[d] - 1) / lws[d] * lws[d];
     }
-    return enqueue(t, k, dims, gws, lws, kernel);
+    return nmt_enqueue(t->dev, k, dims, gws, lws, kernel);
 }
 
 /* `groups` work-groups of reduce_wg work-items. */
 static nmt_status launch_groups(nmt_train_ops *t, cl_kernel k, size_t groups, const char *kernel) {
     if (groups == 0) return NMT_OK;
     size_t lws = t->reduce_wg, gws = groups * lws;
-    return enqueue(t, k, 1, &gws, &lws, kernel);
+    return nmt_enqueue(t->dev, k, 1, &gws, &lws, kernel);
 }
 
 static int train_ok(const nmt_train_ops *t) { return t != NULL && t->dev != NULL && t->k_fill != NULL; }
@@ -284,7 +228,7 @@ nmt_status nmt_op_gemm_tn(nmt_train_ops *t, uint32_t M, uint32_t N, uint32_t K, 
     arg_f32(&a, beta);
     arg_buf(&a, C);
     arg_u32(&a, ldc);
-    NMT_TRY(args_end(t, &a, "gemm_tn"));
+    NMT_TRY(args_end(t->dev, &a, "gemm_tn"));
     const size_t n[2] = {(N + t->gemm_tn - 1) / t->gemm_tn, (M + t->gemm_tm - 1) / t->gemm_tm};
     return launch(t, t->k_gemm_tn, 2, n, "gemm_tn");
 }
@@ -303,7 +247,7 @@ nmt_status nmt_op_col_sum(nmt_train_ops *t, uint32_t rows, uint32_t cols, float 
     arg_u32(&a, ld);
     arg_f32(&a, beta);
     arg_buf(&a, out);
-    NMT_TRY(args_end(t, &a, "col_sum"));
+    NMT_TRY(args_end(t->dev, &a, "col_sum"));
     const size_t n[1] = {cols};
     return launch(t, t->k_col_sum, 1, n, "col_sum");
 }
@@ -355,7 +299,7 @@ nmt_status nmt_op_layernorm_bwd(nmt_train_ops *t, nmt_buf x, nmt_buf res, nmt_bu
     arg_buf(&a, gamma);
     arg_f32(&a, eps);
     arg_buf(&a, stats);
-    NMT_TRY(args_end(t, &a, "layernorm_bwd"));
+    NMT_TRY(args_end(t->dev, &a, "layernorm_bwd"));
     NMT_TRY(launch_groups(t, t->k_layernorm_bwd, rows, "layernorm_bwd"));
     if (dgamma.mem == NULL) return NMT_OK;
 
@@ -370,7 +314,7 @@ nmt_status nmt_op_layernorm_bwd(nmt_train_ops *t, nmt_buf x, nmt_buf res, nmt_bu
     arg_buf(&a, dgamma);
     arg_buf(&a, dbeta);
     arg_i32(&a, param_accumulate ? 1 : 0);
-    NMT_TRY(args_end(t, &a, "layernorm_bwd_params"));
+    NMT_TRY(args_end(t->dev, &a, "layernorm_bwd_params"));
     const size_t g[1] = {d};
     return launch(t, t->k_layernorm_bwd_params, 1, g, "layernorm_bwd_params");
 }
@@ -388,7 +332,7 @@ nmt_status nmt_op_relu_bwd(nmt_train_ops *t, nmt_buf y, nmt_buf dy, nmt_buf dx, 
     arg_buf(&a, dy);
     arg_buf(&a, dx);
     arg_u32(&a, n);
-    NMT_TRY(args_end(t, &a, "relu_bwd"));
+    NMT_TRY(args_end(t->dev, &a, "relu_bwd"));
     const size_t g[1] = {n};
     return launch(t, t->k_relu_bwd, 1, g, "relu_bwd");
 }
@@ -415,7 +359,7 @@ nmt_status nmt_op_gate_bwd(nmt_train_ops *t, nmt_buf x, uint32_t ld_x, nmt_buf g
     arg_u32(&a, rows);
     arg_u32(&a, d);
     arg_i32(&a, accumulate_dx ? 1 : 0);
-    NMT_TRY(args_end(t, &a, "gate_bwd"));
+    NMT_TRY(args_end(t->dev, &a, "gate_bwd"));
     const size_t n[2] = {d, rows};
     return launch(t, t->k_gate_bwd, 2, n, "gate_bwd");
 }
@@ -438,7 +382,7 @@ nmt_status nmt_op_dropout(nmt_train_ops *t, nmt_buf x, nmt_buf out, uint32_t n, 
     arg_u64(&a, offset);
     arg_u32(&a, threshold);
     arg_f32(&a, inv_keep);
-    NMT_TRY(args_end(t, &a, "dropout"));
+    NMT_TRY(args_end(t->dev, &a, "dropout"));
     const size_t g[1] = {n};
     return launch(t, t->k_dropout, 1, g, "dropout");
 }
@@ -486,7 +430,7 @@ nmt_status nmt_op_embed_bwd(nmt_train_ops *t, nmt_buf dy, uint32_t d, nmt_buf pe
     arg_u32(&a, n_seg);
     arg_f32(&a, scale);
     arg_buf(&a, dE);
-    NMT_TRY(args_end(t, &a, "embed_bwd"));
+    NMT_TRY(args_end(t->dev, &a, "embed_bwd"));
     const size_t n[2] = {d, n_seg};
     return launch(t, t->k_embed_bwd, 2, n, "embed_bwd");
 }
@@ -523,7 +467,7 @@ nmt_status nmt_op_xent(nmt_train_ops *t, nmt_buf logits, uint32_t rows, uint32_t
     arg_buf(&a, dlogits.mem ? dlogits : loss);
     arg_u32(&a, dlogits.mem ? ld_d : 0u);
     arg_i32(&a, dlogits.mem != NULL);
-    NMT_TRY(args_end(t, &a, "xent"));
+    NMT_TRY(args_end(t->dev, &a, "xent"));
     return launch_groups(t, t->k_xent, rows, "xent");
 }
 
@@ -581,7 +525,7 @@ nmt_status nmt_op_attention_bwd(nmt_train_ops *t, const nmt_attn_bwd_args *ba) {
     key_len_args(&a, p);
     arg_i32(&a, p->causal ? 1 : 0);
     arg_buf(&a, p->scores);
-    NMT_TRY(args_end(t, &a, "attn_bwd_scores"));
+    NMT_TRY(args_end(t->dev, &a, "attn_bwd_scores"));
     const size_t n_s[3] = {p->lk_max, p->lq, rows_sh};
     NMT_TRY(launch(t, t->k_attn_bwd_scores, 3, n_s, "attn_bwd_scores"));
 
@@ -608,7 +552,7 @@ nmt_status nmt_op_attention_bwd(nmt_train_ops *t, const nmt_attn_bwd_args *ba) {
         arg_u32(&a, ba->d_out_ld);
         arg_buf(&a, ba->probs);
         arg_buf(&a, ba->dstats);
-        NMT_TRY(args_end(t, &a, "attn_bwd_probs"));
+        NMT_TRY(args_end(t->dev, &a, "attn_bwd_probs"));
         const size_t n_p[2] = {p->lq, rows_sh};
         NMT_TRY(launch(t, t->k_attn_bwd_probs, 2, n_p, "attn_bwd_probs"));
     }
@@ -633,7 +577,7 @@ nmt_status nmt_op_attention_bwd(nmt_train_ops *t, const nmt_attn_bwd_args *ba) {
     arg_buf(&a, ba->probs);
     arg_buf(&a, ba->dstats);
     arg_buf(&a, p->scores);
-    NMT_TRY(args_end(t, &a, "attn_bwd_ds"));
+    NMT_TRY(args_end(t->dev, &a, "attn_bwd_ds"));
     NMT_TRY(launch(t, t->k_attn_bwd_ds, 3, n_s, "attn_bwd_ds"));
 
     /* 4. dQ */
@@ -651,7 +595,7 @@ nmt_status nmt_op_attention_bwd(nmt_train_ops *t, const nmt_attn_bwd_args *ba) {
     arg_buf(&a, p->scores);
     arg_buf(&a, ba->dq);
     arg_u32(&a, ba->dq_ld);
-    NMT_TRY(args_end(t, &a, "attn_bwd_dq"));
+    NMT_TRY(args_end(t->dev, &a, "attn_bwd_dq"));
     const size_t n_q[3] = {p->d_head, p->lq, rows_sh};
     NMT_TRY(launch(t, t->k_attn_bwd_dq, 3, n_q, "attn_bwd_dq"));
 
@@ -677,7 +621,7 @@ nmt_status nmt_op_attention_bwd(nmt_train_ops *t, const nmt_attn_bwd_args *ba) {
     arg_buf(&a, ba->dv);
     arg_u32(&a, ba->dv_ld);
     arg_u64(&a, ba->dkv_seq_stride);
-    NMT_TRY(args_end(t, &a, "attn_bwd_dkv"));
+    NMT_TRY(args_end(t->dev, &a, "attn_bwd_dkv"));
     const size_t n_kvw[3] = {p->d_head, p->lk_max, (size_t)n_kv * p->n_heads};
     return launch(t, t->k_attn_bwd_dkv, 3, n_kvw, "attn_bwd_dkv");
 }
@@ -716,7 +660,7 @@ nmt_status nmt_op_adam(nmt_train_ops *t, nmt_buf p, nmt_buf g, nmt_buf m, nmt_bu
     arg_f32(&a, bc2 > 0.0f ? bc2 : 1.0f);
     arg_f32(&a, ap->grad_scale);
     arg_f32(&a, ap->weight_decay);
-    NMT_TRY(args_end(t, &a, "adam"));
+    NMT_TRY(args_end(t->dev, &a, "adam"));
     const size_t gsz[1] = {n};
     return launch(t, t->k_adam, 1, gsz, "adam");
 }
@@ -733,13 +677,13 @@ nmt_status nmt_op_reduce_sum(nmt_train_ops *t, nmt_buf x, uint32_t n, int square
     arg_u32(&a, chunk);
     arg_i32(&a, square ? 1 : 0);
     arg_buf(&a, partial);
-    NMT_TRY(args_end(t, &a, "reduce_partial"));
+    NMT_TRY(args_end(t->dev, &a, "reduce_partial"));
     NMT_TRY(launch_groups(t, t->k_reduce_partial, groups, "reduce_partial"));
     a = args_begin(t->k_reduce_final);
     arg_buf(&a, partial);
     arg_u32(&a, groups);
     arg_buf(&a, out);
-    NMT_TRY(args_end(t, &a, "reduce_final"));
+    NMT_TRY(args_end(t->dev, &a, "reduce_final"));
     return launch_groups(t, t->k_reduce_final, 1, "reduce_final");
 }
 
@@ -751,7 +695,7 @@ static nmt_status flat_op(nmt_train_ops *t, cl_kernel k, const char *name, nmt_b
     arg_buf(&a, x);
     arg_u32(&a, n);
     arg_f32(&a, v);
-    NMT_TRY(args_end(t, &a, name));
+    NMT_TRY(args_end(t->dev, &a, name));
     const size_t g[1] = {n};
     return launch(t, k, 1, g, name);
 }
@@ -773,7 +717,7 @@ nmt_status nmt_op_axpy(nmt_train_ops *t, nmt_buf y, nmt_buf x, uint32_t n, float
     arg_buf(&ar, x);
     arg_u32(&ar, n);
     arg_f32(&ar, a);
-    NMT_TRY(args_end(t, &ar, "axpy"));
+    NMT_TRY(args_end(t->dev, &ar, "axpy"));
     const size_t g[1] = {n};
     return launch(t, t->k_axpy, 1, g, "axpy");
 }
