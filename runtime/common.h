@@ -27,6 +27,18 @@
 
 static inline size_t nmt_align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
+/* Largest power of two <= x (1 for x <= 1); smallest power of two >= x. */
+static inline size_t pow2_floor(size_t x) {
+    size_t p = 1;
+    while (p <= x / 2) p *= 2;
+    return p;
+}
+static inline size_t pow2_ceil(size_t x) {
+    size_t p = 1;
+    while (p < x) p *= 2;
+    return p;
+}
+
 /* Overflow-checked size arithmetic: returns 0 on overflow (callers treat 0
  * as "does not fit"). */
 static inline int nmt_mul_ok(size_t a, size_t b, size_t *out) {

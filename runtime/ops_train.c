@@ -67,18 +67,6 @@ static cl_kernel *kernel_slot(nmt_train_ops *t, const kernel_def *d) {
     return (cl_kernel *)(void *)((char *)t + d->offset);
 }
 
-static size_t pow2_floor(size_t x) {
-    size_t p = 1;
-    while (p <= x / 2) p *= 2;
-    return p;
-}
-
-static size_t pow2_ceil(size_t x) {
-    size_t p = 1;
-    while (p < x) p *= 2;
-    return p;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Init / release                                                           */
 /* ------------------------------------------------------------------------ */
