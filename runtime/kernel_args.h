@@ -57,4 +57,28 @@ nmt_status args_end(nmt_device *dev, const args *a, const char *kernel);
 nmt_status nmt_enqueue(nmt_device *dev, cl_kernel k, cl_uint dims, const size_t *gws,
                        const size_t *lws, const char *kernel);
 
+/* A table of the kernels an op layer holds: each entry names a kernel of
+ * one of the layer's programs and where its cl_kernel lives in the layer's
+ * struct.  Reduction kernels run with one work-group per row/block. */
+typedef struct nmt_kernel_def {
+    size_t offset;   /* of the cl_kernel in the op-layer struct */
+    int program;     /* index into the layer's programs */
+    const char *name;
+    int reduction;
+} nmt_kernel_def;
+
+/* The local size kernel k can take: the wish, a power of two, within the
+ * device's and the kernel's limits. */
+nmt_status nmt_kernel_wg(nmt_device *dev, cl_kernel k, size_t wish, size_t *out);
+
+/* Create every kernel of the table into the struct at `base` from
+ * progs[program], narrowing *wg (plain kernels) and *reduce_wg (reduction
+ * kernels) to what each accepts.  On failure the kernels created so far stay
+ * in the struct for nmt_kernel_table_release(). */
+nmt_status nmt_kernel_table_create(nmt_device *dev, void *base, const nmt_kernel_def *defs, size_t n,
+                                   const cl_program *progs, size_t *wg, size_t *reduce_wg);
+
+/* Release every kernel of the table and clear its slots. */
+void nmt_kernel_table_release(void *base, const nmt_kernel_def *defs, size_t n);
+
 #endif

@@ -41,12 +41,7 @@ enum { P_ATTENTION, P_NORM, P_ELEMENTWISE, P_COUNT };
 
 static const char *const program_names[P_COUNT] = {"attention", "norm", "elementwise"};
 
-typedef struct kernel_def {
-    size_t offset;     /* of the cl_kernel in nmt_ops */
-    int program;
-    const char *name;
-    int reduction;     /* launched with reduce_wg work-items per group */
-} kernel_def;
+typedef nmt_kernel_def kernel_def;
 
 /* Every kernel but the products (whose programs depend on the tuning). */
 static const kernel_def kernel_defs[] = {
@@ -64,38 +59,19 @@ static const kernel_def kernel_defs[] = {
     {offsetof(nmt_ops, k_attn_fused), P_ATTENTION, "attn_fused", 0},
 };
 
-static cl_kernel *kernel_slot(nmt_ops *ops, const kernel_def *d) {
-    return (cl_kernel *)(void *)((char *)ops + d->offset);
-}
-
 /* ------------------------------------------------------------------------ */
 /* Init / release                                                           */
 /* ------------------------------------------------------------------------ */
 
 void nmt_ops_release(nmt_ops *ops) {
     if (ops == NULL) return;
-    for (size_t i = 0; i < NMT_ARRAY_LEN(kernel_defs); i++) {
-        cl_kernel *k = kernel_slot(ops, &kernel_defs[i]);
-        if (*k) clReleaseKernel(*k);
-        *k = NULL;
-    }
+    nmt_kernel_table_release(ops, kernel_defs, NMT_ARRAY_LEN(kernel_defs));
     for (int op = 0; op < NMT_GOP_COUNT; op++)
         for (int c = 0; c < NMT_GCLASS_COUNT; c++)
             if (ops->k_gemm[op][c]) clReleaseKernel(ops->k_gemm[op][c]);
     if (ops->k_bias_act) clReleaseKernel(ops->k_bias_act);
     /* Programs belong to the device (built once, shared by sessions). */
     memset(ops, 0, sizeof *ops);
-}
-
-/* Local size a kernel can take: the wish, a power of two, within the
- * device's and the kernel's limits. */
-static nmt_status kernel_wg(nmt_ops *ops, cl_kernel k, size_t wish, size_t *out) {
-    size_t kwg = 0;
-    cl_int e = clGetKernelWorkGroupInfo(k, ops->dev->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg, &kwg, NULL);
-    if (e != CL_SUCCESS) return nmt_cl_fail(ops->dev, e, "clGetKernelWorkGroupInfo");
-    size_t dev_wg = ops->dev->info.max_work_group_size ? ops->dev->info.max_work_group_size : 1;
-    *out = pow2_floor(NMT_MAX((size_t)1, NMT_MIN(NMT_MIN(wish ? wish : 1, dev_wg), kwg ? kwg : 1)));
-    return NMT_OK;
 }
 
 /* Build the program of one product configuration and create its kernel. */
@@ -109,7 +85,7 @@ static nmt_status gemm_kernel(nmt_ops *ops, nmt_gemm_op op, nmt_gemm_class cls) 
     static const char *const names[NMT_GOP_COUNT] = {"gemm_nt", "gemm_nn", "gemm_q8_nt"};
     NMT_TRY(nmt_device_kernel(ops->dev, prog, names[op], &ops->k_gemm[op][cls]));
     size_t wg;
-    NMT_TRY(kernel_wg(ops, ops->k_gemm[op][cls], c->wg, &wg));
+    NMT_TRY(nmt_kernel_wg(ops->dev, ops->k_gemm[op][cls], c->wg, &wg));
     c->wg = (uint16_t)wg;
     return NMT_OK;
 }
@@ -157,21 +133,14 @@ nmt_status nmt_ops_init_tuned(nmt_ops *ops, nmt_device *dev, const nmt_tuning *t
     }
 
     size_t reduce_wg = reduce_cap, wg_max = NMT_MIN((size_t)(t->wg ? t->wg : 64), dev_wg);
-    for (size_t i = 0; i < NMT_ARRAY_LEN(kernel_defs); i++) {
-        const kernel_def *d = &kernel_defs[i];
-        s = nmt_device_kernel(dev, progs[d->program], d->name, kernel_slot(ops, d));
-        size_t kwg = 1;
-        if (s == NMT_OK) s = kernel_wg(ops, *kernel_slot(ops, d), d->reduction ? reduce_wg : wg_max, &kwg);
-        if (s != NMT_OK) {
-            nmt_ops_release(ops);
-            return s;
-        }
-        if (d->reduction) reduce_wg = NMT_MIN(reduce_wg, kwg);
-        else wg_max = NMT_MIN(wg_max, kwg);
+    s = nmt_kernel_table_create(dev, ops, kernel_defs, NMT_ARRAY_LEN(kernel_defs), progs, &wg_max, &reduce_wg);
+    if (s != NMT_OK) {
+        nmt_ops_release(ops);
+        return s;
     }
     if (ops->k_bias_act) {
         size_t kwg = 1;
-        s = kernel_wg(ops, ops->k_bias_act, wg_max, &kwg);
+        s = nmt_kernel_wg(dev, ops->k_bias_act, wg_max, &kwg);
         if (s != NMT_OK) {
             nmt_ops_release(ops);
             return s;

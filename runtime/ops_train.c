@@ -33,12 +33,7 @@ enum { P_GEMM_BWD, P_NORM_BWD, P_ELEM_BWD, P_ATTN_BWD, P_LOSS, P_OPTIM, P_COUNT 
 static const char *const program_names[P_COUNT] = {"gemm_bwd", "norm_bwd", "elementwise_bwd",
                                                    "attention_bwd", "loss", "optim"};
 
-typedef struct kernel_def {
-    size_t offset;  /* of the cl_kernel in nmt_train_ops */
-    int program;
-    const char *name;
-    int reduction;  /* launched with reduce_wg work-items per group */
-} kernel_def;
+typedef nmt_kernel_def kernel_def;
 
 static const kernel_def kernel_defs[] = {
     {offsetof(nmt_train_ops, k_gemm_tn), P_GEMM_BWD, "gemm_tn", 0},
@@ -63,21 +58,13 @@ static const kernel_def kernel_defs[] = {
     {offsetof(nmt_train_ops, k_axpy), P_OPTIM, "axpy", 0},
 };
 
-static cl_kernel *kernel_slot(nmt_train_ops *t, const kernel_def *d) {
-    return (cl_kernel *)(void *)((char *)t + d->offset);
-}
-
 /* ------------------------------------------------------------------------ */
 /* Init / release                                                           */
 /* ------------------------------------------------------------------------ */
 
 void nmt_train_ops_release(nmt_train_ops *t) {
     if (t == NULL) return;
-    for (size_t i = 0; i < NMT_ARRAY_LEN(kernel_defs); i++) {
-        cl_kernel *k = kernel_slot(t, &kernel_defs[i]);
-        if (*k) clReleaseKernel(*k);
-        *k = NULL;
-    }
+    nmt_kernel_table_release(t, kernel_defs, NMT_ARRAY_LEN(kernel_defs));
     memset(t, 0, sizeof *t);  /* programs belong to the device */
 }
 
@@ -112,24 +99,11 @@ nmt_status nmt_train_ops_init(nmt_train_ops *t, nmt_device *dev) {
     }
 
     size_t reduce_wg = reduce_cap, wg_max = NMT_MIN((size_t)NMT_TRAIN_WG_BUDGET, dev_wg);
-    for (size_t i = 0; i < NMT_ARRAY_LEN(kernel_defs); i++) {
-        const kernel_def *d = &kernel_defs[i];
-        nmt_status s = nmt_device_kernel(dev, progs[d->program], d->name, kernel_slot(t, d));
-        if (s != NMT_OK) {
-            nmt_train_ops_release(t);
-            return s;
-        }
-        size_t kwg = 0;
-        cl_int e = clGetKernelWorkGroupInfo(*kernel_slot(t, d), dev->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg,
-                                            &kwg, NULL);
-        if (e != CL_SUCCESS) {
-            s = nmt_cl_fail(dev, e, "clGetKernelWorkGroupInfo");
-            nmt_train_ops_release(t);
-            return s;
-        }
-        if (kwg == 0) kwg = 1;
-        if (d->reduction) reduce_wg = NMT_MIN(reduce_wg, pow2_floor(kwg));
-        else wg_max = NMT_MIN(wg_max, kwg);
+    nmt_status s = nmt_kernel_table_create(dev, t, kernel_defs, NMT_ARRAY_LEN(kernel_defs), progs, &wg_max,
+                                           &reduce_wg);
+    if (s != NMT_OK) {
+        nmt_train_ops_release(t);
+        return s;
     }
     t->reduce_wg = reduce_wg;
     t->wg_max = wg_max;
