@@ -106,7 +106,7 @@ static float *download(env *e, cl_mem m, size_t n) {
 static void test_ops_init(void **state) {
     env *e = *state;
     const nmt_ops *o = &e->ops;
-    const cl_kernel ks[] = {o->k_embed, o->k_layernorm, o->k_add, o->k_relu, o->k_gate_accum, o->k_copy_rows,
+    const cl_kernel ks[] = {o->k_embed, o->k_embed_q8, o->k_layernorm, o->k_add, o->k_relu, o->k_gate_accum, o->k_copy_rows,
                             o->k_gather_rows, o->k_log_softmax, o->k_attn_scores, o->k_attn_stats,
                             o->k_attn_apply, o->k_attn_fused};
     for (size_t i = 0; i < NMT_ARRAY_LEN(ks); i++) assert_non_null(ks[i]);
@@ -454,6 +454,73 @@ static void test_embed(void **state) {
     assert_int_equal(nmt_op_embed(&e->ops, B(m, 0), 0, 1, 0, B(m, 0), 4, 1, B(m, 0)), NMT_OK);
     assert_int_equal(nmt_op_embed(&e->ops, B(m, 0), 1, 0, 0, B(m, 0), 4, 1, B(m, 0)), NMT_ERR_INVALID_ARGUMENT);
     assert_int_equal(nmt_op_embed(&e->ops, NONE, 1, 1, 0, B(m, 0), 4, 1, B(m, 0)), NMT_ERR_INVALID_ARGUMENT);
+    nmt_test_release(m);
+}
+
+/* int8 table with per-row scales (the .nmt I8 layout) against ref_embed on
+ * the dequantized table E = q * scale[row].  Q and the scales live in one
+ * buffer, as the runtime loads them, at odd element offsets. */
+static void run_embed_q8(env *e, uint32_t rows, uint32_t seq_len, uint32_t pos0, uint32_t d, uint64_t seed) {
+    nmt_test_rng r = nmt_test_rng_make(seed);
+    const uint32_t V = 13, tok_off = 1, q_off = 7, out_off = 3;
+    int32_t *tok = nmt_test_random_i32(&r, tok_off + rows, 0, (int32_t)V);
+    const size_t qbytes = nmt_test_round_up(q_off + (size_t)V * d, 4), s_off = qbytes / 4 + 2;
+    const size_t total = (s_off + V) * 4;
+    unsigned char *blob = calloc(total, 1);
+    float *E = nmt_test_alloc_f32((size_t)V * d);
+    assert_non_null(blob);
+    for (uint32_t t = 0; t < V; t++) {
+        float sc = nmt_test_rng_uniform(&r, 0.001f, 0.05f);
+        if (t == 0) sc = 1.0f; /* an all-zero row keeps any scale */
+        memcpy(blob + 4 * (s_off + t), &sc, 4);
+        for (uint32_t c = 0; c < d; c++) {
+            int8_t q = t == 0 ? 0 : (int8_t)nmt_test_rng_int(&r, -128, 128);
+            blob[q_off + (size_t)t * d + c] = (unsigned char)q;
+            E[(size_t)t * d + c] = (float)q * sc;
+        }
+    }
+    const size_t nout = out_off + (size_t)rows * d + 4;
+    float *out = nmt_test_alloc_f32(nout);
+    nmt_test_fill_const(out, nout, NAN);
+    const float scale = sqrtf((float)d);
+    cl_mem dtok = nmt_test_upload_i32(e->dev, tok, tok_off + rows);
+    cl_mem dQ = nmt_test_buffer(e->dev, total, blob);
+    cl_mem dout = nmt_test_upload_f32(e->dev, out, nout);
+    nmt_test_assert_ok(e->dev, nmt_op_embed_q8(&e->ops, B(dtok, tok_off), rows, seq_len, pos0, B(dQ, q_off),
+                                               B(dQ, s_off), d, scale, B(dout, out_off)));
+    float *got = download(e, dout, nout);
+    ref_embed(tok + tok_off, rows, seq_len, pos0, E, d, scale, out + out_off);
+    char what[96];
+    snprintf(what, sizeof what, "embed_q8 rows=%u seq_len=%u pos0=%u d=%u", rows, seq_len, pos0, d);
+    check_block(got, out, nout, out_off, rows, d, d, TOL, what);
+    nmt_test_release(dtok);
+    nmt_test_release(dQ);
+    nmt_test_release(dout);
+    free(tok);
+    free(blob);
+    free(E);
+    free(out);
+    free(got);
+}
+
+static void test_embed_q8(void **state) {
+    env *e = *state;
+    assert_non_null(e->ops.k_embed_q8);
+    run_embed_q8(e, 9, 4, 0, 16, 1);
+    run_embed_q8(e, 12, 12, 5, 10, 2);
+    run_embed_q8(e, 3, 1, 7, 24, 3);
+    run_embed_q8(e, 5, 5, 0, 7, 4);   /* odd d */
+    run_embed_q8(e, 40, 40, 0, 64, 5);
+
+    float x = 0;
+    cl_mem m = nmt_test_upload_f32(e->dev, &x, 1);
+    assert_int_equal(nmt_op_embed_q8(&e->ops, B(m, 0), 0, 1, 0, B(m, 0), B(m, 0), 4, 1, B(m, 0)), NMT_OK);
+    assert_int_equal(nmt_op_embed_q8(&e->ops, B(m, 0), 1, 0, 0, B(m, 0), B(m, 0), 4, 1, B(m, 0)),
+                     NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(nmt_op_embed_q8(&e->ops, B(m, 0), 1, 1, 0, B(m, 0), NONE, 4, 1, B(m, 0)),
+                     NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(nmt_op_embed_q8(NULL, B(m, 0), 1, 1, 0, B(m, 0), B(m, 0), 4, 1, B(m, 0)),
+                     NMT_ERR_INVALID_ARGUMENT);
     nmt_test_release(m);
 }
 
@@ -973,6 +1040,7 @@ int main(void) {
         cmocka_unit_test(test_gemm_arguments),
         cmocka_unit_test(test_gemm_clblast),
         cmocka_unit_test(test_embed),
+        cmocka_unit_test(test_embed_q8),
         cmocka_unit_test(test_layernorm),
         cmocka_unit_test(test_add_relu),
         cmocka_unit_test(test_gate_accum),

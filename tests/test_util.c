@@ -7,7 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* ---- devices ------------------------------------------------------------ */
@@ -312,4 +315,61 @@ int nmt_test_count_files(const char *dir, const char *suffix, char *first_path, 
     }
     closedir(d);
     return count;
+}
+
+/* ---- programs ----------------------------------------------------------- */
+
+static pid_t spawn_redirected(char *const *argv, const char *in_path, const char *out_path, const char *err_path) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fi = open(in_path, O_RDONLY);
+        int fo = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fe = err_path ? open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644) : fo;
+        if (fi < 0 || fo < 0 || fe < 0) _exit(126);
+        dup2(fi, 0);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+int nmt_test_wait(int pid) {
+    int ws = 0;
+    pid_t got;
+    while ((got = waitpid((pid_t)pid, &ws, 0)) < 0 && errno == EINTR) {
+    }
+    assert_int_equal(got, pid);
+    return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+}
+
+void nmt_test_run(char *const *argv, const char *in, const char *dir, nmt_test_proc *r) {
+    char in_path[1024], out_path[1024], err_path[1024];
+    snprintf(in_path, sizeof in_path, "%s/.stdin", dir);
+    snprintf(out_path, sizeof out_path, "%s/.stdout", dir);
+    snprintf(err_path, sizeof err_path, "%s/.stderr", dir);
+    assert_int_equal(nmt_test_write_file(in_path, in ? in : "", in ? strlen(in) : 0), 0);
+    pid_t pid = spawn_redirected(argv, in_path, out_path, err_path);
+    assert_true(pid > 0);
+    r->status = nmt_test_wait(pid);
+    size_t n = 0;
+    r->out = nmt_test_read_file(out_path, &n);
+    r->out_len = n;
+    r->err = nmt_test_read_file(err_path, &n);
+    assert_non_null(r->out);
+    assert_non_null(r->err);
+}
+
+void nmt_test_proc_free(nmt_test_proc *r) {
+    free(r->out);
+    free(r->err);
+    r->out = r->err = NULL;
+}
+
+int nmt_test_spawn(char *const *argv, const char *log_path) {
+    pid_t pid = spawn_redirected(argv, "/dev/null", log_path, NULL);
+    assert_true(pid > 0);
+    return (int)pid;
 }

@@ -113,4 +113,23 @@ void *nmt_test_read_file(const char *path, size_t *n);
  * match's full path goes to first_path (if non-NULL, cap bytes). */
 int nmt_test_count_files(const char *dir, const char *suffix, char *first_path, size_t cap);
 
+/* ---- programs ----------------------------------------------------------- */
+
+typedef struct nmt_test_proc {
+    int status;      /* exit status, or 128 + signal */
+    char *out, *err; /* NUL-terminated stdout / stderr (malloc'd) */
+    size_t out_len;
+} nmt_test_proc;
+
+/* Run argv (NULL-terminated, argv[0] a path) with `in` (NULL = empty) as
+ * stdin, capturing stdout/stderr through files in `dir`; blocks.  Free the
+ * result with nmt_test_proc_free.  Fails the test if it cannot run. */
+void nmt_test_run(char *const *argv, const char *in, const char *dir, nmt_test_proc *r);
+void nmt_test_proc_free(nmt_test_proc *r);
+/* Start argv in the background (stdin /dev/null, stdout and stderr to
+ * `log_path`); returns the pid. */
+int nmt_test_spawn(char *const *argv, const char *log_path);
+/* waitpid: exit status or 128 + signal. */
+int nmt_test_wait(int pid);
+
 #endif

@@ -30,7 +30,10 @@ typedef struct ckpt_tokenizers {
     size_t src_size, tgt_size;
 } ckpt_tokenizers;
 
-/* Write <dir>/ckpt-<step>.nmt and <dir>/last.nmt, prune to `keep` (>= 1). */
+/* Write <dir>/ckpt-<step>.nmt and <dir>/last.nmt, prune to `keep` (>= 1).
+ * dir is created if missing (one level).  Pruning looks only at names
+ * "ckpt-<digits>.nmt" and keeps the highest steps.  err (may be NULL)
+ * receives a one-line message on failure.  tok may be NULL (no tokenizer). */
 nmt_status ckpt_save(tft_model *m, const ckpt_tokenizers *tok, const ckpt_state *st, const char *dir,
                      uint32_t keep, char *err, size_t err_cap);
 

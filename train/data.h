@@ -6,7 +6,10 @@
  * tokenized with the runtime's SentencePiece tokenizer (the one embedded in
  * the model).  Filters: pairs with an empty side, more than max_len tokens
  * on a side, or a length ratio (longer / shorter, in tokens, both + 1) above
- * max_ratio are dropped and counted.
+ * max_ratio are dropped and counted.  A line the tokenizer refuses as longer
+ * than its max_text_bytes counts as dropped_long.  Lines end at "\n" (a
+ * trailing "\r" and a leading UTF-8 byte-order mark are not part of them);
+ * a final line without "\n" counts.
  *
  * Batches: pairs are sorted by (target length, source length, line) and cut
  * into batches whose padded token count n_seq * max(src_len, tgt_len) stays
@@ -24,8 +27,8 @@
 #include "tf_train.h"
 
 typedef struct td_filter {
-    uint32_t max_len;   /* tokens per side, EOS/BOS not counted (default 100) */
-    double max_ratio;   /* default 3.0; 0 = no ratio filter */
+    uint32_t max_len;   /* tokens per side, EOS/BOS not counted (default 100; 0 = no limit) */
+    double max_ratio;   /* default 3.0; 0 = no ratio filter (f == NULL: the defaults) */
 } td_filter;
 
 typedef struct td_stats {
@@ -57,7 +60,12 @@ typedef struct td_batcher td_batcher;
 
 /* Batches of at most max_tokens padded tokens (counting EOS/BOS) and
  * max_seqs sentences; bos/eos/pad ids of the model.  A pair longer than
- * max_tokens alone is INVALID_ARGUMENT (the filter must drop it first). */
+ * max_tokens alone is INVALID_ARGUMENT (the filter must drop it first), as
+ * are an empty corpus and max_tokens or max_seqs of 0.  Within a batch the
+ * sentences keep the sorted order; each batch is padded to its own longest
+ * source and target.  The batcher keeps a pointer to the corpus (free the
+ * batcher first).  Running out of host memory is NMT_ERR_IO here and in
+ * td_load / td_from_tokens (the writer's convention). */
 nmt_status td_batcher_create(const td_corpus *c, uint32_t max_tokens, uint32_t max_seqs, uint64_t seed,
                              int32_t bos, int32_t eos, int32_t pad, td_batcher **out);
 void td_batcher_free(td_batcher *b);

@@ -1,0 +1,249 @@
+/* checkpoint_test.c — training checkpoints: save and reload bit for bit
+ * (parameters, Adam moments, train.* state, embedded tokenizer), keep-last-K
+ * pruning, last.nmt, and the deployment export the runtime loads. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkpoint.h"
+#include "format.h"
+#include "random_model.h"
+#include "test_util.h"
+
+static char *join(const char *dir, const char *name) {
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    assert_non_null(p);
+    snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+static int exists(const char *dir, const char *name) {
+    char *p = join(dir, name);
+    FILE *f = fopen(p, "rb");
+    free(p);
+    if (f) fclose(f);
+    return f != NULL;
+}
+
+static void *read_in(const char *dir, const char *name, size_t *n) {
+    char *p = join(dir, name);
+    void *d = nmt_test_read_file(p, n);
+    free(p);
+    assert_non_null(d);
+    return d;
+}
+
+static void random_config(nmt_random_transformer_config *cfg) {
+    nmt_random_transformer_defaults(cfg);
+    cfg->src_vocab = cfg->tgt_vocab = 600; /* >= the fixture tokenizer's vocabulary */
+    cfg->seed = 5;
+}
+
+/* No device needed: the state reader on plain models and bad input. */
+static void test_read_state_errors(void **state) {
+    (void)state;
+    nmt_random_transformer_config cfg;
+    random_config(&cfg);
+    void *img;
+    size_t size;
+    assert_int_equal(nmt_random_transformer_image(&cfg, &img, &size), NMT_OK);
+    ckpt_state st;
+    assert_int_equal(ckpt_read_state(img, size, &st), NMT_ERR_MODEL_ARCH);
+    assert_int_equal(ckpt_read_state(img, 64, &st), NMT_ERR_MODEL_TRUNCATED);
+    assert_int_equal(ckpt_read_state(NULL, size, &st), NMT_ERR_INVALID_ARGUMENT);
+    memset(img, 0x5a, 16);
+    assert_int_not_equal(ckpt_read_state(img, size, &st), NMT_OK);
+    free(img);
+}
+
+typedef struct env {
+    nmt_device *dev;
+    void *mem;
+} env;
+
+static int setup(void **state) {
+    env *e = calloc(1, sizeof *e);
+    if (!e) return -1;
+    e->dev = nmt_test_device_open(&e->mem);
+    if (!e->dev) {
+        free(e);
+        return -1;
+    }
+    *state = e;
+    return 0;
+}
+
+static int teardown(void **state) {
+    env *e = *state;
+    nmt_test_device_close(e->dev, e->mem);
+    free(e);
+    return 0;
+}
+
+static void test_roundtrip(void **state) {
+    env *e = *state;
+    nmt_random_transformer_config cfg;
+    random_config(&cfg);
+    void *img;
+    size_t size;
+    assert_int_equal(nmt_random_transformer_image(&cfg, &img, &size), NMT_OK);
+    tft_limits lim = {2, 12, 12, 0};
+    tft_model *m = NULL;
+    nmt_test_assert_ok(e->dev, tft_create(e->dev, img, size, &lim, &m));
+    size_t n = tft_n_params(m);
+    assert_true(n > 0);
+
+    /* Non-trivial optimizer state (a fresh model has M = V = 0). */
+    nmt_test_rng r = nmt_test_rng_make(42);
+    float *P = nmt_test_random_f32(&r, n, -1.0f, 1.0f);
+    float *M = nmt_test_random_f32(&r, n, -0.01f, 0.01f);
+    float *V = nmt_test_random_f32(&r, n, 0.0f, 1e-4f);
+    nmt_test_assert_ok(e->dev, tft_write_state(m, P, M, V));
+
+    size_t sp_size;
+    void *sp = nmt_test_read_file(NMT_TEST_FIXTURES "/spm/uni_nfkc.model", &sp_size);
+    assert_non_null(sp);
+    ckpt_tokenizers tok = {sp, NULL, sp_size, 0};
+
+    char *dir = nmt_test_make_temp_dir("ckpt");
+    ckpt_state st = {7, 2, 13, 0xFFFFFFFFFFFFFFF5ull, 123456789, 12.5, 3.25};
+    char err[256] = "";
+    assert_int_equal(ckpt_save(m, &tok, &st, dir, 3, err, sizeof err), NMT_OK);
+    assert_true(exists(dir, "ckpt-00000007.nmt"));
+    assert_true(exists(dir, "last.nmt"));
+
+    size_t cs, ls;
+    void *ck = read_in(dir, "ckpt-00000007.nmt", &cs);
+    void *last = read_in(dir, "last.nmt", &ls);
+    assert_int_equal(cs, ls);
+    assert_memory_equal(ck, last, cs);
+    free(last);
+
+    ckpt_state got;
+    assert_int_equal(ckpt_read_state(ck, cs, &got), NMT_OK);
+    assert_int_equal(got.step, 7);
+    assert_int_equal(got.epoch, 2);
+    assert_int_equal(got.index, 13);
+    assert_true(got.seed == 0xFFFFFFFFFFFFFFF5ull);
+    assert_int_equal(got.tokens, 123456789);
+    assert_true(got.best_bleu == 12.5);
+    assert_true(got.elapsed_s == 3.25);
+
+    /* The tokenizer travels unchanged. */
+    const void *tm;
+    size_t tms;
+    assert_int_equal(nmt_model_tokenizer(ck, cs, 0, &tm, &tms), NMT_OK);
+    assert_int_equal(tms, sp_size);
+    assert_memory_equal(tm, sp, sp_size);
+
+    /* Reload: parameters and both moments bitwise equal. */
+    tft_model *m2 = NULL;
+    nmt_test_assert_ok(e->dev, tft_create(e->dev, ck, cs, &lim, &m2));
+    assert_int_equal(tft_n_params(m2), n);
+    float *P2 = nmt_test_alloc_f32(n), *M2 = nmt_test_alloc_f32(n), *V2 = nmt_test_alloc_f32(n);
+    nmt_test_assert_ok(e->dev, tft_read_state(m2, P2, NULL, M2, V2));
+    assert_memory_equal(P2, P, n * sizeof(float));
+    assert_memory_equal(M2, M, n * sizeof(float));
+    assert_memory_equal(V2, V, n * sizeof(float));
+    tft_destroy(m2);
+    free(ck);
+
+    /* Keep the newest 3: after steps 8..12 only 10, 11, 12 remain (plus
+     * last.nmt, which is step 12); other files are not touched. */
+    char *notes = join(dir, "ckpt-notes.txt");
+    assert_int_equal(nmt_test_write_file(notes, "x", 1), 0);
+    for (uint64_t s = 8; s <= 12; s++) {
+        st.step = s;
+        assert_int_equal(ckpt_save(m, &tok, &st, dir, 3, err, sizeof err), NMT_OK);
+    }
+    assert_int_equal(nmt_test_count_files(dir, ".nmt", NULL, 0), 4);
+    for (uint64_t s = 7; s <= 12; s++) {
+        char name[32];
+        snprintf(name, sizeof name, "ckpt-%08llu.nmt", (unsigned long long)s);
+        assert_int_equal(exists(dir, name), s >= 10);
+    }
+    assert_true(exists(dir, "ckpt-notes.txt"));
+    last = read_in(dir, "last.nmt", &ls);
+    assert_int_equal(ckpt_read_state(last, ls, &got), NMT_OK);
+    assert_int_equal(got.step, 12);
+    free(last);
+    st.step = 13;
+    assert_int_equal(ckpt_save(m, &tok, &st, dir, 1, err, sizeof err), NMT_OK);
+    assert_int_equal(nmt_test_count_files(dir, ".nmt", NULL, 0), 2);
+    assert_true(exists(dir, "ckpt-00000013.nmt"));
+
+    /* Bad arguments; a directory that is a file. */
+    assert_int_equal(ckpt_save(m, &tok, &st, dir, 0, err, sizeof err), NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(ckpt_save(m, &tok, NULL, dir, 1, err, sizeof err), NMT_ERR_INVALID_ARGUMENT);
+    err[0] = '\0';
+    assert_int_equal(ckpt_save(m, &tok, &st, notes, 1, err, sizeof err), NMT_ERR_IO);
+    assert_true(strlen(err) > 0);
+
+    /* Export: no train.* keys or tensors, the same parameters, and the
+     * runtime opens it with its tokenizer. */
+    char *exp = join(dir, "model.nmt");
+    assert_int_equal(ckpt_export(m, &tok, exp), NMT_OK);
+    size_t es;
+    void *ex = nmt_test_read_file(exp, &es);
+    assert_non_null(ex);
+    nmt_file f;
+    assert_int_equal(nmt_file_open(&f, ex, es, 1), NMT_OK);
+    const char *meta = (const char *)ex + f.h.meta_offset;
+    for (uint64_t i = 0; i + 6 <= f.h.meta_size; i++) assert_false(memcmp(meta + i, "train.", 6) == 0);
+    for (uint32_t i = 0; i < f.h.n_tensors; i++) {
+        nmt_tensor_view v;
+        assert_int_equal(nmt_file_tensor_at(&f, i, &v), NMT_OK);
+        assert_false(strncmp(v.name, "train.", 6) == 0);
+    }
+    assert_int_equal(ckpt_read_state(ex, es, &got), NMT_ERR_MODEL_ARCH);
+    for (uint32_t i = 0; i < tft_n_tensors(m); i++) {
+        const char *name;
+        uint32_t nd, shape[2];
+        size_t off, cnt;
+        tft_tensor(m, i, &name, &nd, shape, &off, &cnt);
+        nmt_tensor_view v;
+        assert_int_equal(nmt_file_find(&f, name, &v), NMT_OK);
+        assert_int_equal(v.dtype, NMT_DTYPE_F32);
+        assert_int_equal(v.n_elements, cnt);
+        assert_memory_equal(v.data, P + off, cnt * sizeof(float));
+    }
+    nmt_session_params sp_params = {.model_data = ex, .model_size = es, .limits = {16, 0, 1, 1, 256}};
+    size_t need;
+    assert_int_equal(nmt_session_arena_size(&sp_params, &need, NULL), NMT_OK);
+    need += NMT_ARENA_ALIGNMENT - 1; /* malloc's pointer is not 64-aligned */
+    void *arena = malloc(need);
+    assert_non_null(arena);
+    nmt_session *s = NULL;
+    nmt_test_assert_ok(e->dev, nmt_session_create(e->dev, &sp_params, arena, need, &s));
+    assert_non_null(nmt_session_tokenizer(s, 0));
+    nmt_session_destroy(s);
+    free(arena);
+    free(ex);
+
+    free(exp);
+    free(notes);
+    free(sp);
+    free(P);
+    free(M);
+    free(V);
+    free(P2);
+    free(M2);
+    free(V2);
+    tft_destroy(m);
+    free(img);
+    nmt_test_remove_tree(dir);
+    free(dir);
+}
+
+int main(void) {
+    const struct CMUnitTest plain[] = {
+        cmocka_unit_test(test_read_state_errors),
+    };
+    const struct CMUnitTest dev[] = {
+        cmocka_unit_test(test_roundtrip),
+    };
+    int fails = cmocka_run_group_tests(plain, NULL, NULL);
+    fails += cmocka_run_group_tests(dev, setup, teardown);
+    return fails;
+}

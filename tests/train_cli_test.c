@@ -1,0 +1,432 @@
+/* train_cli_test.c — nmt-edge-train end to end (issue 5):
+ *   - a small HySAN model learns a synthetic task (reverse a random token
+ *     string) and `nmt-edge translate` then reverses unseen strings;
+ *   - a run killed with SIGKILL several times (the checkpoint every step, so
+ *     kills also land inside checkpoint writes) and resumed each time ends
+ *     with exactly the bytes of an uninterrupted run, and every checkpoint
+ *     left behind validates;
+ *   - SIGTERM writes a checkpoint and exits 128 + 15; --resume continues;
+ *   - bad input: exact exit codes and messages. */
+#include "test_util.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "format.h"
+
+#ifndef NMT_TRAIN_BIN
+#error "NMT_TRAIN_BIN must name the nmt-edge-train executable"
+#endif
+#ifndef NMT_EDGE_BIN
+#error "NMT_EDGE_BIN must name the nmt-edge executable"
+#endif
+
+#define VOCAB 16   /* pad 0, bos 1, eos 2, unk 3, symbols 4..15 */
+
+static char *g_dir;
+
+static void sleep_us(long us) {
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+    nanosleep(&ts, NULL);
+}
+
+/* n random strings of symbols and their reversals, one per line. */
+static void write_reverse_task(const char *src_path, const char *tgt_path, uint32_t n, uint64_t seed,
+                               int32_t (*seqs)[8], uint32_t *lens) {
+    nmt_test_rng rng = nmt_test_rng_make(seed);
+    size_t cap = (size_t)n * 8 * 4 + 16;
+    char *a = malloc(cap), *b = malloc(cap);
+    assert_non_null(a);
+    assert_non_null(b);
+    size_t la = 0, lb = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t len = (uint32_t)nmt_test_rng_int(&rng, 2, 8);
+        int32_t s[8];
+        for (uint32_t j = 0; j < len; j++) s[j] = nmt_test_rng_int(&rng, 4, VOCAB);
+        for (uint32_t j = 0; j < len; j++) la += (size_t)sprintf(a + la, j ? " %d" : "%d", s[j]);
+        for (uint32_t j = 0; j < len; j++) lb += (size_t)sprintf(b + lb, j ? " %d" : "%d", s[len - 1 - j]);
+        a[la++] = '\n';
+        b[lb++] = '\n';
+        if (seqs) {
+            memcpy(seqs[i], s, sizeof s);
+            lens[i] = len;
+        }
+    }
+    assert_int_equal(nmt_test_write_file(src_path, a, la), 0);
+    assert_int_equal(nmt_test_write_file(tgt_path, b, lb), 0);
+    free(a);
+    free(b);
+}
+
+static int setup(void **state) {
+    (void)state;
+    g_dir = nmt_test_make_temp_dir("train-cli");
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    if (getenv("NMT_TEST_KEEP") == NULL) nmt_test_remove_tree(g_dir);
+    free(g_dir);
+    return 0;
+}
+
+static void path_in(char *buf, size_t cap, const char *name) { snprintf(buf, cap, "%s/%s", g_dir, name); }
+
+/* argv for nmt-edge-train: the common options, then `extra` (NULL-terminated). */
+static int train_argv(char **argv, const char *out_dir, const char *src, const char *tgt, char **extra) {
+    int n = 0;
+    argv[n++] = (char *)NMT_TRAIN_BIN;
+    argv[n++] = "--train-src";
+    argv[n++] = (char *)src;
+    argv[n++] = "--train-tgt";
+    argv[n++] = (char *)tgt;
+    argv[n++] = "--out";
+    argv[n++] = (char *)out_dir;
+    argv[n++] = "--ids";
+    argv[n++] = "--vocab";
+    argv[n++] = "16";
+    argv[n++] = "--quiet";
+    for (int i = 0; extra && extra[i]; i++) argv[n++] = extra[i];
+    argv[n] = NULL;
+    return n;
+}
+
+static void expect_status(const nmt_test_proc *r, int status) {
+    if (r->status != status) fprintf(stderr, "expected exit %d, got %d; stderr:\n%s\n", status, r->status, r->err);
+    assert_int_equal(r->status, status);
+}
+
+/* ---- the synthetic task ---------------------------------------------------- */
+
+static void test_learns_reversal(void **state) {
+    (void)state;
+    char src[512], tgt[512], dsrc[512], dtgt[512], out[512], model[600];
+    path_in(src, sizeof src, "rev.src");
+    path_in(tgt, sizeof tgt, "rev.tgt");
+    path_in(dsrc, sizeof dsrc, "rev-dev.src");
+    path_in(dtgt, sizeof dtgt, "rev-dev.tgt");
+    path_in(out, sizeof out, "rev-run");
+    write_reverse_task(src, tgt, 4000, 11, NULL, NULL);
+    enum { N_TEST = 40 };
+    int32_t seqs[N_TEST][8];
+    uint32_t lens[N_TEST];
+    write_reverse_task(dsrc, dtgt, N_TEST, 12345, seqs, lens);
+    char *extra[] = {"--dev-src", dsrc, "--dev-tgt", dtgt, "--d-model", "32", "--heads", "2", "--ff", "64",
+                     "--enc-layers", "2", "--dec-layers", "2", "--enc-branches", "global fw bw",
+                     "--dec-branches", "global local:2", "--fusion", "gate", "--schedule", "inverse-sqrt",
+                     "--lr", "0.003", "--warmup", "100", "--max-tokens", "640", "--dropout", "0",
+                     "--max-steps", "700", "--eval-every", "350", "--save-every", "350", "--log-every", "50",
+                     "--beam", "2", NULL};
+    char *argv[80];
+    train_argv(argv, out, src, tgt, extra);
+    nmt_test_proc r;
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 0);
+    nmt_test_proc_free(&r);
+
+    /* the log has train and dev lines; the last dev BLEU is high */
+    char log[600];
+    snprintf(log, sizeof log, "%s/log.jsonl", out);
+    size_t n;
+    char *text = nmt_test_read_file(log, &n);
+    assert_non_null(text);
+    const char *last_dev = NULL;
+    for (const char *p = text; (p = strstr(p, "\"kind\":\"dev\"")) != NULL; p++) last_dev = p;
+    assert_non_null(last_dev);
+    const char *b = strstr(last_dev, "\"bleu\":");
+    assert_non_null(b);
+    double bleu = atof(b + 7);
+    fprintf(stderr, "reverse task: dev BLEU %.2f after 700 steps\n", bleu);
+    assert_true(bleu > 90.0);
+    free(text);
+    char svg[600];
+    snprintf(svg, sizeof svg, "%s/plot.svg", out);
+    assert_non_null(strstr(text = nmt_test_read_file(svg, &n), "<svg"));
+    free(text);
+
+    /* the deployment model translates unseen strings with the runtime */
+    snprintf(model, sizeof model, "%s/model.nmt", out);
+    char *in = malloc(N_TEST * 8 * 4 + 8);
+    size_t li = 0;
+    for (int i = 0; i < N_TEST; i++) {
+        for (uint32_t j = 0; j < lens[i]; j++) li += (size_t)sprintf(in + li, j ? " %d" : "%d", seqs[i][j]);
+        in[li++] = '\n';
+    }
+    in[li] = 0;
+    char *targv[] = {(char *)NMT_EDGE_BIN, "translate", "--model", model, "--ids", NULL};
+    nmt_test_run(targv, in, g_dir, &r);
+    expect_status(&r, 0);
+    int correct = 0;
+    char *line = r.out;
+    for (int i = 0; i < N_TEST && line && *line; i++) {
+        char *nl = strchr(line, '\n');
+        assert_non_null(nl);
+        *nl = 0;
+        char want[64];
+        size_t lw = 0;
+        for (uint32_t j = 0; j < lens[i]; j++)
+            lw += (size_t)sprintf(want + lw, j ? " %d" : "%d", seqs[i][lens[i] - 1 - j]);
+        correct += strcmp(line, want) == 0;
+        line = nl + 1;
+    }
+    fprintf(stderr, "reverse task: %d of %d unseen strings reversed exactly by nmt-edge translate\n", correct, N_TEST);
+    assert_true(correct >= N_TEST * 9 / 10);
+    nmt_test_proc_free(&r);
+    free(in);
+}
+
+/* ---- SIGKILL and resume ---------------------------------------------------- */
+
+static char *small_args[] = {"--d-model", "16", "--heads", "2", "--ff", "32", "--enc-layers", "1", "--dec-layers",
+                             "1", "--enc-branches", "global fw", "--fusion", "gate", "--gate-reduction", "2",
+                             "--schedule", "inverse-sqrt", "--lr", "0.002", "--warmup", "10", "--max-tokens",
+                             "128", "--dropout", "0.1", "--max-steps", "60", "--save-every", "1", "--keep",
+                             "3", "--log-every", "5", NULL};
+
+static int file_exists(const char *p) {
+    struct stat sb;
+    return stat(p, &sb) == 0;
+}
+
+/* Highest step of a ckpt-STEP.nmt in dir (-1: none). */
+static long max_ckpt_step(const char *dir) {
+    DIR *d = opendir(dir);
+    if (d == NULL) return -1;
+    long best = -1;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, "ckpt-", 5) == 0 && strlen(e->d_name) == 17 &&
+            strcmp(e->d_name + 13, ".nmt") == 0) {
+            long st = atol(e->d_name + 5);
+            if (st > best) best = st;
+        }
+    }
+    closedir(d);
+    return best;
+}
+
+/* Every ckpt-*.nmt in dir opens with all CRCs checked; returns the count. */
+static int check_checkpoints(const char *dir) {
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d)) != NULL) {
+        size_t l = strlen(e->d_name);
+        if (strncmp(e->d_name, "ckpt-", 5) != 0 || l < 4 || strcmp(e->d_name + l - 4, ".nmt") != 0) continue;
+        char p[1024];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        size_t size;
+        void *img = nmt_test_read_file(p, &size);
+        assert_non_null(img);
+        nmt_file f;
+        nmt_status s = nmt_file_open(&f, img, size, 1);
+        if (s != NMT_OK) fprintf(stderr, "%s: %s\n", p, nmt_status_str(s));
+        assert_int_equal(s, NMT_OK);
+        free(img);
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+static void test_sigkill_resume_bit_exact(void **state) {
+    (void)state;
+    char src[512], tgt[512], ref_dir[512], kill_dir[512];
+    path_in(src, sizeof src, "k.src");
+    path_in(tgt, sizeof tgt, "k.tgt");
+    path_in(ref_dir, sizeof ref_dir, "k-ref");
+    path_in(kill_dir, sizeof kill_dir, "k-kill");
+    write_reverse_task(src, tgt, 300, 7, NULL, NULL);
+    char *argv[80];
+    nmt_test_proc r;
+    train_argv(argv, ref_dir, src, tgt, small_args);
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 0);
+    nmt_test_proc_free(&r);
+
+    /* kill at growing delays, resume each time */
+    nmt_test_rng rng = nmt_test_rng_make(99);
+    int kills = 0, n = train_argv(argv, kill_dir, src, tgt, small_args);
+    char log_path[600];
+    snprintf(log_path, sizeof log_path, "%s/k-kill.log", g_dir);
+    for (int round = 0; round < 4; round++) {
+        if (round > 0) {
+            argv[n] = "--resume";
+            argv[n + 1] = NULL;
+        }
+        int pid = nmt_test_spawn(argv, log_path);
+        /* wait until this round has written a checkpoint, then kill after a
+         * random few ms (often inside the next checkpoint write) */
+        for (int t = 0; t < 3000 && max_ckpt_step(kill_dir) < 8 * (round + 1); t++) sleep_us(10000);
+        sleep_us(nmt_test_rng_int(&rng, 0, 30000));
+        kill(pid, SIGKILL);
+        int st = nmt_test_wait(pid);
+        if (st == 128 + SIGKILL) kills++;
+        assert_true(check_checkpoints(kill_dir) >= 1);
+    }
+    assert_true(kills >= 3);
+    argv[n] = "--resume";
+    argv[n + 1] = NULL;
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 0);
+    nmt_test_proc_free(&r);
+
+    /* the deployment models are byte-identical: same weights, bit for bit */
+    char pa[600], pb[600];
+    snprintf(pa, sizeof pa, "%s/model.nmt", ref_dir);
+    snprintf(pb, sizeof pb, "%s/model.nmt", kill_dir);
+    size_t na, nb;
+    void *a = nmt_test_read_file(pa, &na), *b = nmt_test_read_file(pb, &nb);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_int_equal(na, nb);
+    assert_memory_equal(a, b, na);
+    free(a);
+    free(b);
+    /* keep-K: at most 3 numbered checkpoints remain, all valid */
+    int left = check_checkpoints(kill_dir);
+    assert_true(left >= 1 && left <= 3);
+}
+
+/* ---- SIGTERM ------------------------------------------------------------------ */
+
+static void test_sigterm_checkpoints(void **state) {
+    (void)state;
+    char src[512], tgt[512], dir[512], log_path[600];
+    path_in(src, sizeof src, "t.src");
+    path_in(tgt, sizeof tgt, "t.tgt");
+    path_in(dir, sizeof dir, "t-run");
+    snprintf(log_path, sizeof log_path, "%s/t.log", g_dir);
+    write_reverse_task(src, tgt, 200, 3, NULL, NULL);
+    char *extra[] = {"--d-model", "16", "--heads", "2", "--ff", "32", "--enc-layers", "1", "--dec-layers", "1",
+                     "--enc-branches", "global", "--dec-branches", "global", "--max-tokens", "128",
+                     "--save-every", "0", "--log-every", "1", NULL};
+    char *argv[80];
+    int n = train_argv(argv, dir, src, tgt, extra);
+    int pid = nmt_test_spawn(argv, log_path);
+    char jl[600];
+    snprintf(jl, sizeof jl, "%s/log.jsonl", dir);
+    for (int t = 0; t < 6000; t++) {
+        size_t sz = 0;
+        char *txt = nmt_test_read_file(jl, &sz);
+        int has = txt && strstr(txt, "\"step\":3,") != NULL;
+        free(txt);
+        if (has) break;
+        sleep_us(10000);
+    }
+    kill(pid, SIGTERM);
+    assert_int_equal(nmt_test_wait(pid), 128 + SIGTERM);
+    assert_true(check_checkpoints(dir) == 1);
+    /* resume for 2 more steps than the checkpoint has */
+    long step = max_ckpt_step(dir);
+    assert_true(step >= 3);
+    char last[600];
+    snprintf(last, sizeof last, "%s/last.nmt", dir);
+    assert_true(file_exists(last));
+    char steps[32];
+    snprintf(steps, sizeof steps, "%ld", step + 2);
+    argv[n] = "--resume";
+    argv[n + 1] = "--max-steps";
+    argv[n + 2] = steps;
+    argv[n + 3] = NULL;
+    nmt_test_proc r;
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 0);
+    nmt_test_proc_free(&r);
+    char want[700];
+    snprintf(want, sizeof want, "%s/ckpt-%08ld.nmt", dir, step + 2);
+    assert_true(file_exists(want));
+}
+
+/* ---- bad input -------------------------------------------------------------- */
+
+static void test_bad_input(void **state) {
+    (void)state;
+    char src[512], tgt[512], bad[512], short_tgt[512], dir[512], empty[512];
+    path_in(src, sizeof src, "b.src");
+    path_in(tgt, sizeof tgt, "b.tgt");
+    path_in(bad, sizeof bad, "b.bad");
+    path_in(short_tgt, sizeof short_tgt, "b.short");
+    path_in(dir, sizeof dir, "b-run");
+    path_in(empty, sizeof empty, "b-empty");
+    write_reverse_task(src, tgt, 20, 5, NULL, NULL);
+    assert_int_equal(nmt_test_write_file(bad, "4 5 6\n4 99 5\n", 13), 0);
+    assert_int_equal(nmt_test_write_file(short_tgt, "4 5\n", 4), 0);
+    nmt_test_proc r;
+    char *argv[80];
+
+    char *help[] = {(char *)NMT_TRAIN_BIN, "--help", NULL};
+    nmt_test_run(help, NULL, g_dir, &r);
+    expect_status(&r, 0);
+    assert_non_null(strstr(r.out, "Usage: nmt-edge-train"));
+    nmt_test_proc_free(&r);
+
+    char *missing[] = {(char *)NMT_TRAIN_BIN, "--train-src", src, NULL};
+    nmt_test_run(missing, NULL, g_dir, &r);
+    expect_status(&r, 2);
+    assert_non_null(strstr(r.err, "are required"));
+    nmt_test_proc_free(&r);
+
+    char *unknown[] = {"--frobnicate", NULL};
+    train_argv(argv, dir, src, tgt, unknown);
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 2);
+    assert_non_null(strstr(r.err, "unknown option '--frobnicate'"));
+    nmt_test_proc_free(&r);
+
+    char *badval[] = {"--dropout", "2", NULL};
+    train_argv(argv, dir, src, tgt, badval);
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 2);
+    assert_non_null(strstr(r.err, "invalid value '2' for --dropout"));
+    nmt_test_proc_free(&r);
+
+    train_argv(argv, dir, src, bad, NULL);
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 1);
+    assert_non_null(strstr(r.err, ":2: '99' is not a token id in [0, 16)"));
+    nmt_test_proc_free(&r);
+
+    train_argv(argv, dir, src, short_tgt, NULL);
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 1);
+    assert_non_null(strstr(r.err, "has 20 lines but"));
+    nmt_test_proc_free(&r);
+
+    char *resume[] = {"--resume", NULL};
+    train_argv(argv, empty, src, tgt, resume);
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 1);
+    assert_non_null(strstr(r.err, "no valid checkpoint"));
+    nmt_test_proc_free(&r);
+
+    char *arch[] = {"--d-model", "30", "--heads", "4", NULL};
+    train_argv(argv, dir, src, tgt, arch);
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 2);
+    assert_non_null(strstr(r.err, "must divide --d-model"));
+    nmt_test_proc_free(&r);
+
+    char *plot[] = {(char *)NMT_TRAIN_BIN, "plot", src, "-o", dir, NULL};
+    nmt_test_run(plot, NULL, g_dir, &r);
+    expect_status(&r, 1);
+    nmt_test_proc_free(&r);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_sigterm_checkpoints),
+        cmocka_unit_test(test_sigkill_resume_bit_exact),
+        cmocka_unit_test(test_learns_reversal),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

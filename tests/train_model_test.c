@@ -1,0 +1,653 @@
+/* train_model_test.c — the trainer's Transformer/HySAN model (train/tf_train.c):
+ * whole-model gradients against double-precision central differences of the
+ * reference forward (tests/ref_model.c), log-probability parity with the
+ * runtime's nmt_session_score (before and after training, through the
+ * exported image), loss reduction, bitwise determinism with dropout, and bad
+ * inputs. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format.h"
+#include "nmt_writer.h"
+#include "random_model.h"
+#include "ref_model.h"
+#include "test_util.h"
+#include "tf_train.h"
+
+typedef struct env {
+    nmt_device *dev;
+    void *dev_mem;
+} env;
+
+static int setup(void **state) {
+    env *e = calloc(1, sizeof *e);
+    if (e == NULL) return -1;
+    e->dev = nmt_test_device_open(&e->dev_mem);
+    if (e->dev == NULL) return -1;
+    *state = e;
+    return 0;
+}
+
+static int teardown(void **state) {
+    env *e = *state;
+    nmt_test_device_close(e->dev, e->dev_mem);
+    free(e);
+    return 0;
+}
+
+/* ---- data --------------------------------------------------------------- */
+
+#define PAD 0
+#define BOS 1
+#define EOS 2
+#define MAXS 4
+#define MAXL 8
+
+typedef struct sents {
+    uint32_t n;
+    int32_t src[MAXS][MAXL], tgt[MAXS][MAXL];
+    uint32_t slen[MAXS], tlen[MAXS]; /* without EOS */
+} sents;
+
+typedef struct tbatch {
+    int32_t src[MAXS * (MAXL + 1)], tin[MAXS * (MAXL + 1)], tout[MAXS * (MAXL + 1)];
+    uint32_t sl[MAXS], tl[MAXS];
+    tft_batch b;
+} tbatch;
+
+static void random_sents(sents *s, uint32_t n, const uint32_t *slen, const uint32_t *tlen, uint32_t vocab,
+                         uint64_t seed) {
+    nmt_test_rng r = nmt_test_rng_make(seed);
+    memset(s, 0, sizeof *s);
+    s->n = n;
+    for (uint32_t i = 0; i < n; i++) {
+        s->slen[i] = slen[i];
+        s->tlen[i] = tlen[i];
+        for (uint32_t j = 0; j < slen[i]; j++) s->src[i][j] = nmt_test_rng_int(&r, 4, (int32_t)vocab);
+        for (uint32_t j = 0; j < tlen[i]; j++) s->tgt[i][j] = nmt_test_rng_int(&r, 4, (int32_t)vocab);
+    }
+}
+
+/* The runtime's conventions: source x EOS pad..., decoder BOS y pad... -> y EOS pad... */
+static void make_batch(const sents *s, tbatch *tb) {
+    uint32_t S = 0, T = 0;
+    for (uint32_t i = 0; i < s->n; i++) {
+        if (s->slen[i] + 1 > S) S = s->slen[i] + 1;
+        if (s->tlen[i] + 1 > T) T = s->tlen[i] + 1;
+    }
+    for (uint32_t i = 0; i < s->n; i++) {
+        for (uint32_t j = 0; j < S; j++)
+            tb->src[i * S + j] = j < s->slen[i] ? s->src[i][j] : j == s->slen[i] ? EOS : PAD;
+        for (uint32_t p = 0; p < T; p++) {
+            tb->tin[i * T + p] = p == 0 ? BOS : p <= s->tlen[i] ? s->tgt[i][p - 1] : PAD;
+            tb->tout[i * T + p] = p < s->tlen[i] ? s->tgt[i][p] : p == s->tlen[i] ? EOS : PAD;
+        }
+        tb->sl[i] = s->slen[i] + 1;
+        tb->tl[i] = s->tlen[i] + 1;
+    }
+    tb->b = (tft_batch){s->n, S, T, tb->src, tb->sl, tb->tin, tb->tout, tb->tl};
+}
+
+static void *random_image(const char *norm, const char *enc_br, const char *dec_br, const char *fusion, uint32_t r,
+                          int shared, int tied, uint32_t d, uint32_t ff, uint32_t layers, uint32_t vocab, uint64_t seed,
+                          size_t *size) {
+    nmt_random_transformer_config c;
+    nmt_random_transformer_defaults(&c);
+    c.d_model = d;
+    c.n_heads = 2;
+    c.d_ff = ff;
+    c.enc_layers = c.dec_layers = layers;
+    c.src_vocab = c.tgt_vocab = vocab;
+    c.norm = norm;
+    c.enc_branches = enc_br;
+    c.dec_branches = dec_br;
+    c.fusion = fusion;
+    c.gate_reduction = r;
+    c.shared_embeddings = shared;
+    c.tied_output = tied;
+    c.pad_id = PAD;
+    c.bos_id = BOS;
+    c.eos_id = EOS;
+    c.unk_id = 3;
+    c.seed = seed;
+    void *img = NULL;
+    assert_int_equal(nmt_random_transformer_image(&c, &img, size), NMT_OK);
+    return img;
+}
+
+static void *export_image(tft_model *m, int optimizer, size_t *size) {
+    nmtw_writer *w = nmtw_create();
+    assert_non_null(w);
+    assert_int_equal(tft_add_to_writer(m, w, optimizer), NMT_OK);
+    void *img = NULL;
+    assert_int_equal(nmtw_write_memory(w, &img, size), NMT_OK);
+    nmtw_destroy(w);
+    return img;
+}
+
+/* Summed label-smoothed loss in double through the reference forward. */
+static double ref_loss(const nmt_file *f, const sents *s, uint32_t V, double eps) {
+    double total = 0.0;
+    double *lg = malloc(sizeof(double) * (MAXL + 1) * V);
+    assert_non_null(lg);
+    for (uint32_t i = 0; i < s->n; i++) {
+        int rows = ref_model_logits(f, s->src[i], s->slen[i], s->tgt[i], s->tlen[i], lg);
+        for (int p = 0; p < rows; p++) {
+            const double *x = lg + (size_t)p * V;
+            const int32_t t = (uint32_t)p < s->tlen[i] ? s->tgt[i][p] : EOS;
+            double mx = x[0], se = 0.0, sum = 0.0;
+            for (uint32_t j = 1; j < V; j++) mx = x[j] > mx ? x[j] : mx;
+            for (uint32_t j = 0; j < V; j++) se += exp(x[j] - mx);
+            const double lse = mx + log(se);
+            for (uint32_t j = 0; j < V; j++) sum += x[j] - lse;
+            const double lpt = x[t] - lse;
+            total -= (1.0 - eps) * lpt + eps / (V - 1) * (sum - lpt);
+        }
+    }
+    free(lg);
+    return total;
+}
+
+static float *read_params(tft_model *m) {
+    float *p = malloc(tft_n_params(m) * sizeof(float));
+    assert_non_null(p);
+    assert_int_equal(tft_read_state(m, p, NULL, NULL, NULL), NMT_OK);
+    return p;
+}
+
+/* ---- 1. gradient check -------------------------------------------------- */
+
+#ifndef FD_H
+#define FD_H 1e-5
+#endif
+
+typedef struct grad_case {
+    const char *name, *norm, *enc_br, *dec_br, *fusion;
+    uint32_t r;
+    int shared, tied;
+    uint32_t d, ff, layers;
+} grad_case;
+
+/* Central differences with h = 1e-5 (relative for |p| > 1) of the loss in
+ * double: a larger h (1e-3, 1e-4) crosses ReLU kinks of the FFN / gate
+ * hidden units (seen on dec.1.ffn.fc1.bias and a gate fc1 bias, where the
+ * difference quotient then disagrees while h = 1e-5 agrees to 1e-6).
+ * Measured on PoCL (CPU), worst per-tensor normalised error per case:
+ * 8.3e-6, 3.0e-5, 2.1e-5, 1.9e-5, 1.0e-5, 2.5e-5 (the worst are always key
+ * biases, whose true gradient is 0: softmax is shift-invariant). */
+static const grad_case grad_cases[] = {
+    {"post sum global", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 1},
+    {"pre shared+tied", "pre", "global", "global", "sum", 4, 1, 1, 8, 16, 2},
+    {"post hysan sum", "post", "global fw bw local:1", "global local:1", "sum", 4, 0, 1, 8, 16, 1},
+    {"pre hysan concat", "pre", "global fw bw local:1", "global local:1", "concat", 4, 0, 0, 8, 16, 1},
+    {"post hysan gate", "post", "global fw bw local:1", "global local:1", "gate", 2, 1, 1, 16, 32, 1},
+    {"pre hysan gate 2 layers", "pre", "global fw bw local:1", "global local:1", "gate", 2, 0, 0, 8, 16, 2},
+};
+
+static void test_gradients(void **state) {
+    env *e = *state;
+    const uint32_t V = 13;
+    const double eps = 0.1;
+    static const uint32_t slen[3] = {3, 5, 2}, tlen[3] = {4, 2, 3};
+    for (size_t ci = 0; ci < sizeof grad_cases / sizeof grad_cases[0]; ci++) {
+        const grad_case *gc = &grad_cases[ci];
+        size_t isz;
+        void *img = random_image(gc->norm, gc->enc_br, gc->dec_br, gc->fusion, gc->r, gc->shared, gc->tied, gc->d,
+                                 gc->ff, gc->layers, V, 100 + ci, &isz);
+        tft_limits lim = {3, 7, 7, 0};
+        tft_model *m = NULL;
+        nmt_test_assert_ok(e->dev, tft_create(e->dev, img, isz, &lim, &m));
+        sents s;
+        random_sents(&s, 3, slen, tlen, V, 7 + ci);
+        tbatch tb;
+        make_batch(&s, &tb);
+        tft_step_opts o = {0.0f, 0.0f, (float)eps, 1.0f, 1};
+        double loss = 0, nll = 0;
+        nmt_test_assert_ok(e->dev, tft_zero_grad(m));
+        nmt_test_assert_ok(e->dev, tft_forward_backward(m, &tb.b, &o, &loss, &nll));
+        const size_t np = tft_n_params(m);
+        float *g = malloc(np * sizeof(float));
+        assert_non_null(g);
+        nmt_test_assert_ok(e->dev, tft_read_state(m, NULL, g, NULL, NULL));
+
+        size_t esz;
+        void *eimg = export_image(m, 0, &esz);
+        nmt_file f;
+        assert_int_equal(nmt_file_open(&f, eimg, esz, 0), NMT_OK);
+        const double l0 = ref_loss(&f, &s, V, eps);
+        assert_true(fabs(l0 - loss) < 1e-3 * (1.0 + fabs(l0)));
+
+        nmt_test_rng r = nmt_test_rng_make(55 + ci);
+        double worst = 0.0;
+        const char *worst_name = "";
+        int n_bad = 0;
+        for (uint32_t ti = 0; ti < tft_n_tensors(m); ti++) {
+            const char *name;
+            uint32_t ndim, shape[2];
+            size_t off, count;
+            tft_tensor(m, ti, &name, &ndim, shape, &off, &count);
+            nmt_tensor_view v;
+            assert_int_equal(nmt_file_find(&f, name, &v), NMT_OK);
+            assert_int_equal(v.n_elements, count);
+            float *data = (float *)(uintptr_t)v.data;
+            const int is_emb = strstr(name, "embed") != NULL;
+            const size_t n_samp = count <= 16 ? count : 3;
+            double max_fd = 0.0, max_err = 0.0;
+            for (size_t k = 0; k < n_samp; k++) {
+                size_t j;
+                if (count <= 16) {
+                    j = k;
+                } else if (is_emb) { /* a row of a token of the batch */
+                    const uint32_t i = (uint32_t)nmt_test_rng_int(&r, 0, 3);
+                    const int32_t tok = k == 0 ? s.src[i][0] : k == 1 ? s.tgt[i][0] : EOS;
+                    j = (size_t)tok * shape[1] + (size_t)nmt_test_rng_int(&r, 0, (int32_t)shape[1]);
+                } else {
+                    j = (size_t)nmt_test_rng_int(&r, 0, (int32_t)count);
+                }
+                const float p0 = data[j];
+                const float h = (float)FD_H * fmaxf(1.0f, fabsf(p0));
+                const float pp = p0 + h, pm = p0 - h;
+                data[j] = pp;
+                const double lp = ref_loss(&f, &s, V, eps);
+                data[j] = pm;
+                const double lm = ref_loss(&f, &s, V, eps);
+                data[j] = p0;
+                const double fd = (lp - lm) / ((double)pp - (double)pm);
+                const double err = fabs((double)g[off + j] - fd);
+                if (getenv("GC_DEBUG") && strstr(name, getenv("GC_DEBUG"))) printf("  %s[%zu] g %.6g fd %.6g\n", name, j, (double)g[off + j], fd);
+                if (fabs(fd) > max_fd) max_fd = fabs(fd);
+                if (err > max_err) max_err = err;
+            }
+            const double ne = max_err / fmax(max_fd, 1e-3);
+            if (ne > worst) {
+                worst = ne;
+                worst_name = name;
+            }
+            if (ne > 1e-3) {
+                printf("%s: tensor %s: normalised gradient error %.3g (max |fd| %.3g)\n", gc->name, name, ne, max_fd);
+                n_bad++;
+            }
+        }
+        printf("[ gradcheck ] %-26s %3u tensors, loss %.5f, worst normalised error %.2e (%s)\n", gc->name,
+               tft_n_tensors(m), loss, worst, worst_name);
+        free(eimg);
+        free(g);
+        tft_destroy(m);
+        free(img);
+        if (n_bad) fail_msg("%s: %d tensors with a gradient error above 1e-3", gc->name, n_bad);
+    }
+}
+
+/* ---- 2. parity with the runtime ------------------------------------------ */
+
+static void session_scores(env *e, const void *img, size_t isz, const sents *s, float *out) {
+    nmt_session_params sp;
+    memset(&sp, 0, sizeof sp);
+    sp.model_data = img;
+    sp.model_size = isz;
+    sp.limits.max_src_len = MAXL;
+    sp.limits.max_tgt_len = MAXL;
+    sp.limits.max_batch = MAXS;
+    sp.limits.max_beam = 1;
+    size_t need = 0;
+    assert_int_equal(nmt_session_arena_size(&sp, &need, NULL), NMT_OK);
+    void *arena = aligned_alloc(NMT_ARENA_ALIGNMENT, nmt_test_round_up(need, NMT_ARENA_ALIGNMENT));
+    assert_non_null(arena);
+    nmt_session *ss = NULL;
+    nmt_test_assert_ok(e->dev, nmt_session_create(e->dev, &sp, arena, need, &ss));
+    const int32_t *sp_[MAXS], *tp_[MAXS];
+    for (uint32_t i = 0; i < s->n; i++) {
+        sp_[i] = s->src[i];
+        tp_[i] = s->tgt[i];
+    }
+    nmt_batch sb = {sp_, s->slen, s->n}, tb = {tp_, s->tlen, s->n};
+    nmt_test_assert_ok(e->dev, nmt_session_score(ss, &sb, &tb, out));
+    nmt_session_destroy(ss);
+    free(arena);
+}
+
+static void compare_with_session(env *e, tft_model *m, const void *img, size_t isz, const sents *s,
+                                 const tbatch *tb, const char *what) {
+    float lp[MAXS * (MAXL + 1)], want[MAXS];
+    nmt_test_assert_ok(e->dev, tft_token_logprobs(m, &tb->b, lp));
+    session_scores(e, img, isz, s, want);
+    for (uint32_t i = 0; i < s->n; i++) {
+        double sum = 0.0;
+        for (uint32_t p = 0; p < tb->b.tgt_len; p++) {
+            if (p >= tb->tl[i]) assert_true(lp[i * tb->b.tgt_len + p] == 0.0f);
+            sum += lp[i * tb->b.tgt_len + p];
+        }
+        const double diff = fabs(sum - want[i]);
+        printf("[ parity    ] %s sentence %u: trainer %.6f session %.6f diff %.2e\n", what, i, sum, (double)want[i],
+               diff);
+        assert_true(diff < 1e-4 * (1.0 + fabs((double)want[i])));
+    }
+}
+
+static void test_session_parity(void **state) {
+    env *e = *state;
+    const uint32_t V = 21;
+    static const char *const norms[2] = {"post", "pre"};
+    for (int ni = 0; ni < 2; ni++) {
+        size_t isz;
+        void *img = random_image(norms[ni], "global fw bw local:2", "global local:1", "gate", 2, 0, 0, 16, 32, 2, V,
+                                 31 + (uint64_t)ni, &isz);
+        tft_limits lim = {MAXS, MAXL + 1, MAXL + 1, 0};
+        tft_model *m = NULL;
+        nmt_test_assert_ok(e->dev, tft_create(e->dev, img, isz, &lim, &m));
+        static const uint32_t slen[4] = {5, 2, 7, 0}, tlen[4] = {3, 6, 1, 4};
+        sents s;
+        random_sents(&s, 4, slen, tlen, V, 9);
+        tbatch tb;
+        make_batch(&s, &tb);
+        compare_with_session(e, m, img, isz, &s, &tb, norms[ni]);
+        /* layout: self q|k|v weights (then biases) adjacent, in file order */
+        uint32_t n_fused = 0;
+        for (uint32_t ti = 0; ti + 5 < tft_n_tensors(m); ti++) {
+            const char *name, *n2;
+            size_t o0, o1, o2, o3, o4, o5;
+            tft_tensor(m, ti, &name, NULL, NULL, &o0, NULL);
+            const size_t len = strlen(name), dd = 16 * 16;
+            if (len > 18 && strcmp(name + len - 18, "self_attn.q.weight") == 0) {
+                tft_tensor(m, ti + 1, NULL, NULL, NULL, &o1, NULL);
+                tft_tensor(m, ti + 2, &n2, NULL, NULL, &o2, NULL);
+                tft_tensor(m, ti + 3, NULL, NULL, NULL, &o3, NULL);
+                tft_tensor(m, ti + 4, NULL, NULL, NULL, &o4, NULL);
+                tft_tensor(m, ti + 5, NULL, NULL, NULL, &o5, NULL);
+                assert_true(strstr(n2, "self_attn.k.weight") != NULL);
+                assert_true(o2 == o0 + dd && o4 == o0 + 2 * dd && o1 == o0 + 3 * dd && o3 == o1 + 16 &&
+                            o5 == o1 + 32);
+                n_fused++;
+            }
+        }
+        assert_int_equal(n_fused, 4); /* 2 encoder + 2 decoder layers */
+
+        /* a few Adam steps, then the exported image in the runtime */
+        tft_step_opts o = {0.1f, 0.0f, 0.1f, 1.0f / 20.0f, 5};
+        for (uint64_t step = 1; step <= 3; step++) {
+            nmt_test_assert_ok(e->dev, tft_zero_grad(m));
+            o.seed = 5 + step;
+            nmt_test_assert_ok(e->dev, tft_forward_backward(m, &tb.b, &o, NULL, NULL));
+            nmt_adam_params ap = nmt_adam_defaults();
+            ap.lr = 1e-2f;
+            ap.step = step;
+            nmt_test_assert_ok(e->dev, tft_adam_step(m, &ap));
+        }
+        size_t esz;
+        void *eimg = export_image(m, 1, &esz);
+        compare_with_session(e, m, eimg, esz, &s, &tb, "trained");
+        /* the exported image (with the optimiser state) reloads to the same state */
+        tft_model *m2 = NULL;
+        nmt_test_assert_ok(e->dev, tft_create(e->dev, eimg, esz, &lim, &m2));
+        const size_t np = tft_n_params(m);
+        assert_int_equal(tft_n_params(m2), np);
+        float *a = malloc(4 * np * sizeof(float)), *b = malloc(4 * np * sizeof(float));
+        assert_non_null(a);
+        assert_non_null(b);
+        nmt_test_assert_ok(e->dev, tft_read_state(m, a, NULL, a + np, a + 2 * np));
+        nmt_test_assert_ok(e->dev, tft_read_state(m2, b, NULL, b + np, b + 2 * np));
+        assert_memory_equal(a, b, 3 * np * sizeof(float));
+        free(a);
+        free(b);
+        tft_destroy(m2);
+        free(eimg);
+        tft_destroy(m);
+        free(img);
+    }
+}
+
+/* ---- 3. training reduces the loss ----------------------------------------- */
+
+static void test_training_reduces_loss(void **state) {
+    env *e = *state;
+    const uint32_t V = 13;
+    size_t isz;
+    void *img = random_image("pre", "global", "global", "sum", 4, 1, 1, 16, 32, 1, V, 77, &isz);
+    tft_limits lim = {3, 7, 7, 0};
+    tft_model *m = NULL;
+    nmt_test_assert_ok(e->dev, tft_create(e->dev, img, isz, &lim, &m));
+    static const uint32_t slen[3] = {4, 5, 3}, tlen[3] = {4, 3, 5};
+    sents s;
+    random_sents(&s, 3, slen, tlen, V, 3);
+    tbatch tb;
+    make_batch(&s, &tb);
+    const float ntok = (float)(tb.tl[0] + tb.tl[1] + tb.tl[2]);
+    double l0 = 0, nll0 = 0, l = 0, nll = 0;
+    nmt_test_assert_ok(e->dev, tft_forward_loss(m, &tb.b, 0.0f, &l0, &nll0));
+    assert_true(fabs(l0 - nll0) < 1e-4 * l0); /* no smoothing: loss == nll */
+    tft_step_opts o = {0.0f, 0.0f, 0.0f, 1.0f / ntok, 1};
+    double first = 0;
+    for (uint64_t step = 1; step <= 30; step++) {
+        nmt_test_assert_ok(e->dev, tft_zero_grad(m));
+        nmt_test_assert_ok(e->dev, tft_forward_backward(m, &tb.b, &o, &l, &nll));
+        if (step == 1) first = l;
+        double gn = 0;
+        nmt_test_assert_ok(e->dev, tft_grad_norm(m, &gn));
+        assert_true(isfinite(gn) && gn > 0.0);
+        nmt_adam_params ap = nmt_adam_defaults();
+        ap.lr = 1e-2f;
+        ap.step = step;
+        nmt_test_assert_ok(e->dev, tft_adam_step(m, &ap));
+    }
+    assert_true(fabs(first - l0) < 1e-4 * l0);
+    nmt_test_assert_ok(e->dev, tft_forward_loss(m, &tb.b, 0.0f, &l, &nll));
+    printf("[ training  ] loss %.4f -> %.4f after 30 Adam steps\n", l0, l);
+    assert_true(l < 0.5 * l0);
+    tft_destroy(m);
+    free(img);
+}
+
+/* ---- 4. determinism --------------------------------------------------------- */
+
+static void run_steps(env *e, tft_model *m, const tbatch *tb, uint64_t seed) {
+    tft_step_opts o = {0.1f, 0.0f, 0.1f, 0.1f, 0};
+    for (uint64_t step = 1; step <= 3; step++) {
+        nmt_test_assert_ok(e->dev, tft_zero_grad(m));
+        o.seed = seed + step;
+        nmt_test_assert_ok(e->dev, tft_forward_backward(m, &tb->b, &o, NULL, NULL));
+        nmt_adam_params ap = nmt_adam_defaults();
+        ap.lr = 1e-3f;
+        ap.step = step;
+        nmt_test_assert_ok(e->dev, tft_adam_step(m, &ap));
+    }
+}
+
+static void test_determinism(void **state) {
+    env *e = *state;
+    const uint32_t V = 13;
+    size_t isz;
+    void *img = random_image("post", "global fw local:1", "global", "gate", 2, 0, 0, 8, 16, 1, V, 5, &isz);
+    tft_limits lim = {3, 7, 7, 0};
+    tft_model *m = NULL;
+    nmt_test_assert_ok(e->dev, tft_create(e->dev, img, isz, &lim, &m));
+    static const uint32_t slen[3] = {4, 6, 3}, tlen[3] = {5, 3, 2};
+    sents s;
+    random_sents(&s, 3, slen, tlen, V, 11);
+    tbatch tb;
+    make_batch(&s, &tb);
+    const size_t np = tft_n_params(m);
+    float *p0 = read_params(m);
+    float *zero = calloc(np, sizeof(float));
+    assert_non_null(zero);
+    run_steps(e, m, &tb, 100);
+    float *p1 = read_params(m);
+    nmt_test_assert_ok(e->dev, tft_write_state(m, p0, zero, zero));
+    run_steps(e, m, &tb, 100);
+    float *p2 = read_params(m);
+    assert_memory_equal(p1, p2, np * sizeof(float));
+    assert_memory_not_equal(p0, p1, np * sizeof(float));
+    nmt_test_assert_ok(e->dev, tft_write_state(m, p0, zero, zero));
+    run_steps(e, m, &tb, 200);
+    float *p3 = read_params(m);
+    assert_memory_not_equal(p1, p3, np * sizeof(float));
+    /* gradients accumulate across micro-batches: two calls give twice one */
+    nmt_test_assert_ok(e->dev, tft_write_state(m, p0, NULL, NULL));
+    tft_step_opts o = {0.0f, 0.0f, 0.1f, 0.1f, 1};
+    float *g1 = malloc(np * sizeof(float)), *g2 = malloc(np * sizeof(float));
+    assert_non_null(g1);
+    assert_non_null(g2);
+    nmt_test_assert_ok(e->dev, tft_zero_grad(m));
+    nmt_test_assert_ok(e->dev, tft_forward_backward(m, &tb.b, &o, NULL, NULL));
+    nmt_test_assert_ok(e->dev, tft_read_state(m, NULL, g1, NULL, NULL));
+    nmt_test_assert_ok(e->dev, tft_forward_backward(m, &tb.b, &o, NULL, NULL));
+    nmt_test_assert_ok(e->dev, tft_read_state(m, NULL, g2, NULL, NULL));
+    for (size_t i = 0; i < np; i++) g1[i] *= 2.0f;
+    nmt_test_assert_close(g2, g1, np, 1e-6);
+    double gn = 0;
+    nmt_test_assert_ok(e->dev, tft_grad_norm(m, &gn));
+    double want = 0;
+    for (size_t i = 0; i < np; i++) want += (double)g2[i] * g2[i];
+    assert_true(fabs(gn - sqrt(want)) < 1e-4 * sqrt(want));
+    nmt_test_assert_ok(e->dev, tft_zero_grad(m));
+    nmt_test_assert_ok(e->dev, tft_grad_norm(m, &gn));
+    assert_true(gn == 0.0);
+    free(g1);
+    free(g2);
+    free(p0);
+    free(p1);
+    free(p2);
+    free(p3);
+    free(zero);
+    tft_destroy(m);
+    free(img);
+}
+
+/* ---- 5. bad input ------------------------------------------------------------ */
+
+/* Rebuild `img` with its metadata keys set for the config of the random
+ * model, tensor `change` written as int8 (or dropped when drop). */
+static void *rewrite_image(const void *img, size_t isz, const char *change, int drop, const char *arch,
+                           size_t *out_size) {
+    nmt_file f;
+    assert_int_equal(nmt_file_open(&f, img, isz, 1), NMT_OK);
+    nmtw_writer *w = nmtw_create();
+    assert_non_null(w);
+    static const char *const ikeys[] = {"d_model", "n_heads", "d_ff", "enc_layers", "dec_layers", "src_vocab",
+                                        "tgt_vocab", "shared_embeddings", "tied_output", "gate_reduction",
+                                        "bos_id", "eos_id", "pad_id", "unk_id"};
+    static const char *const skeys[] = {"norm", "enc_branches", "dec_branches", "fusion"};
+    assert_int_equal(nmtw_set_str(w, "arch", arch), NMT_OK);
+    for (size_t i = 0; i < sizeof ikeys / sizeof ikeys[0]; i++) {
+        int64_t v;
+        assert_int_equal(nmt_file_get_i64(&f, ikeys[i], &v), NMT_OK);
+        assert_int_equal(nmtw_set_i64(w, ikeys[i], v), NMT_OK);
+    }
+    for (size_t i = 0; i < sizeof skeys / sizeof skeys[0]; i++) {
+        char buf[96];
+        assert_int_equal(nmt_file_get_str(&f, skeys[i], buf, sizeof buf), NMT_OK);
+        assert_int_equal(nmtw_set_str(w, skeys[i], buf), NMT_OK);
+    }
+    for (uint32_t i = 0; i < f.h.n_tensors; i++) {
+        nmt_tensor_view v;
+        assert_int_equal(nmt_file_tensor_at(&f, i, &v), NMT_OK);
+        if (change && strcmp(v.name, change) == 0) {
+            if (drop) continue;
+            int8_t *q = calloc(v.n_elements, 1);
+            float *sc = malloc(v.shape[0] * sizeof(float));
+            assert_non_null(q);
+            assert_non_null(sc);
+            for (uint32_t k = 0; k < v.shape[0]; k++) sc[k] = 0.01f;
+            assert_int_equal(nmtw_add_tensor(w, v.name, NMT_DTYPE_I8, v.ndim, v.shape, q, sc), NMT_OK);
+            free(q);
+            free(sc);
+        } else {
+            assert_int_equal(nmtw_add_tensor(w, v.name, v.dtype, v.ndim, v.shape, v.data, NULL), NMT_OK);
+        }
+    }
+    void *out = NULL;
+    assert_int_equal(nmtw_write_memory(w, &out, out_size), NMT_OK);
+    nmtw_destroy(w);
+    return out;
+}
+
+static void test_bad_input(void **state) {
+    env *e = *state;
+    const uint32_t V = 13;
+    size_t isz, sz;
+    void *img = random_image("post", "global", "global", "sum", 4, 0, 0, 8, 16, 1, V, 3, &isz);
+    tft_limits lim = {2, 6, 6, 0};
+    tft_model *m = (tft_model *)1;
+
+    /* the unchanged rewrite loads */
+    void *ok = rewrite_image(img, isz, NULL, 0, "transformer", &sz);
+    assert_int_equal(tft_create(e->dev, ok, sz, &lim, &m), NMT_OK);
+    tft_destroy(m);
+    free(ok);
+    void *q8 = rewrite_image(img, isz, "enc.0.ffn.fc1.weight", 0, "transformer", &sz);
+    assert_int_equal(tft_create(e->dev, q8, sz, &lim, &m), NMT_ERR_UNSUPPORTED);
+    assert_null(m);
+    free(q8);
+    void *miss = rewrite_image(img, isz, "out_proj", 1, "transformer", &sz);
+    assert_int_equal(tft_create(e->dev, miss, sz, &lim, &m), NMT_ERR_MODEL_MISSING_TENSOR);
+    free(miss);
+    void *arch = rewrite_image(img, isz, NULL, 0, "mgsa", &sz);
+    assert_int_equal(tft_create(e->dev, arch, sz, &lim, &m), NMT_ERR_MODEL_ARCH);
+    free(arch);
+    char garbage[512];
+    memset(garbage, 'x', sizeof garbage);
+    assert_int_equal(tft_create(e->dev, garbage, sizeof garbage, &lim, &m), NMT_ERR_MODEL_BAD_MAGIC);
+    assert_int_equal(tft_create(e->dev, img, 100, &lim, &m), NMT_ERR_MODEL_TRUNCATED);
+    tft_limits bad = {0, 6, 6, 0};
+    assert_int_equal(tft_create(e->dev, img, isz, &bad, &m), NMT_ERR_INVALID_ARGUMENT);
+    bad = (tft_limits){2, 6, 6, 5}; /* max_tokens below one sequence */
+    assert_int_equal(tft_create(e->dev, img, isz, &bad, &m), NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(tft_create(e->dev, img, isz, NULL, &m), NMT_ERR_INVALID_ARGUMENT);
+
+    nmt_test_assert_ok(e->dev, tft_create(e->dev, img, isz, &lim, &m));
+    static const uint32_t slen[3] = {4, 5, 3}, tlen[3] = {3, 4, 5};
+    sents s;
+    random_sents(&s, 3, slen, tlen, V, 1);
+    tbatch tb;
+    make_batch(&s, &tb);
+    tft_step_opts o = {0.0f, 0.0f, 0.1f, 1.0f, 1};
+    double l = 0;
+    float lp[MAXS * (MAXL + 1)];
+    assert_int_equal(tft_forward_backward(m, &tb.b, &o, &l, NULL), NMT_ERR_INVALID_ARGUMENT); /* 3 > max_seqs */
+    s.n = 2;
+    make_batch(&s, &tb);
+    nmt_test_assert_ok(e->dev, tft_forward_backward(m, &tb.b, &o, &l, NULL));
+    assert_true(l > 0.0);
+    o.attn_dropout = 0.1f;
+    assert_int_equal(tft_forward_backward(m, &tb.b, &o, &l, NULL), NMT_ERR_INVALID_ARGUMENT);
+    o.attn_dropout = 0.0f;
+    s.slen[1] = 6; /* 7 positions with EOS > max_src_len 6 */
+    make_batch(&s, &tb);
+    assert_int_equal(tft_forward_backward(m, &tb.b, &o, &l, NULL), NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(tft_token_logprobs(m, &tb.b, lp), NMT_ERR_INVALID_ARGUMENT);
+    s.slen[1] = 5;
+    make_batch(&s, &tb);
+    tb.sl[0] = 0; /* no EOS */
+    assert_int_equal(tft_forward_loss(m, &tb.b, 0.0f, &l, NULL), NMT_ERR_INVALID_ARGUMENT);
+    make_batch(&s, &tb);
+    tb.src[1] = (int32_t)V;
+    assert_int_equal(tft_forward_backward(m, &tb.b, &o, &l, NULL), NMT_ERR_TOKEN_OUT_OF_RANGE);
+    make_batch(&s, &tb);
+    tb.tout[0] = -3;
+    assert_int_equal(tft_forward_loss(m, &tb.b, 0.0f, &l, NULL), NMT_ERR_TOKEN_OUT_OF_RANGE);
+    make_batch(&s, &tb);
+    tb.tin[2] = (int32_t)V + 4;
+    assert_int_equal(tft_token_logprobs(m, &tb.b, lp), NMT_ERR_TOKEN_OUT_OF_RANGE);
+    make_batch(&s, &tb);
+    nmt_test_assert_ok(e->dev, tft_token_logprobs(m, &tb.b, lp));
+    tft_destroy(m);
+    free(img);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gradients),
+        cmocka_unit_test(test_session_parity),
+        cmocka_unit_test(test_training_reduces_loss),
+        cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_bad_input),
+    };
+    return cmocka_run_group_tests_name("train_model", tests, setup, teardown);
+}

@@ -1,0 +1,201 @@
+/* checkpoint.c — training checkpoints and deployment exports (see
+ * checkpoint.h).  Every file goes through nmtw_write_file (temp file, fsync,
+ * rename), so a crash leaves either the old file or the new one. */
+#include "checkpoint.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "format.h"
+#include "nmt_writer.h"
+
+static void set_err(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t cap, const char *fmt, ...) {
+    if (!err || cap == 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, cap, fmt, ap);
+    va_end(ap);
+}
+
+static nmt_status add_tokenizers(nmtw_writer *w, const ckpt_tokenizers *tok) {
+    if (!tok || !tok->src) {
+        if (tok && tok->tgt) return NMT_ERR_INVALID_ARGUMENT; /* tgt alone is an invalid model */
+        return NMT_OK;
+    }
+    if (tok->src_size == 0 || tok->src_size > UINT32_MAX) return NMT_ERR_INVALID_ARGUMENT;
+    nmt_status s = nmtw_add_blob(w, "tokenizer.src", tok->src, (uint32_t)tok->src_size);
+    if (s != NMT_OK) return s;
+    if (tok->tgt) {
+        if (tok->tgt_size == 0 || tok->tgt_size > UINT32_MAX) return NMT_ERR_INVALID_ARGUMENT;
+        s = nmtw_add_blob(w, "tokenizer.tgt", tok->tgt, (uint32_t)tok->tgt_size);
+    }
+    return s;
+}
+
+/* The whole model (+ optimizer state and train.* keys when st != NULL). */
+static nmt_status build_writer(tft_model *m, const ckpt_tokenizers *tok, const ckpt_state *st, nmtw_writer **out) {
+    *out = NULL;
+    nmtw_writer *w = nmtw_create();
+    if (!w) return NMT_ERR_IO;
+    nmt_status s = tft_add_to_writer(m, w, st != NULL);
+    if (s == NMT_OK && st) {
+        const struct {
+            const char *k;
+            uint64_t v;
+        } iv[] = {{"train.step", st->step},   {"train.epoch", st->epoch}, {"train.index", st->index},
+                  {"train.seed", st->seed},   {"train.tokens", st->tokens}};
+        for (size_t i = 0; s == NMT_OK && i < sizeof iv / sizeof iv[0]; i++)
+            s = nmtw_set_i64(w, iv[i].k, (int64_t)iv[i].v); /* seed: two's-complement bits */
+        if (s == NMT_OK) s = nmtw_set_f64(w, "train.best_bleu", st->best_bleu);
+        if (s == NMT_OK) s = nmtw_set_f64(w, "train.elapsed_s", st->elapsed_s);
+    }
+    if (s == NMT_OK) s = add_tokenizers(w, tok);
+    if (s != NMT_OK) {
+        nmtw_destroy(w);
+        return s;
+    }
+    *out = w;
+    return NMT_OK;
+}
+
+/* Step of a numbered checkpoint name "ckpt-<digits>.nmt"; -1 otherwise. */
+static int parse_ckpt_name(const char *name, uint64_t *step) {
+    if (strncmp(name, "ckpt-", 5) != 0) return -1;
+    const char *p = name + 5;
+    uint64_t v = 0;
+    int nd = 0;
+    while (*p >= '0' && *p <= '9') {
+        if (v > (UINT64_MAX - 9) / 10) return -1;
+        v = v * 10 + (uint64_t)(*p - '0');
+        p++;
+        nd++;
+    }
+    if (nd == 0 || strcmp(p, ".nmt") != 0) return -1;
+    *step = v;
+    return 0;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : (x > y);
+}
+
+/* Delete all but the newest `keep` numbered checkpoints of dir. */
+static nmt_status prune(const char *dir, uint32_t keep, char *err, size_t err_cap) {
+    DIR *d = opendir(dir);
+    if (!d) {
+        set_err(err, err_cap, "%s: cannot list: %s", dir, strerror(errno));
+        return NMT_ERR_IO;
+    }
+    uint64_t *steps = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        uint64_t st;
+        if (parse_ckpt_name(e->d_name, &st) != 0) continue;
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            uint64_t *p = realloc(steps, nc * sizeof *p);
+            if (!p) {
+                free(steps);
+                closedir(d);
+                set_err(err, err_cap, "out of memory");
+                return NMT_ERR_IO;
+            }
+            steps = p;
+            cap = nc;
+        }
+        steps[n++] = st;
+    }
+    closedir(d);
+    nmt_status s = NMT_OK;
+    if (n > keep) {
+        qsort(steps, n, sizeof *steps, cmp_u64);
+        for (size_t i = 0; i < n - keep; i++) {
+            char path[4096];
+            int len = snprintf(path, sizeof path, "%s/ckpt-%08llu.nmt", dir, (unsigned long long)steps[i]);
+            if (len < 0 || (size_t)len >= sizeof path) continue;
+            if (remove(path) != 0 && errno != ENOENT && s == NMT_OK) {
+                set_err(err, err_cap, "%s: cannot remove: %s", path, strerror(errno));
+                s = NMT_ERR_IO;
+            }
+        }
+    }
+    free(steps);
+    return s;
+}
+
+nmt_status ckpt_save(tft_model *m, const ckpt_tokenizers *tok, const ckpt_state *st, const char *dir,
+                     uint32_t keep, char *err, size_t err_cap) {
+    if (err && err_cap) err[0] = '\0';
+    if (!m || !st || !dir || !*dir || keep == 0) {
+        set_err(err, err_cap, "ckpt_save: bad argument (model, state, directory, keep >= 1)");
+        return NMT_ERR_INVALID_ARGUMENT;
+    }
+    char path[4096], last[4096];
+    int a = snprintf(path, sizeof path, "%s/ckpt-%08llu.nmt", dir, (unsigned long long)st->step);
+    int b = snprintf(last, sizeof last, "%s/last.nmt", dir);
+    if (a < 0 || b < 0 || (size_t)a >= sizeof path || (size_t)b >= sizeof last) {
+        set_err(err, err_cap, "ckpt_save: directory name too long");
+        return NMT_ERR_INVALID_ARGUMENT;
+    }
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        set_err(err, err_cap, "%s: cannot create directory: %s", dir, strerror(errno));
+        return NMT_ERR_IO;
+    }
+    nmtw_writer *w;
+    nmt_status s = build_writer(m, tok, st, &w);
+    if (s != NMT_OK) {
+        set_err(err, err_cap, "ckpt_save: cannot assemble the checkpoint: %s", nmt_status_str(s));
+        return s;
+    }
+    s = nmtw_write_file(w, path);
+    if (s != NMT_OK) {
+        set_err(err, err_cap, "%s: write failed: %s", path, nmt_status_str(s));
+        nmtw_destroy(w);
+        return s;
+    }
+    s = nmtw_write_file(w, last);
+    nmtw_destroy(w);
+    if (s != NMT_OK) {
+        set_err(err, err_cap, "%s: write failed: %s", last, nmt_status_str(s));
+        return s;
+    }
+    return prune(dir, keep, err, err_cap);
+}
+
+nmt_status ckpt_read_state(const void *image, size_t size, ckpt_state *st) {
+    if (!image || !st) return NMT_ERR_INVALID_ARGUMENT;
+    memset(st, 0, sizeof *st);
+    nmt_file f;
+    nmt_status s = nmt_file_open(&f, image, size, 0);
+    if (s != NMT_OK) return s;
+    const char *keys[5] = {"train.step", "train.epoch", "train.index", "train.seed", "train.tokens"};
+    uint64_t *dst[5] = {&st->step, &st->epoch, &st->index, &st->seed, &st->tokens};
+    for (int i = 0; i < 5; i++) {
+        int64_t v;
+        s = nmt_file_get_i64(&f, keys[i], &v);
+        if (s != NMT_OK) return s;
+        *dst[i] = (uint64_t)v;
+    }
+    s = nmt_file_get_f64(&f, "train.best_bleu", &st->best_bleu);
+    if (s == NMT_OK) s = nmt_file_get_f64(&f, "train.elapsed_s", &st->elapsed_s);
+    return s;
+}
+
+nmt_status ckpt_export(tft_model *m, const ckpt_tokenizers *tok, const char *path) {
+    if (!m || !path || !*path) return NMT_ERR_INVALID_ARGUMENT;
+    nmtw_writer *w;
+    nmt_status s = build_writer(m, tok, NULL, &w);
+    if (s != NMT_OK) return s;
+    s = nmtw_write_file(w, path);
+    nmtw_destroy(w);
+    return s;
+}

@@ -1,0 +1,1285 @@
+/* nmt_edge_train.c — `nmt-edge-train`: trains a Transformer/HySAN model on
+ * the runtime's own kernels (train/tf_train.c), with token batches from
+ * length buckets (train/data.c), Adam with a warm-up schedule, gradient
+ * clipping and accumulation, dev loss and BLEU (decoded with the runtime's
+ * beam search), atomic checkpoints and bit-exact --resume
+ * (train/checkpoint.c), a live progress line, a JSON-lines log and an SVG
+ * plot (train/plot.c).  docs/TRAINING.md is the user's guide. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <dirent.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bleu.h"
+#include "checkpoint.h"
+#include "data.h"
+#include "format.h"
+#include "nmt_edge.h"
+#include "nmt_writer.h"
+#include "plot.h"
+#include "random_model.h"
+#include "schedule.h"
+#include "tf_train.h"
+
+#define PROG "nmt-edge-train"
+#define EXIT_USAGE 2
+
+/* ------------------------------------------------------------------------ */
+/* Options                                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef struct train_opts {
+    const char *train_src, *train_tgt, *dev_src, *dev_tgt, *out_dir, *spm, *init, *device;
+    int ids, resume, quiet, no_cache;
+    /* architecture (new models) */
+    long d_model, heads, ff, enc_layers, dec_layers, vocab, gate_r;
+    const char *norm, *enc_branches, *dec_branches, *fusion;
+    int separate_embeddings;
+    /* optimisation */
+    const char *schedule;
+    double lr, dropout, label_smoothing, clip_norm, weight_decay;
+    long warmup, max_tokens, max_seqs, accum;
+    long max_steps, max_epochs;
+    double max_time;
+    long seed;
+    /* data */
+    long max_len;
+    double max_ratio;
+    long spm_vocab;
+    /* reporting */
+    long log_every, eval_every, save_every, keep, beam, dev_bleu_max;
+} train_opts;
+
+static void defaults(train_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->d_model = 256;
+    o->heads = 4;
+    o->ff = 1024;
+    o->enc_layers = 2;
+    o->dec_layers = 2;
+    o->vocab = 0;
+    o->gate_r = 4;
+    o->norm = "post";
+    o->enc_branches = "global fw bw local:3";
+    o->dec_branches = "global local:3";
+    o->fusion = "gate";
+    o->schedule = "t2t";
+    o->lr = -1; /* schedule default */
+    o->dropout = 0.1;
+    o->label_smoothing = 0.1;
+    o->clip_norm = 0;
+    o->warmup = 4000;
+    o->max_tokens = 4096;
+    o->max_seqs = 512;
+    o->accum = 1;
+    o->max_steps = 0;
+    o->max_epochs = 0;
+    o->max_time = 0;
+    o->seed = 1;
+    o->max_len = 100;
+    o->max_ratio = 3.0;
+    o->spm_vocab = 8000;
+    o->log_every = 20;
+    o->eval_every = 1000;
+    o->save_every = 500;
+    o->keep = 5;
+    o->beam = 4;
+    o->dev_bleu_max = 500;
+}
+
+static void usage(FILE *f) {
+    fprintf(f,
+"Usage: nmt-edge-train --train-src FILE --train-tgt FILE --out DIR [options]\n"
+"       nmt-edge-train plot LOG.jsonl -o PLOT.svg\n"
+"       nmt-edge-train bleu HYP REF        (sacreBLEU-compatible corpus BLEU)\n"
+"\n"
+"Train a Transformer/HySAN translation model on the runtime's OpenCL kernels.\n"
+"DIR receives checkpoints (ckpt-STEP.nmt, loadable by nmt-edge), model.nmt (the\n"
+"deployment model, written at the end), log.jsonl, plot.svg and spm.model.\n"
+"Ctrl-C (SIGINT) or SIGTERM writes a checkpoint and exits; --resume continues\n"
+"from the newest valid checkpoint in DIR exactly as if never stopped.\n"
+"\n"
+"Data:\n"
+"  --train-src FILE, --train-tgt FILE  parallel text, one sentence per line\n"
+"  --dev-src FILE, --dev-tgt FILE      development set (dev loss and BLEU)\n"
+"  --spm FILE          SentencePiece model shared by both sides (default: train\n"
+"                      one with spm_train into DIR/spm.model)\n"
+"  --spm-vocab N       vocabulary of the trained SentencePiece model (8000)\n"
+"  --ids               the files hold whitespace-separated token ids (no tokenizer;\n"
+"                      needs --vocab); pad 0, bos 1, eos 2, unk 3\n"
+"  --vocab N           vocabulary size for --ids\n"
+"  --max-len N         drop pairs with more than N tokens on a side (100)\n"
+"  --max-ratio R       drop pairs whose length ratio exceeds R; 0 = off (3)\n"
+"\n"
+"Model (a new model; ignored with --resume or --init):\n"
+"  --init FILE         start from this model file instead of random weights\n"
+"  --d-model N (256)  --heads N (4)  --ff N (1024)  --enc-layers N (2)  --dec-layers N (2)\n"
+"  --norm pre|post (post)  --fusion sum|concat|gate (gate)  --gate-reduction N (4)\n"
+"  --enc-branches S    HySAN encoder branches (\"global fw bw local:3\"; \"global\" =\n"
+"                      the vanilla Transformer)\n"
+"  --dec-branches S    decoder branches (\"global local:3\")\n"
+"  --separate-embeddings  source and target embeddings not shared (default shared\n"
+"                      and tied to the output projection)\n"
+"\n"
+"Optimisation:\n"
+"  --schedule t2t|inverse-sqrt|constant  learning-rate schedule (t2t)\n"
+"  --lr X              t2t: scale (2.0); others: peak rate (5e-4)\n"
+"  --warmup N          warm-up steps (4000)\n"
+"  --max-tokens N      padded tokens per micro-batch (4096)\n"
+"  --max-seqs N        sentences per micro-batch (512)\n"
+"  --accum N           micro-batches per optimiser step (1)\n"
+"  --dropout P (0.1)  --label-smoothing E (0.1)  --clip-norm X (0 = off)\n"
+"  --weight-decay X    decoupled weight decay (0)\n"
+"  --max-steps N  --max-epochs N  --max-time SECONDS   stop at the first reached\n"
+"  --seed N            data order and dropout (1)\n"
+"\n"
+"Reporting:\n"
+"  --log-every N (20)  --eval-every N (1000)  --save-every N (500)  --keep K (5)\n"
+"  --beam N            beam of the dev BLEU decoding (4)\n"
+"  --dev-bleu-max N    dev sentences decoded for BLEU, 0 = all (500)\n"
+"  --resume            continue from DIR\n"
+"  --device SPEC       OpenCL device (as nmt-edge; default $NMT_EDGE_DEVICE)\n"
+"  --no-cache          do not cache compiled kernels\n"
+"  --quiet             no progress line\n"
+"  --help              show this help\n");
+}
+
+enum {
+    O_TRAIN_SRC = 256, O_TRAIN_TGT, O_DEV_SRC, O_DEV_TGT, O_OUT, O_SPM, O_SPM_VOCAB, O_IDS, O_VOCAB, O_MAX_LEN,
+    O_MAX_RATIO, O_INIT, O_D_MODEL, O_HEADS, O_FF, O_ENC_LAYERS, O_DEC_LAYERS, O_NORM, O_FUSION, O_GATE_R,
+    O_ENC_BR, O_DEC_BR, O_SEP_EMB, O_SCHED, O_LR, O_WARMUP, O_MAX_TOKENS, O_MAX_SEQS, O_ACCUM, O_DROPOUT,
+    O_LS, O_CLIP, O_WD, O_MAX_STEPS, O_MAX_EPOCHS, O_MAX_TIME, O_SEED, O_LOG_EVERY, O_EVAL_EVERY,
+    O_SAVE_EVERY, O_KEEP, O_BEAM, O_DEV_BLEU_MAX, O_RESUME, O_DEVICE, O_NO_CACHE, O_QUIET, O_HELP
+};
+
+static const struct option LONG_OPTS[] = {
+    {"train-src", required_argument, 0, O_TRAIN_SRC}, {"train-tgt", required_argument, 0, O_TRAIN_TGT},
+    {"dev-src", required_argument, 0, O_DEV_SRC}, {"dev-tgt", required_argument, 0, O_DEV_TGT},
+    {"out", required_argument, 0, O_OUT}, {"spm", required_argument, 0, O_SPM},
+    {"spm-vocab", required_argument, 0, O_SPM_VOCAB}, {"ids", no_argument, 0, O_IDS},
+    {"vocab", required_argument, 0, O_VOCAB}, {"max-len", required_argument, 0, O_MAX_LEN},
+    {"max-ratio", required_argument, 0, O_MAX_RATIO}, {"init", required_argument, 0, O_INIT},
+    {"d-model", required_argument, 0, O_D_MODEL}, {"heads", required_argument, 0, O_HEADS},
+    {"ff", required_argument, 0, O_FF}, {"enc-layers", required_argument, 0, O_ENC_LAYERS},
+    {"dec-layers", required_argument, 0, O_DEC_LAYERS}, {"norm", required_argument, 0, O_NORM},
+    {"fusion", required_argument, 0, O_FUSION}, {"gate-reduction", required_argument, 0, O_GATE_R},
+    {"enc-branches", required_argument, 0, O_ENC_BR}, {"dec-branches", required_argument, 0, O_DEC_BR},
+    {"separate-embeddings", no_argument, 0, O_SEP_EMB}, {"schedule", required_argument, 0, O_SCHED},
+    {"lr", required_argument, 0, O_LR}, {"warmup", required_argument, 0, O_WARMUP},
+    {"max-tokens", required_argument, 0, O_MAX_TOKENS}, {"max-seqs", required_argument, 0, O_MAX_SEQS},
+    {"accum", required_argument, 0, O_ACCUM}, {"dropout", required_argument, 0, O_DROPOUT},
+    {"label-smoothing", required_argument, 0, O_LS}, {"clip-norm", required_argument, 0, O_CLIP},
+    {"weight-decay", required_argument, 0, O_WD}, {"max-steps", required_argument, 0, O_MAX_STEPS},
+    {"max-epochs", required_argument, 0, O_MAX_EPOCHS}, {"max-time", required_argument, 0, O_MAX_TIME},
+    {"seed", required_argument, 0, O_SEED}, {"log-every", required_argument, 0, O_LOG_EVERY},
+    {"eval-every", required_argument, 0, O_EVAL_EVERY}, {"save-every", required_argument, 0, O_SAVE_EVERY},
+    {"keep", required_argument, 0, O_KEEP}, {"beam", required_argument, 0, O_BEAM},
+    {"dev-bleu-max", required_argument, 0, O_DEV_BLEU_MAX}, {"resume", no_argument, 0, O_RESUME},
+    {"device", required_argument, 0, O_DEVICE}, {"no-cache", no_argument, 0, O_NO_CACHE},
+    {"quiet", no_argument, 0, O_QUIET}, {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0}};
+
+static int bad_value(const char *name, const char *val, const char *why) {
+    fprintf(stderr, PROG ": invalid value '%s' for --%s (%s)\n", val, name, why);
+    return EXIT_USAGE;
+}
+
+/* Integer in [lo, hi]. */
+static int parse_long(const char *name, const char *val, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(val, &end, 10);
+    if (errno || end == val || *end || v < lo || v > hi) {
+        char why[96];
+        snprintf(why, sizeof why, "expected an integer in [%ld, %ld]", lo, hi);
+        return bad_value(name, val, why);
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_double(const char *name, const char *val, double lo, double hi, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(val, &end);
+    if (errno || end == val || *end || !(v >= lo && v <= hi)) {
+        char why[96];
+        snprintf(why, sizeof why, "expected a number in [%g, %g]", lo, hi);
+        return bad_value(name, val, why);
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, train_opts *o, int *help) {
+    defaults(o);
+    *help = 0;
+    opterr = 0;
+    int c, idx = 0;
+    const long BIG = 1L << 30;
+    while ((c = getopt_long(argc, argv, "", LONG_OPTS, &idx)) != -1) {
+        const char *name = NULL;
+        for (const struct option *lo = LONG_OPTS; lo->name; lo++)
+            if (lo->val == c) name = lo->name;
+        int r = 0;
+        switch (c) {
+        case O_TRAIN_SRC: o->train_src = optarg; break;
+        case O_TRAIN_TGT: o->train_tgt = optarg; break;
+        case O_DEV_SRC: o->dev_src = optarg; break;
+        case O_DEV_TGT: o->dev_tgt = optarg; break;
+        case O_OUT: o->out_dir = optarg; break;
+        case O_SPM: o->spm = optarg; break;
+        case O_SPM_VOCAB: r = parse_long(name, optarg, 300, 1000000, &o->spm_vocab); break;
+        case O_IDS: o->ids = 1; break;
+        case O_VOCAB: r = parse_long(name, optarg, 5, 1 << 22, &o->vocab); break;
+        case O_MAX_LEN: r = parse_long(name, optarg, 1, 4096, &o->max_len); break;
+        case O_MAX_RATIO: r = parse_double(name, optarg, 0, 1e6, &o->max_ratio); break;
+        case O_INIT: o->init = optarg; break;
+        case O_D_MODEL: r = parse_long(name, optarg, 2, 65536, &o->d_model); break;
+        case O_HEADS: r = parse_long(name, optarg, 1, 1024, &o->heads); break;
+        case O_FF: r = parse_long(name, optarg, 1, 1 << 20, &o->ff); break;
+        case O_ENC_LAYERS: r = parse_long(name, optarg, 1, 64, &o->enc_layers); break;
+        case O_DEC_LAYERS: r = parse_long(name, optarg, 1, 64, &o->dec_layers); break;
+        case O_NORM: o->norm = optarg; break;
+        case O_FUSION: o->fusion = optarg; break;
+        case O_GATE_R: r = parse_long(name, optarg, 1, 65536, &o->gate_r); break;
+        case O_ENC_BR: o->enc_branches = optarg; break;
+        case O_DEC_BR: o->dec_branches = optarg; break;
+        case O_SEP_EMB: o->separate_embeddings = 1; break;
+        case O_SCHED: o->schedule = optarg; break;
+        case O_LR: r = parse_double(name, optarg, 0, 1e3, &o->lr); break;
+        case O_WARMUP: r = parse_long(name, optarg, 1, BIG, &o->warmup); break;
+        case O_MAX_TOKENS: r = parse_long(name, optarg, 8, 1 << 24, &o->max_tokens); break;
+        case O_MAX_SEQS: r = parse_long(name, optarg, 1, 1 << 20, &o->max_seqs); break;
+        case O_ACCUM: r = parse_long(name, optarg, 1, 4096, &o->accum); break;
+        case O_DROPOUT: r = parse_double(name, optarg, 0, 0.95, &o->dropout); break;
+        case O_LS: r = parse_double(name, optarg, 0, 0.99, &o->label_smoothing); break;
+        case O_CLIP: r = parse_double(name, optarg, 0, 1e9, &o->clip_norm); break;
+        case O_WD: r = parse_double(name, optarg, 0, 1, &o->weight_decay); break;
+        case O_MAX_STEPS: r = parse_long(name, optarg, 0, BIG, &o->max_steps); break;
+        case O_MAX_EPOCHS: r = parse_long(name, optarg, 0, BIG, &o->max_epochs); break;
+        case O_MAX_TIME: r = parse_double(name, optarg, 0, 1e9, &o->max_time); break;
+        case O_SEED: r = parse_long(name, optarg, 0, BIG, &o->seed); break;
+        case O_LOG_EVERY: r = parse_long(name, optarg, 1, BIG, &o->log_every); break;
+        case O_EVAL_EVERY: r = parse_long(name, optarg, 0, BIG, &o->eval_every); break;
+        case O_SAVE_EVERY: r = parse_long(name, optarg, 0, BIG, &o->save_every); break;
+        case O_KEEP: r = parse_long(name, optarg, 1, 100000, &o->keep); break;
+        case O_BEAM: r = parse_long(name, optarg, 1, 64, &o->beam); break;
+        case O_DEV_BLEU_MAX: r = parse_long(name, optarg, 0, BIG, &o->dev_bleu_max); break;
+        case O_RESUME: o->resume = 1; break;
+        case O_DEVICE: o->device = optarg; break;
+        case O_NO_CACHE: o->no_cache = 1; break;
+        case O_QUIET: o->quiet = 1; break;
+        case O_HELP: *help = 1; return 0;
+        case ':':
+            fprintf(stderr, PROG ": option '%s' needs a value\n", argv[optind - 1]);
+            return EXIT_USAGE;
+        default:
+            fprintf(stderr, PROG ": unknown option '%s' (see --help)\n", argv[optind - 1]);
+            return EXIT_USAGE;
+        }
+        if (r) return r;
+    }
+    if (optind < argc) {
+        fprintf(stderr, PROG ": unexpected argument '%s' (see --help)\n", argv[optind]);
+        return EXIT_USAGE;
+    }
+    if (!o->train_src || !o->train_tgt || !o->out_dir) {
+        fprintf(stderr, PROG ": --train-src, --train-tgt and --out are required (see --help)\n");
+        return EXIT_USAGE;
+    }
+    if ((o->dev_src == NULL) != (o->dev_tgt == NULL)) {
+        fprintf(stderr, PROG ": give both --dev-src and --dev-tgt, or neither\n");
+        return EXIT_USAGE;
+    }
+    if (o->ids && o->vocab == 0 && !o->resume && !o->init) {
+        fprintf(stderr, PROG ": --ids needs --vocab N (the vocabulary size)\n");
+        return EXIT_USAGE;
+    }
+    if (o->ids && o->spm) {
+        fprintf(stderr, PROG ": --ids and --spm exclude each other\n");
+        return EXIT_USAGE;
+    }
+    if (sched_parse(o->schedule) < 0) return bad_value("schedule", o->schedule, "t2t, inverse-sqrt or constant");
+    if (strcmp(o->norm, "pre") && strcmp(o->norm, "post")) return bad_value("norm", o->norm, "pre or post");
+    if (strcmp(o->fusion, "sum") && strcmp(o->fusion, "concat") && strcmp(o->fusion, "gate"))
+        return bad_value("fusion", o->fusion, "sum, concat or gate");
+    if (o->d_model % o->heads) return bad_value("heads", "", "must divide --d-model");
+    if (o->lr < 0) o->lr = sched_parse(o->schedule) == SCHED_T2T ? 2.0 : 5e-4;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Small utilities                                                          */
+/* ------------------------------------------------------------------------ */
+
+static volatile sig_atomic_t g_signal = 0;
+
+static void on_signal(int sig) { g_signal = sig; }
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void *slurp(const char *path, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    void *buf = NULL;
+    if (fseek(f, 0, SEEK_END) == 0) {
+        long n = ftell(f);
+        if (n >= 0 && fseek(f, 0, SEEK_SET) == 0) {
+            buf = malloc((size_t)n + 1);
+            if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+                free(buf);
+                buf = NULL;
+            }
+            *size = (size_t)n;
+        }
+    }
+    fclose(f);
+    return buf;
+}
+
+static int mkdir_p(const char *path) {
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp) return -1;
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return -1;
+    return 0;
+}
+
+static int fail_status(const char *what, nmt_status st) {
+    fprintf(stderr, PROG ": %s: %s\n", what, nmt_status_str(st));
+    return 1;
+}
+
+static uint64_t mix64(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+/* Read a file of whitespace-separated token ids (one sentence per line). */
+typedef struct id_lines {
+    int32_t **tok;
+    uint32_t *len;
+    uint32_t n;
+} id_lines;
+
+static void id_lines_free(id_lines *l) {
+    for (uint32_t i = 0; i < l->n; i++) free(l->tok[i]);
+    free(l->tok);
+    free(l->len);
+    memset(l, 0, sizeof *l);
+}
+
+static int read_ids(const char *path, uint32_t vocab, id_lines *out) {
+    memset(out, 0, sizeof *out);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, PROG ": cannot open '%s': %s\n", path, strerror(errno));
+        return 1;
+    }
+    char *line = NULL;
+    size_t cap = 0, lcap = 0;
+    ssize_t n;
+    unsigned long line_no = 0;
+    int rc = 0;
+    while ((n = getline(&line, &cap, f)) >= 0) {
+        line_no++;
+        if (out->n == lcap) {
+            lcap = lcap ? 2 * lcap : 1024;
+            int32_t **t = realloc(out->tok, lcap * sizeof *t);
+            uint32_t *l = realloc(out->len, lcap * sizeof *l);
+            if (!t || !l) {
+                free(t ? (void *)t : NULL);
+                rc = 1;
+                fprintf(stderr, PROG ": out of memory\n");
+                break;
+            }
+            out->tok = t;
+            out->len = l;
+        }
+        int32_t *ids = malloc(((size_t)n / 2 + 2) * sizeof *ids);
+        uint32_t k = 0;
+        char *p = line, *end;
+        while (ids) {
+            while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') p++;
+            if (!*p) break;
+            errno = 0;
+            long v = strtol(p, &end, 10);
+            if (end == p || errno || v < 0 || (uint64_t)v >= vocab) {
+                int w = 0;
+                while (w < 20 && p[w] && p[w] != ' ' && p[w] != '\t' && p[w] != '\r' && p[w] != '\n') w++;
+                fprintf(stderr, PROG ": %s:%lu: '%.*s' is not a token id in [0, %u)\n", path, line_no, w, p, vocab);
+                rc = 1;
+                break;
+            }
+            ids[k++] = (int32_t)v;
+            p = end;
+        }
+        if (!ids || rc) {
+            free(ids);
+            if (!ids) fprintf(stderr, PROG ": out of memory\n");
+            rc = 1;
+            break;
+        }
+        out->tok[out->n] = ids;
+        out->len[out->n++] = k;
+    }
+    free(line);
+    fclose(f);
+    if (rc) id_lines_free(out);
+    return rc;
+}
+
+/* The --ids corpus: read both sides, drop pairs as td_load's filters do. */
+static int load_ids_corpus(const char *src, const char *tgt, uint32_t vocab, const train_opts *o, td_corpus **out,
+                           td_stats *st) {
+    id_lines a, b;
+    if (read_ids(src, vocab, &a)) return 1;
+    if (read_ids(tgt, vocab, &b)) {
+        id_lines_free(&a);
+        return 1;
+    }
+    int rc = 0;
+    if (a.n != b.n) {
+        fprintf(stderr, PROG ": '%s' has %u lines but '%s' has %u\n", src, a.n, tgt, b.n);
+        rc = 1;
+    }
+    memset(st, 0, sizeof *st);
+    uint32_t kept = 0;
+    for (uint32_t i = 0; !rc && i < a.n; i++) {
+        st->lines++;
+        uint32_t ls = a.len[i], lt = b.len[i];
+        double ratio = (double)(NMT_MAX(ls, lt) + 1) / (double)(NMT_MIN(ls, lt) + 1);
+        if (ls == 0 || lt == 0) {
+            st->dropped_empty++;
+        } else if (ls > (uint32_t)o->max_len || lt > (uint32_t)o->max_len) {
+            st->dropped_long++;
+        } else if (o->max_ratio > 0 && ratio > o->max_ratio) {
+            st->dropped_ratio++;
+        } else {
+            a.tok[kept] = a.tok[i];
+            a.len[kept] = ls;
+            b.tok[kept] = b.tok[i];
+            b.len[kept] = lt;
+            if (kept != i) a.tok[i] = b.tok[i] = NULL;
+            kept++;
+            st->src_tokens += ls;
+            st->tgt_tokens += lt;
+            continue;
+        }
+        free(a.tok[i]);
+        free(b.tok[i]);
+        a.tok[i] = b.tok[i] = NULL;
+    }
+    st->kept = kept;
+    if (!rc) {
+        nmt_status s = td_from_tokens((const int32_t *const *)a.tok, a.len, (const int32_t *const *)b.tok, b.len, kept,
+                                      out);
+        if (s != NMT_OK) rc = fail_status("building the corpus", s);
+    }
+    id_lines_free(&a);
+    id_lines_free(&b);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The training run                                                         */
+/* ------------------------------------------------------------------------ */
+
+typedef struct run {
+    train_opts o;
+    char dir[4096];
+    void *dev_mem;
+    nmt_device *dev;
+    char cache_dir[4096];
+    /* tokenizer (text mode) */
+    void *spm_bytes;
+    size_t spm_size;
+    void *tok_arena;
+    nmt_tokenizer *tok;
+    /* data */
+    td_corpus *train, *dev_c;
+    td_batcher *tb, *db;
+    /* model */
+    tft_model *m;
+    uint32_t src_vocab, tgt_vocab;
+    int32_t bos, eos, pad, unk;
+    ckpt_state st;
+    FILE *log;
+    sched_params sp;
+    double t_start, elapsed0;
+    int tty;
+} run;
+
+static void log_json(run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void log_json(run *r, const char *fmt, ...) {
+    if (!r->log) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(r->log, fmt, ap);
+    va_end(ap);
+    fputc('\n', r->log);
+    fflush(r->log);
+}
+
+static int open_device(run *r) {
+    const train_opts *o = &r->o;
+    const char *dev = o->device;
+    if (!dev || !*dev) dev = getenv("NMT_EDGE_DEVICE");
+    const char *cache = NULL;
+    if (!o->no_cache) {
+        const char *v = getenv("NMT_EDGE_CACHE_DIR");
+        if (v && *v) {
+            cache = v;
+        } else if ((v = getenv("XDG_CACHE_HOME")) && *v) {
+            snprintf(r->cache_dir, sizeof r->cache_dir, "%s/nmt-edge", v);
+            cache = r->cache_dir;
+        } else if ((v = getenv("HOME")) && *v) {
+            snprintf(r->cache_dir, sizeof r->cache_dir, "%s/.cache/nmt-edge", v);
+            cache = r->cache_dir;
+        }
+    }
+    nmt_device_params dp;
+    memset(&dp, 0, sizeof dp);
+    dp.device = (dev && *dev) ? dev : NULL;
+    dp.cache_dir = cache;
+    size_t fp = (nmt_device_footprint() + 63) / 64 * 64;
+    r->dev_mem = aligned_alloc(64, fp ? fp : 64);
+    if (!r->dev_mem) return fail_status("device memory", NMT_ERR_INVALID_ARGUMENT);
+    nmt_status s = nmt_device_open(&dp, r->dev_mem, fp, &r->dev);
+    if (s != NMT_OK) {
+        r->dev = NULL;
+        return fail_status("cannot open the OpenCL device", s);
+    }
+    nmt_device_info di;
+    nmt_device_get_info(r->dev, &di);
+    fprintf(stderr, PROG ": device %s (%s)\n", di.device_name, di.platform_name);
+    return 0;
+}
+
+/* Train a SentencePiece model with spm_train into DIR/spm.model. */
+static int train_spm(run *r, char *path, size_t cap) {
+    snprintf(path, cap, "%s/spm.model", r->dir);
+    struct stat sb;
+    if (stat(path, &sb) == 0) {
+        fprintf(stderr, PROG ": using the existing %s\n", path);
+        return 0;
+    }
+    char input[8300], prefix[4200], vocab[64];
+    snprintf(input, sizeof input, "--input=%s,%s", r->o.train_src, r->o.train_tgt);
+    snprintf(prefix, sizeof prefix, "--model_prefix=%s/spm", r->dir);
+    snprintf(vocab, sizeof vocab, "--vocab_size=%ld", r->o.spm_vocab);
+    fprintf(stderr, PROG ": training a %ld-piece SentencePiece model with spm_train\n", r->o.spm_vocab);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, PROG ": fork: %s\n", strerror(errno));
+        return 1;
+    }
+    if (pid == 0) {
+        char log_path[4200];
+        snprintf(log_path, sizeof log_path, "%s/spm_train.log", r->dir);
+        FILE *lf = freopen(log_path, "w", stderr);
+        (void)lf;
+        execlp("spm_train", "spm_train", input, prefix, vocab, "--model_type=unigram",
+               "--character_coverage=1.0", "--byte_fallback=true", "--unk_id=0", "--bos_id=1", "--eos_id=2",
+               "--pad_id=3", "--input_sentence_size=2000000", "--shuffle_input_sentence=true",
+               (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr,
+                PROG ": spm_train failed (exit %d; log in %s/spm_train.log; install it with "
+                     "'apt-get install sentencepiece' or pass --spm MODEL)\n",
+                WIFEXITED(status) ? WEXITSTATUS(status) : -1, r->dir);
+        return 1;
+    }
+    return 0;
+}
+
+static int setup_tokenizer(run *r, const void *model_image, size_t model_size) {
+    if (r->o.ids) return 0;
+    const void *p = NULL;
+    size_t n = 0;
+    if (model_image) {
+        nmt_status s = nmt_model_tokenizer(model_image, model_size, 0, &p, &n);
+        if (s != NMT_OK) return fail_status("the model has no usable embedded tokenizer (use --ids?)", s);
+        r->spm_bytes = malloc(n);
+        if (!r->spm_bytes) return fail_status("tokenizer", NMT_ERR_INVALID_ARGUMENT);
+        memcpy(r->spm_bytes, p, n);
+        r->spm_size = n;
+    } else {
+        char path[4200];
+        if (r->o.spm) {
+            snprintf(path, sizeof path, "%s", r->o.spm);
+        } else if (train_spm(r, path, sizeof path)) {
+            return 1;
+        }
+        r->spm_bytes = slurp(path, &r->spm_size);
+        if (!r->spm_bytes) {
+            fprintf(stderr, PROG ": cannot read '%s': %s\n", path, strerror(errno));
+            return 1;
+        }
+    }
+    size_t need;
+    nmt_status s = nmt_tokenizer_arena_size(r->spm_bytes, r->spm_size, 1 << 16, &need);
+    if (s != NMT_OK) return fail_status("SentencePiece model", s);
+    r->tok_arena = malloc(need + NMT_ARENA_ALIGNMENT);
+    if (!r->tok_arena) return fail_status("tokenizer", NMT_ERR_INVALID_ARGUMENT);
+    s = nmt_tokenizer_create(r->spm_bytes, r->spm_size, 1 << 16, r->tok_arena, need + NMT_ARENA_ALIGNMENT, &r->tok);
+    if (s != NMT_OK) return fail_status("SentencePiece model", s);
+    nmt_tokenizer_info ti;
+    nmt_tokenizer_get_info(r->tok, &ti);
+    if (!model_image) {
+        if (ti.pad_id < 0 || ti.bos_id < 0 || ti.eos_id < 0) {
+            fprintf(stderr,
+                    PROG ": the SentencePiece model needs pad, bos and eos pieces (spm_train --pad_id=3 "
+                         "--bos_id=1 --eos_id=2); it has pad %d bos %d eos %d\n",
+                    ti.pad_id, ti.bos_id, ti.eos_id);
+            return 1;
+        }
+        r->src_vocab = r->tgt_vocab = ti.vocab_size;
+        r->bos = ti.bos_id;
+        r->eos = ti.eos_id;
+        r->pad = ti.pad_id;
+        r->unk = ti.unk_id;
+    }
+    return 0;
+}
+
+/* A new model image: random weights (LeCun-uniform: variance 1/fan_in). */
+static int new_model_image(run *r, void **img, size_t *size) {
+    const train_opts *o = &r->o;
+    nmt_random_transformer_config c;
+    nmt_random_transformer_defaults(&c);
+    c.d_model = (uint32_t)o->d_model;
+    c.n_heads = (uint32_t)o->heads;
+    c.d_ff = (uint32_t)o->ff;
+    c.enc_layers = (uint32_t)o->enc_layers;
+    c.dec_layers = (uint32_t)o->dec_layers;
+    c.src_vocab = r->src_vocab;
+    c.tgt_vocab = r->tgt_vocab;
+    c.norm = o->norm;
+    c.enc_branches = o->enc_branches;
+    c.dec_branches = o->dec_branches;
+    c.fusion = o->fusion;
+    c.gate_reduction = (uint32_t)o->gate_r;
+    c.shared_embeddings = !o->separate_embeddings;
+    c.tied_output = 1;
+    c.bos_id = (uint32_t)r->bos;
+    c.eos_id = (uint32_t)r->eos;
+    c.pad_id = (uint32_t)r->pad;
+    c.unk_id = (uint32_t)r->unk;
+    c.ln_eps = 1e-5;
+    c.seed = (uint64_t)o->seed;
+    c.weight_scale = 1.7320508f; /* sqrt(3): U(-b, b) with variance 1/fan_in */
+    c.src_sp_model = r->spm_bytes;
+    c.src_sp_size = r->spm_size;
+    nmt_status s = nmt_random_transformer_image(&c, img, size);
+    if (s != NMT_OK) return fail_status("cannot build the model (check the architecture options)", s);
+    return 0;
+}
+
+/* Newest checkpoint in DIR that validates (CRCs included): path into buf. */
+static int find_resume(const char *dir, char *buf, size_t cap) {
+    DIR *d = opendir(dir);
+    if (!d) return 1;
+    long best = -1;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        /* ckpt-NNNNNNNN.nmt (temporary files of interrupted writes differ) */
+        if (strncmp(e->d_name, "ckpt-", 5) != 0 || strlen(e->d_name) != 17 || strcmp(e->d_name + 13, ".nmt") != 0)
+            continue;
+        long step = atol(e->d_name + 5);
+        if (step > best) {
+            char path[4400];
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            size_t n;
+            void *img = slurp(path, &n);
+            nmt_file f;
+            ckpt_state cs;
+            if (img && nmt_file_open(&f, img, n, 1) == NMT_OK && ckpt_read_state(img, n, &cs) == NMT_OK) {
+                best = step;
+                snprintf(buf, cap, "%s", path);
+            } else {
+                fprintf(stderr, PROG ": skipping the unreadable checkpoint %s\n", path);
+            }
+            free(img);
+        }
+    }
+    closedir(d);
+    return best < 0;
+}
+
+static int build_model(run *r) {
+    void *img = NULL;
+    size_t size = 0;
+    int from_file = 0;
+    char path[4400];
+    if (r->o.resume) {
+        if (find_resume(r->dir, path, sizeof path)) {
+            fprintf(stderr, PROG ": --resume: no valid checkpoint (ckpt-*.nmt) in %s\n", r->dir);
+            return 1;
+        }
+        from_file = 1;
+    } else if (r->o.init) {
+        snprintf(path, sizeof path, "%s", r->o.init);
+        from_file = 1;
+    }
+    if (from_file) {
+        img = slurp(path, &size);
+        if (!img) {
+            fprintf(stderr, PROG ": cannot read '%s': %s\n", path, strerror(errno));
+            return 1;
+        }
+        nmt_model_info mi;
+        nmt_status s = nmt_model_inspect(img, size, &mi);
+        if (s != NMT_OK) {
+            free(img);
+            fprintf(stderr, PROG ": '%s': %s\n", path, nmt_status_str(s));
+            return 1;
+        }
+        r->src_vocab = mi.src_vocab;
+        r->tgt_vocab = mi.tgt_vocab;
+        r->bos = (int32_t)mi.bos_id;
+        r->eos = (int32_t)mi.eos_id;
+        r->pad = (int32_t)mi.pad_id;
+        r->unk = (int32_t)mi.unk_id;
+        if (r->o.resume) {
+            if (ckpt_read_state(img, size, &r->st) != NMT_OK) {
+                free(img);
+                fprintf(stderr, PROG ": '%s' is not a training checkpoint\n", path);
+                return 1;
+            }
+            fprintf(stderr, PROG ": resuming from %s (step %llu)\n", path, (unsigned long long)r->st.step);
+        }
+        if (setup_tokenizer(r, img, size)) {
+            free(img);
+            return 1;
+        }
+    } else {
+        if (r->o.ids) {
+            r->src_vocab = r->tgt_vocab = (uint32_t)r->o.vocab;
+            r->pad = 0;
+            r->bos = 1;
+            r->eos = 2;
+            r->unk = 3;
+        } else if (setup_tokenizer(r, NULL, 0)) {
+            return 1;
+        }
+        if (new_model_image(r, &img, &size)) return 1;
+    }
+    r->o.vocab = r->src_vocab;
+    int rc = 0;
+    /* data first: the limits come from the batches */
+    td_stats ts;
+    char err[512] = "";
+    td_filter flt = {(uint32_t)r->o.max_len, r->o.max_ratio};
+    nmt_status s;
+    if (r->o.ids) {
+        rc = load_ids_corpus(r->o.train_src, r->o.train_tgt, r->src_vocab, &r->o, &r->train, &ts);
+    } else {
+        s = td_load(r->o.train_src, r->o.train_tgt, r->tok, r->tok, &flt, &r->train, &ts, err, sizeof err);
+        if (s != NMT_OK) {
+            fprintf(stderr, PROG ": %s%s%s\n", nmt_status_str(s), *err ? ": " : "", err);
+            rc = 1;
+        }
+    }
+    if (!rc) {
+        fprintf(stderr,
+                PROG ": train: %llu pairs kept of %llu (dropped: %llu empty, %llu long, %llu ratio); "
+                     "%llu source and %llu target tokens\n",
+                (unsigned long long)ts.kept, (unsigned long long)ts.lines, (unsigned long long)ts.dropped_empty,
+                (unsigned long long)ts.dropped_long, (unsigned long long)ts.dropped_ratio,
+                (unsigned long long)ts.src_tokens, (unsigned long long)ts.tgt_tokens);
+        if (ts.kept == 0) {
+            fprintf(stderr, PROG ": no training pairs left after filtering\n");
+            rc = 1;
+        }
+    }
+    if (!rc && r->o.dev_src) {
+        td_filter dflt = {(uint32_t)r->o.max_len, 0};
+        if (r->o.ids) {
+            train_opts o2 = r->o;
+            o2.max_ratio = 0;
+            rc = load_ids_corpus(r->o.dev_src, r->o.dev_tgt, r->src_vocab, &o2, &r->dev_c, &ts);
+        } else {
+            s = td_load(r->o.dev_src, r->o.dev_tgt, r->tok, r->tok, &dflt, &r->dev_c, &ts, err, sizeof err);
+            if (s != NMT_OK) {
+                fprintf(stderr, PROG ": %s%s%s\n", nmt_status_str(s), *err ? ": " : "", err);
+                rc = 1;
+            }
+        }
+        if (!rc) fprintf(stderr, PROG ": dev: %llu pairs\n", (unsigned long long)ts.kept);
+        if (!rc && ts.kept == 0) r->dev_c = (td_free(r->dev_c), NULL);
+    }
+    if (!rc) {
+        s = td_batcher_create(r->train, (uint32_t)r->o.max_tokens, (uint32_t)r->o.max_seqs, (uint64_t)r->o.seed,
+                              r->bos, r->eos, r->pad, &r->tb);
+        if (s == NMT_OK && r->dev_c)
+            s = td_batcher_create(r->dev_c, (uint32_t)r->o.max_tokens, (uint32_t)r->o.max_seqs, 0, r->bos, r->eos,
+                                  r->pad, &r->db);
+        if (s != NMT_OK) rc = fail_status("batching (is --max-tokens below 2 * (--max-len + 1)?)", s);
+    }
+    if (!rc && r->o.resume) {
+        td_position p = {r->st.epoch, r->st.index};
+        s = td_seek(r->tb, p);
+        if (s != NMT_OK) rc = fail_status("the checkpoint's data position does not fit this corpus", s);
+    }
+    if (!rc) {
+        tft_limits lim;
+        memset(&lim, 0, sizeof lim);
+        td_batcher_bounds(r->tb, &lim.max_seqs, &lim.max_src_len, &lim.max_tgt_len);
+        if (r->db) {
+            uint32_t a, b, c;
+            td_batcher_bounds(r->db, &a, &b, &c);
+            lim.max_seqs = NMT_MAX(lim.max_seqs, a);
+            lim.max_src_len = NMT_MAX(lim.max_src_len, b);
+            lim.max_tgt_len = NMT_MAX(lim.max_tgt_len, c);
+        }
+        lim.max_tokens = (uint32_t)r->o.max_tokens;
+        s = tft_create(r->dev, img, size, &lim, &r->m);
+        if (s != NMT_OK) rc = fail_status("cannot create the model on the device", s);
+    }
+    free(img);
+    if (!rc && !r->o.resume) {
+        r->st.seed = (uint64_t)r->o.seed;
+    }
+    return rc;
+}
+
+static ckpt_tokenizers run_tokenizers(const run *r) {
+    ckpt_tokenizers t = {r->spm_bytes, NULL, r->spm_size, 0};
+    return t;
+}
+
+/* Dev loss (label-smoothed and NLL, per target token) over every dev batch. */
+static int dev_loss(run *r, double *loss, double *nll) {
+    double ls = 0, nl = 0, toks = 0;
+    for (uint32_t k = 0; k < td_batches_per_epoch(r->db); k++) {
+        tft_batch b;
+        uint32_t nt;
+        nmt_status s = td_batch_at(r->db, k, &b, &nt);
+        double l1 = 0, n1 = 0;
+        if (s == NMT_OK) s = tft_forward_loss(r->m, &b, (float)r->o.label_smoothing, &l1, &n1);
+        if (s != NMT_OK) return fail_status("dev loss", s);
+        ls += l1;
+        nl += n1;
+        toks += nt;
+    }
+    *loss = toks > 0 ? ls / toks : 0;
+    *nll = toks > 0 ? nl / toks : 0;
+    return 0;
+}
+
+/* Token ids as text: SentencePiece detokenized, or space-separated ids. */
+static char *ids_text(const run *r, const int32_t *ids, uint32_t n) {
+    if (r->tok) {
+        size_t len = 0;
+        nmt_tokenizer_decode(r->tok, ids, n, NULL, 0, &len);
+        char *s = malloc(len + 1);
+        if (!s) return NULL;
+        if (nmt_tokenizer_decode(r->tok, ids, n, s, len + 1, &len) != NMT_OK) len = 0;
+        s[len] = 0;
+        return s;
+    }
+    char *s = malloc((size_t)n * 12 + 1);
+    if (!s) return NULL;
+    size_t o = 0;
+    for (uint32_t i = 0; i < n; i++) o += (size_t)sprintf(s + o, i ? " %d" : "%d", ids[i]);
+    s[o] = 0;
+    return s;
+}
+
+/* Dev BLEU: export the current weights to an image, decode the first
+ * dev_bleu_max dev pairs with the runtime's beam search, score against the
+ * (detokenized) references. */
+static int dev_bleu(run *r, double *bleu) {
+    *bleu = 0;
+    nmtw_writer *w = nmtw_create();
+    if (!w) return fail_status("dev BLEU", NMT_ERR_INVALID_ARGUMENT);
+    nmt_status s = tft_add_to_writer(r->m, w, 0);
+    if (s == NMT_OK && r->spm_bytes) s = nmtw_add_blob(w, "tokenizer.src", r->spm_bytes, (uint32_t)r->spm_size);
+    void *img = NULL;
+    size_t size = 0;
+    if (s == NMT_OK) s = nmtw_write_memory(w, &img, &size);
+    nmtw_destroy(w);
+    if (s != NMT_OK) return fail_status("dev BLEU: export", s);
+    uint32_t n = td_size(r->dev_c);
+    if (r->o.dev_bleu_max > 0 && n > (uint32_t)r->o.dev_bleu_max) n = (uint32_t)r->o.dev_bleu_max;
+    const uint32_t B = 16;
+    nmt_session_params sp;
+    memset(&sp, 0, sizeof sp);
+    sp.model_data = img;
+    sp.model_size = size;
+    sp.limits.max_src_len = (uint32_t)r->o.max_len + 1;
+    sp.limits.max_tgt_len = (uint32_t)r->o.max_len * 2 + 10;
+    sp.limits.max_batch = B;
+    sp.limits.max_beam = (uint32_t)r->o.beam;
+    size_t arena_bytes;
+    s = nmt_session_arena_size(&sp, &arena_bytes, NULL);
+    void *arena = s == NMT_OK ? aligned_alloc(NMT_ARENA_ALIGNMENT, (arena_bytes + 63) / 64 * 64) : NULL;
+    nmt_session *sess = NULL;
+    if (s == NMT_OK && !arena) s = NMT_ERR_ARENA_TOO_SMALL;
+    if (s == NMT_OK) s = nmt_session_create(r->dev, &sp, arena, (arena_bytes + 63) / 64 * 64, &sess);
+    nmt_bleu_stats bs;
+    memset(&bs, 0, sizeof bs);
+    nmt_decode_opts dopt;
+    memset(&dopt, 0, sizeof dopt);
+    dopt.beam = (uint32_t)r->o.beam;
+    for (uint32_t i0 = 0; s == NMT_OK && i0 < n; i0 += B) {
+        uint32_t nb = NMT_MIN(B, n - i0);
+        const int32_t *toks[16];
+        uint32_t lens[16];
+        for (uint32_t j = 0; j < nb; j++) {
+            const int32_t *t;
+            uint32_t tl;
+            td_pair(r->dev_c, i0 + j, &toks[j], &lens[j], &t, &tl);
+        }
+        nmt_batch batch = {toks, lens, nb};
+        s = nmt_session_translate(sess, &batch, &dopt);
+        for (uint32_t j = 0; s == NMT_OK && j < nb; j++) {
+            const int32_t *hyp = NULL, *ref, *src;
+            uint32_t hl = 0, rl, sl;
+            float sc, lp;
+            if (nmt_session_n_results(sess, j) > 0) s = nmt_session_result(sess, j, 0, &hyp, &hl, &sc, &lp);
+            td_pair(r->dev_c, i0 + j, &src, &sl, &ref, &rl);
+            char *ht = ids_text(r, hyp, hl), *rt = ids_text(r, ref, rl);
+            if (ht && rt) {
+                const char *refs[1] = {rt};
+                nmt_bleu_add(&bs, ht, refs, 1);
+            }
+            free(ht);
+            free(rt);
+        }
+    }
+    if (sess) nmt_session_destroy(sess);
+    free(arena);
+    free(img);
+    if (s != NMT_OK) return fail_status("dev BLEU: decoding", s);
+    *bleu = nmt_bleu_score(&bs).score;
+    return 0;
+}
+
+static int save(run *r) {
+    char err[512] = "";
+    r->st.elapsed_s = r->elapsed0 + (now_s() - r->t_start);
+    td_position p = td_tell(r->tb);
+    r->st.epoch = p.epoch;
+    r->st.index = p.index;
+    ckpt_tokenizers t = run_tokenizers(r);
+    nmt_status s = ckpt_save(r->m, &t, &r->st, r->dir, (uint32_t)r->o.keep, err, sizeof err);
+    if (s != NMT_OK) {
+        fprintf(stderr, "\n" PROG ": checkpoint at step %llu failed: %s%s%s\n", (unsigned long long)r->st.step,
+                nmt_status_str(s), *err ? ": " : "", err);
+        return 1;
+    }
+    return 0;
+}
+
+static void fmt_eta(double s, char *buf, size_t cap) {
+    if (!(s >= 0) || s > 1e8) {
+        snprintf(buf, cap, "?");
+        return;
+    }
+    long t = (long)s;
+    snprintf(buf, cap, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+}
+
+static int train_loop(run *r) {
+    const train_opts *o = &r->o;
+    double win_loss = 0, win_nll = 0, win_tok = 0, win_t0 = now_s();
+    uint64_t first_step = r->st.step;
+    int rc = 0;
+    uint32_t per_epoch = td_batches_per_epoch(r->tb);
+    for (;;) {
+        /* stopping rules (checked before a step: a resumed run that already
+         * reached its limit does nothing) */
+        double elapsed = r->elapsed0 + (now_s() - r->t_start);
+        td_position pos = td_tell(r->tb);
+        int stop = 0;
+        if (o->max_steps && r->st.step >= (uint64_t)o->max_steps) stop = 1;
+        if (o->max_epochs && pos.epoch >= (uint64_t)o->max_epochs) stop = 1;
+        if (o->max_time > 0 && elapsed >= o->max_time) stop = 1;
+        if (g_signal) stop = 2;
+        if (stop) {
+            if (stop == 2 && !o->quiet) fprintf(stderr, "\n" PROG ": signal %d: saving a checkpoint\n", (int)g_signal);
+            break;
+        }
+        uint64_t step = r->st.step + 1;
+        nmt_status s = tft_zero_grad(r->m);
+        double loss = 0, nll = 0, tokens = 0;
+        for (long a = 0; s == NMT_OK && a < o->accum; a++) {
+            tft_batch b;
+            uint32_t nt;
+            s = td_next(r->tb, &b, &nt);
+            if (s != NMT_OK) break;
+            tft_step_opts so;
+            memset(&so, 0, sizeof so);
+            so.dropout = (float)o->dropout;
+            so.label_smoothing = (float)o->label_smoothing;
+            so.grad_scale = 1.0f;
+            so.seed = mix64(r->st.seed * 0x100000001B3ull ^ mix64(step * 4096u + (uint64_t)a));
+            double l1 = 0, n1 = 0;
+            s = tft_forward_backward(r->m, &b, &so, &l1, &n1);
+            loss += l1;
+            nll += n1;
+            tokens += nt;
+        }
+        double gnorm = 0;
+        if (s == NMT_OK) s = tft_grad_norm(r->m, &gnorm);
+        if (s != NMT_OK) {
+            rc = fail_status("training step", s);
+            break;
+        }
+        double inv = tokens > 0 ? 1.0 / tokens : 0;
+        double gn = gnorm * inv;  /* norm of the mean-loss gradient */
+        double clip = (o->clip_norm > 0 && gn > o->clip_norm) ? o->clip_norm / gn : 1.0;
+        nmt_adam_params ap = nmt_adam_defaults();
+        ap.lr = (float)sched_lr(&r->sp, step);
+        ap.weight_decay = (float)o->weight_decay;
+        ap.grad_scale = (float)(inv * clip);
+        ap.step = step;
+        if (!isfinite(loss) || !isfinite(gnorm)) {
+            fprintf(stderr, "\n" PROG ": step %llu: loss or gradient is not finite (loss %g, |g| %g); stopping "
+                            "without an update (lower --lr or set --clip-norm)\n",
+                    (unsigned long long)step, loss, gnorm);
+            rc = 1;
+            break;
+        }
+        s = tft_adam_step(r->m, &ap);
+        if (s != NMT_OK) {
+            rc = fail_status("optimiser step", s);
+            break;
+        }
+        r->st.step = step;
+        r->st.tokens += (uint64_t)tokens;
+        win_loss += loss;
+        win_nll += nll;
+        win_tok += tokens;
+        if (step % (uint64_t)o->log_every == 0) {
+            double t = now_s(), dt = t - win_t0;
+            double tps = dt > 0 ? win_tok / dt : 0;
+            td_position p = td_tell(r->tb);
+            double ep = (double)p.epoch + (per_epoch ? (double)p.index / per_epoch : 0);
+            log_json(r,
+                     "{\"kind\":\"train\",\"step\":%llu,\"epoch\":%.4f,\"loss\":%.6f,\"nll\":%.6f,\"lr\":%.6g,"
+                     "\"gnorm\":%.6g,\"tokens_per_s\":%.1f,\"tokens\":%llu,\"elapsed_s\":%.1f}",
+                     (unsigned long long)step, ep, win_loss / win_tok, win_nll / win_tok, (double)ap.lr, gn, tps,
+                     (unsigned long long)r->st.tokens, r->elapsed0 + (t - r->t_start));
+            if (!o->quiet) {
+                double left = -1;
+                double run_s = t - r->t_start;
+                uint64_t done = step - first_step;
+                if (o->max_steps && done > 0) left = run_s / (double)done * (double)((uint64_t)o->max_steps - step);
+                if (o->max_time > 0) {
+                    double lt = o->max_time - (r->elapsed0 + run_s);
+                    left = left < 0 ? lt : NMT_MIN(left, lt);
+                }
+                char eta[32];
+                fmt_eta(left, eta, sizeof eta);
+                fprintf(stderr, "%sstep %llu  epoch %.2f  loss %.3f  nll %.3f  lr %.2e  |g| %.2f  %.0f tok/s  ETA %s%s",
+                        r->tty ? "\r" : "", (unsigned long long)step, ep, win_loss / win_tok, win_nll / win_tok,
+                        (double)ap.lr, gn, tps, eta, r->tty ? "   " : "\n");
+                fflush(stderr);
+            }
+            win_loss = win_nll = win_tok = 0;
+            win_t0 = now_s();
+        }
+        if (r->db && o->eval_every && step % (uint64_t)o->eval_every == 0) {
+            double dl, dn, bleu = 0;
+            if (dev_loss(r, &dl, &dn) || dev_bleu(r, &bleu)) {
+                rc = 1;
+                break;
+            }
+            if (bleu > r->st.best_bleu) r->st.best_bleu = bleu;
+            log_json(r, "{\"kind\":\"dev\",\"step\":%llu,\"loss\":%.6f,\"nll\":%.6f,\"bleu\":%.2f}",
+                     (unsigned long long)step, dl, dn, bleu);
+            if (!o->quiet)
+                fprintf(stderr, "%s" PROG ": step %llu dev loss %.3f nll %.3f ppl %.2f BLEU %.2f\n", r->tty ? "\n" : "",
+                        (unsigned long long)step, dl, dn, exp(dn), bleu);
+            win_t0 = now_s(); /* evaluation time is not training speed */
+        }
+        if (o->save_every && step % (uint64_t)o->save_every == 0 && save(r)) {
+            rc = 1;
+            break;
+        }
+    }
+    if (r->tty && !o->quiet) fputc('\n', stderr);
+    return rc;
+}
+
+static int cmd_plot(int argc, char **argv) {
+    const char *log = NULL, *out = NULL;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--help")) {
+            printf("Usage: nmt-edge-train plot LOG.jsonl -o PLOT.svg\n\n"
+                   "Plot training loss, dev loss and dev BLEU over steps from a training log.\n");
+            return 0;
+        } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+            out = argv[++i];
+        } else if (!log && argv[i][0] != '-') {
+            log = argv[i];
+        } else {
+            fprintf(stderr, PROG " plot: unexpected argument '%s'\n", argv[i]);
+            return EXIT_USAGE;
+        }
+    }
+    if (!log || !out) {
+        fprintf(stderr, "Usage: nmt-edge-train plot LOG.jsonl -o PLOT.svg\n");
+        return EXIT_USAGE;
+    }
+    char err[512] = "";
+    nmt_status s = plot_svg(log, out, err, sizeof err);
+    if (s != NMT_OK) {
+        fprintf(stderr, PROG " plot: %s%s%s\n", nmt_status_str(s), *err ? ": " : "", err);
+        return 1;
+    }
+    return 0;
+}
+
+/* Corpus BLEU of a hypothesis file against one reference file. */
+static int cmd_bleu(int argc, char **argv) {
+    if (argc == 3 && !strcmp(argv[2], "--help")) {
+        printf("Usage: nmt-edge-train bleu HYP REF\n\n"
+               "Corpus BLEU as sacreBLEU's default (13a tokenizer, exp smoothing, mixed case).\n");
+        return 0;
+    }
+    if (argc != 4) {
+        fprintf(stderr, "Usage: nmt-edge-train bleu HYP REF\n");
+        return EXIT_USAGE;
+    }
+    FILE *h = fopen(argv[2], "r"), *rf = fopen(argv[3], "r");
+    if (!h || !rf) {
+        fprintf(stderr, PROG " bleu: cannot open '%s': %s\n", !h ? argv[2] : argv[3], strerror(errno));
+        if (h) fclose(h);
+        if (rf) fclose(rf);
+        return 1;
+    }
+    nmt_bleu_stats bs;
+    memset(&bs, 0, sizeof bs);
+    char *a = NULL, *b = NULL;
+    size_t ca = 0, cb = 0;
+    unsigned long n = 0;
+    int rc = 0;
+    for (;;) {
+        ssize_t la = getline(&a, &ca, h), lb = getline(&b, &cb, rf);
+        if (la < 0 && lb < 0) break;
+        if (la < 0 || lb < 0) {
+            fprintf(stderr, PROG " bleu: the files have different line counts (%s ends first)\n",
+                    la < 0 ? argv[2] : argv[3]);
+            rc = 1;
+            break;
+        }
+        while (la > 0 && (a[la - 1] == '\n' || a[la - 1] == '\r')) a[--la] = 0;
+        while (lb > 0 && (b[lb - 1] == '\n' || b[lb - 1] == '\r')) b[--lb] = 0;
+        const char *refs[1] = {b};
+        nmt_bleu_add(&bs, a, refs, 1);
+        n++;
+    }
+    free(a);
+    free(b);
+    fclose(h);
+    fclose(rf);
+    if (rc) return rc;
+    nmt_bleu_result res = nmt_bleu_score(&bs);
+    printf("BLEU = %.2f %.1f/%.1f/%.1f/%.1f (BP = %.3f ratio = %.3f hyp_len = %llu ref_len = %llu) %lu sentences\n",
+           res.score, res.precisions[0], res.precisions[1], res.precisions[2], res.precisions[3], res.bp,
+           bs.ref_len ? (double)bs.sys_len / (double)bs.ref_len : 0.0, (unsigned long long)bs.sys_len,
+           (unsigned long long)bs.ref_len, n);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 2 && !strcmp(argv[1], "plot")) return cmd_plot(argc, argv);
+    if (argc >= 2 && !strcmp(argv[1], "bleu")) return cmd_bleu(argc, argv);
+    static run r;
+    int help = 0;
+    int rc = parse_args(argc, argv, &r.o, &help);
+    if (help) {
+        usage(stdout);
+        return 0;
+    }
+    if (rc) return rc;
+    snprintf(r.dir, sizeof r.dir, "%s", r.o.out_dir);
+    if (mkdir_p(r.dir)) {
+        fprintf(stderr, PROG ": cannot create '%s': %s\n", r.dir, strerror(errno));
+        return 1;
+    }
+    r.tty = isatty(2);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    rc = open_device(&r);
+    if (!rc) rc = build_model(&r);
+    if (!rc) {
+        r.sp.kind = (sched_kind)sched_parse(r.o.schedule);
+        r.sp.lr = r.o.lr;
+        r.sp.warmup = (uint32_t)r.o.warmup;
+        r.sp.d_model = tft_d_model(r.m);
+        r.elapsed0 = r.st.elapsed_s;
+        r.t_start = now_s();
+        char path[4200];
+        snprintf(path, sizeof path, "%s/log.jsonl", r.dir);
+        r.log = fopen(path, "a");
+        if (!r.log) fprintf(stderr, PROG ": warning: cannot write the log %s: %s\n", path, strerror(errno));
+        fprintf(stderr, PROG ": %zu parameters, %u batches an epoch, schedule %s (lr %g, warm-up %ld)\n",
+                tft_n_params(r.m), td_batches_per_epoch(r.tb), sched_name(r.sp.kind), r.o.lr, r.o.warmup);
+        rc = train_loop(&r);
+        /* a checkpoint at the end (also after a signal or an error past step 0) */
+        uint64_t last_saved = r.o.save_every ? r.st.step / (uint64_t)r.o.save_every * (uint64_t)r.o.save_every : 0;
+        if (r.st.step > 0 && (last_saved != r.st.step || g_signal) && save(&r)) rc = 1;
+        if (!rc && !g_signal) {
+            snprintf(path, sizeof path, "%s/model.nmt", r.dir);
+            ckpt_tokenizers t = run_tokenizers(&r);
+            nmt_status s = ckpt_export(r.m, &t, path);
+            if (s != NMT_OK) rc = fail_status("writing the model", s);
+            else fprintf(stderr, PROG ": wrote %s (step %llu)\n", path, (unsigned long long)r.st.step);
+        }
+        if (r.log) {
+            fclose(r.log);
+            char svg[4200], err[256] = "";
+            snprintf(path, sizeof path, "%s/log.jsonl", r.dir);
+            snprintf(svg, sizeof svg, "%s/plot.svg", r.dir);
+            if (plot_svg(path, svg, err, sizeof err) != NMT_OK)
+                fprintf(stderr, PROG ": warning: no plot: %s\n", err);
+        }
+        if (g_signal && !rc) rc = 128 + (int)g_signal;
+    }
+    if (r.m) tft_destroy(r.m);
+    td_batcher_free(r.tb);
+    td_batcher_free(r.db);
+    td_free(r.train);
+    td_free(r.dev_c);
+    if (r.dev) nmt_device_close(r.dev);
+    free(r.dev_mem);
+    free(r.tok_arena);
+    free(r.spm_bytes);
+    return rc;
+}
