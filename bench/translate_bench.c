@@ -3,7 +3,7 @@
  * a warm program cache.  Prints one table; ratios compare configurations
  * measured in the same run (machines are shared and noisy).
  *
- *   translate_bench [--device SPEC] [--sentences N] [--model small|test]
+ *   translate_bench [--device SPEC] [--sentences N] [--model small|test | --model-file FILE]
  *
  * Not a test: nothing here asserts speed. */
 #define _POSIX_C_SOURCE 200809L
@@ -56,13 +56,14 @@ static nmt_session *open_session(bench *b, nmt_limits lim, void **arena, size_t 
 int main(int argc, char **argv) {
     const char *spec = getenv("NMT_EDGE_DEVICE");
     int n_sent = 32;
-    const char *which = "test";
+    const char *which = "test", *model_file = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--device") && i + 1 < argc) spec = argv[++i];
         else if (!strcmp(argv[i], "--sentences") && i + 1 < argc) n_sent = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--model") && i + 1 < argc) which = argv[++i];
+        else if (!strcmp(argv[i], "--model-file") && i + 1 < argc) which = model_file = argv[++i];
         else {
-            fprintf(stderr, "usage: translate_bench [--device SPEC] [--sentences N] [--model test|small]\n");
+            fprintf(stderr, "usage: translate_bench [--device SPEC] [--sentences N] [--model test|small | --model-file FILE]\n");
             return 2;
         }
     }
@@ -82,8 +83,22 @@ int main(int argc, char **argv) {
         cfg.d_model = 64, cfg.n_heads = 4, cfg.d_ff = 128, cfg.src_vocab = cfg.tgt_vocab = 64;
     }
     bench b = {0};
-    nmt_status s = nmt_random_transformer_image(&cfg, &b.image, &b.size);
-    if (s) die("model", s);
+    nmt_status s = NMT_OK;
+    if (model_file != NULL) { /* e.g. an nmt-edge-convert export (fp32 / fp16 / int8) */
+        FILE *mf = fopen(model_file, "rb");
+        long sz = -1;
+        if (mf && fseek(mf, 0, SEEK_END) == 0) sz = ftell(mf);
+        if (mf == NULL || sz <= 0 || fseek(mf, 0, SEEK_SET) != 0 || (b.image = malloc((size_t)sz)) == NULL ||
+            fread(b.image, 1, (size_t)sz, mf) != (size_t)sz) {
+            fprintf(stderr, "translate_bench: cannot read '%s'\n", model_file);
+            return 1;
+        }
+        fclose(mf);
+        b.size = (size_t)sz;
+    } else {
+        s = nmt_random_transformer_image(&cfg, &b.image, &b.size);
+        if (s) die("model", s);
+    }
 
     /* start-up: fresh cache directory (cold) vs the same directory again (warm) */
     char cache[] = "/tmp/nmt-bench-cache-XXXXXX";

@@ -6,6 +6,8 @@
  *                sinusoid P: sin in [0, d/2), cos in [d/2, 2*(d/2)), 0 in
  *                the last column of an odd d; w_i = 10000^(-i/(d/2-1))
  *                (w_i = 1 when d/2 == 1)                       [c, r]
+ *   embed_q8     the same with an int8 table: E[t,c] = Q[t,c] * qscale[t]
+ *                (Q int8 [V, d] row-major, one fp32 scale per row) [c, r]
  *   add          dst[i] += src[i]                              [i]
  *   relu         x[i] = max(x[i], 0)                           [i]
  *   gate_accum   out[r,c] = (accumulate ? out[r,c] : 0) + x[r,c] * sigmoid(g[r,c])
@@ -28,14 +30,9 @@
 #define REDUCE_WG 256
 #endif
 
-__kernel void embed(__global const int *tok, const ulong tok_off, const uint rows, const uint seq_len,
-                    const uint pos0, __global const float *E, const ulong e_off, const uint d,
-                    const float scale, __global float *out, const ulong out_off) {
-    const uint c = (uint)get_global_id(0);
-    const uint r = (uint)get_global_id(1);
-    if (c >= d || r >= rows) return;
+/* Sinusoidal position term of column c (of d) at position pos. */
+inline float pos_term(const uint c, const uint d, const float pos) {
     const uint half_d = d / 2;
-    const float pos = (float)(pos0 + r % seq_len);
     float p = 0.0f;
     if (c < 2 * half_d) {
         const uint i = c < half_d ? c : c - half_d;
@@ -44,8 +41,31 @@ __kernel void embed(__global const int *tok, const ulong tok_off, const uint row
         const float w = exp(-9.210340371976184f * (float)i / denom);
         p = c < half_d ? sin(pos * w) : cos(pos * w);
     }
+    return p;
+}
+
+__kernel void embed(__global const int *tok, const ulong tok_off, const uint rows, const uint seq_len,
+                    const uint pos0, __global const float *E, const ulong e_off, const uint d,
+                    const float scale, __global float *out, const ulong out_off) {
+    const uint c = (uint)get_global_id(0);
+    const uint r = (uint)get_global_id(1);
+    if (c >= d || r >= rows) return;
+    const float p = pos_term(c, d, (float)(pos0 + r % seq_len));
     const ulong t = (ulong)tok[tok_off + r];
     out[out_off + (ulong)r * d + c] = E[e_off + t * d + c] * scale + p;
+}
+
+__kernel void embed_q8(__global const int *tok, const ulong tok_off, const uint rows, const uint seq_len,
+                       const uint pos0, __global const char *Q, const ulong q_off,
+                       __global const float *qscale, const ulong s_off, const uint d,
+                       const float scale, __global float *out, const ulong out_off) {
+    const uint c = (uint)get_global_id(0);
+    const uint r = (uint)get_global_id(1);
+    if (c >= d || r >= rows) return;
+    const float p = pos_term(c, d, (float)(pos0 + r % seq_len));
+    const ulong t = (ulong)tok[tok_off + r];
+    const float e = (float)Q[q_off + t * d + c] * qscale[s_off + t];
+    out[out_off + (ulong)r * d + c] = e * scale + p;
 }
 
 __kernel void add(__global float *dst, const ulong dst_off, __global const float *src, const ulong src_off,

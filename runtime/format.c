@@ -886,6 +886,32 @@ nmt_status nmt_file_get_str_or(const nmt_file *f, const char *key, const char *d
     return meta_str(f, key, 0, def, buf, cap);
 }
 
+nmt_status nmt_file_meta_at(const nmt_file *f, uint32_t i, nmt_meta_view *out) {
+    NMT_CHECK(f != NULL && out != NULL && i < f->h.n_meta, NMT_ERR_INVALID_ARGUMENT);
+    const uint8_t *p = f->data + f->h.meta_offset;
+    uint64_t left = f->h.meta_size;
+    meta_rec r;
+    for (uint32_t k = 0;; k++) {
+        NMT_TRY(meta_parse(p, left, &r)); /* cannot fail once validated */
+        if (k == i) break;
+        p += r.size;
+        left -= r.size;
+    }
+    memset(out, 0, sizeof *out);
+    memcpy(out->key, r.key, r.key_len); /* key_len < NMT_META_KEY_MAX */
+    out->key[r.key_len] = '\0';
+    out->type = (nmt_meta_type)r.type;
+    if (r.type == NMT_META_STR) {
+        out->str = (const char *)r.value;
+        out->str_len = r.count;
+    } else {
+        uint64_t u = rd64(r.value);
+        if (r.type == NMT_META_I64) memcpy(&out->i64, &u, sizeof u);
+        else memcpy(&out->f64, &u, sizeof u);
+    }
+    return NMT_OK;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Tensor lookup                                                            */
 /* ------------------------------------------------------------------------ */

@@ -117,6 +117,20 @@ nmt_status nmt_file_get_f64_or(const nmt_file *f, const char *key, double def, d
 nmt_status nmt_file_get_str_or(const nmt_file *f, const char *key, const char *def, char *buf,
                                size_t cap);
 
+/* Metadata record i (0 .. n_meta-1, file order) of an opened file.  The key
+ * is copied NUL-terminated; a str value points into the image (str_len
+ * bytes, not NUL-terminated).  NMT_ERR_INVALID_ARGUMENT for i >= n_meta. */
+typedef struct nmt_meta_view {
+    char key[NMT_META_KEY_MAX];
+    nmt_meta_type type;
+    int64_t i64;          /* NMT_META_I64 */
+    double f64;           /* NMT_META_F64 */
+    const char *str;      /* NMT_META_STR */
+    uint32_t str_len;
+} nmt_meta_view;
+
+nmt_status nmt_file_meta_at(const nmt_file *f, uint32_t i, nmt_meta_view *out);
+
 /* Tensor lookup by name; NMT_ERR_MODEL_MISSING_TENSOR if absent. */
 nmt_status nmt_file_find(const nmt_file *f, const char *name, nmt_tensor_view *out);
 /* Tensor by index (0 .. n_tensors-1). */

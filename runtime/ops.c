@@ -46,6 +46,7 @@ typedef nmt_kernel_def kernel_def;
 /* Every kernel but the products (whose programs depend on the tuning). */
 static const kernel_def kernel_defs[] = {
     {offsetof(nmt_ops, k_embed), P_ELEMENTWISE, "embed", 0},
+    {offsetof(nmt_ops, k_embed_q8), P_ELEMENTWISE, "embed_q8", 0},
     {offsetof(nmt_ops, k_layernorm), P_NORM, "layernorm", 1},
     {offsetof(nmt_ops, k_add), P_ELEMENTWISE, "add", 0},
     {offsetof(nmt_ops, k_relu), P_ELEMENTWISE, "relu", 0},
@@ -375,6 +376,31 @@ nmt_status nmt_op_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_l
     NMT_TRY(args_end(ops->dev, &a, "embed"));
     const size_t n[2] = {d, rows};
     return launch(ops, ops->k_embed, 2, n, "embed");
+}
+
+nmt_status nmt_op_embed_q8(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_len, uint32_t pos0, nmt_buf Q,
+                           nmt_buf qscale, uint32_t d, float scale, nmt_buf out) {
+    if (!ops_ok(ops)) return NMT_ERR_INVALID_ARGUMENT;
+    if (rows == 0 || d == 0) return NMT_OK;
+    if (tok.mem == NULL || Q.mem == NULL || qscale.mem == NULL || out.mem == NULL || seq_len == 0)
+        return NMT_ERR_INVALID_ARGUMENT;
+    args a = args_begin(ops->k_embed_q8);
+    arg_mem(&a, tok.mem);
+    arg_u64(&a, tok.off);
+    arg_u32(&a, rows);
+    arg_u32(&a, seq_len);
+    arg_u32(&a, pos0);
+    arg_mem(&a, Q.mem);
+    arg_u64(&a, Q.off);
+    arg_mem(&a, qscale.mem);
+    arg_u64(&a, qscale.off);
+    arg_u32(&a, d);
+    arg_f32(&a, scale);
+    arg_mem(&a, out.mem);
+    arg_u64(&a, out.off);
+    NMT_TRY(args_end(ops->dev, &a, "embed_q8"));
+    const size_t n[2] = {d, rows};
+    return launch(ops, ops->k_embed_q8, 2, n, "embed_q8");
 }
 
 nmt_status nmt_op_layernorm(nmt_ops *ops, nmt_buf x, nmt_buf res, nmt_buf out, uint32_t rows, uint32_t d,

@@ -43,7 +43,7 @@ typedef struct nmt_ops {
     cl_kernel k_gemm[NMT_GOP_COUNT][NMT_GCLASS_COUNT];
     cl_kernel k_bias_act;    /* epilogue after CLBlast (only when some class uses it) */
     /* other kernels (created by nmt_ops_init) */
-    cl_kernel k_embed, k_layernorm, k_add, k_relu, k_gate_accum, k_copy_rows;
+    cl_kernel k_embed, k_embed_q8, k_layernorm, k_add, k_relu, k_gate_accum, k_copy_rows;
     cl_kernel k_gather_rows, k_log_softmax;
     cl_kernel k_attn_scores, k_attn_stats, k_attn_apply, k_attn_fused;
     /* launch geometry chosen by nmt_ops_init: every kernel is launched with
@@ -107,6 +107,12 @@ nmt_status nmt_op_gemm_q8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, floa
  * host before upload. */
 nmt_status nmt_op_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_len, uint32_t pos0,
                         nmt_buf E, uint32_t d, float scale, nmt_buf out);
+
+/* nmt_op_embed with an int8 table: E[t, c] = Q[t, c] * qscale[t], Q int8
+ * [V, d] row-major (offset in elements = bytes), qscale V floats (the
+ * layout of an I8 tensor of a .nmt file). */
+nmt_status nmt_op_embed_q8(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_len, uint32_t pos0,
+                           nmt_buf Q, nmt_buf qscale, uint32_t d, float scale, nmt_buf out);
 
 /* out[r,:] = LayerNorm(x[r,:] (+ res[r,:] if res.mem)) * gamma + beta.
  * out may alias x or res.  Population variance, eps inside the sqrt. */

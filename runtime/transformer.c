@@ -27,6 +27,7 @@ typedef struct tf_cfg {
     uint32_t n_enc_br, n_dec_br;
     nmt_branch enc_br[NMT_MAX_BRANCHES], dec_br[NMT_MAX_BRANCHES];
     uint32_t bos, eos, pad, unk;
+    int any_q8;                       /* some 2-D weight is I8: int8 kernels needed */
 } tf_cfg;
 _Static_assert(sizeof(tf_cfg) <= NMT_FAMILY_CFG_BYTES, "config fits the session's slot");
 
@@ -190,12 +191,19 @@ static nmt_status visit_all(const tf_cfg *c, tf_visit_fn fn, void *ctx) {
     return NMT_OK;
 }
 
+typedef struct tf_check_ctx {
+    const nmt_file *f;
+    tf_cfg *c;
+} tf_check_ctx;
+
+/* Every tensor may be F32, F16 or I8 (nmt_file_expect checks the dtype).
+ * F16 tensors and 1-D I8 tensors are converted to fp32 at load; 2-D I8
+ * tensors (linear weights, embeddings) stay int8 on the device. */
 static nmt_status check_tensor(void *ctx, const char *name, uint32_t ndim, const uint32_t *shape) {
+    tf_check_ctx *cc = (tf_check_ctx *)ctx;
     nmt_tensor_view v;
-    NMT_TRY(nmt_file_expect((const nmt_file *)ctx, name, ndim, shape, &v));
-    /* format v1 runtime computes in fp32; fp16/int8 weights arrive with the
-     * conversion issue */
-    NMT_CHECK(v.dtype == NMT_DTYPE_F32, NMT_ERR_UNSUPPORTED);
+    NMT_TRY(nmt_file_expect(cc->f, name, ndim, shape, &v));
+    if (v.dtype == NMT_DTYPE_I8 && ndim == 2) cc->c->any_q8 = 1;
     return NMT_OK;
 }
 
@@ -262,7 +270,8 @@ static nmt_status tf_parse(const nmt_file *f, void *cfgp, nmt_model_info *info) 
     NMT_TRY(get_id(f, "pad_id", 0, vmin, &c->pad));
     NMT_TRY(get_id(f, "unk_id", 0, vmin, &c->unk));
 
-    NMT_TRY(visit_all(c, check_tensor, (void *)f));
+    tf_check_ctx cc = {f, c};
+    NMT_TRY(visit_all(c, check_tensor, &cc));
 
     if (info != NULL) {
         nmt_strlcpy(info->arch, "transformer", sizeof info->arch);
@@ -293,7 +302,12 @@ static nmt_status tf_parse(const nmt_file *f, void *cfgp, nmt_model_info *info) 
 /* State: weights, activations, caches                                      */
 /* ------------------------------------------------------------------------ */
 
-typedef struct tf_lin { nmt_buf w, b; } tf_lin;   /* w [out, in], b [out] */
+/* w [out, in], b [out].  q8: w is int8 (offsets in bytes) with the per-row
+ * scales in s (fp32; same buffer, after the int8 data); else w is fp32. */
+typedef struct tf_lin {
+    nmt_buf w, b, s;
+    int q8;
+} tf_lin;
 typedef struct tf_ln { nmt_buf g, b; } tf_ln;
 
 typedef struct tf_self {
@@ -322,7 +336,7 @@ typedef struct tf_state {
     tf_cfg c;
     nmt_plan_dims dims;
     nmt_ops *ops;
-    nmt_buf src_emb, tgt_emb, out_w;  /* tgt_emb / out_w may alias */
+    tf_lin src_emb, tgt_emb, out_w;   /* weights only (.b unused); tgt_emb / out_w may alias */
     tf_ln enc_ln, dec_ln;
     tf_enc_layer *enc;                /* [enc_layers] */
     tf_dec_layer *dec;                /* [dec_layers] */
@@ -349,18 +363,63 @@ typedef struct tf_load_ctx {
     nmt_arena *a;
 } tf_load_ctx;
 
-static nmt_status load_tensor(tf_load_ctx *lc, const char *name, nmt_buf *out) {
+/* Write tensor v as fp32 into mem at byte offset `off`: F32 directly, F16
+ * and I8 (dequantized, w = q * scale[row]) converted through a stack buffer
+ * in chunks (no allocation). */
+static nmt_status upload_as_f32(nmt_device *dev, cl_mem mem, size_t off, const nmt_tensor_view *v) {
+    const size_t n = (size_t)v->n_elements;
+    if (v->dtype == NMT_DTYPE_F32) return nmt_device_write(dev, mem, off, n * sizeof(float), v->data);
+    float tmp[1024];
+    const uint8_t *src = (const uint8_t *)v->data;
+    const size_t row_len = v->shape[0] ? n / v->shape[0] : 1;
+    for (size_t i0 = 0; i0 < n; i0 += NMT_ARRAY_LEN(tmp)) {
+        const size_t cnt = NMT_MIN(NMT_ARRAY_LEN(tmp), n - i0);
+        for (size_t j = 0; j < cnt; j++) {
+            const size_t i = i0 + j;
+            if (v->dtype == NMT_DTYPE_F16) {
+                uint16_t h;
+                memcpy(&h, src + 2 * i, sizeof h);
+                tmp[j] = nmt_half_to_float(h);
+            } else { /* I8 */
+                float sc;
+                memcpy(&sc, (const uint8_t *)v->scales + sizeof(float) * (i / row_len), sizeof sc);
+                tmp[j] = (float)(int8_t)src[i] * sc;
+            }
+        }
+        NMT_TRY(nmt_device_write(dev, mem, off + i0 * sizeof(float), cnt * sizeof(float), tmp));
+    }
+    return NMT_OK;
+}
+
+/* One tensor into its own device buffer: 2-D I8 as is (int8 data then the
+ * fp32 scales: out->q8 = 1), everything else as fp32. */
+static nmt_status load_tensor(tf_load_ctx *lc, const char *name, tf_lin *out) {
     nmt_tensor_view v;
     NMT_TRY(nmt_file_find(lc->f, name, &v));
-    return nmt_session_buffer(lc->s, lc->a, (size_t)v.nbytes, v.data, out);
+    if (v.dtype == NMT_DTYPE_I8 && v.ndim == 2) {
+        NMT_TRY(nmt_session_buffer(lc->s, lc->a, (size_t)v.nbytes, v.data, &out->w));
+        out->s = out->w;
+        out->s.off = nmt_align_up((size_t)v.n_elements, 4) / sizeof(float);
+        out->q8 = 1;
+        return NMT_OK;
+    }
+    out->q8 = 0;
+    if (v.dtype == NMT_DTYPE_F32)
+        return nmt_session_buffer(lc->s, lc->a, (size_t)v.nbytes, v.data, &out->w);
+    NMT_TRY(nmt_session_buffer(lc->s, lc->a, (size_t)v.n_elements * sizeof(float), NULL, &out->w));
+    if (nmt_arena_measuring(lc->a)) return NMT_OK;
+    return upload_as_f32(nmt_session_ops(lc->s)->dev, out->w.mem, 0, &v);
 }
 
 static nmt_status load_lin(tf_load_ctx *lc, const char *prefix, tf_lin *out) {
     char n[NMT_TENSOR_NAME_MAX];
+    tf_lin b;
     snprintf(n, sizeof n, "%s.weight", prefix);
-    NMT_TRY(load_tensor(lc, n, &out->w));
+    NMT_TRY(load_tensor(lc, n, out));
     snprintf(n, sizeof n, "%s.bias", prefix);
-    return load_tensor(lc, n, &out->b);
+    NMT_TRY(load_tensor(lc, n, &b));
+    out->b = b.w;
+    return NMT_OK;
 }
 
 static nmt_status load_ln(tf_load_ctx *lc, const char *prefix, tf_ln *out) {
@@ -372,23 +431,39 @@ static nmt_status load_ln(tf_load_ctx *lc, const char *prefix, tf_ln *out) {
 }
 
 /* Concatenate the linears `prefix.<part>` (each [d, d]) along the output
- * dimension into one [n*d, d] weight and [n*d] bias. */
+ * dimension into one [n*d, d] weight and [n*d] bias.  When every part is I8
+ * the weight stays int8: the n int8 blocks, then the n*d scales (the layout
+ * of one I8 tensor of shape [n*d, d]); otherwise all parts become fp32. */
 static nmt_status load_fused(tf_load_ctx *lc, const char *prefix, const char *const *parts, int n,
                              uint32_t d, tf_lin *out) {
-    size_t wbytes = (size_t)d * d * sizeof(float), bbytes = (size_t)d * sizeof(float);
-    NMT_TRY(nmt_session_buffer(lc->s, lc->a, wbytes * (size_t)n, NULL, &out->w));
+    nmt_tensor_view wv[4], bv[4];
+    int all_q8 = 1;
+    for (int i = 0; i < n; i++) {
+        char name[NMT_TENSOR_NAME_MAX];
+        snprintf(name, sizeof name, "%s.%s.weight", prefix, parts[i]);
+        NMT_TRY(nmt_file_find(lc->f, name, &wv[i]));
+        snprintf(name, sizeof name, "%s.%s.bias", prefix, parts[i]);
+        NMT_TRY(nmt_file_find(lc->f, name, &bv[i]));
+        if (wv[i].dtype != NMT_DTYPE_I8) all_q8 = 0;
+    }
+    const size_t dd = (size_t)d * d, bbytes = (size_t)d * sizeof(float);
+    const size_t qbytes = nmt_align_up(dd * (size_t)n, 4);  /* d is even: dd % 4 == 0 */
+    const size_t wbytes = all_q8 ? qbytes + bbytes * (size_t)n : dd * sizeof(float) * (size_t)n;
+    NMT_TRY(nmt_session_buffer(lc->s, lc->a, wbytes, NULL, &out->w));
     NMT_TRY(nmt_session_buffer(lc->s, lc->a, bbytes * (size_t)n, NULL, &out->b));
+    out->q8 = all_q8;
+    out->s = out->w;
+    out->s.off = all_q8 ? qbytes / sizeof(float) : 0;
     if (nmt_arena_measuring(lc->a)) return NMT_OK;
     nmt_device *dev = nmt_session_ops(lc->s)->dev;
     for (int i = 0; i < n; i++) {
-        char name[NMT_TENSOR_NAME_MAX];
-        nmt_tensor_view v;
-        snprintf(name, sizeof name, "%s.%s.weight", prefix, parts[i]);
-        NMT_TRY(nmt_file_find(lc->f, name, &v));
-        NMT_TRY(nmt_device_write(dev, out->w.mem, wbytes * (size_t)i, wbytes, v.data));
-        snprintf(name, sizeof name, "%s.%s.bias", prefix, parts[i]);
-        NMT_TRY(nmt_file_find(lc->f, name, &v));
-        NMT_TRY(nmt_device_write(dev, out->b.mem, bbytes * (size_t)i, bbytes, v.data));
+        if (all_q8) {
+            NMT_TRY(nmt_device_write(dev, out->w.mem, dd * (size_t)i, dd, wv[i].data));
+            NMT_TRY(nmt_device_write(dev, out->w.mem, qbytes + bbytes * (size_t)i, bbytes, wv[i].scales));
+        } else {
+            NMT_TRY(upload_as_f32(dev, out->w.mem, dd * sizeof(float) * (size_t)i, &wv[i]));
+        }
+        NMT_TRY(upload_as_f32(dev, out->b.mem, bbytes * (size_t)i, &bv[i]));
     }
     return NMT_OK;
 }
@@ -456,6 +531,9 @@ static nmt_status tf_plan(nmt_session *s, const nmt_file *f, const void *cfgp,
     tf_load_ctx lc = {s, f, a};
     const uint32_t d = c->d;
 
+    /* int8 kernels exist only for models with int8 weights; the ops are
+     * initialised before the real pass (not in the measuring one) */
+    if (real && c->any_q8) NMT_TRY(nmt_ops_enable_q8(local.ops));
     NMT_TRY(load_tensor(&lc, "src_embed", &local.src_emb));
     if (c->shared_emb) local.tgt_emb = local.src_emb;
     else NMT_TRY(load_tensor(&lc, "tgt_embed", &local.tgt_emb));
@@ -525,10 +603,27 @@ static nmt_status tf_plan(nmt_session *s, const nmt_file *f, const void *cfgp,
 
 static const nmt_buf NO_BUF = {NULL, 0};
 
+/* out[rows, N] = in[rows, K] * W^T (+ beta * out) (+ bias) (ReLU), W [N, K]
+ * fp32 or int8 with per-row scales. */
+static nmt_status matmul(tf_state *st, uint32_t rows, uint32_t N, uint32_t K, nmt_buf in, uint32_t ld_in,
+                         const tf_lin *w, float beta, nmt_buf out, uint32_t ld_out, nmt_buf bias, int relu) {
+    if (w->q8)
+        return nmt_op_gemm_q8(st->ops, rows, N, K, 1.0f, in, ld_in, w->w, K, w->s, beta, out, ld_out, bias,
+                              relu);
+    return nmt_op_gemm(st->ops, 1, rows, N, K, 1.0f, in, ld_in, w->w, K, beta, out, ld_out, bias, relu);
+}
+
 static nmt_status linear(tf_state *st, nmt_buf in, uint32_t ld_in, uint32_t rows, const tf_lin *w,
                          uint32_t out_dim, uint32_t in_dim, nmt_buf out, uint32_t ld_out, int relu) {
-    return nmt_op_gemm(st->ops, 1, rows, out_dim, in_dim, 1.0f, in, ld_in, w->w, in_dim, 0.0f, out,
-                       ld_out, w->b, relu);
+    return matmul(st, rows, out_dim, in_dim, in, ld_in, w, 0.0f, out, ld_out, w->b, relu);
+}
+
+static nmt_status embed(tf_state *st, nmt_buf tok, uint32_t rows, uint32_t seq_len, uint32_t pos0,
+                        const tf_lin *E) {
+    const tf_cfg *c = &st->c;
+    if (E->q8)
+        return nmt_op_embed_q8(st->ops, tok, rows, seq_len, pos0, E->w, E->s, c->d, c->emb_scale, st->x);
+    return nmt_op_embed(st->ops, tok, rows, seq_len, pos0, E->w, c->d, c->emb_scale, st->x);
 }
 
 static nmt_status layer_norm(tf_state *st, nmt_buf x, nmt_buf res, nmt_buf out, uint32_t rows,
@@ -546,8 +641,8 @@ static nmt_status fuse_and_project(tf_state *st, const tf_self *w, uint32_t nbr,
     if (c->fusion == FUSE_SUM) {
         /* W_o (sum_b x_b) + b_o = sum_b W_o x_b + b_o: accumulate GEMMs */
         for (uint32_t b = 0; b < nbr; b++)
-            NMT_TRY(nmt_op_gemm(st->ops, 1, rows, d, d, 1.0f, nmt_buf_at(st->ctx, (size_t)b * d), ld,
-                                w->o.w, d, b ? 1.0f : 0.0f, out, d, b ? NO_BUF : w->o.b, 0));
+            NMT_TRY(matmul(st, rows, d, d, nmt_buf_at(st->ctx, (size_t)b * d), ld, &w->o, b ? 1.0f : 0.0f,
+                           out, d, b ? NO_BUF : w->o.b, 0));
         return NMT_OK;
     }
     const uint32_t dr = d / c->gate_r;
@@ -706,7 +801,7 @@ static nmt_status tf_encode(void *state, const nmt_io_bufs *io, uint32_t n, uint
               NMT_ERR_LIMIT_EXCEEDED);
     const uint32_t rows = n * len;
     st->src_pad_len = len;
-    NMT_TRY(nmt_op_embed(st->ops, io->src_tok, rows, len, 0, st->src_emb, c->d, c->emb_scale, st->x));
+    NMT_TRY(embed(st, io->src_tok, rows, len, 0, &st->src_emb));
     for (uint32_t l = 0; l < c->enc_layers; l++) {
         const tf_enc_layer *L = &st->enc[l];
         tf_sub sa = {.kind = SUB_SELF_FULL, .sa = &L->sa, .br = c->enc_br, .nbr = c->n_enc_br,
@@ -746,10 +841,10 @@ static nmt_status tf_step(void *state, const nmt_io_bufs *io, uint32_t rows, uin
     const tf_cfg *c = &st->c;
     NMT_CHECK(rows >= 1 && rows <= st->dims.step_rows && group >= 1 && t < st->dims.tgt_cap,
               NMT_ERR_LIMIT_EXCEEDED);
-    NMT_TRY(nmt_op_embed(st->ops, io->step_tok, rows, 1, t, st->tgt_emb, c->d, c->emb_scale, st->x));
+    NMT_TRY(embed(st, io->step_tok, rows, 1, t, &st->tgt_emb));
     NMT_TRY(decoder_layers(st, io, rows, 1, group, 1, t));
-    return nmt_op_gemm(st->ops, 1, rows, c->tgt_vocab, c->d, 1.0f, st->x, c->d, st->out_w, c->d, 0.0f,
-                       io->logits, c->tgt_vocab, NO_BUF, 0);
+    return matmul(st, rows, c->tgt_vocab, c->d, st->x, c->d, &st->out_w, 0.0f, io->logits, c->tgt_vocab,
+                  NO_BUF, 0);
 }
 
 static nmt_status tf_reorder(void *state, const nmt_io_bufs *io, uint32_t rows, uint32_t t) {
@@ -772,11 +867,10 @@ static nmt_status tf_reorder(void *state, const nmt_io_bufs *io, uint32_t rows, 
 
 static nmt_status tf_decode_full(void *state, const nmt_io_bufs *io, uint32_t n, uint32_t tlen) {
     tf_state *st = (tf_state *)state;
-    const tf_cfg *c = &st->c;
     NMT_CHECK(n >= 1 && n <= st->dims.max_batch && tlen >= 1 && tlen <= st->dims.tgt_cap,
               NMT_ERR_LIMIT_EXCEEDED);
     st->full_len = tlen;
-    NMT_TRY(nmt_op_embed(st->ops, io->tgt_tok, n * tlen, tlen, 0, st->tgt_emb, c->d, c->emb_scale, st->x));
+    NMT_TRY(embed(st, io->tgt_tok, n * tlen, tlen, 0, &st->tgt_emb));
     return decoder_layers(st, io, n, tlen, 1, 0, 0);
 }
 
@@ -784,9 +878,8 @@ static nmt_status tf_project(void *state, const nmt_io_bufs *io, uint32_t first,
     tf_state *st = (tf_state *)state;
     const tf_cfg *c = &st->c;
     NMT_CHECK(rows <= st->dims.step_rows, NMT_ERR_LIMIT_EXCEEDED);
-    return nmt_op_gemm(st->ops, 1, rows, c->tgt_vocab, c->d, 1.0f,
-                       nmt_buf_at(st->x, (size_t)first * c->d), c->d, st->out_w, c->d, 0.0f,
-                       io->logits, c->tgt_vocab, NO_BUF, 0);
+    return matmul(st, rows, c->tgt_vocab, c->d, nmt_buf_at(st->x, (size_t)first * c->d), c->d, &st->out_w,
+                  0.0f, io->logits, c->tgt_vocab, NO_BUF, 0);
 }
 
 static void tf_release(void *state) { (void)state; /* all buffers are session-owned */ }
