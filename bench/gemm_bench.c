@@ -4,7 +4,12 @@
  * fraction of the peak.  Not a test: nothing here asserts speed.
  *
  *   gemm_bench [--device SPEC] [--model small|base|test|all] [--reps-time S]
- *              [--tuning default|table|cache] [--cache DIR]
+ *              [--tuning default|table|cache] [--cache DIR] [--nn] [--train]
+ *
+ * --train replaces the inference shapes by the three products of every
+ * linear layer in a training step on 4096 target tokens: forward C = x W^T
+ * (NT), input gradient dx = dy W (NN) and weight gradient dW = dy^T x (TN,
+ * nmt_op_gemm_tn), against cblas_sgemm with the same transposes.
  *
  * Shapes: M in {1, 4, 8, 64, 512} times the (N, K) of every product of the
  * model (fused q|k|v [3d, d], output [d, d], FFN [ff, d] and [d, ff],
@@ -24,6 +29,7 @@
 
 #include "nmt_edge.h"
 #include "ops.h"
+#include "ops_train.h"
 
 static double now(void) {
     struct timespec ts;
@@ -94,8 +100,13 @@ static double measure_peak(int n_threads, int *lanes) {
 typedef struct ctx {
     nmt_device *dev;
     nmt_ops ops;
+    nmt_train_ops t; /* gemm_tn, with --train */
     double reps_time;
 } ctx;
+
+/* Product kinds: C = A B^T (weights, forward), C = A B (input gradient),
+ * C = A^T B (weight gradient, nmt_op_gemm_tn). */
+enum { OP_NN = 0, OP_NT = 1, OP_TN = 2 };
 
 typedef struct shape {
     uint32_t M, N, K;
@@ -138,6 +149,8 @@ static void run_own(void *user) {
     if (a->q8) {
         nmt_buf Q = {a->Q, 0}, S = {a->scale, 0};
         st = nmt_op_gemm_q8(&a->c->ops, s->M, s->N, s->K, 1.0f, A, s->K, Q, s->K, S, 0.0f, C, s->N, none, 0);
+    } else if (a->trans_b == OP_TN) {
+        st = nmt_op_gemm_tn(&a->c->t, s->M, s->N, s->K, 1.0f, A, s->M, B, s->N, 0.0f, C, s->N);
     } else {
         st = nmt_op_gemm(&a->c->ops, a->trans_b, s->M, s->N, s->K, 1.0f, A, s->K, B, a->trans_b ? s->K : s->N,
                          0.0f, C, s->N, none, 0);
@@ -156,7 +169,10 @@ typedef struct blas_args {
 static void run_blas(void *user) {
     blas_args *a = (blas_args *)user;
     const shape *s = a->s;
-    if (s->M == 1 && a->trans_b)
+    if (a->trans_b == OP_TN)
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)s->M, (int)s->N, (int)s->K, 1.0f, a->A, (int)s->M,
+                    a->B, (int)s->N, 0.0f, a->C, (int)s->N);
+    else if (s->M == 1 && a->trans_b)
         cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)s->N, (int)s->K, 1.0f, a->B, (int)s->K, a->A, 1, 0.0f, a->C, 1);
     else
         cblas_sgemm(CblasRowMajor, CblasNoTrans, a->trans_b ? CblasTrans : CblasNoTrans, (int)s->M, (int)s->N,
@@ -214,10 +230,11 @@ static void bench_shape(ctx *c, const shape *s, double peak, int trans_b) {
     double t_own = time_calls(run_own, &oa, c->reps_time);
     double err = rel_err(c->dev, dC, C, nc);
     double g_blas = flops / t_blas / 1e9, g_own = flops / t_own / 1e9;
-    printf("%-3s %-6s %4u %5u %5u | %8.2f %8.2f %6.2f %5.1f%% |", trans_b ? "NT" : "NN", s->what, s->M, s->N,
+    printf("%-3s %-6s %4u %5u %5u | %8.2f %8.2f %6.2f %5.1f%% |",
+           trans_b == OP_TN ? "TN" : trans_b ? "NT" : "NN", s->what, s->M, s->N,
            s->K, g_own, g_blas, g_own / g_blas, 100.0 * g_own / peak);
     double err_q = -1;
-    if (trans_b && c->ops.k_gemm[NMT_GOP_Q8][0] != NULL) {
+    if (trans_b == OP_NT && c->ops.k_gemm[NMT_GOP_Q8][0] != NULL) {
         own_args qa = oa;
         qa.q8 = 1;
         double t_q8 = time_calls(run_own, &qa, c->reps_time);
@@ -252,7 +269,7 @@ static const model_dims models[] = {
 int main(int argc, char **argv) {
     const char *spec = getenv("NMT_EDGE_DEVICE"), *which = "small", *tuning = "table", *cache = NULL;
     double reps_time = 0.15;
-    int nn = 0;
+    int nn = 0, train = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--device") && i + 1 < argc) spec = argv[++i];
         else if (!strcmp(argv[i], "--model") && i + 1 < argc) which = argv[++i];
@@ -260,10 +277,13 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--tuning") && i + 1 < argc) tuning = argv[++i];
         else if (!strcmp(argv[i], "--cache") && i + 1 < argc) cache = argv[++i];
         else if (!strcmp(argv[i], "--nn")) nn = 1;
+        else if (!strcmp(argv[i], "--train")) train = 1;
         else {
             fprintf(stderr,
                     "usage: gemm_bench [--device SPEC] [--model test|small|base|all] [--reps-time S]\n"
-                    "                  [--tuning default|table] [--cache DIR] [--nn]\n"
+                    "                  [--tuning default|table] [--cache DIR] [--nn] [--train]\n"
+                    "  --train: instead of the decoding/inference shapes, the products of a training\n"
+                    "  step on a 4096-token batch: forward (NT), input gradient (NN), weight gradient (TN)\n"
                     "  --tuning default: the portable row of the table; table: the device's row, or the\n"
                     "  tuner's file when --cache names the directory holding it\n");
             return 2;
@@ -283,6 +303,7 @@ int main(int argc, char **argv) {
     }
     st = nmt_ops_init_tuned(&c.ops, c.dev, &t);
     if (st == NMT_OK) st = nmt_ops_enable_q8(&c.ops);
+    if (st == NMT_OK && train) st = nmt_train_ops_init(&c.t, c.dev);
     if (st != NMT_OK) die("ops", st);
 
     int lanes = 0;
@@ -313,6 +334,21 @@ int main(int argc, char **argv) {
         const model_dims *md = &models[mi];
         if (strcmp(which, "all") != 0 && strcmp(which, md->name) != 0) continue;
         printf("-- model %s: d=%u ff=%u V=%u\n", md->name, md->d, md->ff, md->V);
+        if (train) {
+            const uint32_t R = 4096; /* target tokens of a batch */
+            const uint32_t io[][2] = {{3 * md->d, md->d}, {md->d, md->d}, {md->ff, md->d}, {md->d, md->ff},
+                                      {md->V, md->d}};
+            static const char *const names[] = {"qkv", "out", "ffn1", "ffn2", "vocab"};
+            for (int op = OP_NN; op <= OP_TN; op++)
+                for (size_t j = 0; j < sizeof io / sizeof io[0]; j++) {
+                    const uint32_t out = io[j][0], in = io[j][1];
+                    shape s = op == OP_NT ? (shape){R, out, in, names[j]}
+                              : op == OP_NN ? (shape){R, in, out, names[j]}
+                                            : (shape){out, in, R, names[j]};
+                    bench_shape(&c, &s, peak, op);
+                }
+            continue;
+        }
         const shape nk[] = {{0, 3 * md->d, md->d, "qkv"}, {0, md->d, md->d, "out"}, {0, md->ff, md->d, "ffn1"},
                             {0, md->d, md->ff, "ffn2"},   {0, md->V, md->d, "vocab"}};
         for (size_t m = 0; m < sizeof Ms / sizeof Ms[0]; m++)
@@ -328,6 +364,7 @@ int main(int argc, char **argv) {
             }
         }
     }
+    nmt_train_ops_release(&c.t);
     nmt_ops_release(&c.ops);
     nmt_device_close(c.dev);
     free(mem);

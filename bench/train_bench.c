@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "nmt_edge.h"
+#include "kernel_args.h"
 #include "random_model.h"
 #include "tf_train.h"
 
@@ -80,6 +81,8 @@ static void usage(FILE *f) {
             "  --device SPEC OpenCL device (P:D, gpu, cpu, or part of a name; default\n"
             "                $NMT_EDGE_DEVICE, else first GPU, else first device)\n"
             "  --no-torch    skip the PyTorch reference\n"
+            "  --profile     after the timed steps, run them again with the queue drained\n"
+            "                around every launch and print time per kernel and global size\n"
             "Environment: NMT_BENCH_PYTHON (interpreter for the reference), NMT_EDGE_CACHE_DIR.\n");
 }
 
@@ -163,7 +166,7 @@ static void script_path(char *buf, size_t cap) {
 
 int main(int argc, char **argv) {
     const char *spec = getenv("NMT_EDGE_DEVICE"), *variant = "vanilla";
-    int steps = 5, warmup = 1, threads = 2, torch = 1;
+    int steps = 5, warmup = 1, threads = 2, torch = 1, profile = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--variant") && i + 1 < argc) variant = argv[++i];
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
@@ -171,6 +174,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--device") && i + 1 < argc) spec = argv[++i];
         else if (!strcmp(argv[i], "--no-torch")) torch = 0;
+        else if (!strcmp(argv[i], "--profile")) profile = 1;
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
@@ -281,6 +285,23 @@ int main(int argc, char **argv) {
     printf("ours per phase (mean ms): zero_grad %.1f, forward_backward %.1f, grad_norm %.1f, adam %.1f\n",
            ph_sum[0] / steps * 1e3, ph_sum[1] / steps * 1e3, ph_sum[2] / steps * 1e3, ph_sum[3] / steps * 1e3);
     fflush(stdout);
+    if (profile) {
+        nmt_kernel_profile_enable(1);
+        for (int i = 0; i < steps; i++) {
+            double loss = 0, norm = 0;
+            so.seed = (uint64_t)(warmup + steps + i) + 1;
+            if ((s = tft_zero_grad(m)) || (s = tft_forward_backward(m, &batch, &so, &loss, NULL)) ||
+                (s = tft_grad_norm(m, &norm)))
+                die("profiled step", s);
+            ap.step = (uint64_t)(warmup + steps + i) + 1;
+            ap.grad_scale = norm > 1.0 ? (float)(1.0 / norm) : 1.0f;
+            if ((s = tft_adam_step(m, &ap)) || (s = nmt_device_finish(dev))) die("profiled step", s);
+        }
+        nmt_kernel_profile_enable(0);
+        printf("per-kernel profile, mean per step over %d steps (queue drained around each launch):\n", steps);
+        nmt_kernel_profile_print(stdout, 1.0 / steps);
+        fflush(stdout);
+    }
     tft_destroy(m);
     nmt_device_close(dev);
     free(dev_mem);

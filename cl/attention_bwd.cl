@@ -24,12 +24,14 @@
  *                    (0 for keys no branch can see), written over S
  *                                                  [j, i, s*H + h]
  *   attn_bwd_dq      dq[s*lq + i, h*dh + c] = scale * sum_j dS[row, j] k_j[c]
+ *                    (bwd_cv(dh) channels per work-item)
  *                                                  [c, i, s*H + h]
  *   attn_bwd_dkv     for kv sequence m, key j, head h, channel c (query
  *                    sequences s = m*group .. m*group + group - 1, s < n_seq):
  *                    dk_j[c] = scale * sum_{s,i} dS[row, j] q_i[c]
  *                    dv_j[c] = sum_{s,i,b} P_b[row, j] dO_b[i][c]
  *                    padding keys (n_keys <= j < lk_max) get 0
+ *                    (bwd_cv(dh) channels per work-item)
  *                                                  [c, j, m*H + h]
  *
  * Masks are those of the forward: key padding j < key_len[m], causal
@@ -64,10 +66,19 @@ inline int2 bwd_range(const int pos, const int n_keys, const int causal, const i
     return (int2)(lo, hi);
 }
 
+/* Channels per work-item of attn_bwd_dq / attn_bwd_dkv: 16 (one float16)
+ * when d_head allows, else 1; the host launches d_head / bwd_cv(d_head)
+ * work-items along dimension 0 (runtime/ops_train.c, same rule). */
+inline uint bwd_cv(const uint d_head) { return d_head % 16u == 0 ? 16u : 1u; }
+
 inline float bwd_dot(__global const float *a, __global const float *b, const uint n) {
-    float4 acc4 = (float4)(0.0f);
+    float16 acc16 = (float16)(0.0f);
+    const uint n16 = n & ~15u;
+    for (uint c = 0; c < n16; c += 16) acc16 += vload16(0, a + c) * vload16(0, b + c);
+    float8 acc8 = acc16.lo + acc16.hi;
+    float4 acc4 = acc8.lo + acc8.hi;
     const uint n4 = n & ~3u;
-    for (uint c = 0; c < n4; c += 4) acc4 += vload4(0, a + c) * vload4(0, b + c);
+    for (uint c = n16; c < n4; c += 4) acc4 += vload4(0, a + c) * vload4(0, b + c);
     float acc = (acc4.x + acc4.y) + (acc4.z + acc4.w);
     for (uint c = n4; c < n; c++) acc += a[c] * b[c];
     return acc;
@@ -162,16 +173,23 @@ __kernel void attn_bwd_dq(const uint n_seq, const uint lq, const uint lk_max, co
                           __global const float *Kc, const ulong k_off, const uint k_ld, const ulong kv_stride,
                           __global const float *S, const ulong s_off,
                           __global float *DQ, const ulong dq_off, const uint dq_ld) {
-    const uint c = (uint)get_global_id(0);
+    const uint cv = bwd_cv(d_head), c = (uint)get_global_id(0) * cv;
     const uint i = (uint)get_global_id(1);
     const uint sh = (uint)get_global_id(2);
     if (c >= d_head || i >= lq || sh >= n_seq * n_heads) return;
     const uint s = sh / n_heads, h = sh - s * n_heads, m = s / group;
     __global const float *ds = S + s_off + ((ulong)sh * lq + i) * lk_max;
     __global const float *kc = Kc + k_off + (ulong)m * kv_stride + (ulong)h * d_head + c;
-    float acc = 0.0f;
-    for (uint j = 0; j < lk_max; j++) acc += ds[j] * kc[(ulong)j * k_ld];
-    DQ[dq_off + (ulong)(s * lq + i) * dq_ld + (ulong)h * d_head + c] = acc * scale;
+    __global float *dq = DQ + dq_off + (ulong)(s * lq + i) * dq_ld + (ulong)h * d_head + c;
+    if (cv == 16) {
+        float16 acc = (float16)(0.0f);
+        for (uint j = 0; j < lk_max; j++) acc += ds[j] * vload16(0, kc + (ulong)j * k_ld);
+        vstore16(acc * scale, 0, dq);
+    } else {
+        float acc = 0.0f;
+        for (uint j = 0; j < lk_max; j++) acc += ds[j] * kc[(ulong)j * k_ld];
+        *dq = acc * scale;
+    }
 }
 
 __kernel void attn_bwd_dkv(const uint n_seq, const uint lq, const uint lk_max, const uint group,
@@ -184,7 +202,7 @@ __kernel void attn_bwd_dkv(const uint n_seq, const uint lq, const uint lk_max, c
                            __global const float *P, const ulong p_off,
                            __global float *DK, const ulong dk_off, const uint dk_ld,
                            __global float *DV, const ulong dv_off, const uint dv_ld, const ulong dkv_stride) {
-    const uint c = (uint)get_global_id(0);
+    const uint cv = bwd_cv(d_head), c = (uint)get_global_id(0) * cv;
     const uint j = (uint)get_global_id(1);
     const uint mh = (uint)get_global_id(2);
     const uint n_kv = (n_seq + group - 1) / group;
@@ -193,9 +211,26 @@ __kernel void attn_bwd_dkv(const uint n_seq, const uint lq, const uint lk_max, c
     const int n_keys = bwd_key_count(key_len, kl_off, has_key_len, key_len_const, m, lk_max);
     const ulong n_rows = (ulong)n_seq * n_heads * lq;
     const ulong width = (ulong)n_heads * d_head;
-    float dk = 0.0f, dv = 0.0f;
-    if ((int)j < n_keys) {
-        const uint s_end = min(n_seq, (m + 1) * group);
+    const uint s_end = (int)j < n_keys ? min(n_seq, (m + 1) * group) : m * group; /* padding keys: 0 */
+    __global float *dkp = DK + dk_off + (ulong)m * dkv_stride + (ulong)j * dk_ld + (ulong)h * d_head + c;
+    __global float *dvp = DV + dv_off + (ulong)m * dkv_stride + (ulong)j * dv_ld + (ulong)h * d_head + c;
+    if (cv == 16) {
+        float16 dk = (float16)(0.0f), dv = (float16)(0.0f);
+        for (uint s = m * group; s < s_end; s++) {
+            for (uint i = 0; i < lq; i++) {
+                const ulong row = (ulong)(s * n_heads + h) * lq + i;
+                const ulong qrow = (ulong)(s * lq + i);
+                dk += S[s_off + row * lk_max + j] * vload16(0, Q + q_off + qrow * q_ld + (ulong)h * d_head + c);
+                for (uint b = 0; b < n_branches; b++) {
+                    const float p = P[p_off + ((ulong)b * n_rows + row) * lk_max + j];
+                    dv += p * vload16(0, DO + do_off + qrow * do_ld + (ulong)b * width + (ulong)h * d_head + c);
+                }
+            }
+        }
+        vstore16(dk * scale, 0, dkp);
+        vstore16(dv, 0, dvp);
+    } else {
+        float dk = 0.0f, dv = 0.0f;
         for (uint s = m * group; s < s_end; s++) {
             for (uint i = 0; i < lq; i++) {
                 const ulong row = (ulong)(s * n_heads + h) * lq + i;
@@ -207,7 +242,7 @@ __kernel void attn_bwd_dkv(const uint n_seq, const uint lq, const uint lk_max, c
                 }
             }
         }
+        *dkp = dk * scale;
+        *dvp = dv;
     }
-    DK[dk_off + (ulong)m * dkv_stride + (ulong)j * dk_ld + (ulong)h * d_head + c] = dk * scale;
-    DV[dv_off + (ulong)m * dkv_stride + (ulong)j * dv_ld + (ulong)h * d_head + c] = dv;
 }

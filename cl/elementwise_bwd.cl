@@ -16,7 +16,8 @@
  *              (row strides ld_*)                            [c, r]
  *   dropout    out[i] = keep(offset + i) ? x[i] * inv_keep : 0 (out may be x);
  *              the same call on dy with the same seed and offset is the
- *              backward.                                     [i]
+ *              backward.  One work-item per Philox counter (4 elements).
+ *                                                  [counters spanned]
  *
  * Dropout RNG: Philox4x32-10 (Salmon et al., SC'11), key = (seed low 32
  * bits, seed high 32 bits), counter = (e >> 2 as 64-bit: low, high, 0, 0)
@@ -71,8 +72,8 @@ __kernel void gate_bwd(__global const float *X, const ulong x_off, const uint ld
     DG[dg_off + (ulong)r * ld_dg + c] = go * x * s * (1.0f - s);
 }
 
-/* Philox4x32-10 word w of counter (c0, c1, 0, 0) under key (k0, k1). */
-inline uint philox_word(uint c0, uint c1, uint k0, uint k1, const uint w) {
+/* Philox4x32-10 of counter (c0, c1, 0, 0) under key (k0, k1): all four words. */
+inline uint4 philox4(uint c0, uint c1, uint k0, uint k1) {
     uint c2 = 0, c3 = 0;
     for (int round = 0; round < 10; round++) {
         const uint hi0 = mul_hi(0xD2511F53u, c0), lo0 = 0xD2511F53u * c0;
@@ -84,17 +85,24 @@ inline uint philox_word(uint c0, uint c1, uint k0, uint k1, const uint w) {
         k0 += 0x9E3779B9u;
         k1 += 0xBB67AE85u;
     }
-    return w == 0 ? c0 : w == 1 ? c1 : w == 2 ? c2 : c3;
+    return (uint4)(c0, c1, c2, c3);
 }
 
+/* One work-item per Philox counter: elements e = 4*ctr + w (w < 4) that lie
+ * in [offset, offset + n), ctr = offset/4 + global id. */
 __kernel void dropout(__global const float *X, const ulong x_off, __global float *O, const ulong o_off,
                       const uint n, const uint seed_lo, const uint seed_hi, const ulong offset,
                       const uint threshold, const float inv_keep) {
-    const uint i = (uint)get_global_id(0);
-    if (i >= n) return;
-    const ulong e = offset + i;
-    const ulong ctr = e >> 2;
-    const uint r = philox_word((uint)ctr, (uint)(ctr >> 32), seed_lo, seed_hi, (uint)(e & 3));
-    const float x = X[x_off + i];
-    O[o_off + i] = (r >> 8) >= threshold ? x * inv_keep : 0.0f;
+    const ulong ctr = (offset >> 2) + get_global_id(0);
+    const ulong e0 = ctr << 2;
+    if (e0 >= offset + n) return;
+    const uint4 r = philox4((uint)ctr, (uint)(ctr >> 32), seed_lo, seed_hi);
+    const uint rw[4] = {r.x, r.y, r.z, r.w};
+    for (uint w = 0; w < 4; w++) {
+        const ulong e = e0 + w;
+        if (e < offset || e >= offset + n) continue;
+        const ulong i = e - offset;
+        const float x = X[x_off + i];
+        O[o_off + i] = (rw[w] >> 8) >= threshold ? x * inv_keep : 0.0f;
+    }
 }

@@ -36,6 +36,12 @@
  * Multiply-adds are written as a * b + c (contractible to fma by the
  * compiler), never mad(), which may trade accuracy for speed on GPUs.
  *
+ * Every loop over the register block carries `#pragma unroll`: without it
+ * PoCL's LLVM keeps the loops rolled and the accumulator arrays in stack
+ * memory (a load, an FMA and a store per multiply-add; measured 30-50
+ * GFLOP/s instead of 110-150 on the 2-core AVX-512 machine of
+ * docs/PERFORMANCE.md).  The same holds for gemm_q8.cl and gemm_bwd.cl.
+ *
  * -D knobs (defaults; runtime/ops.c takes them from the device's tuning):
  *   GEMM_TM     rows of C per work-item                   (4; 1..8)
  *   GEMM_TN     columns of C per work-item                (4; 1..8, gemm_nn 1..32)
@@ -124,30 +130,44 @@ __kernel void gemm_nt(const uint M, const uint N, const uint K, const float alph
 
     __global const float *ar[GEMM_TM];
     __global const float *br[GEMM_TN];
+    #pragma unroll
     for (int i = 0; i < GEMM_TM; i++) ar[i] = A + a_off + min(m0 + (uint)i, M - 1u) * lda;
+    #pragma unroll
     for (int j = 0; j < GEMM_TN; j++) br[j] = B + b_off + min(n0 + (uint)j, N - 1u) * ldb;
 
     VFLOAT accv[GEMM_TM][GEMM_TN];
+    #pragma unroll
     for (int i = 0; i < GEMM_TM; i++)
+        #pragma unroll
         for (int j = 0; j < GEMM_TN; j++) accv[i][j] = (VFLOAT)(0.0f);
 
     const uint KV = K - K % GEMM_VW;
     for (uint k = 0; k < KV; k += GEMM_VW) {
         VFLOAT a[GEMM_TM], b[GEMM_TN];
+        #pragma unroll
         for (int i = 0; i < GEMM_TM; i++) a[i] = VLOAD(ar[i] + k);
+        #pragma unroll
         for (int j = 0; j < GEMM_TN; j++) b[j] = VLOAD(br[j] + k);
+        #pragma unroll
         for (int i = 0; i < GEMM_TM; i++)
+            #pragma unroll
             for (int j = 0; j < GEMM_TN; j++) accv[i][j] = a[i] * b[j] + accv[i][j];
     }
 
     float acc[GEMM_TM][GEMM_TN];
+    #pragma unroll
     for (int i = 0; i < GEMM_TM; i++)
+        #pragma unroll
         for (int j = 0; j < GEMM_TN; j++) acc[i][j] = VSUM(accv[i][j]);
     for (uint k = KV; k < K; k++) {
         float a[GEMM_TM], b[GEMM_TN];
+        #pragma unroll
         for (int i = 0; i < GEMM_TM; i++) a[i] = ar[i][k];
+        #pragma unroll
         for (int j = 0; j < GEMM_TN; j++) b[j] = br[j][k];
+        #pragma unroll
         for (int i = 0; i < GEMM_TM; i++)
+            #pragma unroll
             for (int j = 0; j < GEMM_TN; j++) acc[i][j] = a[i] * b[j] + acc[i][j];
     }
 
@@ -170,6 +190,7 @@ __kernel void gemm_nn(const uint M, const uint N, const uint K, const float alph
     if (m0 >= M || n0 >= N) return;
 
     __global const float *ar[GEMM_TM];
+    #pragma unroll
     for (int i = 0; i < GEMM_TM; i++) ar[i] = A + a_off + min(m0 + (uint)i, M - 1u) * lda;
     __global const float *Bp = B + b_off;
     float acc[GEMM_TM][GEMM_TN];
@@ -197,28 +218,39 @@ __kernel void gemm_nn(const uint M, const uint N, const uint K, const float alph
 #define NN_VLOAD(p) (*(p))
 #define NN_VSTORE(v, p) (*(p) = (v))
 #endif
+        #pragma unroll
         for (int i = 0; i < GEMM_TM; i++)
+            #pragma unroll
             for (int v = 0; v < GEMM_NN_NV; v++) accv[i][v] = 0.0f;
         for (uint k = 0; k < K; k++) {
             __global const float *bk = Bp + k * ldb + n0;
+            #pragma unroll
             for (int i = 0; i < GEMM_TM; i++) {
                 const float a = ar[i][k];
+                #pragma unroll
                 for (int v = 0; v < GEMM_NN_NV; v++)
                     accv[i][v] = a * NN_VLOAD(bk + v * GEMM_NN_VW) + accv[i][v];
             }
         }
+        #pragma unroll
         for (int i = 0; i < GEMM_TM; i++)
+            #pragma unroll
             for (int v = 0; v < GEMM_NN_NV; v++) NN_VSTORE(accv[i][v], &acc[i][v * GEMM_NN_VW]);
     } else {
         /* ragged right edge: scalar loads of clamped columns */
         uint bc[GEMM_TN];
+        #pragma unroll
         for (int j = 0; j < GEMM_TN; j++) bc[j] = min(n0 + (uint)j, N - 1u);
+        #pragma unroll
         for (int i = 0; i < GEMM_TM; i++)
+            #pragma unroll
             for (int j = 0; j < GEMM_TN; j++) acc[i][j] = 0.0f;
         for (uint k = 0; k < K; k++) {
             __global const float *bk = Bp + k * ldb;
+            #pragma unroll
             for (int j = 0; j < GEMM_TN; j++) {
                 const float b = bk[bc[j]];
+                #pragma unroll
                 for (int i = 0; i < GEMM_TM; i++) acc[i][j] = ar[i][k] * b + acc[i][j];
             }
         }

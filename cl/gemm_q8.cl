@@ -85,33 +85,47 @@ __kernel void gemm_q8_nt(const uint M, const uint N, const uint K, const float a
 
     __global const float *ar[GEMM_TM];
     __global const char *qr[GEMM_TN];
+    #pragma unroll
     for (int i = 0; i < GEMM_TM; i++) ar[i] = A + a_off + min(m0 + (uint)i, M - 1u) * lda;
+    #pragma unroll
     for (int j = 0; j < GEMM_TN; j++) qr[j] = Q + q_off + min(n0 + (uint)j, N - 1u) * ldq;
 
     VFLOAT accv[GEMM_TM][GEMM_TN];
+    #pragma unroll
     for (int i = 0; i < GEMM_TM; i++)
+        #pragma unroll
         for (int j = 0; j < GEMM_TN; j++) accv[i][j] = (VFLOAT)(0.0f);
 
     const uint KV = K - K % GEMM_VW;
     for (uint k = 0; k < KV; k += GEMM_VW) {
         VFLOAT a[GEMM_TM], b[GEMM_TN];
+        #pragma unroll
         for (int j = 0; j < GEMM_TN; j++) b[j] = VLOADQ(qr[j] + k);
+        #pragma unroll
         for (int i = 0; i < GEMM_TM; i++) a[i] = VLOADF(ar[i] + k);
+        #pragma unroll
         for (int i = 0; i < GEMM_TM; i++)
+            #pragma unroll
             for (int j = 0; j < GEMM_TN; j++) accv[i][j] = a[i] * b[j] + accv[i][j];
     }
 
     float acc[GEMM_TM][GEMM_TN];
+    #pragma unroll
     for (int i = 0; i < GEMM_TM; i++)
+        #pragma unroll
         for (int j = 0; j < GEMM_TN; j++) acc[i][j] = VSUM(accv[i][j]);
     for (uint k = KV; k < K; k++)
+        #pragma unroll
         for (int i = 0; i < GEMM_TM; i++)
+            #pragma unroll
             for (int j = 0; j < GEMM_TN; j++) acc[i][j] = ar[i][k] * (float)qr[j][k] + acc[i][j];
 
+    #pragma unroll
     for (int i = 0; i < GEMM_TM; i++) {
         const uint m = m0 + (uint)i;
         if (m >= M) break;
         __global float *crow = C + c_off + m * ldc;
+        #pragma unroll
         for (int j = 0; j < GEMM_TN; j++) {
             const uint n = n0 + (uint)j;
             if (n >= N) break;

@@ -2,6 +2,73 @@
 #include "kernel_args.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Kernel profile (nmt_kernel_profile_*): wall time per (kernel, NDRange),
+ * measured by finishing the queue around each launch.  Off unless enabled;
+ * a fixed table, no allocation. */
+#define PROF_MAX 256
+typedef struct prof_row {
+    const char *name;
+    size_t gws[3];
+    unsigned long long calls;
+    double seconds;
+} prof_row;
+static prof_row prof_rows[PROF_MAX];
+static size_t prof_n;
+static int prof_on;
+
+static double prof_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void nmt_kernel_profile_enable(int on) {
+    if (on && !prof_on) prof_n = 0;
+    prof_on = on;
+}
+
+static void prof_add(const char *name, cl_uint dims, const size_t *gws, double dt) {
+    size_t g[3] = {0, 0, 0};
+    for (cl_uint d = 0; d < dims && d < 3; d++) g[d] = gws[d];
+    for (size_t i = 0; i < prof_n; i++) {
+        prof_row *r = &prof_rows[i];
+        if (strcmp(r->name, name) == 0 && memcmp(r->gws, g, sizeof g) == 0) {
+            r->calls++;
+            r->seconds += dt;
+            return;
+        }
+    }
+    if (prof_n == PROF_MAX) return;
+    prof_row *r = &prof_rows[prof_n++];
+    r->name = name;
+    memcpy(r->gws, g, sizeof g);
+    r->calls = 1;
+    r->seconds = dt;
+}
+
+static int prof_cmp(const void *a, const void *b) {
+    double x = ((const prof_row *)a)->seconds, y = ((const prof_row *)b)->seconds;
+    return (x < y) - (x > y);
+}
+
+void nmt_kernel_profile_print(FILE *f, double scale) {
+    double total = 0;
+    for (size_t i = 0; i < prof_n; i++) total += prof_rows[i].seconds;
+    qsort(prof_rows, prof_n, sizeof *prof_rows, prof_cmp);
+    fprintf(f, "%-22s %-22s %8s %10s %6s\n", "kernel", "global size", "calls", "ms", "%");
+    for (size_t i = 0; i < prof_n; i++) {
+        const prof_row *r = &prof_rows[i];
+        char g[48];
+        snprintf(g, sizeof g, "%zux%zux%zu", r->gws[0], r->gws[1], r->gws[2]);
+        fprintf(f, "%-22s %-22s %8.1f %10.2f %6.2f\n", r->name, g, (double)r->calls * scale,
+                r->seconds * 1e3 * scale, total > 0 ? 100.0 * r->seconds / total : 0.0);
+    }
+    fprintf(f, "total kernel time %.2f ms\n", total * 1e3 * scale);
+}
 
 nmt_status args_end(nmt_device *dev, const args *a, const char *kernel) {
     if (a->err == CL_SUCCESS) return NMT_OK;
@@ -12,7 +79,16 @@ nmt_status args_end(nmt_device *dev, const args *a, const char *kernel) {
 
 nmt_status nmt_enqueue(nmt_device *dev, cl_kernel k, cl_uint dims, const size_t *gws,
                        const size_t *lws, const char *kernel) {
+    double t0 = 0;
+    if (prof_on) {
+        clFinish(dev->queue);
+        t0 = prof_now();
+    }
     cl_int e = clEnqueueNDRangeKernel(dev->queue, k, dims, NULL, gws, lws, 0, NULL, NULL);
+    if (prof_on && e == CL_SUCCESS) {
+        clFinish(dev->queue);
+        prof_add(kernel, dims, gws, prof_now() - t0);
+    }
     if (e == CL_SUCCESS) return NMT_OK;
     char what[80];
     snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", kernel);

@@ -6,6 +6,8 @@
 #ifndef NMT_KERNEL_ARGS_H
 #define NMT_KERNEL_ARGS_H
 
+#include <stdio.h>
+
 #include "device.h"
 
 typedef struct args {
@@ -51,6 +53,14 @@ static inline void arg_f32(args *a, float v) {
 
 /* NMT_OK, or the first clSetKernelArg failure as a status (raw cl_int kept). */
 nmt_status args_end(nmt_device *dev, const args *a, const char *kernel);
+
+/* Profiling for benchmarks: when enabled, every nmt_enqueue finishes the
+ * queue before and after its launch and adds the wall time to a fixed table
+ * keyed by (kernel name, global size); print sorts by time, scaling times
+ * and calls by `scale` (e.g. 1/steps).  Switching it on clears the table.  Not
+ * thread-safe; slows launches down; for bench programs only. */
+void nmt_kernel_profile_enable(int on);
+void nmt_kernel_profile_print(FILE *f, double scale);
 
 /* clEnqueueNDRangeKernel with no events; failures become statuses naming
  * the kernel.  gws must already be multiples of lws (when lws != NULL). */

@@ -150,6 +150,8 @@ nmt_status nmt_ops_init_tuned(nmt_ops *ops, nmt_device *dev, const nmt_tuning *t
     }
     ops->reduce_wg = reduce_wg;
     ops->wg_max = pow2_floor(wg_max);
+    ops->k_chunk = dev->info.is_cpu ? NMT_OPS_K_CHUNK_CPU : 0;
+    ops->a_tile_bytes = dev->info.is_cpu ? NMT_OPS_A_TILE_BYTES : 0;
     const nmt_gemm_cfg *b = &ops->cfg[NMT_GOP_NT][NMT_GCLASS_BIG], *r = &ops->cfg[NMT_GOP_NT][NMT_GCLASS_M2];
     nmt_log(&dev->log, NMT_LOG_DEBUG,
             "ops: gemm nt big %s %ux%u vw%u%s wg%u, nt m2 %ux%u vw%u wg%u; reduce_wg=%zu, wg=%zu (%s)",
@@ -291,26 +293,50 @@ nmt_status nmt_op_gemm(nmt_ops *ops, int trans_b, uint32_t M, uint32_t N, uint32
     if (ops->k_gemm[op][cls] == NULL) NMT_TRY(nmt_ops_enable_nn(ops)); /* NN: built at first use */
     cl_kernel k = ops->k_gemm[op][cls];
     const char *kname = trans_b ? "gemm_nt" : "gemm_nn";
-    args a = args_begin(k);
-    arg_u32(&a, M);
-    arg_u32(&a, N);
-    arg_u32(&a, K);
-    arg_f32(&a, alpha);
-    arg_mem(&a, A.mem);
-    arg_u32(&a, (uint32_t)A.off);
-    arg_u32(&a, lda);
-    arg_mem(&a, B.mem);
-    arg_u32(&a, (uint32_t)B.off);
-    arg_u32(&a, ldb);
-    arg_f32(&a, beta);
-    arg_mem(&a, C.mem);
-    arg_u32(&a, (uint32_t)C.off);
-    arg_u32(&a, ldc);
-    arg_mem(&a, bias.mem ? bias.mem : C.mem);  /* never dereferenced without the flag */
-    arg_u32(&a, bias.mem ? (uint32_t)bias.off : 0u);
-    arg_i32(&a, flags);
-    NMT_TRY(args_end(ops->dev, &a, kname));
-    return launch_gemm(ops, k, cfg, M, N, kname);
+    /* Cache blocking on CPUs (PoCL runs work-groups in order, each work-item
+     * streaming whole rows of its operands):
+     *  - NN with long K in chunks of k_chunk rows (C accumulates from the
+     *    second on; bias and ReLU with the last), so the B rows a work-group
+     *    streams stay in cache for the next groups;
+     *  - NT with many rows in tiles of about a_tile_bytes of A, so
+     *    the A rows every N block re-reads stay in L2 (B then streams once
+     *    per tile instead of A once per N block). */
+    const uint32_t kc = !trans_b && ops->k_chunk && K > 2 * ops->k_chunk ? ops->k_chunk : (K ? K : 1);
+    uint32_t mt = M;
+    if (trans_b && ops->a_tile_bytes && K > 0) {
+        const uint32_t unit = cfg->tm * cfg->wg, rows = ops->a_tile_bytes / 4u / K;
+        const uint32_t tile = rows > unit ? rows / unit * unit : unit;
+        if (M > 2 * tile) mt = tile;
+    }
+    for (uint64_t m0 = 0; m0 < M; m0 += mt) {
+        const uint32_t mn = (uint32_t)(M - m0 < mt ? M - m0 : mt);
+        for (uint64_t k0 = 0; k0 < K || k0 == 0; k0 += kc) {
+            const uint32_t kn = (uint32_t)(K - k0 < kc ? K - k0 : kc);
+            const int last = k0 + kn >= K;
+            args a = args_begin(k);
+            arg_u32(&a, mn);
+            arg_u32(&a, N);
+            arg_u32(&a, kn);
+            arg_f32(&a, alpha);
+            arg_mem(&a, A.mem);
+            arg_u32(&a, (uint32_t)(A.off + m0 * lda + k0));
+            arg_u32(&a, lda);
+            arg_mem(&a, B.mem);
+            arg_u32(&a, (uint32_t)(B.off + (trans_b ? k0 : k0 * ldb)));
+            arg_u32(&a, ldb);
+            arg_f32(&a, k0 == 0 ? beta : 1.0f);
+            arg_mem(&a, C.mem);
+            arg_u32(&a, (uint32_t)(C.off + m0 * ldc));
+            arg_u32(&a, ldc);
+            arg_mem(&a, bias.mem ? bias.mem : C.mem);  /* never dereferenced without the flag */
+            arg_u32(&a, bias.mem ? (uint32_t)bias.off : 0u);
+            arg_i32(&a, last ? flags : 0);
+            NMT_TRY(args_end(ops->dev, &a, kname));
+            NMT_TRY(launch_gemm(ops, k, cfg, mn, N, kname));
+            if (last) break;
+        }
+    }
+    return NMT_OK;
 }
 
 nmt_status nmt_op_gemm_q8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, float alpha, nmt_buf A, uint32_t lda,

@@ -53,7 +53,15 @@ typedef struct nmt_ops {
     size_t reduce_wg;           /* local size of the per-row reductions (power of two) */
     size_t wg_max;              /* local size (dimension 0) of the other kernels */
     int attn_mode;              /* NMT_ATTN_AUTO / _FUSED / _SPLIT (tests force one) */
+    /* cache blocking of own fp32 products on CPUs (0: none; plain fields,
+     * tests change them): NN split K into chunks of k_chunk rows, NT split M
+     * into tiles of about a_tile_bytes of A (whole work-groups of rows) */
+    uint32_t k_chunk;           /* CPUs: NMT_OPS_K_CHUNK_CPU */
+    uint32_t a_tile_bytes;      /* CPUs: NMT_OPS_A_TILE_BYTES */
 } nmt_ops;
+
+#define NMT_OPS_K_CHUNK_CPU 256u
+#define NMT_OPS_A_TILE_BYTES (512u * 1024u)
 
 /* Attention path: AUTO uses attn_fused when d_head <= 128, else the
  * scores / stats / apply kernels. */

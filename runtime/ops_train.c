@@ -23,6 +23,11 @@
 
 #define NMT_TRAIN_GEMM_TM 4
 #define NMT_TRAIN_GEMM_TN 4
+#define NMT_TRAIN_GEMM_VW 4
+#define NMT_TRAIN_GEMM_TM_CPU 6
+#define NMT_TRAIN_GEMM_TN_CPU 32
+#define NMT_TRAIN_GEMM_VW_CPU 16
+#define NMT_TRAIN_K_CHUNK_CPU 256
 #define NMT_TRAIN_REDUCE_WG_GPU 256
 #define NMT_TRAIN_REDUCE_WG_CPU 64
 #define NMT_TRAIN_WG_BUDGET 64
@@ -70,19 +75,32 @@ void nmt_train_ops_release(nmt_train_ops *t) {
 
 nmt_status nmt_train_ops_init(nmt_train_ops *t, nmt_device *dev) {
     if (t == NULL || dev == NULL) return NMT_ERR_INVALID_ARGUMENT;
+    const int cpu = dev->info.is_cpu;
+    NMT_TRY(nmt_train_ops_init_gemm(t, dev, cpu ? NMT_TRAIN_GEMM_TM_CPU : NMT_TRAIN_GEMM_TM,
+                                    cpu ? NMT_TRAIN_GEMM_TN_CPU : NMT_TRAIN_GEMM_TN,
+                                    cpu ? NMT_TRAIN_GEMM_VW_CPU : NMT_TRAIN_GEMM_VW));
+    t->k_chunk = cpu ? NMT_TRAIN_K_CHUNK_CPU : 0;
+    return NMT_OK;
+}
+
+nmt_status nmt_train_ops_init_gemm(nmt_train_ops *t, nmt_device *dev, uint32_t tm, uint32_t tn, uint32_t vw) {
+    if (t == NULL || dev == NULL) return NMT_ERR_INVALID_ARGUMENT;
+    if (tm < 1 || tm > 8 || tn < 1 || tn > 32 || vw < 1 || vw > 16 || (vw & (vw - 1)) != 0)
+        return NMT_ERR_INVALID_ARGUMENT;
     memset(t, 0, sizeof *t);
     t->dev = dev;
     t->gemm = (dev->info.gemm == NMT_GEMM_CLBLAST && NMT_TRAIN_CLBLAST) ? NMT_GEMM_CLBLAST : NMT_GEMM_OWN;
-    t->gemm_tm = NMT_TRAIN_GEMM_TM;
-    t->gemm_tn = NMT_TRAIN_GEMM_TN;
+    t->gemm_tm = tm;
+    t->gemm_tn = tn;
+    t->gemm_vw = tn % vw == 0 ? vw : 1;
 
     size_t dev_wg = dev->info.max_work_group_size ? dev->info.max_work_group_size : 1;
     size_t reduce_cap = dev->info.is_gpu ? NMT_TRAIN_REDUCE_WG_GPU : NMT_TRAIN_REDUCE_WG_CPU;
     reduce_cap = pow2_floor(NMT_MIN(reduce_cap, dev_wg));
 
     char opts[P_COUNT][96];
-    snprintf(opts[P_GEMM_BWD], sizeof opts[P_GEMM_BWD], "-DGEMMT_TM=%u -DGEMMT_TN=%u", (unsigned)t->gemm_tm,
-             (unsigned)t->gemm_tn);
+    snprintf(opts[P_GEMM_BWD], sizeof opts[P_GEMM_BWD], "-DGEMMT_TM=%u -DGEMMT_TN=%u -DGEMMT_VW=%u",
+             (unsigned)t->gemm_tm, (unsigned)t->gemm_tn, (unsigned)t->gemm_vw);
     snprintf(opts[P_NORM_BWD], sizeof opts[P_NORM_BWD], "-DREDUCE_WG=%zu", reduce_cap);
     opts[P_ELEM_BWD][0] = '\0';
     opts[P_ATTN_BWD][0] = '\0';
@@ -107,9 +125,9 @@ nmt_status nmt_train_ops_init(nmt_train_ops *t, nmt_device *dev) {
     }
     t->reduce_wg = reduce_wg;
     t->wg_max = wg_max;
-    nmt_log(&dev->log, NMT_LOG_DEBUG, "train ops: gemm_tn=%s tile %ux%u, reduce_wg=%zu, wg_max=%zu",
+    nmt_log(&dev->log, NMT_LOG_DEBUG, "train ops: gemm_tn=%s tile %ux%u vw %u, reduce_wg=%zu, wg_max=%zu",
             t->gemm == NMT_GEMM_CLBLAST ? "clblast" : "own", (unsigned)t->gemm_tm, (unsigned)t->gemm_tn,
-            t->reduce_wg, t->wg_max);
+            (unsigned)t->gemm_vw, t->reduce_wg, t->wg_max);
     return NMT_OK;
 }
 
@@ -178,21 +196,30 @@ nmt_status nmt_op_gemm_tn(nmt_train_ops *t, uint32_t M, uint32_t N, uint32_t K, 
         return NMT_OK;
     }
 #endif
-    args a = args_begin(t->k_gemm_tn);
-    arg_u32(&a, M);
-    arg_u32(&a, N);
-    arg_u32(&a, K);
-    arg_f32(&a, alpha);
-    arg_buf(&a, A);
-    arg_u32(&a, lda);
-    arg_buf(&a, B);
-    arg_u32(&a, ldb);
-    arg_f32(&a, beta);
-    arg_buf(&a, C);
-    arg_u32(&a, ldc);
-    NMT_TRY(args_end(t->dev, &a, "gemm_tn"));
-    const size_t n[2] = {(N + t->gemm_tn - 1) / t->gemm_tn, (M + t->gemm_tm - 1) / t->gemm_tm};
-    return launch(t, t->k_gemm_tn, 2, n, "gemm_tn");
+    /* Long K in chunks (C accumulates from the second on): a work-group
+     * then streams only a chunk of B's rows, which stays in cache for the
+     * next groups; alpha distributes over the sum. */
+    const uint32_t kc = t->k_chunk && K > 2 * t->k_chunk ? t->k_chunk : (K ? K : 1);
+    for (uint64_t k0 = 0; k0 < K || k0 == 0; k0 += kc) {
+        const uint32_t kn = (uint32_t)(K - k0 < kc ? K - k0 : kc);
+        args a = args_begin(t->k_gemm_tn);
+        arg_u32(&a, M);
+        arg_u32(&a, N);
+        arg_u32(&a, kn);
+        arg_f32(&a, alpha);
+        arg_buf(&a, nmt_buf_at(A, (size_t)k0 * lda));
+        arg_u32(&a, lda);
+        arg_buf(&a, nmt_buf_at(B, (size_t)k0 * ldb));
+        arg_u32(&a, ldb);
+        arg_f32(&a, k0 == 0 ? beta : 1.0f);
+        arg_buf(&a, C);
+        arg_u32(&a, ldc);
+        NMT_TRY(args_end(t->dev, &a, "gemm_tn"));
+        const size_t n[2] = {(N + t->gemm_tn - 1) / t->gemm_tn, (M + t->gemm_tm - 1) / t->gemm_tm};
+        NMT_TRY(launch(t, t->k_gemm_tn, 2, n, "gemm_tn"));
+        if (K == 0) break;
+    }
+    return NMT_OK;
 }
 
 nmt_status nmt_op_col_sum(nmt_train_ops *t, uint32_t rows, uint32_t cols, float alpha, nmt_buf X, uint32_t ld,
@@ -345,7 +372,7 @@ nmt_status nmt_op_dropout(nmt_train_ops *t, nmt_buf x, nmt_buf out, uint32_t n, 
     arg_u32(&a, threshold);
     arg_f32(&a, inv_keep);
     NMT_TRY(args_end(t->dev, &a, "dropout"));
-    const size_t g[1] = {n};
+    const size_t g[1] = {(size_t)(((offset + n - 1) >> 2) - (offset >> 2) + 1)}; /* Philox counters */
     return launch(t, t->k_dropout, 1, g, "dropout");
 }
 
@@ -558,7 +585,9 @@ nmt_status nmt_op_attention_bwd(nmt_train_ops *t, const nmt_attn_bwd_args *ba) {
     arg_buf(&a, ba->dq);
     arg_u32(&a, ba->dq_ld);
     NMT_TRY(args_end(t->dev, &a, "attn_bwd_dq"));
-    const size_t n_q[3] = {p->d_head, p->lq, rows_sh};
+    /* channels per work-item: attention_bwd.cl bwd_cv() */
+    const size_t cv = p->d_head % 16u == 0 ? 16u : 1u;
+    const size_t n_q[3] = {p->d_head / cv, p->lq, rows_sh};
     NMT_TRY(launch(t, t->k_attn_bwd_dq, 3, n_q, "attn_bwd_dq"));
 
     /* 5. dK, dV */
@@ -584,7 +613,7 @@ nmt_status nmt_op_attention_bwd(nmt_train_ops *t, const nmt_attn_bwd_args *ba) {
     arg_u32(&a, ba->dv_ld);
     arg_u64(&a, ba->dkv_seq_stride);
     NMT_TRY(args_end(t->dev, &a, "attn_bwd_dkv"));
-    const size_t n_kvw[3] = {p->d_head, p->lk_max, (size_t)n_kv * p->n_heads};
+    const size_t n_kvw[3] = {p->d_head / cv, p->lk_max, (size_t)n_kv * p->n_heads};
     return launch(t, t->k_attn_bwd_dkv, 3, n_kvw, "attn_bwd_dkv");
 }
 

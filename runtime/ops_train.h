@@ -36,6 +36,9 @@ typedef struct nmt_train_ops {
     cl_kernel k_adam, k_reduce_partial, k_reduce_final, k_scale, k_fill, k_axpy;  /* optim.cl */
     /* launch geometry */
     uint32_t gemm_tm, gemm_tn;  /* C block per gemm_tn work-item (-D GEMMT_TM/TN) */
+    uint32_t gemm_vw;           /* its vector width along N (-D GEMMT_VW) */
+    uint32_t k_chunk;           /* gemm_tn splits K into chunks of this many rows
+                                   (0: never); a plain field, may be changed */
     size_t reduce_wg;           /* local size of per-row reductions (power of two) */
     size_t wg_max;              /* work-items per group for the other kernels */
 } nmt_train_ops;
@@ -44,6 +47,13 @@ typedef struct nmt_train_ops {
  * kernel.  On failure everything created so far is released.  The device
  * must outlive the ops. */
 nmt_status nmt_train_ops_init(nmt_train_ops *t, nmt_device *dev);
+
+/* The same with explicit gemm_tn parameters (tests, tuning): tm 1..8,
+ * tn 1..32, vw 1/2/4/8/16 (must divide tn, else 1 is used); else
+ * NMT_ERR_INVALID_ARGUMENT.  nmt_train_ops_init chooses them by device type:
+ * on CPUs 6 x 32 with 16-wide vectors and K chunks of 256 rows (the B rows
+ * a work-group streams then stay in L2), elsewhere 4 x 4 x 4, no chunks. */
+nmt_status nmt_train_ops_init_gemm(nmt_train_ops *t, nmt_device *dev, uint32_t tm, uint32_t tn, uint32_t vw);
 void nmt_train_ops_release(nmt_train_ops *t);
 
 /* ---- linear layers ------------------------------------------------------ */

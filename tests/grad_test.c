@@ -155,10 +155,11 @@ static void test_init(void **state) {
 
 /* ---- GEMM TN and column sums (exact references) --------------------------- */
 
-static void test_gemm_tn(void **state) {
-    env *e = *state;
-    nmt_test_rng r = nmt_test_rng_make(11);
-    static const uint32_t shapes[][3] = {{1, 1, 1}, {5, 7, 3}, {13, 6, 17}, {32, 33, 9}, {4, 4, 0}, {70, 3, 41}};
+static void run_gemm_tn(env *e, nmt_train_ops *t, uint64_t seed) {
+    nmt_test_rng r = nmt_test_rng_make(seed);
+    /* with N >= 32 whole vector column blocks; K > 2 * k_chunk in chunks */
+    static const uint32_t shapes[][3] = {{1, 1, 1},   {5, 7, 3},    {13, 6, 17}, {32, 33, 9},
+                                         {4, 4, 0},   {70, 3, 41},  {9, 70, 600}, {7, 64, 513}};
     for (size_t si = 0; si < NMT_ARRAY_LEN(shapes); si++) {
         for (int beta = 0; beta <= 1; beta++) {
             const uint32_t M = shapes[si][0], N = shapes[si][1], K = shapes[si][2];
@@ -181,7 +182,7 @@ static void test_gemm_tn(void **state) {
                 }
             cl_mem a = nmt_test_upload_f32(e->dev, A, na), b = nmt_test_upload_f32(e->dev, Bm, nb),
                    c = nmt_test_upload_f32(e->dev, C0, nc);
-            nmt_test_assert_ok(e->dev, nmt_op_gemm_tn(&e->t, M, N, K, 0.75f, B(a, oa), lda, B(b, ob), ldb,
+            nmt_test_assert_ok(e->dev, nmt_op_gemm_tn(t, M, N, K, 0.75f, B(a, oa), lda, B(b, ob), ldb,
                                                       (float)beta, B(c, oc), ldc));
             float *got = download(e, c, nc);
             /* padding columns between rows and the prefix keep their bits */
@@ -200,6 +201,26 @@ static void test_gemm_tn(void **state) {
             nmt_test_release(c);
         }
     }
+}
+
+/* The device's parameters, then other register blocks and K chunks. */
+static void test_gemm_tn(void **state) {
+    env *e = *state;
+    run_gemm_tn(e, &e->t, 11);
+    static const uint32_t sets[][4] = {{4, 4, 4, 0}, {3, 8, 8, 5}, {5, 20, 16, 64}, {1, 32, 16, 100}, {8, 1, 1, 7}};
+    for (size_t i = 0; i < NMT_ARRAY_LEN(sets); i++) {
+        nmt_train_ops t;
+        nmt_test_assert_ok(e->dev, nmt_train_ops_init_gemm(&t, e->dev, sets[i][0], sets[i][1], sets[i][2]));
+        assert_int_equal(t.gemm_vw, sets[i][1] % sets[i][2] == 0 ? sets[i][2] : 1u);
+        t.k_chunk = sets[i][3];
+        run_gemm_tn(e, &t, 20 + i);
+        nmt_train_ops_release(&t);
+    }
+    nmt_train_ops t;
+    assert_int_equal(nmt_train_ops_init_gemm(&t, e->dev, 0, 4, 4), NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(nmt_train_ops_init_gemm(&t, e->dev, 4, 33, 4), NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(nmt_train_ops_init_gemm(&t, e->dev, 4, 4, 3), NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(nmt_train_ops_init_gemm(&t, e->dev, 9, 4, 4), NMT_ERR_INVALID_ARGUMENT);
 }
 
 static void test_col_sum(void **state) {
@@ -685,6 +706,9 @@ static const attn_case attn_cases[] = {
     {"dec causal padded", 2, 5, 5, 1, 3, 2, 0, 1, 0, {5, 2}, 3, {BR_G, BR_FW, BR_L(1)}},
     {"cross grouped", 4, 3, 6, 2, 2, 5, 0, 0, 1, {6, 4}, 1, {BR_G}},
     {"cross offset causal", 2, 3, 6, 1, 2, 4, 2, 1, 1, {-1}, 2, {BR_G, BR_L(1)}},
+    /* d_head a multiple of 16: the float16 paths of attn_bwd_dq / _dkv */
+    {"enc padded dh16", 3, 5, 5, 1, 2, 16, 0, 0, 0, {5, 3, 0}, 2, {BR_G, BR_L(1)}},
+    {"cross grouped causal dh32", 4, 3, 6, 2, 1, 32, 2, 1, 1, {6, 4}, 2, {BR_G, BR_FW}},
 };
 
 static void test_attention_bwd(void **state) {

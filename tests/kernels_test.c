@@ -292,6 +292,30 @@ static void run_all_gemm(env *e, nmt_ops *ops, uint64_t seed) {
         if (gemm_more[i].trans_b) run_gemm_q8(e, ops, &gemm_more[i], seed + 150 + i);
 }
 
+/* Cache blocking (NN K chunks, NT row tiles) with tiny blocks, so the
+ * chunked paths run on small shapes: chunks accumulate, bias and ReLU are
+ * applied once at the end, offsets move with every chunk and tile. */
+static const gemm_case gemm_blocked[] = {
+    {0, 9, 40, 70, 1.0f, 0.0f, 1, 1, 3, 2},    /* NN: K in chunks of 8 (9 launches) */
+    {0, 20, 33, 17, 0.5f, 1.0f, 1, 0, 1, 5},   /* NN: chunks + ragged last chunk, beta 1 */
+    {0, 5, 8, 64, -1.0f, 0.0f, 0, 1, 0, 0},    /* NN: ReLU only after the last chunk */
+    {1, 500, 21, 30, 1.0f, 0.0f, 1, 1, 2, 3},  /* NT: rows in tiles */
+    {1, 450, 40, 9, 0.5f, 1.0f, 1, 0, 0, 1},   /* NT: tiles + ragged last tile, beta 1 */
+};
+
+static void test_gemm_blocking(void **state) {
+    env *e = *state;
+    const uint32_t kc = e->ops.k_chunk, tb = e->ops.a_tile_bytes;
+    e->ops.k_chunk = 8;
+    e->ops.a_tile_bytes = 64;  /* one work-group of rows per tile */
+    for (size_t i = 0; i < NMT_ARRAY_LEN(gemm_blocked); i++) run_gemm(e, &e->ops, &gemm_blocked[i], 700 + i);
+    e->ops.k_chunk = 0;
+    e->ops.a_tile_bytes = 0;
+    for (size_t i = 0; i < NMT_ARRAY_LEN(gemm_blocked); i++) run_gemm(e, &e->ops, &gemm_blocked[i], 700 + i);
+    e->ops.k_chunk = kc;
+    e->ops.a_tile_bytes = tb;
+}
+
 /* The device's own parameters (table row or tuning file). */
 static void test_gemm(void **state) {
     env *e = *state;
@@ -1037,6 +1061,7 @@ int main(void) {
         cmocka_unit_test(test_ops_init),
         cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_gemm_parameter_sets),
+        cmocka_unit_test(test_gemm_blocking),
         cmocka_unit_test(test_gemm_arguments),
         cmocka_unit_test(test_gemm_clblast),
         cmocka_unit_test(test_embed),
