@@ -16,7 +16,7 @@
  *              (row strides ld_*)                            [c, r]
  *   dropout    out[i] = keep(offset + i) ? x[i] * inv_keep : 0 (out may be x);
  *              the same call on dy with the same seed and offset is the
- *              backward.  One work-item per Philox counter (4 elements).
+ *              backward.  One work-item per 8 Philox counters (32 elements).
  *                                                  [counters spanned]
  *
  * Dropout RNG: Philox4x32-10 (Salmon et al., SC'11), key = (seed low 32
@@ -72,37 +72,60 @@ __kernel void gate_bwd(__global const float *X, const ulong x_off, const uint ld
     DG[dg_off + (ulong)r * ld_dg + c] = go * x * s * (1.0f - s);
 }
 
-/* Philox4x32-10 of counter (c0, c1, 0, 0) under key (k0, k1): all four words. */
-inline uint4 philox4(uint c0, uint c1, uint k0, uint k1) {
-    uint c2 = 0, c3 = 0;
+/* Philox4x32-10 of 8 counters (c0, c1, 0, 0) (one per lane) under key
+ * (k0, k1); the four output words per lane in w0..w3.  The 32x32 -> 64-bit
+ * products are written with ulong vectors: PoCL lowers mul_hi on this CPU
+ * to 16-bit pieces, the widened product to one vpmuludq per 8 lanes. */
+inline void philox8(uint8 c0, uint8 c1, uint k0, uint k1, uint8 *w0, uint8 *w1, uint8 *w2, uint8 *w3) {
+    uint8 c2 = (uint8)(0u), c3 = (uint8)(0u);
+#pragma unroll
     for (int round = 0; round < 10; round++) {
-        const uint hi0 = mul_hi(0xD2511F53u, c0), lo0 = 0xD2511F53u * c0;
-        const uint hi1 = mul_hi(0xCD9E8D57u, c2), lo1 = 0xCD9E8D57u * c2;
-        c0 = hi1 ^ c1 ^ k0;
+        const ulong8 p0 = convert_ulong8(c0) * (ulong8)(0xD2511F53ul);
+        const ulong8 p1 = convert_ulong8(c2) * (ulong8)(0xCD9E8D57ul);
+        const uint8 hi0 = convert_uint8(p0 >> 32), lo0 = convert_uint8(p0);
+        const uint8 hi1 = convert_uint8(p1 >> 32), lo1 = convert_uint8(p1);
+        c0 = hi1 ^ c1 ^ (uint8)(k0);
         c1 = lo1;
-        c2 = hi0 ^ c3 ^ k1;
+        c2 = hi0 ^ c3 ^ (uint8)(k1);
         c3 = lo0;
         k0 += 0x9E3779B9u;
         k1 += 0xBB67AE85u;
     }
-    return (uint4)(c0, c1, c2, c3);
+    *w0 = c0, *w1 = c1, *w2 = c2, *w3 = c3;
 }
 
-/* One work-item per Philox counter: elements e = 4*ctr + w (w < 4) that lie
- * in [offset, offset + n), ctr = offset/4 + global id. */
+/* One work-item per 8 Philox counters: elements e = 4*ctr + w (w < 4) that
+ * lie in [offset, offset + n), ctr = offset/4 + 8 * global id + lane. */
 __kernel void dropout(__global const float *X, const ulong x_off, __global float *O, const ulong o_off,
                       const uint n, const uint seed_lo, const uint seed_hi, const ulong offset,
                       const uint threshold, const float inv_keep) {
-    const ulong ctr = (offset >> 2) + get_global_id(0);
-    const ulong e0 = ctr << 2;
-    if (e0 >= offset + n) return;
-    const uint4 r = philox4((uint)ctr, (uint)(ctr >> 32), seed_lo, seed_hi);
-    const uint rw[4] = {r.x, r.y, r.z, r.w};
-    for (uint w = 0; w < 4; w++) {
-        const ulong e = e0 + w;
-        if (e < offset || e >= offset + n) continue;
+    const ulong ctr0 = (offset >> 2) + get_global_id(0) * 8ul;
+    const ulong e0 = ctr0 << 2, end = offset + n;
+    if (e0 >= end) return;
+    const ulong8 ctr = (ulong8)(ctr0) + (ulong8)(0, 1, 2, 3, 4, 5, 6, 7);
+    uint8 w0, w1, w2, w3;
+    philox8(convert_uint8(ctr), convert_uint8(ctr >> 32), seed_lo, seed_hi, &w0, &w1, &w2, &w3);
+    uint r[4][8];
+    vstore8(w0, 0, r[0]);
+    vstore8(w1, 0, r[1]);
+    vstore8(w2, 0, r[2]);
+    vstore8(w3, 0, r[3]);
+    if (e0 >= offset && e0 + 32 <= end) { /* all 32 elements in range */
+        __global const float *x = X + x_off + (e0 - offset);
+        __global float *o = O + o_off + (e0 - offset);
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            const float4 v = vload4(i, x);
+            const uint4 rw = (uint4)(r[0][i], r[1][i], r[2][i], r[3][i]);
+            vstore4(select((float4)(0.0f), v * inv_keep, (rw >> 8) >= (uint4)(threshold)), i, o);
+        }
+        return;
+    }
+    for (uint k = 0; k < 32; k++) {
+        const ulong e = e0 + k;
+        if (e < offset || e >= end) continue;
         const ulong i = e - offset;
         const float x = X[x_off + i];
-        O[o_off + i] = (rw[w] >> 8) >= threshold ? x * inv_keep : 0.0f;
+        O[o_off + i] = (r[k & 3][k >> 2] >> 8) >= threshold ? x * inv_keep : 0.0f;
     }
 }

@@ -13,12 +13,15 @@
  *
  * Kernels:
  *   xent  one work-group per row (NDRange rows * local size, any power-of-two
- *         local size <= REDUCE_WG): one read pass over the row accumulating
- *         (max, sum of exp) online plus the plain sum of x, a tree reduction,
- *         then one pass writing dx.  dx may be the logits themselves (same
- *         buffer, offset and stride: each element is read and then written
- *         by the same work-item after the reduction); otherwise it must not
- *         overlap them.
+ *         local size <= REDUCE_WG): a pass for the max and the plain sum of
+ *         x, a tree reduction, a pass for the sum of exp(x - max), another
+ *         reduction, then a pass writing dx.  Work-item l owns the float16
+ *         vectors l, l + size, ... of the row and the tail elements past the
+ *         last whole vector at l, l + size, ... (branch-free vector loops:
+ *         PoCL runs work-items one after another, so each one must stream
+ *         contiguous memory).  dx may be the logits themselves (same buffer,
+ *         offset and stride: each element is read and then written by its
+ *         owner after the reductions); otherwise it must not overlap them.
  *
  * Offsets and leading dimensions in elements; addresses are ulong.
  *
@@ -55,32 +58,47 @@ __kernel void xent(__global const float *X, const ulong x_off, const uint ld, co
     }
 
     const float xt = x[t];  /* read by everyone before the first barrier (dx may alias x) */
-    float m = -INFINITY, s = 0.0f, sx = 0.0f;
-    for (uint c = lid; c < n_cls; c += lsz) {
-        const float v = x[c];
-        sx += v;
-        if (v > m) {
-            s = s * exp(m - v) + 1.0f;
-            m = v;
-        } else {
-            s += exp(v - m);
-        }
+    const uint nv = n_cls / 16u, tail0 = nv * 16u;
+    float16 mv = (float16)(-INFINITY), sv = (float16)(0.0f);
+    for (uint v = lid; v < nv; v += lsz) {
+        const float16 x16 = vload16(v, x);
+        mv = fmax(mv, x16);
+        sv += x16;
+    }
+    float8 m8 = fmax(mv.lo, mv.hi), s8 = sv.lo + sv.hi;
+    float4 m4 = fmax(m8.lo, m8.hi), s4 = s8.lo + s8.hi;
+    float m = fmax(fmax(m4.x, m4.y), fmax(m4.z, m4.w)), sx = (s4.x + s4.y) + (s4.z + s4.w);
+    for (uint c = tail0 + lid; c < n_cls; c += lsz) {
+        m = fmax(m, x[c]);
+        sx += x[c];
     }
     red_m[lid] = m;
-    red_s[lid] = m == -INFINITY ? 0.0f : s;
     red_x[lid] = sx;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint w = lsz / 2; w > 0; w >>= 1) {
         if (lid < w) {
-            const float m1 = red_m[lid], m2 = red_m[lid + w];
-            const float mm = fmax(m1, m2);
-            if (mm != -INFINITY) red_s[lid] = red_s[lid] * exp(m1 - mm) + red_s[lid + w] * exp(m2 - mm);
-            red_m[lid] = mm;
+            red_m[lid] = fmax(red_m[lid], red_m[lid + w]);
             red_x[lid] += red_x[lid + w];
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    const float lse = red_m[0] + log(red_s[0]);
+    const float mx = red_m[0];
+    float s = 0.0f;
+    if (mx != -INFINITY) {
+        float16 e16 = (float16)(0.0f);
+        for (uint v = lid; v < nv; v += lsz) e16 += exp(vload16(v, x) - mx);
+        float8 e8 = e16.lo + e16.hi;
+        float4 e4 = e8.lo + e8.hi;
+        s = (e4.x + e4.y) + (e4.z + e4.w);
+        for (uint c = tail0 + lid; c < n_cls; c += lsz) s += exp(x[c] - mx);
+    }
+    red_s[lid] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint w = lsz / 2; w > 0; w >>= 1) {
+        if (lid < w) red_s[lid] += red_s[lid + w];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const float lse = mx + log(red_s[0]);
     const float off = n_cls > 1 ? eps / (float)(n_cls - 1) : 0.0f;
     const float on = n_cls > 1 ? 1.0f - eps : 1.0f;
 
@@ -90,9 +108,15 @@ __kernel void xent(__global const float *X, const ulong x_off, const uint ld, co
         L[l_off + row] = -on * lp_t - off * (sum_lp - lp_t);
         if (has_nll) NLL[nll_off + row] = -lp_t;
     }
-    if (has_dx)
-        for (uint c = lid; c < n_cls; c += lsz) {
+    if (has_dx) {
+        const int16 lane = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        for (uint v = lid; v < nv; v += lsz) {
+            const float16 q = select((float16)(off), (float16)(on), lane + (int)(v * 16u) == (int16)(t));
+            vstore16(grad_scale * (exp(vload16(v, x) - lse) - q), v, dx);
+        }
+        for (uint c = tail0 + lid; c < n_cls; c += lsz) {
             const float q = (int)c == t ? on : off;
             dx[c] = grad_scale * (exp(x[c] - lse) - q);
         }
+    }
 }

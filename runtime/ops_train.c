@@ -372,7 +372,8 @@ nmt_status nmt_op_dropout(nmt_train_ops *t, nmt_buf x, nmt_buf out, uint32_t n, 
     arg_u32(&a, threshold);
     arg_f32(&a, inv_keep);
     NMT_TRY(args_end(t->dev, &a, "dropout"));
-    const size_t g[1] = {(size_t)(((offset + n - 1) >> 2) - (offset >> 2) + 1)}; /* Philox counters */
+    const uint64_t counters = ((offset + n - 1) >> 2) - (offset >> 2) + 1; /* Philox counters spanned */
+    const size_t g[1] = {(size_t)((counters + 7) / 8)};                     /* 8 per work-item */
     return launch(t, t->k_dropout, 1, g, "dropout");
 }
 

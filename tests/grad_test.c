@@ -829,6 +829,7 @@ static void test_xent(void **state) {
     check_xent(e, 5, 300, 0.1f, 0, 73);
     check_xent(e, 4, 11, 0.0f, 0, 74);
     check_xent(e, 3, 1, 0.1f, 0, 75);
+    check_xent(e, 4, 64, 0.1f, 1, 76); /* whole float16 vectors only, in place */
 }
 
 /* ---- embedding ------------------------------------------------------------- */
@@ -982,6 +983,14 @@ static void test_dropout(void **state) {
     nmt_test_assert_ok(e->dev, nmt_op_dropout(&e->t, B(x, 123), B(o2, 0), 777, p, seed, off + 123));
     float *c = download(e, o2, 777);
     assert_memory_equal(c, a + 123, 777 * sizeof(float));
+    /* counters crossing 2^32 inside one work-item's 8 (the high word
+     * differs between lanes), with a ragged start and end */
+    const uint64_t off_hi = (4ull << 32) - 50;
+    nmt_test_assert_ok(e->dev, nmt_op_dropout(&e->t, B(x, 0), B(o2, 0), 203, p, seed, off_hi));
+    float *hi = download(e, o2, 203);
+    for (uint32_t i = 0; i < 203; i++)
+        assert_true(hi[i] == ((philox_word(seed, off_hi + i) >> 8) >= thr ? X[i] * inv : 0.0f));
+    free(hi);
     /* another seed gives another mask */
     nmt_test_assert_ok(e->dev, nmt_op_dropout(&e->t, B(x, 0), B(o2, 0), n, p, seed + 1, off));
     float *d2 = download(e, o2, n);
