@@ -8,6 +8,7 @@
  * (tested).  Everything is planned once: weights, activations and caches are
  * device buffers created in plan(); the forward functions only enqueue. */
 #include "family.h"
+#include "transformer_cfg.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -18,83 +19,8 @@
 /* Configuration                                                            */
 /* ------------------------------------------------------------------------ */
 
-enum { FUSE_SUM = 0, FUSE_CONCAT = 1, FUSE_GATE = 2 };
-
-typedef struct tf_cfg {
-    uint32_t d, heads, dh, ff, enc_layers, dec_layers, src_vocab, tgt_vocab, gate_r;
-    int pre_norm, shared_emb, tied_out, fusion;
-    float eps, emb_scale;
-    uint32_t n_enc_br, n_dec_br;
-    nmt_branch enc_br[NMT_MAX_BRANCHES], dec_br[NMT_MAX_BRANCHES];
-    uint32_t bos, eos, pad, unk;
-    int any_q8;                       /* some 2-D weight is I8: int8 kernels needed */
-} tf_cfg;
+typedef nmt_tf_cfg tf_cfg; /* transformer_cfg.h */
 _Static_assert(sizeof(tf_cfg) <= NMT_FAMILY_CFG_BYTES, "config fits the session's slot");
-
-#define TF_MAX_LAYERS 64
-#define TF_MAX_DIM (1u << 16)
-
-/* Parse "global fw bw local:3" into a branch list. */
-static nmt_status parse_branches(const char *str, int decoder, nmt_branch *out, uint32_t *n) {
-    *n = 0;
-    const char *p = str;
-    while (*p) {
-        while (*p == ' ' || *p == ',' || *p == '\t') p++;
-        if (!*p) break;
-        const char *e = p;
-        while (*e && *e != ' ' && *e != ',' && *e != '\t') e++;
-        size_t len = (size_t)(e - p);
-        NMT_CHECK(*n < NMT_MAX_BRANCHES, NMT_ERR_MODEL_ARCH);
-        nmt_branch b = {NMT_BRANCH_GLOBAL, 0};
-        if (len == 6 && strncmp(p, "global", 6) == 0) {
-            b.kind = NMT_BRANCH_GLOBAL;
-        } else if (len == 2 && strncmp(p, "fw", 2) == 0) {
-            b.kind = NMT_BRANCH_FW;
-        } else if (len == 2 && strncmp(p, "bw", 2) == 0) {
-            NMT_CHECK(!decoder, NMT_ERR_MODEL_ARCH); /* would look at the future */
-            b.kind = NMT_BRANCH_BW;
-        } else if (len > 6 && strncmp(p, "local:", 6) == 0) {
-            uint32_t k = 0;
-            for (const char *q = p + 6; q < e; q++) {
-                NMT_CHECK(*q >= '0' && *q <= '9' && k < 100000u, NMT_ERR_MODEL_ARCH);
-                k = k * 10u + (uint32_t)(*q - '0');
-            }
-            b.kind = NMT_BRANCH_LOCAL;
-            b.k = k;
-        } else {
-            return NMT_ERR_MODEL_ARCH;
-        }
-        out[(*n)++] = b;
-        p = e;
-    }
-    NMT_CHECK(*n >= 1, NMT_ERR_MODEL_ARCH);
-    return NMT_OK;
-}
-
-static nmt_status get_dim(const nmt_file *f, const char *key, uint32_t lo, uint32_t *out) {
-    int64_t v;
-    NMT_TRY(nmt_file_get_i64(f, key, &v));
-    NMT_CHECK(v >= (int64_t)lo && v <= (int64_t)TF_MAX_DIM * 16, NMT_ERR_MODEL_ARCH);
-    *out = (uint32_t)v;
-    return NMT_OK;
-}
-
-static nmt_status get_flag(const nmt_file *f, const char *key, int *out) {
-    int64_t v;
-    NMT_TRY(nmt_file_get_i64_or(f, key, 0, &v));
-    NMT_CHECK(v == 0 || v == 1, NMT_ERR_MODEL_ARCH);
-    *out = (int)v;
-    return NMT_OK;
-}
-
-static nmt_status get_id(const nmt_file *f, const char *key, int64_t def, uint32_t vocab,
-                         uint32_t *out) {
-    int64_t v;
-    NMT_TRY(nmt_file_get_i64_or(f, key, def, &v));
-    NMT_CHECK(v >= 0 && v < (int64_t)vocab, NMT_ERR_MODEL_ARCH);
-    *out = (uint32_t)v;
-    return NMT_OK;
-}
 
 /* ------------------------------------------------------------------------ */
 /* Tensor catalogue: one walker enumerates every tensor the config needs,   */
@@ -128,7 +54,7 @@ static nmt_status visit_ln(tf_visit_fn fn, void *ctx, uint32_t d, const char *pr
 }
 
 static uint32_t attn_out_in(const tf_cfg *c, uint32_t nbr) {
-    return (c->fusion == FUSE_CONCAT && nbr > 1) ? nbr * c->d : c->d;
+    return (c->fusion == NMT_TF_FUSE_CONCAT && nbr > 1) ? nbr * c->d : c->d;
 }
 
 static nmt_status visit_self(const tf_cfg *c, tf_visit_fn fn, void *ctx, const char *stack, uint32_t l,
@@ -141,7 +67,7 @@ static nmt_status visit_self(const tf_cfg *c, tf_visit_fn fn, void *ctx, const c
     }
     snprintf(p, sizeof p, "%s.%u.self_attn.o", stack, l);
     NMT_TRY(visit_linear(fn, ctx, c->d, attn_out_in(c, nbr), p));
-    if (c->fusion == FUSE_GATE && nbr > 1) {
+    if (c->fusion == NMT_TF_FUSE_GATE && nbr > 1) {
         for (uint32_t b = 0; b < nbr; b++) {
             snprintf(p, sizeof p, "%s.%u.self_attn.gate.%u.fc1", stack, l, b);
             NMT_TRY(visit_linear(fn, ctx, c->d / c->gate_r, c->d, p));
@@ -207,94 +133,13 @@ static nmt_status check_tensor(void *ctx, const char *name, uint32_t ndim, const
     return NMT_OK;
 }
 
-static void branches_to_str(const nmt_branch *br, uint32_t n, char *buf, size_t cap) {
-    size_t used = 0;
-    buf[0] = '\0';
-    for (uint32_t i = 0; i < n && used < cap; i++) {
-        static const char *const names[] = {"global", "fw", "bw", "local"};
-        int w = br[i].kind == NMT_BRANCH_LOCAL
-                    ? snprintf(buf + used, cap - used, "%slocal:%u", i ? " " : "", br[i].k)
-                    : snprintf(buf + used, cap - used, "%s%s", i ? " " : "", names[br[i].kind]);
-        if (w < 0) break;
-        used += (size_t)w;
-    }
-}
-
 static nmt_status tf_parse(const nmt_file *f, void *cfgp, nmt_model_info *info) {
     tf_cfg *c = (tf_cfg *)cfgp;
-    memset(c, 0, sizeof *c);
-    NMT_TRY(get_dim(f, "d_model", 2, &c->d));
-    NMT_TRY(get_dim(f, "n_heads", 1, &c->heads));
-    NMT_TRY(get_dim(f, "d_ff", 1, &c->ff));
-    NMT_TRY(get_dim(f, "enc_layers", 1, &c->enc_layers));
-    NMT_TRY(get_dim(f, "dec_layers", 1, &c->dec_layers));
-    NMT_TRY(get_dim(f, "src_vocab", 1, &c->src_vocab));
-    NMT_TRY(get_dim(f, "tgt_vocab", 1, &c->tgt_vocab));
-    NMT_CHECK(c->d <= TF_MAX_DIM && c->ff <= TF_MAX_DIM * 4 && c->d % 2 == 0 &&
-                  c->d % c->heads == 0 && c->enc_layers <= TF_MAX_LAYERS &&
-                  c->dec_layers <= TF_MAX_LAYERS,
-              NMT_ERR_MODEL_ARCH);
-    c->dh = c->d / c->heads;
-
-    char s[96];
-    NMT_TRY(nmt_file_get_str_or(f, "norm", "post", s, sizeof s));
-    NMT_CHECK(strcmp(s, "pre") == 0 || strcmp(s, "post") == 0, NMT_ERR_MODEL_ARCH);
-    c->pre_norm = s[1] == 'r';
-    double eps, scale;
-    NMT_TRY(nmt_file_get_f64_or(f, "ln_eps", 1e-5, &eps));
-    NMT_TRY(nmt_file_get_f64_or(f, "embed_scale", sqrt((double)c->d), &scale));
-    NMT_CHECK(eps > 0 && eps < 1 && isfinite(scale), NMT_ERR_MODEL_ARCH);
-    c->eps = (float)eps;
-    c->emb_scale = (float)scale;
-    NMT_TRY(get_flag(f, "shared_embeddings", &c->shared_emb));
-    NMT_TRY(get_flag(f, "tied_output", &c->tied_out));
-    NMT_CHECK(!c->shared_emb || c->src_vocab == c->tgt_vocab, NMT_ERR_MODEL_ARCH);
-
-    NMT_TRY(nmt_file_get_str_or(f, "enc_branches", "global", s, sizeof s));
-    NMT_TRY(parse_branches(s, 0, c->enc_br, &c->n_enc_br));
-    NMT_TRY(nmt_file_get_str_or(f, "dec_branches", "global", s, sizeof s));
-    NMT_TRY(parse_branches(s, 1, c->dec_br, &c->n_dec_br));
-    NMT_TRY(nmt_file_get_str_or(f, "fusion", "sum", s, sizeof s));
-    if (strcmp(s, "sum") == 0) c->fusion = FUSE_SUM;
-    else if (strcmp(s, "concat") == 0) c->fusion = FUSE_CONCAT;
-    else if (strcmp(s, "gate") == 0) c->fusion = FUSE_GATE;
-    else return NMT_ERR_MODEL_ARCH;
-    int64_t r;
-    NMT_TRY(nmt_file_get_i64_or(f, "gate_reduction", 4, &r));
-    NMT_CHECK(r >= 1 && r <= (int64_t)c->d && c->d % (uint32_t)r == 0, NMT_ERR_MODEL_ARCH);
-    c->gate_r = (uint32_t)r;
-
-    uint32_t vmin = NMT_MIN(c->src_vocab, c->tgt_vocab);
-    NMT_TRY(get_id(f, "bos_id", 0, c->tgt_vocab, &c->bos));
-    NMT_TRY(get_id(f, "eos_id", c->tgt_vocab > 1 ? 1 : 0, vmin, &c->eos));
-    NMT_TRY(get_id(f, "pad_id", 0, vmin, &c->pad));
-    NMT_TRY(get_id(f, "unk_id", 0, vmin, &c->unk));
-
+    NMT_TRY(nmt_tf_cfg_parse(f, c));
     tf_check_ctx cc = {f, c};
     NMT_TRY(visit_all(c, check_tensor, &cc));
 
-    if (info != NULL) {
-        nmt_strlcpy(info->arch, "transformer", sizeof info->arch);
-        info->d_model = c->d;
-        info->n_heads = c->heads;
-        info->d_ff = c->ff;
-        info->enc_layers = c->enc_layers;
-        info->dec_layers = c->dec_layers;
-        info->src_vocab = c->src_vocab;
-        info->tgt_vocab = c->tgt_vocab;
-        nmt_strlcpy(info->norm, c->pre_norm ? "pre" : "post", sizeof info->norm);
-        branches_to_str(c->enc_br, c->n_enc_br, info->enc_branches, sizeof info->enc_branches);
-        branches_to_str(c->dec_br, c->n_dec_br, info->dec_branches, sizeof info->dec_branches);
-        static const char *const fus[] = {"sum", "concat", "gate"};
-        nmt_strlcpy(info->fusion, fus[c->fusion], sizeof info->fusion);
-        info->gate_reduction = c->gate_r;
-        info->shared_embeddings = c->shared_emb;
-        info->tied_output = c->tied_out;
-        info->bos_id = c->bos;
-        info->eos_id = c->eos;
-        info->pad_id = c->pad;
-        info->unk_id = c->unk;
-    }
+    if (info != NULL) nmt_tf_cfg_info(c, info);
     return NMT_OK;
 }
 
@@ -476,7 +321,7 @@ static nmt_status load_self(tf_load_ctx *lc, const tf_cfg *c, const char *stack,
     NMT_TRY(load_fused(lc, p, qkv, 3, c->d, &sa->qkv));
     snprintf(p, sizeof p, "%s.%u.self_attn.o", stack, l);
     NMT_TRY(load_lin(lc, p, &sa->o));
-    if (c->fusion == FUSE_GATE && nbr > 1) {
+    if (c->fusion == NMT_TF_FUSE_GATE && nbr > 1) {
         for (uint32_t b = 0; b < nbr; b++) {
             snprintf(p, sizeof p, "%s.%u.self_attn.gate.%u.fc1", stack, l, b);
             NMT_TRY(load_lin(lc, p, &sa->g1[b]));
@@ -581,7 +426,7 @@ static nmt_status tf_plan(nmt_session *s, const nmt_file *f, const void *cfgp,
     NMT_TRY(scratch(&lc, rows * d, &local.tmp));
     NMT_TRY(scratch(&lc, rows * 3 * d, &local.qkv));
     NMT_TRY(scratch(&lc, rows * nbr * d, &local.ctx));
-    if (c->fusion == FUSE_GATE && nbr > 1) {
+    if (c->fusion == NMT_TF_FUSE_GATE && nbr > 1) {
         NMT_TRY(scratch(&lc, rows * d, &local.fused));
         NMT_TRY(scratch(&lc, rows * (d / c->gate_r), &local.gh));
         NMT_TRY(scratch(&lc, rows * d, &local.gout));
@@ -636,9 +481,9 @@ static nmt_status fuse_and_project(tf_state *st, const tf_self *w, uint32_t nbr,
                                    nmt_buf out) {
     const tf_cfg *c = &st->c;
     const uint32_t d = c->d, ld = nbr * d;
-    if (nbr == 1 || c->fusion == FUSE_CONCAT)
+    if (nbr == 1 || c->fusion == NMT_TF_FUSE_CONCAT)
         return linear(st, st->ctx, ld, rows, &w->o, d, ld, out, d, 0);
-    if (c->fusion == FUSE_SUM) {
+    if (c->fusion == NMT_TF_FUSE_SUM) {
         /* W_o (sum_b x_b) + b_o = sum_b W_o x_b + b_o: accumulate GEMMs */
         for (uint32_t b = 0; b < nbr; b++)
             NMT_TRY(matmul(st, rows, d, d, nmt_buf_at(st->ctx, (size_t)b * d), ld, &w->o, b ? 1.0f : 0.0f,

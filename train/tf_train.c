@@ -15,148 +15,22 @@
 
 #include "common.h"
 #include "format.h"
+#include "transformer_cfg.h"
 
 /* host allocation failure (the writer's convention: no dedicated status) */
 #define TFT_ERR_NOMEM NMT_ERR_IO
 
 /* ------------------------------------------------------------------------ */
-/* Configuration: the keys, defaults and checks of runtime/transformer.c     */
+/* Configuration: runtime/transformer_cfg.h, the runtime's own parser       */
 /* ------------------------------------------------------------------------ */
 
-enum { FUSE_SUM = 0, FUSE_CONCAT = 1, FUSE_GATE = 2 };
-
-typedef struct tft_cfg {
-    uint32_t d, heads, dh, ff, enc_layers, dec_layers, src_vocab, tgt_vocab, gate_r;
-    int pre_norm, shared_emb, tied_out, fusion;
-    float eps, emb_scale;
-    uint32_t n_enc_br, n_dec_br;
-    nmt_branch enc_br[NMT_MAX_BRANCHES], dec_br[NMT_MAX_BRANCHES];
-    uint32_t bos, eos, pad, unk;
-} tft_cfg;
-
-#define TF_MAX_LAYERS 64
-#define TF_MAX_DIM (1u << 16)
-
-static nmt_status parse_branches(const char *str, int decoder, nmt_branch *out, uint32_t *n) {
-    *n = 0;
-    const char *p = str;
-    while (*p) {
-        while (*p == ' ' || *p == ',' || *p == '\t') p++;
-        if (!*p) break;
-        const char *e = p;
-        while (*e && *e != ' ' && *e != ',' && *e != '\t') e++;
-        size_t len = (size_t)(e - p);
-        NMT_CHECK(*n < NMT_MAX_BRANCHES, NMT_ERR_MODEL_ARCH);
-        nmt_branch b = {NMT_BRANCH_GLOBAL, 0};
-        if (len == 6 && strncmp(p, "global", 6) == 0) {
-            b.kind = NMT_BRANCH_GLOBAL;
-        } else if (len == 2 && strncmp(p, "fw", 2) == 0) {
-            b.kind = NMT_BRANCH_FW;
-        } else if (len == 2 && strncmp(p, "bw", 2) == 0) {
-            NMT_CHECK(!decoder, NMT_ERR_MODEL_ARCH);
-            b.kind = NMT_BRANCH_BW;
-        } else if (len > 6 && strncmp(p, "local:", 6) == 0) {
-            uint32_t k = 0;
-            for (const char *q = p + 6; q < e; q++) {
-                NMT_CHECK(*q >= '0' && *q <= '9' && k < 100000u, NMT_ERR_MODEL_ARCH);
-                k = k * 10u + (uint32_t)(*q - '0');
-            }
-            b.kind = NMT_BRANCH_LOCAL;
-            b.k = k;
-        } else {
-            return NMT_ERR_MODEL_ARCH;
-        }
-        out[(*n)++] = b;
-        p = e;
-    }
-    NMT_CHECK(*n >= 1, NMT_ERR_MODEL_ARCH);
-    return NMT_OK;
-}
-
-static void branches_to_str(const nmt_branch *br, uint32_t n, char *buf, size_t cap) {
-    size_t used = 0;
-    buf[0] = '\0';
-    for (uint32_t i = 0; i < n && used < cap; i++) {
-        static const char *const names[] = {"global", "fw", "bw", "local"};
-        int w = br[i].kind == NMT_BRANCH_LOCAL
-                    ? snprintf(buf + used, cap - used, "%slocal:%u", i ? " " : "", br[i].k)
-                    : snprintf(buf + used, cap - used, "%s%s", i ? " " : "", names[br[i].kind]);
-        if (w < 0) break;
-        used += (size_t)w;
-    }
-}
-
-static nmt_status get_dim(const nmt_file *f, const char *key, uint32_t lo, uint32_t *out) {
-    int64_t v;
-    NMT_TRY(nmt_file_get_i64(f, key, &v));
-    NMT_CHECK(v >= (int64_t)lo && v <= (int64_t)TF_MAX_DIM * 16, NMT_ERR_MODEL_ARCH);
-    *out = (uint32_t)v;
-    return NMT_OK;
-}
-
-static nmt_status get_flag(const nmt_file *f, const char *key, int *out) {
-    int64_t v;
-    NMT_TRY(nmt_file_get_i64_or(f, key, 0, &v));
-    NMT_CHECK(v == 0 || v == 1, NMT_ERR_MODEL_ARCH);
-    *out = (int)v;
-    return NMT_OK;
-}
-
-static nmt_status get_id(const nmt_file *f, const char *key, int64_t def, uint32_t vocab, uint32_t *out) {
-    int64_t v;
-    NMT_TRY(nmt_file_get_i64_or(f, key, def, &v));
-    NMT_CHECK(v >= 0 && v < (int64_t)vocab, NMT_ERR_MODEL_ARCH);
-    *out = (uint32_t)v;
-    return NMT_OK;
-}
+typedef nmt_tf_cfg tft_cfg;
 
 static nmt_status parse_cfg(const nmt_file *f, tft_cfg *c) {
-    memset(c, 0, sizeof *c);
     char s[96];
     nmt_status st = nmt_file_get_str(f, "arch", s, sizeof s);
     NMT_CHECK(st == NMT_OK && strcmp(s, "transformer") == 0, NMT_ERR_MODEL_ARCH);
-    NMT_TRY(get_dim(f, "d_model", 2, &c->d));
-    NMT_TRY(get_dim(f, "n_heads", 1, &c->heads));
-    NMT_TRY(get_dim(f, "d_ff", 1, &c->ff));
-    NMT_TRY(get_dim(f, "enc_layers", 1, &c->enc_layers));
-    NMT_TRY(get_dim(f, "dec_layers", 1, &c->dec_layers));
-    NMT_TRY(get_dim(f, "src_vocab", 1, &c->src_vocab));
-    NMT_TRY(get_dim(f, "tgt_vocab", 1, &c->tgt_vocab));
-    NMT_CHECK(c->d <= TF_MAX_DIM && c->ff <= TF_MAX_DIM * 4 && c->d % 2 == 0 && c->d % c->heads == 0 &&
-                  c->enc_layers <= TF_MAX_LAYERS && c->dec_layers <= TF_MAX_LAYERS,
-              NMT_ERR_MODEL_ARCH);
-    c->dh = c->d / c->heads;
-    NMT_TRY(nmt_file_get_str_or(f, "norm", "post", s, sizeof s));
-    NMT_CHECK(strcmp(s, "pre") == 0 || strcmp(s, "post") == 0, NMT_ERR_MODEL_ARCH);
-    c->pre_norm = s[1] == 'r';
-    double eps, scale;
-    NMT_TRY(nmt_file_get_f64_or(f, "ln_eps", 1e-5, &eps));
-    NMT_TRY(nmt_file_get_f64_or(f, "embed_scale", sqrt((double)c->d), &scale));
-    NMT_CHECK(eps > 0 && eps < 1 && isfinite(scale), NMT_ERR_MODEL_ARCH);
-    c->eps = (float)eps;
-    c->emb_scale = (float)scale;
-    NMT_TRY(get_flag(f, "shared_embeddings", &c->shared_emb));
-    NMT_TRY(get_flag(f, "tied_output", &c->tied_out));
-    NMT_CHECK(!c->shared_emb || c->src_vocab == c->tgt_vocab, NMT_ERR_MODEL_ARCH);
-    NMT_TRY(nmt_file_get_str_or(f, "enc_branches", "global", s, sizeof s));
-    NMT_TRY(parse_branches(s, 0, c->enc_br, &c->n_enc_br));
-    NMT_TRY(nmt_file_get_str_or(f, "dec_branches", "global", s, sizeof s));
-    NMT_TRY(parse_branches(s, 1, c->dec_br, &c->n_dec_br));
-    NMT_TRY(nmt_file_get_str_or(f, "fusion", "sum", s, sizeof s));
-    if (strcmp(s, "sum") == 0) c->fusion = FUSE_SUM;
-    else if (strcmp(s, "concat") == 0) c->fusion = FUSE_CONCAT;
-    else if (strcmp(s, "gate") == 0) c->fusion = FUSE_GATE;
-    else return NMT_ERR_MODEL_ARCH;
-    int64_t r;
-    NMT_TRY(nmt_file_get_i64_or(f, "gate_reduction", 4, &r));
-    NMT_CHECK(r >= 1 && r <= (int64_t)c->d && c->d % (uint32_t)r == 0, NMT_ERR_MODEL_ARCH);
-    c->gate_r = (uint32_t)r;
-    uint32_t vmin = NMT_MIN(c->src_vocab, c->tgt_vocab);
-    NMT_TRY(get_id(f, "bos_id", 0, c->tgt_vocab, &c->bos));
-    NMT_TRY(get_id(f, "eos_id", c->tgt_vocab > 1 ? 1 : 0, vmin, &c->eos));
-    NMT_TRY(get_id(f, "pad_id", 0, vmin, &c->pad));
-    NMT_TRY(get_id(f, "unk_id", 0, vmin, &c->unk));
-    return NMT_OK;
+    return nmt_tf_cfg_parse(f, c);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -229,7 +103,7 @@ static void cat_ln(cat_ctx *cc, uint32_t d, const char *prefix) {
 }
 
 static uint32_t attn_out_in(const tft_cfg *c, uint32_t nbr) {
-    return (c->fusion == FUSE_CONCAT && nbr > 1) ? nbr * c->d : c->d;
+    return (c->fusion == NMT_TF_FUSE_CONCAT && nbr > 1) ? nbr * c->d : c->d;
 }
 
 static void cat_self(cat_ctx *cc, const char *stack, uint32_t l, uint32_t nbr) {
@@ -242,7 +116,7 @@ static void cat_self(cat_ctx *cc, const char *stack, uint32_t l, uint32_t nbr) {
     }
     snprintf(p, sizeof p, "%s.%u.self_attn.o", stack, l);
     cat_lin(cc, c->d, attn_out_in(c, nbr), p);
-    if (c->fusion == FUSE_GATE && nbr > 1) {
+    if (c->fusion == NMT_TF_FUSE_GATE && nbr > 1) {
         for (uint32_t b = 0; b < nbr; b++) {
             snprintf(p, sizeof p, "%s.%u.self_attn.gate.%u.fc1", stack, l, b);
             cat_lin(cc, c->d / c->gate_r, c->d, p);
@@ -441,7 +315,7 @@ static nmt_status bind_params(tft_model *m) {
             NMT_TRY(find_off(m, &s->qkv.b, "%s.%u.self_attn.q.bias", stack, l));
             snprintf(p, sizeof p, "%s.%u.self_attn.o", stack, l);
             NMT_TRY(find_lin(m, &s->o, p));
-            if (c->fusion == FUSE_GATE && nbr > 1)
+            if (c->fusion == NMT_TF_FUSE_GATE && nbr > 1)
                 for (uint32_t b = 0; b < nbr; b++) {
                     snprintf(p, sizeof p, "%s.%u.self_attn.gate.%u.fc1", stack, l, b);
                     NMT_TRY(find_lin(m, &s->g1[b], p));
@@ -491,7 +365,7 @@ static nmt_status alloc_acts(tft_model *m) {
         if (s->kind == SUB_SELF) {
             NMT_TRY(dbuf(m, R * 3 * d, &s->qkv_a));
             NMT_TRY(dbuf(m, R * nbr * d, &s->ctx));
-            if (c->fusion == FUSE_GATE && nbr > 1) {
+            if (c->fusion == NMT_TF_FUSE_GATE && nbr > 1) {
                 NMT_TRY(dbuf(m, R * d, &s->fused));
                 for (uint32_t b = 0; b < nbr; b++) {
                     NMT_TRY(dbuf(m, R * dr, &s->gh[b]));
@@ -776,8 +650,8 @@ static nmt_status fwd_f(tft_model *m, sub_desc *s, nmt_buf in, uint32_t rows) {
     attn_self_args(m, s, &a);
     NMT_TRY(nmt_op_attention(&m->ops, &a));
     const uint32_t nbr = a.n_branches, ld = nbr * d;
-    if (nbr == 1 || c->fusion == FUSE_CONCAT) return linear(m, s->ctx, ld, rows, s->o, d, ld, s->t, d, 0);
-    if (c->fusion == FUSE_SUM) {
+    if (nbr == 1 || c->fusion == NMT_TF_FUSE_CONCAT) return linear(m, s->ctx, ld, rows, s->o, d, ld, s->t, d, 0);
+    if (c->fusion == NMT_TF_FUSE_SUM) {
         for (uint32_t b = 0; b < nbr; b++)
             NMT_TRY(nmt_op_gemm(&m->ops, 1, rows, d, d, 1.0f, nmt_buf_at(s->ctx, (size_t)b * d), ld, PB(m, s->o.w), d,
                                 b ? 1.0f : 0.0f, s->t, d, b ? NO_BUF : PB(m, s->o.b), 0));
@@ -871,9 +745,9 @@ static nmt_status bwd_f(tft_model *m, sub_desc *s, nmt_buf df, nmt_buf in, uint3
     }
     attn_self_args(m, s, &ba.fwd);
     const uint32_t nbr = ba.fwd.n_branches, ld = nbr * d;
-    if (nbr == 1 || c->fusion == FUSE_CONCAT) {
+    if (nbr == 1 || c->fusion == NMT_TF_FUSE_CONCAT) {
         NMT_TRY(lin_bwd(m, rows, d, ld, s->ctx, ld, s->o, df, d, m->dctx, ld, 0.0f));
-    } else if (c->fusion == FUSE_SUM) {
+    } else if (c->fusion == NMT_TF_FUSE_SUM) {
         for (uint32_t b = 0; b < nbr; b++) {
             NMT_TRY(nmt_op_gemm(&m->ops, 0, rows, d, d, 1.0f, df, d, PB(m, s->o.w), d, 0.0f,
                                 nmt_buf_at(m->dctx, (size_t)b * d), ld, NO_BUF, 0));
@@ -1139,9 +1013,9 @@ nmt_status tft_add_to_writer(tft_model *m, nmtw_writer *w, int optimizer) {
     NMT_TRY(nmtw_set_f64(w, "embed_scale", (double)c->emb_scale));
     NMT_TRY(nmtw_set_i64(w, "shared_embeddings", c->shared_emb));
     NMT_TRY(nmtw_set_i64(w, "tied_output", c->tied_out));
-    branches_to_str(c->enc_br, c->n_enc_br, s, sizeof s);
+    nmt_tf_branches_str(c->enc_br, c->n_enc_br, s, sizeof s);
     NMT_TRY(nmtw_set_str(w, "enc_branches", s));
-    branches_to_str(c->dec_br, c->n_dec_br, s, sizeof s);
+    nmt_tf_branches_str(c->dec_br, c->n_dec_br, s, sizeof s);
     NMT_TRY(nmtw_set_str(w, "dec_branches", s));
     static const char *const fus[] = {"sum", "concat", "gate"};
     NMT_TRY(nmtw_set_str(w, "fusion", fus[c->fusion]));
