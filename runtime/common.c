@@ -27,6 +27,14 @@ int nmt_strcasestr_ascii(const char *h, const char *n) {
     return 0;
 }
 
+void nmt_errf(char *err, size_t cap, const char *fmt, ...) {
+    if (!err || cap == 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, cap, fmt, ap);
+    va_end(ap);
+}
+
 void nmt_strlcpy(char *dst, const char *src, size_t cap) {
     if (cap == 0) return;
     size_t n = src ? strlen(src) : 0;

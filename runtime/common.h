@@ -65,4 +65,7 @@ int nmt_strcasestr_ascii(const char *haystack, const char *needle);
 /* Bounded string copy that always NUL-terminates (truncates). */
 void nmt_strlcpy(char *dst, const char *src, size_t cap);
 
+/* printf into an optional message buffer (err may be NULL or cap 0). */
+void nmt_errf(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 #endif

@@ -12,17 +12,9 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "common.h"
 #include "format.h"
 #include "nmt_writer.h"
-
-static void set_err(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t cap, const char *fmt, ...) {
-    if (!err || cap == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, cap, fmt, ap);
-    va_end(ap);
-}
 
 static nmt_status add_tokenizers(nmtw_writer *w, const ckpt_tokenizers *tok) {
     if (!tok || !tok->src) {
@@ -91,7 +83,7 @@ static int cmp_u64(const void *a, const void *b) {
 static nmt_status prune(const char *dir, uint32_t keep, char *err, size_t err_cap) {
     DIR *d = opendir(dir);
     if (!d) {
-        set_err(err, err_cap, "%s: cannot list: %s", dir, strerror(errno));
+        nmt_errf(err, err_cap, "%s: cannot list: %s", dir, strerror(errno));
         return NMT_ERR_IO;
     }
     uint64_t *steps = NULL;
@@ -106,7 +98,7 @@ static nmt_status prune(const char *dir, uint32_t keep, char *err, size_t err_ca
             if (!p) {
                 free(steps);
                 closedir(d);
-                set_err(err, err_cap, "out of memory");
+                nmt_errf(err, err_cap, "out of memory");
                 return NMT_ERR_IO;
             }
             steps = p;
@@ -123,7 +115,7 @@ static nmt_status prune(const char *dir, uint32_t keep, char *err, size_t err_ca
             int len = snprintf(path, sizeof path, "%s/ckpt-%08llu.nmt", dir, (unsigned long long)steps[i]);
             if (len < 0 || (size_t)len >= sizeof path) continue;
             if (remove(path) != 0 && errno != ENOENT && s == NMT_OK) {
-                set_err(err, err_cap, "%s: cannot remove: %s", path, strerror(errno));
+                nmt_errf(err, err_cap, "%s: cannot remove: %s", path, strerror(errno));
                 s = NMT_ERR_IO;
             }
         }
@@ -136,36 +128,36 @@ nmt_status ckpt_save(tft_model *m, const ckpt_tokenizers *tok, const ckpt_state 
                      uint32_t keep, char *err, size_t err_cap) {
     if (err && err_cap) err[0] = '\0';
     if (!m || !st || !dir || !*dir || keep == 0) {
-        set_err(err, err_cap, "ckpt_save: bad argument (model, state, directory, keep >= 1)");
+        nmt_errf(err, err_cap, "ckpt_save: bad argument (model, state, directory, keep >= 1)");
         return NMT_ERR_INVALID_ARGUMENT;
     }
     char path[4096], last[4096];
     int a = snprintf(path, sizeof path, "%s/ckpt-%08llu.nmt", dir, (unsigned long long)st->step);
     int b = snprintf(last, sizeof last, "%s/last.nmt", dir);
     if (a < 0 || b < 0 || (size_t)a >= sizeof path || (size_t)b >= sizeof last) {
-        set_err(err, err_cap, "ckpt_save: directory name too long");
+        nmt_errf(err, err_cap, "ckpt_save: directory name too long");
         return NMT_ERR_INVALID_ARGUMENT;
     }
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-        set_err(err, err_cap, "%s: cannot create directory: %s", dir, strerror(errno));
+        nmt_errf(err, err_cap, "%s: cannot create directory: %s", dir, strerror(errno));
         return NMT_ERR_IO;
     }
     nmtw_writer *w;
     nmt_status s = build_writer(m, tok, st, &w);
     if (s != NMT_OK) {
-        set_err(err, err_cap, "ckpt_save: cannot assemble the checkpoint: %s", nmt_status_str(s));
+        nmt_errf(err, err_cap, "ckpt_save: cannot assemble the checkpoint: %s", nmt_status_str(s));
         return s;
     }
     s = nmtw_write_file(w, path);
     if (s != NMT_OK) {
-        set_err(err, err_cap, "%s: write failed: %s", path, nmt_status_str(s));
+        nmt_errf(err, err_cap, "%s: write failed: %s", path, nmt_status_str(s));
         nmtw_destroy(w);
         return s;
     }
     s = nmtw_write_file(w, last);
     nmtw_destroy(w);
     if (s != NMT_OK) {
-        set_err(err, err_cap, "%s: write failed: %s", last, nmt_status_str(s));
+        nmt_errf(err, err_cap, "%s: write failed: %s", last, nmt_status_str(s));
         return s;
     }
     return prune(dir, keep, err, err_cap);

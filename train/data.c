@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common.h"
+
 /* ---- corpus ------------------------------------------------------------- */
 
 struct td_corpus {
@@ -19,15 +21,6 @@ struct td_corpus {
     uint64_t n_tok, cap_tok;
     uint32_t cap_pairs;
 };
-
-static void set_err(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t cap, const char *fmt, ...) {
-    if (!err || cap == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, cap, fmt, ap);
-    va_end(ap);
-}
 
 static td_corpus *corpus_new(void) { return calloc(1, sizeof(td_corpus)); }
 
@@ -126,14 +119,14 @@ static nmt_status read_text(const char *path, text_file *tf, char *err, size_t e
     memset(tf, 0, sizeof *tf);
     FILE *f = fopen(path, "rb");
     if (!f) {
-        set_err(err, err_cap, "%s: cannot open: %s", path, strerror(errno));
+        nmt_errf(err, err_cap, "%s: cannot open: %s", path, strerror(errno));
         return NMT_ERR_IO;
     }
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);
     if (!buf) {
         fclose(f);
-        set_err(err, err_cap, "%s: out of memory", path);
+        nmt_errf(err, err_cap, "%s: out of memory", path);
         return NMT_ERR_IO;
     }
     for (;;) {
@@ -141,14 +134,14 @@ static nmt_status read_text(const char *path, text_file *tf, char *err, size_t e
             if (cap > SIZE_MAX / 2) {
                 free(buf);
                 fclose(f);
-                set_err(err, err_cap, "%s: file too large", path);
+                nmt_errf(err, err_cap, "%s: file too large", path);
                 return NMT_ERR_IO;
             }
             char *nb = realloc(buf, cap * 2);
             if (!nb) {
                 free(buf);
                 fclose(f);
-                set_err(err, err_cap, "%s: out of memory", path);
+                nmt_errf(err, err_cap, "%s: out of memory", path);
                 return NMT_ERR_IO;
             }
             buf = nb;
@@ -163,7 +156,7 @@ static nmt_status read_text(const char *path, text_file *tf, char *err, size_t e
     fclose(f);
     if (bad) {
         free(buf);
-        set_err(err, err_cap, "%s: read error: %s", path, strerror(saved));
+        nmt_errf(err, err_cap, "%s: read error: %s", path, strerror(saved));
         return NMT_ERR_IO;
     }
     tf->data = buf;
@@ -210,13 +203,13 @@ nmt_status td_load(const char *src_path, const char *tgt_path, nmt_tokenizer *sr
     if (st) memset(st, 0, sizeof *st);
     if (err && err_cap) err[0] = '\0';
     if (!src_path || !tgt_path || !src_tok || !tgt_tok || !out) {
-        set_err(err, err_cap, "td_load: missing argument");
+        nmt_errf(err, err_cap, "td_load: missing argument");
         return NMT_ERR_INVALID_ARGUMENT;
     }
     td_filter flt = {100, 3.0};
     if (f) flt = *f;
     if (flt.max_ratio < 0 || flt.max_ratio != flt.max_ratio) {
-        set_err(err, err_cap, "td_load: bad max_ratio %g", flt.max_ratio);
+        nmt_errf(err, err_cap, "td_load: bad max_ratio %g", flt.max_ratio);
         return NMT_ERR_INVALID_ARGUMENT;
     }
     text_file sf, tf;
@@ -229,7 +222,7 @@ nmt_status td_load(const char *src_path, const char *tgt_path, nmt_tokenizer *sr
     }
     if (sf.lines != tf.lines) {
         uint64_t first = (sf.lines < tf.lines ? sf.lines : tf.lines) + 1;
-        set_err(err, err_cap, "%s has %llu lines but %s has %llu: line %llu has no partner", src_path,
+        nmt_errf(err, err_cap, "%s has %llu lines but %s has %llu: line %llu has no partner", src_path,
                 (unsigned long long)sf.lines, tgt_path, (unsigned long long)tf.lines, (unsigned long long)first);
         free(sf.data);
         free(tf.data);
@@ -242,7 +235,7 @@ nmt_status td_load(const char *src_path, const char *tgt_path, nmt_tokenizer *sr
     memset(&acc, 0, sizeof acc);
     if (!c) {
         s = NMT_ERR_IO;
-        set_err(err, err_cap, "td_load: out of memory");
+        nmt_errf(err, err_cap, "td_load: out of memory");
         goto done;
     }
     const char *sl, *tl;
@@ -254,7 +247,7 @@ nmt_status td_load(const char *src_path, const char *tgt_path, nmt_tokenizer *sr
         int long_src = 0, long_tgt = 0;
         s = encode_line(src_tok, sl, sn, &ids, &n_src, &long_src);
         if (s != NMT_OK) {
-            set_err(err, err_cap, "%s:%llu: tokenizer failed: %s", src_path, (unsigned long long)acc.lines,
+            nmt_errf(err, err_cap, "%s:%llu: tokenizer failed: %s", src_path, (unsigned long long)acc.lines,
                     nmt_status_str(s));
             goto done;
         }
@@ -264,7 +257,7 @@ nmt_status td_load(const char *src_path, const char *tgt_path, nmt_tokenizer *sr
             int32_t *p = realloc(src_copy, nc * sizeof *p);
             if (!p) {
                 s = NMT_ERR_IO;
-                set_err(err, err_cap, "td_load: out of memory");
+                nmt_errf(err, err_cap, "td_load: out of memory");
                 goto done;
             }
             src_copy = p;
@@ -273,7 +266,7 @@ nmt_status td_load(const char *src_path, const char *tgt_path, nmt_tokenizer *sr
         if (n_src) memcpy(src_copy, ids, (size_t)n_src * sizeof(int32_t));
         s = encode_line(tgt_tok, tl, tn, &ids, &n_tgt, &long_tgt);
         if (s != NMT_OK) {
-            set_err(err, err_cap, "%s:%llu: tokenizer failed: %s", tgt_path, (unsigned long long)acc.lines,
+            nmt_errf(err, err_cap, "%s:%llu: tokenizer failed: %s", tgt_path, (unsigned long long)acc.lines,
                     nmt_status_str(s));
             goto done;
         }
@@ -299,7 +292,7 @@ nmt_status td_load(const char *src_path, const char *tgt_path, nmt_tokenizer *sr
         }
         if (corpus_add(c, src_copy, n_src, ids, n_tgt) != 0) {
             s = NMT_ERR_IO;
-            set_err(err, err_cap, "td_load: out of memory at line %llu", (unsigned long long)acc.lines);
+            nmt_errf(err, err_cap, "td_load: out of memory at line %llu", (unsigned long long)acc.lines);
             goto done;
         }
         acc.kept++;

@@ -11,14 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static void set_err(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t cap, const char *fmt, ...) {
-    if (!err || cap == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, cap, fmt, ap);
-    va_end(ap);
-}
+#include "common.h"
 
 /* ---- series ------------------------------------------------------------- */
 
@@ -397,14 +390,14 @@ static nmt_status write_atomic(const char *path, const char *data, size_t n, cha
     size_t len = strlen(path);
     char *tmp = malloc(len + 16);
     if (!tmp) {
-        set_err(err, err_cap, "out of memory");
+        nmt_errf(err, err_cap, "out of memory");
         return NMT_ERR_IO;
     }
     memcpy(tmp, path, len);
     memcpy(tmp + len, ".tmp.XXXXXX", 12);
     int fd = mkstemp(tmp);
     if (fd < 0) {
-        set_err(err, err_cap, "%s: cannot create a temporary file: %s", path, strerror(errno));
+        nmt_errf(err, err_cap, "%s: cannot create a temporary file: %s", path, strerror(errno));
         free(tmp);
         return NMT_ERR_IO;
     }
@@ -427,7 +420,7 @@ static nmt_status write_atomic(const char *path, const char *data, size_t n, cha
     if (!bad && rename(tmp, path) != 0) bad = errno;
     if (bad) {
         unlink(tmp);
-        set_err(err, err_cap, "%s: cannot write: %s", path, strerror(bad));
+        nmt_errf(err, err_cap, "%s: cannot write: %s", path, strerror(bad));
         free(tmp);
         return NMT_ERR_IO;
     }
@@ -440,12 +433,12 @@ static nmt_status write_atomic(const char *path, const char *data, size_t n, cha
 nmt_status plot_svg(const char *log_path, const char *svg_path, char *err, size_t err_cap) {
     if (err && err_cap) err[0] = '\0';
     if (!log_path || !svg_path) {
-        set_err(err, err_cap, "plot_svg: missing path");
+        nmt_errf(err, err_cap, "plot_svg: missing path");
         return NMT_ERR_INVALID_ARGUMENT;
     }
     FILE *f = fopen(log_path, "rb");
     if (!f) {
-        set_err(err, err_cap, "%s: cannot open: %s", log_path, strerror(errno));
+        nmt_errf(err, err_cap, "%s: cannot open: %s", log_path, strerror(errno));
         return NMT_ERR_IO;
     }
     series tr = {0}, dl = {0}, db = {0};
@@ -463,7 +456,7 @@ nmt_status plot_svg(const char *log_path, const char *svg_path, char *err, size_
         int k = parse_line(line, len, &r, &why);
         if (k < 0) {
             if (!complete) break; /* a record still being written */
-            set_err(err, err_cap, "%s:%llu: %s", log_path, ln, why);
+            nmt_errf(err, err_cap, "%s:%llu: %s", log_path, ln, why);
             st = NMT_ERR_INVALID_ARGUMENT;
             break;
         }
@@ -471,7 +464,7 @@ nmt_status plot_svg(const char *log_path, const char *svg_path, char *err, size_
         int is_train = strcmp(r.kind, "train") == 0, is_dev = strcmp(r.kind, "dev") == 0;
         if (!is_train && !is_dev) continue;
         if (!r.has_step || !isfinite(r.step)) {
-            set_err(err, err_cap, "%s:%llu: \"%s\" record without a numeric \"step\"", log_path, ln, r.kind);
+            nmt_errf(err, err_cap, "%s:%llu: \"%s\" record without a numeric \"step\"", log_path, ln, r.kind);
             st = NMT_ERR_INVALID_ARGUMENT;
             break;
         }
@@ -479,19 +472,19 @@ nmt_status plot_svg(const char *log_path, const char *svg_path, char *err, size_
         if (r.has_loss && isfinite(r.loss)) oom |= series_add(is_train ? &tr : &dl, r.step, r.loss);
         if (is_dev && r.has_bleu && isfinite(r.bleu)) oom |= series_add(&db, r.step, r.bleu);
         if (oom) {
-            set_err(err, err_cap, "out of memory");
+            nmt_errf(err, err_cap, "out of memory");
             st = NMT_ERR_IO;
             break;
         }
     }
     if (st == NMT_OK && ferror(f)) {
-        set_err(err, err_cap, "%s: read error", log_path);
+        nmt_errf(err, err_cap, "%s: read error", log_path);
         st = NMT_ERR_IO;
     }
     free(line);
     fclose(f);
     if (st == NMT_OK && tr.n + dl.n + db.n == 0) {
-        set_err(err, err_cap, "%s: no \"train\" or \"dev\" record with a loss or BLEU", log_path);
+        nmt_errf(err, err_cap, "%s: no \"train\" or \"dev\" record with a loss or BLEU", log_path);
         st = NMT_ERR_INVALID_ARGUMENT;
     }
     if (st == NMT_OK) {
@@ -523,7 +516,7 @@ nmt_status plot_svg(const char *log_path, const char *svg_path, char *err, size_
         draw_legend(&b, &p2, n2, c2, 1);
         sb_printf(&b, "</svg>\n");
         if (b.oom) {
-            set_err(err, err_cap, "out of memory");
+            nmt_errf(err, err_cap, "out of memory");
             st = NMT_ERR_IO;
         } else {
             st = write_atomic(svg_path, b.p, b.n, err, err_cap);
