@@ -1,0 +1,271 @@
+/* train_opts.c — parsing the command line of `nmt-edge-train` (train_opts.h). */
+#include "train_opts.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "schedule.h"
+
+#define PROG TRAIN_PROG
+#define EXIT_USAGE TRAIN_EXIT_USAGE
+
+static void defaults(train_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->d_model = 256;
+    o->heads = 4;
+    o->ff = 1024;
+    o->enc_layers = 2;
+    o->dec_layers = 2;
+    o->vocab = 0;
+    o->gate_r = 4;
+    o->norm = "post";
+    o->enc_branches = "global fw bw local:3";
+    o->dec_branches = "global local:3";
+    o->fusion = "gate";
+    o->schedule = "t2t";
+    o->lr = -1; /* schedule default */
+    o->dropout = 0.1;
+    o->label_smoothing = 0.1;
+    o->clip_norm = 0;
+    o->warmup = 4000;
+    o->max_tokens = 4096;
+    o->max_seqs = 512;
+    o->accum = 1;
+    o->max_steps = 0;
+    o->max_epochs = 0;
+    o->max_time = 0;
+    o->seed = 1;
+    o->max_len = 100;
+    o->max_ratio = 3.0;
+    o->spm_vocab = 8000;
+    o->log_every = 20;
+    o->eval_every = 1000;
+    o->save_every = 500;
+    o->keep = 5;
+    o->beam = 4;
+    o->dev_bleu_max = 500;
+}
+
+void train_opts_usage(FILE *f) {
+    fprintf(f,
+"Usage: nmt-edge-train --train-src FILE --train-tgt FILE --out DIR [options]\n"
+"       nmt-edge-train plot LOG.jsonl -o PLOT.svg\n"
+"       nmt-edge-train bleu HYP REF        (sacreBLEU-compatible corpus BLEU)\n"
+"\n"
+"Train a Transformer/HySAN translation model on the runtime's OpenCL kernels.\n"
+"DIR receives checkpoints (ckpt-STEP.nmt, loadable by nmt-edge), model.nmt (the\n"
+"deployment model, written at the end), log.jsonl, plot.svg and spm.model.\n"
+"Ctrl-C (SIGINT) or SIGTERM writes a checkpoint and exits; --resume continues\n"
+"from the newest valid checkpoint in DIR exactly as if never stopped.\n"
+"\n"
+"Data:\n"
+"  --train-src FILE, --train-tgt FILE  parallel text, one sentence per line\n"
+"  --dev-src FILE, --dev-tgt FILE      development set (dev loss and BLEU)\n"
+"  --spm FILE          SentencePiece model shared by both sides (default: train\n"
+"                      one with spm_train into DIR/spm.model)\n"
+"  --spm-vocab N       vocabulary of the trained SentencePiece model (8000)\n"
+"  --ids               the files hold whitespace-separated token ids (no tokenizer;\n"
+"                      needs --vocab); pad 0, bos 1, eos 2, unk 3\n"
+"  --vocab N           vocabulary size for --ids\n"
+"  --max-len N         drop pairs with more than N tokens on a side (100)\n"
+"  --max-ratio R       drop pairs whose length ratio exceeds R; 0 = off (3)\n"
+"\n"
+"Model (a new model; ignored with --resume or --init):\n"
+"  --init FILE         start from this model file instead of random weights\n"
+"  --d-model N (256)  --heads N (4)  --ff N (1024)  --enc-layers N (2)  --dec-layers N (2)\n"
+"  --norm pre|post (post)  --fusion sum|concat|gate (gate)  --gate-reduction N (4)\n"
+"  --enc-branches S    HySAN encoder branches (\"global fw bw local:3\"; \"global\" =\n"
+"                      the vanilla Transformer)\n"
+"  --dec-branches S    decoder branches (\"global local:3\")\n"
+"  --separate-embeddings  source and target embeddings not shared (default shared\n"
+"                      and tied to the output projection)\n"
+"\n"
+"Optimisation:\n"
+"  --schedule t2t|inverse-sqrt|constant  learning-rate schedule (t2t)\n"
+"  --lr X              t2t: scale (2.0); others: peak rate (5e-4)\n"
+"  --warmup N          warm-up steps (4000)\n"
+"  --max-tokens N      padded tokens per micro-batch (4096)\n"
+"  --max-seqs N        sentences per micro-batch (512)\n"
+"  --accum N           micro-batches per optimiser step (1)\n"
+"  --dropout P (0.1)  --label-smoothing E (0.1)  --clip-norm X (0 = off)\n"
+"  --weight-decay X    decoupled weight decay (0)\n"
+"  --max-steps N  --max-epochs N  --max-time SECONDS   stop at the first reached\n"
+"  --seed N            data order and dropout (1)\n"
+"\n"
+"Reporting:\n"
+"  --log-every N (20)  --eval-every N (1000)  --save-every N (500)  --keep K (5)\n"
+"  --beam N            beam of the dev BLEU decoding (4)\n"
+"  --dev-bleu-max N    dev sentences decoded for BLEU, 0 = all (500)\n"
+"  --resume            continue from DIR\n"
+"  --device SPEC       OpenCL device (as nmt-edge; default $NMT_EDGE_DEVICE)\n"
+"  --no-cache          do not cache compiled kernels\n"
+"  --quiet             no progress line\n"
+"  --help              show this help\n");
+}
+
+enum {
+    O_TRAIN_SRC = 256, O_TRAIN_TGT, O_DEV_SRC, O_DEV_TGT, O_OUT, O_SPM, O_SPM_VOCAB, O_IDS, O_VOCAB, O_MAX_LEN,
+    O_MAX_RATIO, O_INIT, O_D_MODEL, O_HEADS, O_FF, O_ENC_LAYERS, O_DEC_LAYERS, O_NORM, O_FUSION, O_GATE_R,
+    O_ENC_BR, O_DEC_BR, O_SEP_EMB, O_SCHED, O_LR, O_WARMUP, O_MAX_TOKENS, O_MAX_SEQS, O_ACCUM, O_DROPOUT,
+    O_LS, O_CLIP, O_WD, O_MAX_STEPS, O_MAX_EPOCHS, O_MAX_TIME, O_SEED, O_LOG_EVERY, O_EVAL_EVERY,
+    O_SAVE_EVERY, O_KEEP, O_BEAM, O_DEV_BLEU_MAX, O_RESUME, O_DEVICE, O_NO_CACHE, O_QUIET, O_HELP
+};
+
+static const struct option LONG_OPTS[] = {
+    {"train-src", required_argument, 0, O_TRAIN_SRC}, {"train-tgt", required_argument, 0, O_TRAIN_TGT},
+    {"dev-src", required_argument, 0, O_DEV_SRC}, {"dev-tgt", required_argument, 0, O_DEV_TGT},
+    {"out", required_argument, 0, O_OUT}, {"spm", required_argument, 0, O_SPM},
+    {"spm-vocab", required_argument, 0, O_SPM_VOCAB}, {"ids", no_argument, 0, O_IDS},
+    {"vocab", required_argument, 0, O_VOCAB}, {"max-len", required_argument, 0, O_MAX_LEN},
+    {"max-ratio", required_argument, 0, O_MAX_RATIO}, {"init", required_argument, 0, O_INIT},
+    {"d-model", required_argument, 0, O_D_MODEL}, {"heads", required_argument, 0, O_HEADS},
+    {"ff", required_argument, 0, O_FF}, {"enc-layers", required_argument, 0, O_ENC_LAYERS},
+    {"dec-layers", required_argument, 0, O_DEC_LAYERS}, {"norm", required_argument, 0, O_NORM},
+    {"fusion", required_argument, 0, O_FUSION}, {"gate-reduction", required_argument, 0, O_GATE_R},
+    {"enc-branches", required_argument, 0, O_ENC_BR}, {"dec-branches", required_argument, 0, O_DEC_BR},
+    {"separate-embeddings", no_argument, 0, O_SEP_EMB}, {"schedule", required_argument, 0, O_SCHED},
+    {"lr", required_argument, 0, O_LR}, {"warmup", required_argument, 0, O_WARMUP},
+    {"max-tokens", required_argument, 0, O_MAX_TOKENS}, {"max-seqs", required_argument, 0, O_MAX_SEQS},
+    {"accum", required_argument, 0, O_ACCUM}, {"dropout", required_argument, 0, O_DROPOUT},
+    {"label-smoothing", required_argument, 0, O_LS}, {"clip-norm", required_argument, 0, O_CLIP},
+    {"weight-decay", required_argument, 0, O_WD}, {"max-steps", required_argument, 0, O_MAX_STEPS},
+    {"max-epochs", required_argument, 0, O_MAX_EPOCHS}, {"max-time", required_argument, 0, O_MAX_TIME},
+    {"seed", required_argument, 0, O_SEED}, {"log-every", required_argument, 0, O_LOG_EVERY},
+    {"eval-every", required_argument, 0, O_EVAL_EVERY}, {"save-every", required_argument, 0, O_SAVE_EVERY},
+    {"keep", required_argument, 0, O_KEEP}, {"beam", required_argument, 0, O_BEAM},
+    {"dev-bleu-max", required_argument, 0, O_DEV_BLEU_MAX}, {"resume", no_argument, 0, O_RESUME},
+    {"device", required_argument, 0, O_DEVICE}, {"no-cache", no_argument, 0, O_NO_CACHE},
+    {"quiet", no_argument, 0, O_QUIET}, {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0}};
+
+static int bad_value(const char *name, const char *val, const char *why) {
+    fprintf(stderr, PROG ": invalid value '%s' for --%s (%s)\n", val, name, why);
+    return EXIT_USAGE;
+}
+
+/* Integer in [lo, hi]. */
+static int parse_long(const char *name, const char *val, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(val, &end, 10);
+    if (errno || end == val || *end || v < lo || v > hi) {
+        char why[96];
+        snprintf(why, sizeof why, "expected an integer in [%ld, %ld]", lo, hi);
+        return bad_value(name, val, why);
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_double(const char *name, const char *val, double lo, double hi, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(val, &end);
+    if (errno || end == val || *end || !(v >= lo && v <= hi)) {
+        char why[96];
+        snprintf(why, sizeof why, "expected a number in [%g, %g]", lo, hi);
+        return bad_value(name, val, why);
+    }
+    *out = v;
+    return 0;
+}
+
+int train_opts_parse(int argc, char **argv, train_opts *o, int *help) {
+    defaults(o);
+    *help = 0;
+    opterr = 0;
+    int c, idx = 0;
+    const long BIG = 1L << 30;
+    while ((c = getopt_long(argc, argv, "", LONG_OPTS, &idx)) != -1) {
+        const char *name = NULL;
+        for (const struct option *lo = LONG_OPTS; lo->name; lo++)
+            if (lo->val == c) name = lo->name;
+        int r = 0;
+        switch (c) {
+        case O_TRAIN_SRC: o->train_src = optarg; break;
+        case O_TRAIN_TGT: o->train_tgt = optarg; break;
+        case O_DEV_SRC: o->dev_src = optarg; break;
+        case O_DEV_TGT: o->dev_tgt = optarg; break;
+        case O_OUT: o->out_dir = optarg; break;
+        case O_SPM: o->spm = optarg; break;
+        case O_SPM_VOCAB: r = parse_long(name, optarg, 300, 1000000, &o->spm_vocab); break;
+        case O_IDS: o->ids = 1; break;
+        case O_VOCAB: r = parse_long(name, optarg, 5, 1 << 22, &o->vocab); break;
+        case O_MAX_LEN: r = parse_long(name, optarg, 1, 4096, &o->max_len); break;
+        case O_MAX_RATIO: r = parse_double(name, optarg, 0, 1e6, &o->max_ratio); break;
+        case O_INIT: o->init = optarg; break;
+        case O_D_MODEL: r = parse_long(name, optarg, 2, 65536, &o->d_model); break;
+        case O_HEADS: r = parse_long(name, optarg, 1, 1024, &o->heads); break;
+        case O_FF: r = parse_long(name, optarg, 1, 1 << 20, &o->ff); break;
+        case O_ENC_LAYERS: r = parse_long(name, optarg, 1, 64, &o->enc_layers); break;
+        case O_DEC_LAYERS: r = parse_long(name, optarg, 1, 64, &o->dec_layers); break;
+        case O_NORM: o->norm = optarg; break;
+        case O_FUSION: o->fusion = optarg; break;
+        case O_GATE_R: r = parse_long(name, optarg, 1, 65536, &o->gate_r); break;
+        case O_ENC_BR: o->enc_branches = optarg; break;
+        case O_DEC_BR: o->dec_branches = optarg; break;
+        case O_SEP_EMB: o->separate_embeddings = 1; break;
+        case O_SCHED: o->schedule = optarg; break;
+        case O_LR: r = parse_double(name, optarg, 0, 1e3, &o->lr); break;
+        case O_WARMUP: r = parse_long(name, optarg, 1, BIG, &o->warmup); break;
+        case O_MAX_TOKENS: r = parse_long(name, optarg, 8, 1 << 24, &o->max_tokens); break;
+        case O_MAX_SEQS: r = parse_long(name, optarg, 1, 1 << 20, &o->max_seqs); break;
+        case O_ACCUM: r = parse_long(name, optarg, 1, 4096, &o->accum); break;
+        case O_DROPOUT: r = parse_double(name, optarg, 0, 0.95, &o->dropout); break;
+        case O_LS: r = parse_double(name, optarg, 0, 0.99, &o->label_smoothing); break;
+        case O_CLIP: r = parse_double(name, optarg, 0, 1e9, &o->clip_norm); break;
+        case O_WD: r = parse_double(name, optarg, 0, 1, &o->weight_decay); break;
+        case O_MAX_STEPS: r = parse_long(name, optarg, 0, BIG, &o->max_steps); break;
+        case O_MAX_EPOCHS: r = parse_long(name, optarg, 0, BIG, &o->max_epochs); break;
+        case O_MAX_TIME: r = parse_double(name, optarg, 0, 1e9, &o->max_time); break;
+        case O_SEED: r = parse_long(name, optarg, 0, BIG, &o->seed); break;
+        case O_LOG_EVERY: r = parse_long(name, optarg, 1, BIG, &o->log_every); break;
+        case O_EVAL_EVERY: r = parse_long(name, optarg, 0, BIG, &o->eval_every); break;
+        case O_SAVE_EVERY: r = parse_long(name, optarg, 0, BIG, &o->save_every); break;
+        case O_KEEP: r = parse_long(name, optarg, 1, 100000, &o->keep); break;
+        case O_BEAM: r = parse_long(name, optarg, 1, 64, &o->beam); break;
+        case O_DEV_BLEU_MAX: r = parse_long(name, optarg, 0, BIG, &o->dev_bleu_max); break;
+        case O_RESUME: o->resume = 1; break;
+        case O_DEVICE: o->device = optarg; break;
+        case O_NO_CACHE: o->no_cache = 1; break;
+        case O_QUIET: o->quiet = 1; break;
+        case O_HELP: *help = 1; return 0;
+        case ':':
+            fprintf(stderr, PROG ": option '%s' needs a value\n", argv[optind - 1]);
+            return EXIT_USAGE;
+        default:
+            fprintf(stderr, PROG ": unknown option '%s' (see --help)\n", argv[optind - 1]);
+            return EXIT_USAGE;
+        }
+        if (r) return r;
+    }
+    if (optind < argc) {
+        fprintf(stderr, PROG ": unexpected argument '%s' (see --help)\n", argv[optind]);
+        return EXIT_USAGE;
+    }
+    if (!o->train_src || !o->train_tgt || !o->out_dir) {
+        fprintf(stderr, PROG ": --train-src, --train-tgt and --out are required (see --help)\n");
+        return EXIT_USAGE;
+    }
+    if ((o->dev_src == NULL) != (o->dev_tgt == NULL)) {
+        fprintf(stderr, PROG ": give both --dev-src and --dev-tgt, or neither\n");
+        return EXIT_USAGE;
+    }
+    if (o->ids && o->vocab == 0 && !o->resume && !o->init) {
+        fprintf(stderr, PROG ": --ids needs --vocab N (the vocabulary size)\n");
+        return EXIT_USAGE;
+    }
+    if (o->ids && o->spm) {
+        fprintf(stderr, PROG ": --ids and --spm exclude each other\n");
+        return EXIT_USAGE;
+    }
+    if (sched_parse(o->schedule) < 0) return bad_value("schedule", o->schedule, "t2t, inverse-sqrt or constant");
+    if (strcmp(o->norm, "pre") && strcmp(o->norm, "post")) return bad_value("norm", o->norm, "pre or post");
+    if (strcmp(o->fusion, "sum") && strcmp(o->fusion, "concat") && strcmp(o->fusion, "gate"))
+        return bad_value("fusion", o->fusion, "sum, concat or gate");
+    if (o->d_model % o->heads) return bad_value("heads", "", "must divide --d-model");
+    if (o->lr < 0) o->lr = sched_parse(o->schedule) == SCHED_T2T ? 2.0 : 5e-4;
+    return 0;
+}
+

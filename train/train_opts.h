@@ -1,0 +1,41 @@
+/* train_opts.h — the command line of `nmt-edge-train` (train/nmt_edge_train.c):
+ * the options, their defaults and checks, and the usage text. */
+#ifndef NMT_TRAIN_OPTS_H
+#define NMT_TRAIN_OPTS_H
+
+#include <stdio.h>
+
+#define TRAIN_PROG "nmt-edge-train"
+#define TRAIN_EXIT_USAGE 2
+
+typedef struct train_opts {
+    const char *train_src, *train_tgt, *dev_src, *dev_tgt, *out_dir, *spm, *init, *device;
+    int ids, resume, quiet, no_cache;
+    /* architecture (new models) */
+    long d_model, heads, ff, enc_layers, dec_layers, vocab, gate_r;
+    const char *norm, *enc_branches, *dec_branches, *fusion;
+    int separate_embeddings;
+    /* optimisation */
+    const char *schedule;
+    double lr, dropout, label_smoothing, clip_norm, weight_decay;
+    long warmup, max_tokens, max_seqs, accum;
+    long max_steps, max_epochs;
+    double max_time;
+    long seed;
+    /* data */
+    long max_len;
+    double max_ratio;
+    long spm_vocab;
+    /* reporting */
+    long log_every, eval_every, save_every, keep, beam, dev_bleu_max;
+} train_opts;
+
+/* Parse argv (after the program name; subcommands are the caller's) into o,
+ * defaults first.  0 on success (*help set for --help), else
+ * TRAIN_EXIT_USAGE after a message on stderr naming the option. */
+int train_opts_parse(int argc, char **argv, train_opts *o, int *help);
+
+/* The --help text. */
+void train_opts_usage(FILE *f);
+
+#endif
