@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "checkpoint.h"
 #include "format.h"
@@ -119,6 +120,17 @@ static void test_roundtrip(void **state) {
     assert_int_equal(cs, ls);
     assert_memory_equal(ck, last, cs);
     free(last);
+    {   /* last.nmt is a second name of the checkpoint (no second copy), and no
+         * temporary link is left behind */
+        char pc[4200], pl[4200];
+        snprintf(pc, sizeof pc, "%s/ckpt-00000007.nmt", dir);
+        snprintf(pl, sizeof pl, "%s/last.nmt", dir);
+        struct stat a, b;
+        assert_int_equal(stat(pc, &a), 0);
+        assert_int_equal(stat(pl, &b), 0);
+        assert_true(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
+        assert_int_equal((int)a.st_nlink, 2);
+    }
 
     ckpt_state got;
     assert_int_equal(ckpt_read_state(ck, cs, &got), NMT_OK);

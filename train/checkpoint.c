@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <fcntl.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "common.h"
 #include "format.h"
@@ -80,6 +82,29 @@ static int cmp_u64(const void *a, const void *b) {
 }
 
 /* Delete all but the newest `keep` numbered checkpoints of dir. */
+/* last.nmt as a second name of the checkpoint just written (no second
+ * copy of the bytes): a hard link under a temporary name, renamed over
+ * last.nmt (atomic), then the directory synced.  NMT_ERR_IO where the file
+ * system has no hard links (the caller then writes a copy). */
+static nmt_status link_last(const char *path, const char *last, const char *dir) {
+    char tmp[4200];
+    int n = snprintf(tmp, sizeof tmp, "%s.link-%ld", last, (long)getpid());
+    if (n < 0 || (size_t)n >= sizeof tmp) return NMT_ERR_IO;
+    (void)unlink(tmp);
+    if (link(path, tmp) != 0) return NMT_ERR_IO;
+    if (rename(tmp, last) != 0) {
+        (void)unlink(tmp);
+        return NMT_ERR_IO;
+    }
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        int ok = fsync(fd) == 0;
+        close(fd);
+        if (!ok) return NMT_ERR_IO;
+    }
+    return NMT_OK;
+}
+
 static nmt_status prune(const char *dir, uint32_t keep, char *err, size_t err_cap) {
     DIR *d = opendir(dir);
     if (!d) {
@@ -154,7 +179,8 @@ nmt_status ckpt_save(tft_model *m, const ckpt_tokenizers *tok, const ckpt_state 
         nmtw_destroy(w);
         return s;
     }
-    s = nmtw_write_file(w, last);
+    s = link_last(path, last, dir);
+    if (s != NMT_OK) s = nmtw_write_file(w, last); /* no hard links here: a copy */
     nmtw_destroy(w);
     if (s != NMT_OK) {
         nmt_errf(err, err_cap, "%s: write failed: %s", last, nmt_status_str(s));

@@ -7,8 +7,10 @@
  *             train.best_bleu (f64), train.elapsed_s (f64)
  * Written atomically (temp file, fsync, rename, fsync of the directory:
  * nmtw_write_file), named <dir>/ckpt-<step 8 digits>.nmt with <dir>/last.nmt
- * a copy made the same atomic way; only the newest `keep` numbered ones are
- * kept (older deleted after the new one is durable). */
+ * a hard link to it (a link under a temporary name renamed over last.nmt;
+ * a copy written the same atomic way where the file system has no hard
+ * links); only the newest `keep` numbered ones are kept (older deleted
+ * after the new one is durable). */
 #ifndef NMT_TRAIN_CHECKPOINT_H
 #define NMT_TRAIN_CHECKPOINT_H
 
