@@ -7,7 +7,11 @@
  * tests/CMakeLists.txt) of fwrite, fflush, fsync and fclose: once armed,
  * fwrite accepts only `budget` more bytes and then fails with ENOSPC, or
  * fflush / fsync / fclose fail with ENOSPC (the ways a real full disk shows
- * through stdio's buffering).  stdout/stderr are never failed. */
+ * through stdio's buffering).  stdout/stderr are never failed.
+ *
+ * The trainer's checkpoints (train/checkpoint.c, same writer) get the same
+ * treatment: a failed ckpt_save reports NMT_ERR_IO and leaves the previous
+ * checkpoint and last.nmt byte for byte, with no new or temporary file. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "checkpoint.h"
 #include "random_model.h"
 #include "test_util.h"
 
@@ -147,7 +152,86 @@ static void test_full_disk_keeps_previous_model(void **state) {
     free(dir);
 }
 
+/* The checkpoint directory after a failed save: exactly the previous
+ * checkpoint and last.nmt, unchanged. */
+static void check_previous_checkpoint(const char *dir, const void *old, size_t old_size, size_t i) {
+    static const char *const names[] = {"ckpt-00000001.nmt", "last.nmt"};
+    for (int j = 0; j < 2; j++) {
+        char p[1024];
+        snprintf(p, sizeof p, "%s/%s", dir, names[j]);
+        size_t n;
+        void *now = nmt_test_read_file(p, &n);
+        assert_non_null(now);
+        if (n != old_size || memcmp(now, old, old_size) != 0) fail_msg("case %zu: %s was damaged", i, names[j]);
+        free(now);
+    }
+    assert_int_equal(nmt_test_count_files(dir, "", NULL, 0), 4); /* ., .., the two names */
+}
+
+static void test_full_disk_keeps_previous_checkpoint(void **state) {
+    (void)state;
+    char *dir = nmt_test_make_temp_dir("diskfull-ckpt");
+    nmt_random_transformer_config cfg = model_cfg(3);
+    void *img;
+    size_t img_size;
+    assert_int_equal(nmt_random_transformer_image(&cfg, &img, &img_size), NMT_OK);
+    void *dmem;
+    nmt_device *dev = nmt_test_device_open(&dmem);
+    assert_non_null(dev);
+    const tft_limits lim = {.max_seqs = 2, .max_src_len = 4, .max_tgt_len = 4};
+    tft_model *m;
+    nmt_test_assert_ok(dev, tft_create(dev, img, img_size, &lim, &m));
+    char err[256];
+    ckpt_state st = {1, 0, 0, 9, 100, 0.0, 1.0};
+    mode = FAIL_NONE;
+    nmt_test_assert_ok(dev, ckpt_save(m, NULL, &st, dir, 3, err, sizeof err));
+    char p1[1024];
+    snprintf(p1, sizeof p1, "%s/ckpt-00000001.nmt", dir);
+    size_t old_size;
+    void *old = nmt_test_read_file(p1, &old_size);
+    assert_non_null(old);
+
+    st.step = 2;
+    const long budgets[] = {0, 4096, (long)old_size / 2, (long)old_size - 1};
+    const fail_mode others[] = {FAIL_FLUSH, FAIL_FSYNC, FAIL_CLOSE};
+    for (size_t i = 0; i < NMT_ARRAY_LEN(budgets) + NMT_ARRAY_LEN(others); i++) {
+        n_failed = 0;
+        if (i < NMT_ARRAY_LEN(budgets)) {
+            mode = FAIL_WRITE;
+            budget = budgets[i];
+        } else {
+            mode = others[i - NMT_ARRAY_LEN(budgets)];
+        }
+        err[0] = '\0';
+        nmt_status s = ckpt_save(m, NULL, &st, dir, 3, err, sizeof err);
+        mode = FAIL_NONE;
+        if (s != NMT_ERR_IO || n_failed == 0)
+            fail_msg("case %zu: status %s after %d injected failures, want NMT_ERR_IO", i, nmt_status_str(s),
+                     n_failed);
+        assert_non_null(strstr(err, "ckpt-00000002.nmt")); /* the message names the file */
+        check_previous_checkpoint(dir, old, old_size, i);
+    }
+    /* with space again: step 2 is written and last.nmt follows it */
+    nmt_test_assert_ok(dev, ckpt_save(m, NULL, &st, dir, 3, err, sizeof err));
+    assert_int_equal(nmt_test_count_files(dir, "", NULL, 0), 5);
+    char p2[1024], pl[1024];
+    snprintf(p2, sizeof p2, "%s/ckpt-00000002.nmt", dir);
+    snprintf(pl, sizeof pl, "%s/last.nmt", dir);
+    size_t n2, nl;
+    void *c2 = nmt_test_read_file(p2, &n2), *cl = nmt_test_read_file(pl, &nl);
+    assert_true(c2 && cl && n2 == nl && memcmp(c2, cl, n2) == 0);
+    free(c2);
+    free(cl);
+    free(old);
+    tft_destroy(m);
+    nmt_test_device_close(dev, dmem);
+    free(img);
+    nmt_test_remove_tree(dir);
+    free(dir);
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_full_disk_keeps_previous_model)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_full_disk_keeps_previous_model),
+                                       cmocka_unit_test(test_full_disk_keeps_previous_checkpoint)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,8 @@
 /* fault_test.c — OpenCL fault injection: the k-th OpenCL call fails, for
  * every k along device open + session creation, and along a translate and
- * a score on a live session.
+ * a score on a live session, and along the trainer's model creation and
+ * one training step (train/tf_train.h: zero_grad, forward/backward, grad
+ * norm, Adam).
  *
  * Every OpenCL entry point the runtime calls that can fail for reasons of
  * the driver (object creation, builds, argument setting, enqueues, transfers,
@@ -19,6 +21,10 @@
  *   - a failed translate/score leaves the session usable (the next call,
  *     without injection, gives the reference output exactly) and cleanly
  *     destroyable;
+ *   - a failed tft_create leaves nothing but device-level objects; a failed
+ *     training step leaves the model usable: with the parameters and Adam
+ *     moments written back, the next step gives the reference loss, norm
+ *     and updated parameters bit for bit; destroyable right after;
  *   - no OpenCL object leaks: creations minus releases of buffers, kernels,
  *     programs, queues and contexts return to zero after close.
  * Host-memory leaks are checked by LeakSanitizer in the sanitizer build
@@ -37,6 +43,7 @@
 #include "device.h"
 #include "random_model.h"
 #include "test_util.h"
+#include "tf_train.h"
 
 /* ------------------------------------------------------------------------ */
 /* Injection                                                                */
@@ -654,6 +661,142 @@ static void test_score_faults(void **state) {
     assert_true(sweep_op(OP_SCORE) > 20);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Phase C: the trainer (model creation and one training step)              */
+/* ------------------------------------------------------------------------ */
+
+static const tft_limits tlim = {.max_seqs = 2, .max_src_len = 4, .max_tgt_len = 3};
+static const int32_t t_src[] = {4, 5, 6, 2, 7, 2, 0, 0};
+static const uint32_t t_src_lens[] = {4, 2};
+static const int32_t t_in[] = {1, 9, 10, 1, 11, 0};
+static const int32_t t_out[] = {9, 10, 2, 11, 2, 0};
+static const uint32_t t_tgt_lens[] = {3, 2};
+static const tft_batch t_batch = {2, 4, 3, t_src, t_src_lens, t_in, t_out, t_tgt_lens};
+
+typedef struct step_result {
+    double loss, norm;
+    float *params;
+} step_result;
+
+/* zero_grad, forward/backward with dropout, grad norm, Adam: the first
+ * failing call's status. */
+static nmt_status train_step(tft_model *m, step_result *r) {
+    const tft_step_opts so = {.dropout = 0.1f, .label_smoothing = 0.1f, .grad_scale = 1.0f / 5.0f, .seed = 3};
+    nmt_adam_params ap = nmt_adam_defaults();
+    ap.lr = 1e-2f;
+    ap.step = 1;
+    nmt_status st = tft_zero_grad(m);
+    if (st == NMT_OK) st = tft_forward_backward(m, &t_batch, &so, &r->loss, NULL);
+    if (st == NMT_OK) st = tft_grad_norm(m, &r->norm);
+    if (st == NMT_OK) st = tft_adam_step(m, &ap);
+    return st;
+}
+
+/* Injection off: parameters and moments back to `init`, one step, compared
+ * with the reference bit for bit (or recorded as it when want is NULL). */
+static void clean_step(tft_model *m, const float *init, const float *zeros, step_result *got,
+                       const step_result *want, long k) {
+    reset_injection(0);
+    nmt_test_assert_ok(NULL, tft_write_state(m, init, zeros, zeros));
+    nmt_test_assert_ok(NULL, train_step(m, got));
+    nmt_test_assert_ok(NULL, tft_read_state(m, got->params, NULL, NULL, NULL));
+    if (want == NULL) return;
+    const size_t n = tft_n_params(m);
+    if (got->loss != want->loss || got->norm != want->norm ||
+        memcmp(got->params, want->params, n * sizeof(float)) != 0)
+        fail_msg("training step, k=%ld: the step after the failure differs from the reference "
+                 "(loss %.9g vs %.9g, norm %.9g vs %.9g)", k, got->loss, want->loss, got->norm, want->norm);
+}
+
+static void test_train_create_faults(void **state) {
+    (void)state;
+    nmt_device_params dp = device_params(NULL);
+    long k, tried = 0;
+    for (k = 1;; k++) {
+        void *dmem;
+        nmt_device *dev;
+        reset_injection(0);
+        nmt_test_assert_ok(NULL, nmt_test_device_open_with(&dp, &dmem, &dev));
+        reset_injection(k);
+        tried++;
+        tft_model *m = (tft_model *)(uintptr_t)1;
+        nmt_status st = tft_create(dev, model_img, model_size, &tlim, &m);
+        int failed = check_outcome(st, nmt_device_last_cl_error(dev), "tft_create", k);
+        if (!failed) {
+            assert_null(fired_fn);
+            tft_destroy(m);
+            nmt_test_device_close(dev, dmem);
+            assert_no_live("tft_create, clean", k, 0);
+            break;
+        }
+        assert_null(m); /* nothing handed out */
+        assert_no_live("failed tft_create", k, 1);
+        /* the same device then creates a model that trains */
+        reset_injection(0);
+        nmt_test_assert_ok(dev, tft_create(dev, model_img, model_size, &tlim, &m));
+        step_result r = {0, 0, NULL};
+        nmt_test_assert_ok(dev, train_step(m, &r));
+        tft_destroy(m);
+        nmt_test_device_close(dev, dmem);
+        assert_no_live("after close", k, 0);
+    }
+    fprintf(stderr, "fault_test: tft_create: %ld fallible OpenCL calls each failed once\n", tried - 1);
+    assert_true(tried > 50);
+}
+
+static void test_train_step_faults(void **state) {
+    (void)state;
+    nmt_device_params dp = device_params(NULL);
+    void *dmem;
+    nmt_device *dev;
+    reset_injection(0);
+    nmt_test_assert_ok(NULL, nmt_test_device_open_with(&dp, &dmem, &dev));
+    tft_model *m;
+    nmt_test_assert_ok(dev, tft_create(dev, model_img, model_size, &tlim, &m));
+    const size_t n = tft_n_params(m);
+    float *init = malloc(n * sizeof(float)), *zeros = calloc(n, sizeof(float));
+    step_result want = {0, 0, malloc(n * sizeof(float))}, got = {0, 0, malloc(n * sizeof(float))};
+    assert_true(init && zeros && want.params && got.params);
+    nmt_test_assert_ok(dev, tft_read_state(m, init, NULL, NULL, NULL));
+    clean_step(m, init, zeros, &want, NULL, 0);
+    clean_step(m, init, zeros, &got, &want, 0); /* deterministic to begin with */
+
+    long k, tried = 0, total = 0;
+    const long step = stride();
+    for (k = 1;; k += step) {
+        nmt_test_assert_ok(dev, tft_write_state(m, init, zeros, zeros));
+        reset_injection(k);
+        tried++;
+        step_result r = {0, 0, NULL};
+        nmt_status st = train_step(m, &r);
+        int failed = check_outcome(st, nmt_device_last_cl_error(dev), "training step", k);
+        if (!failed) {
+            assert_null(fired_fn);
+            total = n_calls;
+            break;
+        }
+        clean_step(m, init, zeros, &got, &want, k);
+        if (tried % 4 == 0) { /* destroyable right after a failure */
+            reset_injection(k);
+            assert_int_not_equal(train_step(m, &r), NMT_OK);
+            tft_destroy(m);
+            assert_no_live("tft_destroy after failure", k, 1);
+            reset_injection(0);
+            nmt_test_assert_ok(dev, tft_create(dev, model_img, model_size, &tlim, &m));
+        }
+    }
+    tft_destroy(m);
+    nmt_test_device_close(dev, dmem);
+    assert_no_live("after close", k, 0);
+    free(init);
+    free(zeros);
+    free(want.params);
+    free(got.params);
+    fprintf(stderr, "fault_test: training step: %ld OpenCL calls, %ld of them failed once (stride %ld)\n", total,
+            tried - 1, step);
+    assert_true(total > 100);
+}
+
 int main(void) {
     /* the reference comes from the first clean run (test order matters) */
     const struct CMUnitTest tests[] = {
@@ -661,6 +804,8 @@ int main(void) {
         cmocka_unit_test(test_score_faults),
         cmocka_unit_test(test_create_faults_no_cache),
         cmocka_unit_test(test_create_faults_with_cache),
+        cmocka_unit_test(test_train_create_faults),
+        cmocka_unit_test(test_train_step_faults),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
