@@ -19,7 +19,8 @@
  *             The host splits long K into chunks (beta = 1 after the
  *             first) so the B rows a work-group streams stay in cache.
  *   col_sum   out[c] = alpha * sum_r X[r*ld + c] (+ out[c] when beta == 1),
- *             rows summed in order 0..rows-1 (deterministic)      [c]
+ *             rows summed in order 0..rows-1 (deterministic); 16 columns
+ *             per work-item                                  [cols / 16]
  *
  * beta == 0 means the output is not read (it may hold NaN).  Offsets and
  * leading dimensions are in elements; addresses are 64-bit (ulong).
@@ -148,15 +149,27 @@ __kernel void gemm_tn(const uint M, const uint N, const uint K, const float alph
     }
 }
 
+/* 16 columns per work-item (float16 loads along the row), rows in order. */
 __kernel void col_sum(const uint rows, const uint cols, const float alpha,
                       __global const float *X, const ulong x_off, const uint ld,
                       const float beta, __global float *out, const ulong out_off) {
-    const uint c = (uint)get_global_id(0);
-    if (c >= cols) return;
-    __global const float *x = X + x_off + c;
-    float s = 0.0f;
-    for (uint r = 0; r < rows; r++) s += x[(ulong)r * ld];
-    float v = alpha * s;
-    if (beta != 0.0f) v += out[out_off + c];
-    out[out_off + c] = v;
+    const uint c0 = (uint)get_global_id(0) * 16u;
+    if (c0 >= cols) return;
+    __global const float *x = X + x_off + c0;
+    __global float *o = out + out_off + c0;
+    if (c0 + 16u <= cols) {
+        float16 s = (float16)(0.0f);
+        for (uint r = 0; r < rows; r++) s += vload16(0, x + (ulong)r * ld);
+        float16 v = alpha * s;
+        if (beta != 0.0f) v += vload16(0, o);
+        vstore16(v, 0, o);
+        return;
+    }
+    for (uint c = 0; c < cols - c0; c++) {
+        float s = 0.0f;
+        for (uint r = 0; r < rows; r++) s += x[(ulong)r * ld + c];
+        float v = alpha * s;
+        if (beta != 0.0f) v += o[c];
+        o[c] = v;
+    }
 }

@@ -14,7 +14,7 @@
  *                         recomputes mu and rstd (two-pass, as the forward),
  *                         stores them in stats[2r], stats[2r+1], and writes
  *                         dx = dv (or dx += dv when accumulate).
- *   layernorm_bwd_params  one work-item per column c          [c]
+ *   layernorm_bwd_params  16 columns per work-item (float16)  [d / 16]
  *                         dgamma[c] (+)= sum_r dy * xh, dbeta[c] (+)= sum_r dy
  *                         over rows in order (deterministic), xh from the
  *                         stats that layernorm_bwd stored.
@@ -97,17 +97,38 @@ __kernel void layernorm_bwd_params(const uint rows, const uint d,
                                    __global const float *stats, const ulong st_off,
                                    __global float *DG, const ulong dg_off,
                                    __global float *DB, const ulong db_off, const int accumulate) {
-    const uint c = (uint)get_global_id(0);
-    if (c >= d) return;
-    float sg = 0.0f, sb = 0.0f;
-    for (uint r = 0; r < rows; r++) {
-        const ulong e = (ulong)r * d + c;
-        const float v = has_res ? X[x_off + e] + R[r_off + e] : X[x_off + e];
-        const float xh = (v - stats[st_off + (ulong)r * 2]) * stats[st_off + (ulong)r * 2 + 1];
-        const float dy = DY[dy_off + e];
-        sg += dy * xh;
-        sb += dy;
+    const uint c0 = (uint)get_global_id(0) * 16u;
+    if (c0 >= d) return;
+    if (c0 + 16u <= d) { /* 16 columns as one float16, rows in order */
+        float16 sg = (float16)(0.0f), sb = (float16)(0.0f);
+        for (uint r = 0; r < rows; r++) {
+            const ulong e = (ulong)r * d + c0;
+            float16 v = vload16(0, X + x_off + e);
+            if (has_res) v += vload16(0, R + r_off + e);
+            const float16 xh = (v - stats[st_off + (ulong)r * 2]) * stats[st_off + (ulong)r * 2 + 1];
+            const float16 dy = vload16(0, DY + dy_off + e);
+            sg += dy * xh;
+            sb += dy;
+        }
+        if (accumulate) {
+            sg += vload16(0, DG + dg_off + c0);
+            sb += vload16(0, DB + db_off + c0);
+        }
+        vstore16(sg, 0, DG + dg_off + c0);
+        vstore16(sb, 0, DB + db_off + c0);
+        return;
     }
-    DG[dg_off + c] = accumulate ? DG[dg_off + c] + sg : sg;
-    DB[db_off + c] = accumulate ? DB[db_off + c] + sb : sb;
+    for (uint c = c0; c < d; c++) {
+        float sg = 0.0f, sb = 0.0f;
+        for (uint r = 0; r < rows; r++) {
+            const ulong e = (ulong)r * d + c;
+            const float v = has_res ? X[x_off + e] + R[r_off + e] : X[x_off + e];
+            const float xh = (v - stats[st_off + (ulong)r * 2]) * stats[st_off + (ulong)r * 2 + 1];
+            const float dy = DY[dy_off + e];
+            sg += dy * xh;
+            sb += dy;
+        }
+        DG[dg_off + c] = accumulate ? DG[dg_off + c] + sg : sg;
+        DB[db_off + c] = accumulate ? DB[db_off + c] + sb : sb;
+    }
 }

@@ -237,7 +237,7 @@ nmt_status nmt_op_col_sum(nmt_train_ops *t, uint32_t rows, uint32_t cols, float 
     arg_f32(&a, beta);
     arg_buf(&a, out);
     NMT_TRY(args_end(t->dev, &a, "col_sum"));
-    const size_t n[1] = {cols};
+    const size_t n[1] = {(cols + 15u) / 16u}; /* 16 columns per work-item */
     return launch(t, t->k_col_sum, 1, n, "col_sum");
 }
 
@@ -304,7 +304,7 @@ nmt_status nmt_op_layernorm_bwd(nmt_train_ops *t, nmt_buf x, nmt_buf res, nmt_bu
     arg_buf(&a, dbeta);
     arg_i32(&a, param_accumulate ? 1 : 0);
     NMT_TRY(args_end(t->dev, &a, "layernorm_bwd_params"));
-    const size_t g[1] = {d};
+    const size_t g[1] = {(d + 15u) / 16u}; /* 16 columns per work-item */
     return launch(t, t->k_layernorm_bwd_params, 1, g, "layernorm_bwd_params");
 }
 

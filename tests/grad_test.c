@@ -226,7 +226,7 @@ static void test_gemm_tn(void **state) {
 static void test_col_sum(void **state) {
     env *e = *state;
     nmt_test_rng r = nmt_test_rng_make(12);
-    static const uint32_t shapes[][2] = {{1, 1}, {7, 5}, {130, 33}, {0, 4}};
+    static const uint32_t shapes[][2] = {{1, 1}, {7, 5}, {130, 33}, {0, 4}, {9, 48}}; /* 48: whole float16 blocks */
     for (size_t si = 0; si < NMT_ARRAY_LEN(shapes); si++) {
         for (int beta = 0; beta <= 1; beta++) {
             const uint32_t rows = shapes[si][0], cols = shapes[si][1], ld = cols + 2;
