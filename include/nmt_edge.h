@@ -200,7 +200,8 @@ typedef struct nmt_model_info {
     uint64_t n_params;          /**< number of weights (elements) */
     uint64_t weight_bytes;      /**< bytes of tensor data in the file */
     uint32_t n_tensors;
-    char dtype[8];              /**< "fp32", "fp16", "int8" or "mixed" */
+    char dtype[8];              /**< storage of the 2-D weights: "fp32", "fp16", "int8" or "mixed"
+                                     (1-D tensors, e.g. biases, are fp32 in converted models) */
     uint64_t file_size;
 } nmt_model_info;
 

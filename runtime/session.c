@@ -34,14 +34,16 @@ static nmt_status find_family(const nmt_file *f, const nmt_family **out) {
 
 static void summarise(const nmt_file *f, nmt_model_info *info) {
     uint64_t n_params = 0, bytes = 0;
-    unsigned dtypes = 0;
+    unsigned dtypes = 0, dtypes_2d = 0; /* bit per dtype: all tensors, the 2-D ones */
     for (uint32_t i = 0; i < f->h.n_tensors; i++) {
         nmt_tensor_view v;
         if (nmt_file_tensor_at(f, i, &v) != NMT_OK || v.dtype == NMT_DTYPE_U8) continue;
         n_params += v.n_elements;
         bytes += v.nbytes;
         dtypes |= 1u << v.dtype;
+        if (v.ndim == 2) dtypes_2d |= 1u << v.dtype;
     }
+    if (dtypes_2d) dtypes = dtypes_2d; /* the weights' type: converted models keep 1-D tensors fp32 */
     nmt_tensor_view tv;
     info->tokenizer = nmt_file_find(f, "tokenizer.src", &tv) != NMT_OK   ? 0
                       : nmt_file_find(f, "tokenizer.tgt", &tv) == NMT_OK ? 2

@@ -366,6 +366,12 @@ static void test_export_fp16_int8(void **state) {
                 assert_true(saw127);
             }
         }
+        /* the reported dtype is that of the weights (1-D tensors stay fp32) */
+        nmt_model_info info;
+        assert_int_equal(nmt_model_inspect(h.data, h.size, &info), NMT_OK);
+        assert_string_equal(info.dtype, "fp16");
+        assert_int_equal(nmt_model_inspect(q.data, q.size, &info), NMT_OK);
+        assert_string_equal(info.dtype, "int8");
         size_t n32, n16, n8, V;
         float *l32 = session_logits(a.data, a.size, &n32, &V);
         float *l16 = session_logits(h.data, h.size, &n16, &V);
