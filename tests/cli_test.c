@@ -11,14 +11,12 @@
 #include <cmocka.h>
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "nmt_edge.h"
@@ -41,68 +39,7 @@ static char g_model[320];
 /* Running a program                                                        */
 /* ------------------------------------------------------------------------ */
 
-typedef struct run_result {
-    int status;   /* exit status, or 128 + signal */
-    char *out;    /* NUL-terminated stdout */
-    size_t out_len;
-    char *err;    /* NUL-terminated stderr */
-} run_result;
-
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    assert_non_null(buf);
-    size_t got;
-    while ((got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-        n += got;
-        if (cap - n < 2) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-            assert_non_null(buf);
-        }
-    }
-    fclose(f);
-    buf[n] = '\0';
-    if (len) *len = n;
-    return buf;
-}
-
-static void spit(const char *path, const void *data, size_t len) {
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(data, 1, len, f), len);
-    assert_int_equal(fclose(f), 0);
-}
-
-/* Run argv (NULL-terminated) with `in` as stdin; results in *r. */
-static void run_argv(char *const *argv, const char *in, run_result *r) {
-    char in_path[300], out_path[300], err_path[300];
-    snprintf(in_path, sizeof in_path, "%s/stdin", g_dir);
-    snprintf(out_path, sizeof out_path, "%s/stdout", g_dir);
-    snprintf(err_path, sizeof err_path, "%s/stderr", g_dir);
-    spit(in_path, in ? in : "", in ? strlen(in) : 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int fi = open(in_path, O_RDONLY);
-        int fo = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fi < 0 || fo < 0 || fe < 0) _exit(126);
-        dup2(fi, 0);
-        dup2(fo, 1);
-        dup2(fe, 2);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    int ws = 0;
-    assert_int_equal(waitpid(pid, &ws, 0), pid);
-    r->status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
-    r->out = slurp(out_path, &r->out_len);
-    r->err = slurp(err_path, NULL);
-}
+typedef nmt_test_proc run_result; /* status, out (out_len), err */
 
 /* Run nmt-edge with the given arguments (NULL-terminated). */
 static void run_cli(run_result *r, const char *in, ...) {
@@ -118,15 +55,12 @@ static void run_cli(run_result *r, const char *in, ...) {
     }
     va_end(ap);
     argv[n] = NULL;
-    run_argv(argv, in, r);
+    nmt_test_run(argv, in, g_dir, r);
     if (r->status != 0 && r->status != 1 && r->status != 2)
         fprintf(stderr, "nmt-edge exited %d; stderr:\n%s\n", r->status, r->err);
 }
 
-static void free_result(run_result *r) {
-    free(r->out);
-    free(r->err);
-}
+static void free_result(run_result *r) { nmt_test_proc_free(r); }
 
 /* Assert the status; show stderr when it is not what we expect. */
 static void expect_status(const run_result *r, int status) {
@@ -249,7 +183,7 @@ static int group_setup(void **state) {
                     "--heads", "4", "--ff", "64", "--enc-layers", "1", "--dec-layers", "1",
                     "--src-vocab", "50", "--tgt-vocab", "50", "--seed", "1", NULL};
     run_result r;
-    run_argv(argv, NULL, &r);
+    nmt_test_run(argv, NULL, g_dir, &r);
     if (r.status != 0) fprintf(stderr, "nmt-edge-convert random failed (%d):\n%s\n", r.status, r.err);
     int ok = r.status == 0;
     free_result(&r);
@@ -258,7 +192,7 @@ static int group_setup(void **state) {
                      "--heads", "4", "--ff", "64", "--enc-layers", "1", "--dec-layers", "1",
                      "--src-vocab", "600", "--tgt-vocab", "600", "--seed", "1", "--sp-model",
                      SPM_FIXTURE, NULL};
-    run_argv(argv2, NULL, &r);
+    nmt_test_run(argv2, NULL, g_dir, &r);
     if (r.status != 0) fprintf(stderr, "nmt-edge-convert random --sp-model failed (%d):\n%s\n", r.status, r.err);
     ok = ok && r.status == 0;
     free_result(&r);
@@ -329,7 +263,7 @@ static void expect_usage_error(const char *in, ...) {
     va_end(ap);
     argv[n] = NULL;
     run_result r;
-    run_argv(argv, in, &r);
+    nmt_test_run(argv, in, g_dir, &r);
     expect_status(&r, 2);
     assert_int_equal(r.out_len, 0);
     assert_non_null(strstr(r.err, "--help"));
@@ -585,12 +519,13 @@ static void test_missing_model(void **state) {
 static void test_corrupt_model(void **state) {
     (void)state;
     size_t len;
-    char *img = slurp(g_model, &len);
+    char *img = nmt_test_read_file(g_model, &len);
+    assert_non_null(img);
     assert_true(len > 1024);
     img[len / 2] ^= 0x5a;
     char path[400];
     snprintf(path, sizeof path, "%s/corrupt.nmt", g_dir);
-    spit(path, img, len);
+    assert_int_equal(nmt_test_write_file(path, img, len), 0);
     free(img);
     static const char *const cmds[] = {"translate", "info"};
     for (int c = 0; c < 2; c++) {
