@@ -86,6 +86,20 @@ int __wrap_fclose(FILE *f) {
     return r;
 }
 
+/* Case i of a sweep: the disk fills after budgets[i] bytes (i < nb), then
+ * fflush, fsync, fclose fail with ENOSPC (i = nb, nb + 1, nb + 2). */
+#define N_OTHER_FAILURES 3
+static void arm_case(size_t i, const long *budgets, size_t nb) {
+    static const fail_mode others[N_OTHER_FAILURES] = {FAIL_FLUSH, FAIL_FSYNC, FAIL_CLOSE};
+    n_failed = 0;
+    if (i < nb) {
+        mode = FAIL_WRITE;
+        budget = budgets[i];
+    } else {
+        mode = others[i - nb];
+    }
+}
+
 static nmt_random_transformer_config model_cfg(uint64_t seed) {
     nmt_random_transformer_config c;
     nmt_random_transformer_defaults(&c);
@@ -113,15 +127,8 @@ static void test_full_disk_keeps_previous_model(void **state) {
 
     /* the disk fills after 0, 1, 127, 128, ... bytes, up to one byte short */
     const long budgets[] = {0, 1, 127, 128, 4095, 4096, 8191, (long)old_size / 2, (long)old_size - 1};
-    const fail_mode others[] = {FAIL_FLUSH, FAIL_FSYNC, FAIL_CLOSE};
-    for (size_t i = 0; i < NMT_ARRAY_LEN(budgets) + NMT_ARRAY_LEN(others); i++) {
-        n_failed = 0;
-        if (i < NMT_ARRAY_LEN(budgets)) {
-            mode = FAIL_WRITE;
-            budget = budgets[i];
-        } else {
-            mode = others[i - NMT_ARRAY_LEN(budgets)];
-        }
+    for (size_t i = 0; i < NMT_ARRAY_LEN(budgets) + N_OTHER_FAILURES; i++) {
+        arm_case(i, budgets, NMT_ARRAY_LEN(budgets));
         nmt_status st = nmt_random_transformer_write(&new_cfg, path);
         mode = FAIL_NONE;
         if (st != NMT_ERR_IO || n_failed == 0)
@@ -193,15 +200,8 @@ static void test_full_disk_keeps_previous_checkpoint(void **state) {
 
     st.step = 2;
     const long budgets[] = {0, 4096, (long)old_size / 2, (long)old_size - 1};
-    const fail_mode others[] = {FAIL_FLUSH, FAIL_FSYNC, FAIL_CLOSE};
-    for (size_t i = 0; i < NMT_ARRAY_LEN(budgets) + NMT_ARRAY_LEN(others); i++) {
-        n_failed = 0;
-        if (i < NMT_ARRAY_LEN(budgets)) {
-            mode = FAIL_WRITE;
-            budget = budgets[i];
-        } else {
-            mode = others[i - NMT_ARRAY_LEN(budgets)];
-        }
+    for (size_t i = 0; i < NMT_ARRAY_LEN(budgets) + N_OTHER_FAILURES; i++) {
+        arm_case(i, budgets, NMT_ARRAY_LEN(budgets));
         err[0] = '\0';
         nmt_status s = ckpt_save(m, NULL, &st, dir, 3, err, sizeof err);
         mode = FAIL_NONE;
