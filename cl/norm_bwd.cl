@@ -13,7 +13,9 @@
  *                         size, any power-of-two local size <= REDUCE_WG):
  *                         recomputes mu and rstd (two-pass, as the forward),
  *                         stores them in stats[2r], stats[2r+1], and writes
- *                         dx = dv (or dx += dv when accumulate).
+ *                         dx = dv (or dx += dv when accumulate).  float16
+ *                         loads with a scalar tail; CPUs launch it with
+ *                         local size 1 (no barrier work).
  *   layernorm_bwd_params  16 columns per work-item (float16)  [d / 16]
  *                         dgamma[c] (+)= sum_r dy * xh, dbeta[c] (+)= sum_r dy
  *                         over rows in order (deterministic), xh from the
@@ -44,6 +46,21 @@ inline float wg_sum(float v, __local float *red) {
     return total;
 }
 
+/* Row access as in norm.cl: float16 vectors lid, lid + lsz, ... below
+ * 16 * (d / 16), tail elements after; each work-item reads and writes only
+ * its own elements. */
+inline float16 lnb_load16(__global const float *x, __global const float *r, const int has_res, const uint v) {
+    float16 t = vload16(v, x);
+    if (has_res) t += vload16(v, r);
+    return t;
+}
+
+inline float lnb_hsum16(const float16 v) {
+    const float8 a = v.lo + v.hi;
+    const float4 b = a.lo + a.hi;
+    return (b.x + b.y) + (b.z + b.w);
+}
+
 __kernel void layernorm_bwd(__global const float *X, const ulong x_off,
                             __global const float *R, const ulong r_off, const int has_res,
                             __global const float *DY, const ulong dy_off,
@@ -58,19 +75,35 @@ __kernel void layernorm_bwd(__global const float *X, const ulong x_off,
     __global const float *dy = DY + dy_off + row * d;
     __global const float *g = G + g_off;
     __global float *dx = DX + dx_off + row * d;
+    const uint nv = d / 16u, tail0 = nv * 16u;
 
-    float s = 0.0f;
-    for (uint c = lid; c < d; c += lsz) s += has_res ? x[c] + r[c] : x[c];
+    float16 s16 = (float16)(0.0f);
+    for (uint v = lid; v < nv; v += lsz) s16 += lnb_load16(x, r, has_res, v);
+    float s = lnb_hsum16(s16);
+    for (uint c = tail0 + lid; c < d; c += lsz) s += has_res ? x[c] + r[c] : x[c];
     const float mean = wg_sum(s, red) / (float)d;
-    float q = 0.0f;
-    for (uint c = lid; c < d; c += lsz) {
+
+    float16 q16 = (float16)(0.0f);
+    for (uint v = lid; v < nv; v += lsz) {
+        const float16 t = lnb_load16(x, r, has_res, v) - mean;
+        q16 += t * t;
+    }
+    float q = lnb_hsum16(q16);
+    for (uint c = tail0 + lid; c < d; c += lsz) {
         const float t = (has_res ? x[c] + r[c] : x[c]) - mean;
         q += t * t;
     }
     const float rstd = rsqrt(wg_sum(q, red) / (float)d + eps);
 
-    float sa = 0.0f, sax = 0.0f;
-    for (uint c = lid; c < d; c += lsz) {
+    float16 sa16 = (float16)(0.0f), sax16 = (float16)(0.0f);
+    for (uint v = lid; v < nv; v += lsz) {
+        const float16 xh = (lnb_load16(x, r, has_res, v) - mean) * rstd;
+        const float16 a = vload16(v, dy) * vload16(v, g);
+        sa16 += a;
+        sax16 += a * xh;
+    }
+    float sa = lnb_hsum16(sa16), sax = lnb_hsum16(sax16);
+    for (uint c = tail0 + lid; c < d; c += lsz) {
         const float xh = ((has_res ? x[c] + r[c] : x[c]) - mean) * rstd;
         const float a = dy[c] * g[c];
         sa += a;
@@ -79,10 +112,15 @@ __kernel void layernorm_bwd(__global const float *X, const ulong x_off,
     const float ma = wg_sum(sa, red) / (float)d;
     const float max_ = wg_sum(sax, red) / (float)d;
 
-    for (uint c = lid; c < d; c += lsz) {
+    for (uint v = lid; v < nv; v += lsz) {
+        const float16 xh = (lnb_load16(x, r, has_res, v) - mean) * rstd;
+        const float16 val = rstd * (vload16(v, dy) * vload16(v, g) - ma - xh * max_);
+        vstore16(accumulate ? vload16(v, dx) + val : val, v, dx);
+    }
+    for (uint c = tail0 + lid; c < d; c += lsz) {
         const float xh = ((has_res ? x[c] + r[c] : x[c]) - mean) * rstd;
-        const float v = rstd * (dy[c] * g[c] - ma - xh * max_);
-        dx[c] = accumulate ? dx[c] + v : v;
+        const float val = rstd * (dy[c] * g[c] - ma - xh * max_);
+        dx[c] = accumulate ? dx[c] + val : val;
     }
     if (lid == 0) {
         stats[st_off + row * 2] = mean;

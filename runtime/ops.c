@@ -150,6 +150,7 @@ nmt_status nmt_ops_init_tuned(nmt_ops *ops, nmt_device *dev, const nmt_tuning *t
     }
     ops->reduce_wg = reduce_wg;
     ops->wg_max = pow2_floor(wg_max);
+    ops->norm_wg = dev->info.is_cpu ? 1 : ops->reduce_wg;
     ops->k_chunk = dev->info.is_cpu ? NMT_OPS_K_CHUNK_CPU : 0;
     ops->a_tile_bytes = dev->info.is_cpu ? NMT_OPS_A_TILE_BYTES : 0;
     const nmt_gemm_cfg *b = &ops->cfg[NMT_GOP_NT][NMT_GCLASS_BIG], *r = &ops->cfg[NMT_GOP_NT][NMT_GCLASS_M2];
@@ -449,7 +450,9 @@ nmt_status nmt_op_layernorm(nmt_ops *ops, nmt_buf x, nmt_buf res, nmt_buf out, u
     arg_u64(&a, beta.off);
     arg_f32(&a, eps);
     NMT_TRY(args_end(ops->dev, &a, "layernorm"));
-    return launch_rows(ops, ops->k_layernorm, rows, "layernorm");
+    if (rows == 0) return NMT_OK;
+    size_t lws = ops->norm_wg ? ops->norm_wg : 1, gws = (size_t)rows * lws;
+    return nmt_enqueue(ops->dev, ops->k_layernorm, 1, &gws, &lws, "layernorm");
 }
 
 nmt_status nmt_op_add(nmt_ops *ops, nmt_buf dst, nmt_buf src, uint32_t n) {

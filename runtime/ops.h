@@ -51,6 +51,9 @@ typedef struct nmt_ops {
      * the warm-up at session creation covers every launch) */
     nmt_gemm_cfg cfg[NMT_GOP_COUNT][NMT_GCLASS_COUNT];  /* wg clamped to the kernel */
     size_t reduce_wg;           /* local size of the per-row reductions (power of two) */
+    size_t norm_wg;             /* local size of layernorm: 1 on CPUs (a work-item per
+                                   row, no barrier work), else reduce_wg; a plain
+                                   field (tests set both) */
     size_t wg_max;              /* local size (dimension 0) of the other kernels */
     int attn_mode;              /* NMT_ATTN_AUTO / _FUSED / _SPLIT (tests force one) */
     /* cache blocking of own fp32 products on CPUs (0: none; plain fields,

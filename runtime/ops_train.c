@@ -124,6 +124,7 @@ nmt_status nmt_train_ops_init_gemm(nmt_train_ops *t, nmt_device *dev, uint32_t t
         return s;
     }
     t->reduce_wg = reduce_wg;
+    t->norm_wg = dev->info.is_cpu ? 1 : reduce_wg;
     t->wg_max = wg_max;
     nmt_log(&dev->log, NMT_LOG_DEBUG, "train ops: gemm_tn=%s tile %ux%u vw %u, reduce_wg=%zu, wg_max=%zu",
             t->gemm == NMT_GEMM_CLBLAST ? "clblast" : "own", (unsigned)t->gemm_tm, (unsigned)t->gemm_tn,
@@ -289,7 +290,10 @@ nmt_status nmt_op_layernorm_bwd(nmt_train_ops *t, nmt_buf x, nmt_buf res, nmt_bu
     arg_f32(&a, eps);
     arg_buf(&a, stats);
     NMT_TRY(args_end(t->dev, &a, "layernorm_bwd"));
-    NMT_TRY(launch_groups(t, t->k_layernorm_bwd, rows, "layernorm_bwd"));
+    {
+        size_t lws = t->norm_wg ? t->norm_wg : 1, gws = (size_t)rows * lws;
+        if (rows) NMT_TRY(nmt_enqueue(t->dev, t->k_layernorm_bwd, 1, &gws, &lws, "layernorm_bwd"));
+    }
     if (dgamma.mem == NULL) return NMT_OK;
 
     a = args_begin(t->k_layernorm_bwd_params);

@@ -40,6 +40,8 @@ typedef struct nmt_train_ops {
     uint32_t k_chunk;           /* gemm_tn splits K into chunks of this many rows
                                    (0: never); a plain field, may be changed */
     size_t reduce_wg;           /* local size of per-row reductions (power of two) */
+    size_t norm_wg;             /* local size of layernorm_bwd: 1 on CPUs, else
+                                   reduce_wg (a plain field; tests set both) */
     size_t wg_max;              /* work-items per group for the other kernels */
 } nmt_train_ops;
 

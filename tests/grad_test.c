@@ -447,10 +447,17 @@ static void check_layernorm(env *e, uint32_t rows, uint32_t d, int with_res, int
 
 static void test_layernorm_bwd(void **state) {
     env *e = *state;
-    check_layernorm(e, 5, 7, 0, 0, 41);
-    check_layernorm(e, 4, 64, 1, 1, 42);
-    check_layernorm(e, 3, 133, 1, 0, 43);  /* wider than any reduction work-group */
-    check_layernorm(e, 1, 3, 0, 1, 44);
+    /* a work-item per row (CPUs) and a work-group per row (elsewhere) */
+    const size_t chosen = e->t.norm_wg;
+    const size_t wgs[2] = {1, e->t.reduce_wg};
+    for (int w = 0; w < 2; w++) {
+        e->t.norm_wg = wgs[w];
+        check_layernorm(e, 5, 7, 0, 0, 41);
+        check_layernorm(e, 4, 64, 1, 1, 42);
+        check_layernorm(e, 3, 133, 1, 0, 43);  /* wider than any reduction work-group */
+        check_layernorm(e, 1, 3, 0, 1, 44);
+    }
+    e->t.norm_wg = chosen;
 }
 
 /* ---- gate ------------------------------------------------------------------ */

@@ -591,14 +591,23 @@ static void run_layernorm(env *e, uint32_t rows, uint32_t d, int with_res, int a
 
 static void test_layernorm(void **state) {
     env *e = *state;
-    run_layernorm(e, 5, 37, 0, LN_OUT_SEPARATE, 0, 1);
-    run_layernorm(e, 5, 37, 1, LN_OUT_SEPARATE, 0, 2);
-    run_layernorm(e, 3, 1000, 1, LN_OUT_SEPARATE, 0, 3);  /* row longer than the work-group */
-    run_layernorm(e, 7, 64, 0, LN_OUT_IS_X, 0, 4);        /* in place */
-    run_layernorm(e, 7, 64, 1, LN_OUT_IS_X, 0, 5);
-    run_layernorm(e, 7, 64, 1, LN_OUT_IS_RES, 0, 6);
-    run_layernorm(e, 4, 512, 0, LN_OUT_SEPARATE, 100.0f, 7);  /* large mean: two-pass variance */
-    run_layernorm(e, 2, 1, 0, LN_OUT_SEPARATE, 0, 8);     /* d = 1: output = beta */
+    /* both launch shapes: a work-item per row (CPUs) and a work-group of
+     * reduce_wg per row (elsewhere), whatever the device chose */
+    const size_t chosen = e->ops.norm_wg;
+    const size_t wgs[2] = {1, e->ops.reduce_wg};
+    for (int w = 0; w < 2; w++) {
+        e->ops.norm_wg = wgs[w];
+        run_layernorm(e, 5, 37, 0, LN_OUT_SEPARATE, 0, 1);
+        run_layernorm(e, 5, 37, 1, LN_OUT_SEPARATE, 0, 2);
+        run_layernorm(e, 3, 1000, 1, LN_OUT_SEPARATE, 0, 3);  /* row longer than the work-group */
+        run_layernorm(e, 7, 64, 0, LN_OUT_IS_X, 0, 4);        /* in place */
+        run_layernorm(e, 7, 64, 1, LN_OUT_IS_X, 0, 5);
+        run_layernorm(e, 7, 64, 1, LN_OUT_IS_RES, 0, 6);
+        run_layernorm(e, 4, 512, 0, LN_OUT_SEPARATE, 100.0f, 7);  /* large mean: two-pass variance */
+        run_layernorm(e, 2, 1, 0, LN_OUT_SEPARATE, 0, 8);     /* d = 1: output = beta */
+        run_layernorm(e, 3, 48, 1, LN_OUT_IS_X, 0, 9);        /* whole float16 vectors only */
+    }
+    e->ops.norm_wg = chosen;
 }
 
 /* ---- add, relu, gate_accum, copy_rows, gather_rows ------------------------ */
