@@ -24,7 +24,10 @@
  *                FlashAttention), so no score matrix and no barriers; the
  *                branch kinds come packed 4 bits each in `kinds`, their
  *                radii in `radii` (int8).  Scores are recomputed per
- *                branch (cheap next to the launches it saves).
+ *                branch (cheap next to the launches it saves).  When
+ *                d_head % 16 == 0, q and the accumulator are float16
+ *                registers (unrolled loops over the ATTN_MAX_DH / 16
+ *                vectors); otherwise a private array.
  *                NDRange (s*H + h, i, branch), any padding
  *
  * Masks.  Query i sits at position pos = q_pos0 + i; key j at position j.
@@ -197,9 +200,48 @@ __kernel void attn_fused(const uint n_seq, const uint lq, const uint q_pos0, con
     __global float *o = out + out_off + (ulong)(s * lq + i) * out_ld + (ulong)b * n_heads * d_head +
                         (ulong)h * d_head;
 
+    float mx = -INFINITY, sum = 0.0f;
+    if (d_head % 16u == 0) {
+        /* float16 path: q and the accumulator in registers (the loops over
+         * the at most ATTN_MAX_DH / 16 vectors are unrolled, each guarded) */
+        const uint nu = d_head / 16u;
+        float16 qv[ATTN_MAX_DH / 16], av[ATTN_MAX_DH / 16];
+#pragma unroll
+        for (uint u = 0; u < ATTN_MAX_DH / 16; u++) {
+            qv[u] = u < nu ? vload16(u, q) : (float16)(0.0f);
+            av[u] = (float16)(0.0f);
+        }
+        for (int j = r.x; j <= r.y; j++) {
+            __global const float *k = kb + (ulong)j * k_ld;
+            float16 d16 = (float16)(0.0f);
+#pragma unroll
+            for (uint u = 0; u < ATTN_MAX_DH / 16; u++)
+                if (u < nu) d16 += qv[u] * vload16(u, k);
+            const float8 d8 = d16.lo + d16.hi;
+            const float4 d4 = d8.lo + d8.hi;
+            const float sc = ((d4.x + d4.y) + (d4.z + d4.w)) * scale;
+            if (sc > mx) {
+                const float corr = exp(mx - sc); /* exp(-INF) = 0 on the first key */
+                sum *= corr;
+#pragma unroll
+                for (uint u = 0; u < ATTN_MAX_DH / 16; u++) av[u] *= corr;
+                mx = sc;
+            }
+            const float p = exp(sc - mx);
+            sum += p;
+            __global const float *v = vb + (ulong)j * v_ld;
+#pragma unroll
+            for (uint u = 0; u < ATTN_MAX_DH / 16; u++)
+                if (u < nu) av[u] = p * vload16(u, v) + av[u];
+        }
+        const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+#pragma unroll
+        for (uint u = 0; u < ATTN_MAX_DH / 16; u++)
+            if (u < nu) vstore16(av[u] * inv, u, o);
+        return;
+    }
     float acc[ATTN_MAX_DH];
     for (uint c = 0; c < d_head; c++) acc[c] = 0.0f;
-    float mx = -INFINITY, sum = 0.0f;
     const uint D4 = d_head & ~3u;
     for (int j = r.x; j <= r.y; j++) {
         __global const float *k = kb + (ulong)j * k_ld;

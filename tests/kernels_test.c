@@ -1000,6 +1000,11 @@ static void test_attention_masked_and_edge(void **state) {
     run_attention(e, &c4, 73);
     attn_case c5 = {"d_head 64, 8 heads", 2, 13, 0, 17, 1, 8, 64, 0, 2, {G(), LOCAL(2)}, NULL, 17};
     run_attention(e, &c5, 74);
+    /* float16 register path of attn_fused at its smallest and largest d_head */
+    attn_case c6 = {"d_head 16, causal", 2, 7, 0, 7, 1, 2, 16, 1, 2, {G(), FW()}, NULL, 7};
+    run_attention(e, &c6, 75);
+    attn_case c7 = {"d_head 128, padded keys", 2, 5, 0, 9, 1, 1, 128, 0, 2, {G(), BW()}, NULL, 6};
+    run_attention(e, &c7, 76);
 }
 
 static void test_attention_long_rows(void **state) {

@@ -118,12 +118,15 @@ static void test_learns_reversal(void **state) {
     int32_t seqs[N_TEST][8];
     uint32_t lens[N_TEST];
     write_reverse_task(dsrc, dtgt, N_TEST, 12345, seqs, lens);
+    /* --clip-norm 1: at lr 3e-3 without clipping, loss spikes came and went
+     * (one kernel change moved a spike onto step 700: dev BLEU 100 at step
+     * 600, 83 at 700, 100 at 900); clipped, the curve is monotone here. */
     char *extra[] = {"--dev-src", dsrc, "--dev-tgt", dtgt, "--d-model", "32", "--heads", "2", "--ff", "64",
                      "--enc-layers", "2", "--dec-layers", "2", "--enc-branches", "global fw bw",
                      "--dec-branches", "global local:2", "--fusion", "gate", "--schedule", "inverse-sqrt",
                      "--lr", "0.003", "--warmup", "100", "--max-tokens", "640", "--dropout", "0",
                      "--max-steps", "700", "--eval-every", "350", "--save-every", "350", "--log-every", "50",
-                     "--beam", "2", NULL};
+                     "--beam", "2", "--clip-norm", "1", NULL};
     char *argv[80];
     train_argv(argv, out, src, tgt, extra);
     nmt_test_proc r;
