@@ -39,7 +39,8 @@ for dt in fp32 fp16 int8; do
   "$build/nmt-edge-convert" verify "$m" > /dev/null
   bytes=$(stat -c %s "$m")
   t0=$(date +%s.%N)
-  "$build/nmt-edge" translate --model "$m" --beam "$beam" < "$src" > "$out/test.$dt.de"
+  "$build/nmt-edge" translate --model "$m" --beam "$beam" --max-text-bytes 16384 --max-src-len 1024 \
+    < "$src" > "$out/test.$dt.de"
   t1=$(date +%s.%N)
   secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
   bleu=$("$build/nmt-edge-train" bleu "$out/test.$dt.de" "$ref" | sed -n 's/^BLEU = \([0-9.]*\).*/\1/p')
