@@ -11,6 +11,7 @@
  * drives both parsing and its --help text.
  */
 #include "nmt_edge.h"
+#include "convert_opts.h"
 #include "random_model.h"
 
 #include <errno.h>
@@ -20,198 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PROG "nmt-edge-convert"
 #define EXIT_USAGE 2
-
-/* ------------------------------------------------------------------------ */
-/* Table-driven option parsing                                              */
-/* ------------------------------------------------------------------------ */
-
-typedef enum opt_kind {
-    OPT_U32,   /* uint32_t, decimal */
-    OPT_U64,   /* uint64_t, decimal or 0x hex */
-    OPT_F32,   /* float */
-    OPT_STR,   /* const char *, pointing into argv */
-    OPT_CHOICE,/* const char *, one of `choices` (space-separated) */
-    OPT_FLAG   /* int, set to 1, takes no value */
-} opt_kind;
-
-typedef struct opt_def {
-    const char *name;     /* long name without "--" */
-    char short_name;      /* 0 if none */
-    opt_kind kind;
-    size_t offset;        /* of the destination inside the subcommand's argument struct */
-    const char *metavar;  /* shown in help; NULL for flags */
-    const char *choices;  /* OPT_CHOICE only */
-    const char *help;
-    uint64_t min, max;    /* OPT_U32 / OPT_U64 bounds */
-} opt_def;
-
-static int parse_u64(const char *s, uint64_t *out) {
-    if (s == NULL || *s == '\0' || *s == '-' || *s == '+') return 0;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 0);
-    if (errno != 0 || *end != '\0') return 0;
-    *out = (uint64_t)v;
-    return 1;
-}
-
-static int parse_f32(const char *s, float *out) {
-    if (s == NULL || *s == '\0') return 0;
-    char *end;
-    errno = 0;
-    float v = strtof(s, &end);
-    if (errno != 0 || *end != '\0') return 0;
-    *out = v;
-    return 1;
-}
-
-static int word_in_list(const char *word, const char *list) {
-    size_t n = strlen(word);
-    const char *p = list;
-    while (*p) {
-        const char *sp = strchr(p, ' ');
-        size_t len = sp ? (size_t)(sp - p) : strlen(p);
-        if (len == n && strncmp(p, word, n) == 0) return 1;
-        if (!sp) break;
-        p = sp + 1;
-    }
-    return 0;
-}
-
-static const opt_def *find_long(const opt_def *defs, size_t n, const char *name, size_t len) {
-    for (size_t i = 0; i < n; i++)
-        if (strlen(defs[i].name) == len && strncmp(defs[i].name, name, len) == 0) return &defs[i];
-    return NULL;
-}
-
-static const opt_def *find_short(const opt_def *defs, size_t n, char c) {
-    for (size_t i = 0; i < n; i++)
-        if (defs[i].short_name != 0 && defs[i].short_name == c) return &defs[i];
-    return NULL;
-}
-
-/* Store `val` for option `d` into `args`.  0 and a message on error. */
-static int store_opt(const char *cmd, const opt_def *d, const char *val, void *args) {
-    char *dst = (char *)args + d->offset;
-    uint64_t u;
-    switch (d->kind) {
-    case OPT_U32:
-    case OPT_U64:
-        if (!parse_u64(val, &u) || u < d->min || u > d->max) {
-            fprintf(stderr, "%s %s: --%s expects an integer in [%llu, %llu], got '%s'\n", PROG, cmd, d->name,
-                    (unsigned long long)d->min, (unsigned long long)d->max, val);
-            return 0;
-        }
-        if (d->kind == OPT_U32) {
-            uint32_t v = (uint32_t)u;
-            memcpy(dst, &v, sizeof v);
-        } else {
-            memcpy(dst, &u, sizeof u);
-        }
-        return 1;
-    case OPT_F32: {
-        float f;
-        if (!parse_f32(val, &f) || !(f > 0.0f) || f > 1e30f) {
-            fprintf(stderr, "%s %s: --%s expects a positive number, got '%s'\n", PROG, cmd, d->name, val);
-            return 0;
-        }
-        memcpy(dst, &f, sizeof f);
-        return 1;
-    }
-    case OPT_CHOICE:
-        if (!word_in_list(val, d->choices)) {
-            fprintf(stderr, "%s %s: --%s must be one of: %s (got '%s')\n", PROG, cmd, d->name, d->choices, val);
-            return 0;
-        }
-        memcpy(dst, &val, sizeof val);
-        return 1;
-    case OPT_STR:
-        memcpy(dst, &val, sizeof val);
-        return 1;
-    case OPT_FLAG: {
-        int one = 1;
-        memcpy(dst, &one, sizeof one);
-        return 1;
-    }
-    }
-    return 0;
-}
-
-typedef enum parse_result { PARSE_OK, PARSE_HELP, PARSE_ERROR } parse_result;
-
-/* Parse argv[0..argc) (the arguments after the subcommand name).  Accepts
- * --name VALUE, --name=VALUE, -x VALUE, and --help / -h.  Other arguments
- * are positional: collected into pos[] (at most max_pos, *n_pos of them)
- * when pos is not NULL, else an error. */
-static parse_result parse_opts_pos(const char *cmd, const opt_def *defs, size_t n, int argc, char **argv,
-                                   void *args, const char **pos, int max_pos, int *n_pos) {
-    if (n_pos) *n_pos = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *p = argv[i];
-        if (pos != NULL && (p[0] != '-' || p[1] == '\0')) {
-            if (*n_pos >= max_pos) {
-                fprintf(stderr, "%s %s: too many arguments (at most %d)\n", PROG, cmd, max_pos);
-                return PARSE_ERROR;
-            }
-            pos[(*n_pos)++] = p;
-            continue;
-        }
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) return PARSE_HELP;
-        const opt_def *d = NULL;
-        const char *val = NULL;
-        if (strncmp(a, "--", 2) == 0) {
-            const char *name = a + 2;
-            const char *eq = strchr(name, '=');
-            size_t len = eq ? (size_t)(eq - name) : strlen(name);
-            d = find_long(defs, n, name, len);
-            if (eq) val = eq + 1;
-        } else if (a[0] == '-' && a[1] != '\0' && a[2] == '\0') {
-            d = find_short(defs, n, a[1]);
-        } else {
-            fprintf(stderr, "%s %s: unexpected argument '%s'\n", PROG, cmd, a);
-            return PARSE_ERROR;
-        }
-        if (d == NULL) {
-            fprintf(stderr, "%s %s: unknown option '%s' (see %s %s --help)\n", PROG, cmd, a, PROG, cmd);
-            return PARSE_ERROR;
-        }
-        if (d->kind == OPT_FLAG) {
-            if (val != NULL) {
-                fprintf(stderr, "%s %s: --%s takes no value\n", PROG, cmd, d->name);
-                return PARSE_ERROR;
-            }
-        } else if (val == NULL) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "%s %s: --%s needs a value\n", PROG, cmd, d->name);
-                return PARSE_ERROR;
-            }
-            val = argv[++i];
-        }
-        if (!store_opt(cmd, d, val, args)) return PARSE_ERROR;
-    }
-    return PARSE_OK;
-}
-
-static parse_result parse_opts(const char *cmd, const opt_def *defs, size_t n, int argc, char **argv, void *args) {
-    return parse_opts_pos(cmd, defs, n, argc, argv, args, NULL, 0, NULL);
-}
-
-static void print_opts(FILE *out, const opt_def *defs, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        const opt_def *d = &defs[i];
-        char left[64];
-        if (d->short_name)
-            snprintf(left, sizeof left, "-%c, --%s%s%s", d->short_name, d->name, d->metavar ? " " : "",
-                     d->metavar ? d->metavar : "");
-        else
-            snprintf(left, sizeof left, "    --%s%s%s", d->name, d->metavar ? " " : "", d->metavar ? d->metavar : "");
-        fprintf(out, "  %-30s %s\n", left, d->help);
-    }
-    fprintf(out, "  %-30s %s\n", "-h, --help", "show this help");
-}
 
 /* ------------------------------------------------------------------------ */
 /* random                                                                   */
@@ -261,36 +71,14 @@ static const opt_def random_opts[] = {
      "embed the target-side SentencePiece .model (tokenizer.tgt; needs --src-sp-model)", 0, 0},
 };
 
-/* Whole file into malloc'd memory; NULL (message printed) on failure. */
+/* An embedded file: read whole, and not empty.  NULL (message printed) on failure. */
 static void *slurp(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        fprintf(stderr, PROG " random: cannot open '%s'\n", path);
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0;
-    unsigned char *buf = malloc(cap);
-    while (buf != NULL) {
-        if (n == cap) {
-            unsigned char *nb = realloc(buf, cap *= 2);
-            if (nb == NULL) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-    }
-    if (buf == NULL || ferror(f) || n == 0) {
-        fprintf(stderr, PROG " random: cannot read '%s' (or it is empty)\n", path);
+    void *buf = read_whole("random", path, size);
+    if (buf != NULL && *size == 0) {
+        fprintf(stderr, PROG " random: '%s' is empty\n", path);
         free(buf);
         buf = NULL;
     }
-    fclose(f);
-    *size = n;
     return buf;
 }
 
@@ -373,37 +161,8 @@ typedef struct model_image {
 static int read_image(const char *cmd, const char *path, model_image *m) {
     memset(m, 0, sizeof *m);
     m->path = path;
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        fprintf(stderr, PROG " %s: cannot open '%s': %s\n", cmd, path, strerror(errno));
-        return 0;
-    }
-    size_t cap = 1 << 16, n = 0;
-    unsigned char *buf = malloc(cap);
-    while (buf != NULL) {
-        if (n == cap) {
-            unsigned char *nb = realloc(buf, cap *= 2);
-            if (nb == NULL) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-    }
-    int bad = buf == NULL || ferror(f);
-    fclose(f);
-    if (bad) {
-        fprintf(stderr, PROG " %s: cannot read '%s'\n", cmd, path);
-        free(buf);
-        return 0;
-    }
-    m->data = buf;
-    m->size = n;
-    return 1;
+    m->data = read_whole(cmd, path, &m->size);
+    return m->data != NULL;
 }
 
 static void free_image(model_image *m) {
