@@ -2,10 +2,11 @@
  *
  * The forward mirrors runtime/transformer.c op for op (same calls, same
  * order of accumulation), keeping every activation the backward needs per
- * sub-layer; the backward chains runtime/ops_train.h as
+ * sub-layer; the backward (tf_train_bwd.c) chains runtime/ops_train.h as
  * docs/TRAINING-OPS.md describes.  Parameters, gradients and Adam moments
  * are four flat device buffers with one layout (the tensor table). */
 #include "tf_train.h"
+#include "tf_train_internal.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -24,8 +25,6 @@
 /* Configuration: runtime/transformer_cfg.h, the runtime's own parser       */
 /* ------------------------------------------------------------------------ */
 
-typedef nmt_tf_cfg tft_cfg;
-
 static nmt_status parse_cfg(const nmt_file *f, tft_cfg *c) {
     char s[96];
     nmt_status st = nmt_file_get_str(f, "arch", s, sizeof s);
@@ -36,12 +35,6 @@ static nmt_status parse_cfg(const nmt_file *f, tft_cfg *c) {
 /* ------------------------------------------------------------------------ */
 /* Tensor catalogue (the runtime's visit_all order) and the flat layout     */
 /* ------------------------------------------------------------------------ */
-
-typedef struct tft_tinfo {
-    char name[TFT_NAME_MAX];
-    uint32_t ndim, shape[2];
-    size_t off, count;
-} tft_tinfo;
 
 typedef struct cat_ctx {
     const tft_cfg *c;
@@ -166,63 +159,8 @@ static void cat_all(cat_ctx *cc) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* The model                                                                */
+/* The model (its types: tf_train_internal.h)                              */
 /* ------------------------------------------------------------------------ */
-
-typedef struct lin_o { size_t w, b; } lin_o;  /* offsets into P (and G, M, V) */
-typedef struct ln_o { size_t g, b; } ln_o;
-
-enum { SUB_SELF = 0, SUB_CROSS = 1, SUB_FFN = 2 };
-
-/* One residual sub-layer: its parameters and the activations it keeps. */
-typedef struct sub_desc {
-    int kind, dec;
-    lin_o qkv, o, g1[NMT_MAX_BRANCHES], g2[NMT_MAX_BRANCHES]; /* self */
-    lin_o cq, ckv, co;                                        /* cross */
-    lin_o fc1, fc2;                                           /* ffn */
-    ln_o ln;
-    nmt_buf x;      /* input (rows, d) */
-    nmt_buf out;    /* output = next sub-layer's input */
-    nmt_buf t;      /* dropped output of F (rows, d) */
-    nmt_buf qkv_a;  /* self: (rows, 3d); cross: q (rows, d) */
-    nmt_buf kv_a;   /* cross: (source rows, 2d) */
-    nmt_buf ctx;    /* (rows, nbr d) */
-    nmt_buf fused;  /* gate: (rows, d) */
-    nmt_buf gh[NMT_MAX_BRANCHES], g[NMT_MAX_BRANCHES]; /* gate: (rows, d/r), (rows, d) */
-    nmt_buf a;      /* ffn hidden (rows, d_ff) */
-} sub_desc;
-
-struct tft_model {
-    nmt_device *dev;
-    tft_cfg c;
-    tft_limits lim;
-    nmt_ops ops;
-    nmt_train_ops t;
-    int ops_ok, t_ok;
-    tft_tinfo *tab;
-    uint32_t n_tab;
-    size_t n_params;
-    cl_mem *mems;
-    size_t n_mems, cap_mems;
-    nmt_buf P, G, M, V;
-    size_t src_emb, tgt_emb, out_w;
-    ln_o enc_ln, dec_ln;
-    sub_desc *subs;          /* encoder sub-layers, then decoder ones */
-    uint32_t n_enc_sub, n_dec_sub;
-    nmt_buf enc_top, enc_out, dec_top, y_fin;
-    nmt_buf h, scores, stats, probs, dstats, logits, loss, nll, partial, red;
-    nmt_buf g_a, g_b, dtmp, dh, dqkv, dctx, dfused, dgh, dg, dffn, dkv, d_enc, lnstats;
-    nmt_buf src_tok, tgt_in, tgt_out, klen, perm_s, seg_s, segtok_s, perm_t, seg_t, segtok_t;
-    int32_t *h_src, *h_tin, *h_tout, *h_klen, *h_perm, *h_seg, *h_segtok;
-    uint32_t *h_count;
-    float *h_nll;
-    uint32_t n, S, T; /* the current batch */
-};
-
-static const nmt_buf NO_BUF = {NULL, 0};
-
-static nmt_buf PB(const tft_model *m, size_t off) { return nmt_buf_at(m->P, off); }
-static nmt_buf GB(const tft_model *m, size_t off) { return nmt_buf_at(m->G, off); }
 
 static nmt_status dbuf(tft_model *m, size_t elems, nmt_buf *out) {
     size_t bytes;
@@ -572,7 +510,7 @@ uint32_t tft_d_model(const tft_model *m) { return m ? m->c.d : 0; }
 /* Forward                                                                  */
 /* ------------------------------------------------------------------------ */
 
-static void attn_self_args(const tft_model *m, const sub_desc *s, nmt_attn_args *a) {
+void tft_attn_self_args(const tft_model *m, const sub_desc *s, nmt_attn_args *a) {
     const tft_cfg *c = &m->c;
     const uint32_t d = c->d, nbr = s->dec ? c->n_dec_br : c->n_enc_br, len = s->dec ? m->T : m->S;
     memset(a, 0, sizeof *a);
@@ -598,7 +536,7 @@ static void attn_self_args(const tft_model *m, const sub_desc *s, nmt_attn_args 
     a->key_len_const = len;
 }
 
-static void attn_cross_args(const tft_model *m, const sub_desc *s, nmt_attn_args *a) {
+void tft_attn_cross_args(const tft_model *m, const sub_desc *s, nmt_attn_args *a) {
     const tft_cfg *c = &m->c;
     const uint32_t d = c->d;
     memset(a, 0, sizeof *a);
@@ -642,12 +580,12 @@ static nmt_status fwd_f(tft_model *m, sub_desc *s, nmt_buf in, uint32_t rows) {
     if (s->kind == SUB_CROSS) {
         NMT_TRY(linear(m, in, d, rows, s->cq, d, d, s->qkv_a, d, 0));
         NMT_TRY(linear(m, m->enc_out, d, m->n * m->S, s->ckv, 2 * d, d, s->kv_a, 2 * d, 0));
-        attn_cross_args(m, s, &a);
+        tft_attn_cross_args(m, s, &a);
         NMT_TRY(nmt_op_attention(&m->ops, &a));
         return linear(m, s->ctx, d, rows, s->co, d, d, s->t, d, 0);
     }
     NMT_TRY(linear(m, in, d, rows, s->qkv, 3 * d, d, s->qkv_a, 3 * d, 0));
-    attn_self_args(m, s, &a);
+    tft_attn_self_args(m, s, &a);
     NMT_TRY(nmt_op_attention(&m->ops, &a));
     const uint32_t nbr = a.n_branches, ld = nbr * d;
     if (nbr == 1 || c->fusion == NMT_TF_FUSE_CONCAT) return linear(m, s->ctx, ld, rows, s->o, d, ld, s->t, d, 0);
@@ -703,162 +641,6 @@ static nmt_status forward(tft_model *m, float p, uint64_t seed) {
                                  PB(m, m->dec_ln.b), c->eps));
     return nmt_op_gemm(&m->ops, 1, rt, c->tgt_vocab, d, 1.0f, m->y_fin, d, PB(m, m->out_w), d, 0.0f, m->logits,
                        c->tgt_vocab, NO_BUF, 0);
-}
-
-/* ------------------------------------------------------------------------ */
-/* Backward                                                                 */
-/* ------------------------------------------------------------------------ */
-
-static nmt_status lin_bwd(tft_model *m, uint32_t rows, uint32_t out_dim, uint32_t in_dim, nmt_buf x, uint32_t ld_x,
-                          lin_o w, nmt_buf dy, uint32_t ld_dy, nmt_buf dx, uint32_t ld_dx, float dx_beta) {
-    return nmt_op_linear_bwd(&m->ops, &m->t, rows, out_dim, in_dim, x, ld_x, PB(m, w.w), dy, ld_dy, dx, ld_dx,
-                             dx_beta, GB(m, w.w), GB(m, w.b), 1.0f);
-}
-
-/* Backward of F: df (rows, d) -> m->dh (overwritten), parameter grads added. */
-static nmt_status bwd_f(tft_model *m, sub_desc *s, nmt_buf df, nmt_buf in, uint32_t rows) {
-    const tft_cfg *c = &m->c;
-    const uint32_t d = c->d;
-    if (s->kind == SUB_FFN) {
-        NMT_TRY(lin_bwd(m, rows, d, c->ff, s->a, c->ff, s->fc2, df, d, m->dffn, c->ff, 0.0f));
-        NMT_TRY(nmt_op_relu_bwd(&m->t, s->a, m->dffn, m->dffn, rows * c->ff));
-        return lin_bwd(m, rows, c->ff, d, in, d, s->fc1, m->dffn, c->ff, m->dh, d, 0.0f);
-    }
-    nmt_attn_bwd_args ba;
-    memset(&ba, 0, sizeof ba);
-    ba.probs = m->probs;
-    ba.dstats = m->dstats;
-    if (s->kind == SUB_CROSS) {
-        NMT_TRY(lin_bwd(m, rows, d, d, s->ctx, d, s->co, df, d, m->dctx, d, 0.0f));
-        attn_cross_args(m, s, &ba.fwd);
-        ba.d_out = m->dctx;
-        ba.d_out_ld = d;
-        ba.dq = m->dqkv;
-        ba.dq_ld = d;
-        ba.dk = m->dkv;
-        ba.dv = nmt_buf_at(m->dkv, d);
-        ba.dk_ld = ba.dv_ld = 2 * d;
-        ba.dkv_seq_stride = (uint64_t)m->S * 2 * d;
-        NMT_TRY(nmt_op_attention_bwd(&m->t, &ba));
-        NMT_TRY(lin_bwd(m, rows, d, d, in, d, s->cq, m->dqkv, d, m->dh, d, 0.0f));
-        return lin_bwd(m, m->n * m->S, 2 * d, d, m->enc_out, d, s->ckv, m->dkv, 2 * d, m->d_enc, d, 1.0f);
-    }
-    attn_self_args(m, s, &ba.fwd);
-    const uint32_t nbr = ba.fwd.n_branches, ld = nbr * d;
-    if (nbr == 1 || c->fusion == NMT_TF_FUSE_CONCAT) {
-        NMT_TRY(lin_bwd(m, rows, d, ld, s->ctx, ld, s->o, df, d, m->dctx, ld, 0.0f));
-    } else if (c->fusion == NMT_TF_FUSE_SUM) {
-        for (uint32_t b = 0; b < nbr; b++) {
-            NMT_TRY(nmt_op_gemm(&m->ops, 0, rows, d, d, 1.0f, df, d, PB(m, s->o.w), d, 0.0f,
-                                nmt_buf_at(m->dctx, (size_t)b * d), ld, NO_BUF, 0));
-            NMT_TRY(nmt_op_gemm_tn(&m->t, d, d, rows, 1.0f, df, d, nmt_buf_at(s->ctx, (size_t)b * d), ld, 1.0f,
-                                   GB(m, s->o.w), d));
-        }
-        NMT_TRY(nmt_op_col_sum(&m->t, rows, d, 1.0f, df, d, 1.0f, GB(m, s->o.b)));
-    } else {
-        const uint32_t dr = d / c->gate_r;
-        NMT_TRY(lin_bwd(m, rows, d, d, s->fused, d, s->o, df, d, m->dfused, d, 0.0f));
-        for (uint32_t b = 0; b < nbr; b++) {
-            nmt_buf xb = nmt_buf_at(s->ctx, (size_t)b * d), dxb = nmt_buf_at(m->dctx, (size_t)b * d);
-            NMT_TRY(nmt_op_gate_bwd(&m->t, xb, ld, s->g[b], d, m->dfused, d, dxb, ld, m->dg, d, rows, d, 0));
-            NMT_TRY(lin_bwd(m, rows, d, dr, s->gh[b], dr, s->g2[b], m->dg, d, m->dgh, dr, 0.0f));
-            NMT_TRY(nmt_op_relu_bwd(&m->t, s->gh[b], m->dgh, m->dgh, rows * dr));
-            NMT_TRY(lin_bwd(m, rows, dr, d, xb, ld, s->g1[b], m->dgh, dr, dxb, ld, 1.0f));
-        }
-    }
-    ba.d_out = m->dctx;
-    ba.d_out_ld = ld;
-    ba.dq = m->dqkv;
-    ba.dk = nmt_buf_at(m->dqkv, d);
-    ba.dv = nmt_buf_at(m->dqkv, 2 * (size_t)d);
-    ba.dq_ld = ba.dk_ld = ba.dv_ld = 3 * d;
-    ba.dkv_seq_stride = (uint64_t)ba.fwd.lq * 3 * d;
-    NMT_TRY(nmt_op_attention_bwd(&m->t, &ba));
-    return lin_bwd(m, rows, 3 * d, d, in, d, s->qkv, m->dqkv, 3 * d, m->dh, d, 0.0f);
-}
-
-/* *cur: gradient w.r.t. the sub-layer's output; becomes the gradient w.r.t.
- * its input (*cur and *spare may be swapped). */
-static nmt_status bwd_sub(tft_model *m, sub_desc *s, uint32_t rows, float p, uint64_t seed, uint64_t site,
-                          nmt_buf *cur, nmt_buf *spare) {
-    const tft_cfg *c = &m->c;
-    const uint32_t n = rows * c->d;
-    if (c->pre_norm) {
-        nmt_buf df = *cur;
-        if (p > 0.0f) {
-            NMT_TRY(nmt_op_dropout(&m->t, *cur, m->dtmp, n, p, seed, site << 32));
-            df = m->dtmp;
-        }
-        NMT_TRY(nmt_op_layernorm(&m->ops, s->x, NO_BUF, m->h, rows, c->d, PB(m, s->ln.g), PB(m, s->ln.b), c->eps));
-        NMT_TRY(bwd_f(m, s, df, m->h, rows));
-        return nmt_op_layernorm_bwd(&m->t, s->x, NO_BUF, m->dh, *cur, 1, rows, c->d, PB(m, s->ln.g), c->eps,
-                                    GB(m, s->ln.g), GB(m, s->ln.b), 1, m->lnstats);
-    }
-    NMT_TRY(nmt_op_layernorm_bwd(&m->t, s->x, s->t, *cur, *spare, 0, rows, c->d, PB(m, s->ln.g), c->eps,
-                                 GB(m, s->ln.g), GB(m, s->ln.b), 1, m->lnstats));
-    nmt_buf df = *spare;
-    if (p > 0.0f) {
-        NMT_TRY(nmt_op_dropout(&m->t, *spare, m->dtmp, n, p, seed, site << 32));
-        df = m->dtmp;
-    }
-    NMT_TRY(bwd_f(m, s, df, s->x, rows));
-    NMT_TRY(nmt_op_axpy(&m->t, *spare, m->dh, n, 1.0f));
-    nmt_buf tmp = *cur;
-    *cur = *spare;
-    *spare = tmp;
-    return NMT_OK;
-}
-
-static nmt_status embed_bwd(tft_model *m, const int32_t *tok, uint32_t rows, uint32_t vocab, nmt_buf dy,
-                            nmt_buf perm, nmt_buf seg, nmt_buf segtok, size_t emb) {
-    uint32_t n_seg = 0;
-    NMT_TRY(nmt_embed_bwd_plan(tok, rows, vocab, (int32_t)m->c.pad, m->h_count, m->h_perm, m->h_seg, m->h_segtok,
-                               &n_seg));
-    if (n_seg == 0) return NMT_OK;
-    NMT_TRY(nmt_device_write(m->dev, perm.mem, 0, rows * sizeof(int32_t), m->h_perm));
-    NMT_TRY(nmt_device_write(m->dev, seg.mem, 0, (n_seg + 1) * sizeof(int32_t), m->h_seg));
-    NMT_TRY(nmt_device_write(m->dev, segtok.mem, 0, n_seg * sizeof(int32_t), m->h_segtok));
-    return nmt_op_embed_bwd(&m->t, dy, m->c.d, perm, seg, segtok, n_seg, m->c.emb_scale, GB(m, emb));
-}
-
-/* Backward from the logits' gradient (in m->logits). */
-static nmt_status backward(tft_model *m, float p, uint64_t seed) {
-    const tft_cfg *c = &m->c;
-    const uint32_t d = c->d, rs = m->n * m->S, rt = m->n * m->T;
-    nmt_buf cur = m->g_a, spare = m->g_b;
-    if (c->pre_norm) {
-        NMT_TRY(nmt_op_linear_bwd(&m->ops, &m->t, rt, c->tgt_vocab, d, m->y_fin, d, PB(m, m->out_w), m->logits,
-                                  c->tgt_vocab, m->dtmp, d, 0.0f, GB(m, m->out_w), NO_BUF, 1.0f));
-        NMT_TRY(nmt_op_layernorm_bwd(&m->t, m->dec_top, NO_BUF, m->dtmp, cur, 0, rt, d, PB(m, m->dec_ln.g), c->eps,
-                                     GB(m, m->dec_ln.g), GB(m, m->dec_ln.b), 1, m->lnstats));
-    } else {
-        NMT_TRY(nmt_op_linear_bwd(&m->ops, &m->t, rt, c->tgt_vocab, d, m->y_fin, d, PB(m, m->out_w), m->logits,
-                                  c->tgt_vocab, cur, d, 0.0f, GB(m, m->out_w), NO_BUF, 1.0f));
-    }
-    NMT_TRY(nmt_op_fill(&m->t, m->d_enc, rs * d, 0.0f));
-    for (uint32_t k = m->n_enc_sub + m->n_dec_sub; k-- > m->n_enc_sub;)
-        NMT_TRY(bwd_sub(m, &m->subs[k], rt, p, seed, 2 + k, &cur, &spare));
-    nmt_buf dy = cur;
-    if (p > 0.0f) {
-        NMT_TRY(nmt_op_dropout(&m->t, cur, m->dtmp, rt * d, p, seed, (uint64_t)1 << 32));
-        dy = m->dtmp;
-    }
-    NMT_TRY(embed_bwd(m, m->h_tin, rt, c->tgt_vocab, dy, m->perm_t, m->seg_t, m->segtok_t, m->tgt_emb));
-    /* encoder: the gradient of its output summed over the decoder layers */
-    if (c->pre_norm) {
-        NMT_TRY(nmt_op_layernorm_bwd(&m->t, m->enc_top, NO_BUF, m->d_enc, cur, 0, rs, d, PB(m, m->enc_ln.g), c->eps,
-                                     GB(m, m->enc_ln.g), GB(m, m->enc_ln.b), 1, m->lnstats));
-    } else {
-        spare = cur;
-        cur = m->d_enc;
-    }
-    for (uint32_t k = m->n_enc_sub; k-- > 0;) NMT_TRY(bwd_sub(m, &m->subs[k], rs, p, seed, 2 + k, &cur, &spare));
-    dy = cur;
-    if (p > 0.0f) {
-        NMT_TRY(nmt_op_dropout(&m->t, cur, m->dtmp, rs * d, p, seed, 0));
-        dy = m->dtmp;
-    }
-    return embed_bwd(m, m->h_src, rs, c->src_vocab, dy, m->perm_s, m->seg_s, m->segtok_s, m->src_emb);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -930,7 +712,7 @@ nmt_status tft_forward_backward(tft_model *m, const tft_batch *b, const tft_step
     NMT_TRY(load_batch(m, b));
     NMT_TRY(forward(m, o->dropout, o->seed));
     NMT_TRY(xent(m, o->label_smoothing, o->grad_scale, 1));
-    NMT_TRY(backward(m, o->dropout, o->seed));
+    NMT_TRY(tft_backward(m, o->dropout, o->seed));
     return read_sums(m, loss_sum, nll_sum);
 }
 

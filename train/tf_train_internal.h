@@ -1,0 +1,83 @@
+/* tf_train_internal.h — the trainer model's private layout, shared by
+ * tf_train.c (catalogue, buffers, forward, steps) and tf_train_bwd.c (the
+ * backward pass).  Not part of tf_train.h's interface. */
+#ifndef NMT_TF_TRAIN_INTERNAL_H
+#define NMT_TF_TRAIN_INTERNAL_H
+
+#include "tf_train.h"
+#include "transformer_cfg.h"
+
+typedef nmt_tf_cfg tft_cfg;
+
+/* One tensor of the catalogue: its name, shape and place in the flat buffers. */
+typedef struct tft_tinfo {
+    char name[TFT_NAME_MAX];
+    uint32_t ndim, shape[2];
+    size_t off, count;
+} tft_tinfo;
+
+typedef struct lin_o { size_t w, b; } lin_o;  /* offsets into P (and G, M, V) */
+typedef struct ln_o { size_t g, b; } ln_o;
+
+enum { SUB_SELF = 0, SUB_CROSS = 1, SUB_FFN = 2 };
+
+/* One residual sub-layer: its parameters and the activations it keeps. */
+typedef struct sub_desc {
+    int kind, dec;
+    lin_o qkv, o, g1[NMT_MAX_BRANCHES], g2[NMT_MAX_BRANCHES]; /* self */
+    lin_o cq, ckv, co;                                        /* cross */
+    lin_o fc1, fc2;                                           /* ffn */
+    ln_o ln;
+    nmt_buf x;      /* input (rows, d) */
+    nmt_buf out;    /* output = next sub-layer's input */
+    nmt_buf t;      /* dropped output of F (rows, d) */
+    nmt_buf qkv_a;  /* self: (rows, 3d); cross: q (rows, d) */
+    nmt_buf kv_a;   /* cross: (source rows, 2d) */
+    nmt_buf ctx;    /* (rows, nbr d) */
+    nmt_buf fused;  /* gate: (rows, d) */
+    nmt_buf gh[NMT_MAX_BRANCHES], g[NMT_MAX_BRANCHES]; /* gate: (rows, d/r), (rows, d) */
+    nmt_buf a;      /* ffn hidden (rows, d_ff) */
+} sub_desc;
+
+struct tft_model {
+    nmt_device *dev;
+    tft_cfg c;
+    tft_limits lim;
+    nmt_ops ops;
+    nmt_train_ops t;
+    int ops_ok, t_ok;
+    tft_tinfo *tab;
+    uint32_t n_tab;
+    size_t n_params;
+    cl_mem *mems;
+    size_t n_mems, cap_mems;
+    nmt_buf P, G, M, V;
+    size_t src_emb, tgt_emb, out_w;
+    ln_o enc_ln, dec_ln;
+    sub_desc *subs;          /* encoder sub-layers, then decoder ones */
+    uint32_t n_enc_sub, n_dec_sub;
+    nmt_buf enc_top, enc_out, dec_top, y_fin;
+    nmt_buf h, scores, stats, probs, dstats, logits, loss, nll, partial, red;
+    nmt_buf g_a, g_b, dtmp, dh, dqkv, dctx, dfused, dgh, dg, dffn, dkv, d_enc, lnstats;
+    nmt_buf src_tok, tgt_in, tgt_out, klen, perm_s, seg_s, segtok_s, perm_t, seg_t, segtok_t;
+    int32_t *h_src, *h_tin, *h_tout, *h_klen, *h_perm, *h_seg, *h_segtok;
+    uint32_t *h_count;
+    float *h_nll;
+    uint32_t n, S, T; /* the current batch */
+};
+
+static const nmt_buf NO_BUF = {NULL, 0};
+
+static inline nmt_buf PB(const tft_model *m, size_t off) { return nmt_buf_at(m->P, off); }
+static inline nmt_buf GB(const tft_model *m, size_t off) { return nmt_buf_at(m->G, off); }
+
+/* Attention arguments of a self-/cross-attention sub-layer for the current
+ * batch (the forward's; the backward takes them as its `fwd`). */
+void tft_attn_self_args(const tft_model *m, const sub_desc *s, nmt_attn_args *a);
+void tft_attn_cross_args(const tft_model *m, const sub_desc *s, nmt_attn_args *a);
+
+/* Backward from the logits' gradient (in m->logits): adds every parameter's
+ * gradient into m->G.  p and seed: the forward's dropout (same masks). */
+nmt_status tft_backward(tft_model *m, float p, uint64_t seed);
+
+#endif
