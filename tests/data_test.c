@@ -268,6 +268,72 @@ static void test_load_errors(void **state) {
     tok_close(&t);
 }
 
+/* Token-id files (nmt-edge-train --ids): parsed exactly, the same filters
+ * and the same line handling as text; a bad token names file, line and token. */
+static void test_load_ids(void **state) {
+    (void)state;
+    char *dir = nmt_test_make_temp_dir("data_ids");
+    char *sp = join(dir, "a.src"), *tp = join(dir, "a.tgt");
+    /* pairs: kept; empty side; too long (max_len 4); ratio (5/2 > 2); kept (tabs, \r\n) */
+    write_text(sp, "\xEF\xBB\xBF" "5 6 7\n9\n1 2 3 4 5\n3\n 10\t11 \r\n");
+    write_text(tp, "8 9\n\n4\n1 2 3 4\n12\t13 14\r\n");
+    td_filter f = {4, 2.0};
+    td_corpus *c = NULL;
+    td_stats st;
+    char err[256] = "";
+    assert_int_equal(td_load_ids(sp, tp, 16, 16, &f, &c, &st, err, sizeof err), NMT_OK);
+    assert_int_equal(st.lines, 5);
+    assert_int_equal(st.kept, 2);
+    assert_int_equal(st.dropped_empty, 1);
+    assert_int_equal(st.dropped_long, 1);
+    assert_int_equal(st.dropped_ratio, 1);
+    assert_int_equal(st.src_tokens, 5);
+    assert_int_equal(st.tgt_tokens, 5);
+    assert_int_equal(td_size(c), 2);
+    const int32_t *ps, *pt;
+    uint32_t ns, nt;
+    td_pair(c, 0, &ps, &ns, &pt, &nt);
+    assert_int_equal(ns, 3);
+    assert_int_equal(nt, 2);
+    assert_int_equal(ps[0], 5), assert_int_equal(ps[2], 7), assert_int_equal(pt[1], 9);
+    td_pair(c, 1, &ps, &ns, &pt, &nt);
+    assert_int_equal(ns, 2);
+    assert_int_equal(nt, 3);
+    assert_int_equal(ps[0], 10), assert_int_equal(ps[1], 11), assert_int_equal(pt[2], 14);
+    td_free(c);
+
+    /* out of range, not a number, sign, trailing junk: each its own error */
+    static const char *const bad[] = {"1 16\n", "1 x\n", "-1\n", "3a\n", "99999999999999999999\n"};
+    static const char *const tok[] = {"'16'", "'x'", "'-1'", "'3a'", "'99999999999999999999'"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char line2[64];
+        snprintf(line2, sizeof line2, "1 2\n%s", bad[i]);
+        write_text(sp, line2);
+        write_text(tp, "3\n4\n");
+        c = (td_corpus *)1;
+        err[0] = '\0';
+        assert_int_equal(td_load_ids(sp, tp, 16, 16, NULL, &c, &st, err, sizeof err), NMT_ERR_INVALID_ARGUMENT);
+        assert_null(c);
+        assert_non_null(strstr(err, "a.src:2:"));
+        assert_non_null(strstr(err, tok[i]));
+        assert_non_null(strstr(err, "[0, 16)"));
+    }
+    /* the target side checks against its own vocabulary */
+    write_text(sp, "15\n");
+    write_text(tp, "15\n");
+    assert_int_equal(td_load_ids(sp, tp, 16, 8, NULL, &c, &st, err, sizeof err), NMT_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err, "a.tgt:1:"));
+    /* line counts differ: as for text */
+    write_text(tp, "1\n2\n");
+    assert_int_equal(td_load_ids(sp, tp, 16, 16, NULL, &c, &st, err, sizeof err), NMT_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err, "line 2"));
+    assert_int_equal(td_load_ids(sp, tp, 0, 16, NULL, &c, &st, err, sizeof err), NMT_ERR_INVALID_ARGUMENT);
+    free(sp);
+    free(tp);
+    nmt_test_remove_tree(dir);
+    free(dir);
+}
+
 /* ---- batches ------------------------------------------------------------ */
 
 #define NP 300
@@ -565,6 +631,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_load_and_filter),
         cmocka_unit_test(test_load_errors),
+        cmocka_unit_test(test_load_ids),
         cmocka_unit_test(test_batches_epoch),
         cmocka_unit_test(test_seed_order_and_resume),
         cmocka_unit_test(test_from_tokens),

@@ -353,15 +353,17 @@ static void test_sigterm_checkpoints(void **state) {
 
 static void test_bad_input(void **state) {
     (void)state;
-    char src[512], tgt[512], bad[512], short_tgt[512], dir[512], empty[512];
+    char src[512], tgt[512], bad[512], bad_src[512], short_tgt[512], dir[512], empty[512];
     path_in(src, sizeof src, "b.src");
     path_in(tgt, sizeof tgt, "b.tgt");
     path_in(bad, sizeof bad, "b.bad");
+    path_in(bad_src, sizeof bad_src, "b.bad-src");
     path_in(short_tgt, sizeof short_tgt, "b.short");
     path_in(dir, sizeof dir, "b-run");
     path_in(empty, sizeof empty, "b-empty");
     write_reverse_task(src, tgt, 20, 5, NULL, NULL);
     assert_int_equal(nmt_test_write_file(bad, "4 5 6\n4 99 5\n", 13), 0);
+    assert_int_equal(nmt_test_write_file(bad_src, "6 5 4\n5 4\n", 10), 0);
     assert_int_equal(nmt_test_write_file(short_tgt, "4 5\n", 4), 0);
     nmt_test_proc r;
     char *argv[80];
@@ -392,10 +394,17 @@ static void test_bad_input(void **state) {
     assert_non_null(strstr(r.err, "invalid value '2' for --dropout"));
     nmt_test_proc_free(&r);
 
+    train_argv(argv, dir, bad_src, bad, NULL);
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 1);
+    assert_non_null(strstr(r.err, "b.bad:2: '99' is not a token id in [0, 16)"));
+    nmt_test_proc_free(&r);
+
+    /* line counts are compared before any token is parsed */
     train_argv(argv, dir, src, bad, NULL);
     nmt_test_run(argv, NULL, g_dir, &r);
     expect_status(&r, 1);
-    assert_non_null(strstr(r.err, ":2: '99' is not a token id in [0, 16)"));
+    assert_non_null(strstr(r.err, "has 20 lines but"));
     nmt_test_proc_free(&r);
 
     train_argv(argv, dir, src, short_tgt, NULL);

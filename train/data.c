@@ -183,29 +183,71 @@ static int next_line(text_file *tf, const char **line, size_t *len) {
     return 1;
 }
 
+/* One side's line encoder: the tokenizer, or (tok == NULL) whitespace-
+ * separated token ids below `vocab`, parsed into buf. */
+typedef struct line_enc {
+    nmt_tokenizer *tok;
+    uint32_t vocab;
+    const char *path;
+    int32_t *buf;
+    size_t cap;
+} line_enc;
+
+static nmt_status parse_ids(line_enc *e, const char *s, size_t n, uint64_t line_no, const int32_t **ids,
+                            uint32_t *n_ids, char *err, size_t err_cap) {
+    if (n / 2 + 1 > e->cap) {
+        size_t nc = n / 2 + 1 > 256 ? n / 2 + 1 : 256;
+        int32_t *p = realloc(e->buf, nc * sizeof *p);
+        if (!p) {
+            nmt_errf(err, err_cap, "%s:%llu: out of memory", e->path, (unsigned long long)line_no);
+            return NMT_ERR_IO;
+        }
+        e->buf = p;
+        e->cap = nc;
+    }
+    uint32_t k = 0;
+    size_t i = 0;
+    for (;;) {
+        while (i < n && (s[i] == ' ' || s[i] == '\t')) i++;
+        if (i == n) break;
+        size_t j = i;
+        uint64_t v = 0;
+        while (j < n && s[j] >= '0' && s[j] <= '9' && v < e->vocab) v = v * 10 + (uint64_t)(s[j++] - '0');
+        if (j == i || v >= e->vocab || (j < n && s[j] != ' ' && s[j] != '\t')) {
+            size_t w = i;
+            while (w < n && w - i < 20 && s[w] != ' ' && s[w] != '\t') w++;
+            nmt_errf(err, err_cap, "%s:%llu: '%.*s' is not a token id in [0, %u)", e->path,
+                     (unsigned long long)line_no, (int)(w - i), s + i, e->vocab);
+            return NMT_ERR_INVALID_ARGUMENT;
+        }
+        e->buf[k++] = (int32_t)v; /* at most one id per 2 bytes: fits in cap */
+        i = j;
+    }
+    *ids = e->buf;
+    *n_ids = k;
+    return NMT_OK;
+}
+
 /* Encode one line; *too_long set when the tokenizer refuses its length. */
-static nmt_status encode_line(nmt_tokenizer *t, const char *s, size_t n, const int32_t **ids, uint32_t *n_ids,
-                              int *too_long) {
+static nmt_status encode_line(line_enc *e, const char *s, size_t n, uint64_t line_no, const int32_t **ids,
+                              uint32_t *n_ids, int *too_long, char *err, size_t err_cap) {
     *too_long = 0;
-    nmt_status st = nmt_tokenizer_encode(t, s, n, ids, n_ids);
+    if (e->tok == NULL) return parse_ids(e, s, n, line_no, ids, n_ids, err, err_cap);
+    nmt_status st = nmt_tokenizer_encode(e->tok, s, n, ids, n_ids);
     if (st == NMT_ERR_INPUT_TOO_LONG) {
         *too_long = 1;
         *ids = NULL;
         *n_ids = 0;
         return NMT_OK;
     }
+    if (st != NMT_OK)
+        nmt_errf(err, err_cap, "%s:%llu: tokenizer failed: %s", e->path, (unsigned long long)line_no,
+                 nmt_status_str(st));
     return st;
 }
 
-nmt_status td_load(const char *src_path, const char *tgt_path, nmt_tokenizer *src_tok, nmt_tokenizer *tgt_tok,
-                   const td_filter *f, td_corpus **out, td_stats *st, char *err, size_t err_cap) {
-    if (out) *out = NULL;
-    if (st) memset(st, 0, sizeof *st);
-    if (err && err_cap) err[0] = '\0';
-    if (!src_path || !tgt_path || !src_tok || !tgt_tok || !out) {
-        nmt_errf(err, err_cap, "td_load: missing argument");
-        return NMT_ERR_INVALID_ARGUMENT;
-    }
+static nmt_status load_pairs(const char *src_path, const char *tgt_path, line_enc *se, line_enc *te,
+                             const td_filter *f, td_corpus **out, td_stats *st, char *err, size_t err_cap) {
     td_filter flt = {100, 3.0};
     if (f) flt = *f;
     if (flt.max_ratio < 0 || flt.max_ratio != flt.max_ratio) {
@@ -228,6 +270,8 @@ nmt_status td_load(const char *src_path, const char *tgt_path, nmt_tokenizer *sr
         free(tf.data);
         return NMT_ERR_INVALID_ARGUMENT;
     }
+    se->path = src_path;
+    te->path = tgt_path;
     td_corpus *c = corpus_new();
     int32_t *src_copy = NULL;
     size_t src_copy_cap = 0;
@@ -245,12 +289,8 @@ nmt_status td_load(const char *src_path, const char *tgt_path, nmt_tokenizer *sr
         const int32_t *ids;
         uint32_t n_src = 0, n_tgt = 0;
         int long_src = 0, long_tgt = 0;
-        s = encode_line(src_tok, sl, sn, &ids, &n_src, &long_src);
-        if (s != NMT_OK) {
-            nmt_errf(err, err_cap, "%s:%llu: tokenizer failed: %s", src_path, (unsigned long long)acc.lines,
-                    nmt_status_str(s));
-            goto done;
-        }
+        s = encode_line(se, sl, sn, acc.lines, &ids, &n_src, &long_src, err, err_cap);
+        if (s != NMT_OK) goto done;
         if (n_src > src_copy_cap) {
             size_t nc = src_copy_cap ? src_copy_cap : 256;
             while (nc < n_src) nc *= 2;
@@ -264,12 +304,8 @@ nmt_status td_load(const char *src_path, const char *tgt_path, nmt_tokenizer *sr
             src_copy_cap = nc;
         }
         if (n_src) memcpy(src_copy, ids, (size_t)n_src * sizeof(int32_t));
-        s = encode_line(tgt_tok, tl, tn, &ids, &n_tgt, &long_tgt);
-        if (s != NMT_OK) {
-            nmt_errf(err, err_cap, "%s:%llu: tokenizer failed: %s", tgt_path, (unsigned long long)acc.lines,
-                    nmt_status_str(s));
-            goto done;
-        }
+        s = encode_line(te, tl, tn, acc.lines, &ids, &n_tgt, &long_tgt, err, err_cap);
+        if (s != NMT_OK) goto done;
         if (long_src || long_tgt) {
             acc.dropped_long++;
             continue;
@@ -302,6 +338,8 @@ nmt_status td_load(const char *src_path, const char *tgt_path, nmt_tokenizer *sr
     s = NMT_OK;
 done:
     free(src_copy);
+    free(se->buf);
+    free(te->buf);
     free(sf.data);
     free(tf.data);
     if (s != NMT_OK) {
@@ -311,6 +349,33 @@ done:
     if (st) *st = acc;
     *out = c;
     return NMT_OK;
+}
+
+nmt_status td_load(const char *src_path, const char *tgt_path, nmt_tokenizer *src_tok, nmt_tokenizer *tgt_tok,
+                   const td_filter *f, td_corpus **out, td_stats *st, char *err, size_t err_cap) {
+    if (out) *out = NULL;
+    if (st) memset(st, 0, sizeof *st);
+    if (err && err_cap) err[0] = '\0';
+    if (!src_path || !tgt_path || !src_tok || !tgt_tok || !out) {
+        nmt_errf(err, err_cap, "td_load: missing argument");
+        return NMT_ERR_INVALID_ARGUMENT;
+    }
+    line_enc se = {src_tok, 0, NULL, NULL, 0}, te = {tgt_tok, 0, NULL, NULL, 0};
+    return load_pairs(src_path, tgt_path, &se, &te, f, out, st, err, err_cap);
+}
+
+nmt_status td_load_ids(const char *src_path, const char *tgt_path, uint32_t src_vocab, uint32_t tgt_vocab,
+                       const td_filter *f, td_corpus **out, td_stats *st, char *err, size_t err_cap) {
+    if (out) *out = NULL;
+    if (st) memset(st, 0, sizeof *st);
+    if (err && err_cap) err[0] = '\0';
+    if (!src_path || !tgt_path || !out || src_vocab == 0 || tgt_vocab == 0 || src_vocab > INT32_MAX ||
+        tgt_vocab > INT32_MAX) {
+        nmt_errf(err, err_cap, "td_load_ids: missing argument or bad vocabulary size");
+        return NMT_ERR_INVALID_ARGUMENT;
+    }
+    line_enc se = {NULL, src_vocab, NULL, NULL, 0}, te = {NULL, tgt_vocab, NULL, NULL, 0};
+    return load_pairs(src_path, tgt_path, &se, &te, f, out, st, err, err_cap);
 }
 
 /* ---- batcher ------------------------------------------------------------ */

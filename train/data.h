@@ -42,6 +42,11 @@ typedef struct td_corpus td_corpus;
  * failure (file name, line).  tgt_tok may equal src_tok (shared model). */
 nmt_status td_load(const char *src_path, const char *tgt_path, nmt_tokenizer *src_tok, nmt_tokenizer *tgt_tok,
                    const td_filter *f, td_corpus **out, td_stats *st, char *err, size_t err_cap);
+/* The same from files of whitespace-separated token ids (one sentence per
+ * line, ids in [0, vocab) of their side; anything else is
+ * NMT_ERR_INVALID_ARGUMENT naming the file, line and token). */
+nmt_status td_load_ids(const char *src_path, const char *tgt_path, uint32_t src_vocab, uint32_t tgt_vocab,
+                       const td_filter *f, td_corpus **out, td_stats *st, char *err, size_t err_cap);
 /* Build a corpus from token arrays (tests, synthetic tasks); copied. */
 nmt_status td_from_tokens(const int32_t *const *src, const uint32_t *src_lens, const int32_t *const *tgt,
                           const uint32_t *tgt_lens, uint32_t n, td_corpus **out);

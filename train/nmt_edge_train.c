@@ -93,132 +93,6 @@ static uint64_t mix64(uint64_t x) {
     return x ^ (x >> 31);
 }
 
-/* Read a file of whitespace-separated token ids (one sentence per line). */
-typedef struct id_lines {
-    int32_t **tok;
-    uint32_t *len;
-    uint32_t n;
-} id_lines;
-
-static void id_lines_free(id_lines *l) {
-    for (uint32_t i = 0; i < l->n; i++) free(l->tok[i]);
-    free(l->tok);
-    free(l->len);
-    memset(l, 0, sizeof *l);
-}
-
-static int read_ids(const char *path, uint32_t vocab, id_lines *out) {
-    memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        fprintf(stderr, PROG ": cannot open '%s': %s\n", path, strerror(errno));
-        return 1;
-    }
-    char *line = NULL;
-    size_t cap = 0, lcap = 0;
-    ssize_t n;
-    unsigned long line_no = 0;
-    int rc = 0;
-    while ((n = getline(&line, &cap, f)) >= 0) {
-        line_no++;
-        if (out->n == lcap) {
-            lcap = lcap ? 2 * lcap : 1024;
-            int32_t **t = realloc(out->tok, lcap * sizeof *t);
-            uint32_t *l = realloc(out->len, lcap * sizeof *l);
-            if (!t || !l) {
-                free(t ? (void *)t : NULL);
-                rc = 1;
-                fprintf(stderr, PROG ": out of memory\n");
-                break;
-            }
-            out->tok = t;
-            out->len = l;
-        }
-        int32_t *ids = malloc(((size_t)n / 2 + 2) * sizeof *ids);
-        uint32_t k = 0;
-        char *p = line, *end;
-        while (ids) {
-            while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') p++;
-            if (!*p) break;
-            errno = 0;
-            long v = strtol(p, &end, 10);
-            if (end == p || errno || v < 0 || (uint64_t)v >= vocab) {
-                int w = 0;
-                while (w < 20 && p[w] && p[w] != ' ' && p[w] != '\t' && p[w] != '\r' && p[w] != '\n') w++;
-                fprintf(stderr, PROG ": %s:%lu: '%.*s' is not a token id in [0, %u)\n", path, line_no, w, p, vocab);
-                rc = 1;
-                break;
-            }
-            ids[k++] = (int32_t)v;
-            p = end;
-        }
-        if (!ids || rc) {
-            free(ids);
-            if (!ids) fprintf(stderr, PROG ": out of memory\n");
-            rc = 1;
-            break;
-        }
-        out->tok[out->n] = ids;
-        out->len[out->n++] = k;
-    }
-    free(line);
-    fclose(f);
-    if (rc) id_lines_free(out);
-    return rc;
-}
-
-/* The --ids corpus: read both sides, drop pairs as td_load's filters do. */
-static int load_ids_corpus(const char *src, const char *tgt, uint32_t vocab, const train_opts *o, td_corpus **out,
-                           td_stats *st) {
-    id_lines a, b;
-    if (read_ids(src, vocab, &a)) return 1;
-    if (read_ids(tgt, vocab, &b)) {
-        id_lines_free(&a);
-        return 1;
-    }
-    int rc = 0;
-    if (a.n != b.n) {
-        fprintf(stderr, PROG ": '%s' has %u lines but '%s' has %u\n", src, a.n, tgt, b.n);
-        rc = 1;
-    }
-    memset(st, 0, sizeof *st);
-    uint32_t kept = 0;
-    for (uint32_t i = 0; !rc && i < a.n; i++) {
-        st->lines++;
-        uint32_t ls = a.len[i], lt = b.len[i];
-        double ratio = (double)(NMT_MAX(ls, lt) + 1) / (double)(NMT_MIN(ls, lt) + 1);
-        if (ls == 0 || lt == 0) {
-            st->dropped_empty++;
-        } else if (ls > (uint32_t)o->max_len || lt > (uint32_t)o->max_len) {
-            st->dropped_long++;
-        } else if (o->max_ratio > 0 && ratio > o->max_ratio) {
-            st->dropped_ratio++;
-        } else {
-            a.tok[kept] = a.tok[i];
-            a.len[kept] = ls;
-            b.tok[kept] = b.tok[i];
-            b.len[kept] = lt;
-            if (kept != i) a.tok[i] = b.tok[i] = NULL;
-            kept++;
-            st->src_tokens += ls;
-            st->tgt_tokens += lt;
-            continue;
-        }
-        free(a.tok[i]);
-        free(b.tok[i]);
-        a.tok[i] = b.tok[i] = NULL;
-    }
-    st->kept = kept;
-    if (!rc) {
-        nmt_status s = td_from_tokens((const int32_t *const *)a.tok, a.len, (const int32_t *const *)b.tok, b.len, kept,
-                                      out);
-        if (s != NMT_OK) rc = fail_status("building the corpus", s);
-    }
-    id_lines_free(&a);
-    id_lines_free(&b);
-    return rc;
-}
-
 /* ------------------------------------------------------------------------ */
 /* The training run                                                         */
 /* ------------------------------------------------------------------------ */
@@ -515,14 +389,14 @@ static int build_model(run *r) {
     char err[512] = "";
     td_filter flt = {(uint32_t)r->o.max_len, r->o.max_ratio};
     nmt_status s;
-    if (r->o.ids) {
-        rc = load_ids_corpus(r->o.train_src, r->o.train_tgt, r->src_vocab, &r->o, &r->train, &ts);
-    } else {
+    if (r->o.ids)
+        s = td_load_ids(r->o.train_src, r->o.train_tgt, r->src_vocab, r->src_vocab, &flt, &r->train, &ts, err,
+                        sizeof err);
+    else
         s = td_load(r->o.train_src, r->o.train_tgt, r->tok, r->tok, &flt, &r->train, &ts, err, sizeof err);
-        if (s != NMT_OK) {
-            fprintf(stderr, PROG ": %s%s%s\n", nmt_status_str(s), *err ? ": " : "", err);
-            rc = 1;
-        }
+    if (s != NMT_OK) {
+        fprintf(stderr, PROG ": %s%s%s\n", nmt_status_str(s), *err ? ": " : "", err);
+        rc = 1;
     }
     if (!rc) {
         fprintf(stderr,
@@ -538,16 +412,14 @@ static int build_model(run *r) {
     }
     if (!rc && r->o.dev_src) {
         td_filter dflt = {(uint32_t)r->o.max_len, 0};
-        if (r->o.ids) {
-            train_opts o2 = r->o;
-            o2.max_ratio = 0;
-            rc = load_ids_corpus(r->o.dev_src, r->o.dev_tgt, r->src_vocab, &o2, &r->dev_c, &ts);
-        } else {
+        if (r->o.ids)
+            s = td_load_ids(r->o.dev_src, r->o.dev_tgt, r->src_vocab, r->src_vocab, &dflt, &r->dev_c, &ts, err,
+                            sizeof err);
+        else
             s = td_load(r->o.dev_src, r->o.dev_tgt, r->tok, r->tok, &dflt, &r->dev_c, &ts, err, sizeof err);
-            if (s != NMT_OK) {
-                fprintf(stderr, PROG ": %s%s%s\n", nmt_status_str(s), *err ? ": " : "", err);
-                rc = 1;
-            }
+        if (s != NMT_OK) {
+            fprintf(stderr, PROG ": %s%s%s\n", nmt_status_str(s), *err ? ": " : "", err);
+            rc = 1;
         }
         if (!rc) fprintf(stderr, PROG ": dev: %llu pairs\n", (unsigned long long)ts.kept);
         if (!rc && ts.kept == 0) r->dev_c = (td_free(r->dev_c), NULL);
