@@ -56,31 +56,6 @@
 #define ATTN_MAX_DH 128
 #endif
 
-#define BRANCH_GLOBAL 0
-#define BRANCH_FW 1
-#define BRANCH_BW 2
-#define BRANCH_LOCAL 3
-
-/* Valid keys of kv sequence m, clamped to [0, lk_max]. */
-inline int attn_key_count(__global const int *key_len, const ulong kl_off, const int has_key_len,
-                          const uint key_len_const, const uint m, const uint lk_max) {
-    const int kl = has_key_len ? key_len[kl_off + m] : (int)min(key_len_const, lk_max);
-    return clamp(kl, 0, (int)lk_max);
-}
-
-/* Allowed keys [lo, hi] (as int2) of the query at position pos. */
-inline int2 attn_range(const int pos, const int n_keys, const int causal, const int kind,
-                       const int radius) {
-    int lo = 0, hi = n_keys - 1;
-    if (causal || kind == BRANCH_FW) hi = min(hi, pos);
-    if (kind == BRANCH_BW) lo = max(lo, pos);
-    if (kind == BRANCH_LOCAL) {
-        lo = max(lo, pos - radius);
-        hi = min(hi, pos + radius);
-    }
-    return (int2)(lo, hi);
-}
-
 __kernel void attn_scores(const uint n_seq, const uint lq, const uint q_pos0, const uint lk_max,
                           const uint group, const uint n_heads, const uint d_head, const float scale,
                           __global const float *Q, const ulong q_off, const uint q_ld,
@@ -217,9 +192,7 @@ __kernel void attn_fused(const uint n_seq, const uint lq, const uint q_pos0, con
 #pragma unroll
             for (uint u = 0; u < ATTN_MAX_DH / 16; u++)
                 if (u < nu) d16 += qv[u] * vload16(u, k);
-            const float8 d8 = d16.lo + d16.hi;
-            const float4 d4 = d8.lo + d8.hi;
-            const float sc = ((d4.x + d4.y) + (d4.z + d4.w)) * scale;
+            const float sc = vsum16(d16) * scale;
             if (sc > mx) {
                 const float corr = exp(mx - sc); /* exp(-INF) = 0 on the first key */
                 sum *= corr;

@@ -43,29 +43,6 @@
  * has one writer and sums run in a fixed order.  Addresses are ulong,
  * positions int (the host keeps them below 2^30).  No -D knobs.
  */
-#define BRANCH_GLOBAL 0
-#define BRANCH_FW 1
-#define BRANCH_BW 2
-#define BRANCH_LOCAL 3
-
-inline int bwd_key_count(__global const int *key_len, const ulong kl_off, const int has_key_len,
-                         const uint key_len_const, const uint m, const uint lk_max) {
-    const int kl = has_key_len ? key_len[kl_off + m] : (int)min(key_len_const, lk_max);
-    return clamp(kl, 0, (int)lk_max);
-}
-
-/* Allowed keys [lo, hi] of the query at position pos for one branch. */
-inline int2 bwd_range(const int pos, const int n_keys, const int causal, const int kind, const int radius) {
-    int lo = 0, hi = n_keys - 1;
-    if (causal || kind == BRANCH_FW) hi = min(hi, pos);
-    if (kind == BRANCH_BW) lo = max(lo, pos);
-    if (kind == BRANCH_LOCAL) {
-        lo = max(lo, pos - radius);
-        hi = min(hi, pos + radius);
-    }
-    return (int2)(lo, hi);
-}
-
 /* Channels per work-item of attn_bwd_dq / attn_bwd_dkv: 16 (one float16)
  * when d_head allows, else 1; the host launches d_head / bwd_cv(d_head)
  * work-items along dimension 0 (runtime/ops_train.c, same rule). */
@@ -97,7 +74,7 @@ __kernel void attn_bwd_scores(const uint n_seq, const uint lq, const uint q_pos0
     const uint sh = (uint)get_global_id(2);
     if (j >= lk_max || i >= lq || sh >= n_seq * n_heads) return;
     const uint s = sh / n_heads, h = sh - s * n_heads, m = s / group;
-    const int n_keys = bwd_key_count(key_len, kl_off, has_key_len, key_len_const, m, lk_max);
+    const int n_keys = attn_key_count(key_len, kl_off, has_key_len, key_len_const, m, lk_max);
     if ((int)j >= n_keys || (causal && (int)j > (int)(q_pos0 + i))) return;
     __global const float *q = Q + q_off + (ulong)(s * lq + i) * q_ld + (ulong)h * d_head;
     __global const float *k = Kc + k_off + (ulong)m * kv_stride + (ulong)j * k_ld + (ulong)h * d_head;
@@ -117,8 +94,8 @@ __kernel void attn_bwd_probs(const uint n_seq, const uint lq, const uint q_pos0,
     const uint sh = (uint)get_global_id(1);
     if (i >= lq || sh >= n_seq * n_heads || b >= n_branches) return;
     const uint s = sh / n_heads, h = sh - s * n_heads;
-    const int n_keys = bwd_key_count(key_len, kl_off, has_key_len, key_len_const, s / group, lk_max);
-    const int2 r = bwd_range((int)(q_pos0 + i), n_keys, causal, kind, radius);
+    const int n_keys = attn_key_count(key_len, kl_off, has_key_len, key_len_const, s / group, lk_max);
+    const int2 r = attn_range((int)(q_pos0 + i), n_keys, causal, kind, radius);
     const ulong row = (ulong)sh * lq + i;
     const ulong n_rows = (ulong)n_seq * n_heads * lq;
     __global const float *srow = S + s_off + row * lk_max;
@@ -153,7 +130,7 @@ __kernel void attn_bwd_ds(const uint n_seq, const uint lq, const uint q_pos0, co
     const uint s = sh / n_heads, h = sh - s * n_heads, m = s / group;
     const ulong row = (ulong)sh * lq + i;
     const ulong n_rows = (ulong)n_seq * n_heads * lq;
-    const int n_keys = bwd_key_count(key_len, kl_off, has_key_len, key_len_const, m, lk_max);
+    const int n_keys = attn_key_count(key_len, kl_off, has_key_len, key_len_const, m, lk_max);
     float acc = 0.0f;
     if ((int)j < n_keys && !(causal && (int)j > (int)(q_pos0 + i))) {
         __global const float *v = V + v_off + (ulong)m * kv_stride + (ulong)j * v_ld + (ulong)h * d_head;
@@ -208,7 +185,7 @@ __kernel void attn_bwd_dkv(const uint n_seq, const uint lq, const uint lk_max, c
     const uint n_kv = (n_seq + group - 1) / group;
     if (c >= d_head || j >= lk_max || mh >= n_kv * n_heads) return;
     const uint m = mh / n_heads, h = mh - m * n_heads;
-    const int n_keys = bwd_key_count(key_len, kl_off, has_key_len, key_len_const, m, lk_max);
+    const int n_keys = attn_key_count(key_len, kl_off, has_key_len, key_len_const, m, lk_max);
     const ulong n_rows = (ulong)n_seq * n_heads * lq;
     const ulong width = (ulong)n_heads * d_head;
     const uint s_end = (int)j < n_keys ? min(n_seq, (m + 1) * group) : m * group; /* padding keys: 0 */

@@ -89,10 +89,6 @@
 #error "GEMM_VW must be 1, 2, 4, 8 or 16"
 #endif
 
-inline float vsum4(const float4 v) { return (v.x + v.y) + (v.z + v.w); }
-inline float vsum8(const float8 v) { return vsum4(v.lo + v.hi); }
-inline float vsum16(const float16 v) { return vsum8(v.lo + v.hi); }
-
 #if GEMM_MFAST
 #define GEMM_BLOCK_ORIGIN()                                  \
     const uint m0 = (uint)get_global_id(0) * GEMM_TM;        \

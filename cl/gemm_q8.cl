@@ -39,17 +39,17 @@
 #define VFLOAT float16
 #define VLOADF(p) vload16(0, (p))
 #define VLOADQ(p) convert_float16(vload16(0, (p)))
-#define VSUM(v) q8_sum16(v)
+#define VSUM(v) vsum16(v)
 #elif GEMM_VW == 8
 #define VFLOAT float8
 #define VLOADF(p) vload8(0, (p))
 #define VLOADQ(p) convert_float8(vload8(0, (p)))
-#define VSUM(v) q8_sum8(v)
+#define VSUM(v) vsum8(v)
 #elif GEMM_VW == 4
 #define VFLOAT float4
 #define VLOADF(p) vload4(0, (p))
 #define VLOADQ(p) convert_float4(vload4(0, (p)))
-#define VSUM(v) q8_sum4(v)
+#define VSUM(v) vsum4(v)
 #elif GEMM_VW == 2
 #define VFLOAT float2
 #define VLOADF(p) vload2(0, (p))
@@ -63,10 +63,6 @@
 #else
 #error "GEMM_VW must be 1, 2, 4, 8 or 16"
 #endif
-
-inline float q8_sum4(const float4 v) { return (v.x + v.y) + (v.z + v.w); }
-inline float q8_sum8(const float8 v) { return q8_sum4(v.lo + v.hi); }
-inline float q8_sum16(const float16 v) { return q8_sum8(v.lo + v.hi); }
 
 __kernel void gemm_q8_nt(const uint M, const uint N, const uint K, const float alpha,
                          __global const float *A, const uint a_off, const uint lda,

@@ -87,9 +87,7 @@ __kernel void xent(__global const float *X, const ulong x_off, const uint ld, co
     if (mx != -INFINITY) {
         float16 e16 = (float16)(0.0f);
         for (uint v = lid; v < nv; v += lsz) e16 += exp(vload16(v, x) - mx);
-        float8 e8 = e16.lo + e16.hi;
-        float4 e4 = e8.lo + e8.hi;
-        s = (e4.x + e4.y) + (e4.z + e4.w);
+        s = vsum16(e16);
         for (uint c = tail0 + lid; c < n_cls; c += lsz) s += exp(x[c] - mx);
     }
     red_s[lid] = s;

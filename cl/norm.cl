@@ -5,7 +5,7 @@
  *              v = x[r,:] (+ res[r,:] when has_res); population variance.
  *              One work-group per row (NDRange rows * local size); any
  *              power-of-two local size <= REDUCE_WG (CPUs: 1, one
- *              work-item per row without barrier work; see ln_load16).
+ *              work-item per row without barrier work; row access below).
  *              float16 loads with a scalar tail.  Two-pass mean and
  *              variance for accuracy.  out may alias x or res: each element
  *              is written by the work-item that last read it, after the
@@ -21,37 +21,10 @@
 #define REDUCE_WG 256
 #endif
 
-/* Sum of v over the work-group; red has REDUCE_WG floats.  Every work-item
- * must call it (it contains barriers); all receive the total. */
-inline float wg_sum(float v, __local float *red) {
-    const uint lid = (uint)get_local_id(0);
-    red[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint w = (uint)get_local_size(0) / 2; w > 0; w >>= 1) {
-        if (lid < w) red[lid] += red[lid + w];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    const float total = red[0];
-    barrier(CLK_LOCAL_MEM_FENCE);  /* red is reused by the next call */
-    return total;
-}
-
 /* Element access of a row: float16 vectors v < d / 16 (vector v holds
  * elements 16v .. 16v + 15) and the tail elements from 16 * (d / 16); a
  * work-item owns vectors lid, lid + lsz, ... and tail elements lid + 16 *
  * (d / 16), ... so it reads and writes only its own elements. */
-inline float16 ln_load16(__global const float *x, __global const float *r, const int has_res, const uint v) {
-    float16 t = vload16(v, x);
-    if (has_res) t += vload16(v, r);
-    return t;
-}
-
-inline float hsum16(const float16 v) {
-    const float8 a = v.lo + v.hi;
-    const float4 b = a.lo + a.hi;
-    return (b.x + b.y) + (b.z + b.w);
-}
-
 __kernel void layernorm(__global const float *X, const ulong x_off,
                         __global const float *R, const ulong r_off, const int has_res,
                         __global float *O, const ulong o_off, const uint d,
@@ -68,17 +41,17 @@ __kernel void layernorm(__global const float *X, const ulong x_off,
     const uint nv = d / 16u, tail0 = nv * 16u;
 
     float16 s16 = (float16)(0.0f);
-    for (uint v = lid; v < nv; v += lsz) s16 += ln_load16(x, r, has_res, v);
-    float s = hsum16(s16);
+    for (uint v = lid; v < nv; v += lsz) s16 += load16_res(x, r, has_res, v);
+    float s = vsum16(s16);
     for (uint c = tail0 + lid; c < d; c += lsz) s += has_res ? x[c] + r[c] : x[c];
     const float mean = wg_sum(s, red) / (float)d;
 
     float16 q16 = (float16)(0.0f);
     for (uint v = lid; v < nv; v += lsz) {
-        const float16 t = ln_load16(x, r, has_res, v) - mean;
+        const float16 t = load16_res(x, r, has_res, v) - mean;
         q16 += t * t;
     }
-    float q = hsum16(q16);
+    float q = vsum16(q16);
     for (uint c = tail0 + lid; c < d; c += lsz) {
         const float t = (has_res ? x[c] + r[c] : x[c]) - mean;
         q += t * t;
@@ -86,7 +59,7 @@ __kernel void layernorm(__global const float *X, const ulong x_off,
     const float rstd = rsqrt(wg_sum(q, red) / (float)d + eps);
 
     for (uint v = lid; v < nv; v += lsz) {
-        const float16 t = ln_load16(x, r, has_res, v) - mean;
+        const float16 t = load16_res(x, r, has_res, v) - mean;
         vstore16(t * rstd * vload16(v, g) + vload16(v, bt), v, o);
     }
     for (uint c = tail0 + lid; c < d; c += lsz) {

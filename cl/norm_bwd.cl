@@ -32,35 +32,9 @@
 #define REDUCE_WG 256
 #endif
 
-/* Sum of v over the work-group (every work-item must call it). */
-inline float wg_sum(float v, __local float *red) {
-    const uint lid = (uint)get_local_id(0);
-    red[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint w = (uint)get_local_size(0) / 2; w > 0; w >>= 1) {
-        if (lid < w) red[lid] += red[lid + w];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    const float total = red[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return total;
-}
-
 /* Row access as in norm.cl: float16 vectors lid, lid + lsz, ... below
  * 16 * (d / 16), tail elements after; each work-item reads and writes only
  * its own elements. */
-inline float16 lnb_load16(__global const float *x, __global const float *r, const int has_res, const uint v) {
-    float16 t = vload16(v, x);
-    if (has_res) t += vload16(v, r);
-    return t;
-}
-
-inline float lnb_hsum16(const float16 v) {
-    const float8 a = v.lo + v.hi;
-    const float4 b = a.lo + a.hi;
-    return (b.x + b.y) + (b.z + b.w);
-}
-
 __kernel void layernorm_bwd(__global const float *X, const ulong x_off,
                             __global const float *R, const ulong r_off, const int has_res,
                             __global const float *DY, const ulong dy_off,
@@ -78,17 +52,17 @@ __kernel void layernorm_bwd(__global const float *X, const ulong x_off,
     const uint nv = d / 16u, tail0 = nv * 16u;
 
     float16 s16 = (float16)(0.0f);
-    for (uint v = lid; v < nv; v += lsz) s16 += lnb_load16(x, r, has_res, v);
-    float s = lnb_hsum16(s16);
+    for (uint v = lid; v < nv; v += lsz) s16 += load16_res(x, r, has_res, v);
+    float s = vsum16(s16);
     for (uint c = tail0 + lid; c < d; c += lsz) s += has_res ? x[c] + r[c] : x[c];
     const float mean = wg_sum(s, red) / (float)d;
 
     float16 q16 = (float16)(0.0f);
     for (uint v = lid; v < nv; v += lsz) {
-        const float16 t = lnb_load16(x, r, has_res, v) - mean;
+        const float16 t = load16_res(x, r, has_res, v) - mean;
         q16 += t * t;
     }
-    float q = lnb_hsum16(q16);
+    float q = vsum16(q16);
     for (uint c = tail0 + lid; c < d; c += lsz) {
         const float t = (has_res ? x[c] + r[c] : x[c]) - mean;
         q += t * t;
@@ -97,12 +71,12 @@ __kernel void layernorm_bwd(__global const float *X, const ulong x_off,
 
     float16 sa16 = (float16)(0.0f), sax16 = (float16)(0.0f);
     for (uint v = lid; v < nv; v += lsz) {
-        const float16 xh = (lnb_load16(x, r, has_res, v) - mean) * rstd;
+        const float16 xh = (load16_res(x, r, has_res, v) - mean) * rstd;
         const float16 a = vload16(v, dy) * vload16(v, g);
         sa16 += a;
         sax16 += a * xh;
     }
-    float sa = lnb_hsum16(sa16), sax = lnb_hsum16(sax16);
+    float sa = vsum16(sa16), sax = vsum16(sax16);
     for (uint c = tail0 + lid; c < d; c += lsz) {
         const float xh = ((has_res ? x[c] + r[c] : x[c]) - mean) * rstd;
         const float a = dy[c] * g[c];
@@ -113,7 +87,7 @@ __kernel void layernorm_bwd(__global const float *X, const ulong x_off,
     const float max_ = wg_sum(sax, red) / (float)d;
 
     for (uint v = lid; v < nv; v += lsz) {
-        const float16 xh = (lnb_load16(x, r, has_res, v) - mean) * rstd;
+        const float16 xh = (load16_res(x, r, has_res, v) - mean) * rstd;
         const float16 val = rstd * (vload16(v, dy) * vload16(v, g) - ma - xh * max_);
         vstore16(accumulate ? vload16(v, dx) + val : val, v, dx);
     }

@@ -44,17 +44,6 @@ __kernel void adam(__global float *P, const ulong p_off, __global const float *G
     P[p_off + i] = p - lr * ((m / bc1) / (sqrt(v / bc2) + eps) + wd * p);
 }
 
-inline float wg_tree_sum(float v, __local float *red) {
-    const uint lid = (uint)get_local_id(0);
-    red[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint w = (uint)get_local_size(0) / 2; w > 0; w >>= 1) {
-        if (lid < w) red[lid] += red[lid + w];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    return red[0];
-}
-
 __kernel void reduce_partial(__global const float *X, const ulong x_off, const uint n, const uint chunk,
                              const int square, __global float *part, const ulong part_off) {
     __local float red[REDUCE_WG];
@@ -67,7 +56,7 @@ __kernel void reduce_partial(__global const float *X, const ulong x_off, const u
         const float v = X[x_off + e];
         s += square ? v * v : v;
     }
-    const float total = wg_tree_sum(s, red);
+    const float total = wg_sum(s, red);
     if (lid == 0) part[part_off + g] = total;
 }
 
@@ -77,7 +66,7 @@ __kernel void reduce_final(__global const float *part, const ulong part_off, con
     const uint lid = (uint)get_local_id(0), lsz = (uint)get_local_size(0);
     float s = 0.0f;
     for (uint e = lid; e < n_part; e += lsz) s += part[part_off + e];
-    const float total = wg_tree_sum(s, red);
+    const float total = wg_sum(s, red);
     if (lid == 0) out[out_off] = total;
 }
 

@@ -676,6 +676,32 @@ static const nmt_embedded_source *find_embedded(const char *name) {
     return NULL;
 }
 
+/* The text of <source>.cl: embedded, or mapped from kernel_dir (*file, to be
+ * unmapped by the caller).  A file missing from kernel_dir is an I/O error,
+ * never a fallback to the embedded copy. */
+static nmt_status source_text(nmt_device *dev, const char *source, nmt_mapping *file, const char **text,
+                              size_t *len) {
+    if (dev->kernel_dir[0]) {
+        char path[NMT_PATH_MAX + 64];
+        snprintf(path, sizeof path, "%s/%s.cl", dev->kernel_dir, source);
+        if (nmt_map_file(path, file) != NMT_OK) {
+            nmt_log(&dev->log, NMT_LOG_ERROR, "cannot read kernel source %s", path);
+            return NMT_ERR_IO;
+        }
+        *text = file->data ? (const char *)file->data : "";
+        *len = file->size;
+        return NMT_OK;
+    }
+    const nmt_embedded_source *es = find_embedded(source);
+    if (es == NULL) {
+        nmt_log(&dev->log, NMT_LOG_ERROR, "no embedded kernel source %s.cl", source);
+        return NMT_ERR_INVALID_ARGUMENT;
+    }
+    *text = es->text;
+    *len = es->length;
+    return NMT_OK;
+}
+
 nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *options, cl_program *out) {
     if (out) *out = NULL;
     if (dev == NULL || source == NULL || out == NULL || dev->context == NULL) return NMT_ERR_INVALID_ARGUMENT;
@@ -685,6 +711,7 @@ nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *o
         return NMT_ERR_INVALID_ARGUMENT;
     for (const char *c = source; *c; c++)  /* a file stem, never a path */
         if (*c == '/' || *c == '\\' || *c == '.') return NMT_ERR_INVALID_ARGUMENT;
+    if (strcmp(source, NMT_COMMON_SOURCE) == 0) return NMT_ERR_INVALID_ARGUMENT; /* prepended, not a program */
 
     for (uint32_t i = 0; i < dev->n_programs; i++) {
         nmt_program_slot *sl = &dev->programs[i];
@@ -698,30 +725,18 @@ nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *o
         return NMT_ERR_UNSUPPORTED;
     }
 
-    /* Source text: embedded, or <kernel_dir>/<source>.cl mapped for the
+    /* Source text: cl/common.cl (helpers every program shares) then the
+     * program's own file; embedded, or both mapped from kernel_dir for the
      * duration of the build. */
-    nmt_mapping file = {NULL, 0};
-    const char *text;
-    size_t text_len;
-    if (dev->kernel_dir[0]) {
-        char path[NMT_PATH_MAX + 64];
-        snprintf(path, sizeof path, "%s/%s.cl", dev->kernel_dir, source);
-        if (nmt_map_file(path, &file) != NMT_OK) {
-            nmt_log(&dev->log, NMT_LOG_ERROR, "cannot read kernel source %s", path);
-            return NMT_ERR_IO;
-        }
-        text = file.data ? (const char *)file.data : "";
-        text_len = file.size;
-    } else {
-        const nmt_embedded_source *es = find_embedded(source);
-        if (es == NULL) {
-            nmt_log(&dev->log, NMT_LOG_ERROR, "no embedded kernel source %s.cl", source);
-            return NMT_ERR_INVALID_ARGUMENT;
-        }
-        text = es->text;
-        text_len = es->length;
+    nmt_mapping files[2] = {{NULL, 0}, {NULL, 0}};
+    const char *texts[2];
+    size_t lens[2];
+    nmt_status ls = source_text(dev, NMT_COMMON_SOURCE, &files[0], &texts[0], &lens[0]);
+    if (ls == NMT_OK) ls = source_text(dev, source, &files[1], &texts[1], &lens[1]);
+    if (ls != NMT_OK) {
+        nmt_unmap_file(&files[0]);
+        return ls;
     }
-
     char full_opts[NMT_BUILD_OPTIONS_MAX + 32];
     snprintf(full_opts, sizeof full_opts, "-cl-std=CL1.2%s%s", options[0] ? " " : "", options);
 
@@ -733,8 +748,10 @@ nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *o
     if (dev->cache_dir[0]) {
         const uint32_t fmt = NMT_CLBIN_FORMAT;
         key = fnv_str(dev->cache_key_base, source);
-        key = nmt_fnv1a(key, &text_len, sizeof text_len);
-        key = nmt_fnv1a(key, text, text_len);
+        for (int i = 0; i < 2; i++) {
+            key = nmt_fnv1a(key, &lens[i], sizeof lens[i]);
+            key = nmt_fnv1a(key, texts[i], lens[i]);
+        }
         key = fnv_str(key, full_opts);
         key = nmt_fnv1a(key, &fmt, sizeof fmt);
         snprintf(cache_path, sizeof cache_path, "%s/%016llx.clbin", dev->cache_dir, (unsigned long long)key);
@@ -748,7 +765,7 @@ nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *o
     nmt_status s = NMT_OK;
     if (prog == NULL) {
         cl_int e = CL_SUCCESS;
-        prog = clCreateProgramWithSource(dev->context, 1, &text, &text_len, &e);
+        prog = clCreateProgramWithSource(dev->context, 2, texts, lens, &e);
         if (prog == NULL || e != CL_SUCCESS) {
             prog = NULL;
             s = nmt_cl_fail(dev, e != CL_SUCCESS ? e : CL_INVALID_PROGRAM, "clCreateProgramWithSource");
@@ -778,7 +795,8 @@ nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *o
             }
         }
     }
-    nmt_unmap_file(&file);
+    nmt_unmap_file(&files[1]);
+    nmt_unmap_file(&files[0]);
     if (s != NMT_OK) return s;
 
     nmt_program_slot *sl = &dev->programs[dev->n_programs++];

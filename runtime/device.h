@@ -40,6 +40,9 @@ typedef struct nmt_embedded_source {
 } nmt_embedded_source;
 
 extern const nmt_embedded_source nmt_embedded_sources[];
+/* cl/common.cl: helpers shared by every kernel program, prepended to each
+ * program's own source (nmt_device_program). */
+#define NMT_COMMON_SOURCE "common"
 extern const size_t nmt_embedded_source_count;
 
 typedef struct nmt_program_slot {
@@ -92,9 +95,10 @@ int nmt_device_have_clblast(void);
     } while (0)
 
 /* Get (build once per device, then reuse) the program for cl/<source>.cl
- * with `options`.  Uses the binary cache when configured: key = hash of
- * device name, vendor, driver version, platform version, source text and
- * options.  A cached binary that the driver rejects is deleted and the
+ * (after cl/common.cl, which every program includes; "common" itself is
+ * INVALID_ARGUMENT) with `options`.  Uses the binary cache when configured:
+ * key = hash of device name, vendor, driver version, platform version, both
+ * source texts and options.  A cached binary that the driver rejects is deleted and the
  * program rebuilt from source.  The program is owned by the device. */
 nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *options,
                               cl_program *out);

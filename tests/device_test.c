@@ -475,6 +475,12 @@ static void test_sources_compile_clean(void **state) {
     assert_true(nmt_embedded_source_count >= 4);
     for (size_t i = 0; i < nmt_embedded_source_count; i++) {
         cl_program prog = NULL;
+        if (strcmp(nmt_embedded_sources[i].name, NMT_COMMON_SOURCE) == 0) {
+            /* common.cl is part of every program, not a program itself */
+            assert_int_equal(nmt_device_program(o.dev, NMT_COMMON_SOURCE, "", &prog), NMT_ERR_INVALID_ARGUMENT);
+            assert_null(prog);
+            continue;
+        }
         nmt_test_assert_ok(o.dev, nmt_device_program(o.dev, nmt_embedded_sources[i].name, "-Werror", &prog));
         /* the header comment documents the file */
         assert_memory_equal(nmt_embedded_sources[i].text, "/* ", 3);
@@ -657,6 +663,19 @@ static void test_cache_dir_unusable(void **state) {
 static const char marker_kernel[] =
     "\n__kernel void nmt_test_marker(__global float *x) { x[get_global_id(0)] = 42.0f; }\n";
 
+/* Copy the repository's cl/common.cl into dir (every kernel_dir needs it). */
+static void copy_common(const char *dir) {
+    char *src = path_join(NMT_TEST_SOURCE_DIR, "cl/common.cl");
+    char *dst = path_join(dir, "common.cl");
+    size_t n = 0;
+    char *text = nmt_test_read_file(src, &n);
+    assert_non_null(text);
+    assert_int_equal(nmt_test_write_file(dst, text, n), 0);
+    free(text);
+    free(dst);
+    free(src);
+}
+
 static void test_kernel_dir(void **state) {
     (void)state;
     char *dir = nmt_test_make_temp_dir("kdir");
@@ -670,11 +689,23 @@ static void test_kernel_dir(void **state) {
     memcpy(mod + n, marker_kernel, sizeof marker_kernel);
     assert_int_equal(nmt_test_write_file(dst, mod, n + sizeof marker_kernel - 1), 0);
 
-    /* From disk: the modified file is what gets built. */
+    /* common.cl is part of every program: a kernel_dir without it is an I/O
+     * error naming the file, not a fallback to the embedded copy. */
     nmt_device_params p = params_nocache();
     p.kernel_dir = dir;
+    p.log = NULL;
     opened o = open_ok(&p);
-    cl_program prog = NULL;
+    cl_program prog = (cl_program)0x1;
+    assert_int_equal(nmt_device_program(o.dev, "elementwise", "", &prog), NMT_ERR_IO);
+    assert_null(prog);
+    assert_int_equal(o.dev->n_programs, 0);
+    close_dev(&o);
+    copy_common(dir);
+
+    /* From disk: the modified file is what gets built. */
+    p = params_nocache();
+    p.kernel_dir = dir;
+    o = open_ok(&p);
     nmt_test_assert_ok(o.dev, nmt_device_program(o.dev, "elementwise", "", &prog));
     cl_kernel k = NULL;
     nmt_test_assert_ok(o.dev, nmt_device_kernel(o.dev, prog, "nmt_test_marker", &k));
@@ -726,6 +757,7 @@ static void test_kernel_dir(void **state) {
 static void test_broken_source(void **state) {
     (void)state;
     char *dir = nmt_test_make_temp_dir("broken");
+    copy_common(dir);
     char *gemm = path_join(dir, "gemm.cl");
     const char bad[] = "/* broken on purpose */\n__kernel void gemm_nt(__global float *x) { x[0] = undeclared_name; }\n";
     assert_int_equal(nmt_test_write_file(gemm, bad, sizeof bad - 1), 0);

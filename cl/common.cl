@@ -1,0 +1,62 @@
+/* common.cl — helpers shared by every kernel program.  The device layer
+ * prepends this file to each program's own source (runtime/device.c,
+ * nmt_device_program), so a helper is written once for all of cl/.  Only
+ * macros and inline functions: nothing here is a kernel, and a program
+ * that does not call a helper pays nothing for it. */
+
+/* Attention branch kinds: nmt_branch_kind in include/nmt_edge.h. */
+#define BRANCH_GLOBAL 0
+#define BRANCH_FW 1
+#define BRANCH_BW 2
+#define BRANCH_LOCAL 3
+
+/* Horizontal sums as pairwise trees (the order every kernel relies on for
+ * run-to-run identical results). */
+inline float vsum4(const float4 v) { return (v.x + v.y) + (v.z + v.w); }
+inline float vsum8(const float8 v) { return vsum4(v.lo + v.hi); }
+inline float vsum16(const float16 v) { return vsum8(v.lo + v.hi); }
+
+/* Float16 vector v of a row (elements 16v .. 16v + 15), plus the same
+ * vector of a residual row when has_res. */
+inline float16 load16_res(__global const float *x, __global const float *r, const int has_res, const uint v) {
+    float16 t = vload16(v, x);
+    if (has_res) t += vload16(v, r);
+    return t;
+}
+
+/* Sum of v over the work-group; red holds at least get_local_size(0)
+ * floats and the local size is a power of two.  Every work-item must call
+ * it (it contains barriers); all receive the total, and red may be reused
+ * right after. */
+inline float wg_sum(float v, __local float *red) {
+    const uint lid = (uint)get_local_id(0);
+    red[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint w = (uint)get_local_size(0) / 2; w > 0; w >>= 1) {
+        if (lid < w) red[lid] += red[lid + w];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const float total = red[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return total;
+}
+
+/* Valid keys of kv sequence m, clamped to [0, lk_max]. */
+inline int attn_key_count(__global const int *key_len, const ulong kl_off, const int has_key_len,
+                          const uint key_len_const, const uint m, const uint lk_max) {
+    const int kl = has_key_len ? key_len[kl_off + m] : (int)min(key_len_const, lk_max);
+    return clamp(kl, 0, (int)lk_max);
+}
+
+/* Allowed keys [lo, hi] (as int2) of the query at position pos for a
+ * branch of kind `kind` (HySAN masks; causal adds the decoder's mask). */
+inline int2 attn_range(const int pos, const int n_keys, const int causal, const int kind, const int radius) {
+    int lo = 0, hi = n_keys - 1;
+    if (causal || kind == BRANCH_FW) hi = min(hi, pos);
+    if (kind == BRANCH_BW) lo = max(lo, pos);
+    if (kind == BRANCH_LOCAL) {
+        lo = max(lo, pos - radius);
+        hi = min(hi, pos + radius);
+    }
+    return (int2)(lo, hi);
+}
