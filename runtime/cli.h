@@ -37,6 +37,7 @@ typedef struct cli_opts {
     double alpha;
     long gemm;
     int no_cache, no_device, verbose, help;
+    int skip_long;  /* translate: over-long sentences give empty lines */
 } cli_opts;
 
 /* A device and a session with the memory the program owns for them. */

@@ -127,7 +127,8 @@ int cli_parse_ids(const char *p, const char *end, unsigned long line, const cli_
             }
             snprintf(err, cap, "line %lu: %s sentence has %u tokens, more than the limit of %u (%s)",
                      line, r->side, count + 1u, r->max_tokens, r->limit_hint);
-            goto fail;
+            q->n_ids = first;
+            return 2;
         }
         cli_grow((void **)&q->ids, &q->cap_ids, q->n_ids + 1, sizeof *q->ids);
         q->ids[q->n_ids++] = (int32_t)v;

@@ -59,8 +59,9 @@ typedef struct cli_side_rule {
 } cli_side_rule;
 
 /* Parse [p, end) as one sentence of ids into q (q must have room for one
- * more sentence).  0 on success; 1 with a one-line message (no newline,
- * "line N: ...") in err[0, cap) otherwise, q unchanged but for spare ids. */
+ * more sentence).  0 on success; otherwise a one-line message (no newline,
+ * "line N: ...") in err[0, cap), q unchanged but for spare ids, and 2 when
+ * the sentence is well-formed but over max_tokens, else 1. */
 int cli_parse_ids(const char *p, const char *end, unsigned long line, const cli_side_rule *r,
                   cli_seqs *q, char *err, size_t cap);
 

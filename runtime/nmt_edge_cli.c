@@ -104,6 +104,8 @@ static const opt_spec OPTIONS[] = {
      "length penalty exponent, ((5+len)/6)^A (default 0.6)"},
     {"max-len", OPT_LONG, OFF(max_len), 0, 65535, C_MODEL, "N",
      "max target tokens without end-of-sentence, 0 = source length + 50 (default 0)"},
+    {"skip-long", OPT_FLAG, OFF(skip_long), 0, 0, C_TRANSLATE, NULL,
+     "a sentence over the limits gives an empty output line and a warning instead of stopping"},
     {"n-best", OPT_LONG, OFF(n_best), 1, 256, C_TRANSLATE, "N",
      "hypotheses per sentence, <= --beam; > 1 prints 'INDEX ||| TOKENS ||| SCORE' (default 1)"},
     {"batch", OPT_LONG, OFF(batch), 1, 4096, C_MODEL | C_TOK, "N", "sentences per call (default 8)"},
@@ -448,6 +450,7 @@ typedef struct translate_job {
     nmt_decode_opts dopts;
     side_rule src_rule;
     int text;             /* the model's tokenizer reads and writes text */
+    int skip_long;        /* --skip-long */
     seq_buf src;
     cli_texts src_text;
 } translate_job;
@@ -458,7 +461,14 @@ static int translate_parse(batch_job *job, const char *line, size_t len, unsigne
         cli_texts_add(&t->src_text, line, len);
         return 0;
     }
-    return parse_sentence(line, line + len, line_no, &t->src_rule, &t->src);
+    char err[256];
+    int rc = cli_parse_ids(line, line + len, line_no, &t->src_rule, &t->src, err, sizeof err);
+    if (rc == 2 && t->skip_long) { /* over the limit: an empty sentence keeps the lines aligned */
+        fprintf(stderr, PROG ": %s; its output is an empty line (--skip-long)\n", err);
+        return cli_parse_ids(line, line, line_no, &t->src_rule, &t->src, err, sizeof err);
+    }
+    if (rc != 0) fprintf(stderr, PROG ": %s\n", err);
+    return rc != 0;
 }
 
 static void translate_reset(batch_job *job) {
@@ -471,7 +481,7 @@ static void append_ids(strbuf *out, const int32_t *ids, uint32_t n) {
     for (uint32_t k = 0; k < n; k++) sb_printf(out, k ? " %d" : "%d", (int)ids[k]);
 }
 
-/* Text-mode failures name the line when the status is about one sentence. */
+/* Text-mode failures name the batch when the status is about one sentence. */
 static int text_status(const char *what, nmt_status st, const runtime *rt, unsigned long first,
                        const nmt_limits *lim) {
     if (st == NMT_ERR_INPUT_TOO_LONG) {
@@ -484,25 +494,21 @@ static int text_status(const char *what, nmt_status st, const runtime *rt, unsig
     return report_status(what, st, rt);
 }
 
-static int translate_run(batch_job *job, unsigned long first, strbuf *out) {
-    translate_job *t = (translate_job *)job;
-    nmt_status st;
-    uint32_t n;
+/* Translate sentences [lo, lo + n) of the pending batch. */
+static nmt_status translate_call(translate_job *t, uint32_t lo, uint32_t n) {
     if (t->text) {
         nmt_text_batch b = text_view(&t->src_text);
-        n = b.n;
-        st = nmt_session_translate_text(t->rt->s, &b, &t->dopts);
-        if (st != NMT_OK) {
-            nmt_limits lim;
-            nmt_session_limits(t->rt->s, &lim);
-            return text_status("translation failed", st, t->rt, first, &lim);
-        }
-    } else {
-        nmt_batch b = seq_view(&t->src);
-        n = b.n;
-        st = nmt_session_translate(t->rt->s, &b, &t->dopts);
-        if (st != NMT_OK) return report_status("translation failed", st, t->rt);
+        b.text += lo, b.lens += lo, b.n = n;
+        return nmt_session_translate_text(t->rt->s, &b, &t->dopts);
     }
+    nmt_batch b = seq_view(&t->src);
+    b.tokens += lo, b.lens += lo, b.n = n;
+    return nmt_session_translate(t->rt->s, &b, &t->dopts);
+}
+
+/* Append the results of the last call (n sentences, the first being
+ * sentence `first` of the input, 0-based) to out. */
+static int append_results(translate_job *t, uint32_t n, unsigned long first, strbuf *out) {
     for (uint32_t i = 0; i < n; i++) {
         for (uint32_t r = 0; r < t->dopts.n_best; r++) {
             const int32_t *ids;
@@ -510,6 +516,7 @@ static int translate_run(batch_job *job, unsigned long first, strbuf *out) {
             size_t text_len;
             uint32_t len;
             float score, logprob;
+            nmt_status st;
             if (t->text)
                 st = nmt_session_result_text(t->rt->s, i, r, &text, &text_len, &score, &logprob);
             else
@@ -523,6 +530,38 @@ static int translate_run(batch_job *job, unsigned long first, strbuf *out) {
             if (t->dopts.n_best > 1) sb_printf(out, " ||| %.6f", (double)score);
             sb_printf(out, "\n");
         }
+    }
+    return 0;
+}
+
+static int translate_run(batch_job *job, unsigned long first, strbuf *out) {
+    translate_job *t = (translate_job *)job;
+    const uint32_t n = job->pending;
+    nmt_status st = translate_call(t, 0, n);
+    if (st == NMT_OK) return append_results(t, n, first, out);
+    if (st != NMT_ERR_INPUT_TOO_LONG || !t->text) return report_status("translation failed", st, t->rt);
+    /* Text over the limits is only seen once tokenized: translate the batch
+     * one sentence at a time to find it, keeping every other translation. */
+    nmt_limits lim;
+    nmt_session_limits(t->rt->s, &lim);
+    for (uint32_t i = 0; i < n; i++) {
+        st = translate_call(t, i, 1);
+        if (st == NMT_ERR_INPUT_TOO_LONG) {
+            fprintf(stderr,
+                    PROG ": line %lu is longer than the limits (%u bytes: --max-text-bytes; %u tokens: "
+                         "--max-src-len)%s\n",
+                    first + i + 1, lim.max_text_bytes, lim.max_src_len,
+                    t->skip_long ? "; its output is an empty line (--skip-long)" : "");
+            if (!t->skip_long) {
+                write_out(out); /* the lines before it */
+                return 1;
+            }
+            if (t->dopts.n_best == 1) sb_printf(out, "\n");
+            continue;
+        }
+        if (st != NMT_OK) return report_status("translation failed", st, t->rt);
+        int rc = append_results(t, 1, first + i, out);
+        if (rc != 0) return rc;
     }
     return 0;
 }
@@ -561,6 +600,7 @@ static int cmd_translate(const cli_opts *o) {
     if (rc == 0) {
         t.src_rule = session_rule(&rt, 0);
         t.text = text_mode(o, &rt);
+        t.skip_long = o->skip_long;
         cli_seqs_init(&t.src, (size_t)o->batch);
         cli_texts_init(&t.src_text, (size_t)o->batch);
         rc = process_lines(&t.base, o->batch);

@@ -201,6 +201,99 @@ static void test_one_megabyte_text_line(void **state) {
     free(line);
 }
 
+/* Text mode finds an over-long sentence only when tokenizing its batch: the
+ * batch is then translated a sentence at a time, so the error names the
+ * exact line and the lines before it are written; with --skip-long the line
+ * becomes an empty one and every other line is translated as it would be
+ * alone. */
+static void test_long_text_line_in_batch(void **state) {
+    (void)state;
+    const char *in = "hello world\n"
+                     "w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w\n"
+                     "a test\n"
+                     "good\n"
+                     "x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x x\n"
+                     "the end\n";
+    const char *args[] = {"translate", "--model", model_path, "--max-src-len", "16", "--beam", "1", NULL};
+    run_result r = run_cli(args, in, strlen(in));
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "line 2 is longer than the limits"));
+    assert_null(strstr(r.err, "line 5"));
+    const char *short_in = "hello world\na test\ngood\nthe end\n";
+    const char *one[] = {"translate", "--model", model_path, "--max-src-len", "16", "--beam", "1", "--batch", "1",
+                         NULL};
+    run_result ref = run_cli(one, short_in, strlen(short_in));
+    assert_int_equal(ref.status, 0);
+    /* the random test model's outputs may hold any byte, NUL included */
+    const char *ref_line[4];
+    size_t ref_len[4];
+    const char *p = ref.out, *end = ref.out + ref.out_len;
+    for (int i = 0; i < 4; i++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        assert_non_null(nl);
+        ref_line[i] = p;
+        ref_len[i] = (size_t)(nl - p);
+        p = nl + 1;
+    }
+    assert_true(p == end);
+    /* stdout holds exactly line 1's translation */
+    assert_int_equal(r.out_len, ref_len[0] + 1);
+    assert_memory_equal(r.out, ref_line[0], ref_len[0]);
+    free_result(&r);
+
+    const char *skip[] = {"translate", "--model", model_path, "--max-src-len", "16", "--beam", "1", "--skip-long",
+                          NULL};
+    r = run_cli(skip, in, strlen(in));
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "line 2 is longer than the limits"));
+    assert_non_null(strstr(r.err, "line 5 is longer than the limits"));
+    char expect[4096];
+    size_t n = 0;
+    for (int i = 0; i < 4; i++) {
+        assert_true(n + ref_len[i] + 2 <= sizeof expect);
+        memcpy(expect + n, ref_line[i], ref_len[i]);
+        n += ref_len[i];
+        expect[n++] = '\n';
+        if (i == 0 || i == 2) expect[n++] = '\n'; /* lines 2 and 5: empty */
+    }
+    assert_int_equal(r.out_len, n);
+    assert_memory_equal(r.out, expect, n);
+    free_result(&r);
+    free_result(&ref);
+}
+
+/* --skip-long in ids mode: the over-long line is an empty one, the others
+ * are translated; a malformed line still stops the run. */
+static void test_skip_long_ids(void **state) {
+    (void)state;
+    size_t len;
+    char *line = id_line(17, &len);
+    char in[256];
+    snprintf(in, sizeof in, "7 7\n%s7\n", line);
+    const char *args[] = {"translate", "--ids", "--model", model_path, "--max-src-len", "16", "--beam", "1",
+                          "--max-len", "3", "--skip-long", NULL};
+    run_result r = run_cli(args, in, strlen(in));
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.err, "line 2: source sentence has 17 tokens, more than the limit of 16"));
+    assert_non_null(strstr(r.err, "--skip-long"));
+    /* three lines: a translation, an empty line, a translation */
+    char *nl1 = strchr(r.out, '\n');
+    assert_non_null(nl1);
+    assert_true(nl1 > r.out);
+    assert_int_equal(nl1[1], '\n');
+    char *nl3 = strchr(nl1 + 2, '\n');
+    assert_non_null(nl3);
+    assert_true(nl3 > nl1 + 2);
+    assert_int_equal(nl3[1], '\0');
+    free_result(&r);
+    snprintf(in, sizeof in, "7 7\n7 99999\n");
+    r = run_cli(args, in, strlen(in));
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.err, "line 2: source token id 99999 is out of range"));
+    free_result(&r);
+    free(line);
+}
+
 static void test_one_megabyte_number(void **state) {
     (void)state;
     /* a single 1 MB run of digits: an id that overflows every integer type */
@@ -346,6 +439,8 @@ int main(void) {
         cmocka_unit_test(test_line_over_limit),
         cmocka_unit_test(test_one_megabyte_line),
         cmocka_unit_test(test_one_megabyte_text_line),
+        cmocka_unit_test(test_long_text_line_in_batch),
+        cmocka_unit_test(test_skip_long_ids),
         cmocka_unit_test(test_one_megabyte_number),
         cmocka_unit_test(test_id_out_of_range),
         cmocka_unit_test(test_binary_garbage),
