@@ -24,4 +24,4 @@ bash scripts/cross-setup.sh "$arch"
 cmake -S . -B "build-$arch" -DCMAKE_TOOLCHAIN_FILE="$tc" -DNMT_WERROR="${NMT_ARM_WERROR:-ON}"
 cmake --build "build-$arch" -j"$(nproc)"
 # PoCL keeps one pthread per core; under qemu two tests at a time is the sweet spot
-ctest --test-dir "build-$arch" --output-on-failure -j2 --timeout 3000 "$@"
+ctest --test-dir "build-$arch" --output-on-failure -j2 "$@"
