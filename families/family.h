@@ -1,8 +1,21 @@
 /* family.h — what a model family (Transformer/HySAN now; MG-SA, phrasal
- * attention and BA-NMT later) provides to the session.  The session owns
- * batching, token upload, beam search and result storage; a family owns its
- * weights, activations and decoder state and runs its forward passes with
- * the op layer.  Nothing here is public. */
+ * attention and BA-NMT later) declares once and provides to every tool.
+ *
+ * A family is one `nmt_family` record in the registry (families/registry.c),
+ * found by the `arch` string of a model file.  It declares
+ *   - its hyper-parameters: a table of `nmt_hparam` (metadata key, command-
+ *     line flag, type, default, range, help) read by the generic parser,
+ *     writer and `info` printer below, plus one `finish` hook for the checks
+ *     that involve several keys;
+ *   - its tensors: a catalogue walker that emits one `nmt_tensor_decl` per
+ *     tensor (name, shape, whether it may be stored int8, how a random model
+ *     initialises it, where it lands in the family's weight struct);
+ *   - its runtime: parse / plan / encode / step / reorder / decode_full /
+ *     project, written with the shared forward of the family's folder.
+ * The session (runtime/session.c), the trainer's model (families/<name>/
+ * *_train.c) and the converter (writer/random_model.c, convert/) all start
+ * from nmt_family_find().  docs/ADDING-A-FAMILY.md walks through a new one.
+ * Nothing here is public. */
 #ifndef NMT_FAMILY_H
 #define NMT_FAMILY_H
 
@@ -11,6 +24,75 @@
 #include "ops.h"
 
 typedef struct nmt_session nmt_session;
+
+/* ------------------------------------------------------------------------ */
+/* Hyper-parameters                                                         */
+/* ------------------------------------------------------------------------ */
+
+typedef enum nmt_hp_type {
+    NMT_HP_U32,   /* integer in [lo, hi], stored uint32_t; metadata i64 */
+    NMT_HP_FLAG,  /* 0 or 1, stored int; metadata i64 */
+    NMT_HP_F32,   /* real in (lo, hi) exclusive when lo < hi, stored float; metadata f64 */
+    NMT_HP_ENUM,  /* one of `choices`, stored int (index); metadata str */
+    NMT_HP_TEXT,  /* free text (the family's finish parses it), stored char[text_cap] */
+} nmt_hp_type;
+
+typedef struct nmt_hparam {
+    const char *key;       /* metadata key, e.g. "d_model" */
+    const char *flag;      /* command-line name without "--", e.g. "d-model" */
+    nmt_hp_type type;
+    size_t off;            /* offsetof() in the family's config struct */
+    int required;          /* 1: absent is NMT_ERR_MODEL_ARCH; 0: `def` / `def_str` */
+    int computed_default;  /* 1: absent leaves the field to finish() (e.g. sqrt(d_model)) */
+    double def;            /* U32 / FLAG / F32 default */
+    const char *def_str;   /* ENUM / TEXT default */
+    double lo, hi;         /* U32: inclusive range; F32: exclusive range (lo < hi) */
+    const char *const *choices; /* ENUM: NULL-terminated */
+    size_t text_cap;       /* TEXT: bytes of the char array */
+    const char *help;      /* one line for --help and docs */
+} nmt_hparam;
+
+/* ------------------------------------------------------------------------ */
+/* Tensors                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* Weights of a linear map w [out, in], b [out] as device buffers.  q8: w is
+ * int8 (offsets in bytes) with per-row fp32 scales in s (same buffer, after
+ * the int8 data); else w is fp32.  For a layer norm w is the gain. */
+typedef struct nmt_lin {
+    nmt_buf w, b, s;
+    int q8;
+} nmt_lin;
+
+typedef enum nmt_init {
+    NMT_INIT_UNIFORM,  /* U(-b, b), b = weight_scale / sqrt(fan_in) */
+    NMT_INIT_LN_GAIN,  /* 1 + U(-0.05, 0.05) */
+    NMT_INIT_LN_BIAS,  /* U(-0.05, 0.05) */
+} nmt_init;
+
+typedef enum nmt_role { NMT_ROLE_WEIGHT, NMT_ROLE_BIAS } nmt_role;
+
+typedef struct nmt_tensor_decl {
+    char name[NMT_TENSOR_NAME_MAX];
+    uint32_t ndim, shape[2];  /* shape[1] = 0 for 1-D */
+    int quantizable;          /* may be stored int8 (per-row scales) or fp16 */
+    nmt_init init;
+    uint32_t fan_in;          /* for NMT_INIT_UNIFORM */
+    /* Where it lands: dst->w (weight) or dst->b (bias) of the family's
+     * weight struct; NULL when the walker was given no struct. */
+    nmt_lin *dst;
+    nmt_role role;
+    /* Fused blocks: parts 0..n_parts-1 of equal shape, stacked along dim 0
+     * into one dst (e.g. q, k, v -> one [3d, d] weight); n_parts = 1 else. */
+    uint32_t part, n_parts;
+} nmt_tensor_decl;
+
+/* Called once per tensor in file order; a non-OK status stops the walk. */
+typedef nmt_status (*nmt_tensor_fn)(void *ctx, const nmt_tensor_decl *t);
+
+/* ------------------------------------------------------------------------ */
+/* Runtime                                                                  */
+/* ------------------------------------------------------------------------ */
 
 /* Shapes a family is planned for (session limits turned into rows). */
 typedef struct nmt_plan_dims {
@@ -31,15 +113,31 @@ typedef struct nmt_io_bufs {
     nmt_buf logits;    /* float [step_rows, tgt_vocab] */
 } nmt_io_bufs;
 
+#define NMT_FAMILY_CFG_BYTES 1024
+
 typedef struct nmt_family {
-    const char *arch;
-    /* Read and validate hyper-parameters and tensor shapes; fill `info`.
-     * `cfg` is family-private, at most NMT_FAMILY_CFG_BYTES. */
-    nmt_status (*parse)(const nmt_file *f, void *cfg, nmt_model_info *info);
+    const char *arch;     /* the metadata value of "arch" */
+    const char *summary;  /* one line for --help and docs */
+    size_t cfg_size;      /* <= NMT_FAMILY_CFG_BYTES */
+
+    /* --- declaration (used by every tool) --- */
+    const nmt_hparam *hparams;
+    uint32_t n_hparams;
+    /* Cross-key checks and computed defaults after the table was read;
+     * `present` has bit i set when hparams[i] was in the file.
+     * NMT_ERR_MODEL_ARCH for an invalid combination. */
+    nmt_status (*finish)(void *cfg, uint64_t present);
+    /* Every tensor the configuration needs, in file order.  `weights` is the
+     * family's weight struct to point decl.dst into, or NULL. */
+    nmt_status (*catalogue)(const void *cfg, void *weights, nmt_tensor_fn fn, void *ctx);
+    /* The architecture part of nmt_model_info. */
+    void (*info)(const void *cfg, nmt_model_info *info);
+
+    /* --- runtime --- */
     /* Reserve host memory from `a` and create device buffers through
      * nmt_session_buffer().  Runs twice with identical requests: measuring
-     * (nmt_arena_measuring(a), buffers not created) and for real.  Returns the
-     * family state in *state. */
+     * (nmt_arena_measuring(a), buffers not created) and for real.  `cfg` was
+     * filled by nmt_family_parse on this file.  Returns the state in *state. */
     nmt_status (*plan)(nmt_session *s, const nmt_file *f, const void *cfg,
                        const nmt_plan_dims *dims, nmt_arena *a, void **state);
     /* Encoder over n sentences padded to `len` positions (tokens and lengths
@@ -62,9 +160,49 @@ typedef struct nmt_family {
     void (*release)(void *state);
 } nmt_family;
 
-#define NMT_FAMILY_CFG_BYTES 1024
+/* ------------------------------------------------------------------------ */
+/* Registry and generic helpers (families/registry.c)                       */
+/* ------------------------------------------------------------------------ */
 
-extern const nmt_family nmt_family_transformer;
+/* The family of an arch string; NULL when unknown. */
+const nmt_family *nmt_family_find(const char *arch);
+/* Registered families, i = 0 .. ; NULL past the end. */
+const nmt_family *nmt_family_at(uint32_t i);
+
+/* The family of a model file ("arch" key): NMT_ERR_MODEL_ARCH when the key
+ * is missing or names no family. */
+nmt_status nmt_family_of(const nmt_file *f, const nmt_family **out);
+
+/* Read every hyper-parameter of `fam` from f into cfg (cfg_size bytes,
+ * zeroed first), then fam->finish.  Tensors are not looked at. */
+nmt_status nmt_family_parse(const nmt_family *fam, const nmt_file *f, void *cfg);
+
+/* Check every tensor of the catalogue against f (name, shape, dtype F32 /
+ * F16 / I8: nmt_file_expect).  *any_q8 (optional) is set when some 2-D
+ * tensor is stored I8. */
+nmt_status nmt_family_check_tensors(const nmt_family *fam, const void *cfg, const nmt_file *f,
+                                    int *any_q8);
+
+/* A hyper-parameter's value in cfg as metadata: U32/FLAG as i64, F32 as f64,
+ * ENUM/TEXT as a string (pointer into the table or cfg). */
+typedef struct nmt_hp_value {
+    nmt_meta_type type;
+    int64_t i64;
+    double f64;
+    const char *str;
+} nmt_hp_value;
+nmt_hp_value nmt_hparam_value(const nmt_hparam *hp, const void *cfg);
+
+/* Set one hyper-parameter of cfg from command-line text (the flag's value):
+ * NMT_ERR_INVALID_ARGUMENT when it does not parse or is out of range. */
+nmt_status nmt_hparam_set_text(const nmt_hparam *hp, void *cfg, const char *text);
+
+/* The hyper-parameter with this key or flag, or NULL. */
+const nmt_hparam *nmt_hparam_find(const nmt_family *fam, const char *key_or_flag);
+
+/* ------------------------------------------------------------------------ */
+/* Session services for the runtime part                                    */
+/* ------------------------------------------------------------------------ */
 
 /* Create a device buffer owned by the session (released at destroy).  In
  * the measuring pass only counts bytes and sets out->mem = NULL.  `init`
@@ -75,5 +213,13 @@ nmt_status nmt_session_buffer(nmt_session *s, nmt_arena *a, size_t bytes, const 
 /* The session's op layer and device (valid in both passes; ops kernels are
  * NULL in the measuring pass). */
 nmt_ops *nmt_session_ops(nmt_session *s);
+
+/* Load every tensor of the catalogue into the weight struct the catalogue
+ * points into: one session buffer per tensor (fused parts into one), 2-D
+ * I8 kept int8 (with its scales), everything else as fp32.  Runs in both
+ * passes like plan; `weights` is NULL in the measuring pass (the arena's
+ * pointers are not memory yet). */
+nmt_status nmt_family_load_weights(const nmt_family *fam, const void *cfg, void *weights, nmt_session *s,
+                                   const nmt_file *f, nmt_arena *a);
 
 #endif

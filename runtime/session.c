@@ -15,22 +15,9 @@
 #define NMT_EXTRA_TGT 50u /* max target length = source length + 50 (paper) */
 #define NMT_DEFAULT_MAX_TEXT 2048u
 
-static const nmt_family *const families[] = {&nmt_family_transformer};
-
 /* ------------------------------------------------------------------------ */
-/* Model discovery                                                          */
+/* Model discovery: the family registry (families/registry.c)              */
 /* ------------------------------------------------------------------------ */
-
-static nmt_status find_family(const nmt_file *f, const nmt_family **out) {
-    char arch[32];
-    NMT_TRY(nmt_file_get_str(f, "arch", arch, sizeof arch));
-    for (size_t i = 0; i < NMT_ARRAY_LEN(families); i++)
-        if (strcmp(arch, families[i]->arch) == 0) {
-            *out = families[i];
-            return NMT_OK;
-        }
-    return NMT_ERR_MODEL_ARCH;
-}
 
 static void summarise(const nmt_file *f, nmt_model_info *info) {
     uint64_t n_params = 0, bytes = 0;
@@ -65,9 +52,11 @@ static nmt_status open_model(const void *data, size_t size, nmt_file *f, const n
                              void *cfg, nmt_model_info *info) {
     NMT_CHECK(data != NULL || size == 0, NMT_ERR_INVALID_ARGUMENT);
     NMT_TRY(nmt_file_open(f, data, size, 1));
-    NMT_TRY(find_family(f, fam));
+    NMT_TRY(nmt_family_of(f, fam));
     memset(info, 0, sizeof *info);
-    NMT_TRY((*fam)->parse(f, cfg, info));
+    NMT_TRY(nmt_family_parse(*fam, f, cfg));
+    NMT_TRY(nmt_family_check_tensors(*fam, cfg, f, NULL));
+    (*fam)->info(cfg, info);
     summarise(f, info);
     return NMT_OK;
 }

@@ -1,13 +1,9 @@
 /* random_model.h — random-weight Transformer/HySAN models for tests and
- * benchmarks: every metadata key and tensor of docs/ARCHITECTURES.md
- * ("Transformer / HySAN"), with reproducible weights.
- *
- * Weights: layer-norm weights 1 + U(-0.05, 0.05), layer-norm biases
- * U(-0.05, 0.05); every other tensor U(-b, b) with b = weight_scale /
- * sqrt(fan_in), fan_in = the input width of the linear map (d_model for
- * embeddings and out_proj).  Values come from a splitmix64 stream seeded by
- * `seed`, drawn tensor by tensor in file order, so the same configuration
- * gives the same bytes on every platform.
+ * benchmarks, from shape options: the metadata through the family's
+ * hyper-parameter table and the tensors from its catalogue
+ * (writer/family_writer.h: the weight distributions and the reproducible
+ * stream, drawn tensor by tensor in file order).  embed_scale is written as
+ * sqrt(d_model) when not given.
  *
  * The generator checks only what it needs to compute shapes; it will write
  * models the runtime rejects (e.g. d_model not divisible by n_heads, a `bw`

@@ -1,8 +1,8 @@
 /* tf_train.c — the Transformer/HySAN family with gradients (tf_train.h).
  *
- * The forward mirrors runtime/transformer.c op for op (same calls, same
- * order of accumulation), keeping every activation the backward needs per
- * sub-layer; the backward (tf_train_bwd.c) chains runtime/ops_train.h as
+ * The forward is the runtime's own (transformer_fwd.c), run over buffers
+ * that keep every activation the backward needs per sub-layer, with
+ * dropout; the backward (tf_train_bwd.c) chains ops_train.h as
  * docs/TRAINING-OPS.md describes.  Parameters, gradients and Adam moments
  * are four flat device buffers with one layout (the tensor table). */
 #include "tf_train.h"
@@ -16,149 +16,80 @@
 
 #include "common.h"
 #include "format.h"
-#include "transformer_cfg.h"
+#include "family_writer.h"
 
 /* host allocation failure (the writer's convention: no dedicated status) */
 #define TFT_ERR_NOMEM NMT_ERR_IO
 
 /* ------------------------------------------------------------------------ */
-/* Configuration: runtime/transformer_cfg.h, the runtime's own parser       */
+/* Configuration and parameter layout: the family's declaration             */
+/* (transformer_cfg.h: hyper-parameter table, tensor catalogue)             */
 /* ------------------------------------------------------------------------ */
 
 static nmt_status parse_cfg(const nmt_file *f, tft_cfg *c) {
-    char s[96];
-    nmt_status st = nmt_file_get_str(f, "arch", s, sizeof s);
-    NMT_CHECK(st == NMT_OK && strcmp(s, "transformer") == 0, NMT_ERR_MODEL_ARCH);
-    return nmt_tf_cfg_parse(f, c);
+    const nmt_family *fam;
+    NMT_TRY(nmt_family_of(f, &fam));
+    /* this file is the trainer's model of the Transformer family */
+    NMT_CHECK(fam == &nmt_family_transformer, NMT_ERR_MODEL_ARCH);
+    return nmt_family_parse(fam, f, c);
 }
 
-/* ------------------------------------------------------------------------ */
-/* Tensor catalogue (the runtime's visit_all order) and the flat layout     */
-/* ------------------------------------------------------------------------ */
-
-typedef struct cat_ctx {
-    const tft_cfg *c;
-    tft_tinfo *t;  /* NULL: count only */
+/* The flat layout of P: tensors in catalogue order, each a contiguous
+ * slice; the parts of a fused block (self q|k|v, cross k|v) adjacent, the
+ * block reserved at its first part, so the forward runs them as one
+ * product.  One walk counts, one fills the table, one binds the views. */
+typedef struct layout_ctx {
+    tft_model *m;
+    int fill_tab, bind;
     uint32_t n;
     size_t total;
-    size_t fused_w, fused_b;  /* base of the current fused q|k|v or k|v block */
-} cat_ctx;
+    size_t fused[2]; /* base of the current fused block: weights, biases */
+} layout_ctx;
 
-static int ends_with(const char *s, const char *suf) {
-    size_t a = strlen(s), b = strlen(suf);
-    return a >= b && strcmp(s + a - b, suf) == 0;
-}
-
-static void cat_add(cat_ctx *cc, uint32_t ndim, uint32_t d0, uint32_t d1, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-
-static void cat_add(cat_ctx *cc, uint32_t ndim, uint32_t d0, uint32_t d1, const char *fmt, ...) {
-    char name[TFT_NAME_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(name, sizeof name, fmt, ap);
-    va_end(ap);
-    const size_t count = (size_t)d0 * (ndim == 2 ? d1 : 1);
-    const size_t dd = (size_t)cc->c->d * cc->c->d, d = cc->c->d;
+static nmt_status layout_one(void *ctx, const nmt_tensor_decl *t) {
+    layout_ctx *lc = (layout_ctx *)ctx;
+    const size_t count = (size_t)t->shape[0] * (t->ndim == 2 ? t->shape[1] : 1);
     size_t off;
-    /* fused blocks: self q|k|v ([3d, d] then [3d]), cross k|v ([2d, d] then [2d]) */
-    if (ends_with(name, ".self_attn.q.weight")) { off = cc->fused_w = cc->total; cc->total += 3 * dd; }
-    else if (ends_with(name, ".self_attn.k.weight")) off = cc->fused_w + dd;
-    else if (ends_with(name, ".self_attn.v.weight")) off = cc->fused_w + 2 * dd;
-    else if (ends_with(name, ".self_attn.q.bias")) { off = cc->fused_b = cc->total; cc->total += 3 * d; }
-    else if (ends_with(name, ".self_attn.k.bias")) off = cc->fused_b + d;
-    else if (ends_with(name, ".self_attn.v.bias")) off = cc->fused_b + 2 * d;
-    else if (ends_with(name, ".cross_attn.k.weight")) { off = cc->fused_w = cc->total; cc->total += 2 * dd; }
-    else if (ends_with(name, ".cross_attn.v.weight")) off = cc->fused_w + dd;
-    else if (ends_with(name, ".cross_attn.k.bias")) { off = cc->fused_b = cc->total; cc->total += 2 * d; }
-    else if (ends_with(name, ".cross_attn.v.bias")) off = cc->fused_b + d;
-    else { off = cc->total; cc->total += count; }
-    if (cc->t) {
-        tft_tinfo *t = &cc->t[cc->n];
-        nmt_strlcpy(t->name, name, sizeof t->name);
-        t->ndim = ndim;
-        t->shape[0] = d0;
-        t->shape[1] = ndim == 2 ? d1 : 0;
-        t->off = off;
-        t->count = count;
-    }
-    cc->n++;
-}
-
-static void cat_lin(cat_ctx *cc, uint32_t out, uint32_t in, const char *prefix) {
-    cat_add(cc, 2, out, in, "%s.weight", prefix);
-    cat_add(cc, 1, out, 0, "%s.bias", prefix);
-}
-
-static void cat_ln(cat_ctx *cc, uint32_t d, const char *prefix) {
-    cat_add(cc, 1, d, 0, "%s.weight", prefix);
-    cat_add(cc, 1, d, 0, "%s.bias", prefix);
-}
-
-static uint32_t attn_out_in(const tft_cfg *c, uint32_t nbr) {
-    return (c->fusion == NMT_TF_FUSE_CONCAT && nbr > 1) ? nbr * c->d : c->d;
-}
-
-static void cat_self(cat_ctx *cc, const char *stack, uint32_t l, uint32_t nbr) {
-    const tft_cfg *c = cc->c;
-    char p[64];
-    static const char *const qkv[3] = {"q", "k", "v"};
-    for (int i = 0; i < 3; i++) {
-        snprintf(p, sizeof p, "%s.%u.self_attn.%s", stack, l, qkv[i]);
-        cat_lin(cc, c->d, c->d, p);
-    }
-    snprintf(p, sizeof p, "%s.%u.self_attn.o", stack, l);
-    cat_lin(cc, c->d, attn_out_in(c, nbr), p);
-    if (c->fusion == NMT_TF_FUSE_GATE && nbr > 1) {
-        for (uint32_t b = 0; b < nbr; b++) {
-            snprintf(p, sizeof p, "%s.%u.self_attn.gate.%u.fc1", stack, l, b);
-            cat_lin(cc, c->d / c->gate_r, c->d, p);
-            snprintf(p, sizeof p, "%s.%u.self_attn.gate.%u.fc2", stack, l, b);
-            cat_lin(cc, c->d, c->d / c->gate_r, p);
+    if (t->n_parts > 1) {
+        size_t *base = &lc->fused[t->role == NMT_ROLE_BIAS];
+        if (t->part == 0) {
+            *base = lc->total;
+            lc->total += count * t->n_parts;
         }
+        off = *base + count * t->part;
+    } else {
+        off = lc->total;
+        lc->total += count;
     }
+    if (lc->fill_tab) {
+        tft_tinfo *ti = &lc->m->tab[lc->n];
+        nmt_strlcpy(ti->name, t->name, sizeof ti->name);
+        ti->ndim = t->ndim;
+        ti->shape[0] = t->shape[0];
+        ti->shape[1] = t->shape[1];
+        ti->off = off;
+        ti->count = count;
+    }
+    if (lc->bind && t->dst && (t->n_parts == 1 || t->part == 0)) {
+        nmt_buf *view = t->role == NMT_ROLE_BIAS ? &t->dst->b : &t->dst->w;
+        *view = nmt_buf_at(lc->m->P, off);
+    }
+    lc->n++;
+    return NMT_OK;
 }
 
-static void cat_ffn(cat_ctx *cc, const char *stack, uint32_t l) {
-    char p[64];
-    snprintf(p, sizeof p, "%s.%u.ffn.fc1", stack, l);
-    cat_lin(cc, cc->c->ff, cc->c->d, p);
-    snprintf(p, sizeof p, "%s.%u.ffn.fc2", stack, l);
-    cat_lin(cc, cc->c->d, cc->c->ff, p);
+static nmt_status layout(tft_model *m, int fill_tab, int bind) {
+    layout_ctx lc;
+    memset(&lc, 0, sizeof lc);
+    lc.m = m;
+    lc.fill_tab = fill_tab;
+    lc.bind = bind;
+    NMT_TRY(nmt_tf_catalogue(&m->c, bind ? &m->w : NULL, layout_one, &lc));
+    m->n_tab = lc.n;
+    m->n_params = lc.total;
+    return NMT_OK;
 }
 
-static void cat_all(cat_ctx *cc) {
-    const tft_cfg *c = cc->c;
-    char p[64];
-    cat_add(cc, 2, c->src_vocab, c->d, "src_embed");
-    if (!c->shared_emb) cat_add(cc, 2, c->tgt_vocab, c->d, "tgt_embed");
-    if (!c->tied_out) cat_add(cc, 2, c->tgt_vocab, c->d, "out_proj");
-    for (uint32_t l = 0; l < c->enc_layers; l++) {
-        cat_self(cc, "enc", l, c->n_enc_br);
-        for (int i = 1; i <= 2; i++) {
-            snprintf(p, sizeof p, "enc.%u.ln%d", l, i);
-            cat_ln(cc, c->d, p);
-        }
-        cat_ffn(cc, "enc", l);
-    }
-    if (c->pre_norm) cat_ln(cc, c->d, "enc.ln");
-    for (uint32_t l = 0; l < c->dec_layers; l++) {
-        cat_self(cc, "dec", l, c->n_dec_br);
-        static const char *const qkvo[4] = {"q", "k", "v", "o"};
-        for (int i = 0; i < 4; i++) {
-            snprintf(p, sizeof p, "dec.%u.cross_attn.%s", l, qkvo[i]);
-            cat_lin(cc, c->d, c->d, p);
-        }
-        for (int i = 1; i <= 3; i++) {
-            snprintf(p, sizeof p, "dec.%u.ln%d", l, i);
-            cat_ln(cc, c->d, p);
-        }
-        cat_ffn(cc, "dec", l);
-    }
-    if (c->pre_norm) cat_ln(cc, c->d, "dec.ln");
-}
-
-/* ------------------------------------------------------------------------ */
 /* The model (its types: tf_train_internal.h)                              */
 /* ------------------------------------------------------------------------ */
 
@@ -180,33 +111,6 @@ static nmt_status dbuf(tft_model *m, size_t elems, nmt_buf *out) {
     return NMT_OK;
 }
 
-static nmt_status find_off(const tft_model *m, size_t *off, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static nmt_status find_off(const tft_model *m, size_t *off, const char *fmt, ...) {
-    char name[TFT_NAME_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(name, sizeof name, fmt, ap);
-    va_end(ap);
-    for (uint32_t i = 0; i < m->n_tab; i++)
-        if (strcmp(m->tab[i].name, name) == 0) {
-            *off = m->tab[i].off;
-            return NMT_OK;
-        }
-    return NMT_ERR_MODEL_MISSING_TENSOR;
-}
-
-static nmt_status find_lin(const tft_model *m, lin_o *l, const char *prefix) {
-    NMT_TRY(find_off(m, &l->w, "%s.weight", prefix));
-    return find_off(m, &l->b, "%s.bias", prefix);
-}
-
-static nmt_status find_ln(const tft_model *m, ln_o *l, const char *prefix) {
-    NMT_TRY(find_off(m, &l->g, "%s.weight", prefix));
-    return find_off(m, &l->b, "%s.bias", prefix);
-}
-
 void tft_destroy(tft_model *m) {
     if (m == NULL) return;
     if (m->t_ok) nmt_train_ops_release(&m->t);
@@ -216,6 +120,7 @@ void tft_destroy(tft_model *m) {
     free(m->mems);
     free(m->tab);
     free(m->subs);
+    free(m->w.sub);
     free(m->h_src);
     free(m->h_tin);
     free(m->h_tout);
@@ -228,65 +133,14 @@ void tft_destroy(tft_model *m) {
     free(m);
 }
 
-/* Parameter offsets of every sub-layer. */
-static nmt_status bind_params(tft_model *m) {
+/* Every sub-layer's kind and weights (the views bound by layout()). */
+static void bind_subs(tft_model *m) {
     const tft_cfg *c = &m->c;
-    char p[64];
-    NMT_TRY(find_off(m, &m->src_emb, "src_embed"));
-    if (c->shared_emb) m->tgt_emb = m->src_emb;
-    else NMT_TRY(find_off(m, &m->tgt_emb, "tgt_embed"));
-    if (c->tied_out) m->out_w = m->tgt_emb;
-    else NMT_TRY(find_off(m, &m->out_w, "out_proj"));
-    if (c->pre_norm) {
-        NMT_TRY(find_ln(m, &m->enc_ln, "enc.ln"));
-        NMT_TRY(find_ln(m, &m->dec_ln, "dec.ln"));
+    for (uint32_t k = 0; k < m->n_enc_sub + m->n_dec_sub; k++) {
+        m->subs[k].kind = (int)nmt_tf_sub_kind_of(c, k);
+        m->subs[k].dec = nmt_tf_sub_is_dec(c, k);
+        m->subs[k].w = &m->w.sub[k];
     }
-    uint32_t k = 0;
-    for (int dec = 0; dec < 2; dec++) {
-        const char *stack = dec ? "dec" : "enc";
-        const uint32_t L = dec ? c->dec_layers : c->enc_layers, nbr = dec ? c->n_dec_br : c->n_enc_br;
-        for (uint32_t l = 0; l < L; l++) {
-            sub_desc *s = &m->subs[k++];
-            s->kind = SUB_SELF;
-            s->dec = dec;
-            NMT_TRY(find_off(m, &s->qkv.w, "%s.%u.self_attn.q.weight", stack, l));
-            NMT_TRY(find_off(m, &s->qkv.b, "%s.%u.self_attn.q.bias", stack, l));
-            snprintf(p, sizeof p, "%s.%u.self_attn.o", stack, l);
-            NMT_TRY(find_lin(m, &s->o, p));
-            if (c->fusion == NMT_TF_FUSE_GATE && nbr > 1)
-                for (uint32_t b = 0; b < nbr; b++) {
-                    snprintf(p, sizeof p, "%s.%u.self_attn.gate.%u.fc1", stack, l, b);
-                    NMT_TRY(find_lin(m, &s->g1[b], p));
-                    snprintf(p, sizeof p, "%s.%u.self_attn.gate.%u.fc2", stack, l, b);
-                    NMT_TRY(find_lin(m, &s->g2[b], p));
-                }
-            snprintf(p, sizeof p, "%s.%u.ln1", stack, l);
-            NMT_TRY(find_ln(m, &s->ln, p));
-            if (dec) {
-                s = &m->subs[k++];
-                s->kind = SUB_CROSS;
-                s->dec = 1;
-                snprintf(p, sizeof p, "dec.%u.cross_attn.q", l);
-                NMT_TRY(find_lin(m, &s->cq, p));
-                NMT_TRY(find_off(m, &s->ckv.w, "dec.%u.cross_attn.k.weight", l));
-                NMT_TRY(find_off(m, &s->ckv.b, "dec.%u.cross_attn.k.bias", l));
-                snprintf(p, sizeof p, "dec.%u.cross_attn.o", l);
-                NMT_TRY(find_lin(m, &s->co, p));
-                snprintf(p, sizeof p, "dec.%u.ln2", l);
-                NMT_TRY(find_ln(m, &s->ln, p));
-            }
-            s = &m->subs[k++];
-            s->kind = SUB_FFN;
-            s->dec = dec;
-            snprintf(p, sizeof p, "%s.%u.ffn.fc1", stack, l);
-            NMT_TRY(find_lin(m, &s->fc1, p));
-            snprintf(p, sizeof p, "%s.%u.ffn.fc2", stack, l);
-            NMT_TRY(find_lin(m, &s->fc2, p));
-            snprintf(p, sizeof p, "%s.%u.ln%d", stack, l, dec ? 3 : 2);
-            NMT_TRY(find_ln(m, &s->ln, p));
-        }
-    }
-    return NMT_OK;
 }
 
 static nmt_status alloc_acts(tft_model *m) {
@@ -298,24 +152,24 @@ static nmt_status alloc_acts(tft_model *m) {
     for (uint32_t k = 0; k < n_sub; k++) {
         sub_desc *s = &m->subs[k];
         const uint32_t nbr = s->dec ? c->n_dec_br : c->n_enc_br;
-        NMT_TRY(dbuf(m, R * d, &s->x));
-        NMT_TRY(dbuf(m, R * d, &s->t));
+        NMT_TRY(dbuf(m, R * d, &s->a.x));
+        NMT_TRY(dbuf(m, R * d, &s->a.t));
         if (s->kind == SUB_SELF) {
-            NMT_TRY(dbuf(m, R * 3 * d, &s->qkv_a));
-            NMT_TRY(dbuf(m, R * nbr * d, &s->ctx));
+            NMT_TRY(dbuf(m, R * 3 * d, &s->a.qkv));
+            NMT_TRY(dbuf(m, R * nbr * d, &s->a.ctx));
             if (c->fusion == NMT_TF_FUSE_GATE && nbr > 1) {
-                NMT_TRY(dbuf(m, R * d, &s->fused));
+                NMT_TRY(dbuf(m, R * d, &s->a.fused));
                 for (uint32_t b = 0; b < nbr; b++) {
-                    NMT_TRY(dbuf(m, R * dr, &s->gh[b]));
-                    NMT_TRY(dbuf(m, R * d, &s->g[b]));
+                    NMT_TRY(dbuf(m, R * dr, &s->a.gh[b]));
+                    NMT_TRY(dbuf(m, R * d, &s->a.g[b]));
                 }
             }
         } else if (s->kind == SUB_CROSS) {
-            NMT_TRY(dbuf(m, R * d, &s->qkv_a));
-            NMT_TRY(dbuf(m, R * 2 * d, &s->kv_a));
-            NMT_TRY(dbuf(m, R * d, &s->ctx));
+            NMT_TRY(dbuf(m, R * d, &s->a.qkv));
+            NMT_TRY(dbuf(m, R * 2 * d, &s->a.kv));
+            NMT_TRY(dbuf(m, R * d, &s->a.ctx));
         } else {
-            NMT_TRY(dbuf(m, R * c->ff, &s->a));
+            NMT_TRY(dbuf(m, R * c->ff, &s->a.ffh));
         }
     }
     NMT_TRY(dbuf(m, R * d, &m->enc_top));
@@ -329,9 +183,10 @@ static nmt_status alloc_acts(tft_model *m) {
     }
     for (uint32_t k = 0; k < n_sub; k++) {
         const int last_enc = k + 1 == m->n_enc_sub, last = k + 1 == n_sub;
-        m->subs[k].out = last_enc ? m->enc_top : last ? m->dec_top : m->subs[k + 1].x;
+        m->subs[k].a.out = last_enc ? m->enc_top : last ? m->dec_top : m->subs[k + 1].a.x;
     }
     NMT_TRY(dbuf(m, R * d, &m->h));
+    for (uint32_t k = 0; k < n_sub; k++) m->subs[k].a.h = m->h; /* pre-norm LN(x): recomputed by the backward */
     NMT_TRY(dbuf(m, H * R * Lmax, &m->scores));
     NMT_TRY(dbuf(m, 2 * H * R, &m->stats));
     NMT_TRY(dbuf(m, nbr_max * H * R * Lmax, &m->probs));
@@ -381,23 +236,17 @@ static nmt_status alloc_acts(tft_model *m) {
     return NMT_OK;
 }
 
+static void bind_forward(tft_model *m);
+
 static nmt_status create_impl(tft_model *m, const void *image, size_t size) {
     nmt_file f;
     NMT_TRY(nmt_file_open(&f, image, size, 1));
     NMT_TRY(parse_cfg(&f, &m->c));
     const tft_cfg *c = &m->c;
-    cat_ctx cc;
-    memset(&cc, 0, sizeof cc);
-    cc.c = c;
-    cat_all(&cc);
-    m->tab = calloc(cc.n, sizeof *m->tab);
+    NMT_TRY(layout(m, 0, 0));
+    m->tab = calloc(m->n_tab, sizeof *m->tab);
     NMT_CHECK(m->tab != NULL, TFT_ERR_NOMEM);
-    memset(&cc, 0, sizeof cc);
-    cc.c = c;
-    cc.t = m->tab;
-    cat_all(&cc);
-    m->n_tab = cc.n;
-    m->n_params = cc.total;
+    NMT_TRY(layout(m, 1, 0));
     for (uint32_t i = 0; i < m->n_tab; i++) {
         nmt_tensor_view v;
         NMT_TRY(nmt_file_expect(&f, m->tab[i].name, m->tab[i].ndim, m->tab[i].shape, &v));
@@ -408,8 +257,8 @@ static nmt_status create_impl(tft_model *m, const void *image, size_t size) {
     m->n_enc_sub = 2 * c->enc_layers;
     m->n_dec_sub = 3 * c->dec_layers;
     m->subs = calloc(m->n_enc_sub + m->n_dec_sub, sizeof *m->subs);
-    NMT_CHECK(m->subs != NULL, TFT_ERR_NOMEM);
-    NMT_TRY(bind_params(m));
+    m->w.sub = calloc(m->n_enc_sub + m->n_dec_sub, sizeof *m->w.sub);
+    NMT_CHECK(m->subs != NULL && m->w.sub != NULL, TFT_ERR_NOMEM);
 
     NMT_TRY(nmt_ops_init(&m->ops, m->dev));
     m->ops_ok = 1;
@@ -421,7 +270,10 @@ static nmt_status create_impl(tft_model *m, const void *image, size_t size) {
     NMT_TRY(dbuf(m, m->n_params, &m->G));
     NMT_TRY(dbuf(m, m->n_params, &m->M));
     NMT_TRY(dbuf(m, m->n_params, &m->V));
+    NMT_TRY(layout(m, 0, 1)); /* the views into P */
+    bind_subs(m);
     NMT_TRY(alloc_acts(m));
+    bind_forward(m);
 
     float *host = malloc(m->n_params * sizeof(float));
     NMT_CHECK(host != NULL, TFT_ERR_NOMEM);
@@ -510,137 +362,58 @@ uint32_t tft_d_model(const tft_model *m) { return m ? m->c.d : 0; }
 /* Forward                                                                  */
 /* ------------------------------------------------------------------------ */
 
+static nmt_tf_pass enc_pass(const tft_model *m) {
+    return (nmt_tf_pass){.n = m->n, .len = m->S, .key_len = m->klen};
+}
+
+static nmt_tf_pass dec_pass(const tft_model *m) {
+    return (nmt_tf_pass){.n = m->n, .len = m->T, .key_len = m->klen, .group = 1, .src_len = m->S};
+}
+
 void tft_attn_self_args(const tft_model *m, const sub_desc *s, nmt_attn_args *a) {
-    const tft_cfg *c = &m->c;
-    const uint32_t d = c->d, nbr = s->dec ? c->n_dec_br : c->n_enc_br, len = s->dec ? m->T : m->S;
-    memset(a, 0, sizeof *a);
-    a->n_heads = c->heads;
-    a->d_head = c->dh;
-    a->group = 1;
-    a->causal = s->dec;
-    a->n_branches = nbr;
-    memcpy(a->branches, s->dec ? c->dec_br : c->enc_br, sizeof(nmt_branch) * nbr);
-    a->scores = m->scores;
-    a->stats = m->stats;
-    a->out = s->ctx;
-    a->out_ld = nbr * d;
-    a->n_seq = m->n;
-    a->lq = len;
-    a->lk_max = len;
-    a->q = s->qkv_a;
-    a->k = nmt_buf_at(s->qkv_a, d);
-    a->v = nmt_buf_at(s->qkv_a, 2 * (size_t)d);
-    a->q_ld = a->k_ld = a->v_ld = 3 * d;
-    a->kv_seq_stride = (uint64_t)len * 3 * d;
-    a->key_len = s->dec ? NO_BUF : m->klen; /* the runtime's decoder self-attention has no key_len */
-    a->key_len_const = len;
+    const nmt_tf_pass p = s->dec ? dec_pass(m) : enc_pass(m);
+    nmt_tf_self_args(&m->fw, &s->a, s->dec, &p, a);
 }
 
 void tft_attn_cross_args(const tft_model *m, const sub_desc *s, nmt_attn_args *a) {
-    const tft_cfg *c = &m->c;
-    const uint32_t d = c->d;
-    memset(a, 0, sizeof *a);
-    a->n_heads = c->heads;
-    a->d_head = c->dh;
-    a->group = 1;
-    a->causal = 0;
-    a->n_branches = 1;
-    a->branches[0].kind = NMT_BRANCH_GLOBAL;
-    a->scores = m->scores;
-    a->stats = m->stats;
-    a->out = s->ctx;
-    a->out_ld = d;
-    a->n_seq = m->n;
-    a->lq = m->T;
-    a->lk_max = m->S;
-    a->q = s->qkv_a;
-    a->q_ld = d;
-    a->k = s->kv_a;
-    a->v = nmt_buf_at(s->kv_a, d);
-    a->k_ld = a->v_ld = 2 * d;
-    a->kv_seq_stride = (uint64_t)m->S * 2 * d;
-    a->key_len = m->klen;
+    const nmt_tf_pass p = dec_pass(m);
+    nmt_tf_cross_args(&m->fw, &s->a, &p, a);
 }
 
-static nmt_status linear(tft_model *m, nmt_buf in, uint32_t ld_in, uint32_t rows, lin_o w, uint32_t out_dim,
-                         uint32_t in_dim, nmt_buf out, uint32_t ld_out, int relu) {
-    return nmt_op_gemm(&m->ops, 1, rows, out_dim, in_dim, 1.0f, in, ld_in, PB(m, w.w), in_dim, 0.0f, out, ld_out,
-                       PB(m, w.b), relu);
-}
-
-/* F of a sub-layer: in -> s->t (before dropout). */
-static nmt_status fwd_f(tft_model *m, sub_desc *s, nmt_buf in, uint32_t rows) {
-    const tft_cfg *c = &m->c;
-    const uint32_t d = c->d;
-    if (s->kind == SUB_FFN) {
-        NMT_TRY(linear(m, in, d, rows, s->fc1, c->ff, d, s->a, c->ff, 1));
-        return linear(m, s->a, c->ff, rows, s->fc2, d, c->ff, s->t, d, 0);
-    }
-    nmt_attn_args a;
-    if (s->kind == SUB_CROSS) {
-        NMT_TRY(linear(m, in, d, rows, s->cq, d, d, s->qkv_a, d, 0));
-        NMT_TRY(linear(m, m->enc_out, d, m->n * m->S, s->ckv, 2 * d, d, s->kv_a, 2 * d, 0));
-        tft_attn_cross_args(m, s, &a);
-        NMT_TRY(nmt_op_attention(&m->ops, &a));
-        return linear(m, s->ctx, d, rows, s->co, d, d, s->t, d, 0);
-    }
-    NMT_TRY(linear(m, in, d, rows, s->qkv, 3 * d, d, s->qkv_a, 3 * d, 0));
-    tft_attn_self_args(m, s, &a);
-    NMT_TRY(nmt_op_attention(&m->ops, &a));
-    const uint32_t nbr = a.n_branches, ld = nbr * d;
-    if (nbr == 1 || c->fusion == NMT_TF_FUSE_CONCAT) return linear(m, s->ctx, ld, rows, s->o, d, ld, s->t, d, 0);
-    if (c->fusion == NMT_TF_FUSE_SUM) {
-        for (uint32_t b = 0; b < nbr; b++)
-            NMT_TRY(nmt_op_gemm(&m->ops, 1, rows, d, d, 1.0f, nmt_buf_at(s->ctx, (size_t)b * d), ld, PB(m, s->o.w), d,
-                                b ? 1.0f : 0.0f, s->t, d, b ? NO_BUF : PB(m, s->o.b), 0));
-        return NMT_OK;
-    }
-    const uint32_t dr = d / c->gate_r;
-    for (uint32_t b = 0; b < nbr; b++) {
-        nmt_buf xb = nmt_buf_at(s->ctx, (size_t)b * d);
-        NMT_TRY(linear(m, xb, ld, rows, s->g1[b], dr, d, s->gh[b], dr, 1));
-        NMT_TRY(linear(m, s->gh[b], dr, rows, s->g2[b], d, dr, s->g[b], d, 0));
-        NMT_TRY(nmt_op_gate_accum(&m->ops, xb, ld, s->g[b], d, s->fused, d, rows, d, b > 0));
-    }
-    return linear(m, s->fused, d, rows, s->o, d, d, s->t, d, 0);
-}
-
-static nmt_status fwd_sub(tft_model *m, sub_desc *s, uint32_t rows, float p, uint64_t seed, uint64_t site) {
-    const tft_cfg *c = &m->c;
-    const uint32_t n = rows * c->d;
-    if (c->pre_norm) {
-        NMT_TRY(nmt_op_layernorm(&m->ops, s->x, NO_BUF, m->h, rows, c->d, PB(m, s->ln.g), PB(m, s->ln.b), c->eps));
-        NMT_TRY(fwd_f(m, s, m->h, rows));
-        if (p > 0.0f) NMT_TRY(nmt_op_dropout(&m->t, s->t, s->t, n, p, seed, site << 32));
-        NMT_TRY(nmt_op_copy_rows(&m->ops, s->x, c->d, s->out, c->d, rows, c->d));
-        return nmt_op_add(&m->ops, s->out, s->t, n);
-    }
-    NMT_TRY(fwd_f(m, s, s->x, rows));
-    if (p > 0.0f) NMT_TRY(nmt_op_dropout(&m->t, s->t, s->t, n, p, seed, site << 32));
-    return nmt_op_layernorm(&m->ops, s->t, s->x, s->out, rows, c->d, PB(m, s->ln.g), PB(m, s->ln.b), c->eps);
-}
+static void train_acts(void *user, uint32_t k, nmt_tf_acts *out) { *out = ((const tft_model *)user)->subs[k].a; }
 
 /* Dropout sites: 0 source embedding, 1 target embedding, 2 + k sub-layer k. */
+static nmt_status train_drop(void *user, nmt_buf x, uint32_t n, uint64_t site) {
+    tft_model *m = (tft_model *)user;
+    return nmt_op_dropout(&m->t, x, x, n, m->drop_p, m->drop_seed, site << 32);
+}
+
+/* The shared forward (transformer_fwd.h) over this model's buffers. */
+static void bind_forward(tft_model *m) {
+    m->fw.ops = &m->ops;
+    m->fw.c = &m->c;
+    m->fw.w = &m->w;
+    m->fw.scores = m->scores;
+    m->fw.stats = m->stats;
+    m->fw.acts = train_acts;
+    m->fw.drop = NULL;
+    m->fw.user = m;
+}
+
+/* Teacher-forced forward of the loaded batch into m->logits, keeping every
+ * sub-layer's activations; dropout p (0: none). */
 static nmt_status forward(tft_model *m, float p, uint64_t seed) {
-    const tft_cfg *c = &m->c;
-    const uint32_t d = c->d, rs = m->n * m->S, rt = m->n * m->T;
-    nmt_buf x0 = m->subs[0].x;
-    NMT_TRY(nmt_op_embed(&m->ops, m->src_tok, rs, m->S, 0, PB(m, m->src_emb), d, c->emb_scale, x0));
-    if (p > 0.0f) NMT_TRY(nmt_op_dropout(&m->t, x0, x0, rs * d, p, seed, 0));
-    for (uint32_t k = 0; k < m->n_enc_sub; k++) NMT_TRY(fwd_sub(m, &m->subs[k], rs, p, seed, 2 + k));
-    if (c->pre_norm)
-        NMT_TRY(nmt_op_layernorm(&m->ops, m->enc_top, NO_BUF, m->enc_out, rs, d, PB(m, m->enc_ln.g),
-                                 PB(m, m->enc_ln.b), c->eps));
-    nmt_buf y0 = m->subs[m->n_enc_sub].x;
-    NMT_TRY(nmt_op_embed(&m->ops, m->tgt_in, rt, m->T, 0, PB(m, m->tgt_emb), d, c->emb_scale, y0));
-    if (p > 0.0f) NMT_TRY(nmt_op_dropout(&m->t, y0, y0, rt * d, p, seed, (uint64_t)1 << 32));
-    for (uint32_t k = m->n_enc_sub; k < m->n_enc_sub + m->n_dec_sub; k++)
-        NMT_TRY(fwd_sub(m, &m->subs[k], rt, p, seed, 2 + k));
-    if (c->pre_norm)
-        NMT_TRY(nmt_op_layernorm(&m->ops, m->dec_top, NO_BUF, m->y_fin, rt, d, PB(m, m->dec_ln.g),
-                                 PB(m, m->dec_ln.b), c->eps));
-    return nmt_op_gemm(&m->ops, 1, rt, c->tgt_vocab, d, 1.0f, m->y_fin, d, PB(m, m->out_w), d, 0.0f, m->logits,
-                       c->tgt_vocab, NO_BUF, 0);
+    const uint32_t rs = m->n * m->S, rt = m->n * m->T, E = m->n_enc_sub;
+    m->fw.drop = p > 0.0f ? train_drop : NULL;
+    m->drop_p = p;
+    m->drop_seed = seed;
+    const nmt_tf_pass pe = enc_pass(m), pd = dec_pass(m);
+    NMT_TRY(nmt_tf_embed(&m->fw, &m->w.src_emb, m->src_tok, rs, m->S, 0, m->subs[0].a.x, 0));
+    NMT_TRY(nmt_tf_encoder(&m->fw, &pe, m->enc_out));
+    NMT_TRY(nmt_tf_cross_kv(&m->fw, m->enc_out, rs));
+    NMT_TRY(nmt_tf_embed(&m->fw, &m->w.tgt_emb, m->tgt_in, rt, m->T, 0, m->subs[E].a.x, 1));
+    NMT_TRY(nmt_tf_decoder(&m->fw, &pd, m->y_fin));
+    return nmt_tf_logits(&m->fw, m->y_fin, rt, m->logits);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -781,31 +554,7 @@ nmt_status tft_write_state(tft_model *m, const float *params, const float *adam_
 nmt_status tft_add_to_writer(tft_model *m, nmtw_writer *w, int optimizer) {
     NMT_CHECK(m != NULL && w != NULL, NMT_ERR_INVALID_ARGUMENT);
     const tft_cfg *c = &m->c;
-    char s[256];
-    NMT_TRY(nmtw_set_str(w, "arch", "transformer"));
-    NMT_TRY(nmtw_set_i64(w, "d_model", c->d));
-    NMT_TRY(nmtw_set_i64(w, "n_heads", c->heads));
-    NMT_TRY(nmtw_set_i64(w, "d_ff", c->ff));
-    NMT_TRY(nmtw_set_i64(w, "enc_layers", c->enc_layers));
-    NMT_TRY(nmtw_set_i64(w, "dec_layers", c->dec_layers));
-    NMT_TRY(nmtw_set_i64(w, "src_vocab", c->src_vocab));
-    NMT_TRY(nmtw_set_i64(w, "tgt_vocab", c->tgt_vocab));
-    NMT_TRY(nmtw_set_str(w, "norm", c->pre_norm ? "pre" : "post"));
-    NMT_TRY(nmtw_set_f64(w, "ln_eps", (double)c->eps));
-    NMT_TRY(nmtw_set_f64(w, "embed_scale", (double)c->emb_scale));
-    NMT_TRY(nmtw_set_i64(w, "shared_embeddings", c->shared_emb));
-    NMT_TRY(nmtw_set_i64(w, "tied_output", c->tied_out));
-    nmt_tf_branches_str(c->enc_br, c->n_enc_br, s, sizeof s);
-    NMT_TRY(nmtw_set_str(w, "enc_branches", s));
-    nmt_tf_branches_str(c->dec_br, c->n_dec_br, s, sizeof s);
-    NMT_TRY(nmtw_set_str(w, "dec_branches", s));
-    static const char *const fus[] = {"sum", "concat", "gate"};
-    NMT_TRY(nmtw_set_str(w, "fusion", fus[c->fusion]));
-    NMT_TRY(nmtw_set_i64(w, "gate_reduction", c->gate_r));
-    NMT_TRY(nmtw_set_i64(w, "bos_id", c->bos));
-    NMT_TRY(nmtw_set_i64(w, "eos_id", c->eos));
-    NMT_TRY(nmtw_set_i64(w, "pad_id", c->pad));
-    NMT_TRY(nmtw_set_i64(w, "unk_id", c->unk));
+    NMT_TRY(nmtw_add_hparams(w, &nmt_family_transformer, c));
     float *host = malloc(m->n_params * sizeof(float) * (optimizer ? 2 : 1));
     NMT_CHECK(host != NULL, TFT_ERR_NOMEM);
     nmt_status st = tft_read_state(m, host, NULL, NULL, NULL);

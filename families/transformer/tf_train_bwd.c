@@ -1,6 +1,6 @@
 /* tf_train_bwd.c — the backward pass of the trainer's Transformer/HySAN
  * model (tf_train_internal.h): each sub-layer's backward chains
- * runtime/ops_train.h in the reverse order of tf_train.c's forward, as
+ * ops_train.h in the reverse order of the shared forward (transformer_fwd.c), as
  * docs/TRAINING-OPS.md describes. */
 #include <string.h>
 
@@ -8,8 +8,8 @@
 #include "tf_train_internal.h"
 
 static nmt_status lin_bwd(tft_model *m, uint32_t rows, uint32_t out_dim, uint32_t in_dim, nmt_buf x, uint32_t ld_x,
-                          lin_o w, nmt_buf dy, uint32_t ld_dy, nmt_buf dx, uint32_t ld_dx, float dx_beta) {
-    return nmt_op_linear_bwd(&m->ops, &m->t, rows, out_dim, in_dim, x, ld_x, PB(m, w.w), dy, ld_dy, dx, ld_dx,
+                          nmt_lin w, nmt_buf dy, uint32_t ld_dy, nmt_buf dx, uint32_t ld_dx, float dx_beta) {
+    return nmt_op_linear_bwd(&m->ops, &m->t, rows, out_dim, in_dim, x, ld_x, w.w, dy, ld_dy, dx, ld_dx,
                              dx_beta, GB(m, w.w), GB(m, w.b), 1.0f);
 }
 
@@ -18,16 +18,16 @@ static nmt_status bwd_f(tft_model *m, sub_desc *s, nmt_buf df, nmt_buf in, uint3
     const tft_cfg *c = &m->c;
     const uint32_t d = c->d;
     if (s->kind == SUB_FFN) {
-        NMT_TRY(lin_bwd(m, rows, d, c->ff, s->a, c->ff, s->fc2, df, d, m->dffn, c->ff, 0.0f));
-        NMT_TRY(nmt_op_relu_bwd(&m->t, s->a, m->dffn, m->dffn, rows * c->ff));
-        return lin_bwd(m, rows, c->ff, d, in, d, s->fc1, m->dffn, c->ff, m->dh, d, 0.0f);
+        NMT_TRY(lin_bwd(m, rows, d, c->ff, s->a.ffh, c->ff, s->w->fc2, df, d, m->dffn, c->ff, 0.0f));
+        NMT_TRY(nmt_op_relu_bwd(&m->t, s->a.ffh, m->dffn, m->dffn, rows * c->ff));
+        return lin_bwd(m, rows, c->ff, d, in, d, s->w->fc1, m->dffn, c->ff, m->dh, d, 0.0f);
     }
     nmt_attn_bwd_args ba;
     memset(&ba, 0, sizeof ba);
     ba.probs = m->probs;
     ba.dstats = m->dstats;
     if (s->kind == SUB_CROSS) {
-        NMT_TRY(lin_bwd(m, rows, d, d, s->ctx, d, s->co, df, d, m->dctx, d, 0.0f));
+        NMT_TRY(lin_bwd(m, rows, d, d, s->a.ctx, d, s->w->o, df, d, m->dctx, d, 0.0f));
         tft_attn_cross_args(m, s, &ba.fwd);
         ba.d_out = m->dctx;
         ba.d_out_ld = d;
@@ -38,30 +38,30 @@ static nmt_status bwd_f(tft_model *m, sub_desc *s, nmt_buf df, nmt_buf in, uint3
         ba.dk_ld = ba.dv_ld = 2 * d;
         ba.dkv_seq_stride = (uint64_t)m->S * 2 * d;
         NMT_TRY(nmt_op_attention_bwd(&m->t, &ba));
-        NMT_TRY(lin_bwd(m, rows, d, d, in, d, s->cq, m->dqkv, d, m->dh, d, 0.0f));
-        return lin_bwd(m, m->n * m->S, 2 * d, d, m->enc_out, d, s->ckv, m->dkv, 2 * d, m->d_enc, d, 1.0f);
+        NMT_TRY(lin_bwd(m, rows, d, d, in, d, s->w->q, m->dqkv, d, m->dh, d, 0.0f));
+        return lin_bwd(m, m->n * m->S, 2 * d, d, m->enc_out, d, s->w->kv, m->dkv, 2 * d, m->d_enc, d, 1.0f);
     }
     tft_attn_self_args(m, s, &ba.fwd);
     const uint32_t nbr = ba.fwd.n_branches, ld = nbr * d;
     if (nbr == 1 || c->fusion == NMT_TF_FUSE_CONCAT) {
-        NMT_TRY(lin_bwd(m, rows, d, ld, s->ctx, ld, s->o, df, d, m->dctx, ld, 0.0f));
+        NMT_TRY(lin_bwd(m, rows, d, ld, s->a.ctx, ld, s->w->o, df, d, m->dctx, ld, 0.0f));
     } else if (c->fusion == NMT_TF_FUSE_SUM) {
         for (uint32_t b = 0; b < nbr; b++) {
-            NMT_TRY(nmt_op_gemm(&m->ops, 0, rows, d, d, 1.0f, df, d, PB(m, s->o.w), d, 0.0f,
+            NMT_TRY(nmt_op_gemm(&m->ops, 0, rows, d, d, 1.0f, df, d, s->w->o.w, d, 0.0f,
                                 nmt_buf_at(m->dctx, (size_t)b * d), ld, NO_BUF, 0));
-            NMT_TRY(nmt_op_gemm_tn(&m->t, d, d, rows, 1.0f, df, d, nmt_buf_at(s->ctx, (size_t)b * d), ld, 1.0f,
-                                   GB(m, s->o.w), d));
+            NMT_TRY(nmt_op_gemm_tn(&m->t, d, d, rows, 1.0f, df, d, nmt_buf_at(s->a.ctx, (size_t)b * d), ld, 1.0f,
+                                   GB(m, s->w->o.w), d));
         }
-        NMT_TRY(nmt_op_col_sum(&m->t, rows, d, 1.0f, df, d, 1.0f, GB(m, s->o.b)));
+        NMT_TRY(nmt_op_col_sum(&m->t, rows, d, 1.0f, df, d, 1.0f, GB(m, s->w->o.b)));
     } else {
         const uint32_t dr = d / c->gate_r;
-        NMT_TRY(lin_bwd(m, rows, d, d, s->fused, d, s->o, df, d, m->dfused, d, 0.0f));
+        NMT_TRY(lin_bwd(m, rows, d, d, s->a.fused, d, s->w->o, df, d, m->dfused, d, 0.0f));
         for (uint32_t b = 0; b < nbr; b++) {
-            nmt_buf xb = nmt_buf_at(s->ctx, (size_t)b * d), dxb = nmt_buf_at(m->dctx, (size_t)b * d);
-            NMT_TRY(nmt_op_gate_bwd(&m->t, xb, ld, s->g[b], d, m->dfused, d, dxb, ld, m->dg, d, rows, d, 0));
-            NMT_TRY(lin_bwd(m, rows, d, dr, s->gh[b], dr, s->g2[b], m->dg, d, m->dgh, dr, 0.0f));
-            NMT_TRY(nmt_op_relu_bwd(&m->t, s->gh[b], m->dgh, m->dgh, rows * dr));
-            NMT_TRY(lin_bwd(m, rows, dr, d, xb, ld, s->g1[b], m->dgh, dr, dxb, ld, 1.0f));
+            nmt_buf xb = nmt_buf_at(s->a.ctx, (size_t)b * d), dxb = nmt_buf_at(m->dctx, (size_t)b * d);
+            NMT_TRY(nmt_op_gate_bwd(&m->t, xb, ld, s->a.g[b], d, m->dfused, d, dxb, ld, m->dg, d, rows, d, 0));
+            NMT_TRY(lin_bwd(m, rows, d, dr, s->a.gh[b], dr, s->w->g2[b], m->dg, d, m->dgh, dr, 0.0f));
+            NMT_TRY(nmt_op_relu_bwd(&m->t, s->a.gh[b], m->dgh, m->dgh, rows * dr));
+            NMT_TRY(lin_bwd(m, rows, dr, d, xb, ld, s->w->g1[b], m->dgh, dr, dxb, ld, 1.0f));
         }
     }
     ba.d_out = m->dctx;
@@ -72,7 +72,7 @@ static nmt_status bwd_f(tft_model *m, sub_desc *s, nmt_buf df, nmt_buf in, uint3
     ba.dq_ld = ba.dk_ld = ba.dv_ld = 3 * d;
     ba.dkv_seq_stride = (uint64_t)ba.fwd.lq * 3 * d;
     NMT_TRY(nmt_op_attention_bwd(&m->t, &ba));
-    return lin_bwd(m, rows, 3 * d, d, in, d, s->qkv, m->dqkv, 3 * d, m->dh, d, 0.0f);
+    return lin_bwd(m, rows, 3 * d, d, in, d, s->w->qkv, m->dqkv, 3 * d, m->dh, d, 0.0f);
 }
 
 /* *cur: gradient w.r.t. the sub-layer's output; becomes the gradient w.r.t.
@@ -87,19 +87,19 @@ static nmt_status bwd_sub(tft_model *m, sub_desc *s, uint32_t rows, float p, uin
             NMT_TRY(nmt_op_dropout(&m->t, *cur, m->dtmp, n, p, seed, site << 32));
             df = m->dtmp;
         }
-        NMT_TRY(nmt_op_layernorm(&m->ops, s->x, NO_BUF, m->h, rows, c->d, PB(m, s->ln.g), PB(m, s->ln.b), c->eps));
+        NMT_TRY(nmt_op_layernorm(&m->ops, s->a.x, NO_BUF, m->h, rows, c->d, s->w->ln.w, s->w->ln.b, c->eps));
         NMT_TRY(bwd_f(m, s, df, m->h, rows));
-        return nmt_op_layernorm_bwd(&m->t, s->x, NO_BUF, m->dh, *cur, 1, rows, c->d, PB(m, s->ln.g), c->eps,
-                                    GB(m, s->ln.g), GB(m, s->ln.b), 1, m->lnstats);
+        return nmt_op_layernorm_bwd(&m->t, s->a.x, NO_BUF, m->dh, *cur, 1, rows, c->d, s->w->ln.w, c->eps,
+                                    GB(m, s->w->ln.w), GB(m, s->w->ln.b), 1, m->lnstats);
     }
-    NMT_TRY(nmt_op_layernorm_bwd(&m->t, s->x, s->t, *cur, *spare, 0, rows, c->d, PB(m, s->ln.g), c->eps,
-                                 GB(m, s->ln.g), GB(m, s->ln.b), 1, m->lnstats));
+    NMT_TRY(nmt_op_layernorm_bwd(&m->t, s->a.x, s->a.t, *cur, *spare, 0, rows, c->d, s->w->ln.w, c->eps,
+                                 GB(m, s->w->ln.w), GB(m, s->w->ln.b), 1, m->lnstats));
     nmt_buf df = *spare;
     if (p > 0.0f) {
         NMT_TRY(nmt_op_dropout(&m->t, *spare, m->dtmp, n, p, seed, site << 32));
         df = m->dtmp;
     }
-    NMT_TRY(bwd_f(m, s, df, s->x, rows));
+    NMT_TRY(bwd_f(m, s, df, s->a.x, rows));
     NMT_TRY(nmt_op_axpy(&m->t, *spare, m->dh, n, 1.0f));
     nmt_buf tmp = *cur;
     *cur = *spare;
@@ -108,7 +108,7 @@ static nmt_status bwd_sub(tft_model *m, sub_desc *s, uint32_t rows, float p, uin
 }
 
 static nmt_status embed_bwd(tft_model *m, const int32_t *tok, uint32_t rows, uint32_t vocab, nmt_buf dy,
-                            nmt_buf perm, nmt_buf seg, nmt_buf segtok, size_t emb) {
+                            nmt_buf perm, nmt_buf seg, nmt_buf segtok, nmt_buf emb) {
     uint32_t n_seg = 0;
     NMT_TRY(nmt_embed_bwd_plan(tok, rows, vocab, (int32_t)m->c.pad, m->h_count, m->h_perm, m->h_seg, m->h_segtok,
                                &n_seg));
@@ -124,13 +124,13 @@ nmt_status tft_backward(tft_model *m, float p, uint64_t seed) {
     const uint32_t d = c->d, rs = m->n * m->S, rt = m->n * m->T;
     nmt_buf cur = m->g_a, spare = m->g_b;
     if (c->pre_norm) {
-        NMT_TRY(nmt_op_linear_bwd(&m->ops, &m->t, rt, c->tgt_vocab, d, m->y_fin, d, PB(m, m->out_w), m->logits,
-                                  c->tgt_vocab, m->dtmp, d, 0.0f, GB(m, m->out_w), NO_BUF, 1.0f));
-        NMT_TRY(nmt_op_layernorm_bwd(&m->t, m->dec_top, NO_BUF, m->dtmp, cur, 0, rt, d, PB(m, m->dec_ln.g), c->eps,
-                                     GB(m, m->dec_ln.g), GB(m, m->dec_ln.b), 1, m->lnstats));
+        NMT_TRY(nmt_op_linear_bwd(&m->ops, &m->t, rt, c->tgt_vocab, d, m->y_fin, d, m->w.out.w, m->logits,
+                                  c->tgt_vocab, m->dtmp, d, 0.0f, GB(m, m->w.out.w), NO_BUF, 1.0f));
+        NMT_TRY(nmt_op_layernorm_bwd(&m->t, m->dec_top, NO_BUF, m->dtmp, cur, 0, rt, d, m->w.dec_ln.w, c->eps,
+                                     GB(m, m->w.dec_ln.w), GB(m, m->w.dec_ln.b), 1, m->lnstats));
     } else {
-        NMT_TRY(nmt_op_linear_bwd(&m->ops, &m->t, rt, c->tgt_vocab, d, m->y_fin, d, PB(m, m->out_w), m->logits,
-                                  c->tgt_vocab, cur, d, 0.0f, GB(m, m->out_w), NO_BUF, 1.0f));
+        NMT_TRY(nmt_op_linear_bwd(&m->ops, &m->t, rt, c->tgt_vocab, d, m->y_fin, d, m->w.out.w, m->logits,
+                                  c->tgt_vocab, cur, d, 0.0f, GB(m, m->w.out.w), NO_BUF, 1.0f));
     }
     NMT_TRY(nmt_op_fill(&m->t, m->d_enc, rs * d, 0.0f));
     for (uint32_t k = m->n_enc_sub + m->n_dec_sub; k-- > m->n_enc_sub;)
@@ -140,11 +140,11 @@ nmt_status tft_backward(tft_model *m, float p, uint64_t seed) {
         NMT_TRY(nmt_op_dropout(&m->t, cur, m->dtmp, rt * d, p, seed, (uint64_t)1 << 32));
         dy = m->dtmp;
     }
-    NMT_TRY(embed_bwd(m, m->h_tin, rt, c->tgt_vocab, dy, m->perm_t, m->seg_t, m->segtok_t, m->tgt_emb));
+    NMT_TRY(embed_bwd(m, m->h_tin, rt, c->tgt_vocab, dy, m->perm_t, m->seg_t, m->segtok_t, m->w.tgt_emb.w));
     /* encoder: the gradient of its output summed over the decoder layers */
     if (c->pre_norm) {
-        NMT_TRY(nmt_op_layernorm_bwd(&m->t, m->enc_top, NO_BUF, m->d_enc, cur, 0, rs, d, PB(m, m->enc_ln.g), c->eps,
-                                     GB(m, m->enc_ln.g), GB(m, m->enc_ln.b), 1, m->lnstats));
+        NMT_TRY(nmt_op_layernorm_bwd(&m->t, m->enc_top, NO_BUF, m->d_enc, cur, 0, rs, d, m->w.enc_ln.w, c->eps,
+                                     GB(m, m->w.enc_ln.w), GB(m, m->w.enc_ln.b), 1, m->lnstats));
     } else {
         spare = cur;
         cur = m->d_enc;
@@ -155,5 +155,5 @@ nmt_status tft_backward(tft_model *m, float p, uint64_t seed) {
         NMT_TRY(nmt_op_dropout(&m->t, cur, m->dtmp, rs * d, p, seed, 0));
         dy = m->dtmp;
     }
-    return embed_bwd(m, m->h_src, rs, c->src_vocab, dy, m->perm_s, m->seg_s, m->segtok_s, m->src_emb);
+    return embed_bwd(m, m->h_src, rs, c->src_vocab, dy, m->perm_s, m->seg_s, m->segtok_s, m->w.src_emb.w);
 }

@@ -5,7 +5,7 @@
 #define NMT_TF_TRAIN_INTERNAL_H
 
 #include "tf_train.h"
-#include "transformer_cfg.h"
+#include "transformer_fwd.h"
 
 typedef nmt_tf_cfg tft_cfg;
 
@@ -16,27 +16,14 @@ typedef struct tft_tinfo {
     size_t off, count;
 } tft_tinfo;
 
-typedef struct lin_o { size_t w, b; } lin_o;  /* offsets into P (and G, M, V) */
-typedef struct ln_o { size_t g, b; } ln_o;
+enum { SUB_SELF = NMT_TF_SUB_SELF, SUB_CROSS = NMT_TF_SUB_CROSS, SUB_FFN = NMT_TF_SUB_FFN };
 
-enum { SUB_SELF = 0, SUB_CROSS = 1, SUB_FFN = 2 };
-
-/* One residual sub-layer: its parameters and the activations it keeps. */
+/* One residual sub-layer: its parameters (views into P) and the activations
+ * the forward keeps for the backward (nmt_tf_acts: its own buffers). */
 typedef struct sub_desc {
     int kind, dec;
-    lin_o qkv, o, g1[NMT_MAX_BRANCHES], g2[NMT_MAX_BRANCHES]; /* self */
-    lin_o cq, ckv, co;                                        /* cross */
-    lin_o fc1, fc2;                                           /* ffn */
-    ln_o ln;
-    nmt_buf x;      /* input (rows, d) */
-    nmt_buf out;    /* output = next sub-layer's input */
-    nmt_buf t;      /* dropped output of F (rows, d) */
-    nmt_buf qkv_a;  /* self: (rows, 3d); cross: q (rows, d) */
-    nmt_buf kv_a;   /* cross: (source rows, 2d) */
-    nmt_buf ctx;    /* (rows, nbr d) */
-    nmt_buf fused;  /* gate: (rows, d) */
-    nmt_buf gh[NMT_MAX_BRANCHES], g[NMT_MAX_BRANCHES]; /* gate: (rows, d/r), (rows, d) */
-    nmt_buf a;      /* ffn hidden (rows, d_ff) */
+    const nmt_tf_sub_w *w;
+    nmt_tf_acts a;
 } sub_desc;
 
 struct tft_model {
@@ -52,8 +39,10 @@ struct tft_model {
     cl_mem *mems;
     size_t n_mems, cap_mems;
     nmt_buf P, G, M, V;
-    size_t src_emb, tgt_emb, out_w;
-    ln_o enc_ln, dec_ln;
+    nmt_tf_weights w;        /* views into P (the catalogue's struct) */
+    nmt_tf_fwd fw;           /* the shared forward over this model's buffers */
+    float drop_p;            /* dropout of the running forward */
+    uint64_t drop_seed;
     sub_desc *subs;          /* encoder sub-layers, then decoder ones */
     uint32_t n_enc_sub, n_dec_sub;
     nmt_buf enc_top, enc_out, dec_top, y_fin;
@@ -68,8 +57,8 @@ struct tft_model {
 
 static const nmt_buf NO_BUF = {NULL, 0};
 
-static inline nmt_buf PB(const tft_model *m, size_t off) { return nmt_buf_at(m->P, off); }
-static inline nmt_buf GB(const tft_model *m, size_t off) { return nmt_buf_at(m->G, off); }
+/* The gradient of a parameter view (the same slice of G as of P). */
+static inline nmt_buf GB(const tft_model *m, nmt_buf p) { return nmt_buf_at(m->G, p.off); }
 
 /* Attention arguments of a self-/cross-attention sub-layer for the current
  * batch (the forward's; the backward takes them as its `fwd`). */

@@ -1,12 +1,68 @@
-/* transformer_cfg.c — parsing the Transformer / HySAN hyper-parameters
- * (transformer_cfg.h). */
+/* transformer_cfg.c — the Transformer / HySAN family's declaration
+ * (transformer_cfg.h): hyper-parameter table, cross-key checks, tensor
+ * catalogue, info.  Every key, default, check and tensor name of the family
+ * is written here and nowhere else. */
 #include "transformer_cfg.h"
 
 #include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common.h"
+
+/* ------------------------------------------------------------------------ */
+/* Hyper-parameters                                                         */
+/* ------------------------------------------------------------------------ */
+
+#define OFF(field) offsetof(nmt_tf_cfg, field)
+#define DIM_MAX ((double)NMT_TF_MAX_DIM * 16)
+#define DIM(k, fl, field, lo_, help_) \
+    {.key = k, .flag = fl, .type = NMT_HP_U32, .off = OFF(field), .required = 1, .lo = lo_, .hi = DIM_MAX, .help = help_}
+#define FLAG(k, fl, field, help_) {.key = k, .flag = fl, .type = NMT_HP_FLAG, .off = OFF(field), .help = help_}
+#define ID(k, fl, field, def_, help_) \
+    {.key = k, .flag = fl, .type = NMT_HP_U32, .off = OFF(field), .def = def_, .lo = 0, .hi = DIM_MAX, .help = help_}
+
+static const char *const norm_choices[] = {"post", "pre", NULL};
+static const char *const fusion_choices[] = {"sum", "concat", "gate", NULL};
+
+/* Index of each entry that finish() needs to know was present. */
+enum { HP_EMBED_SCALE = 9, HP_EOS = 17 };
+
+const nmt_hparam nmt_tf_hparams[] = {
+    DIM("d_model", "d-model", d, 2, "model width d (even, divisible by n_heads)"),
+    DIM("n_heads", "heads", heads, 1, "attention heads"),
+    DIM("d_ff", "ff", ff, 1, "FFN hidden width"),
+    DIM("enc_layers", "enc-layers", enc_layers, 1, "encoder layers (<= 64)"),
+    DIM("dec_layers", "dec-layers", dec_layers, 1, "decoder layers (<= 64)"),
+    DIM("src_vocab", "src-vocab", src_vocab, 1, "source vocabulary size"),
+    DIM("tgt_vocab", "tgt-vocab", tgt_vocab, 1, "target vocabulary size"),
+    {.key = "norm", .flag = "norm", .type = NMT_HP_ENUM, .off = OFF(pre_norm), .def_str = "post",
+     .choices = norm_choices, .help = "post: x = LN(x + F(x)); pre: x = x + F(LN(x)) with final norms"},
+    {.key = "ln_eps", .flag = "ln-eps", .type = NMT_HP_F32, .off = OFF(eps), .def = 1e-5, .lo = 0, .hi = 1,
+     .help = "layer-norm epsilon"},
+    [HP_EMBED_SCALE] = {.key = "embed_scale", .flag = "embed-scale", .type = NMT_HP_F32, .off = OFF(emb_scale),
+                        .computed_default = 1, .help = "embedding multiplier (default sqrt(d_model))"},
+    FLAG("shared_embeddings", "shared-embeddings", shared_emb, "one embedding for both sides (equal vocabularies)"),
+    FLAG("tied_output", "tied-output", tied_out, "output projection = target embedding"),
+    {.key = "enc_branches", .flag = "enc-branches", .type = NMT_HP_TEXT, .off = OFF(enc_br_text),
+     .def_str = "global", .text_cap = NMT_TF_BRANCH_TEXT,
+     .help = "encoder self-attention branches: 1-8 of global fw bw local:K"},
+    {.key = "dec_branches", .flag = "dec-branches", .type = NMT_HP_TEXT, .off = OFF(dec_br_text),
+     .def_str = "global", .text_cap = NMT_TF_BRANCH_TEXT,
+     .help = "decoder self-attention branches: 1-8 of global fw local:K"},
+    {.key = "fusion", .flag = "fusion", .type = NMT_HP_ENUM, .off = OFF(fusion), .def_str = "sum",
+     .choices = fusion_choices, .help = "fusion of the branches: sum, concat or gate (squeeze-gated sum)"},
+    {.key = "gate_reduction", .flag = "gate-reduction", .type = NMT_HP_U32, .off = OFF(gate_r), .def = 4, .lo = 1,
+     .hi = DIM_MAX, .help = "reduction r of the squeeze gate (d_model % r == 0)"},
+    ID("bos_id", "bos-id", bos, 0, "target start id (< tgt_vocab)"),
+    [HP_EOS] = {.key = "eos_id", .flag = "eos-id", .type = NMT_HP_U32, .off = OFF(eos), .computed_default = 1,
+                .lo = 0, .hi = DIM_MAX, .help = "end-of-sentence id (default 1, or 0 for a 1-word vocabulary)"},
+    ID("pad_id", "pad-id", pad, 0, "padding id (< both vocabularies)"),
+    ID("unk_id", "unk-id", unk, 0, "unknown-piece id (< both vocabularies)"),
+};
+_Static_assert(NMT_ARRAY_LEN(nmt_tf_hparams) == NMT_TF_N_HPARAMS, "table size: update NMT_TF_N_HPARAMS");
 
 /* Parse "global fw bw local:3" into a branch list. */
 static nmt_status parse_branches(const char *str, int decoder, nmt_branch *out, uint32_t *n) {
@@ -45,31 +101,6 @@ static nmt_status parse_branches(const char *str, int decoder, nmt_branch *out, 
     return NMT_OK;
 }
 
-static nmt_status get_dim(const nmt_file *f, const char *key, uint32_t lo, uint32_t *out) {
-    int64_t v;
-    NMT_TRY(nmt_file_get_i64(f, key, &v));
-    NMT_CHECK(v >= (int64_t)lo && v <= (int64_t)NMT_TF_MAX_DIM * 16, NMT_ERR_MODEL_ARCH);
-    *out = (uint32_t)v;
-    return NMT_OK;
-}
-
-static nmt_status get_flag(const nmt_file *f, const char *key, int *out) {
-    int64_t v;
-    NMT_TRY(nmt_file_get_i64_or(f, key, 0, &v));
-    NMT_CHECK(v == 0 || v == 1, NMT_ERR_MODEL_ARCH);
-    *out = (int)v;
-    return NMT_OK;
-}
-
-static nmt_status get_id(const nmt_file *f, const char *key, int64_t def, uint32_t vocab,
-                         uint32_t *out) {
-    int64_t v;
-    NMT_TRY(nmt_file_get_i64_or(f, key, def, &v));
-    NMT_CHECK(v >= 0 && v < (int64_t)vocab, NMT_ERR_MODEL_ARCH);
-    *out = (uint32_t)v;
-    return NMT_OK;
-}
-
 void nmt_tf_branches_str(const nmt_branch *br, uint32_t n, char *buf, size_t cap) {
     size_t used = 0;
     buf[0] = '\0';
@@ -83,58 +114,28 @@ void nmt_tf_branches_str(const nmt_branch *br, uint32_t n, char *buf, size_t cap
     }
 }
 
-nmt_status nmt_tf_cfg_parse(const nmt_file *f, nmt_tf_cfg *c) {
-    memset(c, 0, sizeof *c);
-    NMT_TRY(get_dim(f, "d_model", 2, &c->d));
-    NMT_TRY(get_dim(f, "n_heads", 1, &c->heads));
-    NMT_TRY(get_dim(f, "d_ff", 1, &c->ff));
-    NMT_TRY(get_dim(f, "enc_layers", 1, &c->enc_layers));
-    NMT_TRY(get_dim(f, "dec_layers", 1, &c->dec_layers));
-    NMT_TRY(get_dim(f, "src_vocab", 1, &c->src_vocab));
-    NMT_TRY(get_dim(f, "tgt_vocab", 1, &c->tgt_vocab));
-    NMT_CHECK(c->d <= NMT_TF_MAX_DIM && c->ff <= NMT_TF_MAX_DIM * 4 && c->d % 2 == 0 &&
-                  c->d % c->heads == 0 && c->enc_layers <= NMT_TF_MAX_LAYERS &&
-                  c->dec_layers <= NMT_TF_MAX_LAYERS,
+nmt_status nmt_tf_finish(void *cfgp, uint64_t present) {
+    nmt_tf_cfg *c = (nmt_tf_cfg *)cfgp;
+    NMT_CHECK(c->d <= NMT_TF_MAX_DIM && c->ff <= NMT_TF_MAX_DIM * 4 && c->d % 2 == 0 && c->d % c->heads == 0 &&
+                  c->enc_layers <= NMT_TF_MAX_LAYERS && c->dec_layers <= NMT_TF_MAX_LAYERS,
               NMT_ERR_MODEL_ARCH);
     c->dh = c->d / c->heads;
-
-    char s[96];
-    NMT_TRY(nmt_file_get_str_or(f, "norm", "post", s, sizeof s));
-    NMT_CHECK(strcmp(s, "pre") == 0 || strcmp(s, "post") == 0, NMT_ERR_MODEL_ARCH);
-    c->pre_norm = s[1] == 'r';
-    double eps, scale;
-    NMT_TRY(nmt_file_get_f64_or(f, "ln_eps", 1e-5, &eps));
-    NMT_TRY(nmt_file_get_f64_or(f, "embed_scale", sqrt((double)c->d), &scale));
-    NMT_CHECK(eps > 0 && eps < 1 && isfinite(scale), NMT_ERR_MODEL_ARCH);
-    c->eps = (float)eps;
-    c->emb_scale = (float)scale;
-    NMT_TRY(get_flag(f, "shared_embeddings", &c->shared_emb));
-    NMT_TRY(get_flag(f, "tied_output", &c->tied_out));
+    if (!(present >> HP_EMBED_SCALE & 1)) c->emb_scale = (float)sqrt((double)c->d);
     NMT_CHECK(!c->shared_emb || c->src_vocab == c->tgt_vocab, NMT_ERR_MODEL_ARCH);
-
-    NMT_TRY(nmt_file_get_str_or(f, "enc_branches", "global", s, sizeof s));
-    NMT_TRY(parse_branches(s, 0, c->enc_br, &c->n_enc_br));
-    NMT_TRY(nmt_file_get_str_or(f, "dec_branches", "global", s, sizeof s));
-    NMT_TRY(parse_branches(s, 1, c->dec_br, &c->n_dec_br));
-    NMT_TRY(nmt_file_get_str_or(f, "fusion", "sum", s, sizeof s));
-    if (strcmp(s, "sum") == 0) c->fusion = NMT_TF_FUSE_SUM;
-    else if (strcmp(s, "concat") == 0) c->fusion = NMT_TF_FUSE_CONCAT;
-    else if (strcmp(s, "gate") == 0) c->fusion = NMT_TF_FUSE_GATE;
-    else return NMT_ERR_MODEL_ARCH;
-    int64_t r;
-    NMT_TRY(nmt_file_get_i64_or(f, "gate_reduction", 4, &r));
-    NMT_CHECK(r >= 1 && r <= (int64_t)c->d && c->d % (uint32_t)r == 0, NMT_ERR_MODEL_ARCH);
-    c->gate_r = (uint32_t)r;
-
-    uint32_t vmin = NMT_MIN(c->src_vocab, c->tgt_vocab);
-    NMT_TRY(get_id(f, "bos_id", 0, c->tgt_vocab, &c->bos));
-    NMT_TRY(get_id(f, "eos_id", c->tgt_vocab > 1 ? 1 : 0, vmin, &c->eos));
-    NMT_TRY(get_id(f, "pad_id", 0, vmin, &c->pad));
-    NMT_TRY(get_id(f, "unk_id", 0, vmin, &c->unk));
+    NMT_TRY(parse_branches(c->enc_br_text, 0, c->enc_br, &c->n_enc_br));
+    NMT_TRY(parse_branches(c->dec_br_text, 1, c->dec_br, &c->n_dec_br));
+    /* the canonical spelling, as every writer stores it */
+    nmt_tf_branches_str(c->enc_br, c->n_enc_br, c->enc_br_text, sizeof c->enc_br_text);
+    nmt_tf_branches_str(c->dec_br, c->n_dec_br, c->dec_br_text, sizeof c->dec_br_text);
+    NMT_CHECK(c->gate_r <= c->d && c->d % c->gate_r == 0, NMT_ERR_MODEL_ARCH);
+    if (!(present >> HP_EOS & 1)) c->eos = c->tgt_vocab > 1 ? 1 : 0;
+    const uint32_t vmin = NMT_MIN(c->src_vocab, c->tgt_vocab);
+    NMT_CHECK(c->bos < c->tgt_vocab && c->eos < vmin && c->pad < vmin && c->unk < vmin, NMT_ERR_MODEL_ARCH);
     return NMT_OK;
 }
 
-void nmt_tf_cfg_info(const nmt_tf_cfg *c, nmt_model_info *info) {
+void nmt_tf_info(const void *cfgp, nmt_model_info *info) {
+    const nmt_tf_cfg *c = (const nmt_tf_cfg *)cfgp;
     nmt_strlcpy(info->arch, "transformer", sizeof info->arch);
     info->d_model = c->d;
     info->n_heads = c->heads;
@@ -143,11 +144,10 @@ void nmt_tf_cfg_info(const nmt_tf_cfg *c, nmt_model_info *info) {
     info->dec_layers = c->dec_layers;
     info->src_vocab = c->src_vocab;
     info->tgt_vocab = c->tgt_vocab;
-    nmt_strlcpy(info->norm, c->pre_norm ? "pre" : "post", sizeof info->norm);
-    nmt_tf_branches_str(c->enc_br, c->n_enc_br, info->enc_branches, sizeof info->enc_branches);
-    nmt_tf_branches_str(c->dec_br, c->n_dec_br, info->dec_branches, sizeof info->dec_branches);
-    static const char *const fus[] = {"sum", "concat", "gate"};
-    nmt_strlcpy(info->fusion, fus[c->fusion], sizeof info->fusion);
+    nmt_strlcpy(info->norm, norm_choices[c->pre_norm], sizeof info->norm);
+    nmt_strlcpy(info->enc_branches, c->enc_br_text, sizeof info->enc_branches);
+    nmt_strlcpy(info->dec_branches, c->dec_br_text, sizeof info->dec_branches);
+    nmt_strlcpy(info->fusion, fusion_choices[c->fusion], sizeof info->fusion);
     info->gate_reduction = c->gate_r;
     info->shared_embeddings = c->shared_emb;
     info->tied_output = c->tied_out;
@@ -156,3 +156,122 @@ void nmt_tf_cfg_info(const nmt_tf_cfg *c, nmt_model_info *info) {
     info->pad_id = c->pad;
     info->unk_id = c->unk;
 }
+
+/* ------------------------------------------------------------------------ */
+/* Tensor catalogue                                                         */
+/* ------------------------------------------------------------------------ */
+
+typedef struct cat {
+    const nmt_tf_cfg *c;
+    nmt_tensor_fn fn;
+    void *ctx;
+    char prefix[64];
+} cat;
+
+static nmt_status emit(cat *k, nmt_lin *dst, nmt_role role, uint32_t ndim, uint32_t d0, uint32_t d1,
+                       nmt_init init, uint32_t fan_in, uint32_t part, uint32_t n_parts, const char *fmt, ...)
+    __attribute__((format(printf, 11, 12)));
+
+static nmt_status emit(cat *k, nmt_lin *dst, nmt_role role, uint32_t ndim, uint32_t d0, uint32_t d1,
+                       nmt_init init, uint32_t fan_in, uint32_t part, uint32_t n_parts, const char *fmt, ...) {
+    nmt_tensor_decl t;
+    memset(&t, 0, sizeof t);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t.name, sizeof t.name, fmt, ap);
+    va_end(ap);
+    t.ndim = ndim;
+    t.shape[0] = d0;
+    t.shape[1] = ndim == 2 ? d1 : 0;
+    t.quantizable = ndim == 2;
+    t.init = init;
+    t.fan_in = fan_in;
+    t.dst = dst;
+    t.role = role;
+    t.part = part;
+    t.n_parts = n_parts;
+    return k->fn(k->ctx, &t);
+}
+
+/* <prefix>.weight [out, in] and <prefix>.bias [out]; part i of n fused. */
+static nmt_status lin(cat *k, nmt_lin *dst, uint32_t out, uint32_t in, uint32_t part, uint32_t n, const char *name) {
+    NMT_TRY(emit(k, dst, NMT_ROLE_WEIGHT, 2, out, in, NMT_INIT_UNIFORM, in, part, n, "%s.%s.weight", k->prefix, name));
+    return emit(k, dst, NMT_ROLE_BIAS, 1, out, 0, NMT_INIT_UNIFORM, in, part, n, "%s.%s.bias", k->prefix, name);
+}
+
+static nmt_status norm(cat *k, nmt_lin *dst, const char *name) {
+    NMT_TRY(emit(k, dst, NMT_ROLE_WEIGHT, 1, k->c->d, 0, NMT_INIT_LN_GAIN, 0, 0, 1, "%s.weight", name));
+    return emit(k, dst, NMT_ROLE_BIAS, 1, k->c->d, 0, NMT_INIT_LN_BIAS, 0, 0, 1, "%s.bias", name);
+}
+
+#define SUB(w, i) ((w) ? &(w)->sub[i] : NULL)
+#define FIELD(s, f) ((s) ? &(s)->f : NULL)
+
+static nmt_status self_attn(cat *k, nmt_tf_sub_w *s, const char *stack, uint32_t l, uint32_t nbr) {
+    const nmt_tf_cfg *c = k->c;
+    static const char *const qkv[3] = {"q", "k", "v"};
+    snprintf(k->prefix, sizeof k->prefix, "%s.%u.self_attn", stack, l);
+    for (uint32_t i = 0; i < 3; i++) NMT_TRY(lin(k, FIELD(s, qkv), c->d, c->d, i, 3, qkv[i]));
+    const uint32_t o_in = (c->fusion == NMT_TF_FUSE_CONCAT && nbr > 1) ? nbr * c->d : c->d;
+    NMT_TRY(lin(k, FIELD(s, o), c->d, o_in, 0, 1, "o"));
+    if (c->fusion == NMT_TF_FUSE_GATE && nbr > 1)
+        for (uint32_t b = 0; b < nbr; b++) {
+            char n[32];
+            snprintf(n, sizeof n, "gate.%u.fc1", b);
+            NMT_TRY(lin(k, FIELD(s, g1[b]), c->d / c->gate_r, c->d, 0, 1, n));
+            snprintf(n, sizeof n, "gate.%u.fc2", b);
+            NMT_TRY(lin(k, FIELD(s, g2[b]), c->d, c->d / c->gate_r, 0, 1, n));
+        }
+    return NMT_OK;
+}
+
+static nmt_status ffn(cat *k, nmt_tf_sub_w *s, const char *stack, uint32_t l) {
+    snprintf(k->prefix, sizeof k->prefix, "%s.%u.ffn", stack, l);
+    NMT_TRY(lin(k, FIELD(s, fc1), k->c->ff, k->c->d, 0, 1, "fc1"));
+    return lin(k, FIELD(s, fc2), k->c->d, k->c->ff, 0, 1, "fc2");
+}
+
+nmt_status nmt_tf_catalogue(const void *cfgp, void *wp, nmt_tensor_fn fn, void *ctx) {
+    const nmt_tf_cfg *c = (const nmt_tf_cfg *)cfgp;
+    nmt_tf_weights *w = (nmt_tf_weights *)wp;
+    cat k = {c, fn, ctx, ""};
+    char n[64];
+    const uint32_t d = c->d, E = nmt_tf_n_enc_sub(c);
+    NMT_TRY(emit(&k, FIELD(w, src_emb), NMT_ROLE_WEIGHT, 2, c->src_vocab, d, NMT_INIT_UNIFORM, d, 0, 1, "src_embed"));
+    if (!c->shared_emb)
+        NMT_TRY(emit(&k, FIELD(w, tgt_emb), NMT_ROLE_WEIGHT, 2, c->tgt_vocab, d, NMT_INIT_UNIFORM, d, 0, 1, "tgt_embed"));
+    if (!c->tied_out)
+        NMT_TRY(emit(&k, FIELD(w, out), NMT_ROLE_WEIGHT, 2, c->tgt_vocab, d, NMT_INIT_UNIFORM, d, 0, 1, "out_proj"));
+    for (uint32_t l = 0; l < c->enc_layers; l++) {
+        nmt_tf_sub_w *sa = SUB(w, 2 * l), *ff = SUB(w, 2 * l + 1);
+        NMT_TRY(self_attn(&k, sa, "enc", l, c->n_enc_br));
+        snprintf(n, sizeof n, "enc.%u.ln1", l);
+        NMT_TRY(norm(&k, FIELD(sa, ln), n));
+        snprintf(n, sizeof n, "enc.%u.ln2", l);
+        NMT_TRY(norm(&k, FIELD(ff, ln), n));
+        NMT_TRY(ffn(&k, ff, "enc", l));
+    }
+    if (c->pre_norm) NMT_TRY(norm(&k, FIELD(w, enc_ln), "enc.ln"));
+    for (uint32_t l = 0; l < c->dec_layers; l++) {
+        nmt_tf_sub_w *sa = SUB(w, E + 3 * l), *ca = SUB(w, E + 3 * l + 1), *ff = SUB(w, E + 3 * l + 2);
+        NMT_TRY(self_attn(&k, sa, "dec", l, c->n_dec_br));
+        snprintf(k.prefix, sizeof k.prefix, "dec.%u.cross_attn", l);
+        NMT_TRY(lin(&k, FIELD(ca, q), d, d, 0, 1, "q"));
+        NMT_TRY(lin(&k, FIELD(ca, kv), d, d, 0, 2, "k"));
+        NMT_TRY(lin(&k, FIELD(ca, kv), d, d, 1, 2, "v"));
+        NMT_TRY(lin(&k, FIELD(ca, o), d, d, 0, 1, "o"));
+        nmt_tf_sub_w *subs[3] = {sa, ca, ff};
+        for (int i = 0; i < 3; i++) {
+            snprintf(n, sizeof n, "dec.%u.ln%d", l, i + 1);
+            NMT_TRY(norm(&k, FIELD(subs[i], ln), n));
+        }
+        NMT_TRY(ffn(&k, ff, "dec", l));
+    }
+    if (c->pre_norm) NMT_TRY(norm(&k, FIELD(w, dec_ln), "dec.ln"));
+    if (w) {
+        if (c->shared_emb) w->tgt_emb = w->src_emb;
+        if (c->tied_out) w->out = w->tgt_emb;
+    }
+    return NMT_OK;
+}
+

@@ -1,38 +1,76 @@
-/* transformer_cfg.h — the hyper-parameters of the Transformer / HySAN family
- * as the .nmt metadata stores them (docs/FORMAT.md): one parser for the
- * runtime (transformer.c) and the trainer (train/tf_train.c), so a key, a
- * default or a check cannot differ between them.  Internal header. */
+/* transformer_cfg.h — the declaration of the Transformer / HySAN family
+ * (docs/ARCHITECTURES.md): its hyper-parameters (the table in
+ * transformer_cfg.c), its tensors (nmt_tf_catalogue) and the weight struct
+ * the catalogue fills.  The runtime (transformer.c), the trainer
+ * (tf_train.c) and the converter (writer/random_model.c) all read this one
+ * declaration.  Internal header. */
 #ifndef NMT_TRANSFORMER_CFG_H
 #define NMT_TRANSFORMER_CFG_H
 
-#include "format.h"
-#include "ops.h" /* nmt_branch */
+#include "family.h"
 
 enum { NMT_TF_FUSE_SUM = 0, NMT_TF_FUSE_CONCAT = 1, NMT_TF_FUSE_GATE = 2 };
 
 #define NMT_TF_MAX_LAYERS 64
 #define NMT_TF_MAX_DIM (1u << 16)
+#define NMT_TF_BRANCH_TEXT 96
 
 typedef struct nmt_tf_cfg {
-    uint32_t d, heads, dh, ff, enc_layers, dec_layers, src_vocab, tgt_vocab, gate_r;
-    int pre_norm, shared_emb, tied_out, fusion; /* fusion: NMT_TF_FUSE_* */
+    /* read from the table */
+    uint32_t d, heads, ff, enc_layers, dec_layers, src_vocab, tgt_vocab, gate_r;
+    int pre_norm, shared_emb, tied_out, fusion; /* pre_norm: index in {post, pre}; fusion: NMT_TF_FUSE_* */
     float eps, emb_scale;
+    char enc_br_text[NMT_TF_BRANCH_TEXT], dec_br_text[NMT_TF_BRANCH_TEXT];
+    uint32_t bos, eos, pad, unk;
+    /* derived by finish() */
+    uint32_t dh;
     uint32_t n_enc_br, n_dec_br;
     nmt_branch enc_br[NMT_MAX_BRANCHES], dec_br[NMT_MAX_BRANCHES];
-    uint32_t bos, eos, pad, unk;
-    int any_q8; /* runtime only: some 2-D weight is I8 (set while checking tensors) */
 } nmt_tf_cfg;
 
-/* Every hyper-parameter key with its default and checks (the "arch" key is
- * the caller's); NMT_ERR_MODEL_ARCH for a missing required or invalid
- * value.  Tensors are not looked at; any_q8 is 0. */
-nmt_status nmt_tf_cfg_parse(const nmt_file *f, nmt_tf_cfg *c);
+/* One residual sub-layer's weights.  Self-attention: qkv (fused q|k|v
+ * [3d, d]), o ([d, d], or [d, nbr*d] for concat), gate g1[b] [d/r, d] /
+ * g2[b] [d, d/r]; cross-attention: q [d, d], kv (fused k|v [2d, d]), o;
+ * FFN: fc1 [d_ff, d], fc2 [d, d_ff]; ln: the norm around it (w = gain). */
+typedef struct nmt_tf_sub_w {
+    nmt_lin qkv, o, q, kv, fc1, fc2, ln;
+    nmt_lin g1[NMT_MAX_BRANCHES], g2[NMT_MAX_BRANCHES];
+} nmt_tf_sub_w;
+
+/* Sub-layer k of the stacks: encoder layer l has 2l (self) and 2l+1 (FFN);
+ * decoder layer l has E+3l (self), E+3l+1 (cross), E+3l+2 (FFN), E = 2 *
+ * enc_layers. */
+typedef enum { NMT_TF_SUB_SELF, NMT_TF_SUB_CROSS, NMT_TF_SUB_FFN } nmt_tf_sub_kind;
+
+static inline uint32_t nmt_tf_n_sub(const nmt_tf_cfg *c) { return 2 * c->enc_layers + 3 * c->dec_layers; }
+static inline uint32_t nmt_tf_n_enc_sub(const nmt_tf_cfg *c) { return 2 * c->enc_layers; }
+static inline int nmt_tf_sub_is_dec(const nmt_tf_cfg *c, uint32_t k) { return k >= 2 * c->enc_layers; }
+static inline nmt_tf_sub_kind nmt_tf_sub_kind_of(const nmt_tf_cfg *c, uint32_t k) {
+    if (k < 2 * c->enc_layers) return k % 2 ? NMT_TF_SUB_FFN : NMT_TF_SUB_SELF;
+    return (nmt_tf_sub_kind)((k - 2 * c->enc_layers) % 3);
+}
+
+typedef struct nmt_tf_weights {
+    nmt_lin src_emb, tgt_emb, out;  /* .w only; aliased when shared / tied */
+    nmt_lin enc_ln, dec_ln;         /* final norms (pre-norm only) */
+    nmt_tf_sub_w *sub;              /* [nmt_tf_n_sub], the caller's memory */
+} nmt_tf_weights;
+
+extern const nmt_family nmt_family_transformer;
+
+/* The family's declaration (transformer_cfg.c), for the record in
+ * transformer.c: the hyper-parameter table and its hooks. */
+#define NMT_TF_N_HPARAMS 20
+extern const nmt_hparam nmt_tf_hparams[NMT_TF_N_HPARAMS];
+nmt_status nmt_tf_finish(void *cfg, uint64_t present);
+void nmt_tf_info(const void *cfg, nmt_model_info *info);
+
+/* Every tensor in file order (family.h: nmt_family.catalogue); `w` (may be
+ * NULL) is an nmt_tf_weights whose sub array has nmt_tf_n_sub entries.
+ * After the walk tgt_emb / out alias src_emb / tgt_emb when shared / tied. */
+nmt_status nmt_tf_catalogue(const void *cfg, void *w, nmt_tensor_fn fn, void *ctx);
 
 /* A branch list as the metadata writes it ("global fw bw local:3"). */
 void nmt_tf_branches_str(const nmt_branch *br, uint32_t n, char *buf, size_t cap);
-
-/* The architecture part of nmt_model_info (arch, sizes, branches, fusion,
- * special ids). */
-void nmt_tf_cfg_info(const nmt_tf_cfg *c, nmt_model_info *info);
 
 #endif

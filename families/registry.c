@@ -1,0 +1,180 @@
+/* registry.c — the family registry and the generic readers of a family's
+ * declaration (family.h): hyper-parameter tables, tensor checks. */
+#include "family.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+
+/* ------------------------------------------------------------------------ */
+/* Registry: add a family here (docs/ADDING-A-FAMILY.md, step 1)            */
+/* ------------------------------------------------------------------------ */
+
+extern const nmt_family nmt_family_transformer;
+
+static const nmt_family *const registry[] = {
+    &nmt_family_transformer,
+};
+
+const nmt_family *nmt_family_find(const char *arch) {
+    if (arch == NULL) return NULL;
+    for (size_t i = 0; i < NMT_ARRAY_LEN(registry); i++)
+        if (strcmp(arch, registry[i]->arch) == 0) return registry[i];
+    return NULL;
+}
+
+const nmt_family *nmt_family_at(uint32_t i) { return i < NMT_ARRAY_LEN(registry) ? registry[i] : NULL; }
+
+nmt_status nmt_family_of(const nmt_file *f, const nmt_family **out) {
+    char arch[32];
+    NMT_TRY(nmt_file_get_str(f, "arch", arch, sizeof arch));
+    *out = nmt_family_find(arch);
+    return *out ? NMT_OK : NMT_ERR_MODEL_ARCH;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Hyper-parameters                                                         */
+/* ------------------------------------------------------------------------ */
+
+static int has_key(const nmt_file *f, const char *key) {
+    nmt_meta_view m;
+    for (uint32_t i = 0; nmt_file_meta_at(f, i, &m) == NMT_OK; i++)
+        if (strcmp(m.key, key) == 0) return 1;
+    return 0;
+}
+
+static nmt_status parse_one(const nmt_hparam *hp, const nmt_file *f, unsigned char *cfg, int present) {
+    void *field = cfg + hp->off;
+    if (!present && hp->required) return NMT_ERR_MODEL_ARCH;
+    if (!present && hp->computed_default) return NMT_OK;
+    switch (hp->type) {
+    case NMT_HP_U32:
+    case NMT_HP_FLAG: {
+        int64_t v;
+        NMT_TRY(nmt_file_get_i64_or(f, hp->key, (int64_t)hp->def, &v));
+        const double lo = hp->type == NMT_HP_FLAG ? 0 : hp->lo, hi = hp->type == NMT_HP_FLAG ? 1 : hp->hi;
+        NMT_CHECK((double)v >= lo && (double)v <= hi, NMT_ERR_MODEL_ARCH);
+        if (hp->type == NMT_HP_FLAG) *(int *)field = (int)v;
+        else *(uint32_t *)field = (uint32_t)v;
+        return NMT_OK;
+    }
+    case NMT_HP_F32: {
+        double v;
+        NMT_TRY(nmt_file_get_f64_or(f, hp->key, hp->def, &v));
+        NMT_CHECK(isfinite(v) && (hp->lo >= hp->hi || (v > hp->lo && v < hp->hi)), NMT_ERR_MODEL_ARCH);
+        *(float *)field = (float)v;
+        return NMT_OK;
+    }
+    case NMT_HP_ENUM: {
+        char s[96]; /* longer values are MODEL_CORRUPT (truncation), as for every string key */
+        NMT_TRY(nmt_file_get_str_or(f, hp->key, hp->def_str, s, sizeof s));
+        for (int i = 0; hp->choices[i]; i++)
+            if (strcmp(s, hp->choices[i]) == 0) {
+                *(int *)field = i;
+                return NMT_OK;
+            }
+        return NMT_ERR_MODEL_ARCH;
+    }
+    case NMT_HP_TEXT: return nmt_file_get_str_or(f, hp->key, hp->def_str, (char *)field, hp->text_cap);
+    }
+    return NMT_ERR_MODEL_ARCH;
+}
+
+nmt_status nmt_family_parse(const nmt_family *fam, const nmt_file *f, void *cfg) {
+    NMT_CHECK(fam != NULL && f != NULL && cfg != NULL && fam->n_hparams <= 64 && fam->cfg_size <= NMT_FAMILY_CFG_BYTES,
+              NMT_ERR_INVALID_ARGUMENT);
+    memset(cfg, 0, fam->cfg_size);
+    uint64_t present = 0;
+    for (uint32_t i = 0; i < fam->n_hparams; i++) {
+        const int here = has_key(f, fam->hparams[i].key);
+        if (here) present |= (uint64_t)1 << i;
+        NMT_TRY(parse_one(&fam->hparams[i], f, (unsigned char *)cfg, here));
+    }
+    return fam->finish(cfg, present);
+}
+
+nmt_hp_value nmt_hparam_value(const nmt_hparam *hp, const void *cfgp) {
+    const unsigned char *field = (const unsigned char *)cfgp + hp->off;
+    nmt_hp_value v;
+    memset(&v, 0, sizeof v);
+    switch (hp->type) {
+    case NMT_HP_U32: v.type = NMT_META_I64; v.i64 = *(const uint32_t *)(const void *)field; break;
+    case NMT_HP_FLAG: v.type = NMT_META_I64; v.i64 = *(const int *)(const void *)field; break;
+    case NMT_HP_F32: v.type = NMT_META_F64; v.f64 = (double)*(const float *)(const void *)field; break;
+    case NMT_HP_ENUM: v.type = NMT_META_STR; v.str = hp->choices[*(const int *)(const void *)field]; break;
+    case NMT_HP_TEXT: v.type = NMT_META_STR; v.str = (const char *)field; break;
+    }
+    return v;
+}
+
+nmt_status nmt_hparam_set_text(const nmt_hparam *hp, void *cfgp, const char *text) {
+    NMT_CHECK(hp != NULL && cfgp != NULL && text != NULL && *text, NMT_ERR_INVALID_ARGUMENT);
+    void *field = (unsigned char *)cfgp + hp->off;
+    char *end;
+    errno = 0;
+    switch (hp->type) {
+    case NMT_HP_U32:
+    case NMT_HP_FLAG: {
+        const long long v = strtoll(text, &end, 10);
+        const double lo = hp->type == NMT_HP_FLAG ? 0 : hp->lo, hi = hp->type == NMT_HP_FLAG ? 1 : hp->hi;
+        NMT_CHECK(errno == 0 && *end == '\0' && (double)v >= lo && (double)v <= hi, NMT_ERR_INVALID_ARGUMENT);
+        if (hp->type == NMT_HP_FLAG) *(int *)field = (int)v;
+        else *(uint32_t *)field = (uint32_t)v;
+        return NMT_OK;
+    }
+    case NMT_HP_F32: {
+        const double v = strtod(text, &end);
+        NMT_CHECK(errno == 0 && *end == '\0' && isfinite(v) && (hp->lo >= hp->hi || (v > hp->lo && v < hp->hi)),
+                  NMT_ERR_INVALID_ARGUMENT);
+        *(float *)field = (float)v;
+        return NMT_OK;
+    }
+    case NMT_HP_ENUM:
+        for (int i = 0; hp->choices[i]; i++)
+            if (strcmp(text, hp->choices[i]) == 0) {
+                *(int *)field = i;
+                return NMT_OK;
+            }
+        return NMT_ERR_INVALID_ARGUMENT;
+    case NMT_HP_TEXT:
+        NMT_CHECK(strlen(text) < hp->text_cap, NMT_ERR_INVALID_ARGUMENT);
+        nmt_strlcpy((char *)field, text, hp->text_cap);
+        return NMT_OK;
+    }
+    return NMT_ERR_INVALID_ARGUMENT;
+}
+
+const nmt_hparam *nmt_hparam_find(const nmt_family *fam, const char *name) {
+    if (fam == NULL || name == NULL) return NULL;
+    for (uint32_t i = 0; i < fam->n_hparams; i++)
+        if (strcmp(fam->hparams[i].key, name) == 0 || strcmp(fam->hparams[i].flag, name) == 0)
+            return &fam->hparams[i];
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Tensor check                                                             */
+/* ------------------------------------------------------------------------ */
+
+typedef struct check_ctx {
+    const nmt_file *f;
+    int any_q8;
+} check_ctx;
+
+static nmt_status check_tensor(void *ctx, const nmt_tensor_decl *t) {
+    check_ctx *cc = (check_ctx *)ctx;
+    nmt_tensor_view v;
+    NMT_TRY(nmt_file_expect(cc->f, t->name, t->ndim, t->shape, &v));
+    if (v.dtype == NMT_DTYPE_I8 && t->ndim == 2) cc->any_q8 = 1;
+    return NMT_OK;
+}
+
+nmt_status nmt_family_check_tensors(const nmt_family *fam, const void *cfg, const nmt_file *f, int *any_q8) {
+    check_ctx cc = {f, 0};
+    NMT_TRY(fam->catalogue(cfg, NULL, check_tensor, &cc));
+    if (any_q8) *any_q8 = cc.any_q8;
+    return NMT_OK;
+}

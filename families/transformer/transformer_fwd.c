@@ -1,0 +1,211 @@
+/* transformer_fwd.c — the Transformer / HySAN forward (transformer_fwd.h):
+ * embeddings, HySAN self-attention with branch fusion, cross-attention, FFN,
+ * pre-/post-norm residual wiring, output projection.  Used by decoding,
+ * scoring and training alike. */
+#include "transformer_fwd.h"
+
+#include <string.h>
+
+static const nmt_tf_sub_w *sub_w(const nmt_tf_fwd *fw, uint32_t k) { return &fw->w->sub[k]; }
+
+static nmt_status linear(const nmt_tf_fwd *fw, nmt_buf in, uint32_t ld_in, uint32_t rows, const nmt_lin *w,
+                         uint32_t out_dim, uint32_t in_dim, nmt_buf out, uint32_t ld_out, int relu) {
+    return nmt_layer_linear(fw->ops, in, ld_in, rows, w, out_dim, in_dim, out, ld_out, relu);
+}
+
+nmt_status nmt_tf_embed(const nmt_tf_fwd *fw, const nmt_lin *E, nmt_buf tok, uint32_t rows, uint32_t seq_len,
+                        uint32_t pos0, nmt_buf out, uint64_t site) {
+    const nmt_tf_cfg *c = fw->c;
+    NMT_TRY(nmt_layer_embed(fw->ops, tok, rows, seq_len, pos0, E, c->d, c->emb_scale, out));
+    return fw->drop ? fw->drop(fw->user, out, rows * c->d, site) : NMT_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Attention sub-layers                                                     */
+/* ------------------------------------------------------------------------ */
+
+static void attn_common(const nmt_tf_fwd *fw, const nmt_tf_acts *a, const nmt_branch *br, uint32_t nbr, int causal,
+                        nmt_attn_args *o) {
+    memset(o, 0, sizeof *o);
+    o->n_heads = fw->c->heads;
+    o->d_head = fw->c->dh;
+    o->group = 1;
+    o->causal = causal;
+    o->n_branches = nbr;
+    memcpy(o->branches, br, sizeof(nmt_branch) * nbr);
+    o->scores = fw->scores;
+    o->stats = fw->stats;
+    o->out = a->ctx;
+    o->out_ld = nbr * fw->c->d;
+}
+
+void nmt_tf_self_args(const nmt_tf_fwd *fw, const nmt_tf_acts *a, int dec, const nmt_tf_pass *p,
+                      nmt_attn_args *o) {
+    const nmt_tf_cfg *c = fw->c;
+    const uint32_t d = c->d;
+    attn_common(fw, a, dec ? c->dec_br : c->enc_br, dec ? c->n_dec_br : c->n_enc_br, dec, o);
+    o->n_seq = p->n;
+    o->lq = p->len;
+    o->lk_max = p->len;
+    o->q = a->qkv;
+    o->k = nmt_buf_at(a->qkv, d);
+    o->v = nmt_buf_at(a->qkv, 2 * (size_t)d);
+    o->q_ld = o->k_ld = o->v_ld = 3 * d;
+    o->kv_seq_stride = (uint64_t)p->len * 3 * d;
+    o->key_len = dec ? NMT_NO_BUF : p->key_len; /* decoder self-attention: causal, no padding inside */
+    o->key_len_const = p->len;
+}
+
+void nmt_tf_cross_args(const nmt_tf_fwd *fw, const nmt_tf_acts *a, const nmt_tf_pass *p, nmt_attn_args *o) {
+    static const nmt_branch global = {NMT_BRANCH_GLOBAL, 0};
+    const uint32_t d = fw->c->d;
+    attn_common(fw, a, &global, 1, 0, o);
+    o->n_seq = p->n;
+    o->lq = p->len;
+    o->group = p->group;
+    o->lk_max = p->src_len;
+    o->q = a->qkv;
+    o->q_ld = d;
+    o->k = a->kv;
+    o->v = nmt_buf_at(a->kv, d);
+    o->k_ld = o->v_ld = 2 * d;
+    o->kv_seq_stride = (uint64_t)p->src_len * 2 * d;
+    o->key_len = p->key_len;
+}
+
+/* ctx (rows, nbr*d) -> t (rows, d): fusion of the branches, then W_o. */
+static nmt_status fuse_and_project(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const nmt_tf_acts *a, uint32_t nbr,
+                                   uint32_t rows) {
+    const nmt_tf_cfg *c = fw->c;
+    const uint32_t d = c->d, ld = nbr * d;
+    if (nbr == 1 || c->fusion == NMT_TF_FUSE_CONCAT) return linear(fw, a->ctx, ld, rows, &w->o, d, ld, a->t, d, 0);
+    if (c->fusion == NMT_TF_FUSE_SUM) {
+        /* W_o (sum_b x_b) + b_o = sum_b W_o x_b + b_o: accumulate GEMMs */
+        for (uint32_t b = 0; b < nbr; b++)
+            NMT_TRY(nmt_layer_matmul(fw->ops, rows, d, d, nmt_buf_at(a->ctx, (size_t)b * d), ld, &w->o,
+                                     b ? 1.0f : 0.0f, a->t, d, b ? NMT_NO_BUF : w->o.b, 0));
+        return NMT_OK;
+    }
+    const uint32_t dr = d / c->gate_r;
+    for (uint32_t b = 0; b < nbr; b++) {
+        nmt_buf xb = nmt_buf_at(a->ctx, (size_t)b * d);
+        NMT_TRY(linear(fw, xb, ld, rows, &w->g1[b], dr, d, a->gh[b], dr, 1));
+        NMT_TRY(linear(fw, a->gh[b], dr, rows, &w->g2[b], d, dr, a->g[b], d, 0));
+        NMT_TRY(nmt_op_gate_accum(fw->ops, xb, ld, a->g[b], d, a->fused, d, rows, d, b > 0));
+    }
+    return linear(fw, a->fused, d, rows, &w->o, d, d, a->t, d, 0);
+}
+
+static nmt_status self_attn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const nmt_tf_acts *a, int dec,
+                            const nmt_tf_pass *p, nmt_buf in) {
+    const uint32_t d = fw->c->d, rows = p->n * p->len;
+    NMT_TRY(linear(fw, in, d, rows, &w->qkv, 3 * d, d, a->qkv, 3 * d, 0));
+    nmt_attn_args o;
+    if (p->step) {
+        /* append this position's K|V to the cache, attend over [0, t] */
+        const uint32_t T = p->cache_len;
+        NMT_TRY(nmt_op_copy_rows(fw->ops, nmt_buf_at(a->qkv, d), 3 * d, nmt_buf_at(a->kv, (size_t)p->t * 2 * d),
+                                 T * 2 * d, rows, 2 * d));
+        attn_common(fw, a, fw->c->dec_br, fw->c->n_dec_br, 1, &o);
+        o.n_seq = rows;
+        o.lq = 1;
+        o.q_pos0 = p->t;
+        o.lk_max = p->t + 1;
+        o.q = a->qkv;
+        o.q_ld = 3 * d;
+        o.k = a->kv;
+        o.v = nmt_buf_at(a->kv, d);
+        o.k_ld = o.v_ld = 2 * d;
+        o.kv_seq_stride = (uint64_t)T * 2 * d;
+        o.key_len_const = p->t + 1;
+    } else {
+        nmt_tf_self_args(fw, a, dec, p, &o);
+    }
+    NMT_TRY(nmt_op_attention(fw->ops, &o));
+    return fuse_and_project(fw, w, a, o.n_branches, rows);
+}
+
+static nmt_status cross_attn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const nmt_tf_acts *a,
+                             const nmt_tf_pass *p, nmt_buf in) {
+    const uint32_t d = fw->c->d, rows = p->n * p->len;
+    NMT_TRY(linear(fw, in, d, rows, &w->q, d, d, a->qkv, d, 0));
+    nmt_attn_args o;
+    nmt_tf_cross_args(fw, a, p, &o);
+    NMT_TRY(nmt_op_attention(fw->ops, &o));
+    return linear(fw, a->ctx, d, rows, &w->o, d, d, a->t, d, 0);
+}
+
+static nmt_status ffn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const nmt_tf_acts *a, uint32_t rows, nmt_buf in) {
+    const nmt_tf_cfg *c = fw->c;
+    NMT_TRY(linear(fw, in, c->d, rows, &w->fc1, c->ff, c->d, a->ffh, c->ff, 1));
+    return linear(fw, a->ffh, c->ff, rows, &w->fc2, c->d, c->ff, a->t, c->d, 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Residual wiring and stacks                                               */
+/* ------------------------------------------------------------------------ */
+
+static int same_buf(nmt_buf a, nmt_buf b) { return a.mem == b.mem && a.off == b.off; }
+
+/* Sub-layer k: post-norm out = LN(x + drop(F(x))); pre-norm out = x +
+ * drop(F(LN(x))). */
+static nmt_status sublayer(const nmt_tf_fwd *fw, uint32_t k, const nmt_tf_pass *p) {
+    const nmt_tf_cfg *c = fw->c;
+    const nmt_tf_sub_w *w = sub_w(fw, k);
+    const uint32_t rows = p->n * p->len, n = rows * c->d;
+    nmt_tf_acts a;
+    fw->acts(fw->user, k, &a);
+    nmt_buf in = a.x;
+    if (c->pre_norm) {
+        NMT_TRY(nmt_layer_norm(fw->ops, a.x, NMT_NO_BUF, a.h, rows, c->d, &w->ln, c->eps));
+        in = a.h;
+    }
+    const int dec = nmt_tf_sub_is_dec(c, k);
+    switch (nmt_tf_sub_kind_of(c, k)) {
+    case NMT_TF_SUB_SELF: NMT_TRY(self_attn(fw, w, &a, dec, p, in)); break;
+    case NMT_TF_SUB_CROSS: NMT_TRY(cross_attn(fw, w, &a, p, in)); break;
+    case NMT_TF_SUB_FFN: NMT_TRY(ffn(fw, w, &a, rows, in)); break;
+    }
+    if (fw->drop) NMT_TRY(fw->drop(fw->user, a.t, n, 2 + (uint64_t)k));
+    if (!c->pre_norm) return nmt_layer_norm(fw->ops, a.t, a.x, a.out, rows, c->d, &w->ln, c->eps);
+    if (!same_buf(a.out, a.x)) NMT_TRY(nmt_op_copy_rows(fw->ops, a.x, c->d, a.out, c->d, rows, c->d));
+    return nmt_op_add(fw->ops, a.out, a.t, n);
+}
+
+/* Final norm of a pre-norm stack: out = LN(output of sub-layer last). */
+static nmt_status final_norm(const nmt_tf_fwd *fw, uint32_t last, const nmt_lin *ln, uint32_t rows, nmt_buf out) {
+    if (!fw->c->pre_norm) return NMT_OK;
+    nmt_tf_acts a;
+    fw->acts(fw->user, last, &a);
+    return nmt_layer_norm(fw->ops, a.out, NMT_NO_BUF, out, rows, fw->c->d, ln, fw->c->eps);
+}
+
+nmt_status nmt_tf_encoder(const nmt_tf_fwd *fw, const nmt_tf_pass *p, nmt_buf out) {
+    const uint32_t E = nmt_tf_n_enc_sub(fw->c);
+    for (uint32_t k = 0; k < E; k++) NMT_TRY(sublayer(fw, k, p));
+    return final_norm(fw, E - 1, &fw->w->enc_ln, p->n * p->len, out);
+}
+
+nmt_status nmt_tf_cross_kv(const nmt_tf_fwd *fw, nmt_buf memory, uint32_t rows) {
+    const nmt_tf_cfg *c = fw->c;
+    const uint32_t E = nmt_tf_n_enc_sub(c);
+    for (uint32_t l = 0; l < c->dec_layers; l++) {
+        const uint32_t k = E + 3 * l + 1;
+        nmt_tf_acts a;
+        fw->acts(fw->user, k, &a);
+        NMT_TRY(linear(fw, memory, c->d, rows, &sub_w(fw, k)->kv, 2 * c->d, c->d, a.kv, 2 * c->d, 0));
+    }
+    return NMT_OK;
+}
+
+nmt_status nmt_tf_decoder(const nmt_tf_fwd *fw, const nmt_tf_pass *p, nmt_buf out) {
+    const uint32_t E = nmt_tf_n_enc_sub(fw->c), K = nmt_tf_n_sub(fw->c);
+    for (uint32_t k = E; k < K; k++) NMT_TRY(sublayer(fw, k, p));
+    return final_norm(fw, K - 1, &fw->w->dec_ln, p->n * p->len, out);
+}
+
+nmt_status nmt_tf_logits(const nmt_tf_fwd *fw, nmt_buf y, uint32_t rows, nmt_buf logits) {
+    const nmt_tf_cfg *c = fw->c;
+    return nmt_layer_matmul(fw->ops, rows, c->tgt_vocab, c->d, y, c->d, &fw->w->out, 0.0f, logits, c->tgt_vocab,
+                            NMT_NO_BUF, 0);
+}

@@ -1,0 +1,80 @@
+/* transformer_fwd.h — the one forward pass of the Transformer / HySAN family
+ * (docs/ARCHITECTURES.md), written against runtime/layers.h and the op
+ * layer.  Three callers, one code path:
+ *   - incremental decoding (transformer.c: step with the K/V cache),
+ *   - teacher-forced scoring (transformer.c: decode_full + project),
+ *   - training (tf_train.c), which keeps every sub-layer's activations in
+ *     its own buffers (for its backward, tf_train_bwd.c) and adds dropout.
+ * Where activations go is the caller's choice through `acts`: the runtime
+ * hands every sub-layer the same scratch buffers, the trainer distinct ones.
+ * Internal header. */
+#ifndef NMT_TRANSFORMER_FWD_H
+#define NMT_TRANSFORMER_FWD_H
+
+#include "layers.h"
+#include "transformer_cfg.h"
+
+/* Buffers of one sub-layer (rows = sequences * positions). */
+typedef struct nmt_tf_acts {
+    nmt_buf x;    /* (rows, d) input */
+    nmt_buf out;  /* (rows, d) output; may be x (in place) */
+    nmt_buf h;    /* (rows, d) pre-norm: LN(x) */
+    nmt_buf t;    /* (rows, d) F's output (before the residual) */
+    nmt_buf qkv;  /* self: (rows, 3d) q|k|v; cross: (rows, d) q */
+    nmt_buf ctx;  /* (rows, nbr*d) attention output per branch */
+    nmt_buf fused;                       /* gate: (rows, d) gated sum */
+    nmt_buf gh[NMT_MAX_BRANCHES];        /* gate: (rows, d/r) hidden */
+    nmt_buf g[NMT_MAX_BRANCHES];         /* gate: (rows, d) logits */
+    nmt_buf ffh;  /* FFN: (rows, d_ff) */
+    nmt_buf kv;   /* cross: (source rows, 2d) k|v of the memory; self step: the K|V cache */
+} nmt_tf_acts;
+
+typedef struct nmt_tf_fwd {
+    nmt_ops *ops;
+    const nmt_tf_cfg *c;
+    const nmt_tf_weights *w;
+    nmt_buf scores, stats;  /* attention scratch */
+    /* The buffers of sub-layer k (transformer_cfg.h numbering). */
+    void (*acts)(void *user, uint32_t k, nmt_tf_acts *out);
+    /* Training only (NULL at inference): dropout on n floats of x at site
+     * (0 source embedding, 1 target embedding, 2 + k sub-layer k). */
+    nmt_status (*drop)(void *user, nmt_buf x, uint32_t n, uint64_t site);
+    void *user;
+} nmt_tf_fwd;
+
+/* One pass over a stack. */
+typedef struct nmt_tf_pass {
+    uint32_t n, len;     /* sequences and positions per sequence (a step: len 1) */
+    nmt_buf key_len;     /* int [n]: source lengths (encoder self-attention, cross-attention) */
+    uint32_t group;      /* decoder: query sequence s reads source sentence s / group */
+    uint32_t src_len;    /* decoder: padded source length of the memory */
+    int step;            /* decoder: one incremental step at position t */
+    uint32_t t;
+    uint32_t cache_len;  /* step: positions per row of the K|V cache */
+} nmt_tf_pass;
+
+/* Embedding of rows tokens into out, then dropout at `site`. */
+nmt_status nmt_tf_embed(const nmt_tf_fwd *fw, const nmt_lin *E, nmt_buf tok, uint32_t rows, uint32_t seq_len,
+                        uint32_t pos0, nmt_buf out, uint64_t site);
+
+/* Encoder sub-layers over acts(0).x; pre-norm: final norm into `out`. */
+nmt_status nmt_tf_encoder(const nmt_tf_fwd *fw, const nmt_tf_pass *p, nmt_buf out);
+
+/* Every decoder layer's cross-attention k|v of the memory (rows positions)
+ * into its acts(k).kv. */
+nmt_status nmt_tf_cross_kv(const nmt_tf_fwd *fw, nmt_buf memory, uint32_t rows);
+
+/* Decoder sub-layers over acts(E).x; pre-norm: final norm into `out`. */
+nmt_status nmt_tf_decoder(const nmt_tf_fwd *fw, const nmt_tf_pass *p, nmt_buf out);
+
+/* logits[rows, tgt_vocab] = y W_out^T. */
+nmt_status nmt_tf_logits(const nmt_tf_fwd *fw, nmt_buf y, uint32_t rows, nmt_buf logits);
+
+/* The attention arguments of a full self-attention sub-layer and of a
+ * cross-attention sub-layer (the forward's; the backward takes them as its
+ * `fwd`). */
+void nmt_tf_self_args(const nmt_tf_fwd *fw, const nmt_tf_acts *a, int dec, const nmt_tf_pass *p,
+                      nmt_attn_args *out);
+void nmt_tf_cross_args(const nmt_tf_fwd *fw, const nmt_tf_acts *a, const nmt_tf_pass *p, nmt_attn_args *out);
+
+#endif

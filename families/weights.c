@@ -1,0 +1,135 @@
+/* weights.c — loading a family's tensors into session buffers, driven by its
+ * catalogue (family.h: nmt_family_load_weights).  No allocation: F16 and I8
+ * tensors that become fp32 are converted through a stack buffer. */
+#include "family.h"
+
+#include <string.h>
+
+#include "common.h"
+
+/* Write tensor v as fp32 into mem at byte offset `off`: F32 directly, F16
+ * and I8 (dequantized, w = q * scale[row]) converted through a stack buffer
+ * in chunks. */
+static nmt_status upload_as_f32(nmt_device *dev, cl_mem mem, size_t off, const nmt_tensor_view *v) {
+    const size_t n = (size_t)v->n_elements;
+    if (v->dtype == NMT_DTYPE_F32) return nmt_device_write(dev, mem, off, n * sizeof(float), v->data);
+    float tmp[1024];
+    const uint8_t *src = (const uint8_t *)v->data;
+    const size_t row_len = v->shape[0] ? n / v->shape[0] : 1;
+    for (size_t i0 = 0; i0 < n; i0 += NMT_ARRAY_LEN(tmp)) {
+        const size_t cnt = NMT_MIN(NMT_ARRAY_LEN(tmp), n - i0);
+        for (size_t j = 0; j < cnt; j++) {
+            const size_t i = i0 + j;
+            if (v->dtype == NMT_DTYPE_F16) {
+                uint16_t h;
+                memcpy(&h, src + 2 * i, sizeof h);
+                tmp[j] = nmt_half_to_float(h);
+            } else { /* I8 */
+                float sc;
+                memcpy(&sc, (const uint8_t *)v->scales + sizeof(float) * (i / row_len), sizeof sc);
+                tmp[j] = (float)(int8_t)src[i] * sc;
+            }
+        }
+        NMT_TRY(nmt_device_write(dev, mem, off + i0 * sizeof(float), cnt * sizeof(float), tmp));
+    }
+    return NMT_OK;
+}
+
+#define MAX_PARTS 4
+
+typedef struct load_ctx {
+    nmt_session *s;
+    const nmt_file *f;
+    nmt_arena *a;
+    nmt_tensor_view pend_w[MAX_PARTS], pend_b[MAX_PARTS]; /* parts of the fused block being read */
+    nmt_lin dummy;
+} load_ctx;
+
+/* One tensor into its own device buffer: 2-D I8 as is (int8 data then the
+ * fp32 scales: q8 = 1), everything else as fp32. */
+static nmt_status load_single(load_ctx *lc, const nmt_tensor_view *v, nmt_buf *out, nmt_buf *scales, int *q8) {
+    if (v->dtype == NMT_DTYPE_I8 && v->ndim == 2) {
+        NMT_TRY(nmt_session_buffer(lc->s, lc->a, (size_t)v->nbytes, v->data, out));
+        *scales = *out;
+        scales->off = nmt_align_up((size_t)v->n_elements, 4) / sizeof(float);
+        *q8 = 1;
+        return NMT_OK;
+    }
+    *q8 = 0;
+    if (v->dtype == NMT_DTYPE_F32) return nmt_session_buffer(lc->s, lc->a, (size_t)v->nbytes, v->data, out);
+    NMT_TRY(nmt_session_buffer(lc->s, lc->a, (size_t)v->n_elements * sizeof(float), NULL, out));
+    if (nmt_arena_measuring(lc->a)) return NMT_OK;
+    return upload_as_f32(nmt_session_ops(lc->s)->dev, out->mem, 0, v);
+}
+
+/* n weight parts [rows, cols] stacked into one [n*rows, cols] weight.  When
+ * every part is I8 the result stays int8: the n int8 blocks, then the n*rows
+ * scales (the layout of one I8 tensor of the stacked shape); otherwise all
+ * parts become fp32. */
+static nmt_status load_fused_w(load_ctx *lc, uint32_t n, nmt_lin *out) {
+    int all_q8 = 1;
+    for (uint32_t i = 0; i < n; i++)
+        if (lc->pend_w[i].dtype != NMT_DTYPE_I8) all_q8 = 0;
+    const size_t part = (size_t)lc->pend_w[0].n_elements, rows = lc->pend_w[0].shape[0];
+    const size_t sbytes = rows * sizeof(float);
+    const size_t qbytes = nmt_align_up(part * n, 4);
+    const size_t wbytes = all_q8 ? qbytes + sbytes * n : part * sizeof(float) * n;
+    NMT_TRY(nmt_session_buffer(lc->s, lc->a, wbytes, NULL, &out->w));
+    out->q8 = all_q8;
+    out->s = out->w;
+    out->s.off = all_q8 ? qbytes / sizeof(float) : 0;
+    if (nmt_arena_measuring(lc->a)) return NMT_OK;
+    nmt_device *dev = nmt_session_ops(lc->s)->dev;
+    for (uint32_t i = 0; i < n; i++) {
+        const nmt_tensor_view *v = &lc->pend_w[i];
+        if (all_q8) {
+            NMT_TRY(nmt_device_write(dev, out->w.mem, part * i, part, v->data));
+            NMT_TRY(nmt_device_write(dev, out->w.mem, qbytes + sbytes * i, sbytes, v->scales));
+        } else {
+            NMT_TRY(upload_as_f32(dev, out->w.mem, part * sizeof(float) * i, v));
+        }
+    }
+    return NMT_OK;
+}
+
+static nmt_status load_fused_b(load_ctx *lc, uint32_t n, nmt_buf *out) {
+    const size_t bytes = (size_t)lc->pend_b[0].n_elements * sizeof(float);
+    NMT_TRY(nmt_session_buffer(lc->s, lc->a, bytes * n, NULL, out));
+    if (nmt_arena_measuring(lc->a)) return NMT_OK;
+    for (uint32_t i = 0; i < n; i++)
+        NMT_TRY(upload_as_f32(nmt_session_ops(lc->s)->dev, out->mem, bytes * i, &lc->pend_b[i]));
+    return NMT_OK;
+}
+
+static nmt_status load_one(void *ctx, const nmt_tensor_decl *t) {
+    load_ctx *lc = (load_ctx *)ctx;
+    NMT_CHECK(t->n_parts >= 1 && t->n_parts <= MAX_PARTS && t->part < t->n_parts, NMT_ERR_INVALID_ARGUMENT);
+    NMT_CHECK(t->dst != NULL || nmt_arena_measuring(lc->a), NMT_ERR_INVALID_ARGUMENT);
+    nmt_lin *dst = t->dst ? t->dst : &lc->dummy; /* measuring: no weight struct yet */
+    nmt_tensor_view v;
+    NMT_TRY(nmt_file_find(lc->f, t->name, &v));
+    const int bias = t->role == NMT_ROLE_BIAS;
+    if (t->n_parts == 1) {
+        nmt_buf scales = {NULL, 0};
+        int q8 = 0;
+        NMT_TRY(load_single(lc, &v, bias ? &dst->b : &dst->w, &scales, &q8));
+        if (!bias) {
+            dst->s = scales;
+            dst->q8 = q8;
+        }
+        return NMT_OK;
+    }
+    (bias ? lc->pend_b : lc->pend_w)[t->part] = v;
+    if (t->part + 1 < t->n_parts) return NMT_OK;
+    return bias ? load_fused_b(lc, t->n_parts, &dst->b) : load_fused_w(lc, t->n_parts, dst);
+}
+
+nmt_status nmt_family_load_weights(const nmt_family *fam, const void *cfg, void *weights, nmt_session *s,
+                                   const nmt_file *f, nmt_arena *a) {
+    load_ctx lc;
+    memset(&lc, 0, sizeof lc);
+    lc.s = s;
+    lc.f = f;
+    lc.a = a;
+    return fam->catalogue(cfg, weights, load_one, &lc);
+}

@@ -1,0 +1,43 @@
+/* layers.h — layers built from the op layer (ops.h) that every family uses:
+ * a linear map with fp32 or int8 weights, layer norm, token embedding.
+ * Families compose these (and the ops) into their forward; the trainer
+ * calls the same forward, so a layer is written once.
+ *
+ * Planned here for the families to come (docs/ADDING-A-FAMILY.md, "shared
+ * layers"), each with its backward in train/ beside the others:
+ *   - recurrent cells over time (LSTM, ON-LSTM, GRU: one gate GEMM for all
+ *     steps of the input, one per step for the recurrence), MG-SA / BA-NMT;
+ *   - 1-D convolution over positions (ConvKV: an n-gram window as one
+ *     GEMM over im2col rows), phrase-based attention;
+ *   - max-pooling over spans (n-gram windows, syntax spans), MG-SA;
+ *   - additive (Bahdanau) attention, BA-NMT.
+ * Internal header. */
+#ifndef NMT_LAYERS_H
+#define NMT_LAYERS_H
+
+#include "family.h"
+
+static const nmt_buf NMT_NO_BUF = {NULL, 0};
+
+/* out[rows, N] = in[rows, K] W^T (+ beta out) (+ bias) (ReLU); W [N, K] of
+ * w, fp32 or int8 with per-row scales. */
+nmt_status nmt_layer_matmul(nmt_ops *ops, uint32_t rows, uint32_t N, uint32_t K, nmt_buf in, uint32_t ld_in,
+                            const nmt_lin *w, float beta, nmt_buf out, uint32_t ld_out, nmt_buf bias, int relu);
+
+/* out = in W^T + b (ReLU): nmt_layer_matmul with w's bias and beta 0. */
+static inline nmt_status nmt_layer_linear(nmt_ops *ops, nmt_buf in, uint32_t ld_in, uint32_t rows, const nmt_lin *w,
+                                          uint32_t out_dim, uint32_t in_dim, nmt_buf out, uint32_t ld_out, int relu) {
+    return nmt_layer_matmul(ops, rows, out_dim, in_dim, in, ld_in, w, 0.0f, out, ld_out, w->b, relu);
+}
+
+/* out = LN(x (+ res)) with gain ln->w, bias ln->b; rows of width d. */
+static inline nmt_status nmt_layer_norm(nmt_ops *ops, nmt_buf x, nmt_buf res, nmt_buf out, uint32_t rows,
+                                        uint32_t d, const nmt_lin *ln, float eps) {
+    return nmt_op_layernorm(ops, x, res, out, rows, d, ln->w, ln->b, eps);
+}
+
+/* out[rows, d] = E[tok] * scale + P(pos0 + position in sequence). */
+nmt_status nmt_layer_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_len, uint32_t pos0,
+                           const nmt_lin *E, uint32_t d, float scale, nmt_buf out);
+
+#endif
