@@ -40,7 +40,7 @@
  * PoCL's LLVM keeps the loops rolled and the accumulator arrays in stack
  * memory (a load, an FMA and a store per multiply-add; measured 30-50
  * GFLOP/s instead of 110-150 on the 2-core AVX-512 machine of
- * docs/PERFORMANCE.md).  The same holds for gemm_q8.cl and gemm_bwd.cl.
+ * docs/PERFORMANCE.md).  The same holds for gemm_q8.cl and the training GEMMs.
  *
  * -D knobs (defaults; runtime/ops.c takes them from the device's tuning):
  *   GEMM_TM     rows of C per work-item                   (4; 1..8)

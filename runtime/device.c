@@ -670,9 +670,17 @@ static cl_program cache_load(nmt_device *dev, uint64_t key, const char *path, co
     return prog;
 }
 
-static const nmt_embedded_source *find_embedded(const char *name) {
+void nmt_device_add_sources(nmt_device *dev, const nmt_embedded_source *table, size_t n) {
+    if (dev == NULL) return;
+    dev->extra_sources = table;
+    dev->n_extra_sources = table ? n : 0;
+}
+
+static const nmt_embedded_source *find_embedded(const nmt_device *dev, const char *name) {
     for (size_t i = 0; i < nmt_embedded_source_count; i++)
         if (strcmp(nmt_embedded_sources[i].name, name) == 0) return &nmt_embedded_sources[i];
+    for (size_t i = 0; i < dev->n_extra_sources; i++)
+        if (strcmp(dev->extra_sources[i].name, name) == 0) return &dev->extra_sources[i];
     return NULL;
 }
 
@@ -692,7 +700,7 @@ static nmt_status source_text(nmt_device *dev, const char *source, nmt_mapping *
         *len = file->size;
         return NMT_OK;
     }
-    const nmt_embedded_source *es = find_embedded(source);
+    const nmt_embedded_source *es = find_embedded(dev, source);
     if (es == NULL) {
         nmt_log(&dev->log, NMT_LOG_ERROR, "no embedded kernel source %s.cl", source);
         return NMT_ERR_INVALID_ARGUMENT;

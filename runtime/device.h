@@ -39,7 +39,7 @@ typedef struct nmt_embedded_source {
     size_t length;
 } nmt_embedded_source;
 
-extern const nmt_embedded_source nmt_embedded_sources[];
+extern const nmt_embedded_source nmt_embedded_sources[];  /* the runtime's (forward) kernels */
 /* cl/common.cl: helpers shared by every kernel program, prepended to each
  * program's own source (nmt_device_program). */
 #define NMT_COMMON_SOURCE "common"
@@ -65,6 +65,10 @@ struct nmt_device {
     int gemm_forced;                /* nmt_device_params.gemm was not AUTO */
     char cache_dir[NMT_PATH_MAX];   /* "" = no binary cache */
     char kernel_dir[NMT_PATH_MAX];  /* "" = embedded sources */
+    /* A second table of embedded sources searched after the runtime's: the
+     * training library's kernels (nmt_device_add_sources). */
+    const nmt_embedded_source *extra_sources;
+    size_t n_extra_sources;
     int32_t last_cl_error;
     uint32_t n_programs;
     nmt_program_slot programs[NMT_MAX_PROGRAMS];
@@ -112,6 +116,11 @@ uint32_t nmt_device_cache_refresh(nmt_device *dev);
 /* Path of the device's tuning file: <cache_dir>/tuning-<16 hex>.txt, or ""
  * when the device has no cache directory. */
 void nmt_device_tuning_path(const nmt_device *dev, char *buf, size_t cap);
+
+/* Make the sources of `table` (n entries; static storage) available to
+ * nmt_device_program after the runtime's own: the training library adds
+ * its kernels this way, so the runtime carries none of them. */
+void nmt_device_add_sources(nmt_device *dev, const nmt_embedded_source *table, size_t n);
 
 /* Create a kernel from a program (caller releases with clReleaseKernel). */
 nmt_status nmt_device_kernel(nmt_device *dev, cl_program prog, const char *name, cl_kernel *out);

@@ -7,6 +7,9 @@
  * work-group of reduce_wg work-items per row.  No allocation anywhere. */
 #include "ops_train.h"
 
+extern const nmt_embedded_source nmt_train_embedded_sources[];
+extern const size_t nmt_train_embedded_source_count;
+
 #include "kernel_args.h"
 
 #include <math.h>
@@ -87,6 +90,8 @@ nmt_status nmt_train_ops_init_gemm(nmt_train_ops *t, nmt_device *dev, uint32_t t
     if (t == NULL || dev == NULL) return NMT_ERR_INVALID_ARGUMENT;
     if (tm < 1 || tm > 8 || tn < 1 || tn > 32 || vw < 1 || vw > 16 || (vw & (vw - 1)) != 0)
         return NMT_ERR_INVALID_ARGUMENT;
+    /* the training kernels are embedded in this library, not the runtime's */
+    nmt_device_add_sources(dev, nmt_train_embedded_sources, nmt_train_embedded_source_count);
     memset(t, 0, sizeof *t);
     t->dev = dev;
     t->gemm = (dev->info.gemm == NMT_GEMM_CLBLAST && NMT_TRAIN_CLBLAST) ? NMT_GEMM_CLBLAST : NMT_GEMM_OWN;
