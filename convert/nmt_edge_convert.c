@@ -13,6 +13,7 @@
 #include "nmt_edge.h"
 #include "convert_opts.h"
 #include "random_model.h"
+#include "tool_env.h"
 
 #include <errno.h>
 #include <math.h>
@@ -672,11 +673,6 @@ static int verify_fail(const char *path, const char *step, nmt_status s) {
     return 1;
 }
 
-static const char *env_nonempty(const char *name) {
-    const char *v = getenv(name);
-    return v && *v ? v : NULL;
-}
-
 static int cmd_verify(int argc, char **argv) {
     limits_args a;
     memset(&a, 0, sizeof a);
@@ -712,9 +708,9 @@ static int cmd_verify(int argc, char **argv) {
 
     nmt_device_params dp;
     memset(&dp, 0, sizeof dp);
-    dp.device = a.device ? a.device : env_nonempty("NMT_EDGE_DEVICE");
-    dp.cache_dir = env_nonempty("NMT_EDGE_CACHE_DIR");
-    dp.kernel_dir = env_nonempty("NMT_EDGE_KERNEL_DIR");
+    dp.device = a.device ? a.device : nmt_tool_env("NMT_EDGE_DEVICE");
+    dp.cache_dir = nmt_tool_env("NMT_EDGE_CACHE_DIR");
+    dp.kernel_dir = nmt_tool_env("NMT_EDGE_KERNEL_DIR");
     size_t fp = (nmt_device_footprint() + 63) / 64 * 64;
     dev_mem = aligned_alloc(64, fp ? fp : 64);
     if (dev_mem == NULL) {

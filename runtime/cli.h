@@ -70,7 +70,6 @@ int write_out(strbuf *b);
 /* A decoded text on one output line: line breaks become spaces. */
 void append_text(strbuf *out, const char *s, size_t n);
 size_t round_up(size_t x, size_t a);
-const char *env_nonempty(const char *name);
 
 /* Print "nmt-edge: WHAT: status" (+ errno / OpenCL code) and return 1. */
 int report_status(const char *what, nmt_status st, const runtime *rt);

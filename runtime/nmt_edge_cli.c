@@ -18,6 +18,7 @@
  * cli_tokenize.c, info/devices in cli_info.c, line parsing in cli_input.c.
  */
 #include "cli.h"
+#include "tool_env.h"
 
 #include <errno.h>
 #include <math.h>
@@ -63,10 +64,6 @@ int write_out(strbuf *b) {
 
 size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
-const char *env_nonempty(const char *name) {
-    const char *v = getenv(name);
-    return (v && *v) ? v : NULL;
-}
 
 /* ======================================================================== */
 /* Options: one table, one parser, shared by every subcommand               */
@@ -291,24 +288,12 @@ static void log_to_stderr(void *user, nmt_log_level level, const char *msg) {
     fprintf(stderr, PROG ": %s: %s\n", names[(unsigned)level < 4 ? level : 3], msg);
 }
 
-static const char *choose_cache_dir(const cli_opts *o, char *buf, size_t cap) {
-    if (o->no_cache) return NULL;
-    const char *v = env_nonempty("NMT_EDGE_CACHE_DIR");
-    if (v) return v;
-    int n = -1;
-    if ((v = env_nonempty("XDG_CACHE_HOME")) != NULL)
-        n = snprintf(buf, cap, "%s/nmt-edge", v);
-    else if ((v = env_nonempty("HOME")) != NULL)
-        n = snprintf(buf, cap, "%s/.cache/nmt-edge", v);
-    return (n > 0 && (size_t)n < cap) ? buf : NULL;
-}
-
 int open_device(const cli_opts *o, runtime *rt) {
     rt->log_level = o->verbose ? NMT_LOG_INFO : NMT_LOG_WARN;
     nmt_device_params dp = {
-        .device = o->device ? o->device : env_nonempty("NMT_EDGE_DEVICE"),
-        .cache_dir = choose_cache_dir(o, rt->cache_dir, sizeof rt->cache_dir),
-        .kernel_dir = env_nonempty("NMT_EDGE_KERNEL_DIR"),
+        .device = o->device ? o->device : nmt_tool_env("NMT_EDGE_DEVICE"),
+        .cache_dir = o->no_cache ? NULL : nmt_tool_cache_dir(rt->cache_dir, sizeof rt->cache_dir),
+        .kernel_dir = nmt_tool_env("NMT_EDGE_KERNEL_DIR"),
         .gemm = (nmt_gemm_provider)o->gemm,
         .log = log_to_stderr,
         .log_user = &rt->log_level,

@@ -28,6 +28,7 @@
 #include "nmt_writer.h"
 #include "plot.h"
 #include "random_model.h"
+#include "tool_env.h"
 #include "schedule.h"
 #include "tf_train.h"
 #include "train_opts.h"
@@ -136,20 +137,8 @@ static void log_json(run *r, const char *fmt, ...) {
 static int open_device(run *r) {
     const train_opts *o = &r->o;
     const char *dev = o->device;
-    if (!dev || !*dev) dev = getenv("NMT_EDGE_DEVICE");
-    const char *cache = NULL;
-    if (!o->no_cache) {
-        const char *v = getenv("NMT_EDGE_CACHE_DIR");
-        if (v && *v) {
-            cache = v;
-        } else if ((v = getenv("XDG_CACHE_HOME")) && *v) {
-            snprintf(r->cache_dir, sizeof r->cache_dir, "%s/nmt-edge", v);
-            cache = r->cache_dir;
-        } else if ((v = getenv("HOME")) && *v) {
-            snprintf(r->cache_dir, sizeof r->cache_dir, "%s/.cache/nmt-edge", v);
-            cache = r->cache_dir;
-        }
-    }
+    if (!dev || !*dev) dev = nmt_tool_env("NMT_EDGE_DEVICE");
+    const char *cache = o->no_cache ? NULL : nmt_tool_cache_dir(r->cache_dir, sizeof r->cache_dir);
     nmt_device_params dp;
     memset(&dp, 0, sizeof dp);
     dp.device = (dev && *dev) ? dev : NULL;
