@@ -19,8 +19,10 @@ if ! command -v clang >/dev/null; then
     --no-install-recommends clang libclang-rt-dev
 fi
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-# Instrumented code and cold kernel builds: kernels_test and grad_test take
-# 10-12 min each on a shared 2-core machine, so a per-test limit of 30 min.
+# Instrumented code and cold kernel builds: kernels_test and grad_test took
+# 10-12 min each on a shared 2-core machine (measured before each was split
+# into three programs: kernels_test, kernels_gemm_test, kernels_attn_test;
+# grad_test, grad_attn_test, grad_exact_test), so a per-test limit of 30 min.
 cmake -S . -B build-asan -DCMAKE_C_COMPILER=clang -DNMT_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DNMT_TEST_TIMEOUT=1800 \
   -DCMAKE_C_FLAGS="$san" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined"

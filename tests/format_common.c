@@ -1,0 +1,56 @@
+/* format_common.c — helpers shared by the .nmt format tests (see
+ * format_common.h). */
+#include "format_common.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+uint8_t *slurp(const char *path, size_t *size) {
+    FILE *fp = fopen(path, "rb");
+    assert_non_null(fp);
+    assert_int_equal(fseek(fp, 0, SEEK_END), 0);
+    long n = ftell(fp);
+    assert_true(n >= 0);
+    rewind(fp);
+    uint8_t *b = (uint8_t *)malloc((size_t)n + 1);
+    assert_non_null(b);
+    assert_int_equal(fread(b, 1, (size_t)n, fp), (size_t)n);
+    fclose(fp);
+    *size = (size_t)n;
+    return b;
+}
+
+const float T_F32[2 * 3] = {0.125f, -0.25f, 3.5f, 1e-30f, -1e30f, 0.0f};
+const uint16_t T_F16[4] = {0x3c00, 0xc000, 0x0001, 0x7bff};
+const int8_t T_I8[3 * 5] = {-127, -1, 0, 1, 127, 5, 6, 7, 8, 9, -10, -20, -30, -40, -50};
+const float T_SCALES[3] = {0.5f, 0.0078125f, 2.0f};
+const uint8_t T_BLOB[7] = {0x00, 0xff, 'p', 'i', 'e', 0x00, 0x80};
+const float T_F32_4D[1 * 2 * 1 * 3] = {1, 2, 3, 4, 5, 6};
+
+nmtw_writer *roundtrip_writer(void) {
+    nmtw_writer *w = nmtw_create();
+    assert_non_null(w);
+    assert_int_equal(nmtw_set_str(w, "arch", "transformer"), NMT_OK);
+    assert_int_equal(nmtw_set_i64(w, "d_model", 512), NMT_OK);
+    assert_int_equal(nmtw_set_i64(w, "neg", INT64_MIN), NMT_OK);
+    assert_int_equal(nmtw_set_f64(w, "ln_eps", 1e-5), NMT_OK);
+    assert_int_equal(nmtw_set_f64(w, "minus_tenth", -0.1), NMT_OK);
+    assert_int_equal(nmtw_set_str(w, "empty", ""), NMT_OK);
+    assert_int_equal(nmtw_set_str(w, "utf8", "K\xc3\xb6ln \xe2\x86\x92 Z\xc3\xbcrich"), NMT_OK);
+    assert_int_equal(nmtw_set_str(w, "k1234567", "exactly-8"), NMT_OK); /* key of 8: no key padding */
+    assert_int_equal(nmtw_add_tensor(w, "f32", NMT_DTYPE_F32, 2, (const uint32_t[]){2, 3}, T_F32, NULL), NMT_OK);
+    assert_int_equal(nmtw_add_tensor(w, "f16", NMT_DTYPE_F16, 1, (const uint32_t[]){4}, T_F16, NULL), NMT_OK);
+    assert_int_equal(nmtw_add_tensor(w, "i8", NMT_DTYPE_I8, 2, (const uint32_t[]){3, 5}, T_I8, T_SCALES), NMT_OK);
+    assert_int_equal(nmtw_add_blob(w, "tokenizer.src", T_BLOB, sizeof T_BLOB), NMT_OK);
+    assert_int_equal(nmtw_add_f32(w, "enc.0.four_d", 4, (const uint32_t[]){1, 2, 1, 3}, T_F32_4D), NMT_OK);
+    return w;
+}
+
+uint8_t *roundtrip_image(size_t *size) {
+    nmtw_writer *w = roundtrip_writer();
+    void *img;
+    assert_int_equal(nmtw_write_memory(w, &img, size), NMT_OK);
+    assert_int_equal(nmtw_file_size(w), *size);
+    nmtw_destroy(w);
+    return (uint8_t *)img;
+}

@@ -1,0 +1,34 @@
+/* format_common.h — helpers shared by the .nmt format tests
+ * (format_test.c, format_writer_test.c, format_random_test.c): whole-file
+ * reads and the round-trip model, a writer holding every metadata type and
+ * every dtype.  Every function fails the running cmocka test on error. */
+#ifndef NMT_FORMAT_COMMON_H
+#define NMT_FORMAT_COMMON_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "format.h"
+#include "nmt_writer.h"
+
+/* Whole file into a malloc'd buffer (malloc memory is suitably aligned). */
+uint8_t *slurp(const char *path, size_t *size);
+
+/* The content used by the round-trip tests: every metadata type and every
+ * dtype. */
+extern const float T_F32[2 * 3];
+extern const uint16_t T_F16[4];
+extern const int8_t T_I8[3 * 5];
+extern const float T_SCALES[3];
+extern const uint8_t T_BLOB[7];
+extern const float T_F32_4D[1 * 2 * 1 * 3];
+
+/* A writer holding the round-trip content (nmtw_destroy it) and its image
+ * written to memory (free() it). */
+nmtw_writer *roundtrip_writer(void);
+uint8_t *roundtrip_image(size_t *size);
+
+#endif

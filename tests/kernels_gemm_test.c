@@ -1,0 +1,300 @@
+/* kernels_gemm_test.c — nmt_op_gemm (NT and NN) and nmt_op_gemm_q8 (int8 B
+ * with per-row scales) against ref_gemm / ref_gemm_q8 of ref_ops.c on
+ * seeded random data: every shape class, odd M/N/K, K = 0, alpha, beta 0/1,
+ * bias and ReLU epilogues, element offsets and wide leading dimensions;
+ * every parameter set the tuner can choose, the cache-blocked paths with
+ * tiny blocks, argument validation and the CLBlast provider.  Nothing
+ * outside C's block may change (NaN sentinels, compared bitwise) and a NaN
+ * C with beta = 0 must not leak into the result.
+ *
+ * The fixture and helpers are in ops_common.c. */
+#include "ops_common.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ref_ops.h"
+
+/* ---- GEMM ---------------------------------------------------------------- */
+
+typedef struct gemm_case {
+    int trans_b;
+    uint32_t M, N, K;
+    float alpha, beta;
+    int bias, relu;
+    uint32_t pad;   /* added to every leading dimension */
+    uint32_t off;   /* element offset of every operand */
+} gemm_case;
+
+static void run_gemm(env *e, nmt_ops *ops, const gemm_case *c, uint64_t seed) {
+    nmt_test_rng r = nmt_test_rng_make(seed);
+    const uint32_t lda = c->K + c->pad, ldc = c->N + c->pad;
+    const uint32_t ldb = (c->trans_b ? c->K : c->N) + c->pad;
+    const uint32_t brows = c->trans_b ? c->N : c->K, bcols = c->trans_b ? c->K : c->N;
+    const size_t na = c->off + (size_t)c->M * lda + 3, nb = c->off + (size_t)brows * ldb + 3;
+    const size_t nc = c->off + (size_t)c->M * ldc + 3, nbias = c->off + c->N + 3;
+    float *A = host_block(&r, na, c->off, c->M, c->K, lda, -1, 1);
+    float *Bm = host_block(&r, nb, c->off, brows, bcols, ldb, -1, 1);
+    /* beta == 0: C starts as NaN, which must not leak into the result */
+    float *C = host_block(&r, nc, c->off, c->M, c->N, ldc, -1, 1);
+    if (c->beta == 0.0f) nmt_test_fill_const(C, nc, NAN);
+    float *bias = host_block(&r, nbias, c->off, 1, c->N, c->N, -0.5f, 0.5f);
+
+    cl_mem dA = nmt_test_upload_f32(e->dev, A, na), dB = nmt_test_upload_f32(e->dev, Bm, nb);
+    cl_mem dC = nmt_test_upload_f32(e->dev, C, nc), dbias = nmt_test_upload_f32(e->dev, bias, nbias);
+    nmt_test_assert_ok(e->dev, nmt_op_gemm(ops, c->trans_b, c->M, c->N, c->K, c->alpha, B(dA, c->off), lda,
+                                           B(dB, c->off), ldb, c->beta, B(dC, c->off), ldc,
+                                           c->bias ? B(dbias, c->off) : NONE, c->relu));
+    float *got = download(e, dC, nc);
+    ref_gemm(c->trans_b, c->M, c->N, c->K, c->alpha, A + c->off, lda, Bm + c->off, ldb, c->beta, C + c->off, ldc,
+             c->bias ? bias + c->off : NULL, c->relu);
+    char what[160];
+    snprintf(what, sizeof what, "gemm %s M=%u N=%u K=%u alpha=%g beta=%g bias=%d relu=%d pad=%u off=%u",
+             c->trans_b ? "NT" : "NN", c->M, c->N, c->K, (double)c->alpha, (double)c->beta, c->bias, c->relu, c->pad,
+             c->off);
+    check_block(got, C, nc, c->off, c->M, c->N, ldc, TOL, what);
+    if (c->relu)
+        for (uint32_t m = 0; m < c->M; m++)
+            for (uint32_t n = 0; n < c->N; n++) assert_true(got[c->off + m * ldc + n] >= 0.0f);
+    nmt_test_release(dA);
+    nmt_test_release(dB);
+    nmt_test_release(dC);
+    nmt_test_release(dbias);
+    free(A);
+    free(Bm);
+    free(C);
+    free(bias);
+    free(got);
+}
+
+static const gemm_case gemm_shapes[] = {
+    /* trans M   N   K   alpha beta bias relu pad off */
+    {1, 1, 37, 5, 1.0f, 0.0f, 0, 0, 0, 0},    /* decoding: one row (1-row kernels below 4 rows) */
+    {1, 1, 50, 64, 1.0f, 0.0f, 1, 0, 0, 0},
+    {1, 2, 45, 19, 0.5f, 1.0f, 1, 1, 3, 5},
+    {1, 4, 45, 19, 0.5f, 1.0f, 1, 1, 3, 5},   /* smallest M of the block kernels */
+    {1, 3, 7, 5, 1.0f, 0.0f, 0, 0, 0, 0},
+    {1, 3, 7, 5, 1.0f, 0.0f, 1, 1, 0, 0},
+    {1, 64, 96, 80, 1.0f, 0.0f, 0, 0, 0, 0},
+    {1, 64, 96, 80, 1.0f, 0.0f, 1, 1, 0, 0},
+    {1, 64, 96, 80, 1.0f, 1.0f, 1, 0, 0, 0},  /* beta = 1: accumulate */
+    {1, 17, 33, 67, 0.5f, 1.0f, 1, 1, 5, 3},  /* odd everything, offsets, wide lds */
+    {1, 5, 9, 1, 1.0f, 0.0f, 1, 0, 2, 1},
+    {1, 13, 6, 8, 2.0f, 0.0f, 0, 1, 1, 2},    /* K multiple of 4 but lds/offsets not */
+    {0, 1, 37, 5, 1.0f, 0.0f, 0, 0, 0, 0},
+    {0, 3, 7, 5, 1.0f, 0.0f, 1, 1, 0, 0},
+    {0, 64, 96, 80, 1.0f, 0.0f, 1, 1, 0, 0},
+    {0, 64, 96, 80, 1.0f, 1.0f, 0, 0, 0, 0},
+    {0, 17, 33, 67, 0.5f, 1.0f, 1, 1, 5, 3},
+    {0, 2, 3, 2, 1.0f, 0.0f, 0, 0, 3, 7},
+    {0, 1, 61, 33, 1.0f, 1.0f, 1, 1, 2, 1},
+    {1, 4, 5, 0, 1.0f, 1.0f, 1, 0, 1, 1},     /* K = 0: C = C + bias */
+    {0, 4, 5, 0, 1.0f, 0.0f, 1, 1, 0, 0},     /* K = 0, beta = 0: C = relu(bias) */
+};
+
+/* C = alpha * A * (Q * scale)^T ...: same cases, B becomes int8 with per-row
+ * scales (trans_b ignored: the int8 op is NT only). */
+static void run_gemm_q8(env *e, nmt_ops *ops, const gemm_case *c, uint64_t seed) {
+    nmt_test_rng r = nmt_test_rng_make(seed);
+    const uint32_t lda = c->K + c->pad, ldc = c->N + c->pad, ldq = c->K + c->pad;
+    const size_t na = c->off + (size_t)c->M * lda + 3, nq = c->off + (size_t)c->N * ldq + 5;
+    const size_t nc = c->off + (size_t)c->M * ldc + 3, ns = c->off + c->N + 3;
+    float *A = host_block(&r, na, c->off, c->M, c->K, lda, -1, 1);
+    int8_t *Q = malloc(nq);
+    assert_non_null(Q);
+    for (size_t i = 0; i < nq; i++) Q[i] = (int8_t)nmt_test_rng_int(&r, -127, 128);
+    float *scale = host_block(&r, ns, c->off, 1, c->N, c->N, 0.001f, 0.05f);
+    float *C = host_block(&r, nc, c->off, c->M, c->N, ldc, -1, 1);
+    if (c->beta == 0.0f) nmt_test_fill_const(C, nc, NAN);
+    float *bias = host_block(&r, ns, c->off, 1, c->N, c->N, -0.5f, 0.5f);
+
+    cl_mem dA = nmt_test_upload_f32(e->dev, A, na), dQ = nmt_test_buffer(e->dev, nq, Q);
+    cl_mem dS = nmt_test_upload_f32(e->dev, scale, ns), dC = nmt_test_upload_f32(e->dev, C, nc);
+    cl_mem dbias = nmt_test_upload_f32(e->dev, bias, ns);
+    nmt_test_assert_ok(e->dev, nmt_op_gemm_q8(ops, c->M, c->N, c->K, c->alpha, B(dA, c->off), lda, B(dQ, c->off), ldq,
+                                              B(dS, c->off), c->beta, B(dC, c->off), ldc,
+                                              c->bias ? B(dbias, c->off) : NONE, c->relu));
+    float *got = download(e, dC, nc);
+    ref_gemm_q8(c->M, c->N, c->K, c->alpha, A + c->off, lda, Q + c->off, ldq, scale + c->off, c->beta, C + c->off,
+                ldc, c->bias ? bias + c->off : NULL, c->relu);
+    char what[160];
+    snprintf(what, sizeof what, "gemm_q8 M=%u N=%u K=%u alpha=%g beta=%g bias=%d relu=%d pad=%u off=%u", c->M, c->N,
+             c->K, (double)c->alpha, (double)c->beta, c->bias, c->relu, c->pad, c->off);
+    check_block(got, C, nc, c->off, c->M, c->N, ldc, TOL, what);
+    nmt_test_release(dA);
+    nmt_test_release(dQ);
+    nmt_test_release(dS);
+    nmt_test_release(dC);
+    nmt_test_release(dbias);
+    free(A);
+    free(Q);
+    free(scale);
+    free(C);
+    free(bias);
+    free(got);
+}
+
+/* Extra shapes on the class boundaries (M = 2 | 3, 16 | 17) and wide tiles. */
+static const gemm_case gemm_more[] = {
+    {1, 16, 70, 37, 1.0f, 0.0f, 1, 0, 1, 2},
+    {1, 40, 130, 33, 1.0f, 1.0f, 0, 1, 0, 1},
+    {0, 16, 70, 37, 1.0f, 0.0f, 1, 0, 1, 2},
+    {0, 40, 130, 33, 1.0f, 1.0f, 0, 1, 0, 1},
+    {0, 19, 64, 48, 1.0f, 0.0f, 1, 1, 0, 0},  /* column blocks exactly full */
+};
+
+static void run_all_gemm(env *e, nmt_ops *ops, uint64_t seed) {
+    for (size_t i = 0; i < NMT_ARRAY_LEN(gemm_shapes); i++) run_gemm(e, ops, &gemm_shapes[i], seed + i);
+    for (size_t i = 0; i < NMT_ARRAY_LEN(gemm_more); i++) run_gemm(e, ops, &gemm_more[i], seed + 50 + i);
+    for (size_t i = 0; i < NMT_ARRAY_LEN(gemm_shapes); i++)
+        if (gemm_shapes[i].trans_b) run_gemm_q8(e, ops, &gemm_shapes[i], seed + 100 + i);
+    for (size_t i = 0; i < NMT_ARRAY_LEN(gemm_more); i++)
+        if (gemm_more[i].trans_b) run_gemm_q8(e, ops, &gemm_more[i], seed + 150 + i);
+}
+
+/* Cache blocking (NN K chunks, NT row tiles) with tiny blocks, so the
+ * chunked paths run on small shapes: chunks accumulate, bias and ReLU are
+ * applied once at the end, offsets move with every chunk and tile. */
+static const gemm_case gemm_blocked[] = {
+    {0, 9, 40, 70, 1.0f, 0.0f, 1, 1, 3, 2},    /* NN: K in chunks of 8 (9 launches) */
+    {0, 20, 33, 17, 0.5f, 1.0f, 1, 0, 1, 5},   /* NN: chunks + ragged last chunk, beta 1 */
+    {0, 5, 8, 64, -1.0f, 0.0f, 0, 1, 0, 0},    /* NN: ReLU only after the last chunk */
+    {1, 500, 21, 30, 1.0f, 0.0f, 1, 1, 2, 3},  /* NT: rows in tiles */
+    {1, 450, 40, 9, 0.5f, 1.0f, 1, 0, 0, 1},   /* NT: tiles + ragged last tile, beta 1 */
+};
+
+static void test_gemm_blocking(void **state) {
+    env *e = *state;
+    const uint32_t kc = e->ops.k_chunk, tb = e->ops.a_tile_bytes;
+    e->ops.k_chunk = 8;
+    e->ops.a_tile_bytes = 64;  /* one work-group of rows per tile */
+    for (size_t i = 0; i < NMT_ARRAY_LEN(gemm_blocked); i++) run_gemm(e, &e->ops, &gemm_blocked[i], 700 + i);
+    e->ops.k_chunk = 0;
+    e->ops.a_tile_bytes = 0;
+    for (size_t i = 0; i < NMT_ARRAY_LEN(gemm_blocked); i++) run_gemm(e, &e->ops, &gemm_blocked[i], 700 + i);
+    e->ops.k_chunk = kc;
+    e->ops.a_tile_bytes = tb;
+}
+
+/* The device's own parameters (table row or tuning file). */
+static void test_gemm(void **state) {
+    env *e = *state;
+    run_all_gemm(e, &e->ops, 100);
+}
+
+/* Every parameter set the tuner can choose: set i takes candidate i of
+ * every (op, class) (the last one when a list is shorter), plus the
+ * portable default row.  Each set runs on a fresh device (program table). */
+static void test_gemm_parameter_sets(void **state) {
+    (void)state;
+    size_t longest = 0;
+    nmt_gemm_cfg cand[NMT_GOP_COUNT][NMT_GCLASS_COUNT][32];
+    size_t count[NMT_GOP_COUNT][NMT_GCLASS_COUNT];
+    for (int op = 0; op < NMT_GOP_COUNT; op++)
+        for (int c = 0; c < NMT_GCLASS_COUNT; c++) {
+            count[op][c] = nmt_gemm_candidates((nmt_gemm_op)op, (nmt_gemm_class)c, cand[op][c], 32);
+            assert_true(count[op][c] >= 2);  /* the default and at least one other */
+            for (size_t i = 0; i < count[op][c]; i++) assert_true(nmt_gemm_cfg_valid((nmt_gemm_op)op, &cand[op][c][i]));
+            longest = NMT_MAX(longest, count[op][c]);
+        }
+    for (size_t set = 0; set <= longest; set++) {
+        void *mem = NULL;
+        nmt_device *dev = nmt_test_device_open(&mem);
+        assert_non_null(dev);
+        nmt_tuning t;
+        if (set == longest) {
+            nmt_device_info generic;
+            memset(&generic, 0, sizeof generic);
+            nmt_tuning_from_table(&t, &generic);
+        } else {
+            t = dev->tuning;
+            for (int op = 0; op < NMT_GOP_COUNT; op++)
+                for (int c = 0; c < NMT_GCLASS_COUNT; c++)
+                    t.gemm[op][c] = cand[op][c][NMT_MIN(set, count[op][c] - 1)];
+        }
+        nmt_ops ops;
+        nmt_test_assert_ok(dev, nmt_ops_init_tuned(&ops, dev, &t));
+        nmt_test_assert_ok(dev, nmt_ops_enable_q8(&ops));
+        env ce = {.dev = dev, .mem = mem, .ops = ops};
+        run_all_gemm(&ce, &ops, 1000 + 300 * set);
+        nmt_ops_release(&ops);
+        nmt_test_device_close(dev, mem);
+    }
+}
+
+static void test_gemm_arguments(void **state) {
+    env *e = *state;
+    nmt_log_fn saved = e->dev->log.fn;
+    e->dev->log.fn = NULL;  /* the refusals below are logged at ERROR */
+    float x[64];
+    for (int i = 0; i < 64; i++) x[i] = (float)i;
+    cl_mem m = nmt_test_upload_f32(e->dev, x, 64);
+    nmt_ops *o = &e->ops;
+    /* zero sizes: no-op, buffer untouched */
+    assert_int_equal(nmt_op_gemm(o, 1, 0, 4, 4, 1, B(m, 0), 4, B(m, 0), 4, 0, B(m, 0), 4, NONE, 0), NMT_OK);
+    assert_int_equal(nmt_op_gemm(o, 1, 4, 0, 4, 1, B(m, 0), 4, B(m, 0), 4, 0, B(m, 0), 4, NONE, 0), NMT_OK);
+    float got[64];
+    nmt_test_download_f32(e->dev, m, 0, 64, got);
+    assert_memory_equal(got, x, sizeof x);
+    /* invalid */
+    assert_int_equal(nmt_op_gemm(o, 1, 2, 2, 2, 1, NONE, 2, B(m, 0), 2, 0, B(m, 0), 2, NONE, 0), NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(nmt_op_gemm(o, 1, 2, 2, 2, 1, B(m, 0), 2, NONE, 2, 0, B(m, 0), 2, NONE, 0), NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(nmt_op_gemm(o, 1, 2, 2, 2, 1, B(m, 0), 2, B(m, 0), 2, 0, NONE, 2, NONE, 0), NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(nmt_op_gemm(o, 1, 2, 2, 2, 1, B(m, 0), 2, B(m, 0), 2, 0.5f, B(m, 0), 2, NONE, 0),
+                     NMT_ERR_INVALID_ARGUMENT);  /* beta must be 0 or 1 */
+    assert_int_equal(nmt_op_gemm(o, 1, 2, 2, 3, 1, B(m, 0), 2, B(m, 0), 3, 0, B(m, 0), 2, NONE, 0),
+                     NMT_ERR_INVALID_ARGUMENT);  /* lda < K */
+    assert_int_equal(nmt_op_gemm(o, 0, 2, 3, 2, 1, B(m, 0), 2, B(m, 0), 2, 0, B(m, 0), 3, NONE, 0),
+                     NMT_ERR_INVALID_ARGUMENT);  /* NN: ldb < N */
+    assert_int_equal(nmt_op_gemm(o, 1, 2, 3, 2, 1, B(m, 0), 2, B(m, 0), 2, 0, B(m, 0), 2, NONE, 0),
+                     NMT_ERR_INVALID_ARGUMENT);  /* ldc < N */
+#if SIZE_MAX > 0xffffffffu /* an offset of 2^32 elements needs a 64-bit size_t */
+    assert_int_equal(nmt_op_gemm(o, 1, 2, 2, 2, 1, B(m, (size_t)1 << 32), 2, B(m, 0), 2, 0, B(m, 0), 2, NONE, 0),
+                     NMT_ERR_UNSUPPORTED);       /* beyond 32-bit indexing */
+#endif
+    assert_int_equal(nmt_op_gemm(NULL, 1, 2, 2, 2, 1, B(m, 0), 2, B(m, 0), 2, 0, B(m, 0), 2, NONE, 0),
+                     NMT_ERR_INVALID_ARGUMENT);
+    nmt_test_release(m);
+    e->dev->log.fn = saved;
+}
+
+/* The CLBlast provider (only when the library links CLBlast; PoCL JITs its
+ * kernels for tens of seconds, so one NT shape with every epilogue). */
+static void test_gemm_clblast(void **state) {
+    env *e = *state;
+    if (!nmt_device_have_clblast()) {
+        fprintf(stderr, "library built without CLBlast: skipping\n");
+        skip();
+    }
+    nmt_device_params p;
+    nmt_test_default_params(&p);
+    p.gemm = NMT_GEMM_CLBLAST;
+    void *mem = NULL;
+    nmt_device *dev = NULL;
+    nmt_test_assert_ok(NULL, nmt_test_device_open_with(&p, &mem, &dev));
+    nmt_ops ops;
+    nmt_test_assert_ok(dev, nmt_ops_init(&ops, dev));
+    assert_int_equal(ops.gemm, NMT_GEMM_CLBLAST);
+    env ce = {.dev = dev, .mem = mem, .ops = ops};
+    (void)e;
+    const gemm_case c[] = {
+        {1, 17, 33, 67, 0.5f, 1.0f, 1, 1, 5, 3},  /* bias + relu through bias_act */
+        {1, 9, 20, 16, 1.0f, 0.0f, 0, 0, 0, 0},   /* plain: CLBlast alone, C starts as NaN */
+    };
+    for (size_t i = 0; i < NMT_ARRAY_LEN(c); i++) run_gemm(&ce, &ops, &c[i], 900 + i);
+    nmt_ops_release(&ops);
+    nmt_test_device_close(dev, mem);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gemm),
+        cmocka_unit_test(test_gemm_parameter_sets),
+        cmocka_unit_test(test_gemm_blocking),
+        cmocka_unit_test(test_gemm_arguments),
+        cmocka_unit_test(test_gemm_clblast),
+    };
+    return cmocka_run_group_tests(tests, kernels_setup, ops_teardown);
+}

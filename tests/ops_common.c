@@ -1,0 +1,138 @@
+/* ops_common.c — the op tests' fixture and helpers (see ops_common.h). */
+#include "ops_common.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- fixture -------------------------------------------------------------- */
+
+static int open_env(void **state, int train) {
+    env *e = calloc(1, sizeof *e);
+    if (e == NULL) return -1;
+    e->dev = nmt_test_device_open(&e->mem);
+    if (e->dev == NULL) return -1;
+    nmt_status s = nmt_ops_init(&e->ops, e->dev);
+    if (train) {
+        if (s == NMT_OK) s = nmt_train_ops_init(&e->t, e->dev);
+    } else {
+        if (s == NMT_OK) s = nmt_ops_enable_q8(&e->ops);
+        if (s == NMT_OK) s = nmt_ops_enable_nn(&e->ops);
+    }
+    if (s != NMT_OK) {
+        fprintf(stderr, "ops init failed: %s\n", nmt_status_str(s));
+        return -1;
+    }
+    *state = e;
+    return 0;
+}
+
+int kernels_setup(void **state) { return open_env(state, 0); }
+
+int grad_setup(void **state) { return open_env(state, 1); }
+
+int ops_teardown(void **state) {
+    env *e = *state;
+    nmt_train_ops_release(&e->t);  /* nothing to release after kernels_setup */
+    nmt_ops_release(&e->ops);
+    nmt_test_device_close(e->dev, e->mem);
+    free(e);
+    return 0;
+}
+
+/* ---- buffers -------------------------------------------------------------- */
+
+nmt_buf B(cl_mem m, size_t off) {
+    nmt_buf b = {m, off};
+    return b;
+}
+
+const nmt_buf NONE = {NULL, 0};
+
+float *download(env *e, cl_mem m, size_t n) {
+    float *x = nmt_test_alloc_f32(n);
+    nmt_test_download_f32(e->dev, m, 0, n, x);
+    return x;
+}
+
+/* ---- kernels*_test.c ------------------------------------------------------ */
+
+float *host_block(nmt_test_rng *r, size_t total, size_t off, uint32_t rows, uint32_t cols, uint64_t ld, float lo,
+                  float hi) {
+    float *x = nmt_test_alloc_f32(total);
+    nmt_test_fill_const(x, total, NAN);
+    for (uint32_t i = 0; i < rows; i++) nmt_test_fill_uniform(r, x + off + i * ld, cols, lo, hi);
+    return x;
+}
+
+static int in_block(size_t idx, size_t off, uint32_t rows, uint32_t cols, uint64_t ld) {
+    if (idx < off) return 0;
+    size_t rel = idx - off;
+    size_t r = (size_t)(rel / ld), c = (size_t)(rel % ld);
+    return r < rows && c < cols;
+}
+
+void check_block(const float *got, const float *want, size_t total, size_t off, uint32_t rows, uint32_t cols,
+                 uint64_t ld, double tol, const char *what) {
+    size_t n = (size_t)rows * cols;
+    float *g = nmt_test_alloc_f32(n ? n : 1), *w = nmt_test_alloc_f32(n ? n : 1);
+    for (uint32_t r = 0; r < rows; r++)
+        for (uint32_t c = 0; c < cols; c++) {
+            g[(size_t)r * cols + c] = got[off + r * ld + c];
+            w[(size_t)r * cols + c] = want[off + r * ld + c];
+        }
+    nmt_test_assert_close_impl(g, w, n, tol, what, __FILE__, __LINE__);
+    free(g);
+    free(w);
+    for (size_t i = 0; i < total; i++) {
+        if (in_block(i, off, rows, cols, ld)) continue;
+        if (memcmp(&got[i], &want[i], sizeof(float)) != 0)
+            fail_msg("%s: element %zu outside the output block was modified (%g, expected %g)", what, i,
+                     (double)got[i], (double)want[i]);
+    }
+}
+
+/* ---- grad*_test.c --------------------------------------------------------- */
+
+double *widen(const float *x, size_t n) {
+    double *d = malloc(sizeof(double) * (n ? n : 1));
+    assert_non_null(d);
+    for (size_t i = 0; i < n; i++) d[i] = x[i];
+    return d;
+}
+
+float *nan_f32(size_t n) {
+    float *x = nmt_test_alloc_f32(n);
+    nmt_test_fill_const(x, n, NAN);
+    return x;
+}
+
+void fd_check(const char *what, loss_fn L, void *ctx, double *x, size_t n, const float *grad, const float *base) {
+    float *fd = nmt_test_alloc_f32(n), *got = nmt_test_alloc_f32(n);
+    size_t used = 0, skipped = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double x0 = x[i];
+        int skip = 0;
+        x[i] = x0 + FD_H;
+        const double lp = L(ctx, &skip);
+        x[i] = x0 - FD_H;
+        const double lm = L(ctx, &skip);
+        x[i] = x0;
+        const double g = base ? (double)grad[i] - (double)base[i] : (double)grad[i];
+        if (skip) {
+            skipped++;
+            continue;
+        }
+        fd[used] = (float)((lp - lm) / (2.0 * FD_H));
+        got[used] = (float)g;
+        used++;
+    }
+    assert_true(used > 0 && skipped * 10 <= n);
+    if (getenv("NMT_TEST_VERBOSE"))
+        fprintf(stderr, "  %-32s fd error %.2e over %zu elements (%zu skipped at kinks)\n", what,
+                nmt_test_norm_error(got, fd, used), used, skipped);
+    nmt_test_assert_close_impl(got, fd, used, FD_TOL, what, __FILE__, __LINE__);
+    free(fd);
+    free(got);
+}
