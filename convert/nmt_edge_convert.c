@@ -707,10 +707,9 @@ static int cmd_verify(int argc, char **argv) {
            info.enc_layers, info.dec_layers, info.dtype);
 
     nmt_device_params dp;
+    char cache_dir[4096];
     memset(&dp, 0, sizeof dp);
-    dp.device = a.device ? a.device : nmt_tool_env("NMT_EDGE_DEVICE");
-    dp.cache_dir = nmt_tool_env("NMT_EDGE_CACHE_DIR");
-    dp.kernel_dir = nmt_tool_env("NMT_EDGE_KERNEL_DIR");
+    nmt_tool_device_params(&dp, a.device, cache_dir, sizeof cache_dir);
     size_t fp = (nmt_device_footprint() + 63) / 64 * 64;
     dev_mem = aligned_alloc(64, fp ? fp : 64);
     if (dev_mem == NULL) {

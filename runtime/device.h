@@ -118,8 +118,10 @@ uint32_t nmt_device_cache_refresh(nmt_device *dev);
 void nmt_device_tuning_path(const nmt_device *dev, char *buf, size_t cap);
 
 /* Make the sources of `table` (n entries; static storage) available to
- * nmt_device_program after the runtime's own: the training library adds
- * its kernels this way, so the runtime carries none of them. */
+ * nmt_device_program after the runtime's own, which they cannot shadow: the
+ * training library adds its kernels this way (nmt_train_ops_init), so the
+ * runtime carries none of them.  One table per device: a call replaces the
+ * previous one, NULL removes it.  kernel_dir, when set, still wins. */
 void nmt_device_add_sources(nmt_device *dev, const nmt_embedded_source *table, size_t n);
 
 /* Create a kernel from a program (caller releases with clReleaseKernel). */

@@ -1,5 +1,5 @@
 /* kernel_args.h — setting kernel arguments and enqueueing, shared by the op
- * layers (ops.c for inference, ops_train.c for training).  Arguments are set
+ * layers (ops.c for inference, train/ops_train.c for training).  Arguments are set
  * in order; the first failing clSetKernelArg is remembered and reported once
  * by args_end() with the kernel name and argument index, so an op reads as a
  * flat list of arg_*() calls. */

@@ -291,14 +291,12 @@ static void log_to_stderr(void *user, nmt_log_level level, const char *msg) {
 int open_device(const cli_opts *o, runtime *rt) {
     rt->log_level = o->verbose ? NMT_LOG_INFO : NMT_LOG_WARN;
     nmt_device_params dp = {
-        .device = o->device ? o->device : nmt_tool_env("NMT_EDGE_DEVICE"),
-        .cache_dir = o->no_cache ? NULL : nmt_tool_cache_dir(rt->cache_dir, sizeof rt->cache_dir),
-        .kernel_dir = nmt_tool_env("NMT_EDGE_KERNEL_DIR"),
         .gemm = (nmt_gemm_provider)o->gemm,
         .log = log_to_stderr,
         .log_user = &rt->log_level,
         .log_level = rt->log_level,
     };
+    nmt_tool_device_params(&dp, o->device, o->no_cache ? NULL : rt->cache_dir, sizeof rt->cache_dir);
     size_t fp = round_up(nmt_device_footprint() ? nmt_device_footprint() : 1, 64);
     rt->dev_mem = aligned_alloc(64, fp);
     if (rt->dev_mem == NULL) {

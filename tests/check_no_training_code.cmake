@@ -1,11 +1,15 @@
 # Fails if the device runtime (libnmtedge.a, the nmt-edge program) carries
-# training code: a backward / loss / optimizer function of train/ops_train.h
-# (as a symbol or string), the declaration of a kernel of the training kernel
-# files (cl/*_bwd.cl, loss.cl, optim.cl: "void NAME(" in embedded source), or
-# the words "_bwd" / "adam" in any symbol or string.  The forbidden names are
-# read from those sources, so the list cannot go stale.
-#   cmake -DNM=nm -DLIB=libnmtedge.a -DBIN=nmt-edge -DSRC=<repo root> -P check_no_training_code.cmake
-file(GLOB train_cl ${SRC}/cl/*_bwd.cl ${SRC}/cl/loss.cl ${SRC}/cl/optim.cl)
+# training code: a backward / loss / optimizer function or the training kernel
+# table of train/ops_train.h (as a symbol or string), the declaration of a
+# kernel of the training kernel files (cl/*_bwd.cl, loss.cl, optim.cl:
+# "void NAME(" in embedded source), or the words "_bwd" / "adam" in any
+# symbol or string.  The forbidden names are read from those sources, so the
+# list cannot go stale.
+#   cmake -DNM=nm -DLIB=libnmtedge.a -DBIN=nmt-edge -DSRC=<repo root>
+#         -DTRAIN_CL=<training .cl files, ','-separated> -P check_no_training_code.cmake
+# (TRAIN_CL: NMT_CL_TRAIN_SOURCES of the top-level CMakeLists.txt, the one
+# place that says which kernel files are training kernels.)
+string(REPLACE "," ";" train_cl "${TRAIN_CL}")
 set(names "")
 set(kernels "")
 foreach(f IN LISTS train_cl)
@@ -17,9 +21,10 @@ foreach(f IN LISTS train_cl)
   endforeach()
 endforeach()
 file(READ ${SRC}/train/ops_train.h text)
-string(REGEX MATCHALL "nmt_[a-z0-9_]+\\(" fs "${text}")
+# functions "nmt_x(" and arrays "nmt_x[]" (the training kernel table)
+string(REGEX MATCHALL "nmt_[a-z0-9_]+(\\(|\\[\\])" fs "${text}")
 foreach(f IN LISTS fs)
-  string(REPLACE "(" "" f "${f}")
+  string(REGEX REPLACE "[^a-z0-9_]" "" f "${f}")
   list(APPEND names ${f})
 endforeach()
 list(REMOVE_DUPLICATES names)

@@ -1,7 +1,8 @@
 /* device_test.c — the device layer (runtime/device.c) and the platform
  * services it uses (runtime/platform_posix.c): selection, capabilities,
- * program building, the on-disk binary cache, kernel_dir, build failures,
- * error mapping, buffers, atomic file writes and mappings. */
+ * program building, added source tables, the on-disk binary cache,
+ * kernel_dir, build failures, error mapping, buffers, atomic file writes and
+ * mappings. */
 #include "test_util.h"
 
 #include <errno.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "ops.h"
+#include "ops_train.h"
 #include "platform.h"
 
 #ifndef CL_PLATFORM_NOT_FOUND_KHR
@@ -464,6 +466,40 @@ static void test_program_table(void **state) {
     close_dev(&o);
 }
 
+/* Sources a caller adds (the training library's, nmt_device_add_sources)
+ * are found after the runtime's own, which they cannot shadow; the runtime
+ * embeds none of the training sources. */
+static void test_added_sources(void **state) {
+    (void)state;
+    for (size_t i = 0; i < nmt_train_embedded_source_count; i++) {
+        assert_memory_equal(nmt_train_embedded_sources[i].text, "/* ", 3);
+        for (size_t j = 0; j < nmt_embedded_source_count; j++)
+            assert_string_not_equal(nmt_train_embedded_sources[i].name, nmt_embedded_sources[j].name);
+    }
+    static const char probe[] = "__kernel void probe(__global float *x) { x[0] = 1.0f; }\n";
+    static const nmt_embedded_source extra[] = {
+        {"elementwise", "not OpenCL C", 12},  /* the runtime's elementwise wins */
+        {"extra_probe", probe, sizeof probe - 1},
+    };
+    nmt_device_params p = params_nocache();
+    p.log = NULL;
+    opened o = open_ok(&p);
+    cl_program a = NULL;
+    assert_int_equal(nmt_device_program(o.dev, "loss", "", &a), NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(nmt_device_program(o.dev, "extra_probe", "", &a), NMT_ERR_INVALID_ARGUMENT);
+    nmt_device_add_sources(o.dev, extra, NMT_ARRAY_LEN(extra));
+    nmt_test_assert_ok(o.dev, nmt_device_program(o.dev, "elementwise", "-DREDUCE_WG=64", &a));
+    check_add_kernel(o.dev, a);
+    nmt_test_assert_ok(o.dev, nmt_device_program(o.dev, "extra_probe", "", &a));
+    cl_kernel k = NULL;
+    nmt_test_assert_ok(o.dev, nmt_device_kernel(o.dev, a, "probe", &k));
+    clReleaseKernel(k);
+    assert_int_equal(nmt_device_program(o.dev, "loss", "", &a), NMT_ERR_INVALID_ARGUMENT);
+    nmt_device_add_sources(o.dev, NULL, 5);  /* removes the table */
+    assert_int_equal(nmt_device_program(o.dev, "extra_probe", "-DX=1", &a), NMT_ERR_INVALID_ARGUMENT);
+    close_dev(&o);
+}
+
 /* Every embedded source compiles without a single warning, with the
  * defaults and with other values of its knobs (-Werror turns warnings into
  * build failures; PoCL's own cache keys on the options, so a cached success
@@ -743,6 +779,8 @@ static void test_kernel_dir(void **state) {
     nmt_test_assert_ok(o.dev, nmt_ops_init(&ops, o.dev));
     assert_non_null(ops.k_attn_apply);
     nmt_ops_release(&ops);
+    /* so do the training sources, with no table registered */
+    nmt_test_assert_ok(o.dev, nmt_device_program(o.dev, "loss", "", &prog));
     close_dev(&o);
 
     nmt_test_remove_tree(dir);
@@ -928,6 +966,7 @@ int main(void) {
         cmocka_unit_test(test_fnv1a),
         cmocka_unit_test(test_buffers),
         cmocka_unit_test(test_program_table),
+        cmocka_unit_test(test_added_sources),
         cmocka_unit_test(test_sources_compile_clean),
         cmocka_unit_test(test_cache_roundtrip),
         cmocka_unit_test(test_cache_reject_checksum),

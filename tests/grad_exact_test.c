@@ -17,12 +17,15 @@
 
 /* ---- GEMM TN and column sums (exact references) --------------------------- */
 
-static void run_gemm_tn(env *e, nmt_train_ops *t, uint64_t seed) {
+/* M, N, K: with N >= 32 whole vector column blocks; K > 2 * k_chunk in chunks */
+static const uint32_t gemm_tn_shapes[][3] = {{1, 1, 1},  {5, 7, 3},   {13, 6, 17},  {4, 4, 0},
+                                             {32, 33, 9}, {70, 3, 41}, {9, 70, 600}, {7, 64, 513}};
+
+/* The first n_shapes of gemm_tn_shapes, beta 0 and 1. */
+static void run_gemm_tn(env *e, nmt_train_ops *t, uint64_t seed, size_t n_shapes) {
     nmt_test_rng r = nmt_test_rng_make(seed);
-    /* with N >= 32 whole vector column blocks; K > 2 * k_chunk in chunks */
-    static const uint32_t shapes[][3] = {{1, 1, 1},   {5, 7, 3},    {13, 6, 17}, {32, 33, 9},
-                                         {4, 4, 0},   {70, 3, 41},  {9, 70, 600}, {7, 64, 513}};
-    for (size_t si = 0; si < NMT_ARRAY_LEN(shapes); si++) {
+    const uint32_t(*shapes)[3] = gemm_tn_shapes;
+    for (size_t si = 0; si < n_shapes; si++) {
         for (int beta = 0; beta <= 1; beta++) {
             const uint32_t M = shapes[si][0], N = shapes[si][1], K = shapes[si][2];
             const uint32_t lda = M + 2, ldb = N + 1, ldc = N + 3;
@@ -68,14 +71,14 @@ static void run_gemm_tn(env *e, nmt_train_ops *t, uint64_t seed) {
 /* The device's parameters, then other register blocks and K chunks. */
 static void test_gemm_tn(void **state) {
     env *e = *state;
-    run_gemm_tn(e, &e->t, 11);
+    run_gemm_tn(e, &e->t, 11, NMT_ARRAY_LEN(gemm_tn_shapes));
     static const uint32_t sets[][4] = {{4, 4, 4, 0}, {3, 8, 8, 5}, {5, 20, 16, 64}, {1, 32, 16, 100}, {8, 1, 1, 7}};
     for (size_t i = 0; i < NMT_ARRAY_LEN(sets); i++) {
         nmt_train_ops t;
         nmt_test_assert_ok(e->dev, nmt_train_ops_init_gemm(&t, e->dev, sets[i][0], sets[i][1], sets[i][2]));
         assert_int_equal(t.gemm_vw, sets[i][1] % sets[i][2] == 0 ? sets[i][2] : 1u);
         t.k_chunk = sets[i][3];
-        run_gemm_tn(e, &t, 20 + i);
+        run_gemm_tn(e, &t, 20 + i, NMT_ARRAY_LEN(gemm_tn_shapes));
         nmt_train_ops_release(&t);
     }
     nmt_train_ops t;
@@ -83,6 +86,17 @@ static void test_gemm_tn(void **state) {
     assert_int_equal(nmt_train_ops_init_gemm(&t, e->dev, 4, 33, 4), NMT_ERR_INVALID_ARGUMENT);
     assert_int_equal(nmt_train_ops_init_gemm(&t, e->dev, 4, 4, 3), NMT_ERR_INVALID_ARGUMENT);
     assert_int_equal(nmt_train_ops_init_gemm(&t, e->dev, 9, 4, 4), NMT_ERR_INVALID_ARGUMENT);
+}
+
+/* On a CLBlast device the weight-gradient products go to CLBlast (when the
+ * build links it).  PoCL JITs CLBlast's kernels slowly: the first four
+ * shapes only (K = 0 among them, which stays on our kernel). */
+static void test_gemm_tn_clblast(void **state) {
+    (void)state;
+    env ce;
+    open_clblast_env(&ce, 1);
+    run_gemm_tn(&ce, &ce.t, 30, 4);
+    close_env(&ce);
 }
 
 static void test_col_sum(void **state) {
@@ -359,6 +373,7 @@ static void test_fill_axpy(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gemm_tn),
+        cmocka_unit_test(test_gemm_tn_clblast),
         cmocka_unit_test(test_col_sum),
         cmocka_unit_test(test_philox_known_answer),
         cmocka_unit_test(test_dropout),

@@ -263,29 +263,15 @@ static void test_gemm_arguments(void **state) {
 /* The CLBlast provider (only when the library links CLBlast; PoCL JITs its
  * kernels for tens of seconds, so one NT shape with every epilogue). */
 static void test_gemm_clblast(void **state) {
-    env *e = *state;
-    if (!nmt_device_have_clblast()) {
-        fprintf(stderr, "library built without CLBlast: skipping\n");
-        skip();
-    }
-    nmt_device_params p;
-    nmt_test_default_params(&p);
-    p.gemm = NMT_GEMM_CLBLAST;
-    void *mem = NULL;
-    nmt_device *dev = NULL;
-    nmt_test_assert_ok(NULL, nmt_test_device_open_with(&p, &mem, &dev));
-    nmt_ops ops;
-    nmt_test_assert_ok(dev, nmt_ops_init(&ops, dev));
-    assert_int_equal(ops.gemm, NMT_GEMM_CLBLAST);
-    env ce = {.dev = dev, .mem = mem, .ops = ops};
-    (void)e;
+    (void)state;
+    env ce;
+    open_clblast_env(&ce, 0);
     const gemm_case c[] = {
         {1, 17, 33, 67, 0.5f, 1.0f, 1, 1, 5, 3},  /* bias + relu through bias_act */
         {1, 9, 20, 16, 1.0f, 0.0f, 0, 0, 0, 0},   /* plain: CLBlast alone, C starts as NaN */
     };
-    for (size_t i = 0; i < NMT_ARRAY_LEN(c); i++) run_gemm(&ce, &ops, &c[i], 900 + i);
-    nmt_ops_release(&ops);
-    nmt_test_device_close(dev, mem);
+    for (size_t i = 0; i < NMT_ARRAY_LEN(c); i++) run_gemm(&ce, &ce.ops, &c[i], 900 + i);
+    close_env(&ce);
 }
 
 int main(void) {

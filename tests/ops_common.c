@@ -32,13 +32,35 @@ int kernels_setup(void **state) { return open_env(state, 0); }
 
 int grad_setup(void **state) { return open_env(state, 1); }
 
-int ops_teardown(void **state) {
-    env *e = *state;
+void close_env(env *e) {
     nmt_train_ops_release(&e->t);  /* nothing to release after kernels_setup */
     nmt_ops_release(&e->ops);
     nmt_test_device_close(e->dev, e->mem);
+}
+
+int ops_teardown(void **state) {
+    env *e = *state;
+    close_env(e);
     free(e);
     return 0;
+}
+
+void open_clblast_env(env *ce, int train) {
+    memset(ce, 0, sizeof *ce);
+    if (!nmt_device_have_clblast()) {
+        fprintf(stderr, "library built without CLBlast: skipping\n");
+        skip();
+    }
+    nmt_device_params p;
+    nmt_test_default_params(&p);
+    p.gemm = NMT_GEMM_CLBLAST;
+    nmt_test_assert_ok(NULL, nmt_test_device_open_with(&p, &ce->mem, &ce->dev));
+    nmt_test_assert_ok(ce->dev, nmt_ops_init(&ce->ops, ce->dev));
+    assert_int_equal(ce->ops.gemm, NMT_GEMM_CLBLAST);
+    if (train) {
+        nmt_test_assert_ok(ce->dev, nmt_train_ops_init(&ce->t, ce->dev));
+        assert_int_equal(ce->t.gemm, NMT_GEMM_CLBLAST);
+    }
 }
 
 /* ---- buffers -------------------------------------------------------------- */

@@ -8,7 +8,8 @@
  *       or exact double references.
  *
  *   fixture   env: the test device, its forward ops and (grad tests) its
- *             training ops, opened by a cmocka group setup.
+ *             training ops, opened by a cmocka group setup; a second env
+ *             on a CLBlast device for the CLBlast cases.
  *   buffers   B(m, off) views, NONE, download().
  *   kernels   host_block() inputs surrounded by NaN, check_block() results
  *             close inside the output block and bitwise unchanged outside.
@@ -37,6 +38,13 @@ int kernels_setup(void **state);
 int grad_setup(void **state);
 /* Releases what either setup built. */
 int ops_teardown(void **state);
+
+/* A second env on a test device opened with the CLBlast GEMM provider: its
+ * forward ops and (train) its training ops, each checked to use CLBlast;
+ * skips the calling test when the library is built without CLBlast.
+ * close_env releases it. */
+void open_clblast_env(env *ce, int train);
+void close_env(env *e);
 
 /* ---- buffers -------------------------------------------------------------- */
 

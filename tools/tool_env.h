@@ -1,18 +1,26 @@
 /* tool_env.h — what the three programs (nmt-edge, nmt-edge-train,
  * nmt-edge-convert) read from the environment, written once: the device
- * selection and the kernel cache directory.  Not part of libnmtedge (a
- * library reads no environment); each program links nmtedge_tool. */
+ * selection, the kernel cache directory and the kernel source directory.
+ * Not part of libnmtedge (a library reads no environment); each program
+ * links nmtedge_tool. */
 #ifndef NMT_TOOL_ENV_H
 #define NMT_TOOL_ENV_H
 
+#include "nmt_edge.h"
+
 #include <stddef.h>
 
-/* The variable's value when set and non-empty, else NULL. */
-const char *nmt_tool_env(const char *name);
-
-/* The compiled-kernel cache directory: $NMT_EDGE_CACHE_DIR, else
- * $XDG_CACHE_HOME/nmt-edge, else $HOME/.cache/nmt-edge (formatted into buf);
- * NULL when none applies or it does not fit. */
-const char *nmt_tool_cache_dir(char *buf, size_t cap);
+/* Fill the device-selection fields of *dp, the same way in every program:
+ *   device     `device` (the --device option) when non-empty, else
+ *              $NMT_EDGE_DEVICE, else NULL (the runtime's default);
+ *   cache_dir  NULL when cache_buf is NULL (--no-cache), else
+ *              $NMT_EDGE_CACHE_DIR, else $XDG_CACHE_HOME/nmt-edge, else
+ *              $HOME/.cache/nmt-edge (formatted into cache_buf, cap bytes),
+ *              else NULL (nothing applies or it does not fit);
+ *   kernel_dir $NMT_EDGE_KERNEL_DIR, else NULL (the embedded sources).
+ * Empty variables count as unset.  The other fields of *dp are left as they
+ * are.  The strings set point into `device`, the environment or cache_buf,
+ * which must outlive the nmt_device_open call. */
+void nmt_tool_device_params(nmt_device_params *dp, const char *device, char *cache_buf, size_t cap);
 
 #endif

@@ -136,13 +136,9 @@ static void log_json(run *r, const char *fmt, ...) {
 
 static int open_device(run *r) {
     const train_opts *o = &r->o;
-    const char *dev = o->device;
-    if (!dev || !*dev) dev = nmt_tool_env("NMT_EDGE_DEVICE");
-    const char *cache = o->no_cache ? NULL : nmt_tool_cache_dir(r->cache_dir, sizeof r->cache_dir);
     nmt_device_params dp;
     memset(&dp, 0, sizeof dp);
-    dp.device = (dev && *dev) ? dev : NULL;
-    dp.cache_dir = cache;
+    nmt_tool_device_params(&dp, o->device, o->no_cache ? NULL : r->cache_dir, sizeof r->cache_dir);
     size_t fp = (nmt_device_footprint() + 63) / 64 * 64;
     r->dev_mem = aligned_alloc(64, fp ? fp : 64);
     if (!r->dev_mem) return fail_status("device memory", NMT_ERR_INVALID_ARGUMENT);

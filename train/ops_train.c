@@ -7,9 +7,6 @@
  * work-group of reduce_wg work-items per row.  No allocation anywhere. */
 #include "ops_train.h"
 
-extern const nmt_embedded_source nmt_train_embedded_sources[];
-extern const size_t nmt_train_embedded_source_count;
-
 #include "kernel_args.h"
 
 #include <math.h>

@@ -45,7 +45,13 @@ typedef struct nmt_train_ops {
     size_t wg_max;              /* work-items per group for the other kernels */
 } nmt_train_ops;
 
-/* Build the programs (through the device's program cache) and create every
+/* The training kernel sources (cl/<op>_bwd.cl, loss.cl, optim.cl), embedded
+ * in this library by cmake/embed_cl.cmake; libnmtedge carries none of them. */
+extern const nmt_embedded_source nmt_train_embedded_sources[];
+extern const size_t nmt_train_embedded_source_count;
+
+/* Register the training sources on the device (nmt_device_add_sources),
+ * build the programs (through the device's program cache) and create every
  * kernel.  On failure everything created so far is released.  The device
  * must outlive the ops. */
 nmt_status nmt_train_ops_init(nmt_train_ops *t, nmt_device *dev);
