@@ -9,6 +9,7 @@
 #include "checkpoint.h"
 #include "format.h"
 #include "random_model.h"
+#include "tf_train.h"
 #include "test_util.h"
 
 static char *join(const char *dir, const char *name) {
@@ -82,6 +83,30 @@ static int teardown(void **state) {
     return 0;
 }
 
+/* The trainer finds a family by the image's arch: an unknown arch, or none,
+ * is NMT_ERR_MODEL_ARCH before anything is created. */
+static void test_train_registry(void **state) {
+    env *e = *state;
+    assert_ptr_equal(nmt_train_family_find("transformer"), &nmt_tf_train_family);
+    assert_null(nmt_train_family_find("mg-sa-not-yet"));
+    assert_null(nmt_train_family_find(NULL));
+    const nmt_train_limits lim = {2, 12, 12, 0};
+    for (int with_arch = 0; with_arch <= 1; with_arch++) {
+        nmtw_writer *w = nmtw_create();
+        assert_non_null(w);
+        if (with_arch) assert_int_equal(nmtw_set_str(w, "arch", "bogus"), NMT_OK);
+        assert_int_equal(nmtw_set_i64(w, "d_model", 8), NMT_OK);
+        void *img;
+        size_t size;
+        assert_int_equal(nmtw_write_memory(w, &img, &size), NMT_OK);
+        nmtw_destroy(w);
+        ntm_model *m = (ntm_model *)&lim;  /* must be reset */
+        assert_int_equal(ntm_create(e->dev, img, size, &lim, &m), NMT_ERR_MODEL_ARCH);
+        assert_null(m);
+        free(img);
+    }
+}
+
 static void test_roundtrip(void **state) {
     env *e = *state;
     nmt_random_transformer_config cfg;
@@ -89,10 +114,13 @@ static void test_roundtrip(void **state) {
     void *img;
     size_t size;
     assert_int_equal(nmt_random_transformer_image(&cfg, &img, &size), NMT_OK);
-    tft_limits lim = {2, 12, 12, 0};
-    tft_model *m = NULL;
-    nmt_test_assert_ok(e->dev, tft_create(e->dev, img, size, &lim, &m));
+    nmt_train_limits lim = {2, 12, 12, 0};
+    ntm_model *model = NULL;  /* through the trainer's registry, as nmt-edge-train */
+    nmt_test_assert_ok(e->dev, ntm_create(e->dev, img, size, &lim, &model));
+    assert_ptr_equal(ntm_family(model), &nmt_tf_train_family);
+    tft_model *m = ntm_impl(model);
     size_t n = tft_n_params(m);
+    assert_int_equal(ntm_n_params(model), n);
     assert_true(n > 0);
 
     /* Non-trivial optimizer state (a fresh model has M = V = 0). */
@@ -110,7 +138,7 @@ static void test_roundtrip(void **state) {
     char *dir = nmt_test_make_temp_dir("ckpt");
     ckpt_state st = {7, 2, 13, 0xFFFFFFFFFFFFFFF5ull, 123456789, 12.5, 3.25};
     char err[256] = "";
-    assert_int_equal(ckpt_save(m, &tok, &st, dir, 3, err, sizeof err), NMT_OK);
+    assert_int_equal(ckpt_save(model, &tok, &st, dir, 3, err, sizeof err), NMT_OK);
     assert_true(exists(dir, "ckpt-00000007.nmt"));
     assert_true(exists(dir, "last.nmt"));
 
@@ -167,7 +195,7 @@ static void test_roundtrip(void **state) {
     assert_int_equal(nmt_test_write_file(notes, "x", 1), 0);
     for (uint64_t s = 8; s <= 12; s++) {
         st.step = s;
-        assert_int_equal(ckpt_save(m, &tok, &st, dir, 3, err, sizeof err), NMT_OK);
+        assert_int_equal(ckpt_save(model, &tok, &st, dir, 3, err, sizeof err), NMT_OK);
     }
     assert_int_equal(nmt_test_count_files(dir, ".nmt", NULL, 0), 4);
     for (uint64_t s = 7; s <= 12; s++) {
@@ -181,21 +209,21 @@ static void test_roundtrip(void **state) {
     assert_int_equal(got.step, 12);
     free(last);
     st.step = 13;
-    assert_int_equal(ckpt_save(m, &tok, &st, dir, 1, err, sizeof err), NMT_OK);
+    assert_int_equal(ckpt_save(model, &tok, &st, dir, 1, err, sizeof err), NMT_OK);
     assert_int_equal(nmt_test_count_files(dir, ".nmt", NULL, 0), 2);
     assert_true(exists(dir, "ckpt-00000013.nmt"));
 
     /* Bad arguments; a directory that is a file. */
-    assert_int_equal(ckpt_save(m, &tok, &st, dir, 0, err, sizeof err), NMT_ERR_INVALID_ARGUMENT);
-    assert_int_equal(ckpt_save(m, &tok, NULL, dir, 1, err, sizeof err), NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(ckpt_save(model, &tok, &st, dir, 0, err, sizeof err), NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(ckpt_save(model, &tok, NULL, dir, 1, err, sizeof err), NMT_ERR_INVALID_ARGUMENT);
     err[0] = '\0';
-    assert_int_equal(ckpt_save(m, &tok, &st, notes, 1, err, sizeof err), NMT_ERR_IO);
+    assert_int_equal(ckpt_save(model, &tok, &st, notes, 1, err, sizeof err), NMT_ERR_IO);
     assert_true(strlen(err) > 0);
 
     /* Export: no train.* keys or tensors, the same parameters, and the
      * runtime opens it with its tokenizer. */
     char *exp = join(dir, "model.nmt");
-    assert_int_equal(ckpt_export(m, &tok, exp), NMT_OK);
+    assert_int_equal(ckpt_export(model, &tok, exp), NMT_OK);
     size_t es;
     void *ex = nmt_test_read_file(exp, &es);
     assert_non_null(ex);
@@ -242,7 +270,7 @@ static void test_roundtrip(void **state) {
     free(P2);
     free(M2);
     free(V2);
-    tft_destroy(m);
+    ntm_destroy(model);
     free(img);
     nmt_test_remove_tree(dir);
     free(dir);
@@ -253,6 +281,7 @@ int main(void) {
         cmocka_unit_test(test_read_state_errors),
     };
     const struct CMUnitTest dev[] = {
+        cmocka_unit_test(test_train_registry),
         cmocka_unit_test(test_roundtrip),
     };
     int fails = cmocka_run_group_tests(plain, NULL, NULL);

@@ -369,7 +369,7 @@ static void synth_free(synth *s) {
 
 /* Check every convention of one batch against the corpus; counts the pairs
  * seen in seen[]; returns a hash of the batch's contents. */
-static uint64_t check_batch(const synth *s, const tft_batch *b, uint32_t tgt_tokens, uint32_t max_tokens,
+static uint64_t check_batch(const synth *s, const nmt_train_batch *b, uint32_t tgt_tokens, uint32_t max_tokens,
                             uint32_t max_seqs, uint32_t *seen) {
     assert_true(b->n_seq >= 1 && b->n_seq <= max_seqs);
     uint32_t m = b->src_len > b->tgt_len ? b->src_len : b->tgt_len;
@@ -430,7 +430,7 @@ static void test_batches_epoch(void **state) {
             td_position p = td_tell(b);
             assert_int_equal(p.epoch, epoch);
             assert_int_equal(p.index, k);
-            tft_batch bt;
+            nmt_train_batch bt;
             uint32_t toks;
             assert_int_equal(td_next(b, &bt, &toks), NMT_OK);
             check_batch(&s, &bt, toks, MT, MS, seen);
@@ -451,7 +451,7 @@ static void test_batches_epoch(void **state) {
     memset(seen, 0, sizeof seen);
     uint32_t prev_tl = 0;
     for (uint32_t k = 0; k < nb; k++) {
-        tft_batch bt;
+        nmt_train_batch bt;
         uint32_t toks;
         assert_int_equal(td_batch_at(b, k, &bt, &toks), NMT_OK);
         check_batch(&s, &bt, toks, MT, MS, seen);
@@ -461,7 +461,7 @@ static void test_batches_epoch(void **state) {
         }
     }
     for (uint32_t i = 0; i < NP; i++) assert_int_equal(seen[i], 1);
-    tft_batch bt;
+    nmt_train_batch bt;
     assert_int_equal(td_batch_at(b, nb, &bt, NULL), NMT_ERR_INVALID_ARGUMENT);
     assert_int_equal(td_tell(b).epoch, 2);
     td_batcher_free(b);
@@ -487,7 +487,7 @@ static void run_hashes(const synth *s, td_batcher *b, uint32_t count, uint64_t *
     uint32_t seen[NP];
     memset(seen, 0, sizeof seen);
     for (uint32_t k = 0; k < count; k++) {
-        tft_batch bt;
+        nmt_train_batch bt;
         uint32_t toks;
         assert_int_equal(td_next(b, &bt, &toks), NMT_OK);
         h[k] = check_batch(s, &bt, toks, 96, 6, seen);
@@ -585,7 +585,7 @@ static void test_from_tokens(void **state) {
     td_batcher *b;
     assert_int_equal(td_batcher_create(c, 100, 8, 1, BOS, EOS, PAD, &b), NMT_OK);
     assert_int_equal(td_batches_per_epoch(b), 1);
-    tft_batch bt;
+    nmt_train_batch bt;
     uint32_t toks;
     assert_int_equal(td_next(b, &bt, &toks), NMT_OK);
     assert_int_equal(bt.n_seq, 2);

@@ -185,9 +185,9 @@ static void test_full_disk_keeps_previous_checkpoint(void **state) {
     void *dmem;
     nmt_device *dev = nmt_test_device_open(&dmem);
     assert_non_null(dev);
-    const tft_limits lim = {.max_seqs = 2, .max_src_len = 4, .max_tgt_len = 4};
-    tft_model *m;
-    nmt_test_assert_ok(dev, tft_create(dev, img, img_size, &lim, &m));
+    const nmt_train_limits lim = {.max_seqs = 2, .max_src_len = 4, .max_tgt_len = 4};
+    ntm_model *m;
+    nmt_test_assert_ok(dev, ntm_create(dev, img, img_size, &lim, &m));
     char err[256];
     ckpt_state st = {1, 0, 0, 9, 100, 0.0, 1.0};
     mode = FAIL_NONE;
@@ -223,7 +223,7 @@ static void test_full_disk_keeps_previous_checkpoint(void **state) {
     free(c2);
     free(cl);
     free(old);
-    tft_destroy(m);
+    ntm_destroy(m);
     nmt_test_device_close(dev, dmem);
     free(img);
     nmt_test_remove_tree(dir);

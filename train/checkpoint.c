@@ -34,11 +34,11 @@ static nmt_status add_tokenizers(nmtw_writer *w, const ckpt_tokenizers *tok) {
 }
 
 /* The whole model (+ optimizer state and train.* keys when st != NULL). */
-static nmt_status build_writer(tft_model *m, const ckpt_tokenizers *tok, const ckpt_state *st, nmtw_writer **out) {
+static nmt_status build_writer(ntm_model *m, const ckpt_tokenizers *tok, const ckpt_state *st, nmtw_writer **out) {
     *out = NULL;
     nmtw_writer *w = nmtw_create();
     if (!w) return NMT_ERR_IO;
-    nmt_status s = tft_add_to_writer(m, w, st != NULL);
+    nmt_status s = ntm_add_to_writer(m, w, st != NULL);
     if (s == NMT_OK && st) {
         const struct {
             const char *k;
@@ -149,7 +149,7 @@ static nmt_status prune(const char *dir, uint32_t keep, char *err, size_t err_ca
     return s;
 }
 
-nmt_status ckpt_save(tft_model *m, const ckpt_tokenizers *tok, const ckpt_state *st, const char *dir,
+nmt_status ckpt_save(ntm_model *m, const ckpt_tokenizers *tok, const ckpt_state *st, const char *dir,
                      uint32_t keep, char *err, size_t err_cap) {
     if (err && err_cap) err[0] = '\0';
     if (!m || !st || !dir || !*dir || keep == 0) {
@@ -208,7 +208,7 @@ nmt_status ckpt_read_state(const void *image, size_t size, ckpt_state *st) {
     return s;
 }
 
-nmt_status ckpt_export(tft_model *m, const ckpt_tokenizers *tok, const char *path) {
+nmt_status ckpt_export(ntm_model *m, const ckpt_tokenizers *tok, const char *path) {
     if (!m || !path || !*path) return NMT_ERR_INVALID_ARGUMENT;
     nmtw_writer *w;
     nmt_status s = build_writer(m, tok, NULL, &w);

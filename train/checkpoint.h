@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "nmt_edge.h"
-#include "tf_train.h"
+#include "train_model.h"
 
 typedef struct ckpt_state {
     uint64_t step, epoch, index, seed, tokens;
@@ -36,7 +36,7 @@ typedef struct ckpt_tokenizers {
  * dir is created if missing (one level).  Pruning looks only at names
  * "ckpt-<digits>.nmt" and keeps the highest steps.  err (may be NULL)
  * receives a one-line message on failure.  tok may be NULL (no tokenizer). */
-nmt_status ckpt_save(tft_model *m, const ckpt_tokenizers *tok, const ckpt_state *st, const char *dir,
+nmt_status ckpt_save(ntm_model *m, const ckpt_tokenizers *tok, const ckpt_state *st, const char *dir,
                      uint32_t keep, char *err, size_t err_cap);
 
 /* Read the train.* metadata of a checkpoint image (NMT_ERR_MODEL_ARCH if it
@@ -44,6 +44,6 @@ nmt_status ckpt_save(tft_model *m, const ckpt_tokenizers *tok, const ckpt_state 
 nmt_status ckpt_read_state(const void *image, size_t size, ckpt_state *st);
 
 /* Write a deployment model (no train.* keys or tensors) to path, atomically. */
-nmt_status ckpt_export(tft_model *m, const ckpt_tokenizers *tok, const char *path);
+nmt_status ckpt_export(ntm_model *m, const ckpt_tokenizers *tok, const char *path);
 
 #endif

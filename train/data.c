@@ -543,7 +543,7 @@ nmt_status td_seek(td_batcher *b, td_position p) {
     return NMT_OK;
 }
 
-static void fill_batch(td_batcher *b, uint32_t k, tft_batch *out, uint32_t *tgt_tokens) {
+static void fill_batch(td_batcher *b, uint32_t k, nmt_train_batch *out, uint32_t *tgt_tokens) {
     const td_bspan *x = &b->batches[k];
     const td_corpus *c = b->c;
     uint32_t toks = 0;
@@ -580,7 +580,7 @@ static void fill_batch(td_batcher *b, uint32_t k, tft_batch *out, uint32_t *tgt_
     if (tgt_tokens) *tgt_tokens = toks;
 }
 
-nmt_status td_next(td_batcher *b, tft_batch *out, uint32_t *tgt_tokens) {
+nmt_status td_next(td_batcher *b, nmt_train_batch *out, uint32_t *tgt_tokens) {
     if (!b || !out) return NMT_ERR_INVALID_ARGUMENT;
     if (b->pos.index >= b->n_batches) return NMT_ERR_INVALID_ARGUMENT;
     make_perm(b, b->pos.epoch);
@@ -592,7 +592,7 @@ nmt_status td_next(td_batcher *b, tft_batch *out, uint32_t *tgt_tokens) {
     return NMT_OK;
 }
 
-nmt_status td_batch_at(td_batcher *b, uint32_t k, tft_batch *out, uint32_t *tgt_tokens) {
+nmt_status td_batch_at(td_batcher *b, uint32_t k, nmt_train_batch *out, uint32_t *tgt_tokens) {
     if (!b || !out || k >= b->n_batches) return NMT_ERR_INVALID_ARGUMENT;
     fill_batch(b, k, out, tgt_tokens);
     return NMT_OK;

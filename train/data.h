@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #include "nmt_edge.h"
-#include "tf_train.h"
+#include "train_model.h"
 
 typedef struct td_filter {
     uint32_t max_len;   /* tokens per side, EOS/BOS not counted (default 100; 0 = no limit) */
@@ -75,7 +75,7 @@ nmt_status td_batcher_create(const td_corpus *c, uint32_t max_tokens, uint32_t m
                              int32_t bos, int32_t eos, int32_t pad, td_batcher **out);
 void td_batcher_free(td_batcher *b);
 uint32_t td_batches_per_epoch(const td_batcher *b);
-/* Largest n_seq, src_len, tgt_len any batch can have (for tft_limits). */
+/* Largest n_seq, src_len, tgt_len any batch can have (for nmt_train_limits). */
 void td_batcher_bounds(const td_batcher *b, uint32_t *max_seqs, uint32_t *max_src_len, uint32_t *max_tgt_len);
 
 td_position td_tell(const td_batcher *b);
@@ -84,10 +84,10 @@ nmt_status td_seek(td_batcher *b, td_position p);  /* INVALID_ARGUMENT if index 
 /* The batch at the current position, then advance (wrapping into the next
  * epoch).  The arrays of *out belong to the batcher and stay valid until the
  * next call.  *tgt_tokens = non-padding target tokens (EOS included). */
-nmt_status td_next(td_batcher *b, tft_batch *out, uint32_t *tgt_tokens);
+nmt_status td_next(td_batcher *b, nmt_train_batch *out, uint32_t *tgt_tokens);
 
 /* Batches in file order without shuffling (validation): batch k of the
  * sorted list; td_batches_per_epoch of them. */
-nmt_status td_batch_at(td_batcher *b, uint32_t k, tft_batch *out, uint32_t *tgt_tokens);
+nmt_status td_batch_at(td_batcher *b, uint32_t k, nmt_train_batch *out, uint32_t *tgt_tokens);
 
 #endif

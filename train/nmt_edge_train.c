@@ -1,5 +1,7 @@
-/* nmt_edge_train.c — `nmt-edge-train`: trains a Transformer/HySAN model on
- * the runtime's own kernels (train/tf_train.c), with token batches from
+/* nmt_edge_train.c — `nmt-edge-train`: trains a model of any family with a
+ * trainer record (train/train_model.h; Transformer/HySAN today:
+ * families/transformer/tf_train.c) on the runtime's own kernels, with token
+ * batches from
  * length buckets (train/data.c), Adam with a warm-up schedule, gradient
  * clipping and accumulation, dev loss and BLEU (decoded with the runtime's
  * beam search), atomic checkpoints and bit-exact --resume
@@ -30,7 +32,7 @@
 #include "random_model.h"
 #include "tool_env.h"
 #include "schedule.h"
-#include "tf_train.h"
+#include "train_model.h"
 #include "train_opts.h"
 
 #define PROG TRAIN_PROG
@@ -113,7 +115,7 @@ typedef struct run {
     td_corpus *train, *dev_c;
     td_batcher *tb, *db;
     /* model */
-    tft_model *m;
+    ntm_model *m;
     uint32_t src_vocab, tgt_vocab;
     int32_t bos, eos, pad, unk;
     ckpt_state st;
@@ -423,7 +425,7 @@ static int build_model(run *r) {
         if (s != NMT_OK) rc = fail_status("the checkpoint's data position does not fit this corpus", s);
     }
     if (!rc) {
-        tft_limits lim;
+        nmt_train_limits lim;
         memset(&lim, 0, sizeof lim);
         td_batcher_bounds(r->tb, &lim.max_seqs, &lim.max_src_len, &lim.max_tgt_len);
         if (r->db) {
@@ -434,7 +436,7 @@ static int build_model(run *r) {
             lim.max_tgt_len = NMT_MAX(lim.max_tgt_len, c);
         }
         lim.max_tokens = (uint32_t)r->o.max_tokens;
-        s = tft_create(r->dev, img, size, &lim, &r->m);
+        s = ntm_create(r->dev, img, size, &lim, &r->m);
         if (s != NMT_OK) rc = fail_status("cannot create the model on the device", s);
     }
     free(img);
@@ -453,11 +455,11 @@ static ckpt_tokenizers run_tokenizers(const run *r) {
 static int dev_loss(run *r, double *loss, double *nll) {
     double ls = 0, nl = 0, toks = 0;
     for (uint32_t k = 0; k < td_batches_per_epoch(r->db); k++) {
-        tft_batch b;
+        nmt_train_batch b;
         uint32_t nt;
         nmt_status s = td_batch_at(r->db, k, &b, &nt);
         double l1 = 0, n1 = 0;
-        if (s == NMT_OK) s = tft_forward_loss(r->m, &b, (float)r->o.label_smoothing, &l1, &n1);
+        if (s == NMT_OK) s = ntm_forward_loss(r->m, &b, (float)r->o.label_smoothing, &l1, &n1);
         if (s != NMT_OK) return fail_status("dev loss", s);
         ls += l1;
         nl += n1;
@@ -494,7 +496,7 @@ static int dev_bleu(run *r, double *bleu) {
     *bleu = 0;
     nmtw_writer *w = nmtw_create();
     if (!w) return fail_status("dev BLEU", NMT_ERR_INVALID_ARGUMENT);
-    nmt_status s = tft_add_to_writer(r->m, w, 0);
+    nmt_status s = ntm_add_to_writer(r->m, w, 0);
     if (s == NMT_OK && r->spm_bytes) s = nmtw_add_blob(w, "tokenizer.src", r->spm_bytes, (uint32_t)r->spm_size);
     void *img = NULL;
     size_t size = 0;
@@ -603,27 +605,27 @@ static int train_loop(run *r) {
             break;
         }
         uint64_t step = r->st.step + 1;
-        nmt_status s = tft_zero_grad(r->m);
+        nmt_status s = ntm_zero_grad(r->m);
         double loss = 0, nll = 0, tokens = 0;
         for (long a = 0; s == NMT_OK && a < o->accum; a++) {
-            tft_batch b;
+            nmt_train_batch b;
             uint32_t nt;
             s = td_next(r->tb, &b, &nt);
             if (s != NMT_OK) break;
-            tft_step_opts so;
+            nmt_train_step_opts so;
             memset(&so, 0, sizeof so);
             so.dropout = (float)o->dropout;
             so.label_smoothing = (float)o->label_smoothing;
             so.grad_scale = 1.0f;
             so.seed = mix64(r->st.seed * 0x100000001B3ull ^ mix64(step * 4096u + (uint64_t)a));
             double l1 = 0, n1 = 0;
-            s = tft_forward_backward(r->m, &b, &so, &l1, &n1);
+            s = ntm_forward_backward(r->m, &b, &so, &l1, &n1);
             loss += l1;
             nll += n1;
             tokens += nt;
         }
         double gnorm = 0;
-        if (s == NMT_OK) s = tft_grad_norm(r->m, &gnorm);
+        if (s == NMT_OK) s = ntm_grad_norm(r->m, &gnorm);
         if (s != NMT_OK) {
             rc = fail_status("training step", s);
             break;
@@ -643,7 +645,7 @@ static int train_loop(run *r) {
             rc = 1;
             break;
         }
-        s = tft_adam_step(r->m, &ap);
+        s = ntm_adam_step(r->m, &ap);
         if (s != NMT_OK) {
             rc = fail_status("optimiser step", s);
             break;
@@ -816,7 +818,7 @@ int main(int argc, char **argv) {
         r.sp.kind = (sched_kind)sched_parse(r.o.schedule);
         r.sp.lr = r.o.lr;
         r.sp.warmup = (uint32_t)r.o.warmup;
-        r.sp.d_model = tft_d_model(r.m);
+        r.sp.d_model = ntm_d_model(r.m);
         r.elapsed0 = r.st.elapsed_s;
         r.t_start = now_s();
         char path[4200];
@@ -824,7 +826,7 @@ int main(int argc, char **argv) {
         r.log = fopen(path, "a");
         if (!r.log) fprintf(stderr, PROG ": warning: cannot write the log %s: %s\n", path, strerror(errno));
         fprintf(stderr, PROG ": %zu parameters, %u batches an epoch, schedule %s (lr %g, warm-up %ld)\n",
-                tft_n_params(r.m), td_batches_per_epoch(r.tb), sched_name(r.sp.kind), r.o.lr, r.o.warmup);
+                ntm_n_params(r.m), td_batches_per_epoch(r.tb), sched_name(r.sp.kind), r.o.lr, r.o.warmup);
         rc = train_loop(&r);
         /* a checkpoint at the end (also after a signal or an error past step 0) */
         uint64_t last_saved = r.o.save_every ? r.st.step / (uint64_t)r.o.save_every * (uint64_t)r.o.save_every : 0;
@@ -846,7 +848,7 @@ int main(int argc, char **argv) {
         }
         if (g_signal && !rc) rc = 128 + (int)g_signal;
     }
-    if (r.m) tft_destroy(r.m);
+    if (r.m) ntm_destroy(r.m);
     td_batcher_free(r.tb);
     td_batcher_free(r.db);
     td_free(r.train);

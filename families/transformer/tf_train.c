@@ -571,3 +571,41 @@ nmt_status tft_add_to_writer(tft_model *m, nmtw_writer *w, int optimizer) {
     free(host);
     return st;
 }
+
+/* ------------------------------------------------------------------------ */
+/* The family's record in the trainer's registry (train/train_model.h)      */
+/* ------------------------------------------------------------------------ */
+
+static nmt_status rec_create(nmt_device *dev, const void *image, size_t size, const nmt_train_limits *lim, void **m) {
+    return tft_create(dev, image, size, lim, (tft_model **)m);
+}
+static void rec_destroy(void *m) { tft_destroy(m); }
+static size_t rec_n_params(const void *m) { return tft_n_params(m); }
+static uint32_t rec_d_model(const void *m) { return tft_d_model(m); }
+static nmt_status rec_add_to_writer(void *m, nmtw_writer *w, int optimizer) { return tft_add_to_writer(m, w, optimizer); }
+static nmt_status rec_zero_grad(void *m) { return tft_zero_grad(m); }
+static nmt_status rec_forward_backward(void *m, const nmt_train_batch *b, const nmt_train_step_opts *o, double *loss,
+                                       double *nll) {
+    return tft_forward_backward(m, b, o, loss, nll);
+}
+static nmt_status rec_forward_loss(void *m, const nmt_train_batch *b, float ls, double *loss, double *nll) {
+    return tft_forward_loss(m, b, ls, loss, nll);
+}
+static nmt_status rec_token_logprobs(void *m, const nmt_train_batch *b, float *lp) { return tft_token_logprobs(m, b, lp); }
+static nmt_status rec_grad_norm(void *m, double *norm) { return tft_grad_norm(m, norm); }
+static nmt_status rec_adam_step(void *m, const nmt_adam_params *ap) { return tft_adam_step(m, ap); }
+
+const nmt_train_family nmt_tf_train_family = {
+    .arch = NMT_TF_ARCH,
+    .create = rec_create,
+    .destroy = rec_destroy,
+    .n_params = rec_n_params,
+    .d_model = rec_d_model,
+    .add_to_writer = rec_add_to_writer,
+    .zero_grad = rec_zero_grad,
+    .forward_backward = rec_forward_backward,
+    .forward_loss = rec_forward_loss,
+    .token_logprobs = rec_token_logprobs,
+    .grad_norm = rec_grad_norm,
+    .adam_step = rec_adam_step,
+};

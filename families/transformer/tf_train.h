@@ -14,12 +14,10 @@
  * allocates host and device memory once for the given limits; the step calls
  * only enqueue (plus small host-to-device uploads of the batch).
  *
- * Sequences in a batch follow the runtime's conventions exactly (so the
- * trainer's log-probabilities equal nmt_session_score on the exported model):
- *   source   x_1 .. x_n EOS                      (src_lens[i] = n + 1)
- *   decoder  BOS y_1 .. y_m   ->   y_1 .. y_m EOS (tgt_lens[i] = m + 1)
- * padded with pad_id to src_len / tgt_len; target positions >= tgt_lens[i]
- * are ignored by the loss. */
+ * Batches follow the conventions of train/train_model.h.  The trainer
+ * program reaches this model through the family record
+ * nmt_tf_train_family (train_model.h's registry); the tft_* calls are for
+ * the family's own tests. */
 #ifndef NMT_TF_TRAIN_H
 #define NMT_TF_TRAIN_H
 
@@ -29,33 +27,14 @@
 #include "nmt_writer.h"
 #include "ops.h"
 #include "ops_train.h"
+#include "train_model.h"
 
 #define TFT_NAME_MAX 80
 
-typedef struct tft_limits {
-    uint32_t max_seqs;     /* sentences per micro-batch */
-    uint32_t max_src_len;  /* padded source length, EOS included */
-    uint32_t max_tgt_len;  /* padded target length, BOS/EOS included */
-    uint32_t max_tokens;   /* n_seq * max(src_len, tgt_len) bound of one micro-batch
-                              (0 = max_seqs * max(max_src_len, max_tgt_len)) */
-} tft_limits;
-
-typedef struct tft_batch {
-    uint32_t n_seq, src_len, tgt_len;  /* padded lengths of this batch */
-    const int32_t *src;       /* [n_seq * src_len] */
-    const uint32_t *src_lens; /* [n_seq], 1..src_len (EOS included) */
-    const int32_t *tgt_in;    /* [n_seq * tgt_len]: BOS y ... pad */
-    const int32_t *tgt_out;   /* [n_seq * tgt_len]: y ... EOS pad */
-    const uint32_t *tgt_lens; /* [n_seq], 1..tgt_len */
-} tft_batch;
-
-typedef struct tft_step_opts {
-    float dropout;          /* residual dropout (after each sub-layer, on embeddings) */
-    float attn_dropout;     /* reserved: must be 0 (attention probabilities are not kept) */
-    float label_smoothing;  /* eps of nmt_op_xent */
-    float grad_scale;       /* multiplies the loss gradient (1 / target tokens of the step) */
-    uint64_t seed;          /* dropout masks: a pure function of (seed, site, element) */
-} tft_step_opts;
+/* The family-independent trainer types (train/train_model.h). */
+typedef nmt_train_limits tft_limits;
+typedef nmt_train_batch tft_batch;
+typedef nmt_train_step_opts tft_step_opts;
 
 typedef struct tft_model tft_model;
 
@@ -116,5 +95,8 @@ nmt_status tft_grad_norm(tft_model *m, double *norm);
 
 /* One Adam step on P with G (ap->grad_scale applies clipping / averaging). */
 nmt_status tft_adam_step(tft_model *m, const nmt_adam_params *ap);
+
+/* This family's record in the trainer's registry (train/train_model.c). */
+extern const nmt_train_family nmt_tf_train_family;
 
 #endif

@@ -178,7 +178,7 @@ static nmt_status tf_project(void *state, const nmt_io_bufs *io, uint32_t first,
 static void tf_release(void *state) { (void)state; /* all buffers are session-owned */ }
 
 const nmt_family nmt_family_transformer = {
-    .arch = "transformer",
+    .arch = NMT_TF_ARCH,
     .summary = "Transformer / HySAN: hybrid masked self-attention branches with fusion (vanilla: global only)",
     .cfg_size = sizeof(nmt_tf_cfg),
     .hparams = nmt_tf_hparams,

@@ -136,7 +136,7 @@ nmt_status nmt_tf_finish(void *cfgp, uint64_t present) {
 
 void nmt_tf_info(const void *cfgp, nmt_model_info *info) {
     const nmt_tf_cfg *c = (const nmt_tf_cfg *)cfgp;
-    nmt_strlcpy(info->arch, "transformer", sizeof info->arch);
+    nmt_strlcpy(info->arch, NMT_TF_ARCH, sizeof info->arch);
     info->d_model = c->d;
     info->n_heads = c->heads;
     info->d_ff = c->ff;

@@ -11,6 +11,9 @@
 
 enum { NMT_TF_FUSE_SUM = 0, NMT_TF_FUSE_CONCAT = 1, NMT_TF_FUSE_GATE = 2 };
 
+/* The metadata value of "arch" for this family (vanilla Transformer and
+ * HySAN alike: the branches say which). */
+#define NMT_TF_ARCH "transformer"
 #define NMT_TF_MAX_LAYERS 64
 #define NMT_TF_MAX_DIM (1u << 16)
 #define NMT_TF_BRANCH_TEXT 96

@@ -1,0 +1,100 @@
+/* train_model.c — the trainer's family registry and the ntm_* calls
+ * (train_model.h): one indirection through the family's record. */
+#include "train_model.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "family.h"
+#include "format.h"
+#include "tf_train.h"
+
+/* Every family the trainer can train, by the runtime family's arch. */
+static const nmt_train_family *const registry[] = {
+    &nmt_tf_train_family,
+};
+
+struct ntm_model {
+    const nmt_train_family *fam;
+    void *impl;
+};
+
+const nmt_train_family *nmt_train_family_find(const char *arch) {
+    if (arch == NULL) return NULL;
+    for (size_t i = 0; i < NMT_ARRAY_LEN(registry); i++)
+        if (strcmp(registry[i]->arch, arch) == 0) return registry[i];
+    return NULL;
+}
+
+nmt_status ntm_create(nmt_device *dev, const void *image, size_t size, const nmt_train_limits *lim,
+                      ntm_model **out) {
+    NMT_CHECK(out != NULL, NMT_ERR_INVALID_ARGUMENT);
+    *out = NULL;
+    NMT_CHECK(dev != NULL && image != NULL && lim != NULL, NMT_ERR_INVALID_ARGUMENT);
+    /* the structure only: the family's create verifies every checksum */
+    nmt_file f;
+    NMT_TRY(nmt_file_open(&f, image, size, 0));
+    const nmt_family *rt;
+    NMT_TRY(nmt_family_of(&f, &rt));
+    const nmt_train_family *fam = nmt_train_family_find(rt->arch);
+    NMT_CHECK(fam != NULL, NMT_ERR_MODEL_ARCH);
+    ntm_model *m = calloc(1, sizeof *m);
+    NMT_CHECK(m != NULL, NMT_ERR_IO);  /* the writer's convention for host memory */
+    m->fam = fam;
+    nmt_status s = fam->create(dev, image, size, lim, &m->impl);
+    if (s != NMT_OK) {
+        free(m);
+        return s;
+    }
+    *out = m;
+    return NMT_OK;
+}
+
+void ntm_destroy(ntm_model *m) {
+    if (m == NULL) return;
+    m->fam->destroy(m->impl);
+    free(m);
+}
+
+const nmt_train_family *ntm_family(const ntm_model *m) { return m ? m->fam : NULL; }
+void *ntm_impl(ntm_model *m) { return m ? m->impl : NULL; }
+size_t ntm_n_params(const ntm_model *m) { return m ? m->fam->n_params(m->impl) : 0; }
+uint32_t ntm_d_model(const ntm_model *m) { return m ? m->fam->d_model(m->impl) : 0; }
+
+nmt_status ntm_add_to_writer(ntm_model *m, nmtw_writer *w, int optimizer) {
+    NMT_CHECK(m != NULL, NMT_ERR_INVALID_ARGUMENT);
+    return m->fam->add_to_writer(m->impl, w, optimizer);
+}
+
+nmt_status ntm_zero_grad(ntm_model *m) {
+    NMT_CHECK(m != NULL, NMT_ERR_INVALID_ARGUMENT);
+    return m->fam->zero_grad(m->impl);
+}
+
+nmt_status ntm_forward_backward(ntm_model *m, const nmt_train_batch *b, const nmt_train_step_opts *o,
+                                double *loss_sum, double *nll_sum) {
+    NMT_CHECK(m != NULL, NMT_ERR_INVALID_ARGUMENT);
+    return m->fam->forward_backward(m->impl, b, o, loss_sum, nll_sum);
+}
+
+nmt_status ntm_forward_loss(ntm_model *m, const nmt_train_batch *b, float label_smoothing, double *loss_sum,
+                            double *nll_sum) {
+    NMT_CHECK(m != NULL, NMT_ERR_INVALID_ARGUMENT);
+    return m->fam->forward_loss(m->impl, b, label_smoothing, loss_sum, nll_sum);
+}
+
+nmt_status ntm_token_logprobs(ntm_model *m, const nmt_train_batch *b, float *lp) {
+    NMT_CHECK(m != NULL, NMT_ERR_INVALID_ARGUMENT);
+    return m->fam->token_logprobs(m->impl, b, lp);
+}
+
+nmt_status ntm_grad_norm(ntm_model *m, double *norm) {
+    NMT_CHECK(m != NULL, NMT_ERR_INVALID_ARGUMENT);
+    return m->fam->grad_norm(m->impl, norm);
+}
+
+nmt_status ntm_adam_step(ntm_model *m, const nmt_adam_params *ap) {
+    NMT_CHECK(m != NULL, NMT_ERR_INVALID_ARGUMENT);
+    return m->fam->adam_step(m->impl, ap);
+}

@@ -1,0 +1,123 @@
+/* train_model.h — the trainer's model of any family, found by the `arch`
+ * of its model image in the trainer's registry (train/train_model.c).
+ *
+ * A family with gradients provides one `nmt_train_family` record (for the
+ * Transformer/HySAN family: families/transformer/tf_train.c) whose calls
+ * the trainer program (nmt_edge_train.c), the checkpoints (checkpoint.c)
+ * and the tests reach through the ntm_* functions below, so the trainer
+ * holds no family-specific code.  The registry lives in the training
+ * library, beside the runtime's (families/registry.c), which knows nothing
+ * of training: docs/ADDING-A-FAMILY.md step 6.
+ *
+ * Batches follow the runtime's sequence conventions exactly (so the
+ * trainer's log-probabilities equal nmt_session_score on the exported model):
+ *   source   x_1 .. x_n EOS                      (src_lens[i] = n + 1)
+ *   decoder  BOS y_1 .. y_m   ->   y_1 .. y_m EOS (tgt_lens[i] = m + 1)
+ * padded with pad_id to src_len / tgt_len; target positions >= tgt_lens[i]
+ * are ignored by the loss. */
+#ifndef NMT_TRAIN_MODEL_H
+#define NMT_TRAIN_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nmt_writer.h"
+#include "ops.h"
+#include "ops_train.h"
+
+typedef struct nmt_train_limits {
+    uint32_t max_seqs;     /* sentences per micro-batch */
+    uint32_t max_src_len;  /* padded source length, EOS included */
+    uint32_t max_tgt_len;  /* padded target length, BOS/EOS included */
+    uint32_t max_tokens;   /* n_seq * max(src_len, tgt_len) bound of one micro-batch
+                              (0 = max_seqs * max(max_src_len, max_tgt_len)) */
+} nmt_train_limits;
+
+typedef struct nmt_train_batch {
+    uint32_t n_seq, src_len, tgt_len;  /* padded lengths of this batch */
+    const int32_t *src;       /* [n_seq * src_len] */
+    const uint32_t *src_lens; /* [n_seq], 1..src_len (EOS included) */
+    const int32_t *tgt_in;    /* [n_seq * tgt_len]: BOS y ... pad */
+    const int32_t *tgt_out;   /* [n_seq * tgt_len]: y ... EOS pad */
+    const uint32_t *tgt_lens; /* [n_seq], 1..tgt_len */
+} nmt_train_batch;
+
+typedef struct nmt_train_step_opts {
+    float dropout;          /* residual dropout (after each sub-layer, on embeddings) */
+    float attn_dropout;     /* reserved: must be 0 (attention probabilities are not kept) */
+    float label_smoothing;  /* eps of nmt_op_xent */
+    float grad_scale;       /* multiplies the loss gradient (1 / target tokens of the step) */
+    uint64_t seed;          /* dropout masks: a pure function of (seed, site, element) */
+} nmt_train_step_opts;
+
+/* What a family with gradients provides; `m` is the family's own model.
+ * The meaning of each call is that of the ntm_* function of the same name. */
+typedef struct nmt_train_family {
+    const char *arch;  /* the runtime family's arch string */
+    nmt_status (*create)(nmt_device *dev, const void *image, size_t size, const nmt_train_limits *lim, void **m);
+    void (*destroy)(void *m);
+    size_t (*n_params)(const void *m);
+    uint32_t (*d_model)(const void *m);
+    nmt_status (*add_to_writer)(void *m, nmtw_writer *w, int optimizer);
+    nmt_status (*zero_grad)(void *m);
+    nmt_status (*forward_backward)(void *m, const nmt_train_batch *b, const nmt_train_step_opts *o,
+                                   double *loss_sum, double *nll_sum);
+    nmt_status (*forward_loss)(void *m, const nmt_train_batch *b, float label_smoothing, double *loss_sum,
+                               double *nll_sum);
+    nmt_status (*token_logprobs)(void *m, const nmt_train_batch *b, float *lp);
+    nmt_status (*grad_norm)(void *m, double *norm);
+    nmt_status (*adam_step)(void *m, const nmt_adam_params *ap);
+} nmt_train_family;
+
+/* The trainer's record of an arch string; NULL when no family with that
+ * arch can be trained. */
+const nmt_train_family *nmt_train_family_find(const char *arch);
+
+typedef struct ntm_model ntm_model;
+
+/* Create the model of the image's family (its "arch" key; a runtime family
+ * without a trainer record, or an unknown arch, is NMT_ERR_MODEL_ARCH) from
+ * a model or checkpoint image with F32 tensors: every parameter uploaded,
+ * the kernels and buffers for `lim` created; F32 tensors train.adam_m and
+ * train.adam_v of n_params elements are loaded, else the moments are 0.
+ * Statuses of the runtime: MODEL_* for a bad image, UNSUPPORTED (non-F32),
+ * INVALID_ARGUMENT (limits), OPENCL. */
+nmt_status ntm_create(nmt_device *dev, const void *image, size_t size, const nmt_train_limits *lim,
+                      ntm_model **out);
+void ntm_destroy(ntm_model *m);
+const nmt_train_family *ntm_family(const ntm_model *m);
+/* The family's own model (e.g. a tft_model *), for the family's tests. */
+void *ntm_impl(ntm_model *m);
+
+size_t ntm_n_params(const ntm_model *m);
+uint32_t ntm_d_model(const ntm_model *m);
+
+/* Every metadata key of the architecture and every parameter tensor as F32,
+ * into w; with `optimizer`, also train.adam_m and train.adam_v. */
+nmt_status ntm_add_to_writer(ntm_model *m, nmtw_writer *w, int optimizer);
+
+/* Gradients = 0. */
+nmt_status ntm_zero_grad(ntm_model *m);
+
+/* One micro-batch: forward (with dropout), loss, backward; gradients are
+ * ADDED (accumulation across micro-batches).  On return (blocking)
+ * *loss_sum is the summed label-smoothed loss and *nll_sum the summed NLL
+ * over the non-padding target tokens; either may be NULL. */
+nmt_status ntm_forward_backward(ntm_model *m, const nmt_train_batch *b, const nmt_train_step_opts *o,
+                                double *loss_sum, double *nll_sum);
+
+/* Forward only, no dropout (validation): the summed losses as above. */
+nmt_status ntm_forward_loss(ntm_model *m, const nmt_train_batch *b, float label_smoothing, double *loss_sum,
+                            double *nll_sum);
+
+/* Forward only, no dropout: log P(tgt_out[s, t] | ...) into
+ * lp[s * tgt_len + t] for t < tgt_lens[s] (other entries 0). */
+nmt_status ntm_token_logprobs(ntm_model *m, const nmt_train_batch *b, float *lp);
+
+/* sqrt(sum of squared gradients) (blocking). */
+nmt_status ntm_grad_norm(ntm_model *m, double *norm);
+
+/* One Adam step (ap->grad_scale applies clipping / averaging). */
+nmt_status ntm_adam_step(ntm_model *m, const nmt_adam_params *ap);
+
+#endif
