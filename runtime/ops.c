@@ -71,6 +71,7 @@ void nmt_ops_release(nmt_ops *ops) {
         for (int c = 0; c < NMT_GCLASS_COUNT; c++)
             if (ops->k_gemm[op][c]) clReleaseKernel(ops->k_gemm[op][c]);
     if (ops->k_bias_act) clReleaseKernel(ops->k_bias_act);
+    if (ops->k_segment_max) clReleaseKernel(ops->k_segment_max);
     /* Programs belong to the device (built once, shared by sessions). */
     memset(ops, 0, sizeof *ops);
 }
@@ -184,10 +185,8 @@ nmt_status nmt_ops_enable_q8(nmt_ops *ops) {
 /* Argument setting and launching                                           */
 /* ------------------------------------------------------------------------ */
 
-/* Enqueue over n[0..dims) work-items with the fixed local size
- * (ops->wg_max, 1, 1): one compiled variant per kernel whatever the shape.
- * Global sizes are padded to multiples of it.  Any n[d] == 0 is a no-op. */
-static nmt_status launch(nmt_ops *ops, cl_kernel k, cl_uint dims, const size_t *n, const char *kernel) {
+/* One compiled variant per kernel whatever the shape (ops.h). */
+nmt_status nmt_ops_launch(nmt_ops *ops, cl_kernel k, cl_uint dims, const size_t *n, const char *kernel) {
     size_t gws[3], lws[3];
     for (cl_uint d = 0; d < dims; d++) {
         if (n[d] == 0) return NMT_OK;
@@ -287,7 +286,7 @@ nmt_status nmt_op_gemm(nmt_ops *ops, int trans_b, uint32_t M, uint32_t N, uint32
         arg_i32(&a, flags);
         NMT_TRY(args_end(ops->dev, &a, "bias_act"));
         const size_t n[2] = {N, M};
-        return launch(ops, ops->k_bias_act, 2, n, "bias_act");
+        return nmt_ops_launch(ops, ops->k_bias_act, 2, n, "bias_act");
     }
 #endif
 
@@ -402,7 +401,7 @@ nmt_status nmt_op_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_l
     arg_u64(&a, out.off);
     NMT_TRY(args_end(ops->dev, &a, "embed"));
     const size_t n[2] = {d, rows};
-    return launch(ops, ops->k_embed, 2, n, "embed");
+    return nmt_ops_launch(ops, ops->k_embed, 2, n, "embed");
 }
 
 nmt_status nmt_op_embed_q8(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_len, uint32_t pos0, nmt_buf Q,
@@ -427,7 +426,7 @@ nmt_status nmt_op_embed_q8(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t se
     arg_u64(&a, out.off);
     NMT_TRY(args_end(ops->dev, &a, "embed_q8"));
     const size_t n[2] = {d, rows};
-    return launch(ops, ops->k_embed_q8, 2, n, "embed_q8");
+    return nmt_ops_launch(ops, ops->k_embed_q8, 2, n, "embed_q8");
 }
 
 nmt_status nmt_op_layernorm(nmt_ops *ops, nmt_buf x, nmt_buf res, nmt_buf out, uint32_t rows, uint32_t d,
@@ -467,7 +466,7 @@ nmt_status nmt_op_add(nmt_ops *ops, nmt_buf dst, nmt_buf src, uint32_t n) {
     arg_u32(&a, n);
     NMT_TRY(args_end(ops->dev, &a, "add"));
     const size_t g[1] = {n};
-    return launch(ops, ops->k_add, 1, g, "add");
+    return nmt_ops_launch(ops, ops->k_add, 1, g, "add");
 }
 
 nmt_status nmt_op_relu(nmt_ops *ops, nmt_buf x, uint32_t n) {
@@ -480,7 +479,7 @@ nmt_status nmt_op_relu(nmt_ops *ops, nmt_buf x, uint32_t n) {
     arg_u32(&a, n);
     NMT_TRY(args_end(ops->dev, &a, "relu"));
     const size_t g[1] = {n};
-    return launch(ops, ops->k_relu, 1, g, "relu");
+    return nmt_ops_launch(ops, ops->k_relu, 1, g, "relu");
 }
 
 nmt_status nmt_op_gate_accum(nmt_ops *ops, nmt_buf x, uint32_t ld_x, nmt_buf g, uint32_t ld_g, nmt_buf out,
@@ -504,7 +503,7 @@ nmt_status nmt_op_gate_accum(nmt_ops *ops, nmt_buf x, uint32_t ld_x, nmt_buf g, 
     arg_i32(&a, accumulate ? 1 : 0);
     NMT_TRY(args_end(ops->dev, &a, "gate_accum"));
     const size_t n[2] = {d, rows};
-    return launch(ops, ops->k_gate_accum, 2, n, "gate_accum");
+    return nmt_ops_launch(ops, ops->k_gate_accum, 2, n, "gate_accum");
 }
 
 nmt_status nmt_op_copy_rows(nmt_ops *ops, nmt_buf src, uint32_t ld_src, nmt_buf dst, uint32_t ld_dst, uint32_t rows,
@@ -524,7 +523,7 @@ nmt_status nmt_op_copy_rows(nmt_ops *ops, nmt_buf src, uint32_t ld_src, nmt_buf 
     arg_u32(&a, cols);
     NMT_TRY(args_end(ops->dev, &a, "copy_rows"));
     const size_t n[2] = {cols, rows};
-    return launch(ops, ops->k_copy_rows, 2, n, "copy_rows");
+    return nmt_ops_launch(ops, ops->k_copy_rows, 2, n, "copy_rows");
 }
 
 nmt_status nmt_op_gather_rows(nmt_ops *ops, nmt_buf src, uint64_t ld_src, nmt_buf dst, uint64_t ld_dst, nmt_buf idx,
@@ -546,7 +545,7 @@ nmt_status nmt_op_gather_rows(nmt_ops *ops, nmt_buf src, uint64_t ld_src, nmt_bu
     arg_u32(&a, cols);
     NMT_TRY(args_end(ops->dev, &a, "gather_rows"));
     const size_t n[2] = {cols, rows};
-    return launch(ops, ops->k_gather_rows, 2, n, "gather_rows");
+    return nmt_ops_launch(ops, ops->k_gather_rows, 2, n, "gather_rows");
 }
 
 nmt_status nmt_op_log_softmax(nmt_ops *ops, nmt_buf x, uint32_t rows, uint32_t n, uint32_t ld) {
@@ -640,7 +639,7 @@ nmt_status nmt_op_attention(nmt_ops *ops, const nmt_attn_args *p) {
         arg_u32(&a, p->out_ld);
         NMT_TRY(args_end(ops->dev, &a, "attn_fused"));
         const size_t n_fused[3] = {rows_sh, p->lq, p->n_branches};
-        return launch(ops, ops->k_attn_fused, 3, n_fused, "attn_fused");
+        return nmt_ops_launch(ops, ops->k_attn_fused, 3, n_fused, "attn_fused");
     }
 
     /* 1. scores, shared by every branch */
@@ -669,7 +668,7 @@ nmt_status nmt_op_attention(nmt_ops *ops, const nmt_attn_args *p) {
     arg_u64(&a, p->scores.off);
     NMT_TRY(args_end(ops->dev, &a, "attn_scores"));
     const size_t n_scores[3] = {p->lk_max, p->lq, rows_sh};
-    NMT_TRY(launch(ops, ops->k_attn_scores, 3, n_scores, "attn_scores"));
+    NMT_TRY(nmt_ops_launch(ops, ops->k_attn_scores, 3, n_scores, "attn_scores"));
 
     /* 2./3. per branch: softmax statistics, then the weighted sum of V into
      * the branch's column block.  The in-order queue serialises the reuse
@@ -692,7 +691,7 @@ nmt_status nmt_op_attention(nmt_ops *ops, const nmt_attn_args *p) {
         arg_u64(&a, p->stats.off);
         NMT_TRY(args_end(ops->dev, &a, "attn_stats"));
         const size_t n_stats[2] = {p->lq, rows_sh};
-        NMT_TRY(launch(ops, ops->k_attn_stats, 2, n_stats, "attn_stats"));
+        NMT_TRY(nmt_ops_launch(ops, ops->k_attn_stats, 2, n_stats, "attn_stats"));
 
         a = args_begin(ops->k_attn_apply);
         arg_u32(&a, p->n_seq);

@@ -46,6 +46,8 @@ typedef struct nmt_ops {
     cl_kernel k_embed, k_embed_q8, k_layernorm, k_add, k_relu, k_gate_accum, k_copy_rows;
     cl_kernel k_gather_rows, k_log_softmax;
     cl_kernel k_attn_scores, k_attn_stats, k_attn_apply, k_attn_fused;
+    /* phrase memories (cl/phrase.cl), created by nmt_ops_enable_phrase */
+    cl_kernel k_segment_max;
     /* launch geometry chosen by nmt_ops_init: every kernel is launched with
      * one fixed local size (PoCL compiles a kernel once per local size, so
      * the warm-up at session creation covers every launch) */
@@ -90,7 +92,19 @@ nmt_status nmt_ops_enable_nn(nmt_ops *ops);
  * weights; call at session creation (it creates OpenCL objects).  Idempotent. */
 nmt_status nmt_ops_enable_q8(nmt_ops *ops);
 
+/* Build the phrase-memory kernels (cl/phrase.cl) for the families that
+ * pool tokens into phrases (MG-SA); call at session creation (it creates
+ * OpenCL objects), so families without phrases never compile them.
+ * Idempotent. */
+nmt_status nmt_ops_enable_phrase(nmt_ops *ops);
+
 void nmt_ops_release(nmt_ops *ops);
+
+/* Enqueue kernel k over n[0..dims) work-items with the op layer's fixed
+ * local size (ops->wg_max in dimension 0, 1 elsewhere; global sizes padded
+ * to multiples, surplus work-items return); any n[d] == 0 is a no-op.  For
+ * the op files (ops_*.c). */
+nmt_status nmt_ops_launch(nmt_ops *ops, cl_kernel k, cl_uint dims, const size_t *n, const char *kernel);
 
 /* C[M,N] = alpha * A[M,K] * op(B) + beta * C (+ bias[N]) (then ReLU if relu).
  * trans_b = 1: B is [N,K] (row n holds the K weights of output n: the layout
@@ -185,5 +199,17 @@ typedef struct nmt_attn_args {
 } nmt_attn_args;
 
 nmt_status nmt_op_attention(nmt_ops *ops, const nmt_attn_args *a);
+
+/* Phrase memory by max-pooling (cl/phrase.cl segment_max; MG-SA's COM =
+ * max): phrase row r = b * m_cap + m (b < n_sent) of G (row stride ld_g)
+ * is the column-wise max of the rows b * n_cap + t, start <= t < start +
+ * len, of X (row stride ld_x), with start = seg[2r], len = seg[2r + 1]
+ * (int; len 0 = no phrase: a zero row).  arg (optional: NONE) receives the
+ * argmax rows of X (int [n_sent * m_cap, d]; -1 for no phrase) for the
+ * backward.  Spans must satisfy 0 <= start, start + len <= n_cap, and be
+ * disjoint within a sentence (the caller's phrase partition guarantees it;
+ * the kernel trusts them).  Requires nmt_ops_enable_phrase. */
+nmt_status nmt_op_segment_max(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t n_cap, nmt_buf seg,
+                              uint32_t n_sent, uint32_t m_cap, uint32_t d, nmt_buf g, uint32_t ld_g, nmt_buf arg);
 
 #endif

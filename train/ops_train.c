@@ -33,10 +33,10 @@
 #define NMT_TRAIN_WG_BUDGET 64
 #define NMT_TRAIN_POS_LIMIT (1u << 30)
 
-enum { P_GEMM_BWD, P_NORM_BWD, P_ELEM_BWD, P_ATTN_BWD, P_LOSS, P_OPTIM, P_COUNT };
+enum { P_GEMM_BWD, P_NORM_BWD, P_ELEM_BWD, P_ATTN_BWD, P_PHRASE_BWD, P_LOSS, P_OPTIM, P_COUNT };
 
-static const char *const program_names[P_COUNT] = {"gemm_bwd", "norm_bwd", "elementwise_bwd",
-                                                   "attention_bwd", "loss", "optim"};
+static const char *const program_names[P_COUNT] = {"gemm_bwd", "norm_bwd", "elementwise_bwd", "attention_bwd",
+                                                   "phrase_bwd", "loss", "optim"};
 
 typedef nmt_kernel_def kernel_def;
 
@@ -54,6 +54,7 @@ static const kernel_def kernel_defs[] = {
     {offsetof(nmt_train_ops, k_attn_bwd_ds), P_ATTN_BWD, "attn_bwd_ds", 0},
     {offsetof(nmt_train_ops, k_attn_bwd_dq), P_ATTN_BWD, "attn_bwd_dq", 0},
     {offsetof(nmt_train_ops, k_attn_bwd_dkv), P_ATTN_BWD, "attn_bwd_dkv", 0},
+    {offsetof(nmt_train_ops, k_segment_max_bwd), P_PHRASE_BWD, "segment_max_bwd", 0},
     {offsetof(nmt_train_ops, k_xent), P_LOSS, "xent", 1},
     {offsetof(nmt_train_ops, k_adam), P_OPTIM, "adam", 0},
     {offsetof(nmt_train_ops, k_reduce_partial), P_OPTIM, "reduce_partial", 1},
@@ -106,6 +107,7 @@ nmt_status nmt_train_ops_init_gemm(nmt_train_ops *t, nmt_device *dev, uint32_t t
     snprintf(opts[P_NORM_BWD], sizeof opts[P_NORM_BWD], "-DREDUCE_WG=%zu", reduce_cap);
     opts[P_ELEM_BWD][0] = '\0';
     opts[P_ATTN_BWD][0] = '\0';
+    opts[P_PHRASE_BWD][0] = '\0';
     snprintf(opts[P_LOSS], sizeof opts[P_LOSS], "-DREDUCE_WG=%zu", reduce_cap);
     snprintf(opts[P_OPTIM], sizeof opts[P_OPTIM], "-DREDUCE_WG=%zu", reduce_cap);
 
@@ -317,6 +319,25 @@ nmt_status nmt_op_layernorm_bwd(nmt_train_ops *t, nmt_buf x, nmt_buf res, nmt_bu
 /* ------------------------------------------------------------------------ */
 /* Elementwise                                                              */
 /* ------------------------------------------------------------------------ */
+
+nmt_status nmt_op_segment_max_bwd(nmt_train_ops *t, nmt_buf arg, nmt_buf dg, uint32_t ld_g, uint32_t rows,
+                                  uint32_t d, nmt_buf dx, uint32_t ld_x) {
+    if (!train_ok(t)) return NMT_ERR_INVALID_ARGUMENT;
+    if (rows == 0 || d == 0) return NMT_OK;
+    if (arg.mem == NULL || dg.mem == NULL || dx.mem == NULL || ld_g < d || ld_x < d)
+        return NMT_ERR_INVALID_ARGUMENT;
+    args a = args_begin(t->k_segment_max_bwd);
+    arg_buf(&a, arg);
+    arg_buf(&a, dg);
+    arg_u32(&a, ld_g);
+    arg_u32(&a, rows);
+    arg_u32(&a, d);
+    arg_buf(&a, dx);
+    arg_u32(&a, ld_x);
+    NMT_TRY(args_end(t->dev, &a, "segment_max_bwd"));
+    const size_t g[2] = {d, rows};
+    return launch(t, t->k_segment_max_bwd, 2, g, "segment_max_bwd");
+}
 
 nmt_status nmt_op_relu_bwd(nmt_train_ops *t, nmt_buf y, nmt_buf dy, nmt_buf dx, uint32_t n) {
     if (!train_ok(t)) return NMT_ERR_INVALID_ARGUMENT;

@@ -32,6 +32,7 @@ typedef struct nmt_train_ops {
     cl_kernel k_layernorm_bwd, k_layernorm_bwd_params;    /* norm_bwd.cl */
     cl_kernel k_embed_bwd, k_relu_bwd, k_gate_bwd, k_dropout;  /* elementwise_bwd.cl */
     cl_kernel k_attn_bwd_scores, k_attn_bwd_probs, k_attn_bwd_ds, k_attn_bwd_dq, k_attn_bwd_dkv;
+    cl_kernel k_segment_max_bwd;  /* phrase_bwd.cl */
     cl_kernel k_xent;                                     /* loss.cl */
     cl_kernel k_adam, k_reduce_partial, k_reduce_final, k_scale, k_fill, k_axpy;  /* optim.cl */
     /* launch geometry */
@@ -108,6 +109,13 @@ nmt_status nmt_op_layernorm_bwd(nmt_train_ops *t, nmt_buf x, nmt_buf res, nmt_bu
                                 nmt_buf dgamma, nmt_buf dbeta, int param_accumulate, nmt_buf stats);
 
 /* ---- elementwise -------------------------------------------------------- */
+
+/* Backward of nmt_op_segment_max (ops.h): dx[arg[r, c], c] += dg[r, c]
+ * for every phrase row r < rows (n_sent * m_cap) and column c < d whose
+ * arg (the forward's argmax rows, int [rows, d]) is >= 0; row strides ld_g
+ * of dg and ld_x of dx.  Rows of dx that were nobody's max are unchanged. */
+nmt_status nmt_op_segment_max_bwd(nmt_train_ops *t, nmt_buf arg, nmt_buf dg, uint32_t ld_g, uint32_t rows,
+                                  uint32_t d, nmt_buf dx, uint32_t ld_x);
 
 /* dx[i] = y[i] > 0 ? dy[i] : 0, i < n, y = the ReLU's output (or input).
  * dx may be dy (in place). */

@@ -1,0 +1,40 @@
+/* phrase.cl — phrase-level memories of the MG-SA family (issue 15,
+ * docs/ARCHITECTURES.md): token rows pooled into phrase rows over spans.
+ *
+ * Kernels (NDRange in brackets; surplus work-items return):
+ *   segment_max  rows = n_sent * m_cap phrase rows r = b * m_cap + m; the
+ *                span of phrase m of sentence b is start = S[2r],
+ *                len = S[2r + 1], token positions of that sentence, whose
+ *                rows are b * n_cap + t of X:
+ *                  G[r, c] = max over start <= t < start + len of X[b * n_cap + t, c]
+ *                and, when has_arg, A[r * d + c] = the row of X that gave it
+ *                (the first on ties).  len == 0 (no phrase) gives G = 0 and
+ *                A = -1.  The caller guarantees 0 <= start and
+ *                start + len <= n_cap.                          [c, r]
+ *
+ * Offsets and leading dimensions are in elements; addresses use ulong.
+ * The backward (in the training library) needs the spans of a sentence
+ * disjoint. */
+
+__kernel void segment_max(__global const float *X, const ulong x_off, const uint ld_x, const uint n_cap,
+                          __global const int *S, const ulong s_off, const uint m_cap, const uint rows,
+                          const uint d, __global float *G, const ulong g_off, const uint ld_g,
+                          __global int *A, const ulong a_off, const int has_arg) {
+    const uint c = (uint)get_global_id(0);
+    const uint r = (uint)get_global_id(1);
+    if (c >= d || r >= rows) return;
+    const ulong b = r / m_cap;
+    const int start = S[s_off + 2 * (ulong)r], len = S[s_off + 2 * (ulong)r + 1];
+    float best = 0.0f;
+    int arg = -1;
+    for (int t = 0; t < len; t++) {
+        const ulong row = b * n_cap + (ulong)(start + t);
+        const float v = X[x_off + row * ld_x + c];
+        if (t == 0 || v > best) {
+            best = v;
+            arg = (int)row;
+        }
+    }
+    G[g_off + (ulong)r * ld_g + c] = best;
+    if (has_arg) A[a_off + (ulong)r * d + c] = arg;
+}

@@ -1,0 +1,44 @@
+/* ops_phrase.c — phrase-memory ops (ops.h: nmt_ops_enable_phrase,
+ * nmt_op_segment_max) over cl/phrase.cl, built only for the families that
+ * pool tokens into phrases (MG-SA, issue 15). */
+#include "ops.h"
+
+#include "kernel_args.h"
+
+nmt_status nmt_ops_enable_phrase(nmt_ops *ops) {
+    if (ops == NULL || ops->dev == NULL || ops->k_add == NULL) return NMT_ERR_INVALID_ARGUMENT;
+    if (ops->k_segment_max != NULL) return NMT_OK;
+    cl_program prog;
+    NMT_TRY(nmt_device_program(ops->dev, "phrase", "", &prog));
+    return nmt_device_kernel(ops->dev, prog, "segment_max", &ops->k_segment_max);
+}
+
+nmt_status nmt_op_segment_max(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t n_cap, nmt_buf seg,
+                              uint32_t n_sent, uint32_t m_cap, uint32_t d, nmt_buf g, uint32_t ld_g, nmt_buf arg) {
+    if (ops == NULL || ops->k_segment_max == NULL) return NMT_ERR_INVALID_ARGUMENT;
+    if (n_sent == 0 || m_cap == 0 || d == 0) return NMT_OK;
+    if (x.mem == NULL || seg.mem == NULL || g.mem == NULL) return NMT_ERR_INVALID_ARGUMENT;
+    if (ld_x < d || ld_g < d || n_cap == 0) return NMT_ERR_INVALID_ARGUMENT;
+    const uint64_t rows = (uint64_t)n_sent * m_cap;
+    if (rows > UINT32_MAX || (uint64_t)n_sent * n_cap > INT32_MAX) return NMT_ERR_INVALID_ARGUMENT;
+    args a = args_begin(ops->k_segment_max);
+    arg_mem(&a, x.mem);
+    arg_u64(&a, x.off);
+    arg_u32(&a, ld_x);
+    arg_u32(&a, n_cap);
+    arg_mem(&a, seg.mem);
+    arg_u64(&a, seg.off);
+    arg_u32(&a, m_cap);
+    arg_u32(&a, (uint32_t)rows);
+    arg_u32(&a, d);
+    arg_mem(&a, g.mem);
+    arg_u64(&a, g.off);
+    arg_u32(&a, ld_g);
+    /* without arg the kernel never writes A: any buffer fills the slot */
+    arg_mem(&a, arg.mem ? arg.mem : seg.mem);
+    arg_u64(&a, arg.mem ? arg.off : 0);
+    arg_i32(&a, arg.mem != NULL);
+    NMT_TRY(args_end(ops->dev, &a, "segment_max"));
+    const size_t n[2] = {d, (size_t)rows};
+    return nmt_ops_launch(ops, ops->k_segment_max, 2, n, "segment_max");
+}

@@ -1,0 +1,206 @@
+/* kernels_phrase_test.c — the phrase-memory ops of MG-SA (issue 15):
+ * nmt_op_segment_max (cl/phrase.cl) against a naive reference, and its
+ * backward nmt_op_segment_max_bwd (cl/phrase_bwd.cl) against central finite
+ * differences, both with padded strides, offsets, empty phrases, tokens in
+ * no phrase and ties. */
+#include "ops_common.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* 3 sentences of n_cap 7 token rows, up to 4 phrases each: n-gram 2 over
+ * 7 tokens; 3 + 3 with an empty third and fourth; spans that leave tokens
+ * 0 and 6 out (as padding is) with two empty phrases. */
+#define N_SENT 3u
+#define N_CAP 7u
+#define M_CAP 4u
+static const int32_t spans[N_SENT * M_CAP * 2] = {
+    0, 2, 2, 2, 4, 2, 6, 1,  /* sentence 0 */
+    0, 3, 3, 3, 6, 0, 0, 0,  /* sentence 1 */
+    1, 1, 2, 4, 0, 0, 0, 0,  /* sentence 2 */
+};
+
+/* G[r, c] and the argmax row (first on ties; -1 and 0 for an empty span). */
+static void ref_segment_max(const double *x, uint32_t ld_x, uint32_t d, double *g, int32_t *arg) {
+    for (uint32_t r = 0; r < N_SENT * M_CAP; r++) {
+        const uint32_t b = r / M_CAP;
+        const int32_t start = spans[2 * r], len = spans[2 * r + 1];
+        for (uint32_t c = 0; c < d; c++) {
+            double best = 0;
+            int32_t a = -1;
+            for (int32_t t = 0; t < len; t++) {
+                const int32_t row = (int32_t)(b * N_CAP) + start + t;
+                const double v = x[(size_t)row * ld_x + c];
+                if (t == 0 || v > best) best = v, a = row;
+            }
+            g[(size_t)r * d + c] = best;
+            arg[(size_t)r * d + c] = a;
+        }
+    }
+}
+
+static void test_segment_max(void **state) {
+    env *e = *state;
+    nmt_test_assert_ok(e->dev, nmt_ops_enable_phrase(&e->ops));
+    nmt_test_assert_ok(e->dev, nmt_ops_enable_phrase(&e->ops)); /* idempotent */
+    const uint32_t d = 13, ld_x = 16, ld_g = 15, rows = N_SENT * M_CAP;
+    const size_t ox = 3, og = 2, oa = 5;
+    const size_t nx = ox + (size_t)N_SENT * N_CAP * ld_x, ng = og + (size_t)rows * ld_g, na = oa + (size_t)rows * d;
+    nmt_test_rng r = nmt_test_rng_make(71);
+    float *x = host_block(&r, nx, ox, N_SENT * N_CAP, d, ld_x, -2, 2);
+    /* ties: sentence 1's first phrase has its max twice in column 5 */
+    x[ox + (1 * N_CAP + 0) * ld_x + 5] = 7.0f;
+    x[ox + (1 * N_CAP + 2) * ld_x + 5] = 7.0f;
+    double *xd = widen(x + ox, (size_t)N_SENT * N_CAP * ld_x);
+    double *want_d = malloc(sizeof(double) * rows * d);
+    int32_t *want_a = malloc(sizeof(int32_t) * rows * d);
+    assert_non_null(want_d);
+    assert_non_null(want_a);
+    ref_segment_max(xd, ld_x, d, want_d, want_a);
+    assert_int_equal(want_a[(1 * M_CAP) * d + 5], 1 * N_CAP + 0);
+    float *want = nan_f32(ng);
+    for (uint32_t i = 0; i < rows; i++)
+        for (uint32_t c = 0; c < d; c++) want[og + (size_t)i * ld_g + c] = (float)want_d[(size_t)i * d + c];
+
+    cl_mem dx = nmt_test_upload_f32(e->dev, x, nx), ds = nmt_test_upload_i32(e->dev, spans, N_SENT * M_CAP * 2);
+    int32_t *a0 = malloc(sizeof(int32_t) * na);
+    assert_non_null(a0);
+    for (size_t i = 0; i < na; i++) a0[i] = 12345;
+    for (int with_arg = 0; with_arg <= 1; with_arg++) {
+        cl_mem dg = nmt_test_buffer_f32_fill(e->dev, ng, NAN), da = nmt_test_upload_i32(e->dev, a0, na);
+        nmt_test_assert_ok(e->dev, nmt_op_segment_max(&e->ops, B(dx, ox), ld_x, N_CAP, B(ds, 0), N_SENT, M_CAP, d,
+                                                      B(dg, og), ld_g, with_arg ? B(da, oa) : NONE));
+        float *got = download(e, dg, ng);
+        check_block(got, want, ng, og, rows, d, ld_g, 0.0, "segment_max");  /* a max is exact */
+        int32_t *ga = malloc(sizeof(int32_t) * na);
+        assert_non_null(ga);
+        nmt_test_assert_ok(e->dev, nmt_device_read(e->dev, da, 0, sizeof(int32_t) * na, ga));
+        for (size_t i = 0; i < na; i++) {
+            const int32_t w = (with_arg && i >= oa) ? want_a[i - oa] : 12345;
+            if (ga[i] != w) fail_msg("segment_max arg[%zu] = %d, want %d (with_arg %d)", i, ga[i], w, with_arg);
+        }
+        free(ga);
+        free(got);
+        nmt_test_release(dg);
+        nmt_test_release(da);
+    }
+    /* bad arguments */
+    assert_int_equal(nmt_op_segment_max(&e->ops, B(dx, 0), d - 1, N_CAP, B(ds, 0), N_SENT, M_CAP, d, B(dx, 0), d, NONE),
+                     NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(nmt_op_segment_max(&e->ops, B(dx, 0), d, N_CAP, NONE, N_SENT, M_CAP, d, B(dx, 0), d, NONE),
+                     NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(nmt_op_segment_max(&e->ops, B(dx, 0), d, 0, B(ds, 0), N_SENT, M_CAP, d, B(dx, 0), d, NONE),
+                     NMT_ERR_INVALID_ARGUMENT);
+    nmt_ops not_enabled = e->ops;
+    not_enabled.k_segment_max = NULL;
+    assert_int_equal(nmt_op_segment_max(&not_enabled, B(dx, 0), d, N_CAP, B(ds, 0), N_SENT, M_CAP, d, B(dx, 0), d,
+                                        NONE),
+                     NMT_ERR_INVALID_ARGUMENT);
+    nmt_test_release(dx);
+    nmt_test_release(ds);
+    free(a0);
+    free(x);
+    free(xd);
+    free(want_d);
+    free(want_a);
+    free(want);
+}
+
+/* L = sum W[r, c] * G[r, c](X) */
+typedef struct seg_loss_ctx {
+    const double *x, *w;
+    uint32_t ld_x, d;
+} seg_loss_ctx;
+
+static double seg_loss(void *ctx, int *skip) {
+    seg_loss_ctx *c = ctx;
+    *skip = 0;
+    const size_t n = (size_t)N_SENT * M_CAP * c->d;
+    double *g = malloc(sizeof(double) * n);
+    int32_t *a = malloc(sizeof(int32_t) * n);
+    assert_non_null(g);
+    assert_non_null(a);
+    ref_segment_max(c->x, c->ld_x, c->d, g, a);
+    double l = 0;
+    for (size_t i = 0; i < n; i++) l += c->w[i] * g[i];
+    free(g);
+    free(a);
+    return l;
+}
+
+static void test_segment_max_bwd(void **state) {
+    env *e = *state;
+    nmt_test_assert_ok(e->dev, nmt_ops_enable_phrase(&e->ops));
+    const uint32_t d = 5, ld_x = 7, ld_g = 6, rows = N_SENT * M_CAP;
+    const size_t nxr = (size_t)N_SENT * N_CAP * ld_x, ox = 2, og = 1;
+    /* distinct values 0.05 apart, shuffled: no perturbation of FD_H moves a max */
+    nmt_test_rng r = nmt_test_rng_make(72);
+    float *x = nan_f32(ox + nxr);
+    const size_t nv = (size_t)N_SENT * N_CAP * d;
+    uint32_t *perm = malloc(sizeof(uint32_t) * nv);
+    assert_non_null(perm);
+    for (uint32_t i = 0; i < nv; i++) perm[i] = i;
+    for (uint32_t i = (uint32_t)nv - 1; i > 0; i--) {
+        const uint32_t j = (uint32_t)(nmt_test_rng_next(&r) % (i + 1)), t = perm[i];
+        perm[i] = perm[j], perm[j] = t;
+    }
+    for (size_t i = 0; i < nv; i++) x[ox + (i / d) * ld_x + i % d] = -5.0f + 0.05f * (float)perm[i];
+    float *w = host_block(&r, og + (size_t)rows * ld_g, og, rows, d, ld_g, -1, 1);
+    float *base = host_block(&r, ox + nxr, ox, N_SENT * N_CAP, d, ld_x, -1, 1);  /* dx accumulates */
+    for (size_t i = 0; i < ox + nxr; i++)  /* finite padding: got - base = 0 there, as the FD gives */
+        if (isnan(base[i])) base[i] = 3.25f;
+
+    cl_mem dx = nmt_test_upload_f32(e->dev, x, ox + nxr), ds = nmt_test_upload_i32(e->dev, spans, rows * 2);
+    cl_mem dg = nmt_test_buffer_f32_fill(e->dev, og + (size_t)rows * ld_g, NAN);
+    cl_mem da = nmt_test_buffer(e->dev, sizeof(int32_t) * rows * d, NULL);
+    cl_mem ddg = nmt_test_upload_f32(e->dev, w, og + (size_t)rows * ld_g);
+    cl_mem ddx = nmt_test_upload_f32(e->dev, base, ox + nxr);
+    nmt_test_assert_ok(e->dev, nmt_op_segment_max(&e->ops, B(dx, ox), ld_x, N_CAP, B(ds, 0), N_SENT, M_CAP, d,
+                                                  B(dg, og), ld_g, B(da, 0)));
+    nmt_test_assert_ok(e->dev, nmt_op_segment_max_bwd(&e->t, B(da, 0), B(ddg, og), ld_g, rows, d, B(ddx, ox), ld_x));
+    float *got = download(e, ddx, ox + nxr);
+
+    /* outside the block (NaN padding of the strides) nothing was written */
+    for (size_t i = 0; i < ox + nxr; i++) {
+        const int in_block = i >= ox && (i - ox) % ld_x < d;
+        if (!in_block) assert_memory_equal(&got[i], &base[i], sizeof(float));
+    }
+    double *xd = widen(x + ox, nxr);
+    double *wd = malloc(sizeof(double) * rows * d);
+    assert_non_null(wd);
+    for (uint32_t i = 0; i < rows; i++)
+        for (uint32_t c = 0; c < d; c++) wd[(size_t)i * d + c] = w[og + (size_t)i * ld_g + c];
+    seg_loss_ctx ctx = {xd, wd, ld_x, d};
+    fd_check("segment_max_bwd", seg_loss, &ctx, xd, nxr, got + ox, base + ox);
+    /* tokens in no phrase (sentence 2, rows 0 and 6) got nothing */
+    for (uint32_t c = 0; c < d; c++) {
+        assert_memory_equal(&got[ox + (2 * N_CAP + 0) * ld_x + c], &base[ox + (2 * N_CAP + 0) * ld_x + c], 4);
+        assert_memory_equal(&got[ox + (2 * N_CAP + 6) * ld_x + c], &base[ox + (2 * N_CAP + 6) * ld_x + c], 4);
+    }
+    assert_int_equal(nmt_op_segment_max_bwd(&e->t, NONE, B(ddg, 0), ld_g, rows, d, B(ddx, 0), ld_x),
+                     NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(nmt_op_segment_max_bwd(&e->t, B(da, 0), B(ddg, 0), d - 1, rows, d, B(ddx, 0), ld_x),
+                     NMT_ERR_INVALID_ARGUMENT);
+    nmt_test_release(dx);
+    nmt_test_release(ds);
+    nmt_test_release(dg);
+    nmt_test_release(da);
+    nmt_test_release(ddg);
+    nmt_test_release(ddx);
+    free(perm);
+    free(x);
+    free(w);
+    free(base);
+    free(got);
+    free(xd);
+    free(wd);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_segment_max),
+        cmocka_unit_test(test_segment_max_bwd),
+    };
+    return cmocka_run_group_tests(tests, grad_setup, ops_teardown);
+}
