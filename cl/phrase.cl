@@ -11,6 +11,12 @@
  *                (the first on ties).  len == 0 (no phrase) gives G = 0 and
  *                A = -1.  The caller guarantees 0 <= start and
  *                start + len <= n_cap.                          [c, r]
+ *   ngram_spans  the n-gram partition of sentence b < n_sent of length
+ *                L = len[b] (EOS included, padding excluded): phrase m covers
+ *                positions [m * n, min((m + 1) * n, L)), so the last may be
+ *                shorter; S[2r] = m * n, S[2r + 1] = its length (0 past the
+ *                sentence), r = b * m_cap + m; count[b] = the number of
+ *                phrases, min(ceil(L / n), m_cap).                [m, b]
  *
  * Offsets and leading dimensions are in elements; addresses use ulong.
  * The backward (in the training library) needs the spans of a sentence
@@ -37,4 +43,19 @@ __kernel void segment_max(__global const float *X, const ulong x_off, const uint
     }
     G[g_off + (ulong)r * ld_g + c] = best;
     if (has_arg) A[a_off + (ulong)r * d + c] = arg;
+}
+
+__kernel void ngram_spans(__global const int *len, const ulong len_off, const uint n_sent, const uint n,
+                          const uint m_cap, __global int *S, const ulong s_off, __global int *count,
+                          const ulong count_off) {
+    const uint m = (uint)get_global_id(0);
+    const uint b = (uint)get_global_id(1);
+    if (m >= m_cap || b >= n_sent) return;
+    const int L = max(len[len_off + b], 0);
+    const long start = (long)m * n;
+    const long rest = (long)L - start;
+    const ulong r = (ulong)b * m_cap + m;
+    S[s_off + 2 * r] = (int)start;
+    S[s_off + 2 * r + 1] = (int)(rest <= 0 ? 0 : rest < (long)n ? rest : (long)n);
+    if (m == 0) count[count_off + b] = (int)min(((uint)L + n - 1) / n, m_cap);
 }

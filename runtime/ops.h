@@ -47,7 +47,7 @@ typedef struct nmt_ops {
     cl_kernel k_gather_rows, k_log_softmax;
     cl_kernel k_attn_scores, k_attn_stats, k_attn_apply, k_attn_fused;
     /* phrase memories (cl/phrase.cl), created by nmt_ops_enable_phrase */
-    cl_kernel k_segment_max;
+    cl_kernel k_segment_max, k_ngram_spans;
     /* launch geometry chosen by nmt_ops_init: every kernel is launched with
      * one fixed local size (PoCL compiles a kernel once per local size, so
      * the warm-up at session creation covers every launch) */
@@ -211,5 +211,15 @@ nmt_status nmt_op_attention(nmt_ops *ops, const nmt_attn_args *a);
  * the kernel trusts them).  Requires nmt_ops_enable_phrase. */
 nmt_status nmt_op_segment_max(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t n_cap, nmt_buf seg,
                               uint32_t n_sent, uint32_t m_cap, uint32_t d, nmt_buf g, uint32_t ld_g, nmt_buf arg);
+
+/* The n-gram phrase partition (cl/phrase.cl ngram_spans) of n_sent
+ * sentences whose lengths (int, EOS included, padding excluded) are in
+ * `len`: spans for nmt_op_segment_max in seg (int [n_sent * m_cap, 2]:
+ * phrase m starts at m * n, its length min(n, L - m * n), 0 past the
+ * sentence) and the phrase count min(ceil(L / n), m_cap) of each sentence
+ * in count (int [n_sent]; an attention's key lengths).  1 <= n <= 64.
+ * Requires nmt_ops_enable_phrase. */
+nmt_status nmt_op_ngram_spans(nmt_ops *ops, nmt_buf len, uint32_t n_sent, uint32_t n, uint32_t m_cap, nmt_buf seg,
+                              nmt_buf count);
 
 #endif

@@ -7,10 +7,11 @@
 
 nmt_status nmt_ops_enable_phrase(nmt_ops *ops) {
     if (ops == NULL || ops->dev == NULL || ops->k_add == NULL) return NMT_ERR_INVALID_ARGUMENT;
-    if (ops->k_segment_max != NULL) return NMT_OK;
+    if (ops->k_segment_max != NULL && ops->k_ngram_spans != NULL) return NMT_OK;
     cl_program prog;
     NMT_TRY(nmt_device_program(ops->dev, "phrase", "", &prog));
-    return nmt_device_kernel(ops->dev, prog, "segment_max", &ops->k_segment_max);
+    if (ops->k_segment_max == NULL) NMT_TRY(nmt_device_kernel(ops->dev, prog, "segment_max", &ops->k_segment_max));
+    return nmt_device_kernel(ops->dev, prog, "ngram_spans", &ops->k_ngram_spans);
 }
 
 nmt_status nmt_op_segment_max(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t n_cap, nmt_buf seg,
@@ -41,4 +42,25 @@ nmt_status nmt_op_segment_max(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t n
     NMT_TRY(args_end(ops->dev, &a, "segment_max"));
     const size_t n[2] = {d, (size_t)rows};
     return nmt_ops_launch(ops, ops->k_segment_max, 2, n, "segment_max");
+}
+
+nmt_status nmt_op_ngram_spans(nmt_ops *ops, nmt_buf len, uint32_t n_sent, uint32_t n, uint32_t m_cap, nmt_buf seg,
+                              nmt_buf count) {
+    if (ops == NULL || ops->k_ngram_spans == NULL) return NMT_ERR_INVALID_ARGUMENT;
+    if (n_sent == 0 || m_cap == 0) return NMT_OK;
+    if (len.mem == NULL || seg.mem == NULL || count.mem == NULL || n < 1 || n > 64) return NMT_ERR_INVALID_ARGUMENT;
+    if ((uint64_t)m_cap * n > INT32_MAX || (uint64_t)n_sent * m_cap > UINT32_MAX) return NMT_ERR_INVALID_ARGUMENT;
+    args a = args_begin(ops->k_ngram_spans);
+    arg_mem(&a, len.mem);
+    arg_u64(&a, len.off);
+    arg_u32(&a, n_sent);
+    arg_u32(&a, n);
+    arg_u32(&a, m_cap);
+    arg_mem(&a, seg.mem);
+    arg_u64(&a, seg.off);
+    arg_mem(&a, count.mem);
+    arg_u64(&a, count.off);
+    NMT_TRY(args_end(ops->dev, &a, "ngram_spans"));
+    const size_t g[2] = {m_cap, n_sent};
+    return nmt_ops_launch(ops, ops->k_ngram_spans, 2, g, "ngram_spans");
 }

@@ -197,8 +197,62 @@ static void test_segment_max_bwd(void **state) {
     free(wd);
 }
 
+/* The n-gram partition: phrase m of a sentence of length L starts at m * n
+ * with length min(n, L - m * n) (0 past the end); count min(ceil(L/n), m_cap). */
+static void test_ngram_spans(void **state) {
+    env *e = *state;
+    nmt_test_assert_ok(e->dev, nmt_ops_enable_phrase(&e->ops));
+    static const int32_t lens[] = {7, 1, 0, 5, 12, 8, -3};
+    const uint32_t n_sent = NMT_ARRAY_LEN(lens), m_cap = 4;
+    const size_t o_len = 1, o_seg = 3, o_cnt = 2, n_seg = o_seg + (size_t)n_sent * m_cap * 2;
+    int32_t len_h[1 + NMT_ARRAY_LEN(lens)];
+    len_h[0] = 99;
+    memcpy(len_h + o_len, lens, sizeof lens);
+    cl_mem dl = nmt_test_upload_i32(e->dev, len_h, o_len + n_sent);
+    for (uint32_t n = 1; n <= 3; n++) {
+        int32_t *fill = malloc(sizeof(int32_t) * n_seg);
+        assert_non_null(fill);
+        for (size_t i = 0; i < n_seg; i++) fill[i] = -777;
+        cl_mem ds = nmt_test_upload_i32(e->dev, fill, n_seg), dc = nmt_test_upload_i32(e->dev, fill, o_cnt + n_sent);
+        nmt_test_assert_ok(e->dev,
+                           nmt_op_ngram_spans(&e->ops, B(dl, o_len), n_sent, n, m_cap, B(ds, o_seg), B(dc, o_cnt)));
+        int32_t *seg = malloc(sizeof(int32_t) * n_seg), cnt[16];
+        assert_non_null(seg);
+        nmt_test_assert_ok(e->dev, nmt_device_read(e->dev, ds, 0, sizeof(int32_t) * n_seg, seg));
+        nmt_test_assert_ok(e->dev, nmt_device_read(e->dev, dc, 0, sizeof(int32_t) * (o_cnt + n_sent), cnt));
+        for (size_t i = 0; i < o_seg; i++) assert_int_equal(seg[i], -777);
+        for (size_t i = 0; i < o_cnt; i++) assert_int_equal(cnt[i], -777);
+        for (uint32_t b = 0; b < n_sent; b++) {
+            const int32_t L = lens[b] < 0 ? 0 : lens[b];
+            int32_t want_cnt = (L + (int32_t)n - 1) / (int32_t)n;
+            if (want_cnt > (int32_t)m_cap) want_cnt = (int32_t)m_cap;
+            assert_int_equal(cnt[o_cnt + b], want_cnt);
+            for (uint32_t m = 0; m < m_cap; m++) {
+                const int32_t start = (int32_t)(m * n), rest = L - start;
+                const int32_t want_len = rest <= 0 ? 0 : rest < (int32_t)n ? rest : (int32_t)n;
+                const size_t at = o_seg + ((size_t)b * m_cap + m) * 2;
+                if (seg[at] != start || seg[at + 1] != want_len)
+                    fail_msg("n %u sentence %u phrase %u: (%d, %d), want (%d, %d)", n, b, m, seg[at], seg[at + 1],
+                             start, want_len);
+            }
+        }
+        free(seg);
+        free(fill);
+        nmt_test_release(ds);
+        nmt_test_release(dc);
+    }
+    assert_int_equal(nmt_op_ngram_spans(&e->ops, B(dl, 0), n_sent, 0, m_cap, B(dl, 0), B(dl, 0)),
+                     NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(nmt_op_ngram_spans(&e->ops, B(dl, 0), n_sent, 65, m_cap, B(dl, 0), B(dl, 0)),
+                     NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(nmt_op_ngram_spans(&e->ops, B(dl, 0), n_sent, 2, m_cap, NONE, B(dl, 0)),
+                     NMT_ERR_INVALID_ARGUMENT);
+    nmt_test_release(dl);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ngram_spans),
         cmocka_unit_test(test_segment_max),
         cmocka_unit_test(test_segment_max_bwd),
     };
