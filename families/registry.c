@@ -14,9 +14,11 @@
 /* ------------------------------------------------------------------------ */
 
 extern const nmt_family nmt_family_transformer;
+extern const nmt_family nmt_family_mgsa;
 
 static const nmt_family *const registry[] = {
     &nmt_family_transformer,
+    &nmt_family_mgsa,
 };
 
 const nmt_family *nmt_family_find(const char *arch) {

@@ -30,6 +30,16 @@ static inline nmt_status nmt_layer_linear(nmt_ops *ops, nmt_buf in, uint32_t ld_
     return nmt_layer_matmul(ops, rows, out_dim, in_dim, in, ld_in, w, 0.0f, out, ld_out, w->b, relu);
 }
 
+/* Rows [row0, row0 + n) of w [*, in_dim] as a linear map of its own (fp32
+ * or int8: the int8 data, its scales and the bias move together). */
+static inline nmt_lin nmt_lin_rows(const nmt_lin *w, uint32_t row0, uint32_t in_dim) {
+    nmt_lin r = *w;
+    r.w.off += (size_t)row0 * in_dim;  /* elements: floats, or int8 bytes when q8 */
+    if (r.q8) r.s.off += row0;
+    if (r.b.mem) r.b.off += row0;
+    return r;
+}
+
 /* out = LN(x (+ res)) with gain ln->w, bias ln->b; rows of width d. */
 static inline nmt_status nmt_layer_norm(nmt_ops *ops, nmt_buf x, nmt_buf res, nmt_buf out, uint32_t rows,
                                         uint32_t d, const nmt_lin *ln, float eps) {

@@ -1,6 +1,6 @@
-/* ref_model.c — a naive, double-precision Transformer/HySAN forward pass
- * written straight from docs/ARCHITECTURES.md, reading weights from a
- * validated .nmt image.  One sentence at a time, no padding, no cache: the
+/* ref_model.c — a naive, double-precision Transformer/HySAN (and MG-SA:
+ * n-gram phrase heads with max-pooling) forward pass written straight from
+ * docs/ARCHITECTURES.md, reading weights from a validated .nmt image.  One sentence at a time, no padding, no cache: the
  * independent reference the OpenCL session is compared with. */
 #include "ref_model.h"
 
@@ -18,6 +18,8 @@ typedef struct rm {
     uint32_t nbe, nbd;
     int bre[8], brd[8]; /* kind*1000 + k */
     int32_t bos, eos;
+    uint64_t mg_mask;   /* MG-SA: encoder layers with phrase heads */
+    int mg_n[64];       /* per head: 0 word, else n-gram size */
 } rm;
 
 static const float *W(const rm *m, const char *fmt, ...) {
@@ -111,9 +113,36 @@ static void attend(const rm *m, const double *q, const double *k, const double *
     free(p);
 }
 
-/* HySAN self-attention (or cross-attention when mem != NULL). */
+/* MG-SA: head h's output over the phrase memory of x: phrases of n_h
+ * consecutive tokens (the last shorter), each the column-wise max of its
+ * tokens, projected by W_k / W_v (head h's columns), attended globally. */
+static void mg_phrase_heads(const rm *m, const char *pre, const double *x, int n, const double *q, double *out) {
+    const int d = (int)m->d, dh = d / (int)m->H;
+    for (int h = 0; h < (int)m->H; h++) {
+        const int g = m->mg_n[h];
+        if (g == 0) continue;
+        const int M = (n + g - 1) / g;
+        double *hg = malloc(sizeof(double) * (size_t)M * d), *k = malloc(sizeof(double) * (size_t)M * d);
+        double *v = malloc(sizeof(double) * (size_t)M * d), *o = malloc(sizeof(double) * (size_t)n * d);
+        for (int p = 0; p < M; p++)
+            for (int c = 0; c < d; c++) {
+                double mx = -INFINITY;
+                for (int t = p * g; t < n && t < (p + 1) * g; t++) mx = fmax(mx, x[(size_t)t * d + c]);
+                hg[(size_t)p * d + c] = mx;
+            }
+        lin(hg, M, d, W(m, "%s.k.weight", pre), W(m, "%s.k.bias", pre), d, k);
+        lin(hg, M, d, W(m, "%s.v.weight", pre), W(m, "%s.v.bias", pre), d, v);
+        attend(m, q, k, v, n, M, 0, 0, o);  /* every head over the phrases; keep head h */
+        for (int i = 0; i < n; i++)
+            memcpy(out + (size_t)i * d + h * dh, o + (size_t)i * d + h * dh, sizeof(double) * (size_t)dh);
+        free(hg); free(k); free(v); free(o);
+    }
+}
+
+/* HySAN self-attention (or cross-attention when mem != NULL); mg: an MG-SA
+ * encoder layer (phrase heads replace their columns). */
 static void attention(const rm *m, const char *pre, const double *x, int n, const double *mem, int nm,
-                      const int *br, uint32_t nbr, int causal, double *out) {
+                      const int *br, uint32_t nbr, int causal, int mg, double *out) {
     int d = (int)m->d;
     size_t nd = (size_t)n * d;
     double *q = malloc(sizeof(double) * nd), *k, *v;
@@ -127,6 +156,7 @@ static void attention(const rm *m, const char *pre, const double *x, int n, cons
     double *ctx = calloc(nd * nbr, sizeof(double)), *xb = malloc(sizeof(double) * nd);
     for (uint32_t b = 0; b < nbr; b++) {
         attend(m, q, k, v, n, nk, br[b], causal, xb);
+        if (mg) mg_phrase_heads(m, pre, x, n, q, xb);
         for (int i = 0; i < n; i++)
             memcpy(ctx + ((size_t)i * nbr + b) * d, xb + (size_t)i * d, sizeof(double) * d);
     }
@@ -170,14 +200,14 @@ static void ffn(const rm *m, const char *pre, const double *x, int n, double *ou
 
 /* Residual sub-layer; kind 0 self, 1 cross, 2 ffn. */
 static void sub(const rm *m, const char *layer, int lnidx, int kind, double *x, int n, const double *mem,
-                int nm, const int *br, uint32_t nbr, int causal) {
+                int nm, const int *br, uint32_t nbr, int causal, int mg) {
     size_t nd = (size_t)n * m->d;
     double *in = malloc(sizeof(double) * nd), *out = malloc(sizeof(double) * nd);
     char pre[64];
     memcpy(in, x, sizeof(double) * nd);
     if (m->pre) lnorm(in, n, (int)m->d, W(m, "%s.ln%d.weight", layer, lnidx), W(m, "%s.ln%d.bias", layer, lnidx), m->eps);
-    if (kind == 0) { snprintf(pre, sizeof pre, "%s.self_attn", layer); attention(m, pre, in, n, NULL, 0, br, nbr, causal, out); }
-    if (kind == 1) { static const int g[1] = {0}; snprintf(pre, sizeof pre, "%s.cross_attn", layer); attention(m, pre, in, n, mem, nm, g, 1, 0, out); }
+    if (kind == 0) { snprintf(pre, sizeof pre, "%s.self_attn", layer); attention(m, pre, in, n, NULL, 0, br, nbr, causal, mg, out); }
+    if (kind == 1) { static const int g[1] = {0}; snprintf(pre, sizeof pre, "%s.cross_attn", layer); attention(m, pre, in, n, mem, nm, g, 1, 0, 0, out); }
     if (kind == 2) ffn(m, layer, in, n, out);
     for (size_t e = 0; e < nd; e++) x[e] += out[e];
     if (!m->pre) lnorm(x, n, (int)m->d, W(m, "%s.ln%d.weight", layer, lnidx), W(m, "%s.ln%d.bias", layer, lnidx), m->eps);
@@ -221,6 +251,16 @@ int ref_model_logits(const nmt_file *f, const int32_t *src, uint32_t src_len, co
     m.nbe = parse_br(s, m.bre);
     nmt_file_get_str_or(f, "dec_branches", "global", s, sizeof s);
     m.nbd = parse_br(s, m.brd);
+    nmt_file_get_str_or(f, "arch", "transformer", s, sizeof s);
+    if (!strcmp(s, "mgsa")) {
+        char buf[256];
+        nmt_file_get_str_or(f, "mg_layers", "1", buf, sizeof buf);
+        for (char *tok = strtok(buf, " ,"); tok; tok = strtok(NULL, " ,")) m.mg_mask |= 1ull << (atoi(tok) - 1);
+        nmt_file_get_str_or(f, "mg_heads", "word word ngram:2 ngram:3", buf, sizeof buf);
+        int h = 0;
+        for (char *tok = strtok(buf, " ,"); tok && h < 64; tok = strtok(NULL, " ,"))
+            m.mg_n[h++] = strncmp(tok, "ngram:", 6) ? 0 : atoi(tok + 6);
+    }
     const int d = (int)m.d;
 
     /* encoder over src + EOS */
@@ -233,8 +273,8 @@ int ref_model_logits(const nmt_file *f, const int32_t *src, uint32_t src_len, co
     char layer[32];
     for (uint32_t l = 0; l < m.Le; l++) {
         snprintf(layer, sizeof layer, "enc.%u", l);
-        sub(&m, layer, 1, 0, x, ns, NULL, 0, m.bre, m.nbe, 0);
-        sub(&m, layer, 2, 2, x, ns, NULL, 0, NULL, 0, 0);
+        sub(&m, layer, 1, 0, x, ns, NULL, 0, m.bre, m.nbe, 0, (int)(m.mg_mask >> l & 1));
+        sub(&m, layer, 2, 2, x, ns, NULL, 0, NULL, 0, 0, 0);
     }
     if (m.pre) lnorm(x, ns, d, W(&m, "enc.ln.weight"), W(&m, "enc.ln.bias"), m.eps);
 
@@ -248,9 +288,9 @@ int ref_model_logits(const nmt_file *f, const int32_t *src, uint32_t src_len, co
     embed(&m, Et, tt, nt, y);
     for (uint32_t l = 0; l < m.Ld; l++) {
         snprintf(layer, sizeof layer, "dec.%u", l);
-        sub(&m, layer, 1, 0, y, nt, NULL, 0, m.brd, m.nbd, 1);
-        sub(&m, layer, 2, 1, y, nt, x, ns, NULL, 0, 0);
-        sub(&m, layer, 3, 2, y, nt, NULL, 0, NULL, 0, 0);
+        sub(&m, layer, 1, 0, y, nt, NULL, 0, m.brd, m.nbd, 1, 0);
+        sub(&m, layer, 2, 1, y, nt, x, ns, NULL, 0, 0, 0);
+        sub(&m, layer, 3, 2, y, nt, NULL, 0, NULL, 0, 0, 0);
     }
     if (m.pre) lnorm(y, nt, d, W(&m, "dec.ln.weight"), W(&m, "dec.ln.bias"), m.eps);
     const float *Wo = m.tied ? Et : W(&m, "out_proj");

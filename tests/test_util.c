@@ -87,6 +87,25 @@ void nmt_test_device_close(nmt_device *dev, void *mem) {
     free(mem);
 }
 
+int nmt_test_dev_setup(void **state) {
+    nmt_test_dev_env *e = calloc(1, sizeof *e);
+    if (e == NULL) return -1;
+    e->dev = nmt_test_device_open(&e->dev_mem);
+    if (e->dev == NULL) {
+        free(e);
+        return -1;
+    }
+    *state = e;
+    return 0;
+}
+
+int nmt_test_dev_teardown(void **state) {
+    nmt_test_dev_env *e = *state;
+    if (e) nmt_test_device_close(e->dev, e->dev_mem);
+    free(e);
+    return 0;
+}
+
 size_t nmt_test_round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
 /* ---- random data -------------------------------------------------------- */

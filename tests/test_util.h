@@ -48,6 +48,16 @@ nmt_device *nmt_test_device_open(void **mem);
 /* nmt_device_close(dev) + free(mem); either may be NULL. */
 void nmt_test_device_close(nmt_device *dev, void *mem);
 
+/* A cmocka group fixture holding the test device: setup stores a
+ * malloc'd nmt_test_dev_env in *state (-1 when no device opens), teardown
+ * closes and frees it. */
+typedef struct nmt_test_dev_env {
+    nmt_device *dev;
+    void *dev_mem;
+} nmt_test_dev_env;
+int nmt_test_dev_setup(void **state);
+int nmt_test_dev_teardown(void **state);
+
 /* x rounded up to a multiple of a (a > 0). */
 size_t nmt_test_round_up(size_t x, size_t a);
 

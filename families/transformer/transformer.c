@@ -101,6 +101,18 @@ static nmt_status tf_plan(nmt_session *s, const nmt_file *f, const void *cfgp, c
         }
     }
     NMT_TRY(scratch(s, a, rows * c->ff, &ac->ffh));
+    if (c->mg_mask) {
+        /* MG-SA phrase memories, shared by the encoder layers that use them */
+        if (real) NMT_TRY(nmt_ops_enable_phrase(nmt_session_ops(s)));
+        for (uint32_t g = 0; g < c->mg_n_groups; g++) {
+            if (c->mg_group[g].n == 0) continue;
+            const size_t m = B * nmt_mg_m_cap(c, g, (uint32_t)S), w = (size_t)c->mg_group[g].nh * c->dh;
+            NMT_TRY(scratch(s, a, m * 2, &ac->mg_seg[g]));
+            NMT_TRY(scratch(s, a, B, &ac->mg_cnt[g]));
+            NMT_TRY(scratch(s, a, m * d, &ac->mg_hg[g]));
+            NMT_TRY(scratch(s, a, m * 2 * w, &ac->mg_kv[g]));
+        }
+    }
     size_t sc = max3(B * H * S * S, B * H * T * T, B * H * T * S);
     sc = NMT_MAX(sc, R * H * NMT_MAX(S, T));
     NMT_TRY(scratch(s, a, sc, &local.fw.scores));
@@ -177,20 +189,23 @@ static nmt_status tf_project(void *state, const nmt_io_bufs *io, uint32_t first,
 
 static void tf_release(void *state) { (void)state; /* all buffers are session-owned */ }
 
-const nmt_family nmt_family_transformer = {
-    .arch = NMT_TF_ARCH,
-    .summary = "Transformer / HySAN: hybrid masked self-attention branches with fusion (vanilla: global only)",
-    .cfg_size = sizeof(nmt_tf_cfg),
-    .hparams = nmt_tf_hparams,
-    .n_hparams = NMT_TF_N_HPARAMS,
-    .finish = nmt_tf_finish,
-    .catalogue = nmt_tf_catalogue,
-    .info = nmt_tf_info,
-    .plan = tf_plan,
-    .encode = tf_encode,
-    .step = tf_step,
-    .reorder = tf_reorder,
-    .decode_full = tf_decode_full,
-    .project = tf_project,
-    .release = tf_release,
-};
+/* The Transformer reads the first NMT_TF_N_HPARAMS keys of the table; MG-SA
+ * the whole table (the mg_* suffix too) and the forward takes the phrase
+ * path in its layers: one set of functions, two records. */
+#define TF_RECORD(arch_, summary_, n_hparams_)                                                   \
+    {                                                                                            \
+        .arch = arch_, .summary = summary_, .cfg_size = sizeof(nmt_tf_cfg), .hparams = nmt_tf_hparams, \
+        .n_hparams = n_hparams_, .finish = nmt_tf_finish, .catalogue = nmt_tf_catalogue,         \
+        .info = nmt_tf_info, .plan = tf_plan, .encode = tf_encode, .step = tf_step,              \
+        .reorder = tf_reorder, .decode_full = tf_decode_full, .project = tf_project,             \
+        .release = tf_release,                                                                   \
+    }
+
+const nmt_family nmt_family_transformer =
+    TF_RECORD(NMT_TF_ARCH, "Transformer / HySAN: hybrid masked self-attention branches with fusion (vanilla: global only)",
+              NMT_TF_N_HPARAMS);
+
+const nmt_family nmt_family_mgsa =
+    TF_RECORD(NMT_MGSA_ARCH,
+              "MG-SA: multi-granularity self-attention, phrase heads over n-gram phrases in chosen encoder layers",
+              NMT_MGSA_N_HPARAMS);

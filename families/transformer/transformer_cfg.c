@@ -26,6 +26,8 @@
 
 static const char *const norm_choices[] = {"post", "pre", NULL};
 static const char *const fusion_choices[] = {"sum", "concat", "gate", NULL};
+static const char *const mg_compose_choices[] = {"max", NULL};
+static const char *const mg_interact_choices[] = {"none", NULL};
 
 /* Index of each entry that finish() needs to know was present. */
 enum { HP_EMBED_SCALE = 9, HP_EOS = 17 };
@@ -61,8 +63,18 @@ const nmt_hparam nmt_tf_hparams[] = {
                 .lo = 0, .hi = DIM_MAX, .help = "end-of-sentence id (default 1, or 0 for a 1-word vocabulary)"},
     ID("pad_id", "pad-id", pad, 0, "padding id (< both vocabularies)"),
     ID("unk_id", "unk-id", unk, 0, "unknown-piece id (< both vocabularies)"),
+    /* MG-SA (arch "mgsa") only: */
+    {.key = "mg_layers", .flag = "mg-layers", .type = NMT_HP_TEXT, .off = OFF(mg_layers_text), .def_str = "1",
+     .text_cap = NMT_MG_TEXT, .help = "MG-SA: encoder layers (1-based) with phrase heads, e.g. \"1\" or \"1 2\""},
+    {.key = "mg_heads", .flag = "mg-heads", .type = NMT_HP_TEXT, .off = OFF(mg_heads_text),
+     .def_str = "word word ngram:2 ngram:3", .text_cap = NMT_MG_TEXT,
+     .help = "MG-SA: partition of each head, n_heads of word | ngram:N (N 2-64)"},
+    {.key = "mg_compose", .flag = "mg-compose", .type = NMT_HP_ENUM, .off = OFF(mg_compose), .def_str = "max",
+     .choices = mg_compose_choices, .help = "MG-SA: phrase composition COM (max: max-pooling)"},
+    {.key = "mg_interact", .flag = "mg-interact", .type = NMT_HP_ENUM, .off = OFF(mg_interact), .def_str = "none",
+     .choices = mg_interact_choices, .help = "MG-SA: phrase interaction REC (none)"},
 };
-_Static_assert(NMT_ARRAY_LEN(nmt_tf_hparams) == NMT_TF_N_HPARAMS, "table size: update NMT_TF_N_HPARAMS");
+_Static_assert(NMT_ARRAY_LEN(nmt_tf_hparams) == NMT_MGSA_N_HPARAMS, "table size: update NMT_MGSA_N_HPARAMS");
 
 /* Parse "global fw bw local:3" into a branch list. */
 static nmt_status parse_branches(const char *str, int decoder, nmt_branch *out, uint32_t *n) {
@@ -101,6 +113,97 @@ static nmt_status parse_branches(const char *str, int decoder, nmt_branch *out, 
     return NMT_OK;
 }
 
+/* A decimal number in [lo, hi] from p..e. */
+static nmt_status parse_uint(const char *p, const char *e, uint32_t lo, uint32_t hi, uint32_t *out) {
+    uint32_t v = 0;
+    NMT_CHECK(p < e, NMT_ERR_MODEL_ARCH);
+    for (; p < e; p++) {
+        NMT_CHECK(*p >= '0' && *p <= '9' && v < 100000u, NMT_ERR_MODEL_ARCH);
+        v = v * 10u + (uint32_t)(*p - '0');
+    }
+    NMT_CHECK(v >= lo && v <= hi, NMT_ERR_MODEL_ARCH);
+    *out = v;
+    return NMT_OK;
+}
+
+/* The next word of a space/comma separated list: [*p, *e); 0 at the end. */
+static int next_word(const char **p, const char **e) {
+    const char *q = *p;
+    while (*q == ' ' || *q == ',' || *q == '\t') q++;
+    if (!*q) return 0;
+    const char *r = q;
+    while (*r && *r != ' ' && *r != ',' && *r != '\t') r++;
+    *p = q;
+    *e = r;
+    return 1;
+}
+
+/* printf into buf[NMT_MG_TEXT] at *used; NMT_ERR_MODEL_ARCH when it does not fit. */
+static nmt_status append(char *buf, size_t *used, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static nmt_status append(char *buf, size_t *used, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    const int w = vsnprintf(buf + *used, NMT_MG_TEXT - *used, fmt, ap);
+    va_end(ap);
+    NMT_CHECK(w >= 0 && (size_t)w < NMT_MG_TEXT - *used, NMT_ERR_MODEL_ARCH);
+    *used += (size_t)w;
+    return NMT_OK;
+}
+
+/* MG-SA: "1 2" (1-based encoder layers) and one partition per head, in
+ * adjacent runs; the canonical spellings are written back. */
+static nmt_status mg_finish(nmt_tf_cfg *c) {
+    /* phrase heads replace the encoder's global self-attention (the paper's
+     * base); HySAN branches with phrase heads are not defined */
+    NMT_CHECK(c->n_enc_br == 1 && c->enc_br[0].kind == NMT_BRANCH_GLOBAL, NMT_ERR_MODEL_ARCH);
+    const char *p = c->mg_layers_text, *e;
+    c->mg_mask = 0;
+    while (next_word(&p, &e)) {
+        uint32_t l;
+        NMT_TRY(parse_uint(p, e, 1, c->enc_layers, &l));
+        c->mg_mask |= 1ull << (l - 1);
+        p = e;
+    }
+    uint32_t h = 0;
+    c->mg_n_groups = 0;
+    p = c->mg_heads_text;
+    while (next_word(&p, &e)) {
+        uint32_t n = 0;
+        if (!(e - p == 4 && strncmp(p, "word", 4) == 0)) {
+            NMT_CHECK(e - p > 6 && strncmp(p, "ngram:", 6) == 0, NMT_ERR_MODEL_ARCH);
+            NMT_TRY(parse_uint(p + 6, e, 2, NMT_MG_MAX_N, &n));
+        }
+        NMT_CHECK(h < c->heads, NMT_ERR_MODEL_ARCH);
+        nmt_mg_group *g = c->mg_n_groups ? &c->mg_group[c->mg_n_groups - 1] : NULL;
+        if (g && g->n == n) {
+            g->nh++;
+        } else {
+            NMT_CHECK(c->mg_n_groups < NMT_MG_MAX_GROUPS, NMT_ERR_MODEL_ARCH);
+            c->mg_group[c->mg_n_groups++] = (nmt_mg_group){h, 1, n};
+        }
+        h++;
+        p = e;
+    }
+    NMT_CHECK(h == c->heads, NMT_ERR_MODEL_ARCH);
+    /* canonical spellings; a list that does not fit is an error, not a cut */
+    char buf[NMT_MG_TEXT];
+    size_t used = 0;
+    buf[0] = '\0';
+    for (uint32_t l = 0; l < c->enc_layers && l < 64; l++)
+        if (c->mg_mask >> l & 1) NMT_TRY(append(buf, &used, "%s%u", used ? " " : "", l + 1));
+    memcpy(c->mg_layers_text, buf, sizeof buf);
+    used = 0;
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < c->mg_n_groups; i++)
+        for (uint32_t j = 0; j < c->mg_group[i].nh; j++) {
+            const uint32_t n = c->mg_group[i].n;
+            NMT_TRY(n ? append(buf, &used, "%sngram:%u", used ? " " : "", n)
+                      : append(buf, &used, "%sword", used ? " " : ""));
+        }
+    memcpy(c->mg_heads_text, buf, sizeof buf);
+    return NMT_OK;
+}
+
 void nmt_tf_branches_str(const nmt_branch *br, uint32_t n, char *buf, size_t cap) {
     size_t used = 0;
     buf[0] = '\0';
@@ -131,12 +234,13 @@ nmt_status nmt_tf_finish(void *cfgp, uint64_t present) {
     if (!(present >> HP_EOS & 1)) c->eos = c->tgt_vocab > 1 ? 1 : 0;
     const uint32_t vmin = NMT_MIN(c->src_vocab, c->tgt_vocab);
     NMT_CHECK(c->bos < c->tgt_vocab && c->eos < vmin && c->pad < vmin && c->unk < vmin, NMT_ERR_MODEL_ARCH);
-    return NMT_OK;
+    /* only the MG-SA record reads the mg_* keys (their defaults are not empty) */
+    return c->mg_heads_text[0] ? mg_finish(c) : NMT_OK;
 }
 
 void nmt_tf_info(const void *cfgp, nmt_model_info *info) {
     const nmt_tf_cfg *c = (const nmt_tf_cfg *)cfgp;
-    nmt_strlcpy(info->arch, NMT_TF_ARCH, sizeof info->arch);
+    nmt_strlcpy(info->arch, c->mg_heads_text[0] ? NMT_MGSA_ARCH : NMT_TF_ARCH, sizeof info->arch);
     info->d_model = c->d;
     info->n_heads = c->heads;
     info->d_ff = c->ff;

@@ -17,6 +17,18 @@ enum { NMT_TF_FUSE_SUM = 0, NMT_TF_FUSE_CONCAT = 1, NMT_TF_FUSE_GATE = 2 };
 #define NMT_TF_MAX_LAYERS 64
 #define NMT_TF_MAX_DIM (1u << 16)
 #define NMT_TF_BRANCH_TEXT 96
+/* MG-SA (arch "mgsa", issue 15): the same configuration and weights plus
+ * phrase heads in chosen encoder layers (docs/ARCHITECTURES.md). */
+#define NMT_MGSA_ARCH "mgsa"
+#define NMT_MG_TEXT 160
+#define NMT_MG_MAX_GROUPS 8
+#define NMT_MG_MAX_N 64
+
+/* A run of adjacent heads with one partition: n = 0 word (tokens), else
+ * n-gram phrases of n tokens. */
+typedef struct nmt_mg_group {
+    uint32_t h0, nh, n;
+} nmt_mg_group;
 
 typedef struct nmt_tf_cfg {
     /* read from the table */
@@ -25,11 +37,20 @@ typedef struct nmt_tf_cfg {
     float eps, emb_scale;
     char enc_br_text[NMT_TF_BRANCH_TEXT], dec_br_text[NMT_TF_BRANCH_TEXT];
     uint32_t bos, eos, pad, unk;
+    /* MG-SA only (zero for arch "transformer"): the table's suffix */
+    char mg_layers_text[NMT_MG_TEXT], mg_heads_text[NMT_MG_TEXT];
+    int mg_compose, mg_interact;  /* indices into their choices ("max"; "none") */
     /* derived by finish() */
     uint32_t dh;
     uint32_t n_enc_br, n_dec_br;
     nmt_branch enc_br[NMT_MAX_BRANCHES], dec_br[NMT_MAX_BRANCHES];
+    uint64_t mg_mask;           /* bit l: encoder layer l (0-based) has phrase heads */
+    uint32_t mg_n_groups;       /* runs of heads with one partition, in head order */
+    nmt_mg_group mg_group[NMT_MG_MAX_GROUPS];
 } nmt_tf_cfg;
+
+/* Whether encoder layer l has phrase heads. */
+static inline int nmt_mg_layer(const nmt_tf_cfg *c, uint32_t l) { return l < 64 && (c->mg_mask >> l & 1); }
 
 /* One residual sub-layer's weights.  Self-attention: qkv (fused q|k|v
  * [3d, d]), o ([d, d], or [d, nbr*d] for concat), gate g1[b] [d/r, d] /
@@ -64,7 +85,12 @@ extern const nmt_family nmt_family_transformer;
 /* The family's declaration (transformer_cfg.c), for the record in
  * transformer.c: the hyper-parameter table and its hooks. */
 #define NMT_TF_N_HPARAMS 20
-extern const nmt_hparam nmt_tf_hparams[NMT_TF_N_HPARAMS];
+/* MG-SA's table is the Transformer's followed by its own keys: the
+ * Transformer record reads the first NMT_TF_N_HPARAMS entries, the MG-SA
+ * record all NMT_MGSA_N_HPARAMS, so no key is written twice. */
+#define NMT_MGSA_N_HPARAMS (NMT_TF_N_HPARAMS + 4)
+extern const nmt_hparam nmt_tf_hparams[NMT_MGSA_N_HPARAMS];
+extern const nmt_family nmt_family_mgsa;
 nmt_status nmt_tf_finish(void *cfg, uint64_t present);
 void nmt_tf_info(const void *cfg, nmt_model_info *info);
 

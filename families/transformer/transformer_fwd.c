@@ -73,6 +73,30 @@ void nmt_tf_cross_args(const nmt_tf_fwd *fw, const nmt_tf_acts *a, const nmt_tf_
     o->key_len = p->key_len;
 }
 
+void nmt_mg_group_args(const nmt_tf_fwd *fw, const nmt_tf_acts *a, const nmt_tf_pass *p, uint32_t g,
+                       nmt_attn_args *o) {
+    const nmt_tf_cfg *c = fw->c;
+    const nmt_mg_group *gr = &c->mg_group[g];
+    const size_t col = (size_t)gr->h0 * c->dh, w = (size_t)gr->nh * c->dh;
+    nmt_tf_self_args(fw, a, 0, p, o);
+    o->n_heads = gr->nh;
+    o->q = nmt_buf_at(a->qkv, col);
+    o->out = nmt_buf_at(a->ctx, col);
+    if (gr->n == 0) {
+        o->k = nmt_buf_at(o->k, col);
+        o->v = nmt_buf_at(o->v, col);
+        return;
+    }
+    const uint32_t m_cap = nmt_mg_m_cap(c, g, p->len);
+    o->k = a->mg_kv[g];
+    o->v = nmt_buf_at(a->mg_kv[g], w);
+    o->k_ld = o->v_ld = (uint32_t)(2 * w);
+    o->kv_seq_stride = (uint64_t)m_cap * 2 * w;
+    o->lk_max = m_cap;
+    o->key_len = a->mg_cnt[g];
+    o->key_len_const = m_cap;
+}
+
 /* ctx (rows, nbr*d) -> t (rows, d): fusion of the branches, then W_o. */
 static nmt_status fuse_and_project(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const nmt_tf_acts *a, uint32_t nbr,
                                    uint32_t rows) {
@@ -135,6 +159,34 @@ static nmt_status cross_attn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const 
     return linear(fw, a->ctx, d, rows, &w->o, d, d, a->t, d, 0);
 }
 
+/* MG-SA encoder self-attention (docs/ARCHITECTURES.md): q|k|v of the tokens
+ * for every head; each phrase group's heads take their keys and values
+ * from its phrase memory H_g = max-pool of the input over n-gram spans,
+ * projected by the group's rows of W_k and W_v. */
+static nmt_status mg_self_attn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const nmt_tf_acts *a,
+                               const nmt_tf_pass *p, nmt_buf in) {
+    const nmt_tf_cfg *c = fw->c;
+    const uint32_t d = c->d, rows = p->n * p->len;
+    NMT_TRY(linear(fw, in, d, rows, &w->qkv, 3 * d, d, a->qkv, 3 * d, 0));
+    for (uint32_t g = 0; g < c->mg_n_groups; g++) {
+        const nmt_mg_group *gr = &c->mg_group[g];
+        if (gr->n > 0) {
+            const uint32_t m_cap = nmt_mg_m_cap(c, g, p->len), m = p->n * m_cap, wd = gr->nh * c->dh;
+            NMT_TRY(nmt_op_ngram_spans(fw->ops, p->key_len, p->n, gr->n, m_cap, a->mg_seg[g], a->mg_cnt[g]));
+            NMT_TRY(nmt_op_segment_max(fw->ops, in, d, p->len, a->mg_seg[g], p->n, m_cap, d, a->mg_hg[g], d,
+                                       a->mg_arg[g]));
+            const nmt_lin wk = nmt_lin_rows(&w->qkv, d + gr->h0 * c->dh, d);
+            const nmt_lin wv = nmt_lin_rows(&w->qkv, 2 * d + gr->h0 * c->dh, d);
+            NMT_TRY(linear(fw, a->mg_hg[g], d, m, &wk, wd, d, a->mg_kv[g], 2 * wd, 0));
+            NMT_TRY(linear(fw, a->mg_hg[g], d, m, &wv, wd, d, nmt_buf_at(a->mg_kv[g], wd), 2 * wd, 0));
+        }
+        nmt_attn_args o;
+        nmt_mg_group_args(fw, a, p, g, &o);
+        NMT_TRY(nmt_op_attention(fw->ops, &o));
+    }
+    return fuse_and_project(fw, w, a, 1, rows);
+}
+
 static nmt_status ffn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const nmt_tf_acts *a, uint32_t rows, nmt_buf in) {
     const nmt_tf_cfg *c = fw->c;
     NMT_TRY(linear(fw, in, c->d, rows, &w->fc1, c->ff, c->d, a->ffh, c->ff, 1));
@@ -162,7 +214,10 @@ static nmt_status sublayer(const nmt_tf_fwd *fw, uint32_t k, const nmt_tf_pass *
     }
     const int dec = nmt_tf_sub_is_dec(c, k);
     switch (nmt_tf_sub_kind_of(c, k)) {
-    case NMT_TF_SUB_SELF: NMT_TRY(self_attn(fw, w, &a, dec, p, in)); break;
+    case NMT_TF_SUB_SELF:
+        if (!dec && nmt_mg_layer(c, k / 2)) NMT_TRY(mg_self_attn(fw, w, &a, p, in));
+        else NMT_TRY(self_attn(fw, w, &a, dec, p, in));
+        break;
     case NMT_TF_SUB_CROSS: NMT_TRY(cross_attn(fw, w, &a, p, in)); break;
     case NMT_TF_SUB_FFN: NMT_TRY(ffn(fw, w, &a, rows, in)); break;
     }

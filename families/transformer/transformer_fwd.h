@@ -27,6 +27,13 @@ typedef struct nmt_tf_acts {
     nmt_buf g[NMT_MAX_BRANCHES];         /* gate: (rows, d) logits */
     nmt_buf ffh;  /* FFN: (rows, d_ff) */
     nmt_buf kv;   /* cross: (source rows, 2d) k|v of the memory; self step: the K|V cache */
+    /* MG-SA encoder layers, per head group g with phrases (mg_group[g].n > 0;
+     * m = n_sent * ceil(len / n) phrase rows, w = mg_group[g].nh * d_head): */
+    nmt_buf mg_seg[NMT_MG_MAX_GROUPS];  /* int (m, 2) spans (ops.h nmt_op_ngram_spans) */
+    nmt_buf mg_cnt[NMT_MG_MAX_GROUPS];  /* int (n_sent) phrases per sentence */
+    nmt_buf mg_hg[NMT_MG_MAX_GROUPS];   /* (m, d) phrase memory H_g = max-pool of the input */
+    nmt_buf mg_kv[NMT_MG_MAX_GROUPS];   /* (m, 2w) the group's k | v of H_g */
+    nmt_buf mg_arg[NMT_MG_MAX_GROUPS];  /* training: int (m, d) argmax rows; else absent */
 } nmt_tf_acts;
 
 typedef struct nmt_tf_fwd {
@@ -69,6 +76,18 @@ nmt_status nmt_tf_decoder(const nmt_tf_fwd *fw, const nmt_tf_pass *p, nmt_buf ou
 
 /* logits[rows, tgt_vocab] = y W_out^T. */
 nmt_status nmt_tf_logits(const nmt_tf_fwd *fw, nmt_buf y, uint32_t rows, nmt_buf logits);
+
+/* MG-SA: phrase rows per sentence of head group g for `len` positions. */
+static inline uint32_t nmt_mg_m_cap(const nmt_tf_cfg *c, uint32_t g, uint32_t len) {
+    const uint32_t n = c->mg_group[g].n;
+    return n ? (len + n - 1) / n : 0;
+}
+
+/* The attention arguments of an MG-SA encoder self-attention's head group
+ * g (the forward's, for the backward): its heads' queries, and keys/values
+ * of the tokens (word heads) or of the phrase memory. */
+void nmt_mg_group_args(const nmt_tf_fwd *fw, const nmt_tf_acts *a, const nmt_tf_pass *p, uint32_t g,
+                       nmt_attn_args *out);
 
 /* The attention arguments of a full self-attention sub-layer and of a
  * cross-attention sub-layer (the forward's; the backward takes them as its

@@ -1,0 +1,269 @@
+/* mgsa_test.c — the MG-SA family (arch "mgsa", issue 15) in the session:
+ * n-gram phrase heads with max-pooling against the double-precision
+ * reference (tests/ref_model.c) over a padded batch; all-word heads equal
+ * the Transformer on the same weights bit for bit; incremental and
+ * teacher-forced decoding agree; bad configurations are NMT_ERR_MODEL_ARCH. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "family_writer.h"
+#include "random_model.h"
+#include "ref_model.h"
+#include "test_util.h"
+#include "transformer_cfg.h"
+
+typedef nmt_test_dev_env env;
+
+#define VOCAB 29
+
+/* The configuration of a small random Transformer (d 32, 4 heads, 2 + 2
+ * layers, post-norm), parsed as the runtime parses it. */
+static void base_cfg(nmt_tf_cfg *c) {
+    nmt_random_transformer_config rc;
+    nmt_random_transformer_defaults(&rc);
+    rc.d_ff = 48;
+    rc.src_vocab = rc.tgt_vocab = VOCAB;
+    void *img;
+    size_t size;
+    assert_int_equal(nmt_random_transformer_image(&rc, &img, &size), NMT_OK);
+    nmt_file f;
+    assert_int_equal(nmt_file_open(&f, img, size, 1), NMT_OK);
+    assert_int_equal(nmt_family_parse(&nmt_family_transformer, &f, c), NMT_OK);
+    free(img);
+}
+
+/* A model of `fam` with cfg's hyper-parameters and seeded random weights. */
+static void *write_model(const nmt_family *fam, const nmt_tf_cfg *c, uint64_t seed, size_t *size) {
+    nmtw_writer *w = nmtw_create();
+    assert_non_null(w);
+    assert_int_equal(nmtw_add_hparams(w, fam, c), NMT_OK);
+    assert_int_equal(nmtw_add_random_tensors(w, fam, c, seed, 1.0f), NMT_OK);
+    void *img;
+    assert_int_equal(nmtw_write_memory(w, &img, size), NMT_OK);
+    nmtw_destroy(w);
+    return img;
+}
+
+/* An MG-SA configuration: the base with these layers and heads. */
+static nmt_status mg_cfg(nmt_tf_cfg *c, const char *layers, const char *heads) {
+    base_cfg(c);
+    snprintf(c->mg_layers_text, sizeof c->mg_layers_text, "%s", layers);
+    snprintf(c->mg_heads_text, sizeof c->mg_heads_text, "%s", heads);
+    return nmt_tf_finish(c, ~0ull);
+}
+
+typedef struct model {
+    void *image;
+    size_t size;
+    nmt_file file;
+    nmt_session *s;
+    void *arena;
+} model;
+
+static void open_model(env *e, void *image, size_t size, model *m) {
+    memset(m, 0, sizeof *m);
+    m->image = image;
+    m->size = size;
+    assert_int_equal(nmt_file_open(&m->file, image, size, 1), NMT_OK);
+    nmt_session_params p = {.model_data = image, .model_size = size,
+                            .limits = {.max_src_len = 9, .max_tgt_len = 7, .max_batch = 3, .max_beam = 2}};
+    size_t bytes;
+    assert_int_equal(nmt_session_arena_size(&p, &bytes, NULL), NMT_OK);
+    m->arena = aligned_alloc(NMT_ARENA_ALIGNMENT, nmt_test_round_up(bytes, NMT_ARENA_ALIGNMENT));
+    nmt_test_assert_ok(e->dev, nmt_session_create(e->dev, &p, m->arena, bytes, &m->s));
+    assert_int_equal(nmt_session_arena_used(m->s), bytes);
+}
+
+static void close_model(model *m) {
+    nmt_session_destroy(m->s);
+    free(m->arena);
+    free(m->image);
+}
+
+/* Sentences of lengths 4, 1 and 8 (+ EOS): phrase counts differ per
+ * sentence, the shortest is padded by 7 positions. */
+#define NSENT 3
+static const int32_t src0[] = {5, 9, 11, 4}, src1[] = {7}, src2[] = {12, 3, 8, 20, 6, 15, 10, 4};
+static const int32_t tgt0[] = {4, 6, 8}, tgt1[] = {9, 9, 10, 11, 3}, tgt2[] = {13};
+static const int32_t *const srcs[NSENT] = {src0, src1, src2};
+static const uint32_t src_lens[NSENT] = {4, 1, 8};
+static const int32_t *const tgts[NSENT] = {tgt0, tgt1, tgt2};
+static const uint32_t tgt_lens[NSENT] = {3, 5, 1};
+
+static double ref_logprob(const nmt_file *f, uint32_t i) {
+    double *lg = calloc((size_t)(tgt_lens[i] + 1) * VOCAB, sizeof(double)), total = 0;
+    assert_non_null(lg);
+    ref_model_logits(f, srcs[i], src_lens[i], tgts[i], tgt_lens[i], lg);
+    for (uint32_t p = 0; p <= tgt_lens[i]; p++) {
+        const double *r = lg + (size_t)p * VOCAB;
+        double mx = -INFINITY, z = 0;
+        for (uint32_t v = 0; v < VOCAB; v++) mx = fmax(mx, r[v]);
+        for (uint32_t v = 0; v < VOCAB; v++) z += exp(r[v] - mx);
+        const int32_t label = p < tgt_lens[i] ? tgts[i][p] : 2; /* eos 2 */
+        total += r[label] - mx - log(z);
+    }
+    free(lg);
+    return total;
+}
+
+/* Phrase heads of several granularities in one or both layers: the
+ * session's scores equal the reference's, and the phrase path changes
+ * them (the Transformer on the same weights scores differently). */
+static void test_score_equals_reference(void **state) {
+    env *e = *state;
+    static const char *const configs[][2] = {
+        {"1", "word word ngram:2 ngram:3"},
+        {"1 2", "ngram:2 ngram:2 word ngram:4"},
+        {"2", "ngram:3 ngram:3 ngram:3 ngram:3"},
+    };
+    nmt_batch src = {srcs, src_lens, NSENT}, tgt = {tgts, tgt_lens, NSENT};
+    for (size_t k = 0; k < NMT_ARRAY_LEN(configs); k++) {
+        nmt_tf_cfg c;
+        assert_int_equal(mg_cfg(&c, configs[k][0], configs[k][1]), NMT_OK);
+        size_t size;
+        void *img = write_model(&nmt_family_mgsa, &c, 40 + k, &size);
+        model m;
+        open_model(e, img, size, &m);
+        nmt_model_info info;
+        nmt_session_model_info(m.s, &info);
+        assert_string_equal(info.arch, "mgsa");
+        float lp[NSENT], lp_tf[NSENT];
+        nmt_test_assert_ok(e->dev, nmt_session_score(m.s, &src, &tgt, lp));
+        for (uint32_t i = 0; i < NSENT; i++) {
+            const double want = ref_logprob(&m.file, i);
+            if (fabs(lp[i] - want) > 1e-3 * fmax(1.0, fabs(want)))
+                fail_msg("%s / %s, sentence %u: %.6f, reference %.6f", configs[k][0], configs[k][1], i, lp[i], want);
+        }
+        close_model(&m);
+        /* the same weights read as a Transformer */
+        nmt_tf_cfg t;
+        base_cfg(&t);
+        img = write_model(&nmt_family_transformer, &t, 40 + k, &size);
+        open_model(e, img, size, &m);
+        nmt_test_assert_ok(e->dev, nmt_session_score(m.s, &src, &tgt, lp_tf));
+        int differ = 0;
+        for (uint32_t i = 0; i < NSENT; i++) differ |= fabsf(lp[i] - lp_tf[i]) > 1e-4f;
+        assert_true(differ);
+        close_model(&m);
+    }
+}
+
+/* Every head a word head: the Transformer on the same weights, bit for bit
+ * (scores and greedy translations). */
+static void test_all_word_equals_transformer(void **state) {
+    env *e = *state;
+    nmt_tf_cfg c, t;
+    assert_int_equal(mg_cfg(&c, "1 2", "word word word word"), NMT_OK);
+    base_cfg(&t);
+    size_t s1, s2;
+    model m1, m2;
+    void *i1 = write_model(&nmt_family_mgsa, &c, 7, &s1), *i2 = write_model(&nmt_family_transformer, &t, 7, &s2);
+    open_model(e, i1, s1, &m1);
+    open_model(e, i2, s2, &m2);
+    nmt_batch src = {srcs, src_lens, NSENT}, tgt = {tgts, tgt_lens, NSENT};
+    float a[NSENT], b[NSENT];
+    nmt_test_assert_ok(e->dev, nmt_session_score(m1.s, &src, &tgt, a));
+    nmt_test_assert_ok(e->dev, nmt_session_score(m2.s, &src, &tgt, b));
+    assert_memory_equal(a, b, sizeof a);
+    close_model(&m1);
+    close_model(&m2);
+}
+
+/* Teacher-forced and incremental decoding give the same logits (the
+ * decoder is the Transformer's; the encoder output is shared). */
+static void test_incremental_equals_forced(void **state) {
+    env *e = *state;
+    nmt_tf_cfg c;
+    assert_int_equal(mg_cfg(&c, "1", "word ngram:2 ngram:2 ngram:3"), NMT_OK);
+    size_t size;
+    model m;
+    void *img = write_model(&nmt_family_mgsa, &c, 9, &size);
+    open_model(e, img, size, &m);
+    nmt_batch src = {srcs, src_lens, NSENT};
+    /* greedy (beam 2 runs the KV-cache reorder too): each result's logprob,
+     * summed over incremental steps, equals its teacher-forced score */
+    for (uint32_t beam = 1; beam <= 2; beam++) {
+        const nmt_decode_opts opts = {.beam = beam, .max_len = 6};
+        nmt_test_assert_ok(e->dev, nmt_session_translate(m.s, &src, &opts));
+        int32_t toks[NSENT][8];
+        uint32_t lens[NSENT];
+        float incr[NSENT];
+        for (uint32_t i = 0; i < NSENT; i++) {
+            const int32_t *t;
+            float score;
+            nmt_test_assert_ok(e->dev, nmt_session_result(m.s, i, 0, &t, &lens[i], &score, &incr[i]));
+            assert_true(lens[i] <= 6);
+            memcpy(toks[i], t, sizeof(int32_t) * lens[i]);
+        }
+        const int32_t *tp[NSENT] = {toks[0], toks[1], toks[2]};
+        nmt_batch hyp = {tp, lens, NSENT};
+        float forced[NSENT];
+        nmt_test_assert_ok(e->dev, nmt_session_score(m.s, &src, &hyp, forced));
+        for (uint32_t i = 0; i < NSENT; i++) assert_float_equal(incr[i], forced[i], 1e-4 * fmax(1.0, fabs(forced[i])));
+    }
+    close_model(&m);
+}
+
+/* Bad MG-SA configurations: NMT_ERR_MODEL_ARCH from the shared parser,
+ * whether written by hand or read from a file. */
+static void test_bad_configs(void **state) {
+    (void)state;
+    static const char *const bad[][2] = {
+        {"1", "word word ngram:2"},              /* 3 partitions for 4 heads */
+        {"1", "word word ngram:2 ngram:3 word"}, /* 5 */
+        {"1", "word word ngram:1 ngram:3"},      /* n < 2: that is a word head */
+        {"1", "word word ngram:65 ngram:3"},     /* n > 64 */
+        {"1", "word word phrase ngram:3"},
+        {"1", "word word ngram: ngram:3"},
+        {"0", "word word ngram:2 ngram:3"},      /* layers are 1-based */
+        {"3", "word word ngram:2 ngram:3"},      /* 2 encoder layers */
+        {"x", "word word ngram:2 ngram:3"},
+    };
+    for (size_t k = 0; k < NMT_ARRAY_LEN(bad); k++) {
+        nmt_tf_cfg c;
+        if (mg_cfg(&c, bad[k][0], bad[k][1]) != NMT_ERR_MODEL_ARCH)
+            fail_msg("layers '%s' heads '%s' accepted", bad[k][0], bad[k][1]);
+    }
+    /* phrase heads with HySAN branches are not defined */
+    nmt_tf_cfg c;
+    base_cfg(&c);
+    snprintf(c.enc_br_text, sizeof c.enc_br_text, "global fw");
+    snprintf(c.mg_layers_text, sizeof c.mg_layers_text, "1");
+    snprintf(c.mg_heads_text, sizeof c.mg_heads_text, "word word ngram:2 ngram:3");
+    assert_int_equal(nmt_tf_finish(&c, ~0ull), NMT_ERR_MODEL_ARCH);
+    /* from a file: the loader rejects what the writer was given */
+    assert_int_equal(mg_cfg(&c, "1", "word word ngram:2 ngram:3"), NMT_OK);
+    snprintf(c.mg_heads_text, sizeof c.mg_heads_text, "word ngram:2");
+    size_t size;
+    void *img = write_model(&nmt_family_mgsa, &c, 3, &size);
+    nmt_model_info info;
+    assert_int_equal(nmt_model_inspect(img, size, &info), NMT_ERR_MODEL_ARCH);
+    free(img);
+    /* canonical spellings are written back */
+    assert_int_equal(mg_cfg(&c, " 2,1 ", "word,ngram:2  ngram:2 word"), NMT_OK);
+    assert_string_equal(c.mg_layers_text, "1 2");
+    assert_string_equal(c.mg_heads_text, "word ngram:2 ngram:2 word");
+    assert_int_equal(c.mg_n_groups, 3);
+    assert_int_equal(c.mg_mask, 3);
+}
+
+int main(void) {
+    const struct CMUnitTest plain[] = {
+        cmocka_unit_test(test_bad_configs),
+    };
+    const struct CMUnitTest dev[] = {
+        cmocka_unit_test(test_score_equals_reference),
+        cmocka_unit_test(test_all_word_equals_transformer),
+        cmocka_unit_test(test_incremental_equals_forced),
+    };
+    int fails = cmocka_run_group_tests(plain, NULL, NULL);
+    return fails + cmocka_run_group_tests(dev, nmt_test_dev_setup, nmt_test_dev_teardown);
+}
