@@ -15,12 +15,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "family_writer.h"
 #include "format.h"
 #include "nmt_writer.h"
 #include "random_model.h"
 #include "ref_model.h"
 #include "test_util.h"
 #include "tf_train.h"
+#include "transformer_cfg.h"
 
 typedef struct env {
     nmt_device *dev;
@@ -174,6 +176,7 @@ typedef struct grad_case {
     uint32_t r;
     int shared, tied;
     uint32_t d, ff, layers;
+    const char *mg_layers, *mg_heads;  /* MG-SA (arch mgsa) when mg_heads != NULL */
 } grad_case;
 
 /* Central differences with h = 1e-5 (relative for |p| > 1) of the loss in
@@ -184,13 +187,36 @@ typedef struct grad_case {
  * 8.3e-6, 3.0e-5, 2.1e-5, 1.9e-5, 1.0e-5, 2.5e-5 (the worst are always key
  * biases, whose true gradient is 0: softmax is shift-invariant). */
 static const grad_case grad_cases[] = {
-    {"post sum global", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 1},
-    {"pre shared+tied", "pre", "global", "global", "sum", 4, 1, 1, 8, 16, 2},
-    {"post hysan sum", "post", "global fw bw local:1", "global local:1", "sum", 4, 0, 1, 8, 16, 1},
-    {"pre hysan concat", "pre", "global fw bw local:1", "global local:1", "concat", 4, 0, 0, 8, 16, 1},
-    {"post hysan gate", "post", "global fw bw local:1", "global local:1", "gate", 2, 1, 1, 16, 32, 1},
-    {"pre hysan gate 2 layers", "pre", "global fw bw local:1", "global local:1", "gate", 2, 0, 0, 8, 16, 2},
+    {"post sum global", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 1, NULL, NULL},
+    {"pre shared+tied", "pre", "global", "global", "sum", 4, 1, 1, 8, 16, 2, NULL, NULL},
+    {"post hysan sum", "post", "global fw bw local:1", "global local:1", "sum", 4, 0, 1, 8, 16, 1, NULL, NULL},
+    {"pre hysan concat", "pre", "global fw bw local:1", "global local:1", "concat", 4, 0, 0, 8, 16, 1, NULL, NULL},
+    {"post hysan gate", "post", "global fw bw local:1", "global local:1", "gate", 2, 1, 1, 16, 32, 1, NULL, NULL},
+    {"pre hysan gate 2 layers", "pre", "global fw bw local:1", "global local:1", "gate", 2, 0, 0, 8, 16, 2, NULL, NULL},
+    {"post mgsa ngram:2 word", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 2, "1 2", "ngram:2 word"},
+    {"pre mgsa ngram:3 ngram:2", "pre", "global", "global", "sum", 4, 1, 1, 8, 16, 1, "1", "ngram:3 ngram:2"},
 };
+
+/* An MG-SA model with img's hyper-parameters, these phrase heads and
+ * random weights (seed); img is freed. */
+static void *to_mgsa(void *img, size_t *size, const char *layers, const char *heads, uint64_t seed) {
+    nmt_file f;
+    assert_int_equal(nmt_file_open(&f, img, *size, 1), NMT_OK);
+    nmt_tf_cfg c;
+    assert_int_equal(nmt_family_parse(&nmt_family_transformer, &f, &c), NMT_OK);
+    snprintf(c.mg_layers_text, sizeof c.mg_layers_text, "%s", layers);
+    snprintf(c.mg_heads_text, sizeof c.mg_heads_text, "%s", heads);
+    assert_int_equal(nmt_tf_finish(&c, ~0ull), NMT_OK);
+    free(img);
+    nmtw_writer *w = nmtw_create();
+    assert_non_null(w);
+    assert_int_equal(nmtw_add_hparams(w, &nmt_family_mgsa, &c), NMT_OK);
+    assert_int_equal(nmtw_add_random_tensors(w, &nmt_family_mgsa, &c, seed, 1.0f), NMT_OK);
+    void *out = NULL;
+    assert_int_equal(nmtw_write_memory(w, &out, size), NMT_OK);
+    nmtw_destroy(w);
+    return out;
+}
 
 static void test_gradients(void **state) {
     env *e = *state;
@@ -202,6 +228,7 @@ static void test_gradients(void **state) {
         size_t isz;
         void *img = random_image(gc->norm, gc->enc_br, gc->dec_br, gc->fusion, gc->r, gc->shared, gc->tied, gc->d,
                                  gc->ff, gc->layers, V, 100 + ci, &isz);
+        if (gc->mg_heads) img = to_mgsa(img, &isz, gc->mg_layers, gc->mg_heads, 100 + ci);
         tft_limits lim = {3, 7, 7, 0};
         tft_model *m = NULL;
         nmt_test_assert_ok(e->dev, tft_create(e->dev, img, isz, &lim, &m));
@@ -402,6 +429,44 @@ static void test_session_parity(void **state) {
         tft_destroy(m);
         free(img);
     }
+}
+
+/* MG-SA: the trainer's log-probabilities equal the session's before and
+ * after Adam steps (phrase memories over a padded batch, both layers). */
+static void test_mgsa_parity(void **state) {
+    env *e = *state;
+    const uint32_t V = 21;
+    size_t isz;
+    void *img = random_image("post", "global", "global", "sum", 4, 0, 0, 16, 32, 2, V, 61, &isz);
+    img = to_mgsa(img, &isz, "1 2", "word ngram:2", 61);
+    tft_limits lim = {MAXS, MAXL + 1, MAXL + 1, 0};
+    tft_model *m = NULL;
+    nmt_test_assert_ok(e->dev, tft_create(e->dev, img, isz, &lim, &m));
+    static const uint32_t slen[4] = {5, 2, 7, 0}, tlen[4] = {3, 6, 1, 4};
+    sents s;
+    random_sents(&s, 4, slen, tlen, V, 19);
+    tbatch tb;
+    make_batch(&s, &tb);
+    compare_with_session(e, m, img, isz, &s, &tb, "mgsa");
+    tft_step_opts o = {0.1f, 0.0f, 0.1f, 1.0f / 20.0f, 5};
+    for (uint64_t step = 1; step <= 3; step++) {
+        nmt_test_assert_ok(e->dev, tft_zero_grad(m));
+        o.seed = 5 + step;
+        nmt_test_assert_ok(e->dev, tft_forward_backward(m, &tb.b, &o, NULL, NULL));
+        nmt_adam_params ap = nmt_adam_defaults();
+        ap.lr = 1e-2f;
+        ap.step = step;
+        nmt_test_assert_ok(e->dev, tft_adam_step(m, &ap));
+    }
+    size_t esz;
+    void *eimg = export_image(m, 0, &esz);
+    nmt_model_info info;
+    assert_int_equal(nmt_model_inspect(eimg, esz, &info), NMT_OK);
+    assert_string_equal(info.arch, "mgsa");
+    compare_with_session(e, m, eimg, esz, &s, &tb, "mgsa trained");
+    free(eimg);
+    tft_destroy(m);
+    free(img);
 }
 
 /* ---- 3. training reduces the loss ----------------------------------------- */
@@ -645,6 +710,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gradients),
         cmocka_unit_test(test_session_parity),
+        cmocka_unit_test(test_mgsa_parity),
         cmocka_unit_test(test_training_reduces_loss),
         cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_bad_input),

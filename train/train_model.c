@@ -13,6 +13,7 @@
 /* Every family the trainer can train, by the runtime family's arch. */
 static const nmt_train_family *const registry[] = {
     &nmt_tf_train_family,
+    &nmt_mgsa_train_family,
 };
 
 struct ntm_model {

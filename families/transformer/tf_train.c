@@ -26,12 +26,14 @@
 /* (transformer_cfg.h: hyper-parameter table, tensor catalogue)             */
 /* ------------------------------------------------------------------------ */
 
-static nmt_status parse_cfg(const nmt_file *f, tft_cfg *c) {
+static nmt_status parse_cfg(const nmt_file *f, tft_model *m) {
     const nmt_family *fam;
     NMT_TRY(nmt_family_of(f, &fam));
-    /* this file is the trainer's model of the Transformer family */
-    NMT_CHECK(fam == &nmt_family_transformer, NMT_ERR_MODEL_ARCH);
-    return nmt_family_parse(fam, f, c);
+    /* this file is the trainer's model of the Transformer family and of
+     * MG-SA (the same weights, phrase heads in the forward) */
+    NMT_CHECK(fam == &nmt_family_transformer || fam == &nmt_family_mgsa, NMT_ERR_MODEL_ARCH);
+    m->fam = fam;
+    return nmt_family_parse(fam, f, &m->c);
 }
 
 /* The flat layout of P: tensors in catalogue order, each a contiguous
@@ -154,6 +156,18 @@ static nmt_status alloc_acts(tft_model *m) {
         const uint32_t nbr = s->dec ? c->n_dec_br : c->n_enc_br;
         NMT_TRY(dbuf(m, R * d, &s->a.x));
         NMT_TRY(dbuf(m, R * d, &s->a.t));
+        if (s->kind == SUB_SELF && !s->dec && nmt_mg_layer(c, k / 2)) {
+            /* MG-SA phrase memories of this layer, kept for the backward: a
+             * group's phrase rows n * ceil(S / n_g) <= n * S <= R */
+            for (uint32_t g = 0; g < c->mg_n_groups; g++) {
+                if (c->mg_group[g].n == 0) continue;
+                NMT_TRY(dbuf(m, 2 * R, &s->a.mg_seg[g]));
+                NMT_TRY(dbuf(m, m->lim.max_seqs, &s->a.mg_cnt[g]));
+                NMT_TRY(dbuf(m, R * d, &s->a.mg_hg[g]));
+                NMT_TRY(dbuf(m, R * 2 * c->mg_group[g].nh * c->dh, &s->a.mg_kv[g]));
+                NMT_TRY(dbuf(m, R * d, &s->a.mg_arg[g]));
+            }
+        }
         if (s->kind == SUB_SELF) {
             NMT_TRY(dbuf(m, R * 3 * d, &s->a.qkv));
             NMT_TRY(dbuf(m, R * nbr * d, &s->a.ctx));
@@ -209,6 +223,10 @@ static nmt_status alloc_acts(tft_model *m) {
     NMT_TRY(dbuf(m, R * 2 * d, &m->dkv));
     NMT_TRY(dbuf(m, R * d, &m->d_enc));
     NMT_TRY(dbuf(m, 2 * R, &m->lnstats));
+    if (c->mg_mask) {
+        NMT_TRY(dbuf(m, R * d, &m->d_hg));
+        NMT_TRY(dbuf(m, R * 2 * d, &m->d_kvg));
+    }
     /* int buffers (cl_int is 4 bytes, like float) */
     NMT_TRY(dbuf(m, R, &m->src_tok));
     NMT_TRY(dbuf(m, R, &m->tgt_in));
@@ -241,7 +259,7 @@ static void bind_forward(tft_model *m);
 static nmt_status create_impl(tft_model *m, const void *image, size_t size) {
     nmt_file f;
     NMT_TRY(nmt_file_open(&f, image, size, 1));
-    NMT_TRY(parse_cfg(&f, &m->c));
+    NMT_TRY(parse_cfg(&f, m));
     const tft_cfg *c = &m->c;
     NMT_TRY(layout(m, 0, 0));
     m->tab = calloc(m->n_tab, sizeof *m->tab);
@@ -263,6 +281,7 @@ static nmt_status create_impl(tft_model *m, const void *image, size_t size) {
     NMT_TRY(nmt_ops_init(&m->ops, m->dev));
     m->ops_ok = 1;
     NMT_TRY(nmt_ops_enable_nn(&m->ops));
+    if (c->mg_mask) NMT_TRY(nmt_ops_enable_phrase(&m->ops));
     NMT_TRY(nmt_train_ops_init(&m->t, m->dev));
     m->t_ok = 1;
 
@@ -378,6 +397,16 @@ void tft_attn_self_args(const tft_model *m, const sub_desc *s, nmt_attn_args *a)
 void tft_attn_cross_args(const tft_model *m, const sub_desc *s, nmt_attn_args *a) {
     const nmt_tf_pass p = dec_pass(m);
     nmt_tf_cross_args(&m->fw, &s->a, &p, a);
+}
+
+int tft_is_mg(const tft_model *m, const sub_desc *s) {
+    const uint32_t k = (uint32_t)(s - m->subs);
+    return s->kind == SUB_SELF && !s->dec && nmt_mg_layer(&m->c, k / 2);
+}
+
+void tft_mg_group_args(const tft_model *m, const sub_desc *s, uint32_t g, nmt_attn_args *a) {
+    const nmt_tf_pass p = enc_pass(m);
+    nmt_mg_group_args(&m->fw, &s->a, &p, g, a);
 }
 
 static void train_acts(void *user, uint32_t k, nmt_tf_acts *out) { *out = ((const tft_model *)user)->subs[k].a; }
@@ -554,7 +583,7 @@ nmt_status tft_write_state(tft_model *m, const float *params, const float *adam_
 nmt_status tft_add_to_writer(tft_model *m, nmtw_writer *w, int optimizer) {
     NMT_CHECK(m != NULL && w != NULL, NMT_ERR_INVALID_ARGUMENT);
     const tft_cfg *c = &m->c;
-    NMT_TRY(nmtw_add_hparams(w, &nmt_family_transformer, c));
+    NMT_TRY(nmtw_add_hparams(w, m->fam, c));
     float *host = malloc(m->n_params * sizeof(float) * (optimizer ? 2 : 1));
     NMT_CHECK(host != NULL, TFT_ERR_NOMEM);
     nmt_status st = tft_read_state(m, host, NULL, NULL, NULL);
@@ -595,17 +624,15 @@ static nmt_status rec_token_logprobs(void *m, const nmt_train_batch *b, float *l
 static nmt_status rec_grad_norm(void *m, double *norm) { return tft_grad_norm(m, norm); }
 static nmt_status rec_adam_step(void *m, const nmt_adam_params *ap) { return tft_adam_step(m, ap); }
 
-const nmt_train_family nmt_tf_train_family = {
-    .arch = NMT_TF_ARCH,
-    .create = rec_create,
-    .destroy = rec_destroy,
-    .n_params = rec_n_params,
-    .d_model = rec_d_model,
-    .add_to_writer = rec_add_to_writer,
-    .zero_grad = rec_zero_grad,
-    .forward_backward = rec_forward_backward,
-    .forward_loss = rec_forward_loss,
-    .token_logprobs = rec_token_logprobs,
-    .grad_norm = rec_grad_norm,
-    .adam_step = rec_adam_step,
-};
+/* One set of calls, two records: the Transformer and MG-SA (the same model
+ * with phrase heads; create checks the image's arch). */
+#define TFT_RECORD(arch_)                                                                                    \
+    {                                                                                                        \
+        .arch = arch_, .create = rec_create, .destroy = rec_destroy, .n_params = rec_n_params,               \
+        .d_model = rec_d_model, .add_to_writer = rec_add_to_writer, .zero_grad = rec_zero_grad,               \
+        .forward_backward = rec_forward_backward, .forward_loss = rec_forward_loss,                          \
+        .token_logprobs = rec_token_logprobs, .grad_norm = rec_grad_norm, .adam_step = rec_adam_step,         \
+    }
+
+const nmt_train_family nmt_tf_train_family = TFT_RECORD(NMT_TF_ARCH);
+const nmt_train_family nmt_mgsa_train_family = TFT_RECORD(NMT_MGSA_ARCH);

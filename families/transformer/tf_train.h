@@ -98,5 +98,7 @@ nmt_status tft_adam_step(tft_model *m, const nmt_adam_params *ap);
 
 /* This family's record in the trainer's registry (train/train_model.c). */
 extern const nmt_train_family nmt_tf_train_family;
+/* MG-SA's (arch "mgsa"): the same model with phrase heads. */
+extern const nmt_train_family nmt_mgsa_train_family;
 
 #endif

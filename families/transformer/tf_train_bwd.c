@@ -13,6 +13,50 @@ static nmt_status lin_bwd(tft_model *m, uint32_t rows, uint32_t out_dim, uint32_
                              dx_beta, GB(m, w.w), GB(m, w.b), 1.0f);
 }
 
+/* MG-SA self-attention after W_o's backward (m->dctx holds d ctx; df, which
+ * may be m->dtmp, is consumed): each head group's attention backward; word
+ * heads into the q|k|v gradient, a phrase group's keys/values through its
+ * rows of W_k / W_v to its phrase memory and through the max-pooling back
+ * to the input (collected in m->dtmp, added to m->dh at the end). */
+static nmt_status bwd_mg(tft_model *m, sub_desc *s, nmt_attn_bwd_args *ba, nmt_buf in, uint32_t rows) {
+    const tft_cfg *c = &m->c;
+    const uint32_t d = c->d;
+    /* phrase heads' columns of k|v over the tokens are unused: zero */
+    NMT_TRY(nmt_op_fill(&m->t, m->dqkv, rows * 3 * d, 0.0f));
+    NMT_TRY(nmt_op_fill(&m->t, m->dtmp, rows * d, 0.0f));
+    for (uint32_t g = 0; g < c->mg_n_groups; g++) {
+        const nmt_mg_group *gr = &c->mg_group[g];
+        const size_t col = (size_t)gr->h0 * c->dh;
+        const uint32_t w = gr->nh * c->dh;
+        tft_mg_group_args(m, s, g, &ba->fwd);
+        ba->d_out = nmt_buf_at(m->dctx, col);
+        ba->d_out_ld = d;
+        ba->dq = nmt_buf_at(m->dqkv, col);
+        ba->dq_ld = 3 * d;
+        if (gr->n == 0) {
+            ba->dk = nmt_buf_at(m->dqkv, d + col);
+            ba->dv = nmt_buf_at(m->dqkv, 2 * d + col);
+            ba->dk_ld = ba->dv_ld = 3 * d;
+            ba->dkv_seq_stride = (uint64_t)ba->fwd.lq * 3 * d;
+            NMT_TRY(nmt_op_attention_bwd(&m->t, ba));
+            continue;
+        }
+        ba->dk = m->d_kvg;
+        ba->dv = nmt_buf_at(m->d_kvg, w);
+        ba->dk_ld = ba->dv_ld = 2 * w;
+        ba->dkv_seq_stride = (uint64_t)ba->fwd.lk_max * 2 * w;
+        NMT_TRY(nmt_op_attention_bwd(&m->t, ba));
+        const uint32_t mrows = m->n * ba->fwd.lk_max;
+        const nmt_lin wk = nmt_lin_rows(&s->w->qkv, d + gr->h0 * c->dh, d);
+        const nmt_lin wv = nmt_lin_rows(&s->w->qkv, 2 * d + gr->h0 * c->dh, d);
+        NMT_TRY(lin_bwd(m, mrows, w, d, s->a.mg_hg[g], d, wk, m->d_kvg, 2 * w, m->d_hg, d, 0.0f));
+        NMT_TRY(lin_bwd(m, mrows, w, d, s->a.mg_hg[g], d, wv, nmt_buf_at(m->d_kvg, w), 2 * w, m->d_hg, d, 1.0f));
+        NMT_TRY(nmt_op_segment_max_bwd(&m->t, s->a.mg_arg[g], m->d_hg, d, mrows, d, m->dtmp, d));
+    }
+    NMT_TRY(lin_bwd(m, rows, 3 * d, d, in, d, s->w->qkv, m->dqkv, 3 * d, m->dh, d, 0.0f));
+    return nmt_op_axpy(&m->t, m->dh, m->dtmp, rows * d, 1.0f);
+}
+
 /* Backward of F: df (rows, d) -> m->dh (overwritten), parameter grads added. */
 static nmt_status bwd_f(tft_model *m, sub_desc *s, nmt_buf df, nmt_buf in, uint32_t rows) {
     const tft_cfg *c = &m->c;
@@ -64,6 +108,7 @@ static nmt_status bwd_f(tft_model *m, sub_desc *s, nmt_buf df, nmt_buf in, uint3
             NMT_TRY(lin_bwd(m, rows, dr, d, xb, ld, s->w->g1[b], m->dgh, dr, dxb, ld, 1.0f));
         }
     }
+    if (tft_is_mg(m, s)) return bwd_mg(m, s, &ba, in, rows);
     ba.d_out = m->dctx;
     ba.d_out_ld = ld;
     ba.dq = m->dqkv;

@@ -28,6 +28,7 @@ typedef struct sub_desc {
 
 struct tft_model {
     nmt_device *dev;
+    const nmt_family *fam;   /* nmt_family_transformer or nmt_family_mgsa */
     tft_cfg c;
     tft_limits lim;
     nmt_ops ops;
@@ -48,6 +49,7 @@ struct tft_model {
     nmt_buf enc_top, enc_out, dec_top, y_fin;
     nmt_buf h, scores, stats, probs, dstats, logits, loss, nll, partial, red;
     nmt_buf g_a, g_b, dtmp, dh, dqkv, dctx, dfused, dgh, dg, dffn, dkv, d_enc, lnstats;
+    nmt_buf d_hg, d_kvg;     /* MG-SA: gradients of a phrase memory and its k|v */
     nmt_buf src_tok, tgt_in, tgt_out, klen, perm_s, seg_s, segtok_s, perm_t, seg_t, segtok_t;
     int32_t *h_src, *h_tin, *h_tout, *h_klen, *h_perm, *h_seg, *h_segtok;
     uint32_t *h_count;
@@ -64,6 +66,11 @@ static inline nmt_buf GB(const tft_model *m, nmt_buf p) { return nmt_buf_at(m->G
  * batch (the forward's; the backward takes them as its `fwd`). */
 void tft_attn_self_args(const tft_model *m, const sub_desc *s, nmt_attn_args *a);
 void tft_attn_cross_args(const tft_model *m, const sub_desc *s, nmt_attn_args *a);
+/* MG-SA: the forward's attention arguments of head group g of an encoder
+ * self-attention sub-layer with phrase heads. */
+void tft_mg_group_args(const tft_model *m, const sub_desc *s, uint32_t g, nmt_attn_args *a);
+/* Whether sub-layer s is an encoder self-attention with phrase heads. */
+int tft_is_mg(const tft_model *m, const sub_desc *s);
 
 /* Backward from the logits' gradient (in m->logits): adds every parameter's
  * gradient into m->G.  p and seed: the forward's dropout (same masks). */
