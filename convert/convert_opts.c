@@ -1,6 +1,7 @@
 /* convert_opts.c — nmt-edge-convert's option parsing and file reading
  * (convert_opts.h). */
 #include "convert_opts.h"
+#include "tool_file.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -167,37 +168,12 @@ void print_opts(FILE *out, const opt_def *defs, size_t n) {
 }
 
 /* The whole of `path` in malloc'd memory (*size bytes; an empty file gives a
- * 1-byte buffer and *size 0).  NULL and a message naming `cmd` on failure. */
+ * 1-byte buffer and *size 0).  Regular files only (tool_file.h): a device,
+ * a pipe or a directory is refused before anything is read.  NULL and a
+ * message naming `cmd` and the reason on failure. */
 void *read_whole(const char *cmd, const char *path, size_t *size) {
-    *size = 0;
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        fprintf(stderr, "%s %s: cannot open '%s': %s\n", PROG, cmd, path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0;
-    unsigned char *buf = malloc(cap);
-    while (buf != NULL) {
-        if (n == cap) {
-            unsigned char *nb = realloc(buf, cap *= 2);
-            if (nb == NULL) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-    }
-    int bad = buf == NULL || ferror(f);
-    fclose(f);
-    if (bad) {
-        fprintf(stderr, "%s %s: cannot read '%s'\n", PROG, cmd, path);
-        free(buf);
-        return NULL;
-    }
-    *size = n;
+    char why[NMT_TOOL_WHY_BYTES];
+    void *buf = nmt_tool_read_file(path, 0, size, why, sizeof why);
+    if (buf == NULL) fprintf(stderr, "%s %s: %s\n", PROG, cmd, why);
     return buf;
 }

@@ -232,7 +232,8 @@ NMT_API nmt_status nmt_model_inspect_file(const char *path, nmt_model_info *info
  *
  * A session whose model embeds a tokenizer owns one (nmt_session_tokenizer())
  * and its text calls below use it.  There is nothing to destroy: the
- * tokenizer holds no resources besides the arena and the model bytes. */
+ * tokenizer holds no resources besides its arena (which holds a copy of the
+ * model bytes). */
 typedef struct nmt_tokenizer nmt_tokenizer;
 
 /** Exact arena bytes nmt_tokenizer_create() needs (validates the model).
@@ -240,9 +241,10 @@ typedef struct nmt_tokenizer nmt_tokenizer;
 NMT_API nmt_status nmt_tokenizer_arena_size(const void *model, size_t model_size,
                                             uint32_t max_text_bytes, size_t *arena_bytes);
 
-/** Create a tokenizer over `model` (a `.model` file's bytes, caller-owned,
- *  must outlive the tokenizer) in `arena` (caller-owned, any alignment; add
- *  NMT_ARENA_ALIGNMENT - 1 bytes to the size for an unaligned pointer). */
+/** Create a tokenizer from `model` (a `.model` file's bytes, caller-owned;
+ *  copied into the arena, so they may be freed or changed after the call) in
+ *  `arena` (caller-owned, any alignment; add NMT_ARENA_ALIGNMENT - 1 bytes to
+ *  the size for an unaligned pointer). */
 NMT_API nmt_status nmt_tokenizer_create(const void *model, size_t model_size,
                                         uint32_t max_text_bytes, void *arena, size_t arena_size,
                                         nmt_tokenizer **out);
@@ -263,7 +265,8 @@ NMT_API nmt_status nmt_tokenizer_decode(const nmt_tokenizer *t, const int32_t *i
 /** Bytes that always suffice to decode n_ids ids. */
 NMT_API size_t nmt_tokenizer_decode_bound(const nmt_tokenizer *t, uint32_t n_ids);
 
-/** The piece string of an id (points into the model bytes, not NUL-terminated). */
+/** The piece string of an id (points into the arena's copy of the model
+ *  bytes, not NUL-terminated). */
 NMT_API nmt_status nmt_tokenizer_piece(const nmt_tokenizer *t, int32_t id, const char **piece,
                                        size_t *len);
 
@@ -308,8 +311,11 @@ typedef struct nmt_limits {
 
 /** Parameters of a session.  Exactly one of model_path / model_data. */
 typedef struct nmt_session_params {
-    const char *model_path;   /**< mapped read-only for the session's lifetime */
-    const void *model_data;   /**< or a caller-owned image that outlives the session */
+    const char *model_path;   /**< mapped read-only during nmt_session_create() only: the
+                                   session keeps nothing of the file, which may then be
+                                   truncated, replaced or removed */
+    const void *model_data;   /**< or a caller-owned image, read during nmt_session_create()
+                                   only (the session keeps no pointer into it) */
     size_t model_size;
     nmt_limits limits;        /**< zero fields take the defaults above */
 } nmt_session_params;

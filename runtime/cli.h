@@ -13,6 +13,16 @@
 #define PROG "nmt-edge"
 #define EXIT_USAGE 2
 
+/* Caps on the options that size a session (docs/RUNTIME.md, "Limits"): far
+ * above any real sentence, low enough that what they reserve stays sane
+ * (--max-text-bytes 1 MiB plans about 1.2 GB of tokenizer scratch).  Past
+ * these, the memory a plan needs is checked against the host and the device
+ * before anything is allocated (check_memory). */
+#define CLI_MAX_TEXT_BYTES 1048576
+#define CLI_MAX_TOKENS 8192
+/* The options a session's memory grows with, as the errors name them. */
+#define CLI_SESSION_OPTIONS "--max-text-bytes, --max-src-len, --max-len, --batch or --beam"
+
 #define xrealloc cli_xrealloc
 #define grow cli_grow
 
@@ -37,7 +47,9 @@ typedef struct cli_opts {
     double alpha;
     long gemm;
     int no_cache, no_device, verbose, help;
-    int skip_long;  /* translate: over-long sentences give empty lines */
+    int skip_long;  /* translate, score: over-long sentences give empty lines */
+    int with_score; /* translate: "SCORE ||| " before each translation */
+    const char *input, *output; /* -i / -o FILE, NULL: standard input / output */
 } cli_opts;
 
 /* A device and a session with the memory the program owns for them. */
@@ -53,13 +65,47 @@ typedef struct runtime {
 typedef cli_seqs seq_buf;
 typedef cli_side_rule side_rule;
 
-/* A subcommand's per-line parser and per-batch runner over a shared loop. */
+/* ---- The batch runner (cli_batch.c) ------------------------------------ */
+
+/* What parse() says of a line. */
+enum { LINE_OK = 0, LINE_BAD = 1, LINE_LONG = 2 };
+
+/* A subcommand (translate, score, tokenize, detokenize) as hooks over the
+ * shared line loop, process_lines().  The hooks fill the first fields; the
+ * runner owns the rest. */
 typedef struct batch_job {
-    int (*parse)(struct batch_job *job, const char *line, size_t len, unsigned long line_no);
-    int (*run)(struct batch_job *job, unsigned long first_index, strbuf *out);
+    /* Parse line `line_no` (1-based, without its line end) into sentence
+     * `pending` of the batch.  LINE_BAD: the message ("line N: ...") in
+     * err[0, cap), nothing stored.  LINE_LONG: well-formed but over the
+     * limits: the message in err and an empty placeholder stored, so that
+     * --skip-long can keep the lines aligned. */
+    int (*parse)(struct batch_job *job, const char *line, size_t len, unsigned long line_no,
+                 char *err, size_t cap);
+    /* Run sentences [lo, lo + n) of the batch through the library. */
+    nmt_status (*call)(struct batch_job *job, uint32_t lo, uint32_t n);
+    /* Append the output of result r of the last call, the input line of
+     * 0-based index `index`; 0, or 1 with the message printed. */
+    int (*append)(struct batch_job *job, uint32_t r, unsigned long index, strbuf *out);
+    /* call() said NMT_ERR_INPUT_TOO_LONG for sentence i alone: say why, as
+     * "line N ..." in err[0, cap). */
+    void (*why_long)(struct batch_job *job, uint32_t i, unsigned long line_no, char *err, size_t cap);
     void (*reset)(struct batch_job *job);
-    uint32_t pending;   /* lines parsed into the current batch */
+    const char *what;   /* a library failure is reported as "WHAT: status" */
+    const runtime *rt;  /* for OpenCL error codes (NULL: none) */
     int keep_cr;        /* a CR before LF is text (tokenize: as spm_encode reads lines) */
+    int blank_skipped;  /* a line skipped by --skip-long is an empty output line */
+
+    /* runner state */
+    uint32_t pending;   /* lines parsed into the current batch */
+    uint32_t batch;     /* --batch */
+    int skip_long;      /* --skip-long */
+    uint8_t *skipped;   /* (batch) 1: sentence i is a --skip-long placeholder */
+    cli_reader in;
+    int in_fd;          /* 0 or the -i file */
+    char in_name[4200], out_name[4200]; /* for messages: "standard input", "'FILE'" */
+    int out_fd;         /* 1 or the temporary file of -o */
+    char *out_path;     /* -o FILE, symbolic links resolved (malloc'd); NULL: stdout */
+    char *tmp_path;     /* the temporary beside it (malloc'd) */
 } batch_job;
 
 #if defined(__GNUC__)
@@ -81,16 +127,29 @@ void close_runtime(runtime *rt);
 nmt_limits limits_from(const cli_opts *o, long beam);
 /* Size, allocate and create the session (model checked before the device). */
 int open_session(const cli_opts *o, long beam, runtime *rt);
-/* Parse one line of ids into q under rule r; prints the error itself. */
-int parse_sentence(const char *p, const char *end, unsigned long line, const side_rule *r,
-                   seq_buf *q);
-/* Read stdin line by line, `batch` lines per call to job->run. */
-int process_lines(batch_job *job, long batch);
+/* Refuse a plan that cannot fit before anything is allocated: `host_bytes`
+ * of `arena` (e.g. "session arena") over nmt_tool_host_memory_limit(), or
+ * device_bytes over the global memory of `dev` (NULL: not checked).  Prints
+ * the numbers and the options to lower (`lower` for host memory), returns 1;
+ * 0 if it fits. */
+int check_memory(const char *arena, size_t host_bytes, uint64_t device_bytes,
+                 const nmt_device *dev, const char *lower);
+/* Open the input (-i FILE or stdin) and output (-o FILE or stdout) of a
+ * job and take --batch / --skip-long; prints the error itself.  Call
+ * batch_close() afterwards in every case. */
+int batch_open(batch_job *job, const cli_opts *o);
+/* Read every line, run the batches, write their output (see cli_batch.c). */
+int process_lines(batch_job *job);
+/* Finish: with rc == 0 -o FILE is replaced by the output, otherwise it is
+ * left as it was.  Returns rc, or 1 when finishing the output failed. */
+int batch_close(batch_job *job, int rc);
 
 /* --gemm values, indexed by nmt_gemm_provider. */
 extern const char *const GEMM_NAMES[3];
 
 /* Subcommands living in their own files. */
+int cmd_translate(const cli_opts *o);   /* cli_batch.c */
+int cmd_score(const cli_opts *o);
 int cmd_tokenize(const cli_opts *o);    /* cli_tokenize.c */
 int cmd_detokenize(const cli_opts *o);
 int cmd_info(const cli_opts *o);        /* cli_info.c */

@@ -92,7 +92,7 @@ int cmd_info(const cli_opts *o) {
     kv(&out, "arena_bytes", "%zu", arena);
     kv(&out, "device_bytes", "%llu", (unsigned long long)device_bytes);
     kv(&out, "device_handle_bytes", "%zu", nmt_device_footprint());
-    int rc = 0;
+    int rc = 0, fits = 1;
     if (!o->no_device) {
         runtime rt = {0};
         rc = open_device(o, &rt);
@@ -100,10 +100,20 @@ int cmd_info(const cli_opts *o) {
             nmt_device_info di;
             nmt_device_get_info(rt.dev, &di);
             describe_device(&out, &di);
+            kv(&out, "max_alloc_bytes", "%llu", (unsigned long long)di.max_alloc_bytes);
+            fits = di.global_mem_bytes == 0 || device_bytes <= di.global_mem_bytes;
+            kv(&out, "session_fits", "%s", fits ? "yes" : "no (device_bytes > global_mem_bytes)");
         }
+        if (rc == 0) rc = write_out(&out);
+        /* the report is written; limits the device cannot hold are an error */
+        if (rc == 0 && !fits)
+            rc = check_memory("session arena", arena, device_bytes, rt.dev, CLI_SESSION_OPTIONS);
         close_runtime(&rt);
+    } else {
+        rc = write_out(&out);
     }
-    if (rc == 0) rc = write_out(&out);
+    /* likewise an arena larger than this host lets the process take */
+    if (rc == 0) rc = check_memory("session arena", arena, 0, NULL, CLI_SESSION_OPTIONS);
     free(out.p);
     return rc;
 }

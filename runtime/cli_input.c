@@ -1,9 +1,14 @@
-/* cli_input.c — input-line parsing of the nmt-edge program (see cli_input.h). */
+/* cli_input.c — input lines of the nmt-edge program (see cli_input.h): the
+ * line reader with its look-ahead, id parsing, score-line splitting. */
 #include "cli_input.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define PROG "nmt-edge"
 
@@ -140,6 +145,64 @@ int cli_parse_ids(const char *p, const char *end, unsigned long line, const cli_
 fail:
     q->n_ids = first;
     return 1;
+}
+
+void cli_reader_init(cli_reader *r, int fd) {
+    memset(r, 0, sizeof *r);
+    r->fd = fd;
+    struct stat st;
+    r->pauses = !(fstat(fd, &st) == 0 && S_ISREG(st.st_mode));
+}
+
+void cli_reader_free(cli_reader *r) {
+    free(r->buf);
+    memset(r, 0, sizeof *r);
+}
+
+/* Append what one read() returns (at least 1 byte, or eof / -1). */
+static int reader_fill(cli_reader *r) {
+    if (r->start > 0) { /* keep the unread bytes at the front */
+        memmove(r->buf, r->buf + r->start, r->end - r->start);
+        r->end -= r->start;
+        r->start = 0;
+    }
+    if (r->cap - r->end < 65536) cli_grow((void **)&r->buf, &r->cap, r->end + 65536, 1);
+    for (;;) {
+        ssize_t got = read(r->fd, r->buf + r->end, r->cap - r->end);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) return -1;
+        if (got == 0) r->eof = 1;
+        r->end += (size_t)got;
+        return 0;
+    }
+}
+
+int cli_reader_line(cli_reader *r, const char **line, size_t *n) {
+    size_t scanned = r->start;
+    for (;;) {
+        const char *nl = r->end > scanned ? memchr(r->buf + scanned, '\n', r->end - scanned) : NULL;
+        if (nl != NULL || (r->eof && r->end > r->start)) {
+            const size_t stop = nl ? (size_t)(nl - r->buf) + 1 : r->end;
+            *line = r->buf + r->start;
+            *n = stop - r->start;
+            r->start = stop;
+            return 1;
+        }
+        if (r->eof) return 0;
+        scanned = r->end - r->start; /* offset survives the move in reader_fill */
+        if (reader_fill(r) != 0) return -1;
+        scanned += r->start;
+    }
+}
+
+int cli_reader_ready(cli_reader *r) {
+    if (!r->pauses || r->eof) return 1;
+    if (r->end > r->start && memchr(r->buf + r->start, '\n', r->end - r->start) != NULL) return 1;
+    struct pollfd p = {.fd = r->fd, .events = POLLIN};
+    int k;
+    while ((k = poll(&p, 1, 0)) < 0 && errno == EINTR) {
+    }
+    return k != 0; /* readable, hung up, or an error the next read reports */
 }
 
 size_t cli_line_len(const char *line, size_t n) {

@@ -65,6 +65,30 @@ typedef struct cli_side_rule {
 int cli_parse_ids(const char *p, const char *end, unsigned long line, const cli_side_rule *r,
                   cli_seqs *q, char *err, size_t cap);
 
+/* Lines from a file descriptor, with a look-ahead that tells whether the
+ * next line is already there: the batch runner ends a batch early when an
+ * interactive or piped input pauses, so a user typing a sentence sees its
+ * translation at once, while a regular file is read in full batches. */
+typedef struct cli_reader {
+    int fd;
+    int pauses;             /* not a regular file: input may stop to wait */
+    int eof;
+    char *buf;              /* unread bytes are buf[start, end) */
+    size_t cap, start, end;
+} cli_reader;
+
+/* Read lines from fd (not closed by the reader); fstat decides `pauses`. */
+void cli_reader_init(cli_reader *r, int fd);
+void cli_reader_free(cli_reader *r);
+/* The next line with its "\n" (none on a last line without one) in
+ * *line[0, *n), valid until the next call: 1, or 0 at the end of input, or
+ * -1 on a read error (errno set). */
+int cli_reader_line(cli_reader *r, const char **line, size_t *n);
+/* 1 when the next cli_reader_line() call cannot block: a whole line is
+ * buffered, the input has ended, or the descriptor is readable (poll with
+ * zero timeout); always 1 for a regular file. */
+int cli_reader_ready(cli_reader *r);
+
 /* Length of a line without its "\n" or "\r\n" end. */
 size_t cli_line_len(const char *line, size_t n);
 

@@ -9,16 +9,18 @@
  * with an embedded SentencePiece tokenizer reads and writes text (newlines
  * inside a decoded text are written as spaces to keep lines aligned);
  * without one, or with --ids, sentences are whitespace-separated
- * non-negative decimal ids.  Parsing lives in cli_input.c (fuzzed).  A batch is parsed and checked
- * completely before the library sees it, and its output is written in one
- * piece and flushed, so an error never leaves partial output for that batch.
+ * non-negative decimal ids.  Parsing lives in cli_input.c (fuzzed).  The
+ * batch runner (cli_batch.c) writes the output of every line before one that
+ * stops a run, names that line and why, and replaces -o FILE atomically.
  *
- * Exit status: 0 success, 1 runtime error (input, model, device), 2 usage.
- * This file: options, set-up, translate, score, main; tokenize/detokenize in
- * cli_tokenize.c, info/devices in cli_info.c, line parsing in cli_input.c.
+ * Exit status: 0 success, 1 runtime error (input, model, device, output),
+ * 2 usage.  This file: options, set-up, main; the batch runner, translate and
+ * score in cli_batch.c, tokenize/detokenize in cli_tokenize.c, info/devices in
+ * cli_info.c, line parsing in cli_input.c.
  */
 #include "cli.h"
 #include "tool_env.h"
+#include "tool_file.h"
 
 #include <errno.h>
 #include <math.h>
@@ -93,21 +95,29 @@ static const opt_spec OPTIONS[] = {
     {"pieces", OPT_FLAG, OFF(pieces), 0, 0, C_TOKENIZE, NULL, "print pieces instead of ids"},
     {"ids", OPT_FLAG, OFF(ids), 0, 0, C_TRANSLATE | C_SCORE, NULL,
      "read and write token ids even if the model embeds a tokenizer"},
-    {"max-text-bytes", OPT_LONG, OFF(max_text_bytes), 1, 16777216, C_MODEL | C_TOK, "N",
-     "limit on the bytes of one input sentence in text mode (default 2048)"},
+    {"max-text-bytes", OPT_LONG, OFF(max_text_bytes), 1, CLI_MAX_TEXT_BYTES, C_MODEL | C_TOK, "N",
+     "limit on the bytes of one input sentence in text mode (default 2048, at most 1 MiB)"},
     {"beam", OPT_LONG, OFF(beam), 1, 256, C_TRANSLATE | C_INFO, "N",
      "beam width, 1 = greedy (default 4)"},
     {"alpha", OPT_DOUBLE, OFF(alpha), 0, 100, C_TRANSLATE, "A",
      "length penalty exponent, ((5+len)/6)^A (default 0.6)"},
-    {"max-len", OPT_LONG, OFF(max_len), 0, 65535, C_MODEL, "N",
-     "max target tokens without end-of-sentence, 0 = source length + 50 (default 0)"},
-    {"skip-long", OPT_FLAG, OFF(skip_long), 0, 0, C_TRANSLATE, NULL,
+    {"max-len", OPT_LONG, OFF(max_len), 0, CLI_MAX_TOKENS, C_MODEL, "N",
+     "max target tokens without end-of-sentence, 0 = source length + 50 (default 0, at most 8192)"},
+    {"skip-long", OPT_FLAG, OFF(skip_long), 0, 0, C_TRANSLATE | C_SCORE, NULL,
      "a sentence over the limits gives an empty output line and a warning instead of stopping"},
+    {"with-score", OPT_FLAG, OFF(with_score), 0, 0, C_TRANSLATE, NULL,
+     "print 'SCORE ||| TRANSLATION': the best hypothesis's length-normalised score"},
+    {"input", OPT_STRING, OFF(input), 0, 0, C_TRANSLATE | C_SCORE | C_TOK, "FILE",
+     "read lines from FILE instead of standard input"},
+    {"output", OPT_STRING, OFF(output), 0, 0, C_TRANSLATE | C_SCORE | C_TOK, "FILE",
+     "write to FILE instead of standard output; FILE is replaced only when the whole run "
+     "succeeds (a regular file; symbolic links are followed)"},
     {"n-best", OPT_LONG, OFF(n_best), 1, 256, C_TRANSLATE, "N",
      "hypotheses per sentence, <= --beam; > 1 prints 'INDEX ||| TOKENS ||| SCORE' (default 1)"},
     {"batch", OPT_LONG, OFF(batch), 1, 4096, C_MODEL | C_TOK, "N", "sentences per call (default 8)"},
-    {"max-src-len", OPT_LONG, OFF(max_src_len), 1, 65536, C_MODEL, "N",
-     "session limit on source tokens per sentence, end-of-sentence not counted (default 256)"},
+    {"max-src-len", OPT_LONG, OFF(max_src_len), 1, CLI_MAX_TOKENS, C_MODEL, "N",
+     "session limit on source tokens per sentence, end-of-sentence not counted "
+     "(default 256, at most 8192)"},
     {"device", OPT_STRING, OFF(device), 0, 0, C_MODEL, "SPEC",
      "OpenCL device: P:D, gpu, cpu, accelerator or a name substring "
      "(default $NMT_EDGE_DEVICE, else first GPU, else first device)"},
@@ -120,6 +130,18 @@ static const opt_spec OPTIONS[] = {
     {"help", OPT_FLAG, OFF(help), 0, 0, C_ALL, NULL, "show this help and exit"},
 };
 #undef OFF
+
+/* One-letter aliases: -i FILE, -o FILE. */
+static const struct {
+    char letter;
+    const char *name;
+} SHORT_OPTIONS[] = {{'i', "input"}, {'o', "output"}};
+
+static char short_option(const opt_spec *sp) {
+    for (size_t k = 0; k < sizeof SHORT_OPTIONS / sizeof SHORT_OPTIONS[0]; k++)
+        if (strcmp(SHORT_OPTIONS[k].name, sp->name) == 0) return SHORT_OPTIONS[k].letter;
+    return 0;
+}
 
 const char *const GEMM_NAMES[3] = {"auto", "own", "clblast"};
 
@@ -189,6 +211,12 @@ static int set_option(const command *cmd, const opt_spec *sp, const char *val, c
 static int parse_options(const command *cmd, int argc, char **argv, cli_opts *o) {
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
+        char alias[64]; /* -X: the long name of its option */
+        for (size_t k = 0; k < sizeof SHORT_OPTIONS / sizeof SHORT_OPTIONS[0]; k++)
+            if (arg[0] == '-' && arg[1] == SHORT_OPTIONS[k].letter && arg[2] == '\0') {
+                snprintf(alias, sizeof alias, "--%s", SHORT_OPTIONS[k].name);
+                arg = alias;
+            }
         if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0')
             return usage_error(cmd, "unexpected argument '%s'", arg);
         const char *name = arg + 2;
@@ -219,8 +247,9 @@ static void print_command_help(const command *cmd) {
     for (size_t k = 0; k < sizeof OPTIONS / sizeof OPTIONS[0]; k++) {
         const opt_spec *sp = &OPTIONS[k];
         if (!(sp->cmds & cmd->bit)) continue;
-        char head[64];
-        snprintf(head, sizeof head, "--%s%s%s", sp->name, sp->metavar ? " " : "",
+        char head[64], alias[8] = "";
+        if (short_option(sp)) snprintf(alias, sizeof alias, "-%c, ", short_option(sp));
+        snprintf(head, sizeof head, "%s--%s%s%s", alias, sp->name, sp->metavar ? " " : "",
                  sp->metavar ? sp->metavar : "");
         printf("  %-26s", head);
         /* the help text, word-wrapped at 80 columns under its column */
@@ -260,6 +289,14 @@ int report_status(const char *what, nmt_status st, const runtime *rt) {
 
 int model_error(const char *path, nmt_status st) {
     int saved_errno = errno;
+    /* A file the library refused for its kind (/dev/null, a FIFO: NMT_ERR_IO
+     * with ENODEV) or an empty one: say so rather than the errno's text. */
+    char why[64];
+    if ((st == NMT_ERR_IO || st == NMT_ERR_MODEL_TRUNCATED) &&
+        nmt_tool_file_problem(path, why, sizeof why)) {
+        fprintf(stderr, PROG ": cannot load model '%s': %s\n", path, why);
+        return 1;
+    }
     char what[64 + 4096];
     snprintf(what, sizeof what, "cannot load model '%s'", path);
     errno = saved_errno;
@@ -332,11 +369,46 @@ nmt_limits limits_from(const cli_opts *o, long beam) {
     return lim;
 }
 
+/* What device memory grows with (--max-text-bytes only sizes host scratch). */
+#define DEVICE_OPTIONS "--max-src-len, --max-len, --batch or --beam"
+
+int check_memory(const char *arena, size_t host_bytes, uint64_t device_bytes,
+                 const nmt_device *dev, const char *lower) {
+    const uint64_t host_cap = nmt_tool_host_memory_limit();
+    if ((uint64_t)host_bytes > host_cap) {
+        fprintf(stderr,
+                PROG ": these limits need %zu bytes of host memory for the %s, more than the "
+                     "%llu bytes this process may use (physical memory, ulimit -v, ulimit -d); "
+                     "lower %s\n",
+                host_bytes, arena, (unsigned long long)host_cap, lower);
+        return 1;
+    }
+    if (dev == NULL) return 0;
+    nmt_device_info di;
+    nmt_device_get_info(dev, &di);
+    if (di.global_mem_bytes != 0 && device_bytes > di.global_mem_bytes) {
+        fprintf(stderr,
+                PROG ": these limits need %llu bytes of device memory, more than the %llu bytes "
+                     "of device '%s' (largest buffer %llu bytes); lower " DEVICE_OPTIONS "\n",
+                (unsigned long long)device_bytes, (unsigned long long)di.global_mem_bytes,
+                di.device_name, (unsigned long long)di.max_alloc_bytes);
+        return 1;
+    }
+    return 0;
+}
+
 int open_session(const cli_opts *o, long beam, runtime *rt) {
     nmt_limits lim = limits_from(o, beam);
     size_t need;
-    if (model_sizes(o->model, &lim, &need, NULL) != 0) return 1;
+    uint64_t device_bytes = 0;
+    if (model_sizes(o->model, &lim, &need, &device_bytes) != 0) return 1;
+    /* what the plan takes, reported and checked before any of it is taken */
+    if (o->verbose)
+        fprintf(stderr, PROG ": info: session plan: %zu bytes of host memory (arena), %llu bytes of "
+                        "device memory\n", need, (unsigned long long)device_bytes);
+    if (check_memory("session arena", need, 0, NULL, CLI_SESSION_OPTIONS) != 0) return 1;
     if (open_device(o, rt) != 0) return 1;
+    if (check_memory("session arena", need, device_bytes, rt->dev, CLI_SESSION_OPTIONS) != 0) return 1;
     size_t size = round_up(need ? need : 1, NMT_ARENA_ALIGNMENT);
     rt->arena = aligned_alloc(NMT_ARENA_ALIGNMENT, size);
     if (rt->arena == NULL) {
@@ -346,6 +418,19 @@ int open_session(const cli_opts *o, long beam, runtime *rt) {
     nmt_session_params sp = {.model_path = o->model, .limits = lim};
     errno = 0;
     nmt_status st = nmt_session_create(rt->dev, &sp, rt->arena, size, &rt->s);
+    if (st == NMT_ERR_DEVICE_MEMORY) {
+        /* fits in total but not buffer by buffer, or the driver refused */
+        rt->s = NULL;
+        nmt_device_info di;
+        nmt_device_get_info(rt->dev, &di);
+        fprintf(stderr,
+                PROG ": cannot create session: %s (the session needs %llu bytes of device memory; "
+                     "device '%s' has %llu bytes, largest buffer %llu bytes); lower "
+                     DEVICE_OPTIONS "\n",
+                nmt_status_str(st), (unsigned long long)device_bytes, di.device_name,
+                (unsigned long long)di.global_mem_bytes, (unsigned long long)di.max_alloc_bytes);
+        return 1;
+    }
     if (st != NMT_OK) {
         rt->s = NULL;
         return report_status("cannot create session", st, rt);
@@ -354,332 +439,6 @@ int open_session(const cli_opts *o, long beam, runtime *rt) {
         fprintf(stderr, PROG ": info: session ready, arena %zu bytes (%zu used)\n", size,
                 nmt_session_arena_used(rt->s));
     return 0;
-}
-
-/* ======================================================================== */
-/* Input: lines of token ids, batched                                       */
-/* ======================================================================== */
-
-
-static nmt_batch seq_view(seq_buf *q) {
-    cli_seqs_ptrs(q);
-    nmt_batch b = {.tokens = q->ptrs, .lens = q->lens, .n = q->n};
-    return b;
-}
-
-static nmt_text_batch text_view(cli_texts *q) {
-    cli_texts_ptrs(q);
-    nmt_text_batch b = {.text = q->ptrs, .lens = q->lens, .n = q->n};
-    return b;
-}
-
-/* Parse [p, end) as one sentence; on error print "line N: ..." and return 1. */
-int parse_sentence(const char *p, const char *end, unsigned long line, const side_rule *r,
-                   seq_buf *q) {
-    char err[256];
-    if (cli_parse_ids(p, end, line, r, q, err, sizeof err) == 0) return 0;
-    fprintf(stderr, PROG ": %s\n", err);
-    return 1;
-}
-
-void append_text(strbuf *out, const char *s, size_t n) {
-    grow((void **)&out->p, &out->cap, out->len + n + 1, 1);
-    for (size_t i = 0; i < n; i++) out->p[out->len + i] = (s[i] == '\n' || s[i] == '\r') ? ' ' : s[i];
-    out->len += n;
-    out->p[out->len] = '\0';
-}
-
-
-int process_lines(batch_job *job, long batch) {
-    char *line = NULL;
-    size_t cap = 0;
-    unsigned long line_no = 0, first = 0;
-    strbuf out = {0};
-    int rc = 0;
-    for (;;) {
-        errno = 0;
-        ssize_t n = getline(&line, &cap, stdin);
-        if (n < 0 && ferror(stdin)) {
-            fprintf(stderr, PROG ": error reading standard input: %s\n", strerror(errno));
-            rc = 1;
-            break;
-        }
-        if (n >= 0) {
-            size_t len = job->keep_cr ? (size_t)n - (n > 0 && line[n - 1] == '\n')
-                                      : cli_line_len(line, (size_t)n);
-            if ((rc = job->parse(job, line, len, ++line_no)) != 0) break;
-            job->pending++;
-        }
-        if (job->pending > 0 && (n < 0 || job->pending == (uint32_t)batch)) {
-            if ((rc = job->run(job, first, &out)) != 0 || (rc = write_out(&out)) != 0) break;
-            first += job->pending;
-            job->pending = 0;
-            job->reset(job);
-        }
-        if (n < 0) break;
-    }
-    free(line);
-    free(out.p);
-    return rc;
-}
-
-/* ======================================================================== */
-/* translate                                                                */
-/* ======================================================================== */
-
-typedef struct translate_job {
-    batch_job base;
-    runtime *rt;
-    nmt_decode_opts dopts;
-    side_rule src_rule;
-    int text;             /* the model's tokenizer reads and writes text */
-    int skip_long;        /* --skip-long */
-    seq_buf src;
-    cli_texts src_text;
-} translate_job;
-
-static int translate_parse(batch_job *job, const char *line, size_t len, unsigned long line_no) {
-    translate_job *t = (translate_job *)job;
-    if (t->text) {
-        cli_texts_add(&t->src_text, line, len);
-        return 0;
-    }
-    char err[256];
-    int rc = cli_parse_ids(line, line + len, line_no, &t->src_rule, &t->src, err, sizeof err);
-    if (rc == 2 && t->skip_long) { /* over the limit: an empty sentence keeps the lines aligned */
-        fprintf(stderr, PROG ": %s; its output is an empty line (--skip-long)\n", err);
-        return cli_parse_ids(line, line, line_no, &t->src_rule, &t->src, err, sizeof err);
-    }
-    if (rc != 0) fprintf(stderr, PROG ": %s\n", err);
-    return rc != 0;
-}
-
-static void translate_reset(batch_job *job) {
-    translate_job *t = (translate_job *)job;
-    cli_seqs_reset(&t->src);
-    cli_texts_reset(&t->src_text);
-}
-
-static void append_ids(strbuf *out, const int32_t *ids, uint32_t n) {
-    for (uint32_t k = 0; k < n; k++) sb_printf(out, k ? " %d" : "%d", (int)ids[k]);
-}
-
-/* Text-mode failures name the batch when the status is about one sentence. */
-static int text_status(const char *what, nmt_status st, const runtime *rt, unsigned long first,
-                       const nmt_limits *lim) {
-    if (st == NMT_ERR_INPUT_TOO_LONG) {
-        fprintf(stderr,
-                PROG ": a sentence of the batch starting at line %lu is longer than the limits "
-                     "(%u bytes: --max-text-bytes; %u tokens: --max-src-len / --max-len)\n",
-                first + 1, lim->max_text_bytes, lim->max_src_len);
-        return 1;
-    }
-    return report_status(what, st, rt);
-}
-
-/* Translate sentences [lo, lo + n) of the pending batch. */
-static nmt_status translate_call(translate_job *t, uint32_t lo, uint32_t n) {
-    if (t->text) {
-        nmt_text_batch b = text_view(&t->src_text);
-        b.text += lo, b.lens += lo, b.n = n;
-        return nmt_session_translate_text(t->rt->s, &b, &t->dopts);
-    }
-    nmt_batch b = seq_view(&t->src);
-    b.tokens += lo, b.lens += lo, b.n = n;
-    return nmt_session_translate(t->rt->s, &b, &t->dopts);
-}
-
-/* Append the results of the last call (n sentences, the first being
- * sentence `first` of the input, 0-based) to out. */
-static int append_results(translate_job *t, uint32_t n, unsigned long first, strbuf *out) {
-    for (uint32_t i = 0; i < n; i++) {
-        for (uint32_t r = 0; r < t->dopts.n_best; r++) {
-            const int32_t *ids;
-            const char *text;
-            size_t text_len;
-            uint32_t len;
-            float score, logprob;
-            nmt_status st;
-            if (t->text)
-                st = nmt_session_result_text(t->rt->s, i, r, &text, &text_len, &score, &logprob);
-            else
-                st = nmt_session_result(t->rt->s, i, r, &ids, &len, &score, &logprob);
-            /* the search may finish fewer than n_best hypotheses; print those */
-            if (st == NMT_ERR_INVALID_ARGUMENT && r > 0) break;
-            if (st != NMT_OK) return report_status("reading a translation failed", st, t->rt);
-            if (t->dopts.n_best > 1) sb_printf(out, "%lu ||| ", first + i);
-            if (t->text) append_text(out, text, text_len);
-            else append_ids(out, ids, len);
-            if (t->dopts.n_best > 1) sb_printf(out, " ||| %.6f", (double)score);
-            sb_printf(out, "\n");
-        }
-    }
-    return 0;
-}
-
-static int translate_run(batch_job *job, unsigned long first, strbuf *out) {
-    translate_job *t = (translate_job *)job;
-    const uint32_t n = job->pending;
-    nmt_status st = translate_call(t, 0, n);
-    if (st == NMT_OK) return append_results(t, n, first, out);
-    if (st != NMT_ERR_INPUT_TOO_LONG || !t->text) return report_status("translation failed", st, t->rt);
-    /* Text over the limits is only seen once tokenized: translate the batch
-     * one sentence at a time to find it, keeping every other translation. */
-    nmt_limits lim;
-    nmt_session_limits(t->rt->s, &lim);
-    for (uint32_t i = 0; i < n; i++) {
-        st = translate_call(t, i, 1);
-        if (st == NMT_ERR_INPUT_TOO_LONG) {
-            fprintf(stderr,
-                    PROG ": line %lu is longer than the limits (%u bytes: --max-text-bytes; %u tokens: "
-                         "--max-src-len)%s\n",
-                    first + i + 1, lim.max_text_bytes, lim.max_src_len,
-                    t->skip_long ? "; its output is an empty line (--skip-long)" : "");
-            if (!t->skip_long) {
-                write_out(out); /* the lines before it */
-                return 1;
-            }
-            if (t->dopts.n_best == 1) sb_printf(out, "\n");
-            continue;
-        }
-        if (st != NMT_OK) return report_status("translation failed", st, t->rt);
-        int rc = append_results(t, 1, first + i, out);
-        if (rc != 0) return rc;
-    }
-    return 0;
-}
-
-/* The vocabulary and length rules of a live session for one side. */
-static side_rule session_rule(const runtime *rt, int target) {
-    nmt_model_info mi;
-    nmt_limits lim;
-    nmt_session_model_info(rt->s, &mi);
-    nmt_session_limits(rt->s, &lim);
-    uint32_t limit = target ? lim.max_tgt_len : lim.max_src_len;
-    side_rule r = {
-        .side = target ? "target" : "source",
-        .vocab = target ? mi.tgt_vocab : mi.src_vocab,
-        .max_tokens = limit,
-    };
-    snprintf(r.limit_hint, sizeof r.limit_hint, "%s %u%s", target ? "target limit" : "--max-src-len",
-             limit, target ? "; see --max-len" : "");
-    return r;
-}
-
-/* Text mode: the session's model embeds a tokenizer and --ids is not given. */
-static int text_mode(const cli_opts *o, const runtime *rt) {
-    return !o->ids && nmt_session_tokenizer(rt->s, 0) != NULL;
-}
-
-static int cmd_translate(const cli_opts *o) {
-    runtime rt = {0};
-    translate_job t = {
-        .base = {.parse = translate_parse, .run = translate_run, .reset = translate_reset},
-        .rt = &rt,
-        .dopts = {.beam = (uint32_t)o->beam, .alpha = (float)o->alpha, .alpha_set = 1,
-                  .max_len = (uint32_t)o->max_len, .n_best = (uint32_t)o->n_best},
-    };
-    int rc = open_session(o, o->beam, &rt);
-    if (rc == 0) {
-        t.src_rule = session_rule(&rt, 0);
-        t.text = text_mode(o, &rt);
-        t.skip_long = o->skip_long;
-        cli_seqs_init(&t.src, (size_t)o->batch);
-        cli_texts_init(&t.src_text, (size_t)o->batch);
-        rc = process_lines(&t.base, o->batch);
-        cli_seqs_free(&t.src);
-        cli_texts_free(&t.src_text);
-    }
-    close_runtime(&rt);
-    return rc;
-}
-
-/* ======================================================================== */
-/* score                                                                    */
-/* ======================================================================== */
-
-typedef struct score_job {
-    batch_job base;
-    runtime *rt;
-    side_rule rules[2];   /* source, target */
-    int text;
-    seq_buf seqs[2];
-    cli_texts texts[2];
-    float *logprob;       /* (batch) */
-} score_job;
-
-static int score_parse(batch_job *job, const char *line, size_t len, unsigned long line_no) {
-    score_job *sj = (score_job *)job;
-    char err[256];
-    size_t tab;
-    if (cli_split_pair(line, len, line_no, &tab, err, sizeof err) != 0) {
-        fprintf(stderr, PROG ": %s\n", err);
-        return 1;
-    }
-    if (sj->text) {
-        cli_texts_add(&sj->texts[0], line, tab);
-        cli_texts_add(&sj->texts[1], line + tab + 1, len - tab - 1);
-        return 0;
-    }
-    return parse_sentence(line, line + tab, line_no, &sj->rules[0], &sj->seqs[0]) ||
-           parse_sentence(line + tab + 1, line + len, line_no, &sj->rules[1], &sj->seqs[1]);
-}
-
-static void score_reset(batch_job *job) {
-    score_job *sj = (score_job *)job;
-    for (int k = 0; k < 2; k++) {
-        cli_seqs_reset(&sj->seqs[k]);
-        cli_texts_reset(&sj->texts[k]);
-    }
-}
-
-static int score_run(batch_job *job, unsigned long first, strbuf *out) {
-    score_job *sj = (score_job *)job;
-    nmt_status st;
-    uint32_t n;
-    if (sj->text) {
-        nmt_text_batch src = text_view(&sj->texts[0]), tgt = text_view(&sj->texts[1]);
-        n = src.n;
-        st = nmt_session_score_text(sj->rt->s, &src, &tgt, sj->logprob);
-        if (st != NMT_OK) {
-            nmt_limits lim;
-            nmt_session_limits(sj->rt->s, &lim);
-            return text_status("scoring failed", st, sj->rt, first, &lim);
-        }
-    } else {
-        nmt_batch src = seq_view(&sj->seqs[0]), tgt = seq_view(&sj->seqs[1]);
-        n = src.n;
-        st = nmt_session_score(sj->rt->s, &src, &tgt, sj->logprob);
-        if (st != NMT_OK) return report_status("scoring failed", st, sj->rt);
-    }
-    for (uint32_t i = 0; i < n; i++) sb_printf(out, "%.6f\n", (double)sj->logprob[i]);
-    return 0;
-}
-
-static int cmd_score(const cli_opts *o) {
-    runtime rt = {0};
-    score_job sj = {
-        .base = {.parse = score_parse, .run = score_run, .reset = score_reset},
-        .rt = &rt,
-    };
-    int rc = open_session(o, 1, &rt);
-    if (rc == 0) {
-        sj.text = text_mode(o, &rt);
-        for (int k = 0; k < 2; k++) {
-            sj.rules[k] = session_rule(&rt, k);
-            cli_seqs_init(&sj.seqs[k], (size_t)o->batch);
-            cli_texts_init(&sj.texts[k], (size_t)o->batch);
-        }
-        sj.logprob = xrealloc(NULL, (size_t)o->batch * sizeof *sj.logprob);
-        rc = process_lines(&sj.base, o->batch);
-        for (int k = 0; k < 2; k++) {
-            cli_seqs_free(&sj.seqs[k]);
-            cli_texts_free(&sj.texts[k]);
-        }
-        free(sj.logprob);
-    }
-    close_runtime(&rt);
-    return rc;
 }
 
 /* ======================================================================== */
@@ -694,7 +453,10 @@ static const command COMMANDS[] = {
      "or with --ids, lines are whitespace-separated token ids.\n"
      "With --n-best N > 1 each sentence gives N lines 'INDEX ||| TOKENS ||| SCORE' (0-based\n"
      "input line index, length-normalised score, best first; fewer lines only when the\n"
-     "search finished fewer hypotheses)."},
+     "search finished fewer hypotheses).  --with-score prefixes each line with the best\n"
+     "hypothesis's score: 'SCORE ||| TRANSLATION' (%.6f, length-normalised as in the n-best\n"
+     "lines, which already end with it).  Lines are translated in batches of --batch; when\n"
+     "a terminal or pipe pauses, the lines read so far are translated and written at once."},
     {"score", C_SCORE, cmd_score, "--model FILE [options] < pairs > scores",
      "log-probability of given translations (forced decoding)",
      "Forced decoding: read lines 'SOURCE<TAB>TARGET' (text with a tokenizer, else ids; --ids\n"

@@ -14,7 +14,12 @@ typedef struct nmt_mapping {
     size_t size;
 } nmt_mapping;
 
-/* Map a whole file read-only.  NMT_ERR_IO if it cannot be opened/mapped. */
+/* Map a whole regular file read-only (MAP_PRIVATE: another process that
+ * truncates or rewrites the file still changes what the mapping shows, so a
+ * caller must copy what it keeps; the session does, session.c).  NMT_ERR_IO
+ * if it cannot be opened/mapped, with errno EISDIR for a directory and
+ * ENODEV for any other file that is not a regular one (a device such as
+ * /dev/zero or /dev/null, a FIFO, a socket), refused without reading. */
 nmt_status nmt_map_file(const char *path, nmt_mapping *m);
 void nmt_unmap_file(nmt_mapping *m);
 

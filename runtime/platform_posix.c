@@ -33,7 +33,9 @@ nmt_status nmt_map_file(const char *path, nmt_mapping *m) {
     m->size = 0;
     if (path == NULL) return NMT_ERR_INVALID_ARGUMENT;
 
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused
+     * below); reads of a regular file ignore the flag and mmap never reads. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return NMT_ERR_IO;
     struct stat st;
     if (fstat(fd, &st) != 0) {
@@ -42,8 +44,10 @@ nmt_status nmt_map_file(const char *path, nmt_mapping *m) {
         return fail_errno(NMT_ERR_IO, e);
     }
     if (!S_ISREG(st.st_mode)) {
+        /* POSIX mmap's ENODEV: "a file whose type is not supported" (a
+         * device such as /dev/zero or /dev/null, a FIFO, a socket) */
         close(fd);
-        return fail_errno(NMT_ERR_IO, S_ISDIR(st.st_mode) ? EISDIR : EINVAL);
+        return fail_errno(NMT_ERR_IO, S_ISDIR(st.st_mode) ? EISDIR : ENODEV);
     }
     if ((uint64_t)st.st_size > (uint64_t)SIZE_MAX) {
         close(fd);

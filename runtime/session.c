@@ -2,7 +2,8 @@
  * device resource from the limits (run twice: measure, then for real),
  * batching and token upload, beam search driving, forced-decoding scores.
  * After nmt_session_create() returns, nothing here allocates host memory or
- * creates OpenCL objects. */
+ * creates OpenCL objects, and nothing reads the model image (a mapped file
+ * is unmapped then). */
 #include "session_internal.h"
 #include "warmup.h"
 
@@ -107,8 +108,12 @@ nmt_status nmt_session_buffer(nmt_session *s, nmt_arena *a, size_t bytes, const 
     out->off = 0;
     out->mem = NULL;
     if (nmt_arena_measuring(a)) return NMT_OK;
-    if (s->dev->info.max_alloc_bytes && bytes > s->dev->info.max_alloc_bytes)
+    if (s->dev->info.max_alloc_bytes && bytes > s->dev->info.max_alloc_bytes) {
+        nmt_log(&s->dev->log, NMT_LOG_ERROR,
+                "a session buffer of %zu bytes exceeds the device's largest allocation (%llu bytes)",
+                bytes, (unsigned long long)s->dev->info.max_alloc_bytes);
         return NMT_ERR_DEVICE_MEMORY;
+    }
     NMT_TRY(nmt_device_buffer(s->dev, bytes, init, &node->mem));
     node->next = s->bufs;
     s->bufs = node;
@@ -234,6 +239,13 @@ nmt_status nmt_session_create(nmt_device *dev, const nmt_session_params *params,
         return st;
     }
     s->arena = a;
+    /* Everything the session uses now lives in the arena (tokenizers copy
+     * their .model bytes) or on the device (weights are uploaded): drop the
+     * model image, so a model file truncated or replaced while the session
+     * runs cannot reach it (issue 21), and nothing can point into it. */
+    if (s->mapped) nmt_unmap_file(&s->map);
+    s->mapped = 0;
+    memset(&s->file, 0, sizeof s->file);
     *out = s;
     nmt_log(&dev->log, NMT_LOG_INFO, "session: %zu arena bytes, %llu device bytes", a.high,
             (unsigned long long)s->device_bytes);

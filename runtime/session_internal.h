@@ -17,9 +17,9 @@ struct nmt_session {
     nmt_device *dev;
     nmt_ops ops;
     nmt_arena arena;           /* the caller's memory; high = arena bytes used */
-    nmt_mapping map;           /* model file mapping when opened by path */
+    nmt_mapping map;           /* model file mapping when opened by path, during create only */
     int mapped;
-    nmt_file file;             /* validated model image */
+    nmt_file file;             /* validated model image, during create only (zeroed after) */
     const nmt_family *fam;
     void *fam_state;
     _Alignas(16) unsigned char cfg[NMT_FAMILY_CFG_BYTES];

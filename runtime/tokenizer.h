@@ -1,9 +1,10 @@
 /* tokenizer.h — the SentencePiece-compatible tokenizer (internal view).
  *
- * A tokenizer reads a SentencePiece `.model` file (protobuf ModelProto) in
- * place: pieces, scores and the normalizer's precompiled charsmap stay in
- * the caller's bytes (the mapped .nmt file or a caller buffer) and are
- * addressed by offset.  Everything else — the piece table, the sorted piece
+ * A tokenizer copies a SentencePiece `.model` file (protobuf ModelProto)
+ * into its arena and reads it in place there: pieces, scores and the
+ * normalizer's precompiled charsmap stay in that copy and are addressed by
+ * offset, so nothing refers to the caller's bytes (the mapped .nmt file or a
+ * caller buffer) once planning is done.  Everything else — the piece table, the sorted piece
  * indexes used for lookups, and the per-sentence scratch (normalized text,
  * Viterbi lattice or BPE symbols, output ids) — is planned into an arena
  * from `max_text_bytes`, the bound on the bytes of one input sentence.
@@ -80,7 +81,7 @@ typedef struct nmt_sp_pair {
 } nmt_sp_pair;
 
 struct nmt_tokenizer {
-    const uint8_t *blob;    /* the .model bytes (caller-owned) */
+    const uint8_t *blob;    /* (size) the .model bytes: the arena's copy */
     size_t size;
     /* trainer spec */
     int model_type;
@@ -124,7 +125,8 @@ struct nmt_tokenizer {
 
 /* Parse and validate a .model image and plan every table and scratch buffer
  * into `a` (a measuring arena only sizes; the tables are filled only on a
- * real arena).  The image must outlive the tokenizer.  Statuses:
+ * real arena).  The image is copied into `a` (its bytes are counted by the
+ * measuring pass); it need not outlive the call.  Statuses:
  * NMT_ERR_TOKENIZER_MODEL (malformed or inconsistent file),
  * NMT_ERR_UNSUPPORTED (WORD/CHAR models, a denormalizer),
  * NMT_ERR_ARENA_TOO_SMALL, NMT_ERR_INVALID_ARGUMENT. */

@@ -1,4 +1,5 @@
-/* tokenizer_model.c — reading a SentencePiece .model file in place.
+/* tokenizer_model.c — reading a SentencePiece .model file (copied into the
+ * tokenizer's arena, then read in place there).
  *
  * The file is a protobuf `ModelProto` (sentencepiece_model.proto).  We read
  * the wire format directly: varints, fixed32/fixed64 and length-delimited
@@ -369,6 +370,16 @@ nmt_status nmt_tok_plan(nmt_tokenizer *t, nmt_arena *a, const void *model, size_
     t->ns.add_dummy_prefix = t->ns.remove_extra_ws = t->ns.escape_ws = 1;
     t->max_text_bytes = max_text_bytes;
     NMT_CHECK(size > 0, PB_BAD);
+    /* The model bytes are copied into the arena first and parsed there, so
+     * that no table points into the caller's image: a session's image is
+     * its mapped model file, which may be truncated or replaced while the
+     * session runs (issue 21).  The measuring pass reads the image itself. */
+    uint8_t *copy = nmt_arena_alloc(a, size, 1);
+    NMT_CHECK(copy != NULL, NMT_ERR_ARENA_TOO_SMALL);
+    if (!nmt_arena_measuring(a)) {
+        memcpy(copy, model, size);
+        t->blob = copy;
+    }
 
     /* pass 1: specs and counts, everything validated */
     uint32_t n = 0;

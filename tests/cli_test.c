@@ -1,9 +1,8 @@
 /* cli_test.c — runs the built `nmt-edge` (and `nmt-edge-convert random` for
  * a model) as a user would: stdin in, stdout/stderr/exit status out.  Checks
  * the output formats, that the CLI's greedy translations and scores are the
- * library's own, and every error path (exit 1 for input/model/device errors
- * with a message naming the line, exit 2 for usage errors, nothing on stdout
- * for a failing batch). */
+ * library's own, and the model, device and usage error paths (exit 1 / 2).
+ * Input errors and what the batch runner writes before them: cli_batch_test.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,70 +19,13 @@
 #include <unistd.h>
 
 #include "nmt_edge.h"
+#include "cli_common.h"
 #include "test_util.h"
-
-#ifndef NMT_EDGE_BIN
-#error "NMT_EDGE_BIN must name the nmt-edge executable"
-#endif
-#ifndef NMT_CONVERT_BIN
-#error "NMT_CONVERT_BIN must name the nmt-edge-convert executable"
-#endif
 
 #define VOCAB 50
 #define MAX_LINES 64
 
-static char g_dir[256];
-static char g_model[320];
-
-/* ------------------------------------------------------------------------ */
-/* Running a program                                                        */
-/* ------------------------------------------------------------------------ */
-
-typedef nmt_test_proc run_result; /* status, out (out_len), err */
-
-/* Run nmt-edge with the given arguments (NULL-terminated). */
-static void run_cli(run_result *r, const char *in, ...) {
-    char *argv[40];
-    int n = 0;
-    argv[n++] = (char *)NMT_EDGE_BIN;
-    va_list ap;
-    va_start(ap, in);
-    const char *a;
-    while ((a = va_arg(ap, const char *)) != NULL) {
-        assert_true(n < 39);
-        argv[n++] = (char *)a;
-    }
-    va_end(ap);
-    argv[n] = NULL;
-    nmt_test_run(argv, in, g_dir, r);
-    if (r->status != 0 && r->status != 1 && r->status != 2)
-        fprintf(stderr, "nmt-edge exited %d; stderr:\n%s\n", r->status, r->err);
-}
-
-static void free_result(run_result *r) { nmt_test_proc_free(r); }
-
-/* Assert the status; show stderr when it is not what we expect. */
-static void expect_status(const run_result *r, int status) {
-    if (r->status != status)
-        fprintf(stderr, "expected exit %d, got %d; stderr:\n%s\n", status, r->status, r->err);
-    assert_int_equal(r->status, status);
-}
-
-/* Split stdout into lines (in place); every line must end with '\n'. */
-static int split_lines(run_result *r, char **lines, int max) {
-    int n = 0;
-    char *p = r->out;
-    if (r->out_len) assert_int_equal(r->out[r->out_len - 1], '\n');
-    while (*p) {
-        assert_true(n < max);
-        lines[n++] = p;
-        char *nl = strchr(p, '\n');
-        assert_non_null(nl);
-        *nl = '\0';
-        p = nl + 1;
-    }
-    return n;
-}
+/* Running the program, the models: cli_common.c. */
 
 /* Assert `s` is space-separated integers in [0, VOCAB); returns the count. */
 static int check_ids(const char *s) {
@@ -164,51 +106,6 @@ static void ids_batch_fill(ids_batch *ib, const char *const *sents, uint32_t n) 
         ib->ptrs[i] = ib->ids[i];
     }
     ib->b = (nmt_batch){.tokens = ib->ptrs, .lens = ib->lens, .n = n};
-}
-
-/* ------------------------------------------------------------------------ */
-/* Fixture                                                                  */
-/* ------------------------------------------------------------------------ */
-
-static char g_text_model[300]; /* the same shape with an embedded tokenizer */
-#define SPM_FIXTURE NMT_TEST_FIXTURES "/spm/uni_nfkc.model"
-
-static int group_setup(void **state) {
-    (void)state;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(g_dir, sizeof g_dir, "%s/nmt-cli-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (mkdtemp(g_dir) == NULL) return -1;
-    snprintf(g_model, sizeof g_model, "%s/model.nmt", g_dir);
-    char *argv[] = {(char *)NMT_CONVERT_BIN, "random", "-o", g_model, "--d-model", "32",
-                    "--heads", "4", "--ff", "64", "--enc-layers", "1", "--dec-layers", "1",
-                    "--src-vocab", "50", "--tgt-vocab", "50", "--seed", "1", NULL};
-    run_result r;
-    nmt_test_run(argv, NULL, g_dir, &r);
-    if (r.status != 0) fprintf(stderr, "nmt-edge-convert random failed (%d):\n%s\n", r.status, r.err);
-    int ok = r.status == 0;
-    free_result(&r);
-    snprintf(g_text_model, sizeof g_text_model, "%s/text.nmt", g_dir);
-    char *argv2[] = {(char *)NMT_CONVERT_BIN, "random", "-o", g_text_model, "--d-model", "32",
-                     "--heads", "4", "--ff", "64", "--enc-layers", "1", "--dec-layers", "1",
-                     "--src-vocab", "600", "--tgt-vocab", "600", "--seed", "1", "--sp-model",
-                     SPM_FIXTURE, NULL};
-    nmt_test_run(argv2, NULL, g_dir, &r);
-    if (r.status != 0) fprintf(stderr, "nmt-edge-convert random --sp-model failed (%d):\n%s\n", r.status, r.err);
-    ok = ok && r.status == 0;
-    free_result(&r);
-    return ok ? 0 : -1;
-}
-
-static int group_teardown(void **state) {
-    (void)state;
-    const char *names[] = {"model.nmt", "text.nmt", "corrupt.nmt", "stdin", "stdout", "stderr"};
-    char path[400];
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        snprintf(path, sizeof path, "%s/%s", g_dir, names[i]);
-        unlink(path);
-    }
-    rmdir(g_dir);
-    return 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -440,60 +337,6 @@ static void test_score(void **state) {
         assert_true(isfinite(v) && v < 0.0);
         assert_true(fabs(v - want[i]) <= 1e-4 * (1.0 + fabs(want[i])));
     }
-    free_result(&r);
-}
-
-/* ------------------------------------------------------------------------ */
-/* Input errors: exit 1, the line named, nothing on stdout for the batch    */
-/* ------------------------------------------------------------------------ */
-
-static void expect_input_error(const char *in, const char *cmd, const char *must1,
-                               const char *must2, const char *batch) {
-    run_result r;
-    run_cli(&r, in, cmd, "--model", g_model, "--max-src-len", "16", "--batch", batch, NULL);
-    expect_status(&r, 1);
-    assert_int_equal(r.out_len, 0);
-    assert_non_null(strstr(r.err, "nmt-edge: "));
-    if (strstr(r.err, must1) == NULL || (must2 && strstr(r.err, must2) == NULL))
-        fprintf(stderr, "stderr lacks '%s'/'%s':\n%s\n", must1, must2 ? must2 : "", r.err);
-    assert_non_null(strstr(r.err, must1));
-    if (must2) assert_non_null(strstr(r.err, must2));
-    free_result(&r);
-}
-
-static void test_input_errors(void **state) {
-    (void)state;
-    expect_input_error("1 2\n3 x 4\n", "translate", "line 2", "'x'", "8");
-    expect_input_error("1 2\n-3\n", "translate", "line 2", "-3", "8");
-    expect_input_error("1 2\n3 4\n5 6\n1.5\n", "translate", "line 4", NULL, "8");
-    expect_input_error("99999999999\n", "translate", "line 1", "99999999999", "8");
-    expect_input_error("2147483648\n", "translate", "line 1", NULL, "8");
-    expect_input_error("1\n2 3 50\n", "translate", "line 2", "out of range", "8");
-    expect_input_error("1\n2 3 2147483647\n", "translate", "line 2", "out of range", "8");
-    expect_input_error("1 2\t3 50\n", "score", "line 1", "out of range", "8");
-    expect_input_error("1 2\t3\t4\n", "score", "line 1", "TAB", "8");
-    expect_input_error("1 2 3\n", "score", "line 1", "TAB", "8");
-    expect_input_error("1 2\t3 y\n", "score", "line 1", "'y'", "8");
-    /* longer than --max-src-len 16 (EOS not counted) */
-    expect_input_error("1 2\n1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20\n", "translate",
-                       "line 2", "max-src-len", "8");
-    /* a 1 MB line: no crash, a message */
-    size_t big = 500000;
-    char *huge = malloc(2 * big + 2);
-    assert_non_null(huge);
-    for (size_t i = 0; i < big; i++) memcpy(huge + 2 * i, "7 ", 2);
-    huge[2 * big] = '\n';
-    huge[2 * big + 1] = '\0';
-    expect_input_error(huge, "translate", "line 1", "max-src-len", "8");
-    free(huge);
-
-    /* an error in the second batch: the first batch was printed, no more */
-    run_result r;
-    run_cli(&r, "1 2\n3 4\n5 z\n", "translate", "--model", g_model, "--batch", "2", NULL);
-    expect_status(&r, 1);
-    char *lines[MAX_LINES];
-    assert_int_equal(split_lines(&r, lines, MAX_LINES), 2);
-    assert_non_null(strstr(r.err, "line 3"));
     free_result(&r);
 }
 
@@ -788,7 +631,6 @@ int main(void) {
         cmocka_unit_test(test_greedy_matches_library),
         cmocka_unit_test(test_nbest),
         cmocka_unit_test(test_score),
-        cmocka_unit_test(test_input_errors),
         cmocka_unit_test(test_missing_model),
         cmocka_unit_test(test_corrupt_model),
         cmocka_unit_test(test_no_device),
@@ -799,5 +641,5 @@ int main(void) {
         cmocka_unit_test(test_tokenize_fixture),
         cmocka_unit_test(test_tokenize_errors),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, cli_group_setup, cli_group_teardown);
 }

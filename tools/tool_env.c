@@ -3,6 +3,8 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 /* The variable's value when set and non-empty, else NULL. */
 static const char *env_nonempty(const char *name) {
@@ -23,4 +25,18 @@ void nmt_tool_device_params(nmt_device_params *dp, const char *device, char *cac
     dp->device = (device && *device) ? device : env_nonempty("NMT_EDGE_DEVICE");
     dp->cache_dir = cache_buf ? cache_dir(cache_buf, cap) : NULL;
     dp->kernel_dir = env_nonempty("NMT_EDGE_KERNEL_DIR");
+}
+
+uint64_t nmt_tool_host_memory_limit(void) {
+    uint64_t limit = UINT64_MAX;
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0) limit = (uint64_t)pages * (uint64_t)page;
+    static const int which[] = {RLIMIT_AS, RLIMIT_DATA};
+    for (size_t i = 0; i < sizeof which / sizeof which[0]; i++) {
+        struct rlimit rl;
+        if (getrlimit(which[i], &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+            (uint64_t)rl.rlim_cur < limit)
+            limit = (uint64_t)rl.rlim_cur;
+    }
+    return limit;
 }

@@ -1,6 +1,7 @@
 /* tool_env.h — what the three programs (nmt-edge, nmt-edge-train,
  * nmt-edge-convert) read from the environment, written once: the device
- * selection, the kernel cache directory and the kernel source directory.
+ * selection, the kernel cache directory and the kernel source directory,
+ * and the host memory the process may take.
  * Not part of libnmtedge (a library reads no environment); each program
  * links nmtedge_tool. */
 #ifndef NMT_TOOL_ENV_H
@@ -9,6 +10,7 @@
 #include "nmt_edge.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Fill the device-selection fields of *dp, the same way in every program:
  *   device     `device` (the --device option) when non-empty, else
@@ -22,5 +24,11 @@
  * are.  The strings set point into `device`, the environment or cache_buf,
  * which must outlive the nmt_device_open call. */
 void nmt_tool_device_params(nmt_device_params *dp, const char *device, char *cache_buf, size_t cap);
+
+/* Bytes of host memory this process may take: the least of the physical
+ * memory and the soft address-space and data limits (ulimit -v, ulimit -d);
+ * UINT64_MAX when none is known.  The programs refuse a session arena larger
+ * than this before allocating it (docs/RELIABILITY.md, resource limits). */
+uint64_t nmt_tool_host_memory_limit(void);
 
 #endif

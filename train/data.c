@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "tool_file.h"
 
 /* ---- corpus ------------------------------------------------------------- */
 
@@ -115,48 +116,16 @@ typedef struct text_file {
     uint64_t lines;
 } text_file;
 
+/* The whole corpus file (tool_file.h): a regular file, or a pipe such as
+ * `--src <(zcat corpus.gz)` up to NMT_TOOL_MAX_PIPE_BYTES; devices and
+ * directories are refused before anything is read. */
 static nmt_status read_text(const char *path, text_file *tf, char *err, size_t err_cap) {
     memset(tf, 0, sizeof *tf);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        nmt_errf(err, err_cap, "%s: cannot open: %s", path, strerror(errno));
-        return NMT_ERR_IO;
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    if (!buf) {
-        fclose(f);
-        nmt_errf(err, err_cap, "%s: out of memory", path);
-        return NMT_ERR_IO;
-    }
-    for (;;) {
-        if (n == cap) {
-            if (cap > SIZE_MAX / 2) {
-                free(buf);
-                fclose(f);
-                nmt_errf(err, err_cap, "%s: file too large", path);
-                return NMT_ERR_IO;
-            }
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                nmt_errf(err, err_cap, "%s: out of memory", path);
-                return NMT_ERR_IO;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) break;
-    }
-    int bad = ferror(f);
-    int saved = errno;
-    fclose(f);
-    if (bad) {
-        free(buf);
-        nmt_errf(err, err_cap, "%s: read error: %s", path, strerror(saved));
+    char why[NMT_TOOL_WHY_BYTES];
+    size_t n = 0;
+    char *buf = nmt_tool_read_file(path, NMT_TOOL_MAX_PIPE_BYTES, &n, why, sizeof why);
+    if (buf == NULL) {
+        nmt_errf(err, err_cap, "%s", why);
         return NMT_ERR_IO;
     }
     tf->data = buf;

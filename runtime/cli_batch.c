@@ -1,0 +1,576 @@
+/* cli_batch.c — the batch runner of the nmt-edge program, and `translate`
+ * and `score`, the two subcommands it drives through the library's batched
+ * calls (tokenize/detokenize use it too, from cli_tokenize.c).
+ *
+ * The runner (process_lines) reads lines from standard input or -i FILE,
+ * parses each into the pending batch through the subcommand's hooks
+ * (batch_job in cli.h) and runs the batch when it is full, when the input
+ * ends, or when a terminal or pipe pauses (no further byte ready to read:
+ * the partial batch is run), so that a user typing a sentence sees its
+ * translation at once; a regular file is read in full batches.
+ *
+ * Output integrity, the same for every subcommand:
+ *   - every line before the one that stops a run is written: a bad line
+ *     first runs the lines pending before it, then stops the run with a
+ *     message naming it ("line N: ...") and exit status 1;
+ *   - a batch the library rejects as over the limits is run again one
+ *     sentence at a time, so the message names the exact line and the limit
+ *     it breaks; with --skip-long that line gives an empty output line
+ *     (nothing with --n-best > 1) and the run goes on;
+ *   - output is written after every batch; a write error is a message and
+ *     exit status 1;
+ *   - -o FILE is replaced atomically: the output goes to a temporary file
+ *     beside FILE (symbolic links followed), renamed over it only when the
+ *     whole run succeeded; a failed run leaves FILE as it was and says so,
+ *     and a terminating signal removes the temporary.  -o refuses anything
+ *     but a regular file (a device, a pipe, a directory). */
+#define _XOPEN_SOURCE 700 /* realpath() */
+#include "cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ======================================================================== */
+/* Output: standard output, or -o FILE replaced atomically                  */
+/* ======================================================================== */
+
+/* The temporary file of -o, for the signal handler. */
+static char g_tmp[4200];
+static volatile sig_atomic_t g_tmp_live;
+
+static void remove_tmp_and_die(int sig) {
+    if (g_tmp_live) unlink(g_tmp);
+    raise(sig); /* SA_RESETHAND: the default action, once the handler returns */
+}
+
+/* Remove the temporary on the signals that end a program, unless the
+ * signal is ignored (nohup, a test's SIGXFSZ). */
+static void remove_tmp_on_signals(void) {
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGXFSZ};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction old, sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = remove_tmp_and_die;
+        sa.sa_flags = SA_RESETHAND;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+            sigaction(sigs[i], &sa, NULL);
+    }
+}
+
+/* -o FILE: check it, then create the temporary beside it. */
+static int open_output(batch_job *job, const char *path) {
+    snprintf(job->out_name, sizeof job->out_name, "'%.4000s'", path);
+    struct stat st;
+    int exists = stat(path, &st) == 0;
+    if (!exists && errno == ENOENT && lstat(path, &st) == 0) {
+        fprintf(stderr, PROG ": cannot write to %s: a symbolic link to a missing file\n", job->out_name);
+        return 1;
+    }
+    if (!exists && errno != ENOENT) {
+        fprintf(stderr, PROG ": cannot write to %s: %s\n", job->out_name, strerror(errno));
+        return 1;
+    }
+    if (exists && !S_ISREG(st.st_mode)) {
+        fprintf(stderr,
+                PROG ": cannot write to %s: not a regular file (-o replaces a file; write to "
+                     "standard output for a device or a pipe)\n",
+                job->out_name);
+        return 1;
+    }
+    job->out_path = exists ? realpath(path, NULL) : strdup(path);
+    if (job->out_path == NULL) {
+        fprintf(stderr, PROG ": cannot write to %s: %s\n", job->out_name, strerror(errno));
+        return 1;
+    }
+    /* DIR/.NAME.nmt-edge-XXXXXX: the same file system, so rename() is atomic */
+    const char *slash = strrchr(job->out_path, '/');
+    const int dir_len = slash ? (int)(slash - job->out_path) + 1 : 0;
+    size_t cap = strlen(job->out_path) + 32;
+    job->tmp_path = xrealloc(NULL, cap);
+    snprintf(job->tmp_path, cap, "%.*s.%s.nmt-edge-XXXXXX", dir_len, job->out_path,
+             job->out_path + dir_len);
+    mode_t mask = umask(0);
+    umask(mask);
+    remove_tmp_on_signals();
+    int fd = mkstemp(job->tmp_path);
+    if (fd < 0) {
+        fprintf(stderr, PROG ": cannot write to %s: creating the temporary file %s: %s\n",
+                job->out_name, job->tmp_path, strerror(errno));
+        free(job->tmp_path);
+        job->tmp_path = NULL;
+        return 1;
+    }
+    snprintf(g_tmp, sizeof g_tmp, "%s", job->tmp_path);
+    g_tmp_live = 1;
+    fchmod(fd, exists ? (st.st_mode & 07777) : (0666 & ~mask));
+    job->out_fd = fd;
+    return 0;
+}
+
+/* Write the batch's output; 1 (message printed) on a write error. */
+static int write_batch(batch_job *job, strbuf *b) {
+    const char *p = b->p;
+    size_t n = b->len;
+    b->len = 0;
+    while (n > 0) {
+        ssize_t k = write(job->out_fd, p, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) {
+            fprintf(stderr, PROG ": error writing %s: %s\n", job->out_name,
+                    strerror(k < 0 ? errno : EIO));
+            return 1;
+        }
+        p += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+int batch_open(batch_job *job, const cli_opts *o) {
+    job->batch = (uint32_t)o->batch;
+    job->skip_long = o->skip_long;
+    job->skipped = xrealloc(NULL, job->batch);
+    memset(job->skipped, 0, job->batch);
+    job->in_fd = 0;
+    job->out_fd = 1;
+    snprintf(job->in_name, sizeof job->in_name, "standard input");
+    snprintf(job->out_name, sizeof job->out_name, "standard output");
+    if (o->input != NULL) {
+        snprintf(job->in_name, sizeof job->in_name, "'%.4000s'", o->input);
+        job->in_fd = open(o->input, O_RDONLY | O_CLOEXEC);
+        if (job->in_fd < 0) {
+            fprintf(stderr, PROG ": cannot open %s: %s\n", job->in_name, strerror(errno));
+            return 1;
+        }
+    }
+    if (o->output != NULL && open_output(job, o->output) != 0) return 1;
+    cli_reader_init(&job->in, job->in_fd);
+    return 0;
+}
+
+int batch_close(batch_job *job, int rc) {
+    cli_reader_free(&job->in);
+    free(job->skipped);
+    job->skipped = NULL;
+    if (job->in_fd > 0) close(job->in_fd);
+    job->in_fd = -1;
+    if (job->tmp_path != NULL) {
+        if (rc == 0) {
+            int err = fsync(job->out_fd) != 0 ? errno : 0;
+            if (close(job->out_fd) != 0 && err == 0) err = errno;
+            if (err != 0) {
+                fprintf(stderr, PROG ": error writing %s: %s\n", job->out_name, strerror(err));
+                rc = 1;
+            } else if (rename(job->tmp_path, job->out_path) != 0) {
+                fprintf(stderr, PROG ": cannot replace %s: %s\n", job->out_name, strerror(errno));
+                rc = 1;
+            }
+        } else {
+            close(job->out_fd);
+        }
+        if (rc != 0) {
+            unlink(job->tmp_path);
+            fprintf(stderr, PROG ": nothing written to %s (the run failed; the file is as it was)\n",
+                    job->out_name);
+        }
+        g_tmp_live = 0;
+    }
+    free(job->tmp_path);
+    free(job->out_path);
+    job->tmp_path = job->out_path = NULL;
+    return rc;
+}
+
+/* ======================================================================== */
+/* The line loop                                                            */
+/* ======================================================================== */
+
+static const char *skip_note(const batch_job *job) {
+    return job->blank_skipped ? "its output is an empty line (--skip-long)"
+                              : "it has no output lines (--skip-long)";
+}
+
+static void skipped_output(const batch_job *job, strbuf *out) {
+    if (job->blank_skipped) sb_printf(out, "\n");
+}
+
+/* Run the pending batch (line first + 1 is its first) and append its
+ * output; on an error `out` holds the output of every line before it. */
+static int run_batch(batch_job *job, unsigned long first, strbuf *out) {
+    const uint32_t n = job->pending;
+    nmt_status st = job->call(job, 0, n);
+    int rc;
+    if (st == NMT_OK) {
+        for (uint32_t i = 0; i < n; i++) {
+            if (job->skipped[i]) skipped_output(job, out);
+            else if ((rc = job->append(job, i, first + i, out)) != 0) return rc;
+        }
+        return 0;
+    }
+    if (st != NMT_ERR_INPUT_TOO_LONG) return report_status(job->what, st, job->rt);
+    /* Text over the limits is only seen once tokenized: run the batch one
+     * sentence at a time to find it, keeping every other output. */
+    for (uint32_t i = 0; i < n; i++) {
+        if (job->skipped[i]) {
+            skipped_output(job, out);
+            continue;
+        }
+        st = job->call(job, i, 1);
+        if (st == NMT_ERR_INPUT_TOO_LONG) {
+            char why[512];
+            job->why_long(job, i, first + i + 1, why, sizeof why);
+            if (!job->skip_long) {
+                fprintf(stderr, PROG ": %s\n", why);
+                return 1;
+            }
+            fprintf(stderr, PROG ": %s; %s\n", why, skip_note(job));
+            skipped_output(job, out);
+            continue;
+        }
+        if (st != NMT_OK) return report_status(job->what, st, job->rt);
+        if ((rc = job->append(job, 0, first + i, out)) != 0) return rc;
+    }
+    return 0;
+}
+
+int process_lines(batch_job *job) {
+    strbuf out = {0};
+    char err[512];
+    unsigned long line_no = 0, first = 0;
+    int rc = 0;
+    for (;;) {
+        const char *line;
+        size_t n;
+        int got = cli_reader_line(&job->in, &line, &n), stop = 0, read_errno = errno;
+        if (got < 0) {
+            stop = 1; /* after the lines before it */
+        } else if (got > 0) {
+            size_t len = job->keep_cr ? n - (n > 0 && line[n - 1] == '\n') : cli_line_len(line, n);
+            int v = job->parse(job, line, len, ++line_no, err, sizeof err);
+            if (v == LINE_LONG && job->skip_long) {
+                fprintf(stderr, PROG ": %s; %s\n", err, skip_note(job));
+                job->skipped[job->pending] = 1;
+                v = LINE_OK;
+            }
+            if (v == LINE_OK) job->pending++;
+            else stop = 1; /* after the lines before it */
+        }
+        if (job->pending > 0 && (got <= 0 || stop || job->pending == job->batch ||
+                                 !cli_reader_ready(&job->in))) {
+            rc = run_batch(job, first, &out);
+            if (write_batch(job, &out) != 0) rc = 1;
+            first += job->pending;
+            memset(job->skipped, 0, job->pending);
+            job->pending = 0;
+            job->reset(job);
+            if (rc != 0) break;
+        }
+        if (stop && got < 0)
+            fprintf(stderr, PROG ": error reading %s: %s\n", job->in_name, strerror(read_errno));
+        else if (stop)
+            fprintf(stderr, PROG ": %s\n", err);
+        rc |= stop;
+        if (stop || got == 0) break;
+    }
+    free(out.p);
+    return rc;
+}
+
+/* ======================================================================== */
+/* Shared by the subcommands                                                */
+/* ======================================================================== */
+
+void append_text(strbuf *out, const char *s, size_t n) {
+    grow((void **)&out->p, &out->cap, out->len + n + 1, 1);
+    for (size_t i = 0; i < n; i++) out->p[out->len + i] = (s[i] == '\n' || s[i] == '\r') ? ' ' : s[i];
+    out->len += n;
+    out->p[out->len] = '\0';
+}
+
+static void append_ids(strbuf *out, const int32_t *ids, uint32_t n) {
+    for (uint32_t k = 0; k < n; k++) sb_printf(out, k ? " %d" : "%d", (int)ids[k]);
+}
+
+/* Sentences [lo, lo + n) of q as a library batch. */
+static nmt_batch seq_view(seq_buf *q, uint32_t lo, uint32_t n) {
+    cli_seqs_ptrs(q);
+    nmt_batch b = {.tokens = q->ptrs + lo, .lens = q->lens + lo, .n = n};
+    return b;
+}
+
+static nmt_text_batch text_view(cli_texts *q, uint32_t lo, uint32_t n) {
+    cli_texts_ptrs(q);
+    nmt_text_batch b = {.text = q->ptrs + lo, .lens = q->lens + lo, .n = n};
+    return b;
+}
+
+/* Drop the last sentence of q. */
+static void seqs_pop(seq_buf *q) {
+    q->n--;
+    q->n_ids = q->start[q->n];
+}
+
+/* The vocabulary and length rules of a live session for one side. */
+static side_rule session_rule(const runtime *rt, int target) {
+    nmt_model_info mi;
+    nmt_limits lim;
+    nmt_session_model_info(rt->s, &mi);
+    nmt_session_limits(rt->s, &lim);
+    uint32_t limit = target ? lim.max_tgt_len : lim.max_src_len;
+    side_rule r = {
+        .side = target ? "target" : "source",
+        .vocab = target ? mi.tgt_vocab : mi.src_vocab,
+        .max_tokens = limit,
+    };
+    snprintf(r.limit_hint, sizeof r.limit_hint, "%s %u%s", target ? "target limit" : "--max-src-len",
+             limit, target ? "; see --max-len" : "");
+    return r;
+}
+
+/* Text mode: the session's model embeds a tokenizer and --ids is not given. */
+static int text_mode(const cli_opts *o, const runtime *rt) {
+    return !o->ids && nmt_session_tokenizer(rt->s, 0) != NULL;
+}
+
+/* Why a text sentence is over the session's limits on one side: 1 and
+ * "line N is longer than the limits: ..." in err, or 0 when it is not. */
+static int text_over_limits(const runtime *rt, int target, const side_rule *r, const char *s,
+                            size_t len, unsigned long line_no, char *err, size_t cap) {
+    nmt_limits lim;
+    nmt_session_limits(rt->s, &lim);
+    if (len > lim.max_text_bytes) {
+        snprintf(err, cap,
+                 "line %lu is longer than the limits: %s sentence has %zu bytes, more than the "
+                 "limit of %u (--max-text-bytes %u)",
+                 line_no, r->side, len, lim.max_text_bytes, lim.max_text_bytes);
+        return 1;
+    }
+    nmt_tokenizer *tok = nmt_session_tokenizer(rt->s, target);
+    const int32_t *ids;
+    uint32_t n;
+    if (tok == NULL || nmt_tokenizer_encode(tok, s, len, &ids, &n) != NMT_OK || n <= r->max_tokens)
+        return 0;
+    snprintf(err, cap,
+             "line %lu is longer than the limits: %s sentence has %u tokens, more than the limit "
+             "of %u (%s)",
+             line_no, r->side, n, r->max_tokens, r->limit_hint);
+    return 1;
+}
+
+static void generic_long(unsigned long line_no, char *err, size_t cap) {
+    snprintf(err, cap, "line %lu is longer than the limits", line_no);
+}
+
+/* ======================================================================== */
+/* translate                                                                */
+/* ======================================================================== */
+
+typedef struct translate_job {
+    batch_job base;
+    runtime *rt;
+    nmt_decode_opts dopts;
+    side_rule src_rule;
+    int text;             /* the model's tokenizer reads and writes text */
+    int with_score;       /* --with-score */
+    seq_buf src;
+    cli_texts src_text;
+} translate_job;
+
+static int translate_parse(batch_job *job, const char *line, size_t len, unsigned long line_no,
+                           char *err, size_t cap) {
+    translate_job *t = (translate_job *)job;
+    if (t->text) {
+        cli_texts_add(&t->src_text, line, len);
+        return LINE_OK;
+    }
+    int rc = cli_parse_ids(line, line + len, line_no, &t->src_rule, &t->src, err, cap);
+    if (rc != 2) return rc == 0 ? LINE_OK : LINE_BAD;
+    char unused[8];
+    cli_parse_ids(line, line, line_no, &t->src_rule, &t->src, unused, sizeof unused);
+    return LINE_LONG;
+}
+
+static void translate_reset(batch_job *job) {
+    translate_job *t = (translate_job *)job;
+    cli_seqs_reset(&t->src);
+    cli_texts_reset(&t->src_text);
+}
+
+static nmt_status translate_call(batch_job *job, uint32_t lo, uint32_t n) {
+    translate_job *t = (translate_job *)job;
+    if (t->text) {
+        nmt_text_batch b = text_view(&t->src_text, lo, n);
+        return nmt_session_translate_text(t->rt->s, &b, &t->dopts);
+    }
+    nmt_batch b = seq_view(&t->src, lo, n);
+    return nmt_session_translate(t->rt->s, &b, &t->dopts);
+}
+
+/* The hypotheses of result i: one line, or with --n-best N > 1 up to N
+ * lines "INDEX ||| TEXT ||| SCORE"; --with-score: "SCORE ||| TEXT". */
+static int translate_append(batch_job *job, uint32_t i, unsigned long index, strbuf *out) {
+    translate_job *t = (translate_job *)job;
+    for (uint32_t r = 0; r < t->dopts.n_best; r++) {
+        const int32_t *ids;
+        const char *text;
+        size_t text_len;
+        uint32_t len;
+        float score, logprob;
+        nmt_status st;
+        if (t->text) st = nmt_session_result_text(t->rt->s, i, r, &text, &text_len, &score, &logprob);
+        else st = nmt_session_result(t->rt->s, i, r, &ids, &len, &score, &logprob);
+        /* the search may finish fewer than n_best hypotheses; print those */
+        if (st == NMT_ERR_INVALID_ARGUMENT && r > 0) break;
+        if (st != NMT_OK) return report_status("reading a translation failed", st, t->rt);
+        if (t->dopts.n_best > 1) sb_printf(out, "%lu ||| ", index);
+        else if (t->with_score) sb_printf(out, "%.6f ||| ", (double)score);
+        if (t->text) append_text(out, text, text_len);
+        else append_ids(out, ids, len);
+        if (t->dopts.n_best > 1) sb_printf(out, " ||| %.6f", (double)score);
+        sb_printf(out, "\n");
+    }
+    return 0;
+}
+
+static void translate_why_long(batch_job *job, uint32_t i, unsigned long line_no, char *err,
+                               size_t cap) {
+    translate_job *t = (translate_job *)job;
+    if (!t->text || !text_over_limits(t->rt, 0, &t->src_rule, t->src_text.ptrs[i], t->src_text.lens[i],
+                                      line_no, err, cap))
+        generic_long(line_no, err, cap);
+}
+
+int cmd_translate(const cli_opts *o) {
+    runtime rt = {0};
+    translate_job t = {
+        .base = {.parse = translate_parse, .call = translate_call, .append = translate_append,
+                 .why_long = translate_why_long, .reset = translate_reset,
+                 .what = "translation failed", .rt = &rt, .blank_skipped = o->n_best == 1},
+        .rt = &rt,
+        .dopts = {.beam = (uint32_t)o->beam, .alpha = (float)o->alpha, .alpha_set = 1,
+                  .max_len = (uint32_t)o->max_len, .n_best = (uint32_t)o->n_best},
+        .with_score = o->with_score,
+    };
+    int rc = batch_open(&t.base, o);
+    if (rc == 0) rc = open_session(o, o->beam, &rt);
+    if (rc == 0) {
+        t.src_rule = session_rule(&rt, 0);
+        t.text = text_mode(o, &rt);
+        cli_seqs_init(&t.src, (size_t)o->batch);
+        cli_texts_init(&t.src_text, (size_t)o->batch);
+        rc = process_lines(&t.base);
+        cli_seqs_free(&t.src);
+        cli_texts_free(&t.src_text);
+    }
+    close_runtime(&rt);
+    return batch_close(&t.base, rc);
+}
+
+/* ======================================================================== */
+/* score                                                                    */
+/* ======================================================================== */
+
+typedef struct score_job {
+    batch_job base;
+    runtime *rt;
+    side_rule rules[2];   /* source, target */
+    int text;
+    seq_buf seqs[2];
+    cli_texts texts[2];
+    float *logprob;       /* (batch) of the last call */
+} score_job;
+
+static int score_parse(batch_job *job, const char *line, size_t len, unsigned long line_no,
+                       char *err, size_t cap) {
+    score_job *sj = (score_job *)job;
+    size_t tab;
+    if (cli_split_pair(line, len, line_no, &tab, err, cap) != 0) return LINE_BAD;
+    if (sj->text) {
+        cli_texts_add(&sj->texts[0], line, tab);
+        cli_texts_add(&sj->texts[1], line + tab + 1, len - tab - 1);
+        return LINE_OK;
+    }
+    char tgt_err[256];
+    int a = cli_parse_ids(line, line + tab, line_no, &sj->rules[0], &sj->seqs[0], err, cap);
+    if (a == 1) return LINE_BAD;
+    int b = cli_parse_ids(line + tab + 1, line + len, line_no, &sj->rules[1], &sj->seqs[1], tgt_err,
+                          sizeof tgt_err);
+    if (b == 1 || (b == 2 && a == 0)) snprintf(err, cap, "%s", tgt_err);
+    if (a == 0 && b == 0) return LINE_OK;
+    if (a == 0) seqs_pop(&sj->seqs[0]);
+    if (b == 0) seqs_pop(&sj->seqs[1]);
+    if (b == 1) return LINE_BAD;
+    /* over the limits: empty placeholders keep both sides aligned */
+    for (int k = 0; k < 2; k++)
+        cli_parse_ids(line, line, line_no, &sj->rules[k], &sj->seqs[k], tgt_err, sizeof tgt_err);
+    return LINE_LONG;
+}
+
+static void score_reset(batch_job *job) {
+    score_job *sj = (score_job *)job;
+    for (int k = 0; k < 2; k++) {
+        cli_seqs_reset(&sj->seqs[k]);
+        cli_texts_reset(&sj->texts[k]);
+    }
+}
+
+static nmt_status score_call(batch_job *job, uint32_t lo, uint32_t n) {
+    score_job *sj = (score_job *)job;
+    if (sj->text) {
+        nmt_text_batch src = text_view(&sj->texts[0], lo, n), tgt = text_view(&sj->texts[1], lo, n);
+        return nmt_session_score_text(sj->rt->s, &src, &tgt, sj->logprob);
+    }
+    nmt_batch src = seq_view(&sj->seqs[0], lo, n), tgt = seq_view(&sj->seqs[1], lo, n);
+    return nmt_session_score(sj->rt->s, &src, &tgt, sj->logprob);
+}
+
+static int score_append(batch_job *job, uint32_t i, unsigned long index, strbuf *out) {
+    (void)index;
+    sb_printf(out, "%.6f\n", (double)((score_job *)job)->logprob[i]);
+    return 0;
+}
+
+static void score_why_long(batch_job *job, uint32_t i, unsigned long line_no, char *err, size_t cap) {
+    score_job *sj = (score_job *)job;
+    for (int k = 0; k < 2 && sj->text; k++)
+        if (text_over_limits(sj->rt, k, &sj->rules[k], sj->texts[k].ptrs[i], sj->texts[k].lens[i],
+                             line_no, err, cap))
+            return;
+    generic_long(line_no, err, cap);
+}
+
+int cmd_score(const cli_opts *o) {
+    runtime rt = {0};
+    score_job sj = {
+        .base = {.parse = score_parse, .call = score_call, .append = score_append,
+                 .why_long = score_why_long, .reset = score_reset, .what = "scoring failed",
+                 .rt = &rt, .blank_skipped = 1},
+        .rt = &rt,
+    };
+    int rc = batch_open(&sj.base, o);
+    if (rc == 0) rc = open_session(o, 1, &rt);
+    if (rc == 0) {
+        sj.text = text_mode(o, &rt);
+        for (int k = 0; k < 2; k++) {
+            sj.rules[k] = session_rule(&rt, k);
+            cli_seqs_init(&sj.seqs[k], (size_t)o->batch);
+            cli_texts_init(&sj.texts[k], (size_t)o->batch);
+        }
+        sj.logprob = xrealloc(NULL, (size_t)o->batch * sizeof *sj.logprob);
+        rc = process_lines(&sj.base);
+        for (int k = 0; k < 2; k++) {
+            cli_seqs_free(&sj.seqs[k]);
+            cli_texts_free(&sj.texts[k]);
+        }
+        free(sj.logprob);
+    }
+    close_runtime(&rt);
+    return batch_close(&sj.base, rc);
+}

@@ -1,0 +1,695 @@
+/* cli_batch_test.c — the batch runner of `nmt-edge` (runtime/cli_batch.c),
+ * run as a user would (issue 21, items 7, 13 and 14):
+ *   - every line before the one that stops a run is written, for translate,
+ *     score and tokenize alike, and the message names that exact line and
+ *     why (a line without a TAB, an id out of range, a sentence over the
+ *     limits in ids or text mode); --skip-long makes an over-long line an
+ *     empty output line in score as in translate;
+ *   - a sentence typed into a pipe is translated and written before the next
+ *     one arrives (and the line reader's look-ahead, driven directly);
+ *   - --with-score, -i / -o: -o FILE replaced only by a successful run, a
+ *     device refused, write errors and signals leave FILE as it was.
+ * Expected outputs are the program's own outputs for the good lines alone,
+ * compared byte for byte; messages are compared whole. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli_common.h"
+#include "cli_input.h"
+#include "test_util.h"
+
+/* ------------------------------------------------------------------------ */
+/* Helpers                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* stdout of a run that must succeed, malloc'd and NUL-terminated. */
+static char *good_output(const char *in, ...) {
+    run_result r;
+    va_list ap;
+    va_start(ap, in);
+    run_cli_va(&r, in, ap);
+    va_end(ap);
+    expect_status(&r, 0);
+    assert_string_equal(r.err, "");
+    char *out = r.out;
+    r.out = NULL;
+    free_result(&r);
+    return out;
+}
+
+static char *concat(const char *a, const char *b) {
+    char *s = malloc(strlen(a) + strlen(b) + 1);
+    assert_non_null(s);
+    strcpy(s, a);
+    strcat(s, b);
+    return s;
+}
+
+/* The first `n` lines of `s` (malloc'd). */
+static char *first_lines(const char *s, int n) {
+    const char *p = s;
+    for (int i = 0; i < n; i++) {
+        p = strchr(p, '\n');
+        assert_non_null(p);
+        p++;
+    }
+    char *out = malloc((size_t)(p - s) + 1);
+    assert_non_null(out);
+    memcpy(out, s, (size_t)(p - s));
+    out[p - s] = '\0';
+    return out;
+}
+
+/* Number of tokens the text model's tokenizer makes of `text`. */
+static int count_tokens(const char *text, int target) {
+    char *in = concat(text, "\n");
+    char *ids = target ? good_output(in, "tokenize", "--model", g_text_model, "--target", NULL)
+                       : good_output(in, "tokenize", "--model", g_text_model, NULL);
+    int n = ids[0] != '\n';
+    for (const char *p = ids; *p; p++) n += *p == ' ';
+    free(in);
+    free(ids);
+    return n;
+}
+
+/* Ten good score pairs: text, or ids of the 50-word model (static). */
+static const char *ten_pairs(int ids) {
+    static char buf[2][1024];
+    buf[ids][0] = '\0';
+    for (int i = 0; i < 10; i++) {
+        char line[96];
+        snprintf(line, sizeof line, ids ? "%d 2 3\t%d 7\n" : "a test %d\tein Test %d\n", i + 1, 40 - i);
+        strcat(buf[ids], line);
+    }
+    return buf[ids];
+}
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void expect_run(const run_result *r, int status, const char *out, const char *err) {
+    expect_status(r, status);
+    assert_string_equal(r->err, err);
+    assert_int_equal(r->out_len, strlen(out));
+    assert_string_equal(r->out, out);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Item 7: every line before the stopping one is written, the line named    */
+/* ------------------------------------------------------------------------ */
+
+/* 10 good lines, then one without a TAB: 10 scores, "line 11". */
+static void test_score_line_without_tab(void **state) {
+    (void)state;
+    const char *sets[2] = {ten_pairs(0), ten_pairs(1)};
+    const char *models[2] = {g_text_model, g_model};
+    for (int k = 0; k < 2; k++) {
+        char *want = good_output(sets[k], "score", "--model", models[k], NULL);
+        char *in = concat(sets[k], "1 2 3 without a tab\n4\t5\n");
+        run_result r;
+        run_cli(&r, in, "score", "--model", models[k], NULL);
+        expect_run(&r, 1, want, "nmt-edge: line 11: expected SOURCE<TAB>TARGET (exactly one TAB)\n");
+        free_result(&r);
+        free(in);
+        free(want);
+    }
+}
+
+/* Text mode: line 11 over --max-src-len is found by the per-sentence retry
+ * of the shared runner; --skip-long gives an empty line and goes on. */
+static void test_score_long_text_line(void **state) {
+    (void)state;
+    const char *ten = ten_pairs(0);
+    const char *longer = "w w w w w w w w w w w w w w w w w w w w w w";
+    const int n_tok = count_tokens(longer, 0);
+    assert_true(n_tok > 16);
+    char line11[256], msg[512];
+    snprintf(line11, sizeof line11, "%s\tok\n", longer);
+    char *want10 = good_output(ten, "score", "--model", g_text_model, "--max-src-len", "16", NULL);
+    char *want12 = good_output("the last one\tder letzte\n", "score", "--model", g_text_model, NULL);
+    char *head = concat(ten, line11), *in = concat(head, "the last one\tder letzte\n");
+    snprintf(msg, sizeof msg,
+             "nmt-edge: line 11 is longer than the limits: source sentence has %d tokens, more "
+             "than the limit of 16 (--max-src-len 16)\n",
+             n_tok);
+    run_result r;
+    run_cli(&r, in, "score", "--model", g_text_model, "--max-src-len", "16", NULL);
+    expect_run(&r, 1, want10, msg);
+    free_result(&r);
+
+    run_cli(&r, in, "score", "--model", g_text_model, "--max-src-len", "16", "--skip-long", NULL);
+    char *blank = concat(want10, "\n"), *want = concat(blank, want12);
+    msg[strlen(msg) - 1] = '\0';
+    char *skip_msg = concat(msg, "; its output is an empty line (--skip-long)\n");
+    expect_run(&r, 0, want, skip_msg);
+    free_result(&r);
+
+    /* the target side, against --max-len */
+    const int n_tgt = count_tokens(longer, 1);
+    assert_true(n_tgt > 5);
+    char *pair = concat("a\t", longer);
+    char *pair_in = concat(pair, "\n");
+    snprintf(msg, sizeof msg,
+             "nmt-edge: line 1 is longer than the limits: target sentence has %d tokens, more "
+             "than the limit of 5 (target limit 5; see --max-len)\n",
+             n_tgt);
+    run_cli(&r, pair_in, "score", "--model", g_text_model, "--max-len", "5", NULL);
+    expect_run(&r, 1, "", msg);
+    free_result(&r);
+    free(pair);
+    free(pair_in);
+    free(skip_msg);
+    free(blank);
+    free(want);
+    free(head);
+    free(in);
+    free(want10);
+    free(want12);
+}
+
+/* Ids mode: the same through the parser's limit check. */
+static void test_score_long_id_line(void **state) {
+    (void)state;
+    const char *ten = ten_pairs(1);
+    char *want10 = good_output(ten, "score", "--model", g_model, "--max-src-len", "16", NULL);
+    char *want12 = good_output("9 8\t7 6\n", "score", "--model", g_model, NULL);
+    char *head = concat(ten, "1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1\t5\n");
+    char *in = concat(head, "9 8\t7 6\n");
+    const char *msg = "nmt-edge: line 11: source sentence has 17 tokens, more than the limit of 16 "
+                      "(--max-src-len 16)";
+    char *msg_nl = concat(msg, "\n"), *skip_msg = concat(msg, "; its output is an empty line (--skip-long)\n");
+    run_result r;
+    run_cli(&r, in, "score", "--model", g_model, "--max-src-len", "16", NULL);
+    expect_run(&r, 1, want10, msg_nl);
+    free_result(&r);
+    run_cli(&r, in, "score", "--model", g_model, "--max-src-len", "16", "--skip-long", NULL);
+    char *blank = concat(want10, "\n"), *want = concat(blank, want12);
+    expect_run(&r, 0, want, skip_msg);
+    free_result(&r);
+    /* a malformed target still stops the run with --skip-long */
+    char *bad = concat(ten, "1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1\t5 x\n");
+    run_cli(&r, bad, "score", "--model", g_model, "--max-src-len", "16", "--skip-long", NULL);
+    expect_run(&r, 1, want10, "nmt-edge: line 11: target token 'x' is not a non-negative integer id\n");
+    free_result(&r);
+    free(bad);
+    free(blank);
+    free(want);
+    free(msg_nl);
+    free(skip_msg);
+    free(head);
+    free(in);
+    free(want10);
+    free(want12);
+}
+
+/* A bad line stops the run after the lines before it, which are written;
+ * the message names the line (moved here from cli_test.c, where the old
+ * contract, nothing written for the failing batch, was asserted). */
+static void expect_input_error(const char *in, const char *cmd, const char *must1,
+                               const char *must2, const char *batch) {
+    unsigned long bad_line = strtoul(must1 + 5, NULL, 10);
+    assert_true(bad_line >= 1);
+    char *good = first_lines(in, (int)bad_line - 1);
+    char *want = good_output(good, cmd, "--model", g_model, "--max-src-len", "16", "--batch", batch,
+                             NULL);
+    run_result r;
+    run_cli(&r, in, cmd, "--model", g_model, "--max-src-len", "16", "--batch", batch, NULL);
+    expect_status(&r, 1);
+    assert_string_equal(r.out, want);
+    assert_non_null(strstr(r.err, "nmt-edge: "));
+    if (strstr(r.err, must1) == NULL || (must2 && strstr(r.err, must2) == NULL))
+        fprintf(stderr, "stderr lacks '%s'/'%s':\n%s\n", must1, must2 ? must2 : "", r.err);
+    assert_non_null(strstr(r.err, must1));
+    if (must2) assert_non_null(strstr(r.err, must2));
+    free_result(&r);
+    free(good);
+    free(want);
+}
+
+static void test_input_errors(void **state) {
+    (void)state;
+    expect_input_error("1 2\n3 x 4\n", "translate", "line 2", "'x'", "8");
+    expect_input_error("1 2\n-3\n", "translate", "line 2", "-3", "8");
+    expect_input_error("1 2\n3 4\n5 6\n1.5\n", "translate", "line 4", NULL, "8");
+    expect_input_error("1 2\n3 4\n5 6\n1.5\n", "translate", "line 4", NULL, "2");
+    expect_input_error("99999999999\n", "translate", "line 1", "99999999999", "8");
+    expect_input_error("2147483648\n", "translate", "line 1", NULL, "8");
+    expect_input_error("1\n2 3 50\n", "translate", "line 2", "out of range", "8");
+    expect_input_error("1\n2 3 2147483647\n", "translate", "line 2", "out of range", "8");
+    expect_input_error("1 2\t3 50\n", "score", "line 1", "out of range", "8");
+    expect_input_error("1 2\t3\t4\n", "score", "line 1", "TAB", "8");
+    expect_input_error("1 2 3\n", "score", "line 1", "TAB", "8");
+    expect_input_error("1 2\t3 y\n", "score", "line 1", "'y'", "8");
+    expect_input_error("1\t2\n3\t4\n5\t6\n7 8\n", "score", "line 4", "TAB", "3");
+    /* longer than --max-src-len 16 (EOS not counted) */
+    expect_input_error("1 2\n1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20\n", "translate",
+                       "line 2", "max-src-len", "8");
+    /* a 1 MB line: no crash, a message */
+    size_t big = 500000;
+    char *huge = malloc(2 * big + 2);
+    assert_non_null(huge);
+    for (size_t i = 0; i < big; i++) memcpy(huge + 2 * i, "7 ", 2);
+    huge[2 * big] = '\n';
+    huge[2 * big + 1] = '\0';
+    expect_input_error(huge, "translate", "line 1", "max-src-len", "8");
+    free(huge);
+}
+
+/* tokenize: a line over --max-text-bytes after a good one in its batch. */
+static void test_tokenize_long_line(void **state) {
+    (void)state;
+    char *want = good_output("ab\n", "tokenize", "--sp-model", SPM_FIXTURE, NULL);
+    run_result r;
+    run_cli(&r, "ab\n123456789\nc\n", "tokenize", "--sp-model", SPM_FIXTURE, "--max-text-bytes", "8",
+            NULL);
+    expect_run(&r, 1, want, "nmt-edge: line 2: 9 bytes, more than --max-text-bytes 8\n");
+    free_result(&r);
+    free(want);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Item 13: a paused pipe is a batch                                        */
+/* ------------------------------------------------------------------------ */
+
+typedef struct child {
+    pid_t pid;
+    int in, out, err; /* our ends of its stdin, stdout (-1 if a file) and stderr pipes */
+} child;
+
+/* Start nmt-edge with args (NULL-terminated, without the program); stdin,
+ * stdout and stderr on pipes, or stdout into out_path.  fsize_limit >= 0:
+ * under RLIMIT_FSIZE, SIGXFSZ ignored (a write past it fails with EFBIG). */
+static child start(const char *const *args, const char *out_path, long fsize_limit) {
+    int to[2], from[2], from_err[2];
+    assert_int_equal(pipe(to), 0);
+    assert_int_equal(pipe(from), 0);
+    assert_int_equal(pipe(from_err), 0);
+    const char *argv[40];
+    int n = 0;
+    argv[n++] = NMT_EDGE_BIN;
+    while (*args) argv[n++] = *args++;
+    argv[n] = NULL;
+    fflush(NULL);
+    child c = {.pid = fork()};
+    assert_true(c.pid >= 0);
+    if (c.pid == 0) {
+        int o = out_path ? open(out_path, O_WRONLY) : from[1];
+        if (o < 0 || dup2(to[0], 0) < 0 || dup2(o, 1) < 0 || dup2(from_err[1], 2) < 0) _exit(126);
+        close(to[1]);
+        close(from[0]);
+        close(from_err[0]);
+        if (fsize_limit >= 0) {
+            struct rlimit rl = {.rlim_cur = (rlim_t)fsize_limit, .rlim_max = (rlim_t)fsize_limit};
+            signal(SIGXFSZ, SIG_IGN);
+            if (setrlimit(RLIMIT_FSIZE, &rl) != 0) _exit(125);
+        }
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(to[0]);
+    close(from[1]);
+    close(from_err[1]);
+    c.in = to[1];
+    c.out = from[0];
+    c.err = from_err[0];
+    if (out_path) {
+        close(c.out);
+        c.out = -1;
+    }
+    return c;
+}
+
+/* Read one line from fd within `seconds` into buf (NUL-terminated, '\n'
+ * kept); 0 when no whole line came in time. */
+static int read_line_within(int fd, char *buf, size_t cap, int seconds) {
+    size_t n = 0;
+    time_t end = time(NULL) + seconds;
+    while (n + 1 < cap) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int left = (int)(end - time(NULL));
+        if (left <= 0 || poll(&p, 1, left * 1000) <= 0) break;
+        ssize_t k = read(fd, buf + n, 1); /* byte by byte: nothing past the line */
+        if (k <= 0) break;
+        if (buf[n++] == '\n') {
+            buf[n] = '\0';
+            return 1;
+        }
+    }
+    buf[n] = '\0';
+    return 0;
+}
+
+static int wait_status(pid_t pid) {
+    int ws;
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+}
+
+/* One sentence written into the pipe comes back translated while the
+ * program waits for more (--batch 8), then the next one. */
+static void test_pipe_pause_runs_batch(void **state) {
+    (void)state;
+    char *want1 = good_output("1 2 3\n", "translate", "--model", g_model, "--beam", "1", NULL);
+    char *want2 = good_output("4 5 6 7\n", "translate", "--model", g_model, "--beam", "1", NULL);
+    char line[4096];
+    const char *args[] = {"translate", "--model", g_model, "--beam", "1", "--batch", "8", NULL};
+    child c = start(args, NULL, -1);
+    assert_int_equal(write(c.in, "1 2 3\n", 6), 6);
+    if (!read_line_within(c.out, line, sizeof line, 120))
+        fail_msg("no translation of the first line while the pipe stays open (got '%s')", line);
+    assert_string_equal(line, want1);
+    assert_int_equal(write(c.in, "4 5 6 7\n", 8), 8);
+    if (!read_line_within(c.out, line, sizeof line, 120))
+        fail_msg("no translation of the second line while the pipe stays open (got '%s')", line);
+    assert_string_equal(line, want2);
+    close(c.in);
+    assert_int_equal(read_line_within(c.out, line, sizeof line, 120), 0);
+    assert_string_equal(line, ""); /* end of output, nothing more */
+    close(c.out);
+    assert_int_equal(wait_status(c.pid), 0);
+    close(c.err);
+    free(want1);
+    free(want2);
+}
+
+/* The look-ahead the runner asks after each line. */
+static void test_reader_ready(void **state) {
+    (void)state;
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    cli_reader rd;
+    cli_reader_init(&rd, p[0]);
+    assert_int_equal(rd.pauses, 1);
+    const char *line;
+    size_t n;
+    assert_int_equal(write(p[1], "a\nb", 3), 3);
+    assert_int_equal(cli_reader_line(&rd, &line, &n), 1);
+    assert_int_equal(n, 2);
+    assert_memory_equal(line, "a\n", 2);
+    assert_int_equal(cli_reader_ready(&rd), 0); /* "b" waits for its end */
+    assert_int_equal(write(p[1], "\nc\n", 3), 3);
+    assert_int_equal(cli_reader_ready(&rd), 1);
+    assert_int_equal(cli_reader_line(&rd, &line, &n), 1);
+    assert_memory_equal(line, "b\n", 2);
+    assert_int_equal(cli_reader_ready(&rd), 1); /* "c\n" is buffered */
+    assert_int_equal(cli_reader_line(&rd, &line, &n), 1);
+    assert_memory_equal(line, "c\n", 2);
+    assert_int_equal(cli_reader_ready(&rd), 0);
+    close(p[1]);
+    assert_int_equal(cli_reader_ready(&rd), 1); /* hung up: reading ends at once */
+    assert_int_equal(cli_reader_line(&rd, &line, &n), 0);
+    cli_reader_free(&rd);
+    close(p[0]);
+
+    /* a regular file never pauses; a 200 kB line; a last line without LF */
+    char path[400];
+    snprintf(path, sizeof path, "%s/reader.txt", g_dir);
+    size_t big = 200000;
+    char *data = malloc(big + 3);
+    assert_non_null(data);
+    memset(data, 'x', big);
+    memcpy(data + big, "\ny", 3);
+    assert_int_equal(nmt_test_write_file(path, data, big + 2), 0);
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    cli_reader_init(&rd, fd);
+    assert_int_equal(rd.pauses, 0);
+    assert_int_equal(cli_reader_ready(&rd), 1);
+    assert_int_equal(cli_reader_line(&rd, &line, &n), 1);
+    assert_int_equal(n, big + 1);
+    assert_memory_equal(line, data, big + 1);
+    assert_int_equal(cli_reader_line(&rd, &line, &n), 1);
+    assert_int_equal(n, 1);
+    assert_int_equal(line[0], 'y');
+    assert_int_equal(cli_reader_line(&rd, &line, &n), 0);
+    cli_reader_free(&rd);
+    close(fd);
+    free(data);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Item 14: --with-score, -i / -o                                           */
+/* ------------------------------------------------------------------------ */
+
+/* "SCORE ||| TEXT": the best hypothesis and score the n-best list gives. */
+static void test_with_score(void **state) {
+    (void)state;
+    const char *in = "1 2 3\n\n4 5\n";
+    char *nbest = good_output(in, "translate", "--model", g_model, "--beam", "2", "--n-best", "2",
+                              "--max-len", "6", NULL);
+    /* the first line of each index "I ||| TEXT ||| SCORE" -> "SCORE ||| TEXT" */
+    char want[2048] = "";
+    long last = -1;
+    for (char *p = nbest; *p;) {
+        char *nl = strchr(p, '\n');
+        assert_non_null(nl);
+        *nl = '\0';
+        char *end;
+        long index = strtol(p, &end, 10);
+        assert_true(strncmp(end, " ||| ", 5) == 0);
+        char *text = end + 5, *sep = strstr(text, " ||| ");
+        assert_non_null(sep);
+        *sep = '\0';
+        if (index != last) {
+            assert_int_equal(index, last + 1);
+            snprintf(want + strlen(want), sizeof want - strlen(want), "%s ||| %s\n", sep + 5, text);
+            last = index;
+        }
+        p = nl + 1;
+    }
+    assert_int_equal(last, 2);
+    run_result r;
+    run_cli(&r, in, "translate", "--model", g_model, "--beam", "2", "--with-score", "--max-len", "6",
+            NULL);
+    expect_run(&r, 0, want, "");
+    free_result(&r);
+    free(nbest);
+}
+
+static void path_in_dir(char *buf, size_t cap, const char *name) {
+    snprintf(buf, cap, "%s/%s", g_dir, name);
+}
+
+/* Names in g_dir starting with ".NAME.nmt-edge-": temporaries of -o NAME. */
+static int count_temporaries(const char *name) {
+    char prefix[128];
+    snprintf(prefix, sizeof prefix, ".%s.nmt-edge-", name);
+    DIR *d = opendir(g_dir);
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    closedir(d);
+    return n;
+}
+
+static void expect_file(const char *path, const char *content) {
+    size_t n;
+    char *got = nmt_test_read_file(path, &n);
+    assert_non_null(got);
+    assert_int_equal(n, strlen(content));
+    assert_memory_equal(got, content, n);
+    free(got);
+}
+
+/* -i / -o give what stdin / stdout give, for every command of the runner;
+ * a new file gets the umask's permissions, a symbolic link is followed. */
+static void test_input_output_files(void **state) {
+    (void)state;
+    char in_path[400], out_path[400], link_path[400];
+    path_in_dir(in_path, sizeof in_path, "in.txt");
+    path_in_dir(out_path, sizeof out_path, "out.txt");
+    path_in_dir(link_path, sizeof link_path, "link.txt");
+    const char *in = "1 2 3\n4 5\n6\n";
+    assert_int_equal(nmt_test_write_file(in_path, in, strlen(in)), 0);
+    char *want = good_output(in, "translate", "--model", g_model, "--batch", "2", NULL);
+    unlink(out_path);
+    run_result r;
+    run_cli(&r, NULL, "translate", "--model", g_model, "--batch", "2", "-i", in_path, "-o", out_path,
+            NULL);
+    expect_run(&r, 0, "", "");
+    free_result(&r);
+    expect_file(out_path, want);
+    mode_t mask = umask(0);
+    umask(mask);
+    struct stat st;
+    assert_int_equal(stat(out_path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0666 & ~mask);
+    assert_int_equal(count_temporaries("out.txt"), 0);
+
+    /* through a symbolic link: the file it names is replaced, the link stays */
+    const char *pairs = "1 2\t3\n4\t5 6\n";
+    char *want_scores = good_output(pairs, "score", "--model", g_model, NULL);
+    unlink(link_path);
+    assert_int_equal(symlink("out.txt", link_path), 0);
+    run_cli(&r, pairs, "score", "--model", g_model, "--output", link_path, NULL);
+    expect_run(&r, 0, "", "");
+    free_result(&r);
+    expect_file(out_path, want_scores);
+    assert_int_equal(lstat(link_path, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+
+    /* tokenize and detokenize share the runner */
+    const char *text = "Hello world\nthis is a test\n";
+    assert_int_equal(nmt_test_write_file(in_path, text, strlen(text)), 0);
+    char *want_ids = good_output(text, "tokenize", "--sp-model", SPM_FIXTURE, NULL);
+    run_cli(&r, NULL, "tokenize", "--sp-model", SPM_FIXTURE, "-i", in_path, "-o", out_path, NULL);
+    expect_run(&r, 0, "", "");
+    free_result(&r);
+    expect_file(out_path, want_ids);
+    run_cli(&r, NULL, "detokenize", "--sp-model", SPM_FIXTURE, "-i", out_path, NULL);
+    expect_run(&r, 0, text, "");
+    free_result(&r);
+
+    run_cli(&r, "1\n", "translate", "--model", g_model, "-i", "/nonexistent/in.txt", NULL);
+    expect_run(&r, 1, "", "nmt-edge: cannot open '/nonexistent/in.txt': No such file or directory\n");
+    free_result(&r);
+    free(want);
+    free(want_scores);
+    free(want_ids);
+}
+
+/* A failed run leaves -o FILE as it was, says so, and leaves no temporary. */
+static void test_output_failed_run(void **state) {
+    (void)state;
+    char out_path[400], msg[1024];
+    path_in_dir(out_path, sizeof out_path, "kept.txt");
+    assert_int_equal(nmt_test_write_file(out_path, "old\n", 4), 0);
+    run_result r;
+    run_cli(&r, "1 2\n3 4\n5 z\n", "translate", "--model", g_model, "-o", out_path, NULL);
+    snprintf(msg, sizeof msg,
+             "nmt-edge: line 3: source token 'z' is not a non-negative integer id\n"
+             "nmt-edge: nothing written to '%s' (the run failed; the file is as it was)\n",
+             out_path);
+    expect_run(&r, 1, "", msg);
+    free_result(&r);
+    expect_file(out_path, "old\n");
+    assert_int_equal(count_temporaries("kept.txt"), 0);
+}
+
+/* -o onto a device or a directory: refused, the device untouched. */
+static void test_output_not_regular(void **state) {
+    (void)state;
+    const char *targets[] = {"/dev/full", g_dir};
+    for (int i = 0; i < 2; i++) {
+        char msg[1024];
+        snprintf(msg, sizeof msg,
+                 "nmt-edge: cannot write to '%s': not a regular file (-o replaces a file; write to "
+                 "standard output for a device or a pipe)\n",
+                 targets[i]);
+        run_result r;
+        run_cli(&r, "1 2\n", "translate", "--model", g_model, "-o", targets[i], NULL);
+        expect_run(&r, 1, "", msg);
+        free_result(&r);
+    }
+    struct stat st;
+    assert_int_equal(lstat("/dev/full", &st), 0);
+    assert_true(S_ISCHR(st.st_mode));
+}
+
+/* Run nmt-edge with `in` on stdin, stdout into out_path; its exit status,
+ * and stderr in *err (malloc'd). */
+static int run_limited(const char *const *args, const char *in, const char *out_path,
+                       long fsize_limit, char **err) {
+    child c = start(args, out_path, fsize_limit);
+    assert_int_equal(write(c.in, in, strlen(in)), (ssize_t)strlen(in));
+    close(c.in);
+    size_t len = 0, cap = 4096;
+    *err = malloc(cap);
+    assert_non_null(*err);
+    ssize_t k;
+    while (len + 1 < cap && (k = read(c.err, *err + len, cap - len - 1)) > 0) len += (size_t)k;
+    (*err)[len] = '\0';
+    close(c.err);
+    return wait_status(c.pid);
+}
+
+/* Write errors: a non-zero exit and the reason, for -o and stdout. */
+static void test_output_write_errors(void **state) {
+    (void)state;
+    char out_path[400], msg[1024];
+    path_in_dir(out_path, sizeof out_path, "big.txt");
+    assert_int_equal(nmt_test_write_file(out_path, "old\n", 4), 0);
+    const char *args[] = {"translate", "--model", g_model, "-o", out_path, NULL};
+    char *err;
+    /* 4 bytes: the file as it is may stay, one more byte may not be written */
+    int status = run_limited(args, "1 2\n3 4\n", "/dev/null", 4, &err);
+    snprintf(msg, sizeof msg,
+             "nmt-edge: error writing '%s': File too large\n"
+             "nmt-edge: nothing written to '%s' (the run failed; the file is as it was)\n",
+             out_path, out_path);
+    assert_int_equal(status, 1);
+    assert_string_equal(err, msg);
+    free(err);
+    expect_file(out_path, "old\n");
+    assert_int_equal(count_temporaries("big.txt"), 0);
+
+    const char *to_stdout[] = {"translate", "--model", g_model, NULL};
+    status = run_limited(to_stdout, "1 2\n", "/dev/full", -1, &err);
+    assert_int_equal(status, 1);
+    assert_string_equal(err, "nmt-edge: error writing standard output: No space left on device\n");
+    free(err);
+}
+
+/* SIGTERM while -o's temporary exists: it is removed, FILE as it was. */
+static void test_output_signal(void **state) {
+    (void)state;
+    char out_path[400], line[64];
+    path_in_dir(out_path, sizeof out_path, "sig.txt");
+    assert_int_equal(nmt_test_write_file(out_path, "old\n", 4), 0);
+    const char *args[] = {"translate", "--model", g_model, "-o", out_path, NULL};
+    child c = start(args, NULL, -1);
+    assert_int_equal(write(c.in, "1 2\n", 4), 4); /* then the program waits for more */
+    time_t end = time(NULL) + 120;
+    while (count_temporaries("sig.txt") == 0 && time(NULL) < end) sleep_ms(10);
+    assert_int_equal(count_temporaries("sig.txt"), 1);
+    sleep_ms(200);
+    assert_int_equal(kill(c.pid, SIGTERM), 0);
+    assert_int_equal(wait_status(c.pid), 128 + SIGTERM);
+    assert_int_equal(read_line_within(c.out, line, sizeof line, 1), 0);
+    assert_string_equal(line, "");
+    close(c.in);
+    close(c.out);
+    close(c.err);
+    assert_int_equal(count_temporaries("sig.txt"), 0);
+    expect_file(out_path, "old\n");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_score_line_without_tab),
+        cmocka_unit_test(test_score_long_text_line),
+        cmocka_unit_test(test_score_long_id_line),
+        cmocka_unit_test(test_input_errors),
+        cmocka_unit_test(test_tokenize_long_line),
+        cmocka_unit_test(test_pipe_pause_runs_batch),
+        cmocka_unit_test(test_reader_ready),
+        cmocka_unit_test(test_with_score),
+        cmocka_unit_test(test_input_output_files),
+        cmocka_unit_test(test_output_failed_run),
+        cmocka_unit_test(test_output_not_regular),
+        cmocka_unit_test(test_output_write_errors),
+        cmocka_unit_test(test_output_signal),
+    };
+    return cmocka_run_group_tests(tests, cli_group_setup, cli_group_teardown);
+}
