@@ -435,8 +435,64 @@ static void test_bad_input(void **state) {
     nmt_test_proc_free(&r);
 }
 
+/* --arch mgsa: a new MG-SA model trains and is written as arch mgsa with
+ * its phrase heads; bad MG-SA options are refused with their names. */
+static void test_mgsa(void **state) {
+    (void)state;
+    char src[512], tgt[512], dir[512], model[600];
+    path_in(src, sizeof src, "m.src");
+    path_in(tgt, sizeof tgt, "m.tgt");
+    path_in(dir, sizeof dir, "m-run");
+    write_reverse_task(src, tgt, 24, 11, NULL, NULL);
+    nmt_test_proc r;
+    char *argv[80];
+    char *ok[] = {"--arch", "mgsa", "--mg-layers", "1", "--mg-heads", "ngram:2 word", "--d-model", "16", "--heads",
+                  "2", "--ff", "32", "--enc-layers", "1", "--dec-layers", "1", "--max-steps", "2", "--eval-every",
+                  "0", NULL};
+    train_argv(argv, dir, src, tgt, ok);
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 0);
+    nmt_test_proc_free(&r);
+    snprintf(model, sizeof model, "%s/model.nmt", dir);
+    size_t size;
+    void *img = nmt_test_read_file(model, &size);
+    assert_non_null(img);
+    nmt_model_info info;
+    assert_int_equal(nmt_model_inspect(img, size, &info), NMT_OK);
+    assert_string_equal(info.arch, "mgsa");
+    assert_string_equal(info.enc_branches, "global"); /* the MG-SA default */
+    nmt_file f;
+    assert_int_equal(nmt_file_open(&f, img, size, 1), NMT_OK);
+    char heads[64];
+    assert_int_equal(nmt_file_get_str_or(&f, "mg_heads", "", heads, sizeof heads), NMT_OK);
+    assert_string_equal(heads, "ngram:2 word");
+    free(img);
+
+    char *bad_heads[] = {"--arch", "mgsa", "--mg-heads", "word", "--d-model", "16", "--heads", "2", NULL};
+    train_argv(argv, dir, src, tgt, bad_heads);
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 1);
+    assert_non_null(strstr(r.err, "cannot build the mgsa model: the options do not form a valid configuration of mgsa"));
+    nmt_test_proc_free(&r);
+
+    char *no_arch[] = {"--mg-heads", "word word", NULL};
+    train_argv(argv, dir, src, tgt, no_arch);
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 2);
+    assert_non_null(strstr(r.err, "--mg-layers and --mg-heads need --arch mgsa"));
+    nmt_test_proc_free(&r);
+
+    char *bogus[] = {"--arch", "rnn", NULL};
+    train_argv(argv, dir, src, tgt, bogus);
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 2);
+    assert_non_null(strstr(r.err, "invalid value 'rnn' for --arch (transformer or mgsa)"));
+    nmt_test_proc_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mgsa),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_sigterm_checkpoints),
         cmocka_unit_test(test_sigkill_resume_bit_exact),

@@ -26,11 +26,13 @@
 #include "checkpoint.h"
 #include "data.h"
 #include "format.h"
+#include "model_arch.h"
 #include "nmt_edge.h"
 #include "nmt_writer.h"
 #include "plot.h"
 #include "random_model.h"
 #include "tool_env.h"
+#include "tool_file.h"
 #include "schedule.h"
 #include "train_model.h"
 #include "train_opts.h"
@@ -52,22 +54,17 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* The whole of `path` (tool_file.h: regular files only).  NULL with errno
+ * set on failure; a refusal errno cannot say (a device, a pipe) is printed
+ * here, the caller adds the errno line. */
 static void *slurp(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    void *buf = NULL;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long n = ftell(f);
-        if (n >= 0 && fseek(f, 0, SEEK_SET) == 0) {
-            buf = malloc((size_t)n + 1);
-            if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-                free(buf);
-                buf = NULL;
-            }
-            *size = (size_t)n;
-        }
+    char why[NMT_TOOL_WHY_BYTES];
+    void *buf = nmt_tool_read_file(path, 0, size, why, sizeof why);
+    if (buf == NULL && (errno == ENODEV || errno == EFBIG)) {
+        int e = errno;
+        fprintf(stderr, PROG ": %s\n", why);
+        errno = e;
     }
-    fclose(f);
     return buf;
 }
 
@@ -277,6 +274,22 @@ static int new_model_image(run *r, void **img, size_t *size) {
     c.src_sp_size = r->spm_size;
     nmt_status s = nmt_random_transformer_image(&c, img, size);
     if (s != NMT_OK) return fail_status("cannot build the model (check the architecture options)", s);
+    if (strcmp(o->arch, "transformer") != 0) {
+        /* the same weights as the Transformer of this seed, as `arch` */
+        static const char *const keys[2] = {"mg_layers", "mg_heads"};
+        const char *const values[2] = {o->mg_layers, o->mg_heads};
+        char err[160] = "";
+        void *as = NULL;
+        size_t as_size = 0;
+        s = train_model_as_arch(*img, *size, o->arch, keys, values, 2, &as, &as_size, err, sizeof err);
+        free(*img);
+        *img = as;
+        *size = as_size;
+        if (s != NMT_OK) {
+            fprintf(stderr, PROG ": cannot build the %s model: %s (%s)\n", o->arch, err, nmt_status_str(s));
+            return 1;
+        }
+    }
     return 0;
 }
 

@@ -13,6 +13,7 @@
 
 static void defaults(train_opts *o) {
     memset(o, 0, sizeof *o);
+    o->arch = "transformer";
     o->d_model = 256;
     o->heads = 4;
     o->ff = 1024;
@@ -74,6 +75,12 @@ void train_opts_usage(FILE *f) {
 "\n"
 "Model (a new model; ignored with --resume or --init):\n"
 "  --init FILE         start from this model file instead of random weights\n"
+"  --arch NAME         transformer (HySAN; vanilla with global branches) or mgsa\n"
+"                      (MG-SA: phrase heads in chosen encoder layers; the encoder\n"
+"                      and decoder branches default to global) (transformer)\n"
+"  --mg-layers S       MG-SA: encoder layers with phrase heads, 1-based (\"1\")\n"
+"  --mg-heads S        MG-SA: one partition per head, word or ngram:N\n"
+"                      (\"word word ngram:2 ngram:3\")\n"
 "  --d-model N (256)  --heads N (4)  --ff N (1024)  --enc-layers N (2)  --dec-layers N (2)\n"
 "  --norm pre|post (post)  --fusion sum|concat|gate (gate)  --gate-reduction N (4)\n"
 "  --enc-branches S    HySAN encoder branches (\"global fw bw local:3\"; \"global\" =\n"
@@ -110,7 +117,8 @@ enum {
     O_MAX_RATIO, O_INIT, O_D_MODEL, O_HEADS, O_FF, O_ENC_LAYERS, O_DEC_LAYERS, O_NORM, O_FUSION, O_GATE_R,
     O_ENC_BR, O_DEC_BR, O_SEP_EMB, O_SCHED, O_LR, O_WARMUP, O_MAX_TOKENS, O_MAX_SEQS, O_ACCUM, O_DROPOUT,
     O_LS, O_CLIP, O_WD, O_MAX_STEPS, O_MAX_EPOCHS, O_MAX_TIME, O_SEED, O_LOG_EVERY, O_EVAL_EVERY,
-    O_SAVE_EVERY, O_KEEP, O_BEAM, O_DEV_BLEU_MAX, O_RESUME, O_DEVICE, O_NO_CACHE, O_QUIET, O_HELP
+    O_SAVE_EVERY, O_KEEP, O_BEAM, O_DEV_BLEU_MAX, O_RESUME, O_DEVICE, O_NO_CACHE, O_QUIET, O_HELP, O_ARCH,
+    O_MG_LAYERS, O_MG_HEADS
 };
 
 static const struct option LONG_OPTS[] = {
@@ -137,7 +145,9 @@ static const struct option LONG_OPTS[] = {
     {"keep", required_argument, 0, O_KEEP}, {"beam", required_argument, 0, O_BEAM},
     {"dev-bleu-max", required_argument, 0, O_DEV_BLEU_MAX}, {"resume", no_argument, 0, O_RESUME},
     {"device", required_argument, 0, O_DEVICE}, {"no-cache", no_argument, 0, O_NO_CACHE},
-    {"quiet", no_argument, 0, O_QUIET}, {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0}};
+    {"quiet", no_argument, 0, O_QUIET}, {"help", no_argument, 0, O_HELP}, {"arch", required_argument, 0, O_ARCH},
+    {"mg-layers", required_argument, 0, O_MG_LAYERS}, {"mg-heads", required_argument, 0, O_MG_HEADS},
+    {0, 0, 0, 0}};
 
 static int bad_value(const char *name, const char *val, const char *why) {
     fprintf(stderr, PROG ": invalid value '%s' for --%s (%s)\n", val, name, why);
@@ -175,7 +185,7 @@ int train_opts_parse(int argc, char **argv, train_opts *o, int *help) {
     defaults(o);
     *help = 0;
     opterr = 0;
-    int c, idx = 0;
+    int c, idx = 0, br_set = 0;
     const long BIG = 1L << 30;
     while ((c = getopt_long(argc, argv, "", LONG_OPTS, &idx)) != -1) {
         const char *name = NULL;
@@ -203,8 +213,11 @@ int train_opts_parse(int argc, char **argv, train_opts *o, int *help) {
         case O_NORM: o->norm = optarg; break;
         case O_FUSION: o->fusion = optarg; break;
         case O_GATE_R: r = parse_long(name, optarg, 1, 65536, &o->gate_r); break;
-        case O_ENC_BR: o->enc_branches = optarg; break;
-        case O_DEC_BR: o->dec_branches = optarg; break;
+        case O_ENC_BR: o->enc_branches = optarg, br_set |= 1; break;
+        case O_DEC_BR: o->dec_branches = optarg, br_set |= 2; break;
+        case O_ARCH: o->arch = optarg; break;
+        case O_MG_LAYERS: o->mg_layers = optarg; break;
+        case O_MG_HEADS: o->mg_heads = optarg; break;
         case O_SEP_EMB: o->separate_embeddings = 1; break;
         case O_SCHED: o->schedule = optarg; break;
         case O_LR: r = parse_double(name, optarg, 0, 1e3, &o->lr); break;
@@ -265,6 +278,14 @@ int train_opts_parse(int argc, char **argv, train_opts *o, int *help) {
     if (strcmp(o->fusion, "sum") && strcmp(o->fusion, "concat") && strcmp(o->fusion, "gate"))
         return bad_value("fusion", o->fusion, "sum, concat or gate");
     if (o->d_model % o->heads) return bad_value("heads", "", "must divide --d-model");
+    const int mgsa = !strcmp(o->arch, "mgsa");
+    if (!mgsa && strcmp(o->arch, "transformer")) return bad_value("arch", o->arch, "transformer or mgsa");
+    if (!mgsa && (o->mg_layers || o->mg_heads)) {
+        fprintf(stderr, PROG ": --mg-layers and --mg-heads need --arch mgsa\n");
+        return EXIT_USAGE;
+    }
+    if (mgsa && !(br_set & 1)) o->enc_branches = "global"; /* MG-SA is built on the vanilla Transformer */
+    if (mgsa && !(br_set & 2)) o->dec_branches = "global";
     if (o->lr < 0) o->lr = sched_parse(o->schedule) == SCHED_T2T ? 2.0 : 5e-4;
     return 0;
 }

@@ -12,9 +12,11 @@ typedef struct train_opts {
     const char *train_src, *train_tgt, *dev_src, *dev_tgt, *out_dir, *spm, *init, *device;
     int ids, resume, quiet, no_cache;
     /* architecture (new models) */
+    const char *arch;   /* "transformer" (HySAN) or "mgsa" */
     long d_model, heads, ff, enc_layers, dec_layers, vocab, gate_r;
     const char *norm, *enc_branches, *dec_branches, *fusion;
     int separate_embeddings;
+    const char *mg_layers, *mg_heads;  /* MG-SA; NULL: the family's defaults */
     /* optimisation */
     const char *schedule;
     double lr, dropout, label_smoothing, clip_norm, weight_decay;

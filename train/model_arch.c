@@ -1,0 +1,55 @@
+/* model_arch.c — a new model of a family extending the Transformer
+ * (model_arch.h). */
+#include "model_arch.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common.h"
+#include "family.h"
+#include "family_writer.h"
+#include "format.h"
+#include "transformer_cfg.h"
+
+static nmt_status fail(char *err, size_t cap, nmt_status s, const char *msg, const char *key) {
+    if (err && cap) snprintf(err, cap, "%s%s%s", msg, key ? " " : "", key ? key : "");
+    return s;
+}
+
+nmt_status train_model_as_arch(const void *tf, size_t tf_size, const char *arch, const char *const *keys,
+                               const char *const *values, size_t n, void **out, size_t *out_size, char *err,
+                               size_t err_cap) {
+    *out = NULL;
+    const nmt_family *fam = nmt_family_find(arch);
+    if (fam == NULL) return fail(err, err_cap, NMT_ERR_MODEL_ARCH, "unknown architecture", arch);
+    /* the families whose configuration struct and catalogue are the Transformer's */
+    if (fam->cfg_size != sizeof(nmt_tf_cfg) || fam->catalogue != nmt_family_transformer.catalogue)
+        return fail(err, err_cap, NMT_ERR_UNSUPPORTED, "cannot make a new model of architecture", arch);
+    nmt_file f;
+    NMT_TRY(nmt_file_open(&f, tf, tf_size, 1));
+    nmt_tf_cfg c;
+    NMT_TRY(nmt_family_parse(&nmt_family_transformer, &f, &c));
+    /* the family's keys past the Transformer's: the given values, else defaults */
+    for (uint32_t i = NMT_TF_N_HPARAMS; i < fam->n_hparams; i++) {
+        const nmt_hparam *hp = &fam->hparams[i];
+        const char *v = hp->def_str;
+        for (size_t k = 0; k < n; k++)
+            if (values[k] && !strcmp(keys[k], hp->key)) v = values[k];
+        if (v == NULL) continue;
+        nmt_status s = nmt_hparam_set_text(hp, &c, v);
+        if (s != NMT_OK) return fail(err, err_cap, s, "invalid value for", hp->flag);
+    }
+    nmt_status s = fam->finish(&c, ~0ull);
+    if (s != NMT_OK) return fail(err, err_cap, s, "the options do not form a valid configuration of", arch);
+    nmtw_writer *w = nmtw_create();
+    NMT_CHECK(w != NULL, NMT_ERR_IO);
+    s = nmtw_add_hparams(w, fam, &c);
+    for (uint32_t i = 0; i < f.h.n_tensors && s == NMT_OK; i++) {
+        nmt_tensor_view v;
+        s = nmt_file_tensor_at(&f, i, &v);
+        if (s == NMT_OK) s = nmtw_add_tensor(w, v.name, v.dtype, v.ndim, v.shape, v.data, v.scales);
+    }
+    if (s == NMT_OK) s = nmtw_write_memory(w, out, out_size);
+    nmtw_destroy(w);
+    return s;
+}
