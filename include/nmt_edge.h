@@ -184,7 +184,7 @@ NMT_API nmt_status nmt_device_list(nmt_device_list_fn fn, void *user);
 /** Summary of an .nmt file, filled by nmt_model_inspect(). */
 typedef struct nmt_model_info {
     uint32_t format_version;
-    char arch[32];              /**< "transformer" (HySAN; vanilla = global-only) */
+    char arch[32];              /**< "transformer" (HySAN; vanilla = global-only) or "mgsa" */
     uint32_t d_model, n_heads, d_ff, enc_layers, dec_layers;
     uint32_t src_vocab, tgt_vocab;
     char norm[8];               /**< "pre" or "post" */
@@ -203,6 +203,10 @@ typedef struct nmt_model_info {
     char dtype[8];              /**< storage of the 2-D weights: "fp32", "fp16", "int8" or "mixed"
                                      (1-D tensors, e.g. biases, are fp32 in converted models) */
     uint64_t file_size;
+    char family_config[400];    /**< the family's hyper-parameters the fields above do not
+                                     cover, "key value; key value" (MG-SA: mg_layers,
+                                     mg_heads, mg_compose, mg_interact); "" for the
+                                     Transformer / HySAN */
 } nmt_model_info;
 
 /** Validate an in-memory .nmt image (header, table, checksums, the tensors

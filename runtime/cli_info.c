@@ -45,6 +45,7 @@ static void describe_model(strbuf *out, const char *path, const nmt_model_info *
     kv(out, "norm", "%s", m->norm);
     kv(out, "shared_embeddings", "%s", yes_no(m->shared_embeddings));
     kv(out, "tied_output", "%s", yes_no(m->tied_output));
+    if (m->family_config[0]) kv(out, "family_config", "%s", m->family_config);
     kv(out, "special_ids", "bos %u, eos %u, pad %u, unk %u", m->bos_id, m->eos_id, m->pad_id,
        m->unk_id);
     kv(out, "tokenizer", "%s",

@@ -135,6 +135,10 @@ static void test_score_equals_reference(void **state) {
         nmt_model_info info;
         nmt_session_model_info(m.s, &info);
         assert_string_equal(info.arch, "mgsa");
+        char want_cfg[400];
+        snprintf(want_cfg, sizeof want_cfg, "mg_layers %s; mg_heads %s; mg_compose max; mg_interact none",
+                 configs[k][0], configs[k][1]);
+        assert_string_equal(info.family_config, want_cfg);
         float lp[NSENT], lp_tf[NSENT];
         nmt_test_assert_ok(e->dev, nmt_session_score(m.s, &src, &tgt, lp));
         for (uint32_t i = 0; i < NSENT; i++) {

@@ -259,6 +259,11 @@ void nmt_tf_info(const void *cfgp, nmt_model_info *info) {
     info->eos_id = c->eos;
     info->pad_id = c->pad;
     info->unk_id = c->unk;
+    info->family_config[0] = '\0';
+    if (c->mg_heads_text[0])
+        snprintf(info->family_config, sizeof info->family_config,
+                 "mg_layers %s; mg_heads %s; mg_compose %s; mg_interact %s", c->mg_layers_text, c->mg_heads_text,
+                 mg_compose_choices[c->mg_compose], mg_interact_choices[c->mg_interact]);
 }
 
 /* ------------------------------------------------------------------------ */
