@@ -216,6 +216,75 @@ static void test_incremental_equals_forced(void **state) {
     close_model(&m);
 }
 
+/* img (of configuration cfg) with every 2-D tensor stored int8 (per-row scales: q8 != 0) or as
+ * the same int8 values dequantized to fp32 (q8 == 0), so both models hold
+ * exactly the same weights. */
+static void *requantize(const nmt_tf_cfg *cfg, const void *img, size_t size, int q8, size_t *out_size) {
+    nmt_file f;
+    assert_int_equal(nmt_file_open(&f, img, size, 1), NMT_OK);
+    nmtw_writer *w = nmtw_create();
+    assert_non_null(w);
+    assert_int_equal(nmtw_add_hparams(w, &nmt_family_mgsa, cfg), NMT_OK);
+    for (uint32_t i = 0; i < f.h.n_tensors; i++) {
+        nmt_tensor_view v;
+        assert_int_equal(nmt_file_tensor_at(&f, i, &v), NMT_OK);
+        if (v.ndim != 2 || v.dtype != NMT_DTYPE_F32) {
+            assert_int_equal(nmtw_add_tensor(w, v.name, v.dtype, v.ndim, v.shape, v.data, v.scales), NMT_OK);
+            continue;
+        }
+        const uint32_t rows = v.shape[0], cols = v.shape[1];
+        const float *x = v.data;
+        int8_t *q = malloc((size_t)rows * cols);
+        float *sc = malloc(sizeof(float) * rows), *deq = malloc(sizeof(float) * (size_t)rows * cols);
+        assert_true(q && sc && deq);
+        for (uint32_t r = 0; r < rows; r++) {
+            float mx = 0;
+            for (uint32_t c = 0; c < cols; c++) mx = fmaxf(mx, fabsf(x[(size_t)r * cols + c]));
+            sc[r] = mx > 0 ? mx / 127.0f : 1.0f;
+            for (uint32_t c = 0; c < cols; c++) {
+                const size_t j = (size_t)r * cols + c;
+                q[j] = (int8_t)lrintf(x[j] / sc[r]);
+                deq[j] = (float)q[j] * sc[r];
+            }
+        }
+        assert_int_equal(q8 ? nmtw_add_tensor(w, v.name, NMT_DTYPE_I8, 2, v.shape, q, sc)
+                            : nmtw_add_f32(w, v.name, 2, v.shape, deq),
+                         NMT_OK);
+        free(q);
+        free(sc);
+        free(deq);
+    }
+    void *out;
+    assert_int_equal(nmtw_write_memory(w, &out, out_size), NMT_OK);
+    nmtw_destroy(w);
+    return out;
+}
+
+/* int8 weights (the phrase groups take row slices of the fused q|k|v
+ * weight with their scales) score as the same weights in fp32. */
+static void test_int8_equals_dequantized(void **state) {
+    env *e = *state;
+    nmt_tf_cfg c;
+    assert_int_equal(mg_cfg(&c, "1 2", "ngram:2 word ngram:3 ngram:3"), NMT_OK);
+    size_t size, s8, s32;
+    void *img = write_model(&nmt_family_mgsa, &c, 21, &size);
+    void *i8 = requantize(&c, img, size, 1, &s8), *i32 = requantize(&c, img, size, 0, &s32);
+    free(img);
+    model m8, m32;
+    open_model(e, i8, s8, &m8);
+    open_model(e, i32, s32, &m32);
+    nmt_model_info info;
+    nmt_session_model_info(m8.s, &info);
+    assert_string_equal(info.dtype, "int8");
+    nmt_batch src = {srcs, src_lens, NSENT}, tgt = {tgts, tgt_lens, NSENT};
+    float a[NSENT], b[NSENT];
+    nmt_test_assert_ok(e->dev, nmt_session_score(m8.s, &src, &tgt, a));
+    nmt_test_assert_ok(e->dev, nmt_session_score(m32.s, &src, &tgt, b));
+    for (uint32_t i = 0; i < NSENT; i++) assert_float_equal(a[i], b[i], 1e-4 * fmax(1.0, fabs(b[i])));
+    close_model(&m8);
+    close_model(&m32);
+}
+
 /* Bad MG-SA configurations: NMT_ERR_MODEL_ARCH from the shared parser,
  * whether written by hand or read from a file. */
 static void test_bad_configs(void **state) {
@@ -267,6 +336,7 @@ int main(void) {
         cmocka_unit_test(test_score_equals_reference),
         cmocka_unit_test(test_all_word_equals_transformer),
         cmocka_unit_test(test_incremental_equals_forced),
+        cmocka_unit_test(test_int8_equals_dequantized),
     };
     int fails = cmocka_run_group_tests(plain, NULL, NULL);
     return fails + cmocka_run_group_tests(dev, nmt_test_dev_setup, nmt_test_dev_teardown);
