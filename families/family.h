@@ -114,6 +114,8 @@ typedef struct nmt_io_bufs {
 } nmt_io_bufs;
 
 #define NMT_FAMILY_CFG_BYTES 1024
+/* Room for a family's reason (finish) in bytes. */
+#define NMT_FAMILY_WHY_BYTES 256
 
 typedef struct nmt_family {
     const char *arch;     /* the metadata value of "arch" */
@@ -125,13 +127,20 @@ typedef struct nmt_family {
     uint32_t n_hparams;
     /* Cross-key checks and computed defaults after the table was read;
      * `present` has bit i set when hparams[i] was in the file.
-     * NMT_ERR_MODEL_ARCH for an invalid combination. */
-    nmt_status (*finish)(void *cfg, uint64_t present);
+     * NMT_ERR_MODEL_ARCH for an invalid combination, saying which keys and
+     * values in why[0, why_cap) (nmt_why; NMT_FAMILY_WHY_BYTES is enough),
+     * e.g. "bos_id 9999 must be < tgt_vocab 64". */
+    nmt_status (*finish)(void *cfg, uint64_t present, char *why, size_t why_cap);
     /* Every tensor the configuration needs, in file order.  `weights` is the
      * family's weight struct to point decl.dst into, or NULL. */
     nmt_status (*catalogue)(const void *cfg, void *weights, nmt_tensor_fn fn, void *ctx);
     /* The architecture part of nmt_model_info. */
     void (*info)(const void *cfg, nmt_model_info *info);
+    /* The defaults of `nmt-edge-convert random --arch <arch>` where they
+     * differ from the table's ("flag=value" words, e.g. "d-model=32
+     * heads=4"): a small model that opens.  Required keys not listed must
+     * be given on the command line.  NULL: the table's defaults only. */
+    const char *random_args;
 
     /* --- runtime --- */
     /* Reserve host memory from `a` and create device buffers through
@@ -170,16 +179,20 @@ const nmt_family *nmt_family_find(const char *arch);
 const nmt_family *nmt_family_at(uint32_t i);
 
 /* The family of a model file ("arch" key): NMT_ERR_MODEL_ARCH when the key
- * is missing or names no family. */
+ * is missing or names no family (f->why says which and lists the known). */
 nmt_status nmt_family_of(const nmt_file *f, const nmt_family **out);
 
+/* The registered arch names, "transformer, mgsa", into buf[cap]. */
+void nmt_family_names(char *buf, size_t cap);
+
 /* Read every hyper-parameter of `fam` from f into cfg (cfg_size bytes,
- * zeroed first), then fam->finish.  Tensors are not looked at. */
+ * zeroed first), then fam->finish.  Tensors are not looked at.  A refusal
+ * names the key, its value and what is allowed in f->why. */
 nmt_status nmt_family_parse(const nmt_family *fam, const nmt_file *f, void *cfg);
 
 /* Check every tensor of the catalogue against f (name, shape, dtype F32 /
- * F16 / I8: nmt_file_expect).  *any_q8 (optional) is set when some 2-D
- * tensor is stored I8. */
+ * F16 / I8: nmt_file_expect; the tensor, expected and found in f->why).
+ * *any_q8 (optional) is set when some 2-D tensor is stored I8. */
 nmt_status nmt_family_check_tensors(const nmt_family *fam, const void *cfg, const nmt_file *f,
                                     int *any_q8);
 
@@ -196,6 +209,14 @@ nmt_hp_value nmt_hparam_value(const nmt_hparam *hp, const void *cfg);
 /* Set one hyper-parameter of cfg from command-line text (the flag's value):
  * NMT_ERR_INVALID_ARGUMENT when it does not parse or is out of range. */
 nmt_status nmt_hparam_set_text(const nmt_hparam *hp, void *cfg, const char *text);
+
+/* Set one hyper-parameter of cfg to the table's default (nothing for a
+ * required key or a computed default, which finish() fills). */
+nmt_status nmt_hparam_set_default(const nmt_hparam *hp, void *cfg);
+
+/* The values hp allows, as a phrase for messages: "an integer in [1,
+ * 1048576]", "one of post, pre", "a number in (0, 1)". */
+void nmt_hparam_range(const nmt_hparam *hp, char *buf, size_t cap);
 
 /* The hyper-parameter with this key or flag, or NULL. */
 const nmt_hparam *nmt_hparam_find(const nmt_family *fam, const char *key_or_flag);

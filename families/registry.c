@@ -30,11 +30,26 @@ const nmt_family *nmt_family_find(const char *arch) {
 
 const nmt_family *nmt_family_at(uint32_t i) { return i < NMT_ARRAY_LEN(registry) ? registry[i] : NULL; }
 
+void nmt_family_names(char *buf, size_t cap) {
+    nmt_why(buf, cap, "%s", "");
+    for (size_t i = 0; i < NMT_ARRAY_LEN(registry); i++) {
+        const size_t used = strlen(buf);
+        nmt_why(buf + used, cap - used, "%s%s", i ? ", " : "", registry[i]->arch);
+    }
+}
+
 nmt_status nmt_family_of(const nmt_file *f, const nmt_family **out) {
     char arch[32];
     NMT_TRY(nmt_file_get_str(f, "arch", arch, sizeof arch));
     *out = nmt_family_find(arch);
-    return *out ? NMT_OK : NMT_ERR_MODEL_ARCH;
+    if (*out == NULL) {
+        char known[160];
+        nmt_family_names(known, sizeof known);
+        nmt_why(f->why, f->why_cap, "unsupported model architecture: arch '%s' (this runtime knows %s)", arch,
+                known);
+        return NMT_ERR_MODEL_ARCH;
+    }
+    return NMT_OK;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -48,39 +63,91 @@ static int has_key(const nmt_file *f, const char *key) {
     return 0;
 }
 
+void nmt_hparam_range(const nmt_hparam *hp, char *buf, size_t cap) {
+    switch (hp->type) {
+    case NMT_HP_U32: nmt_why(buf, cap, "an integer in [%.0f, %.0f]", hp->lo, hp->hi); return;
+    case NMT_HP_FLAG: nmt_why(buf, cap, "0 or 1"); return;
+    case NMT_HP_F32:
+        if (hp->lo < hp->hi) nmt_why(buf, cap, "a number in (%g, %g)", hp->lo, hp->hi);
+        else nmt_why(buf, cap, "a finite number");
+        return;
+    case NMT_HP_ENUM:
+        nmt_why(buf, cap, "one of");
+        for (int i = 0; hp->choices[i]; i++) {
+            const size_t used = strlen(buf);
+            nmt_why(buf + used, cap - used, "%s %s", i ? "," : "", hp->choices[i]);
+        }
+        return;
+    case NMT_HP_TEXT: nmt_why(buf, cap, "a string of at most %zu bytes", hp->text_cap - 1); return;
+    }
+}
+
+/* NMT_ERR_MODEL_ARCH: "hyper-parameter KEY = VALUE: expected RANGE". */
+static nmt_status bad_value(const nmt_file *f, const nmt_hparam *hp, const char *value_fmt, double v,
+                            const char *sv) {
+    char range[160], value[112];
+    nmt_hparam_range(hp, range, sizeof range);
+    if (sv != NULL) nmt_why(value, sizeof value, "'%s'", sv);
+    else nmt_why(value, sizeof value, value_fmt, v);
+    nmt_why(f->why, f->why_cap, "unsupported hyper-parameter: %s = %s, expected %s", hp->key, value, range);
+    return NMT_ERR_MODEL_ARCH;
+}
+
+nmt_status nmt_hparam_set_default(const nmt_hparam *hp, void *cfgp) {
+    NMT_CHECK(hp != NULL && cfgp != NULL, NMT_ERR_INVALID_ARGUMENT);
+    if (hp->required || hp->computed_default) return NMT_OK;
+    void *field = (unsigned char *)cfgp + hp->off;
+    switch (hp->type) {
+    case NMT_HP_U32: *(uint32_t *)field = (uint32_t)hp->def; return NMT_OK;
+    case NMT_HP_FLAG: *(int *)field = (int)hp->def; return NMT_OK;
+    case NMT_HP_F32: *(float *)field = (float)hp->def; return NMT_OK;
+    case NMT_HP_ENUM:
+    case NMT_HP_TEXT:
+        if (hp->def_str != NULL && hp->def_str[0] != '\0') return nmt_hparam_set_text(hp, cfgp, hp->def_str);
+        if (hp->type == NMT_HP_ENUM) *(int *)field = 0;
+        else ((char *)field)[0] = '\0';
+        return NMT_OK;
+    }
+    return NMT_ERR_INVALID_ARGUMENT;
+}
+
 static nmt_status parse_one(const nmt_hparam *hp, const nmt_file *f, unsigned char *cfg, int present) {
     void *field = cfg + hp->off;
-    if (!present && hp->required) return NMT_ERR_MODEL_ARCH;
-    if (!present && hp->computed_default) return NMT_OK;
+    if (!present && hp->required) {
+        nmt_why(f->why, f->why_cap, "unsupported model: hyper-parameter '%s' is missing (required)", hp->key);
+        return NMT_ERR_MODEL_ARCH;
+    }
+    if (!present) return nmt_hparam_set_default(hp, cfg) == NMT_OK ? NMT_OK : NMT_ERR_MODEL_ARCH;
     switch (hp->type) {
     case NMT_HP_U32:
     case NMT_HP_FLAG: {
         int64_t v;
-        NMT_TRY(nmt_file_get_i64_or(f, hp->key, (int64_t)hp->def, &v));
+        NMT_TRY(nmt_file_get_i64(f, hp->key, &v));
         const double lo = hp->type == NMT_HP_FLAG ? 0 : hp->lo, hi = hp->type == NMT_HP_FLAG ? 1 : hp->hi;
-        NMT_CHECK((double)v >= lo && (double)v <= hi, NMT_ERR_MODEL_ARCH);
+        if (!((double)v >= lo && (double)v <= hi)) return bad_value(f, hp, "%.0f", (double)v, NULL);
         if (hp->type == NMT_HP_FLAG) *(int *)field = (int)v;
         else *(uint32_t *)field = (uint32_t)v;
         return NMT_OK;
     }
     case NMT_HP_F32: {
         double v;
-        NMT_TRY(nmt_file_get_f64_or(f, hp->key, hp->def, &v));
-        NMT_CHECK(isfinite(v) && (hp->lo >= hp->hi || (v > hp->lo && v < hp->hi)), NMT_ERR_MODEL_ARCH);
+        NMT_TRY(nmt_file_get_f64(f, hp->key, &v));
+        if (!(isfinite(v) && (hp->lo >= hp->hi || (v > hp->lo && v < hp->hi))))
+            return bad_value(f, hp, "%g", v, NULL);
         *(float *)field = (float)v;
         return NMT_OK;
     }
     case NMT_HP_ENUM: {
         char s[96]; /* longer values are MODEL_CORRUPT (truncation), as for every string key */
-        NMT_TRY(nmt_file_get_str_or(f, hp->key, hp->def_str, s, sizeof s));
+        NMT_TRY(nmt_file_get_str(f, hp->key, s, sizeof s));
         for (int i = 0; hp->choices[i]; i++)
             if (strcmp(s, hp->choices[i]) == 0) {
                 *(int *)field = i;
                 return NMT_OK;
             }
-        return NMT_ERR_MODEL_ARCH;
+        return bad_value(f, hp, NULL, 0, s);
     }
-    case NMT_HP_TEXT: return nmt_file_get_str_or(f, hp->key, hp->def_str, (char *)field, hp->text_cap);
+    case NMT_HP_TEXT: return nmt_file_get_str(f, hp->key, (char *)field, hp->text_cap);
     }
     return NMT_ERR_MODEL_ARCH;
 }
@@ -95,7 +162,13 @@ nmt_status nmt_family_parse(const nmt_family *fam, const nmt_file *f, void *cfg)
         if (here) present |= (uint64_t)1 << i;
         NMT_TRY(parse_one(&fam->hparams[i], f, (unsigned char *)cfg, here));
     }
-    return fam->finish(cfg, present);
+    char why[NMT_FAMILY_WHY_BYTES];
+    why[0] = '\0';
+    nmt_status s = fam->finish(cfg, present, why, sizeof why);
+    if (s != NMT_OK)
+        nmt_why(f->why, f->why_cap, "unsupported hyper-parameters of arch '%s': %s", fam->arch,
+                why[0] ? why : "an invalid combination");
+    return s;
 }
 
 nmt_hp_value nmt_hparam_value(const nmt_hparam *hp, const void *cfgp) {

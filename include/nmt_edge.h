@@ -216,6 +216,25 @@ NMT_API nmt_status nmt_model_inspect(const void *data, size_t size, nmt_model_in
 /** Same for a file (mapped read-only for the duration of the call). */
 NMT_API nmt_status nmt_model_inspect_file(const char *path, nmt_model_info *info);
 
+/** Longest reason nmt_model_explain() writes, with its NUL. */
+#define NMT_MODEL_WHY_BYTES 512
+
+/** Why nmt_model_inspect() (and a session) refuses an image, in words: the
+ *  same checks and the same status, and on a refusal one line in
+ *  why[0, why_cap) (caller-owned; cut to fit; NMT_MODEL_WHY_BYTES is
+ *  enough) naming the metadata key or tensor with what was expected and
+ *  what was found, e.g.
+ *    "tensor 'enc.0.ffn.fc1.weight' has shape [64, 31], expected [64, 32]"
+ *    "unsupported hyper-parameters of arch 'transformer': bos_id 9999 must be < tgt_vocab 64"
+ *    "tensor 'src_embed': CRC-32 0x1a2b3c4d stored, 0x5e6f7081 computed (the data are damaged)".
+ *  why is "" for a valid image (or an I/O error: errno says why).
+ *  nmt_session_create() also logs the reason of a refused model at
+ *  NMT_LOG_ERROR through the device's log callback. */
+NMT_API nmt_status nmt_model_explain(const void *data, size_t size, char *why, size_t why_cap);
+
+/** Same for a file (mapped read-only for the duration of the call). */
+NMT_API nmt_status nmt_model_explain_file(const char *path, char *why, size_t why_cap);
+
 /* ------------------------------------------------------------------------ */
 /* Tokenizer (SentencePiece-compatible; no device, caller memory)           */
 /* ------------------------------------------------------------------------ */

@@ -26,6 +26,7 @@
  *     but a regular file (a device, a pipe, a directory). */
 #define _XOPEN_SOURCE 700 /* realpath() */
 #include "cli.h"
+#include "tool_out.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -39,30 +40,6 @@
 /* ======================================================================== */
 /* Output: standard output, or -o FILE replaced atomically                  */
 /* ======================================================================== */
-
-/* The temporary file of -o, for the signal handler. */
-static char g_tmp[4200];
-static volatile sig_atomic_t g_tmp_live;
-
-static void remove_tmp_and_die(int sig) {
-    if (g_tmp_live) unlink(g_tmp);
-    raise(sig); /* SA_RESETHAND: the default action, once the handler returns */
-}
-
-/* Remove the temporary on the signals that end a program, unless the
- * signal is ignored (nohup, a test's SIGXFSZ). */
-static void remove_tmp_on_signals(void) {
-    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGXFSZ};
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
-        struct sigaction old, sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = remove_tmp_and_die;
-        sa.sa_flags = SA_RESETHAND;
-        sigemptyset(&sa.sa_mask);
-        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
-            sigaction(sigs[i], &sa, NULL);
-    }
-}
 
 /* -o FILE: check it, then create the temporary beside it. */
 static int open_output(batch_job *job, const char *path) {
@@ -98,7 +75,6 @@ static int open_output(batch_job *job, const char *path) {
              job->out_path + dir_len);
     mode_t mask = umask(0);
     umask(mask);
-    remove_tmp_on_signals();
     int fd = mkstemp(job->tmp_path);
     if (fd < 0) {
         fprintf(stderr, PROG ": cannot write to %s: creating the temporary file %s: %s\n",
@@ -107,8 +83,7 @@ static int open_output(batch_job *job, const char *path) {
         job->tmp_path = NULL;
         return 1;
     }
-    snprintf(g_tmp, sizeof g_tmp, "%s", job->tmp_path);
-    g_tmp_live = 1;
+    nmt_tool_tmp_begin(job->tmp_path); /* a terminating signal removes it (tool_out.h) */
     fchmod(fd, exists ? (st.st_mode & 07777) : (0666 & ~mask));
     job->out_fd = fd;
     return 0;
@@ -180,7 +155,7 @@ int batch_close(batch_job *job, int rc) {
             fprintf(stderr, PROG ": nothing written to %s (the run failed; the file is as it was)\n",
                     job->out_name);
         }
-        g_tmp_live = 0;
+        nmt_tool_tmp_end();
     }
     free(job->tmp_path);
     free(job->out_path);

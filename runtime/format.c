@@ -24,6 +24,7 @@
 #include "common.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 /* Reader limits, part of the v1 specification (docs/FORMAT.md). */
@@ -62,6 +63,18 @@ static int all_zero(const uint8_t *p, size_t n) {
 static int range_ok(uint64_t off, uint64_t len, uint64_t limit) { return off <= limit && len <= limit - off; }
 
 static uint64_t align8_u64(uint64_t x) { return (x + 7u) & ~(uint64_t)7u; } /* x < 2^33 here */
+
+/* Return `status` with the reason a model is refused in f->why (nmt_why,
+ * format_why.c); FILE_CHECK: NMT_CHECK that says why. */
+#define FILE_FAIL(f, status, ...)                                              \
+    do {                                                                       \
+        nmt_why((f)->why, (f)->why_cap, __VA_ARGS__);                          \
+        return (status);                                                       \
+    } while (0)
+#define FILE_CHECK(f, cond, status, ...)                                       \
+    do {                                                                       \
+        if (!(cond)) FILE_FAIL(f, status, __VA_ARGS__);                        \
+    } while (0)
 
 /* ------------------------------------------------------------------------ */
 /* CRC-32: reflected polynomial 0xEDB88320, init 0xFFFFFFFF, final xor     */
@@ -701,16 +714,21 @@ static nmt_status table_validate(const nmt_file *f, int verify_data) {
     for (uint32_t i = 0; i < f->h.n_tensors; i++) {
         nmt_tensor_view v;
         uint32_t crc;
-        NMT_TRY(entry_view(f, i, &v, &crc));
+        const char *raw = (const char *)entry_ptr(f, i);
+        FILE_CHECK(f, entry_view(f, i, &v, &crc) == NMT_OK, NMT_ERR_MODEL_CORRUPT,
+                   "tensor table entry %u ('%.*s'): invalid name, dtype, shape, size or offset", i,
+                   (int)strnlen(raw, NMT_TENSOR_NAME_MAX - 1), raw);
         uint64_t off = (uint64_t)((const uint8_t *)v.data - f->data);
         /* tensors are stored in table order without overlap */
-        NMT_CHECK(off >= end, NMT_ERR_MODEL_CORRUPT);
+        FILE_CHECK(f, off >= end, NMT_ERR_MODEL_CORRUPT, "tensor '%s': its data overlap the previous tensor's",
+                   v.name);
         end = off + v.nbytes;
         /* names are NUL-padded, so equal names have equal 80-byte fields */
         const uint8_t *name = entry_ptr(f, i);
         if (seen_test_and_set(&seen, fnv1a(name, NMT_TENSOR_NAME_MAX))) {
             for (uint32_t j = 0; j < i; j++)
-                NMT_CHECK(memcmp(entry_ptr(f, j), name, NMT_TENSOR_NAME_MAX) != 0, NMT_ERR_MODEL_CORRUPT);
+                FILE_CHECK(f, memcmp(entry_ptr(f, j), name, NMT_TENSOR_NAME_MAX) != 0, NMT_ERR_MODEL_CORRUPT,
+                           "tensor '%s' appears twice in the table", v.name);
         }
     }
     if (verify_data) {
@@ -718,7 +736,10 @@ static nmt_status table_validate(const nmt_file *f, int verify_data) {
             nmt_tensor_view v;
             uint32_t crc;
             NMT_TRY(entry_view(f, i, &v, &crc));
-            NMT_CHECK(nmt_crc32(0, v.data, (size_t)v.nbytes) == crc, NMT_ERR_MODEL_CHECKSUM);
+            const uint32_t got = nmt_crc32(0, v.data, (size_t)v.nbytes);
+            FILE_CHECK(f, got == crc, NMT_ERR_MODEL_CHECKSUM,
+                       "tensor '%s': CRC-32 0x%08x stored, 0x%08x computed (the data are damaged)", v.name, crc,
+                       got);
         }
     }
     return NMT_OK;
@@ -746,10 +767,19 @@ static void header_decode(const uint8_t *p, nmt_file_header *h) {
 }
 
 nmt_status nmt_file_open(nmt_file *f, const void *data, size_t size, int verify_data) {
+    return nmt_file_open_why(f, data, size, verify_data, NULL, 0);
+}
+
+nmt_status nmt_file_open_why(nmt_file *f, const void *data, size_t size, int verify_data, char *why,
+                             size_t why_cap) {
     NMT_CHECK(f != NULL, NMT_ERR_INVALID_ARGUMENT);
     memset(f, 0, sizeof *f);
+    f->why = why;
+    f->why_cap = why_cap;
+    nmt_why(why, why_cap, "%s", "");
     NMT_CHECK(data != NULL || size == 0, NMT_ERR_INVALID_ARGUMENT);
-    NMT_CHECK(size >= NMT_FILE_HEADER_SIZE, NMT_ERR_MODEL_TRUNCATED);
+    FILE_CHECK(f, size >= NMT_FILE_HEADER_SIZE, NMT_ERR_MODEL_TRUNCATED,
+               "the file has %zu bytes, less than the %u-byte header", size, NMT_FILE_HEADER_SIZE);
     /* 8-byte alignment keeps every typed pointer we hand out aligned (mmap
      * and malloc give far more). */
     NMT_CHECK(((uintptr_t)data & 7u) == 0, NMT_ERR_INVALID_ARGUMENT);
@@ -757,32 +787,39 @@ nmt_status nmt_file_open(nmt_file *f, const void *data, size_t size, int verify_
     const uint8_t *p = (const uint8_t *)data;
     nmt_file_header h;
     header_decode(p, &h);
-    NMT_CHECK(memcmp(h.magic, NMT_FILE_MAGIC, 8) == 0, NMT_ERR_MODEL_BAD_MAGIC);
-    NMT_CHECK(h.version == NMT_FILE_VERSION, NMT_ERR_MODEL_VERSION);
-    NMT_CHECK(nmt_crc32(0, p, 124) == h.header_crc, NMT_ERR_MODEL_CHECKSUM);
-    NMT_CHECK(h.file_size <= (uint64_t)size, NMT_ERR_MODEL_TRUNCATED);
-    NMT_CHECK(h.file_size == (uint64_t)size, NMT_ERR_MODEL_CORRUPT);
-
-    NMT_CHECK(h.header_size == NMT_FILE_HEADER_SIZE, NMT_ERR_MODEL_CORRUPT);
-    NMT_CHECK(all_zero(h.reserved, sizeof h.reserved), NMT_ERR_MODEL_CORRUPT);
-    NMT_CHECK(h.n_tensors <= NMT_MAX_TENSORS && h.n_meta <= NMT_MAX_META, NMT_ERR_MODEL_CORRUPT);
+    FILE_CHECK(f, memcmp(h.magic, NMT_FILE_MAGIC, 8) == 0, NMT_ERR_MODEL_BAD_MAGIC,
+               "not an .nmt model file (it does not start with \"NMTEDGE\\x1a\")");
+    FILE_CHECK(f, h.version == NMT_FILE_VERSION, NMT_ERR_MODEL_VERSION,
+               "format version %u; this runtime reads version %u", h.version, NMT_FILE_VERSION);
+    const uint32_t hcrc = nmt_crc32(0, p, 124);
+    FILE_CHECK(f, hcrc == h.header_crc, NMT_ERR_MODEL_CHECKSUM,
+               "header: CRC-32 0x%08x stored, 0x%08x computed (the header is damaged)", h.header_crc, hcrc);
+    FILE_CHECK(f, h.file_size <= (uint64_t)size, NMT_ERR_MODEL_TRUNCATED,
+               "the file has %zu bytes, its header says %llu (truncated)", size, (unsigned long long)h.file_size);
+    FILE_CHECK(f, h.file_size == (uint64_t)size, NMT_ERR_MODEL_CORRUPT,
+               "the file has %zu bytes, its header says %llu", size, (unsigned long long)h.file_size);
 
     /* Regions in file order: header, metadata, table, data (gaps allowed). */
     uint64_t fs = h.file_size;
-    NMT_CHECK(h.meta_offset >= NMT_FILE_HEADER_SIZE && h.meta_offset % NMT_REGION_ALIGN == 0,
-              NMT_ERR_MODEL_CORRUPT);
-    NMT_CHECK(h.meta_size % NMT_META_ALIGN == 0, NMT_ERR_MODEL_CORRUPT);
-    NMT_CHECK(range_ok(h.meta_offset, h.meta_size, fs), NMT_ERR_MODEL_CORRUPT);
-    NMT_CHECK(h.table_offset >= h.meta_offset + h.meta_size && h.table_offset % NMT_REGION_ALIGN == 0,
-              NMT_ERR_MODEL_CORRUPT);
     uint64_t table_size = (uint64_t)h.n_tensors * NMT_TENSOR_ENTRY_SIZE;
-    NMT_CHECK(range_ok(h.table_offset, table_size, fs), NMT_ERR_MODEL_CORRUPT);
-    NMT_CHECK(h.data_offset >= h.table_offset + table_size && h.data_offset % NMT_DATA_ALIGN == 0,
-              NMT_ERR_MODEL_CORRUPT);
-    NMT_CHECK(h.data_offset <= fs, NMT_ERR_MODEL_CORRUPT);
+    FILE_CHECK(f,
+               h.header_size == NMT_FILE_HEADER_SIZE && all_zero(h.reserved, sizeof h.reserved) &&
+                   h.n_tensors <= NMT_MAX_TENSORS && h.n_meta <= NMT_MAX_META &&
+                   h.meta_offset >= NMT_FILE_HEADER_SIZE && h.meta_offset % NMT_REGION_ALIGN == 0 &&
+                   h.meta_size % NMT_META_ALIGN == 0 && range_ok(h.meta_offset, h.meta_size, fs) &&
+                   h.table_offset >= h.meta_offset + h.meta_size && h.table_offset % NMT_REGION_ALIGN == 0 &&
+                   range_ok(h.table_offset, table_size, fs) && h.data_offset >= h.table_offset + table_size &&
+                   h.data_offset % NMT_DATA_ALIGN == 0 && h.data_offset <= fs,
+               NMT_ERR_MODEL_CORRUPT,
+               "header: invalid sizes, counts or region offsets (%u tensors, %u metadata records)", h.n_tensors,
+               h.n_meta);
 
-    NMT_CHECK(nmt_crc32(0, p + h.meta_offset, (size_t)h.meta_size) == h.meta_crc, NMT_ERR_MODEL_CHECKSUM);
-    NMT_CHECK(nmt_crc32(0, p + h.table_offset, (size_t)table_size) == h.table_crc, NMT_ERR_MODEL_CHECKSUM);
+    const uint32_t mcrc = nmt_crc32(0, p + h.meta_offset, (size_t)h.meta_size);
+    FILE_CHECK(f, mcrc == h.meta_crc, NMT_ERR_MODEL_CHECKSUM,
+               "metadata: CRC-32 0x%08x stored, 0x%08x computed (the metadata are damaged)", h.meta_crc, mcrc);
+    const uint32_t tcrc = nmt_crc32(0, p + h.table_offset, (size_t)table_size);
+    FILE_CHECK(f, tcrc == h.table_crc, NMT_ERR_MODEL_CHECKSUM,
+               "tensor table: CRC-32 0x%08x stored, 0x%08x computed (the table is damaged)", h.table_crc, tcrc);
 
     nmt_file tmp;
     memset(&tmp, 0, sizeof tmp);
@@ -790,7 +827,10 @@ nmt_status nmt_file_open(nmt_file *f, const void *data, size_t size, int verify_
     tmp.size = size;
     tmp.hdr = (const nmt_file_header *)data; /* 8-aligned, checked above */
     tmp.h = h;
-    NMT_TRY(meta_validate(&tmp));
+    tmp.why = why;
+    tmp.why_cap = why_cap;
+    FILE_CHECK(f, meta_validate(&tmp) == NMT_OK, NMT_ERR_MODEL_CORRUPT,
+               "metadata: a malformed record or a duplicate key");
     NMT_TRY(table_validate(&tmp, verify_data));
     *f = tmp;
     return NMT_OK;
@@ -802,11 +842,20 @@ nmt_status nmt_file_open(nmt_file *f, const void *data, size_t size, int verify_
 
 /* Look `key` up expecting `type`: *found = 0 when absent; a present key of
  * another type is NMT_ERR_MODEL_ARCH. */
+static const char *meta_type_name(uint32_t type) {
+    return type == NMT_META_I64 ? "an integer (i64)" : type == NMT_META_F64 ? "a number (f64)" : "a string";
+}
+
 static nmt_status meta_get(const nmt_file *f, const char *key, uint32_t type, meta_rec *r, int *found) {
     NMT_CHECK(f != NULL && key != NULL, NMT_ERR_INVALID_ARGUMENT);
     *found = meta_find(f, key, r);
-    NMT_CHECK(!*found || r->type == type, NMT_ERR_MODEL_ARCH);
+    FILE_CHECK(f, !*found || r->type == type, NMT_ERR_MODEL_ARCH, "metadata key '%s' is %s, expected %s", key,
+               meta_type_name(r->type), meta_type_name(type));
     return NMT_OK;
+}
+
+static nmt_status meta_missing(const nmt_file *f, const char *key) {
+    FILE_FAIL(f, NMT_ERR_MODEL_ARCH, "metadata key '%s' is missing (required)", key);
 }
 
 static nmt_status meta_i64(const nmt_file *f, const char *key, int required, int64_t def, int64_t *out) {
@@ -814,7 +863,7 @@ static nmt_status meta_i64(const nmt_file *f, const char *key, int required, int
     meta_rec r;
     int found;
     NMT_TRY(meta_get(f, key, NMT_META_I64, &r, &found));
-    NMT_CHECK(found || !required, NMT_ERR_MODEL_ARCH);
+    if (!found && required) return meta_missing(f, key);
     if (!found) {
         *out = def;
         return NMT_OK;
@@ -829,7 +878,7 @@ static nmt_status meta_f64(const nmt_file *f, const char *key, int required, dou
     meta_rec r;
     int found;
     NMT_TRY(meta_get(f, key, NMT_META_F64, &r, &found));
-    NMT_CHECK(found || !required, NMT_ERR_MODEL_ARCH);
+    if (!found && required) return meta_missing(f, key);
     if (!found) {
         *out = def;
         return NMT_OK;
@@ -845,7 +894,7 @@ static nmt_status meta_str(const nmt_file *f, const char *key, int required, con
     meta_rec r;
     int found;
     NMT_TRY(meta_get(f, key, NMT_META_STR, &r, &found));
-    NMT_CHECK(found || !required, NMT_ERR_MODEL_ARCH);
+    if (!found && required) return meta_missing(f, key);
     if (!found) {
         if (def != NULL) {
             size_t n = strlen(def);
@@ -854,7 +903,8 @@ static nmt_status meta_str(const nmt_file *f, const char *key, int required, con
         }
         return NMT_OK;
     }
-    NMT_CHECK((uint64_t)r.count < (uint64_t)cap, NMT_ERR_MODEL_CORRUPT);
+    FILE_CHECK(f, (uint64_t)r.count < (uint64_t)cap, NMT_ERR_MODEL_CORRUPT,
+               "metadata key '%s': a string of %u bytes, at most %zu", key, r.count, cap - 1);
     memcpy(buf, r.value, r.count);
     buf[r.count] = '\0';
     return NMT_OK;
@@ -935,10 +985,16 @@ nmt_status nmt_file_find(const nmt_file *f, const char *name, nmt_tensor_view *o
 nmt_status nmt_file_expect(const nmt_file *f, const char *name, uint32_t ndim, const uint32_t *shape,
                            nmt_tensor_view *out) {
     NMT_CHECK(out != NULL && ndim >= 1 && ndim <= NMT_MAX_DIMS && shape != NULL, NMT_ERR_INVALID_ARGUMENT);
-    NMT_TRY(nmt_file_find(f, name, out));
-    NMT_CHECK(out->dtype == NMT_DTYPE_F32 || out->dtype == NMT_DTYPE_F16 || out->dtype == NMT_DTYPE_I8,
-              NMT_ERR_MODEL_TENSOR_SHAPE);
-    NMT_CHECK(out->ndim == ndim, NMT_ERR_MODEL_TENSOR_SHAPE);
-    for (uint32_t d = 0; d < ndim; d++) NMT_CHECK(out->shape[d] == shape[d], NMT_ERR_MODEL_TENSOR_SHAPE);
+    char want[64], got[64];
+    nmt_shape_str(ndim, shape, want, sizeof want);
+    FILE_CHECK(f, nmt_file_find(f, name, out) == NMT_OK, NMT_ERR_MODEL_MISSING_TENSOR,
+               "the model lacks tensor '%s' (shape %s)", name, want);
+    FILE_CHECK(f, out->dtype == NMT_DTYPE_F32 || out->dtype == NMT_DTYPE_F16 || out->dtype == NMT_DTYPE_I8,
+               NMT_ERR_MODEL_TENSOR_SHAPE, "tensor '%s' is %s, expected fp32, fp16 or int8", name,
+               nmt_dtype_table[out->dtype].name);
+    int same = out->ndim == ndim;
+    for (uint32_t d = 0; same && d < ndim; d++) same = out->shape[d] == shape[d];
+    nmt_shape_str(out->ndim, out->shape, got, sizeof got);
+    FILE_CHECK(f, same, NMT_ERR_MODEL_TENSOR_SHAPE, "tensor '%s' has shape %s, expected %s", name, got, want);
     return NMT_OK;
 }

@@ -98,6 +98,10 @@ typedef struct nmt_file {
     size_t size;
     const nmt_file_header *hdr; /* points into data (aligned copy not needed: read via memcpy) */
     nmt_file_header h;          /* decoded copy */
+    /* Where the reader and the family code say why a model is refused (the
+     * caller's buffer, NULL: nowhere): nmt_file_open_why. */
+    char *why;
+    size_t why_cap;
 } nmt_file;
 
 /* Validate header, metadata, table and (if verify_data) every tensor CRC.
@@ -105,8 +109,24 @@ typedef struct nmt_file {
  * MODEL_CORRUPT, INVALID_ARGUMENT. */
 nmt_status nmt_file_open(nmt_file *f, const void *data, size_t size, int verify_data);
 
+/* The same, with a detail buffer (why[0, why_cap), may be NULL): a refusal
+ * writes one line naming the region, the metadata key or the tensor and
+ * what was expected and found, e.g. "tensor 'enc.0.ffn.fc1.weight': CRC-32
+ * 0x1a2b3c4d stored, 0x5e6f7081 computed (the data are damaged)".  The
+ * buffer stays attached to f (f->why): the getters below, nmt_file_expect
+ * and the family code (families/registry.c) write their refusals there too,
+ * so after a failing call it holds the reason of that failure.  why[0] is
+ * set to '\0' first. */
+nmt_status nmt_file_open_why(nmt_file *f, const void *data, size_t size, int verify_data, char *why,
+                             size_t why_cap);
+
+/* printf into why[0, cap) (nothing when why is NULL or cap is 0); cut to fit. */
+void nmt_why(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* "[64, 32]" for ndim dims into buf[cap]. */
+void nmt_shape_str(uint32_t ndim, const uint32_t *shape, char *buf, size_t cap);
+
 /* Metadata lookup.  NMT_ERR_MODEL_ARCH if absent (when required) or of the
- * wrong type.  Strings are copied NUL-terminated into buf (truncation is an
+ * wrong type (the key and the types in f->why).  Strings are copied NUL-terminated into buf (truncation is an
  * error: MODEL_CORRUPT). */
 nmt_status nmt_file_get_i64(const nmt_file *f, const char *key, int64_t *out);
 nmt_status nmt_file_get_f64(const nmt_file *f, const char *key, double *out);
@@ -137,7 +157,8 @@ nmt_status nmt_file_find(const nmt_file *f, const char *name, nmt_tensor_view *o
 nmt_status nmt_file_tensor_at(const nmt_file *f, uint32_t i, nmt_tensor_view *out);
 
 /* Lookup with an expected shape (ndim and dims; dtype must be F32/F16/I8).
- * NMT_ERR_MODEL_TENSOR_SHAPE on mismatch. */
+ * NMT_ERR_MODEL_MISSING_TENSOR when absent, NMT_ERR_MODEL_TENSOR_SHAPE on
+ * mismatch (the name, the expected and the found shape / dtype in f->why). */
 nmt_status nmt_file_expect(const nmt_file *f, const char *name, uint32_t ndim, const uint32_t *shape,
                            nmt_tensor_view *out);
 

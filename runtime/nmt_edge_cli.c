@@ -297,6 +297,14 @@ int model_error(const char *path, nmt_status st) {
         fprintf(stderr, PROG ": cannot load model '%s': %s\n", path, why);
         return 1;
     }
+    /* A model refused for its contents: name the key or tensor, the
+     * expected and the found value (nmt_model_explain). */
+    char detail[NMT_MODEL_WHY_BYTES];
+    if (st >= NMT_ERR_MODEL_TRUNCATED && st <= NMT_ERR_MODEL_TENSOR_SHAPE &&
+        nmt_model_explain_file(path, detail, sizeof detail) == st && detail[0]) {
+        fprintf(stderr, PROG ": cannot load model '%s': %s: %s\n", path, nmt_status_str(st), detail);
+        return 1;
+    }
     char what[64 + 4096];
     snprintf(what, sizeof what, "cannot load model '%s'", path);
     errno = saved_errno;

@@ -23,10 +23,22 @@ typedef struct nmt_mapping {
 nmt_status nmt_map_file(const char *path, nmt_mapping *m);
 void nmt_unmap_file(nmt_mapping *m);
 
+/* Where an atomic replacement of `path` writes (docs/RELIABILITY.md, "files
+ * replaced or lost"): `path` itself when it is a regular file or does not
+ * exist; for a symbolic link, the regular file it points to (the link is
+ * written through and stays a link).  Anything else is refused with
+ * NMT_ERR_IO and errno: ENODEV for a device, a FIFO or a socket (/dev/full
+ * is never replaced by a regular file), EISDIR for a directory, ENOENT for a
+ * link to a missing file, ENAMETOOLONG when the result does not fit in
+ * out[cap]. */
+nmt_status nmt_replace_target(const char *path, char *out, size_t cap);
+
 /* Atomically replace `path` with `size` bytes produced by `fill` (called
  * with a writable mapping of a temporary file in the same directory; return
  * nonzero to abort).  Temp file + fsync + rename: readers see the old file
- * or the new one, never a partial one. */
+ * or the new one, never a partial one.  Only what nmt_replace_target()
+ * accepts is replaced (its errno otherwise); the temporary is removed on
+ * every error. */
 typedef int (*nmt_fill_fn)(void *user, void *dst, size_t size);
 nmt_status nmt_write_file_atomic(const char *path, size_t size, nmt_fill_fn fill, void *user);
 

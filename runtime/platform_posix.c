@@ -3,10 +3,12 @@
  * No heap memory: paths are assembled in fixed stack buffers (PATH_MAX-sized
  * requests beyond NMT_PLATFORM_PATH_MAX fail with NMT_ERR_IO / ENAMETOOLONG).
  * Every failing call returns with errno describing the first error. */
+#define _XOPEN_SOURCE 700 /* realpath() */
 #include "platform.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h> /* PATH_MAX */
 #include <stdio.h>
 #include <stdlib.h> /* mkstemp */
 #include <string.h>
@@ -19,6 +21,9 @@
 
 #ifndef O_CLOEXEC
 #define O_CLOEXEC 0
+#endif
+#ifndef PATH_MAX
+#define PATH_MAX NMT_PLATFORM_PATH_MAX
 #endif
 
 /* Return `status` with errno restored to `saved` (cleanup calls may clobber it). */
@@ -86,11 +91,39 @@ static int reserve_blocks(int fd, size_t size) {
     return r;
 }
 
-nmt_status nmt_write_file_atomic(const char *path, size_t size, nmt_fill_fn fill, void *user) {
-    if (path == NULL || fill == NULL) return NMT_ERR_INVALID_ARGUMENT;
+nmt_status nmt_replace_target(const char *path, char *out, size_t cap) {
+    if (path == NULL || out == NULL || cap == 0 || path[0] == '\0') return NMT_ERR_INVALID_ARGUMENT;
+    char resolved[PATH_MAX];
+    const char *target = path;
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        /* missing: a new file (a missing directory fails when the temporary
+         * is created, with its own errno) */
+        if (errno != ENOENT) return NMT_ERR_IO;
+    } else {
+        if (S_ISLNK(st.st_mode)) {
+            /* write through the link: its target is replaced, the link stays */
+            if (realpath(path, resolved) == NULL || stat(resolved, &st) != 0)
+                return fail_errno(NMT_ERR_IO, errno == ENOENT ? ENOENT : errno);
+            target = resolved;
+        }
+        if (!S_ISREG(st.st_mode)) return fail_errno(NMT_ERR_IO, S_ISDIR(st.st_mode) ? EISDIR : ENODEV);
+    }
+    const size_t len = strlen(target);
+    if (len >= cap) return fail_errno(NMT_ERR_IO, ENAMETOOLONG);
+    memcpy(out, target, len + 1);
+    return NMT_OK;
+}
+
+nmt_status nmt_write_file_atomic(const char *path_in, size_t size, nmt_fill_fn fill, void *user) {
+    if (path_in == NULL || fill == NULL) return NMT_ERR_INVALID_ARGUMENT;
 #if SIZE_MAX > INT64_MAX
     if (size > (size_t)INT64_MAX) return NMT_ERR_INVALID_ARGUMENT; /* off_t range */
 #endif
+    /* never rename over a device, a pipe or a directory; follow a link */
+    char path[NMT_PLATFORM_PATH_MAX];
+    nmt_status st = nmt_replace_target(path_in, path, sizeof path);
+    if (st != NMT_OK) return st;
 
     /* Temporary file next to the target, so rename() stays on one filesystem. */
     char tmp[NMT_PLATFORM_PATH_MAX];

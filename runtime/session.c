@@ -50,15 +50,17 @@ static void summarise(const nmt_file *f, nmt_model_info *info) {
 
 /* Validate an image completely and parse its configuration. */
 static nmt_status open_model(const void *data, size_t size, nmt_file *f, const nmt_family **fam,
-                             void *cfg, nmt_model_info *info) {
+                             void *cfg, nmt_model_info *info, char *why, size_t why_cap) {
     NMT_CHECK(data != NULL || size == 0, NMT_ERR_INVALID_ARGUMENT);
-    NMT_TRY(nmt_file_open(f, data, size, 1));
+    NMT_TRY(nmt_file_open_why(f, data, size, 1, why, why_cap));
     NMT_TRY(nmt_family_of(f, fam));
     memset(info, 0, sizeof *info);
     NMT_TRY(nmt_family_parse(*fam, f, cfg));
     NMT_TRY(nmt_family_check_tensors(*fam, cfg, f, NULL));
     (*fam)->info(cfg, info);
     summarise(f, info);
+    f->why = NULL; /* the caller's buffer: not kept past this call */
+    f->why_cap = 0;
     return NMT_OK;
 }
 
@@ -67,7 +69,26 @@ nmt_status nmt_model_inspect(const void *data, size_t size, nmt_model_info *info
     nmt_file f;
     const nmt_family *fam;
     _Alignas(16) unsigned char cfg[NMT_FAMILY_CFG_BYTES];
-    return open_model(data, size, &f, &fam, cfg, info);
+    return open_model(data, size, &f, &fam, cfg, info, NULL, 0);
+}
+
+nmt_status nmt_model_explain(const void *data, size_t size, char *why, size_t why_cap) {
+    if (why != NULL && why_cap > 0) why[0] = '\0';
+    nmt_file f;
+    const nmt_family *fam;
+    nmt_model_info info;
+    _Alignas(16) unsigned char cfg[NMT_FAMILY_CFG_BYTES];
+    return open_model(data, size, &f, &fam, cfg, &info, why, why_cap);
+}
+
+nmt_status nmt_model_explain_file(const char *path, char *why, size_t why_cap) {
+    if (why != NULL && why_cap > 0) why[0] = '\0';
+    NMT_CHECK(path != NULL, NMT_ERR_INVALID_ARGUMENT);
+    nmt_mapping m;
+    NMT_TRY(nmt_map_file(path, &m));
+    nmt_status st = nmt_model_explain(m.data, m.size, why, why_cap);
+    nmt_unmap_file(&m);
+    return st;
 }
 
 nmt_status nmt_model_inspect_file(const char *path, nmt_model_info *info) {
@@ -159,8 +180,10 @@ static nmt_status plan_session(nmt_session *s, nmt_arena *a) {
     return NMT_OK;
 }
 
-/* Fill a session struct's model/limit fields (shared by both passes). */
-static nmt_status prepare(nmt_session *s, const nmt_session_params *p, nmt_mapping *map) {
+/* Fill a session struct's model/limit fields (shared by both passes); the
+ * reason of a refused model into why[why_cap] (may be NULL). */
+static nmt_status prepare(nmt_session *s, const nmt_session_params *p, nmt_mapping *map, char *why,
+                          size_t why_cap) {
     NMT_CHECK(p != NULL, NMT_ERR_INVALID_ARGUMENT);
     NMT_CHECK((p->model_path != NULL) != (p->model_data != NULL), NMT_ERR_INVALID_ARGUMENT);
     NMT_TRY(resolve_limits(&p->limits, &s->limits));
@@ -171,7 +194,7 @@ static nmt_status prepare(nmt_session *s, const nmt_session_params *p, nmt_mappi
         data = map->data;
         size = map->size;
     }
-    nmt_status st = open_model(data, size, &s->file, &s->fam, s->cfg, &s->info);
+    nmt_status st = open_model(data, size, &s->file, &s->fam, s->cfg, &s->info, why, why_cap);
     if (st != NMT_OK && p->model_path != NULL) nmt_unmap_file(map);
     return st;
 }
@@ -193,7 +216,7 @@ nmt_status nmt_session_arena_size(const nmt_session_params *params, size_t *aren
     static const nmt_session zero;
     nmt_session s = zero;
     nmt_mapping map = {0};
-    NMT_TRY(prepare(&s, params, &map));
+    NMT_TRY(prepare(&s, params, &map, NULL, 0));
     nmt_status st = measure(&s, arena_bytes);
     if (params->model_path != NULL) nmt_unmap_file(&map);
     if (st == NMT_OK && device_bytes) *device_bytes = s.device_bytes;
@@ -217,7 +240,10 @@ nmt_status nmt_session_create(nmt_device *dev, const nmt_session_params *params,
     static const nmt_session zero;
     nmt_session tmp = zero; /* validated once, measured, then moved into the arena */
     tmp.dev = dev;
-    NMT_TRY(prepare(&tmp, params, &tmp.map));
+    char why[NMT_MODEL_WHY_BYTES] = "";
+    nmt_status sp = prepare(&tmp, params, &tmp.map, why, sizeof why);
+    if (sp != NMT_OK && why[0]) nmt_log(&dev->log, NMT_LOG_ERROR, "model refused: %s", why);
+    NMT_TRY(sp);
     tmp.mapped = params->model_path != NULL;
     size_t need;
     nmt_status st = measure(&tmp, &need);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "checkpoint.h"
 #include "format.h"
@@ -219,6 +220,21 @@ static void test_roundtrip(void **state) {
     err[0] = '\0';
     assert_int_equal(ckpt_save(model, &tok, &st, notes, 1, err, sizeof err), NMT_ERR_IO);
     assert_true(strlen(err) > 0);
+    /* a write that fails names the file and the reason (issue 21, item 9) */
+    char *blocker = join(dir, "ckpt-00000014.nmt"), want[1200];
+    assert_int_equal(mkdir(blocker, 0755), 0);
+    st.step = 14;
+    assert_int_equal(ckpt_save(model, &tok, &st, dir, 3, err, sizeof err), NMT_ERR_IO);
+    snprintf(want, sizeof want, "cannot write '%s': a directory; only a regular file or a new path is replaced",
+             blocker);
+    assert_string_equal(err, want);
+    rmdir(blocker);
+    free(blocker);
+    char *nodir = join(dir, "no-such-dir/model.nmt");
+    assert_int_equal(ckpt_export_why(model, &tok, nodir, err, sizeof err), NMT_ERR_IO);
+    snprintf(want, sizeof want, "cannot write '%s': the directory '%s/no-such-dir' does not exist", nodir, dir);
+    assert_string_equal(err, want);
+    free(nodir);
 
     /* Export: no train.* keys or tensors, the same parameters, and the
      * runtime opens it with its tokenizer. */

@@ -230,8 +230,35 @@ static void test_full_disk_keeps_previous_checkpoint(void **state) {
     free(dir);
 }
 
+/* The reason a full disk gives (issue 21, item 9): the file and errno's
+ * text, wherever the disk fills. */
+static void test_full_disk_says_why(void **state) {
+    (void)state;
+    char *dir = nmt_test_make_temp_dir("diskwhy");
+    char path[1024], want[1200], why[1200];
+    snprintf(path, sizeof path, "%s/model.nmt", dir);
+    snprintf(want, sizeof want, "cannot write '%s': No space left on device (the file was not replaced)", path);
+    nmt_random_transformer_config c = model_cfg(3);
+    nmtw_writer *w = nmtw_create();
+    assert_non_null(w);
+    assert_int_equal(nmt_random_transformer_add(w, &c), NMT_OK);
+    const long budgets[] = {0, 4096};
+    for (size_t i = 0; i < NMT_ARRAY_LEN(budgets) + N_OTHER_FAILURES; i++) {
+        arm_case(i, budgets, NMT_ARRAY_LEN(budgets));
+        nmt_status st = nmtw_write_file_why(w, path, why, sizeof why);
+        mode = FAIL_NONE;
+        assert_int_equal(st, NMT_ERR_IO);
+        assert_string_equal(why, want);
+        assert_int_equal(nmt_test_count_files(dir, "", NULL, 0), 2); /* ".", ".." */
+    }
+    nmtw_destroy(w);
+    nmt_test_remove_tree(dir);
+    free(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_full_disk_keeps_previous_model),
-                                       cmocka_unit_test(test_full_disk_keeps_previous_checkpoint)};
+                                       cmocka_unit_test(test_full_disk_keeps_previous_checkpoint),
+                                       cmocka_unit_test(test_full_disk_says_why)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

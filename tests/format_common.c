@@ -1,9 +1,11 @@
 /* format_common.c — helpers shared by the .nmt format tests (see
  * format_common.h). */
 #include "format_common.h"
+#include "random_model.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 uint8_t *slurp(const char *path, size_t *size) {
     FILE *fp = fopen(path, "rb");
@@ -52,5 +54,59 @@ uint8_t *roundtrip_image(size_t *size) {
     assert_int_equal(nmtw_write_memory(w, &img, size), NMT_OK);
     assert_int_equal(nmtw_file_size(w), *size);
     nmtw_destroy(w);
+    return (uint8_t *)img;
+}
+
+uint8_t *model_variant(const model_change *c, size_t *size) {
+    nmt_random_transformer_config rc;
+    nmt_random_transformer_defaults(&rc);
+    void *good = NULL;
+    size_t good_n = 0;
+    assert_int_equal(nmt_random_transformer_image(&rc, &good, &good_n), NMT_OK);
+    nmt_file f;
+    assert_int_equal(nmt_file_open(&f, good, good_n, 1), NMT_OK);
+    nmtw_writer *w = nmtw_create();
+    assert_non_null(w);
+    for (uint32_t i = 0; i < f.h.n_meta; i++) {
+        nmt_meta_view m;
+        assert_int_equal(nmt_file_meta_at(&f, i, &m), NMT_OK);
+        if (c->meta_drop && strcmp(m.key, c->meta_drop) == 0) continue;
+        if (c->meta_key && strcmp(m.key, c->meta_key) == 0) {
+            if (c->meta_str) assert_int_equal(nmtw_set_str(w, m.key, c->meta_str), NMT_OK);
+            else assert_int_equal(nmtw_set_i64(w, m.key, c->meta_i64), NMT_OK);
+            continue;
+        }
+        char str[256];
+        if (m.type == NMT_META_I64) assert_int_equal(nmtw_set_i64(w, m.key, m.i64), NMT_OK);
+        else if (m.type == NMT_META_F64) assert_int_equal(nmtw_set_f64(w, m.key, m.f64), NMT_OK);
+        else {
+            assert_true(m.str_len < sizeof str);
+            memcpy(str, m.str, m.str_len);
+            str[m.str_len] = '\0';
+            assert_int_equal(nmtw_set_str(w, m.key, str), NMT_OK);
+        }
+    }
+    for (uint32_t i = 0; i < f.h.n_tensors; i++) {
+        nmt_tensor_view v;
+        assert_int_equal(nmt_file_tensor_at(&f, i, &v), NMT_OK);
+        if (c->drop && strcmp(v.name, c->drop) == 0) continue;
+        if (c->reshape && strcmp(v.name, c->reshape) == 0) {
+            float *z = calloc((size_t)c->rows * c->cols, sizeof *z);
+            assert_non_null(z);
+            const uint32_t shape[2] = {c->rows, c->cols};
+            assert_int_equal(nmtw_add_f32(w, v.name, 2, shape, z), NMT_OK);
+            free(z);
+            continue;
+        }
+        if (c->as_u8 && strcmp(v.name, c->as_u8) == 0) {
+            assert_int_equal(nmtw_add_blob(w, v.name, v.data, (uint32_t)v.nbytes), NMT_OK);
+            continue;
+        }
+        assert_int_equal(nmtw_add_tensor(w, v.name, v.dtype, v.ndim, v.shape, v.data, v.scales), NMT_OK);
+    }
+    void *img = NULL;
+    assert_int_equal(nmtw_write_memory(w, &img, size), NMT_OK);
+    nmtw_destroy(w);
+    free(good);
     return (uint8_t *)img;
 }

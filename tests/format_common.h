@@ -31,4 +31,18 @@ extern const float T_F32_4D[1 * 2 * 1 * 3];
 nmtw_writer *roundtrip_writer(void);
 uint8_t *roundtrip_image(size_t *size);
 
+/* A valid random Transformer (nmt_random_transformer_defaults: d_model 32,
+ * 4 heads, d_ff 64, 2 + 2 layers, vocabularies 64) with one change, for the
+ * messages that name what is wrong (nmt_model_explain): tensor `drop` left
+ * out, tensor `reshape` stored with shape {rows, cols} (fp32), tensor
+ * `as_u8` stored as bytes, metadata key `meta_drop` left out, `meta_key`
+ * set to the integer `meta_i64` or, when `meta_str` is not NULL, to that
+ * string.  NULL fields change nothing.  malloc'd image (free it). */
+typedef struct model_change {
+    const char *drop, *reshape, *as_u8, *meta_drop, *meta_key, *meta_str;
+    uint32_t rows, cols;
+    int64_t meta_i64;
+} model_change;
+uint8_t *model_variant(const model_change *c, size_t *size);
+
 #endif

@@ -487,8 +487,82 @@ static void test_python_example(void **state) {
     nmtw_destroy(w);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Refusals that say why (nmt_model_explain, issue 21 item 10)              */
+/* ------------------------------------------------------------------------ */
+
+/* The status and the exact reason nmt_model_explain gives for a variant,
+ * and the same status from nmt_model_inspect. */
+static void expect_why(const model_change *c, nmt_status want, const char *why_want) {
+    size_t n = 0;
+    uint8_t *img = model_variant(c, &n);
+    char why[NMT_MODEL_WHY_BYTES];
+    nmt_model_info info;
+    assert_int_equal(nmt_model_explain(img, n, why, sizeof why), want);
+    assert_int_equal(nmt_model_inspect(img, n, &info), want);
+    assert_string_equal(why, why_want);
+    free(img);
+}
+
+static void test_explain(void **state) {
+    (void)state;
+    expect_why(&(model_change){0}, NMT_OK, "");
+    expect_why(&(model_change){.drop = "dec.0.ffn.fc2.bias"}, NMT_ERR_MODEL_MISSING_TENSOR,
+               "the model lacks tensor 'dec.0.ffn.fc2.bias' (shape [32])");
+    expect_why(&(model_change){.reshape = "enc.1.ffn.fc1.weight", .rows = 64, .cols = 31},
+               NMT_ERR_MODEL_TENSOR_SHAPE, "tensor 'enc.1.ffn.fc1.weight' has shape [64, 31], expected [64, 32]");
+    expect_why(&(model_change){.as_u8 = "src_embed"}, NMT_ERR_MODEL_TENSOR_SHAPE,
+               "tensor 'src_embed' is u8, expected fp32, fp16 or int8");
+    expect_why(&(model_change){.meta_key = "bos_id", .meta_i64 = 9999}, NMT_ERR_MODEL_ARCH,
+               "unsupported hyper-parameters of arch 'transformer': bos_id 9999 must be < tgt_vocab 64");
+    expect_why(&(model_change){.meta_key = "d_model", .meta_i64 = 0}, NMT_ERR_MODEL_ARCH,
+               "unsupported hyper-parameter: d_model = 0, expected an integer in [2, 1048576]");
+    expect_why(&(model_change){.meta_key = "norm", .meta_str = "mid"}, NMT_ERR_MODEL_ARCH,
+               "unsupported hyper-parameter: norm = 'mid', expected one of post, pre");
+    expect_why(&(model_change){.meta_key = "norm", .meta_i64 = 1}, NMT_ERR_MODEL_ARCH,
+               "metadata key 'norm' is an integer (i64), expected a string");
+    expect_why(&(model_change){.meta_key = "arch", .meta_str = "rnn"}, NMT_ERR_MODEL_ARCH,
+               "unsupported model architecture: arch 'rnn' (this runtime knows transformer, mgsa)");
+    expect_why(&(model_change){.meta_drop = "d_ff"}, NMT_ERR_MODEL_ARCH,
+               "unsupported model: hyper-parameter 'd_ff' is missing (required)");
+    expect_why(&(model_change){.meta_drop = "arch"}, NMT_ERR_MODEL_ARCH,
+               "metadata key 'arch' is missing (required)");
+    expect_why(&(model_change){.meta_key = "enc_branches", .meta_str = "global sideways"}, NMT_ERR_MODEL_ARCH,
+               "unsupported hyper-parameters of arch 'transformer': enc_branches 'global sideways': expected 1 to "
+               "8 of global, fw, bw, local:K");
+
+    /* a damaged tensor: its name and both CRCs */
+    size_t n = 0;
+    uint8_t *img = model_variant(&(model_change){0}, &n);
+    nmt_file f;
+    assert_int_equal(nmt_file_open(&f, img, n, 1), NMT_OK);
+    nmt_tensor_view v;
+    assert_int_equal(nmt_file_find(&f, "enc.0.ffn.fc1.weight", &v), NMT_OK);
+    char want[200];
+    const uint32_t stored = nmt_crc32(0, v.data, (size_t)v.nbytes);
+    ((uint8_t *)(uintptr_t)v.data)[5] ^= 0x10;
+    snprintf(want, sizeof want,
+             "tensor 'enc.0.ffn.fc1.weight': CRC-32 0x%08x stored, 0x%08x computed (the data are damaged)", stored,
+             nmt_crc32(0, v.data, (size_t)v.nbytes));
+    char why[NMT_MODEL_WHY_BYTES];
+    assert_int_equal(nmt_model_explain(img, n, why, sizeof why), NMT_ERR_MODEL_CHECKSUM);
+    assert_string_equal(why, want);
+    /* a short buffer is cut, never overrun; NULL is fine */
+    char tiny[8];
+    memset(tiny, 'x', sizeof tiny);
+    assert_int_equal(nmt_model_explain(img, n, tiny, 6), NMT_ERR_MODEL_CHECKSUM);
+    assert_string_equal(tiny, "tenso");
+    assert_int_equal(tiny[6], 'x');
+    assert_int_equal(nmt_model_explain(img, n, NULL, 0), NMT_ERR_MODEL_CHECKSUM);
+    /* truncated: both sizes */
+    assert_int_equal(nmt_model_explain(img, 100, why, sizeof why), NMT_ERR_MODEL_TRUNCATED);
+    assert_string_equal(why, "the file has 100 bytes, less than the 128-byte header");
+    free(img);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_explain),
         cmocka_unit_test(test_crc32),
         cmocka_unit_test(test_half),
         cmocka_unit_test(test_dtype_table),

@@ -57,7 +57,7 @@ static nmt_status mg_cfg(nmt_tf_cfg *c, const char *layers, const char *heads) {
     base_cfg(c);
     snprintf(c->mg_layers_text, sizeof c->mg_layers_text, "%s", layers);
     snprintf(c->mg_heads_text, sizeof c->mg_heads_text, "%s", heads);
-    return nmt_tf_finish(c, ~0ull);
+    return nmt_tf_finish(c, ~0ull, NULL, 0);
 }
 
 typedef struct model {
@@ -311,7 +311,7 @@ static void test_bad_configs(void **state) {
     snprintf(c.enc_br_text, sizeof c.enc_br_text, "global fw");
     snprintf(c.mg_layers_text, sizeof c.mg_layers_text, "1");
     snprintf(c.mg_heads_text, sizeof c.mg_heads_text, "word word ngram:2 ngram:3");
-    assert_int_equal(nmt_tf_finish(&c, ~0ull), NMT_ERR_MODEL_ARCH);
+    assert_int_equal(nmt_tf_finish(&c, ~0ull, NULL, 0), NMT_ERR_MODEL_ARCH);
     /* from a file: the loader rejects what the writer was given */
     assert_int_equal(mg_cfg(&c, "1", "word word ngram:2 ngram:3"), NMT_OK);
     snprintf(c.mg_heads_text, sizeof c.mg_heads_text, "word ngram:2");

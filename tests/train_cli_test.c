@@ -469,6 +469,7 @@ static void test_mgsa(void **state) {
     free(img);
 
     char *bad_heads[] = {"--arch", "mgsa", "--mg-heads", "word", "--d-model", "16", "--heads", "2", NULL};
+    path_in(dir, sizeof dir, "m-bad"); /* m-run holds a run now */
     train_argv(argv, dir, src, tgt, bad_heads);
     nmt_test_run(argv, NULL, g_dir, &r);
     expect_status(&r, 1);
@@ -490,8 +491,169 @@ static void test_mgsa(void **state) {
     nmt_test_proc_free(&r);
 }
 
+/* ---- issue 21: run ownership, spm_train's reason, bleu's output ----------- */
+
+/* The step of DIR/last.nmt. */
+static uint64_t last_step(const char *dir) {
+    char p[600];
+    snprintf(p, sizeof p, "%s/last.nmt", dir);
+    size_t n;
+    void *img = nmt_test_read_file(p, &n);
+    assert_non_null(img);
+    nmt_file f;
+    assert_int_equal(nmt_file_open(&f, img, n, 0), NMT_OK);
+    int64_t step = -1;
+    assert_int_equal(nmt_file_get_i64(&f, "train.step", &step), NMT_OK);
+    free(img);
+    return (uint64_t)step;
+}
+
+/* A fresh run into a directory holding another run is refused unless
+ * --resume or --overwrite; --overwrite starts over (the old run's higher
+ * checkpoints gone, so --keep keeps the new ones and --resume continues
+ * the new run). */
+static void test_run_ownership(void **state) {
+    (void)state;
+    char src[512], tgt[512], dir[512], model[600], want[1400];
+    path_in(src, sizeof src, "o.src");
+    path_in(tgt, sizeof tgt, "o.tgt");
+    path_in(dir, sizeof dir, "o-run");
+    write_reverse_task(src, tgt, 24, 13, NULL, NULL);
+    snprintf(model, sizeof model, "%s/model.nmt", dir);
+    nmt_test_proc r;
+    char *argv[80];
+    char *first[] = {"--d-model", "16", "--heads", "2", "--ff", "32", "--enc-layers", "1", "--dec-layers", "1",
+                     "--max-steps", "6", "--save-every", "2", "--keep", "2", "--eval-every", "0", NULL};
+    train_argv(argv, dir, src, tgt, first);
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 0);
+    nmt_test_proc_free(&r);
+    assert_int_equal(last_step(dir), 6);
+    size_t n0;
+    void *before = nmt_test_read_file(model, &n0);
+    assert_non_null(before);
+
+    char *second[] = {"--d-model", "16", "--heads", "2", "--ff", "32", "--enc-layers", "1", "--dec-layers", "1",
+                      "--max-steps", "2", "--save-every", "1", "--keep", "2", "--eval-every", "0", NULL, NULL};
+    int n = train_argv(argv, dir, src, tgt, second);
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 2);
+    snprintf(want, sizeof want, "nmt-edge-train: '%s' holds another run (", dir);
+    assert_ptr_equal(strstr(r.err, want), r.err);
+    assert_non_null(strstr(r.err, "ckpt-00000006.nmt"));
+    assert_non_null(strstr(r.err, "): continue it with --resume, or start a new one there with --overwrite (which "
+                                  "removes that run's checkpoints, last.nmt, model.nmt, log.jsonl and plot.svg), "
+                                  "or choose another --out\n"));
+    nmt_test_proc_free(&r);
+    size_t n1;
+    void *after = nmt_test_read_file(model, &n1); /* untouched */
+    assert_non_null(after);
+    assert_int_equal(n0, n1);
+    assert_memory_equal(before, after, n0);
+    free(before);
+    free(after);
+    assert_int_equal(last_step(dir), 6);
+
+    argv[n] = "--overwrite";
+    argv[n + 1] = "--resume";
+    argv[n + 2] = NULL;
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 2);
+    assert_non_null(strstr(r.err, "nmt-edge-train: --resume and --overwrite exclude each other\n"));
+    nmt_test_proc_free(&r);
+
+    argv[n + 1] = NULL;
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 0);
+    nmt_test_proc_free(&r);
+    assert_int_equal(last_step(dir), 2);
+    char p[600];
+    snprintf(p, sizeof p, "%s/ckpt-00000006.nmt", dir);
+    assert_false(file_exists(p));
+    snprintf(p, sizeof p, "%s/ckpt-00000002.nmt", dir);
+    assert_true(file_exists(p));
+    /* --resume continues the new run */
+    second[11] = "4"; /* --max-steps 4 */
+    n = train_argv(argv, dir, src, tgt, second);
+    argv[n] = "--resume";
+    argv[n + 1] = NULL;
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 0);
+    snprintf(want, sizeof want, "resuming from %s/ckpt-00000002.nmt (step 2)", dir);
+    assert_non_null(strstr(r.err, want));
+    nmt_test_proc_free(&r);
+    assert_int_equal(last_step(dir), 4);
+}
+
+/* spm_train's own reason, or "not installed" only when it is not found
+ * (stand-in programs on PATH). */
+static void test_spm_train_reason(void **state) {
+    (void)state;
+    char src[512], tgt[512], bin[512], fake[600], dir[512], script[4096];
+    path_in(src, sizeof src, "s.src");
+    path_in(tgt, sizeof tgt, "s.tgt");
+    path_in(bin, sizeof bin, "fake-bin");
+    write_reverse_task(src, tgt, 12, 17, NULL, NULL);
+    assert_int_equal(mkdir(bin, 0755), 0);
+    snprintf(fake, sizeof fake, "%s/spm_train", bin);
+    const char *body = "#!/bin/sh\necho 'trainer_interface.cc(123) LOG(INFO) Loaded 12 sentences' >&2\n"
+                       "echo 'Internal: trainer_interface.cc(664) [(trainer_spec_.vocab_size()) == "
+                       "(model_proto->pieces_size())] Vocabulary size is too high (300). Please set it to a value "
+                       "<= 41.' >&2\nexit 1\n";
+    assert_int_equal(nmt_test_write_file(fake, body, strlen(body)), 0);
+    assert_int_equal(chmod(fake, 0755), 0);
+    nmt_test_proc r;
+    for (int installed = 1; installed >= 0; installed--) {
+        path_in(dir, sizeof dir, installed ? "s-run" : "s-run2");
+        snprintf(script, sizeof script,
+                 "PATH='%s'; export PATH; exec '%s' --train-src '%s' --train-tgt '%s' --out '%s' --spm-vocab 300 "
+                 "--max-steps 1 --quiet",
+                 installed ? bin : dir, NMT_TRAIN_BIN, src, tgt, dir);
+        char *argv[] = {"/bin/sh", "-c", script, NULL};
+        nmt_test_run(argv, NULL, g_dir, &r);
+        expect_status(&r, 1);
+        char want[2000];
+        if (installed)
+            snprintf(want, sizeof want,
+                     "nmt-edge-train: spm_train failed (exit 1): trainer_interface.cc(123) LOG(INFO) Loaded 12 "
+                     "sentences Internal: trainer_interface.cc(664) [(trainer_spec_.vocab_size()) == "
+                     "(model_proto->pieces_size())] Vocabulary size is too high (300). Please set it to a value <= "
+                     "41. (log: %s/spm_train.log; or pass --spm MODEL)\n", dir);
+        else
+            snprintf(want, sizeof want,
+                     "nmt-edge-train: spm_train is not installed (No such file or directory): install it with "
+                     "'apt-get install sentencepiece' or pass --spm MODEL\n");
+        if (strstr(r.err, want) == NULL) fail_msg("stderr:\n%s\nwant:\n%s", r.err, want);
+        if (installed) assert_null(strstr(r.err, "apt-get"));
+        nmt_test_proc_free(&r);
+    }
+}
+
+/* bleu's score must reach standard output (issue 21, item 8). */
+static void test_bleu_output_checked(void **state) {
+    (void)state;
+    char hyp[512], script[2048];
+    path_in(hyp, sizeof hyp, "bleu.txt");
+    assert_int_equal(nmt_test_write_file(hyp, "a b c d\n", 8), 0);
+    snprintf(script, sizeof script, "exec '%s' bleu '%s' '%s' > /dev/full", NMT_TRAIN_BIN, hyp, hyp);
+    char *argv[] = {"/bin/sh", "-c", script, NULL};
+    nmt_test_proc r;
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 1);
+    assert_string_equal(r.err, "nmt-edge-train bleu: error writing standard output: No space left on device\n");
+    nmt_test_proc_free(&r);
+    char *ok[] = {(char *)NMT_TRAIN_BIN, "bleu", hyp, hyp, NULL};
+    nmt_test_run(ok, NULL, g_dir, &r);
+    expect_status(&r, 0);
+    assert_non_null(strstr(r.out, "BLEU = 100.00"));
+    nmt_test_proc_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_run_ownership),
+        cmocka_unit_test(test_spm_train_reason),
+        cmocka_unit_test(test_bleu_output_checked),
         cmocka_unit_test(test_mgsa),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_sigterm_checkpoints),

@@ -206,7 +206,7 @@ static void *to_mgsa(void *img, size_t *size, const char *layers, const char *he
     assert_int_equal(nmt_family_parse(&nmt_family_transformer, &f, &c), NMT_OK);
     snprintf(c.mg_layers_text, sizeof c.mg_layers_text, "%s", layers);
     snprintf(c.mg_heads_text, sizeof c.mg_heads_text, "%s", heads);
-    assert_int_equal(nmt_tf_finish(&c, ~0ull), NMT_OK);
+    assert_int_equal(nmt_tf_finish(&c, ~0ull, NULL, 0), NMT_OK);
     free(img);
     nmtw_writer *w = nmtw_create();
     assert_non_null(w);

@@ -173,17 +173,18 @@ nmt_status ckpt_save(ntm_model *m, const ckpt_tokenizers *tok, const ckpt_state 
         nmt_errf(err, err_cap, "ckpt_save: cannot assemble the checkpoint: %s", nmt_status_str(s));
         return s;
     }
-    s = nmtw_write_file(w, path);
+    char why[4400];
+    s = nmtw_write_file_why(w, path, why, sizeof why);
     if (s != NMT_OK) {
-        nmt_errf(err, err_cap, "%s: write failed: %s", path, nmt_status_str(s));
+        nmt_errf(err, err_cap, "%s", why[0] ? why : nmt_status_str(s));
         nmtw_destroy(w);
         return s;
     }
     s = link_last(path, last, dir);
-    if (s != NMT_OK) s = nmtw_write_file(w, last); /* no hard links here: a copy */
+    if (s != NMT_OK) s = nmtw_write_file_why(w, last, why, sizeof why); /* no hard links here: a copy */
     nmtw_destroy(w);
     if (s != NMT_OK) {
-        nmt_errf(err, err_cap, "%s: write failed: %s", last, nmt_status_str(s));
+        nmt_errf(err, err_cap, "%s", why[0] ? why : nmt_status_str(s));
         return s;
     }
     return prune(dir, keep, err, err_cap);
@@ -209,11 +210,16 @@ nmt_status ckpt_read_state(const void *image, size_t size, ckpt_state *st) {
 }
 
 nmt_status ckpt_export(ntm_model *m, const ckpt_tokenizers *tok, const char *path) {
+    return ckpt_export_why(m, tok, path, NULL, 0);
+}
+
+nmt_status ckpt_export_why(ntm_model *m, const ckpt_tokenizers *tok, const char *path, char *err, size_t err_cap) {
+    if (err && err_cap) err[0] = '\0';
     if (!m || !path || !*path) return NMT_ERR_INVALID_ARGUMENT;
     nmtw_writer *w;
     nmt_status s = build_writer(m, tok, NULL, &w);
     if (s != NMT_OK) return s;
-    s = nmtw_write_file(w, path);
+    s = nmtw_write_file_why(w, path, err, err_cap);
     nmtw_destroy(w);
     return s;
 }

@@ -35,7 +35,8 @@ typedef struct ckpt_tokenizers {
 /* Write <dir>/ckpt-<step>.nmt and <dir>/last.nmt, prune to `keep` (>= 1).
  * dir is created if missing (one level).  Pruning looks only at names
  * "ckpt-<digits>.nmt" and keeps the highest steps.  err (may be NULL)
- * receives a one-line message on failure.  tok may be NULL (no tokenizer). */
+ * receives a one-line message on failure ("cannot write 'PATH': REASON" for
+ * a write that fails: nmtw_write_file_why).  tok may be NULL (no tokenizer). */
 nmt_status ckpt_save(ntm_model *m, const ckpt_tokenizers *tok, const ckpt_state *st, const char *dir,
                      uint32_t keep, char *err, size_t err_cap);
 
@@ -45,5 +46,8 @@ nmt_status ckpt_read_state(const void *image, size_t size, ckpt_state *st);
 
 /* Write a deployment model (no train.* keys or tensors) to path, atomically. */
 nmt_status ckpt_export(ntm_model *m, const ckpt_tokenizers *tok, const char *path);
+/* The same; on a write failure err receives "cannot write 'PATH': REASON"
+ * (nmtw_write_file_why: missing directory, read-only, no space). */
+nmt_status ckpt_export_why(ntm_model *m, const ckpt_tokenizers *tok, const char *path, char *err, size_t err_cap);
 
 #endif

@@ -39,8 +39,13 @@ nmt_status train_model_as_arch(const void *tf, size_t tf_size, const char *arch,
         nmt_status s = nmt_hparam_set_text(hp, &c, v);
         if (s != NMT_OK) return fail(err, err_cap, s, "invalid value for", hp->flag);
     }
-    nmt_status s = fam->finish(&c, ~0ull);
-    if (s != NMT_OK) return fail(err, err_cap, s, "the options do not form a valid configuration of", arch);
+    char why[NMT_FAMILY_WHY_BYTES] = "";
+    nmt_status s = fam->finish(&c, ~0ull, why, sizeof why);
+    if (s != NMT_OK) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "the options do not form a valid configuration of %s:", arch);
+        return fail(err, err_cap, s, msg, why);
+    }
     nmtw_writer *w = nmtw_create();
     NMT_CHECK(w != NULL, NMT_ERR_IO);
     s = nmtw_add_hparams(w, fam, &c);

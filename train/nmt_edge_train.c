@@ -33,6 +33,7 @@
 #include "random_model.h"
 #include "tool_env.h"
 #include "tool_file.h"
+#include "tool_out.h"
 #include "schedule.h"
 #include "train_model.h"
 #include "train_opts.h"
@@ -152,6 +153,55 @@ static int open_device(run *r) {
     return 0;
 }
 
+/* The line the child writes to the log when spm_train cannot be run. */
+#define SPM_EXEC_FAILED "nmt-edge-train: cannot run spm_train: "
+
+/* Why spm_train failed, from its log: not installed (the exec failed), or
+ * its own reason (the last lines of its log, where it says why). 1. */
+static int spm_failed(int status, const char *log_path) {
+    char tail[4096] = "";
+    FILE *lf = fopen(log_path, "r");
+    if (lf != NULL) {
+        if (fseek(lf, 0, SEEK_END) == 0) {
+            long end = ftell(lf);
+            fseek(lf, end > (long)sizeof tail - 1 ? end - (long)(sizeof tail - 1) : 0, SEEK_SET);
+        }
+        size_t n = fread(tail, 1, sizeof tail - 1, lf);
+        tail[n] = '\0';
+        fclose(lf);
+    }
+    const char *exec_failed = strstr(tail, SPM_EXEC_FAILED);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && exec_failed != NULL) {
+        const char *reason = exec_failed + strlen(SPM_EXEC_FAILED);
+        fprintf(stderr,
+                PROG ": spm_train is not installed (%.*s): install it with 'apt-get install sentencepiece' "
+                     "or pass --spm MODEL\n",
+                (int)strcspn(reason, "\n"), reason);
+        return 1;
+    }
+    /* the last two non-empty lines of the log: spm_train's reason */
+    size_t len = strlen(tail);
+    while (len > 0 && (tail[len - 1] == '\n' || tail[len - 1] == '\r' || tail[len - 1] == ' ')) tail[--len] = '\0';
+    const char *start = tail;
+    int lines = 0;
+    for (size_t i = len; i > 0; i--)
+        if (tail[i - 1] == '\n' && ++lines == 2) {
+            start = tail + i;
+            break;
+        }
+    char reason[1024];
+    snprintf(reason, sizeof reason, "%s", *start ? start : "(its log is empty)");
+    for (char *q = reason; *q; q++)
+        if (*q == '\n' || *q == '\r') *q = ' ';
+    if (WIFEXITED(status))
+        fprintf(stderr, PROG ": spm_train failed (exit %d): %s (log: %s; or pass --spm MODEL)\n",
+                WEXITSTATUS(status), reason, log_path);
+    else
+        fprintf(stderr, PROG ": spm_train failed (signal %d): %s (log: %s; or pass --spm MODEL)\n",
+                WIFSIGNALED(status) ? WTERMSIG(status) : 0, reason, log_path);
+    return 1;
+}
+
 /* Train a SentencePiece model with spm_train into DIR/spm.model. */
 static int train_spm(run *r, char *path, size_t cap) {
     snprintf(path, cap, "%s/spm.model", r->dir);
@@ -165,33 +215,29 @@ static int train_spm(run *r, char *path, size_t cap) {
     snprintf(prefix, sizeof prefix, "--model_prefix=%s/spm", r->dir);
     snprintf(vocab, sizeof vocab, "--vocab_size=%ld", r->o.spm_vocab);
     fprintf(stderr, PROG ": training a %ld-piece SentencePiece model with spm_train\n", r->o.spm_vocab);
+    char log_path[4200];
+    snprintf(log_path, sizeof log_path, "%s/spm_train.log", r->dir);
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, PROG ": fork: %s\n", strerror(errno));
         return 1;
     }
     if (pid == 0) {
-        char log_path[4200];
-        snprintf(log_path, sizeof log_path, "%s/spm_train.log", r->dir);
         FILE *lf = freopen(log_path, "w", stderr);
         (void)lf;
         execlp("spm_train", "spm_train", input, prefix, vocab, "--model_type=unigram",
                "--character_coverage=1.0", "--byte_fallback=true", "--unk_id=0", "--bos_id=1", "--eos_id=2",
                "--pad_id=3", "--input_sentence_size=2000000", "--shuffle_input_sentence=true",
                (char *)NULL);
+        fprintf(stderr, SPM_EXEC_FAILED "%s\n", strerror(errno));
+        fflush(stderr); /* _exit does not flush */
         _exit(127);
     }
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        fprintf(stderr,
-                PROG ": spm_train failed (exit %d; log in %s/spm_train.log; install it with "
-                     "'apt-get install sentencepiece' or pass --spm MODEL)\n",
-                WIFEXITED(status) ? WEXITSTATUS(status) : -1, r->dir);
-        return 1;
-    }
-    return 0;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+    return spm_failed(status, log_path);
 }
 
 static int setup_tokenizer(run *r, const void *model_image, size_t model_size) {
@@ -798,7 +844,49 @@ static int cmd_bleu(int argc, char **argv) {
            res.score, res.precisions[0], res.precisions[1], res.precisions[2], res.precisions[3], res.bp,
            bs.ref_len ? (double)bs.sys_len / (double)bs.ref_len : 0.0, (unsigned long long)bs.sys_len,
            (unsigned long long)bs.ref_len, n);
-    return 0;
+    return nmt_tool_close_stdout(PROG " bleu"); /* the score reached standard output, or status 1 */
+}
+
+/* The files of a run in its directory (besides the tokenizer, which a new
+ * run reuses): numbered checkpoints and these. */
+static const char *const run_files[] = {"last.nmt", "model.nmt", "log.jsonl", "plot.svg"};
+
+/* A new run (no --resume) into DIR: refused when DIR holds another run,
+ * unless --overwrite, which removes that run's files first (an old
+ * ckpt-N.nmt with a higher step would otherwise survive --keep in place of
+ * the new run's, and a later --resume would continue the old run). */
+static int claim_dir(const run *r) {
+    DIR *d = opendir(r->dir);
+    if (!d) return 0;
+    char found[512] = "";
+    size_t n_found = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        int ours = strncmp(e->d_name, "ckpt-", 5) == 0 && strlen(e->d_name) > 9 &&
+                   strcmp(e->d_name + strlen(e->d_name) - 4, ".nmt") == 0;
+        for (size_t i = 0; i < sizeof run_files / sizeof run_files[0]; i++) ours |= !strcmp(e->d_name, run_files[i]);
+        if (!ours) continue;
+        if (r->o.overwrite) {
+            char path[4400];
+            snprintf(path, sizeof path, "%s/%s", r->dir, e->d_name);
+            if (unlink(path) != 0) {
+                fprintf(stderr, PROG ": --overwrite: cannot remove '%s': %s\n", path, strerror(errno));
+                closedir(d);
+                return 1;
+            }
+            continue;
+        }
+        size_t used = strlen(found);
+        if (n_found++ < 4) snprintf(found + used, sizeof found - used, "%s%s", used ? ", " : "", e->d_name);
+    }
+    closedir(d);
+    if (r->o.overwrite || n_found == 0) return 0;
+    fprintf(stderr,
+            PROG ": '%s' holds another run (%s%s): continue it with --resume, or start a new one there with "
+                 "--overwrite (which removes that run's checkpoints, last.nmt, model.nmt, log.jsonl and "
+                 "plot.svg), or choose another --out\n",
+            r->dir, found, n_found > 4 ? ", ..." : "");
+    return 1;
 }
 
 int main(int argc, char **argv) {
@@ -817,6 +905,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, PROG ": cannot create '%s': %s\n", r.dir, strerror(errno));
         return 1;
     }
+    if (!r.o.resume && claim_dir(&r)) return EXIT_USAGE;
     r.tty = isatty(2);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -847,8 +936,14 @@ int main(int argc, char **argv) {
         if (!rc && !g_signal) {
             snprintf(path, sizeof path, "%s/model.nmt", r.dir);
             ckpt_tokenizers t = run_tokenizers(&r);
-            nmt_status s = ckpt_export(r.m, &t, path);
-            if (s != NMT_OK) rc = fail_status("writing the model", s);
+            char why[4400];
+            nmt_status s = ckpt_export_why(r.m, &t, path, why, sizeof why);
+            if (s != NMT_OK && why[0]) {
+                fprintf(stderr, PROG ": %s\n", why);
+                rc = 1;
+            } else if (s != NMT_OK) {
+                rc = fail_status("writing the model", s);
+            }
             else fprintf(stderr, PROG ": wrote %s (step %llu)\n", path, (unsigned long long)r.st.step);
         }
         if (r.log) {

@@ -105,7 +105,10 @@ void train_opts_usage(FILE *f) {
 "  --log-every N (20)  --eval-every N (1000)  --save-every N (500)  --keep K (5)\n"
 "  --beam N            beam of the dev BLEU decoding (4)\n"
 "  --dev-bleu-max N    dev sentences decoded for BLEU, 0 = all (500)\n"
-"  --resume            continue from DIR\n"
+"  --resume            continue the run in DIR\n"
+"  --overwrite         start a new run in a DIR that holds another one, removing\n"
+"                      its checkpoints, last.nmt, model.nmt, log.jsonl and plot.svg\n"
+"                      (without --resume or --overwrite such a DIR is refused)\n"
 "  --device SPEC       OpenCL device (as nmt-edge; default $NMT_EDGE_DEVICE)\n"
 "  --no-cache          do not cache compiled kernels\n"
 "  --quiet             no progress line\n"
@@ -117,7 +120,7 @@ enum {
     O_MAX_RATIO, O_INIT, O_D_MODEL, O_HEADS, O_FF, O_ENC_LAYERS, O_DEC_LAYERS, O_NORM, O_FUSION, O_GATE_R,
     O_ENC_BR, O_DEC_BR, O_SEP_EMB, O_SCHED, O_LR, O_WARMUP, O_MAX_TOKENS, O_MAX_SEQS, O_ACCUM, O_DROPOUT,
     O_LS, O_CLIP, O_WD, O_MAX_STEPS, O_MAX_EPOCHS, O_MAX_TIME, O_SEED, O_LOG_EVERY, O_EVAL_EVERY,
-    O_SAVE_EVERY, O_KEEP, O_BEAM, O_DEV_BLEU_MAX, O_RESUME, O_DEVICE, O_NO_CACHE, O_QUIET, O_HELP, O_ARCH,
+    O_SAVE_EVERY, O_KEEP, O_BEAM, O_DEV_BLEU_MAX, O_RESUME, O_OVERWRITE, O_DEVICE, O_NO_CACHE, O_QUIET, O_HELP, O_ARCH,
     O_MG_LAYERS, O_MG_HEADS
 };
 
@@ -144,6 +147,7 @@ static const struct option LONG_OPTS[] = {
     {"eval-every", required_argument, 0, O_EVAL_EVERY}, {"save-every", required_argument, 0, O_SAVE_EVERY},
     {"keep", required_argument, 0, O_KEEP}, {"beam", required_argument, 0, O_BEAM},
     {"dev-bleu-max", required_argument, 0, O_DEV_BLEU_MAX}, {"resume", no_argument, 0, O_RESUME},
+    {"overwrite", no_argument, 0, O_OVERWRITE},
     {"device", required_argument, 0, O_DEVICE}, {"no-cache", no_argument, 0, O_NO_CACHE},
     {"quiet", no_argument, 0, O_QUIET}, {"help", no_argument, 0, O_HELP}, {"arch", required_argument, 0, O_ARCH},
     {"mg-layers", required_argument, 0, O_MG_LAYERS}, {"mg-heads", required_argument, 0, O_MG_HEADS},
@@ -240,6 +244,7 @@ int train_opts_parse(int argc, char **argv, train_opts *o, int *help) {
         case O_BEAM: r = parse_long(name, optarg, 1, 64, &o->beam); break;
         case O_DEV_BLEU_MAX: r = parse_long(name, optarg, 0, BIG, &o->dev_bleu_max); break;
         case O_RESUME: o->resume = 1; break;
+        case O_OVERWRITE: o->overwrite = 1; break;
         case O_DEVICE: o->device = optarg; break;
         case O_NO_CACHE: o->no_cache = 1; break;
         case O_QUIET: o->quiet = 1; break;
@@ -267,6 +272,10 @@ int train_opts_parse(int argc, char **argv, train_opts *o, int *help) {
     }
     if (o->ids && o->vocab == 0 && !o->resume && !o->init) {
         fprintf(stderr, PROG ": --ids needs --vocab N (the vocabulary size)\n");
+        return EXIT_USAGE;
+    }
+    if (o->resume && o->overwrite) {
+        fprintf(stderr, PROG ": --resume and --overwrite exclude each other\n");
         return EXIT_USAGE;
     }
     if (o->ids && o->spm) {

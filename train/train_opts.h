@@ -11,6 +11,7 @@
 typedef struct train_opts {
     const char *train_src, *train_tgt, *dev_src, *dev_tgt, *out_dir, *spm, *init, *device;
     int ids, resume, quiet, no_cache;
+    int overwrite;      /* a new run may replace another run's files in --out */
     /* architecture (new models) */
     const char *arch;   /* "transformer" (HySAN) or "mgsa" */
     long d_model, heads, ff, enc_layers, dec_layers, vocab, gate_r;

@@ -1,8 +1,12 @@
 /* nmt_writer.c — the .nmt v1 writer (see nmt_writer.h, docs/FORMAT.md). */
 #include "nmt_writer.h"
 
+#include "platform.h"
+#include "tool_out.h"
+
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -407,14 +411,63 @@ static void sync_parent_dir(const char *path) {
     free(dir);
 }
 
-nmt_status nmtw_write_file(const nmtw_writer *w, const char *path) {
-    if (w == NULL || path == NULL || path[0] == '\0') return NMT_ERR_INVALID_ARGUMENT;
+/* The kind of a file that is not a regular one, as a phrase. */
+static const char *kind_of(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0) return "not a regular file";
+    if (S_ISDIR(st.st_mode)) return "a directory";
+    if (S_ISCHR(st.st_mode)) return "not a regular file (a character device)";
+    if (S_ISBLK(st.st_mode)) return "not a regular file (a block device)";
+    if (S_ISFIFO(st.st_mode)) return "not a regular file (a pipe or FIFO)";
+    if (S_ISSOCK(st.st_mode)) return "not a regular file (a socket)";
+    return "not a regular file";
+}
+
+/* "cannot write 'PATH': REASON" into why (when given); errno = e. */
+static nmt_status write_fail(int e, char *why, size_t cap, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static nmt_status write_fail(int e, char *why, size_t cap, const char *path, const char *fmt, ...) {
+    if (why != NULL && cap > 0) {
+        int n = snprintf(why, cap, "cannot write '%s': ", path);
+        if (n >= 0 && (size_t)n < cap) {
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(why + n, cap - (size_t)n, fmt, ap);
+            va_end(ap);
+        }
+    }
+    errno = e;
+    return NMT_ERR_IO;
+}
+
+/* The directory part of `path` ("." when none), into dir[cap]. */
+static void dir_of(const char *path, char *dir, size_t cap) {
+    const char *slash = strrchr(path, '/');
+    if (slash == NULL) snprintf(dir, cap, ".");
+    else snprintf(dir, cap, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+}
+
+nmt_status nmtw_write_file_why(const nmtw_writer *w, const char *path_in, char *why, size_t why_cap) {
+    if (why != NULL && why_cap > 0) why[0] = '\0';
+    if (w == NULL || path_in == NULL || path_in[0] == '\0') return NMT_ERR_INVALID_ARGUMENT;
+    /* What may be replaced (platform.h): a regular file or a new path; a
+     * symbolic link is written through to its target. */
+    char path[4096];
+    if (nmt_replace_target(path_in, path, sizeof path) != NMT_OK) {
+        const int e = errno;
+        if (e == ENODEV || e == EISDIR)
+            return write_fail(e, why, why_cap, path_in, "%s; only a regular file or a new path is replaced",
+                              kind_of(path_in));
+        if (e == ENOENT) return write_fail(e, why, why_cap, path_in, "a symbolic link to a missing file");
+        return write_fail(e, why, why_cap, path_in, "%s", strerror(e));
+    }
     size_t cap = strlen(path) + 48;
     char *tmp = (char *)malloc(cap);
-    if (tmp == NULL) return NMT_ERR_IO;
+    if (tmp == NULL) return write_fail(ENOMEM, why, why_cap, path_in, "out of memory");
 
     /* O_EXCL with a fresh name: never clobbers someone else's file; mode
-     * 0666 minus the umask, like any newly created file. */
+     * 0666 minus the umask, like any newly created file.  The temporary is
+     * registered so that a terminating signal removes it (tool_out.h). */
     int fd = -1;
     for (unsigned attempt = 0; attempt < 1000 && fd < 0; attempt++) {
         snprintf(tmp, cap, "%s.tmp.%ld.%u", path, (long)getpid(), attempt);
@@ -422,25 +475,47 @@ nmt_status nmtw_write_file(const nmtw_writer *w, const char *path) {
         if (fd < 0 && errno != EEXIST) break;
     }
     if (fd < 0) {
+        const int e = errno;
+        char dir[4096];
+        dir_of(path, dir, sizeof dir);
         free(tmp);
-        return NMT_ERR_IO;
+        if (e == ENOENT || e == ENOTDIR)
+            return write_fail(e, why, why_cap, path_in, "the directory '%s' does not exist", dir);
+        return write_fail(e, why, why_cap, path_in, "cannot create a file in '%s': %s", dir, strerror(e));
     }
+    nmt_tool_tmp_begin(tmp);
     FILE *fp = fdopen(fd, "wb");
+    int e = 0;
+    nmt_status st = NMT_OK;
     if (fp == NULL) {
+        e = errno;
         close(fd);
-        unlink(tmp);
-        free(tmp);
-        return NMT_ERR_IO;
+        st = NMT_ERR_IO;
+    } else {
+        sink s = {.fp = fp};
+        st = emit(w, &s);
+        if (st == NMT_OK && s.failed) st = NMT_ERR_IO;
+        if (st != NMT_OK && e == 0) e = errno;
+        if (st == NMT_OK && fflush(fp) != 0) st = NMT_ERR_IO, e = errno;
+        if (st == NMT_OK && fsync(fileno(fp)) != 0) st = NMT_ERR_IO, e = errno;
+        if (fclose(fp) != 0 && st == NMT_OK) st = NMT_ERR_IO, e = errno;
     }
-
-    sink s = {.fp = fp};
-    nmt_status st = emit(w, &s);
-    if (st == NMT_OK && fflush(fp) != 0) st = NMT_ERR_IO;
-    if (st == NMT_OK && fsync(fileno(fp)) != 0) st = NMT_ERR_IO;
-    if (fclose(fp) != 0 && st == NMT_OK) st = NMT_ERR_IO;
-    if (st == NMT_OK && rename(tmp, path) != 0) st = NMT_ERR_IO;
+    if (st == NMT_OK && rename(tmp, path) != 0) {
+        st = NMT_ERR_IO;
+        e = errno;
+        unlink(tmp);
+        nmt_tool_tmp_end();
+        free(tmp);
+        return write_fail(e, why, why_cap, path_in, "renaming the temporary file into place: %s", strerror(e));
+    }
     if (st != NMT_OK) unlink(tmp);
     else sync_parent_dir(path);
+    nmt_tool_tmp_end();
     free(tmp);
+    if (st == NMT_ERR_IO)
+        return write_fail(e ? e : EIO, why, why_cap, path_in, "%s (the file was not replaced)",
+                          e == ENOMEM ? "out of memory" : strerror(e ? e : EIO));
     return st;
 }
+
+nmt_status nmtw_write_file(const nmtw_writer *w, const char *path) { return nmtw_write_file_why(w, path, NULL, 0); }

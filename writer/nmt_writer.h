@@ -18,7 +18,8 @@
  *
  * Errors: NMT_ERR_INVALID_ARGUMENT for anything the reader would reject
  * (bad key/name, duplicate name, bad shape, limits), NMT_ERR_IO for file
- * errors and for running out of memory.
+ * errors (errno kept; nmtw_write_file_why says why) and for running out of
+ * memory.
  */
 #ifndef NMT_WRITER_H
 #define NMT_WRITER_H
@@ -82,6 +83,17 @@ nmt_status nmtw_write_memory(const nmtw_writer *w, void **out, size_t *out_size)
  * written, flushed, fsync'ed and renamed over `path`.  On any failure the
  * temporary file is removed and an existing `path` is left untouched. */
 nmt_status nmtw_write_file(const nmtw_writer *w, const char *path);
+
+/* The same, saying why it failed: on NMT_ERR_IO, why[0, why_cap) holds
+ * "cannot write 'PATH': REASON" with errno's reason and what it means here:
+ * "the directory 'D' does not exist", "cannot create a file in 'D':
+ * Read-only file system", "No space left on device (the file was not
+ * replaced)", "not a regular file (a character device); only a regular
+ * file or a new path is replaced" (docs/RELIABILITY.md, "files replaced or
+ * lost").  Only a regular file or a missing path is replaced; a symbolic
+ * link is written through to its target.  A terminating signal during the
+ * write removes the temporary file (tools/tool_out.h).  why may be NULL. */
+nmt_status nmtw_write_file_why(const nmtw_writer *w, const char *path, char *why, size_t why_cap);
 
 #ifdef __cplusplus
 }

@@ -99,6 +99,20 @@ static nmt_status to_cfg(const nmt_random_transformer_config *c, nmt_tf_cfg *t) 
     return NMT_OK;
 }
 
+/* The embedded SentencePiece models: tokenizer.src (shared when tgt is
+ * NULL) and tokenizer.tgt (docs/FORMAT.md). */
+static nmt_status add_tokenizers(nmtw_writer *w, const void *src, size_t src_n, const void *tgt, size_t tgt_n) {
+    if (src != NULL) {
+        if (src_n == 0 || src_n > UINT32_MAX) return NMT_ERR_INVALID_ARGUMENT;
+        TRY(nmtw_add_blob(w, "tokenizer.src", src, (uint32_t)src_n));
+    }
+    if (tgt != NULL) {
+        if (src == NULL || tgt_n == 0 || tgt_n > UINT32_MAX) return NMT_ERR_INVALID_ARGUMENT;
+        TRY(nmtw_add_blob(w, "tokenizer.tgt", tgt, (uint32_t)tgt_n));
+    }
+    return NMT_OK;
+}
+
 nmt_status nmt_random_transformer_add(nmtw_writer *w, const nmt_random_transformer_config *c) {
     if (w == NULL || c == NULL || c->norm == NULL || c->fusion == NULL || c->enc_branches == NULL ||
         c->dec_branches == NULL)
@@ -107,16 +121,7 @@ nmt_status nmt_random_transformer_add(nmtw_writer *w, const nmt_random_transform
     TRY(to_cfg(c, &t));
     TRY(nmtw_add_hparams(w, &nmt_family_transformer, &t));
     TRY(nmtw_add_random_tensors(w, &nmt_family_transformer, &t, c->seed, c->weight_scale));
-    if (c->src_sp_model != NULL) {
-        if (c->src_sp_size == 0 || c->src_sp_size > UINT32_MAX) return NMT_ERR_INVALID_ARGUMENT;
-        TRY(nmtw_add_blob(w, "tokenizer.src", c->src_sp_model, (uint32_t)c->src_sp_size));
-    }
-    if (c->tgt_sp_model != NULL) {
-        if (c->src_sp_model == NULL || c->tgt_sp_size == 0 || c->tgt_sp_size > UINT32_MAX)
-            return NMT_ERR_INVALID_ARGUMENT;
-        TRY(nmtw_add_blob(w, "tokenizer.tgt", c->tgt_sp_model, (uint32_t)c->tgt_sp_size));
-    }
-    return NMT_OK;
+    return add_tokenizers(w, c->src_sp_model, c->src_sp_size, c->tgt_sp_model, c->tgt_sp_size);
 }
 
 static nmt_status build(const nmt_random_transformer_config *cfg, nmtw_writer **out) {
@@ -145,4 +150,134 @@ nmt_status nmt_random_transformer_image(const nmt_random_transformer_config *cfg
     nmt_status s = nmtw_write_memory(w, data, size);
     nmtw_destroy(w);
     return s;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Any family, from its hyper-parameter table                               */
+/* ------------------------------------------------------------------------ */
+
+/* The value fam->random_args gives `flag` ("flag=value" words) into
+ * buf[cap]; 0 when it gives none. */
+static int random_arg(const nmt_family *fam, const char *flag, char *buf, size_t cap) {
+    const char *p = fam->random_args;
+    const size_t n = strlen(flag);
+    while (p != NULL && *p) {
+        while (*p == ' ') p++;
+        const size_t len = strcspn(p, " ");
+        if (len > n && strncmp(p, flag, n) == 0 && p[n] == '=') {
+            snprintf(buf, cap, "%.*s", (int)(len - n - 1), p + n + 1);
+            return 1;
+        }
+        p += len;
+    }
+    return 0;
+}
+
+nmt_status nmt_random_model_init(nmt_random_model *m, const char *arch, char *why, size_t why_cap) {
+    memset(m, 0, sizeof *m);
+    m->seed = 1;
+    m->weight_scale = 1.0f;
+    m->fam = nmt_family_find(arch);
+    if (m->fam == NULL) {
+        char known[160];
+        nmt_family_names(known, sizeof known);
+        nmt_why(why, why_cap, "unknown --arch '%s' (known: %s)", arch ? arch : "", known);
+        return NMT_ERR_MODEL_ARCH;
+    }
+    const nmt_family *fam = m->fam;
+    if (fam->cfg_size > sizeof m->cfg || fam->n_hparams > 64) return NMT_ERR_INVALID_ARGUMENT;
+    for (uint32_t i = 0; i < fam->n_hparams; i++) TRY(nmt_hparam_set_default(&fam->hparams[i], m->cfg));
+    for (uint32_t i = 0; i < fam->n_hparams; i++) {
+        char v[128];
+        if (random_arg(fam, fam->hparams[i].flag, v, sizeof v))
+            TRY(nmt_random_model_set(m, fam->hparams[i].flag, v, why, why_cap));
+    }
+    return NMT_OK;
+}
+
+nmt_status nmt_random_model_set(nmt_random_model *m, const char *flag, const char *text, char *why,
+                                size_t why_cap) {
+    const nmt_hparam *hp = nmt_hparam_find(m->fam, flag);
+    if (hp == NULL) {
+        nmt_why(why, why_cap, "arch '%s' has no hyper-parameter '%s'", m->fam->arch, flag);
+        return NMT_ERR_MODEL_ARCH;
+    }
+    if (nmt_hparam_set_text(hp, m->cfg, text) != NMT_OK) {
+        char range[160];
+        nmt_hparam_range(hp, range, sizeof range);
+        nmt_why(why, why_cap, "--%s expects %s, got '%s'", hp->flag, range, text);
+        return NMT_ERR_INVALID_ARGUMENT;
+    }
+    m->present |= (uint64_t)1 << (uint32_t)(hp - m->fam->hparams);
+    return NMT_OK;
+}
+
+nmt_status nmt_random_model_build(const nmt_random_model *m, nmtw_writer *w, char *why, size_t why_cap) {
+    const nmt_family *fam = m->fam;
+    _Alignas(16) unsigned char cfg[NMT_FAMILY_CFG_BYTES];
+    memcpy(cfg, m->cfg, sizeof cfg);
+    for (uint32_t i = 0; i < fam->n_hparams; i++)
+        if (fam->hparams[i].required && !(m->present >> i & 1)) {
+            nmt_why(why, why_cap, "--%s is required for --arch %s", fam->hparams[i].flag, fam->arch);
+            return NMT_ERR_MODEL_ARCH;
+        }
+    /* the loader's checks, in the loader's order: the family's finish ... */
+    char fw[NMT_FAMILY_WHY_BYTES] = "";
+    nmt_status s = fam->finish(cfg, m->present, fw, sizeof fw);
+    if (s != NMT_OK) {
+        nmt_why(why, why_cap, "%s", fw[0] ? fw : "the hyper-parameters do not fit together");
+        return s;
+    }
+    TRY(nmtw_add_hparams(w, fam, cfg));
+    TRY(nmtw_add_random_tensors(w, fam, cfg, m->seed, m->weight_scale));
+    TRY(add_tokenizers(w, m->src_sp_model, m->src_sp_size, m->tgt_sp_model, m->tgt_sp_size));
+    /* ... then the whole image as a session would open it */
+    void *img = NULL;
+    size_t size = 0;
+    TRY(nmtw_write_memory(w, &img, &size));
+    s = nmt_model_explain(img, size, why, why_cap);
+    if (s == NMT_OK) {
+        nmt_session_params p;
+        memset(&p, 0, sizeof p);
+        p.model_data = img;
+        p.model_size = size;
+        size_t need = 0;
+        s = nmt_session_arena_size(&p, &need, NULL);
+        if (s == NMT_ERR_TOKENIZER_MODEL)
+            nmt_why(why, why_cap, "an embedded SentencePiece model is malformed or has more pieces than the "
+                                  "vocabulary it serves");
+        else if (s != NMT_OK)
+            nmt_why(why, why_cap, "the runtime cannot plan a session for this model: %s", nmt_status_str(s));
+    }
+    free(img);
+    return s;
+}
+
+void nmt_random_model_help(FILE *out, const nmt_family *fam, uint32_t first) {
+    for (uint32_t i = first; i < fam->n_hparams; i++) {
+        const nmt_hparam *hp = &fam->hparams[i];
+        char left[64], def[160], metavar[96];
+        switch (hp->type) {
+        case NMT_HP_U32: snprintf(metavar, sizeof metavar, " N"); break;
+        case NMT_HP_F32: snprintf(metavar, sizeof metavar, " X"); break;
+        case NMT_HP_FLAG: metavar[0] = '\0'; break;
+        case NMT_HP_ENUM:
+            snprintf(metavar, sizeof metavar, " ");
+            for (int k = 0; hp->choices[k]; k++) {
+                const size_t used = strlen(metavar);
+                snprintf(metavar + used, sizeof metavar - used, "%s%s", k ? "|" : "", hp->choices[k]);
+            }
+            break;
+        case NMT_HP_TEXT: snprintf(metavar, sizeof metavar, " TEXT"); break;
+        }
+        snprintf(left, sizeof left, "    --%s%s", hp->flag, metavar);
+        char v[128];
+        if (random_arg(fam, hp->flag, v, sizeof v)) snprintf(def, sizeof def, "; default %s", v);
+        else if (hp->required) snprintf(def, sizeof def, "; required");
+        else if (hp->computed_default) def[0] = '\0';
+        else if (hp->type == NMT_HP_ENUM || hp->type == NMT_HP_TEXT)
+            snprintf(def, sizeof def, "; default \"%s\"", hp->def_str ? hp->def_str : "");
+        else snprintf(def, sizeof def, "; default %g", hp->def);
+        fprintf(out, "  %-30s %s%s\n", left, hp->help, def);
+    }
 }

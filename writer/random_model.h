@@ -1,21 +1,31 @@
-/* random_model.h — random-weight Transformer/HySAN models for tests and
- * benchmarks, from shape options: the metadata through the family's
- * hyper-parameter table and the tensors from its catalogue
- * (writer/family_writer.h: the weight distributions and the reproducible
- * stream, drawn tensor by tensor in file order).  embed_scale is written as
- * sqrt(d_model) when not given.
+/* random_model.h — random-weight models.
  *
- * The generator checks only what it needs to compute shapes; it will write
+ * Any family (nmt_random_model_*, what `nmt-edge-convert random --arch`
+ * uses): the configuration is set flag by flag from the family's
+ * hyper-parameter table (families/family.h), starting from the table's
+ * defaults and the family's `random_args`, and checked by the code the
+ * loader runs (the family's finish, then the whole image through
+ * nmt_model_explain and nmt_session_arena_size) before anything is written.
+ * A new family gets random models with no code here.
+ *
+ * Transformer/HySAN from shape options (nmt_random_transformer_*, for tests
+ * and benchmarks): the metadata through the family's hyper-parameter table
+ * and the tensors from its catalogue (writer/family_writer.h: the weight
+ * distributions and the reproducible stream, drawn tensor by tensor in file
+ * order).  embed_scale is written as sqrt(d_model) when not given.  This
+ * generator checks only what it needs to compute shapes; it will write
  * models the runtime rejects (e.g. d_model not divisible by n_heads, a `bw`
  * decoder branch), which is useful for negative tests.
  */
 #ifndef NMT_RANDOM_MODEL_H
 #define NMT_RANDOM_MODEL_H
 
+#include "family.h"
 #include "nmt_writer.h"
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -65,6 +75,41 @@ nmt_status nmt_random_transformer_write(const nmt_random_transformer_config *cfg
 /* Convenience: the whole model as a malloc'd image (release with free()). */
 nmt_status nmt_random_transformer_image(const nmt_random_transformer_config *cfg, void **data,
                                         size_t *size);
+
+/* ---- any family ---------------------------------------------------------- */
+
+typedef struct nmt_random_model {
+    const nmt_family *fam;
+    _Alignas(16) unsigned char cfg[NMT_FAMILY_CFG_BYTES]; /* the family's configuration struct */
+    uint64_t present;      /* bit i: hparams[i] was set (random_args or a flag) */
+    uint64_t seed;         /* default 1 */
+    float weight_scale;    /* default 1: b = weight_scale / sqrt(fan_in) */
+    /* SentencePiece .model bytes to embed (as in nmt_random_transformer_config) */
+    const void *src_sp_model, *tgt_sp_model;
+    size_t src_sp_size, tgt_sp_size;
+} nmt_random_model;
+
+/* The family `arch` with the table's defaults and its random_args.
+ * NMT_ERR_MODEL_ARCH for an unknown arch (the known ones in why). */
+nmt_status nmt_random_model_init(nmt_random_model *m, const char *arch, char *why, size_t why_cap);
+
+/* Set the hyper-parameter with this flag or key from command-line text.
+ * NMT_ERR_INVALID_ARGUMENT (why: "--FLAG expects RANGE, got 'TEXT'") when it
+ * does not parse or is out of the table's range; NMT_ERR_MODEL_ARCH when
+ * the family has no such hyper-parameter. */
+nmt_status nmt_random_model_set(nmt_random_model *m, const char *flag, const char *text, char *why,
+                                size_t why_cap);
+
+/* The hyper-parameters, the random tensors and the tokenizers into w, after
+ * the checks the runtime makes: a required key not given, the family's
+ * finish (NMT_ERR_MODEL_ARCH), then the image as nmt_model_explain and
+ * nmt_session_arena_size (default limits) see it.  On failure why says
+ * which key or tensor and what is wrong, and w must not be written. */
+nmt_status nmt_random_model_build(const nmt_random_model *m, nmtw_writer *w, char *why, size_t why_cap);
+
+/* "--d-model N" style help of every hyper-parameter of fam from index
+ * `first`, with the defaults of `nmt-edge-convert random`. */
+void nmt_random_model_help(FILE *out, const nmt_family *fam, uint32_t first);
 
 #ifdef __cplusplus
 }

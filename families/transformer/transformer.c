@@ -196,7 +196,7 @@ static void tf_release(void *state) { (void)state; /* all buffers are session-ow
     {                                                                                            \
         .arch = arch_, .summary = summary_, .cfg_size = sizeof(nmt_tf_cfg), .hparams = nmt_tf_hparams, \
         .n_hparams = n_hparams_, .finish = nmt_tf_finish, .catalogue = nmt_tf_catalogue,         \
-        .info = nmt_tf_info, .plan = tf_plan, .encode = tf_encode, .step = tf_step,              \
+        .info = nmt_tf_info, .random_args = NMT_TF_RANDOM_ARGS, .plan = tf_plan, .encode = tf_encode, .step = tf_step,              \
         .reorder = tf_reorder, .decode_full = tf_decode_full, .project = tf_project,             \
         .release = tf_release,                                                                   \
     }

@@ -217,25 +217,53 @@ void nmt_tf_branches_str(const nmt_branch *br, uint32_t n, char *buf, size_t cap
     }
 }
 
-nmt_status nmt_tf_finish(void *cfgp, uint64_t present) {
+/* Return NMT_ERR_MODEL_ARCH with the reason in why (finish's contract). */
+#define TF_CHECK(cond, ...)                                                    \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            nmt_why(why, why_cap, __VA_ARGS__);                                \
+            return NMT_ERR_MODEL_ARCH;                                         \
+        }                                                                      \
+    } while (0)
+
+nmt_status nmt_tf_finish(void *cfgp, uint64_t present, char *why, size_t why_cap) {
     nmt_tf_cfg *c = (nmt_tf_cfg *)cfgp;
-    NMT_CHECK(c->d <= NMT_TF_MAX_DIM && c->ff <= NMT_TF_MAX_DIM * 4 && c->d % 2 == 0 && c->d % c->heads == 0 &&
-                  c->enc_layers <= NMT_TF_MAX_LAYERS && c->dec_layers <= NMT_TF_MAX_LAYERS,
-              NMT_ERR_MODEL_ARCH);
+    TF_CHECK(c->d <= NMT_TF_MAX_DIM, "d_model %u: at most %u", c->d, NMT_TF_MAX_DIM);
+    TF_CHECK(c->ff <= NMT_TF_MAX_DIM * 4, "d_ff %u: at most %u", c->ff, NMT_TF_MAX_DIM * 4);
+    TF_CHECK(c->d % 2 == 0, "d_model %u must be even", c->d);
+    TF_CHECK(c->d % c->heads == 0, "d_model %u must be divisible by n_heads %u", c->d, c->heads);
+    TF_CHECK(c->enc_layers <= NMT_TF_MAX_LAYERS && c->dec_layers <= NMT_TF_MAX_LAYERS,
+             "enc_layers %u, dec_layers %u: at most %u each", c->enc_layers, c->dec_layers, NMT_TF_MAX_LAYERS);
     c->dh = c->d / c->heads;
     if (!(present >> HP_EMBED_SCALE & 1)) c->emb_scale = (float)sqrt((double)c->d);
-    NMT_CHECK(!c->shared_emb || c->src_vocab == c->tgt_vocab, NMT_ERR_MODEL_ARCH);
-    NMT_TRY(parse_branches(c->enc_br_text, 0, c->enc_br, &c->n_enc_br));
-    NMT_TRY(parse_branches(c->dec_br_text, 1, c->dec_br, &c->n_dec_br));
+    TF_CHECK(!c->shared_emb || c->src_vocab == c->tgt_vocab,
+             "shared_embeddings needs src_vocab == tgt_vocab (found %u and %u)", c->src_vocab, c->tgt_vocab);
+    TF_CHECK(parse_branches(c->enc_br_text, 0, c->enc_br, &c->n_enc_br) == NMT_OK,
+             "enc_branches '%s': expected 1 to %u of global, fw, bw, local:K", c->enc_br_text, NMT_MAX_BRANCHES);
+    TF_CHECK(parse_branches(c->dec_br_text, 1, c->dec_br, &c->n_dec_br) == NMT_OK,
+             "dec_branches '%s': expected 1 to %u of global, fw, local:K (no bw in the decoder)", c->dec_br_text,
+             NMT_MAX_BRANCHES);
     /* the canonical spelling, as every writer stores it */
     nmt_tf_branches_str(c->enc_br, c->n_enc_br, c->enc_br_text, sizeof c->enc_br_text);
     nmt_tf_branches_str(c->dec_br, c->n_dec_br, c->dec_br_text, sizeof c->dec_br_text);
-    NMT_CHECK(c->gate_r <= c->d && c->d % c->gate_r == 0, NMT_ERR_MODEL_ARCH);
+    TF_CHECK(c->gate_r <= c->d && c->d % c->gate_r == 0, "gate_reduction %u must divide d_model %u", c->gate_r,
+             c->d);
     if (!(present >> HP_EOS & 1)) c->eos = c->tgt_vocab > 1 ? 1 : 0;
     const uint32_t vmin = NMT_MIN(c->src_vocab, c->tgt_vocab);
-    NMT_CHECK(c->bos < c->tgt_vocab && c->eos < vmin && c->pad < vmin && c->unk < vmin, NMT_ERR_MODEL_ARCH);
+    TF_CHECK(c->bos < c->tgt_vocab, "bos_id %u must be < tgt_vocab %u", c->bos, c->tgt_vocab);
+    TF_CHECK(c->eos < vmin && c->pad < vmin && c->unk < vmin,
+             "eos_id %u, pad_id %u and unk_id %u must be < both vocabularies (src_vocab %u, tgt_vocab %u)", c->eos,
+             c->pad, c->unk, c->src_vocab, c->tgt_vocab);
     /* only the MG-SA record reads the mg_* keys (their defaults are not empty) */
-    return c->mg_heads_text[0] ? mg_finish(c) : NMT_OK;
+    if (!c->mg_heads_text[0]) return NMT_OK;
+    char layers[NMT_MG_TEXT], heads[NMT_MG_TEXT];
+    memcpy(layers, c->mg_layers_text, sizeof layers);
+    memcpy(heads, c->mg_heads_text, sizeof heads);
+    TF_CHECK(mg_finish(c) == NMT_OK,
+             "mg_layers '%s', mg_heads '%s': expected encoder layers in [1, %u] and one of word | ngram:N (N 2-%u) "
+             "for each of the %u heads, and a global-only encoder (enc_branches '%s')",
+             layers, heads, c->enc_layers, NMT_MG_MAX_N, c->heads, c->enc_br_text);
+    return NMT_OK;
 }
 
 void nmt_tf_info(const void *cfgp, nmt_model_info *info) {

@@ -89,9 +89,13 @@ extern const nmt_family nmt_family_transformer;
  * Transformer record reads the first NMT_TF_N_HPARAMS entries, the MG-SA
  * record all NMT_MGSA_N_HPARAMS, so no key is written twice. */
 #define NMT_MGSA_N_HPARAMS (NMT_TF_N_HPARAMS + 4)
+/* `nmt-edge-convert random`'s defaults for both records (nmt_family.
+ * random_args): a 2 + 2 layer model of width 32 that opens. */
+#define NMT_TF_RANDOM_ARGS \
+    "d-model=32 heads=4 ff=64 enc-layers=2 dec-layers=2 src-vocab=64 tgt-vocab=64 bos-id=1 eos-id=2 unk-id=3"
 extern const nmt_hparam nmt_tf_hparams[NMT_MGSA_N_HPARAMS];
 extern const nmt_family nmt_family_mgsa;
-nmt_status nmt_tf_finish(void *cfg, uint64_t present);
+nmt_status nmt_tf_finish(void *cfg, uint64_t present, char *why, size_t why_cap);
 void nmt_tf_info(const void *cfg, nmt_model_info *info);
 
 /* Every tensor in file order (family.h: nmt_family.catalogue); `w` (may be

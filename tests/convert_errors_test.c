@@ -1,0 +1,413 @@
+/* convert_errors_test.c — nmt-edge-convert when things go wrong (issue 21,
+ * items 4, 6, 8, 9, 10; issue 14 leftovers a and b), with the exact
+ * message or status of each case:
+ *   - export never replaces a device, a directory or a dangling link, and
+ *     writes through a symbolic link to a regular file;
+ *   - a write that fails or is ended by a signal leaves no temporary;
+ *   - write failures name the file and the reason;
+ *   - info and verify fail when standard output cannot be written;
+ *   - model errors name the tensor or key (convert and nmt-edge);
+ *   - random is generic (--arch, flags from the family's table) and refuses
+ *     what the runtime would refuse, writing nothing;
+ *   - export --dtype int8 quantizes exactly the catalogue's quantizable
+ *     tensors. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "format_common.h"
+#include "random_model.h"
+#include "test_util.h"
+#include "tool_out.h"
+
+#ifndef NMT_CONVERT_BIN
+#error "NMT_CONVERT_BIN must name the nmt-edge-convert executable"
+#endif
+#ifndef NMT_EDGE_BIN
+#error "NMT_EDGE_BIN must name the nmt-edge executable"
+#endif
+
+static char *g_dir;
+static char g_ck[4096]; /* a small random checkpoint */
+
+static int setup(void **state) {
+    (void)state;
+    g_dir = nmt_test_make_temp_dir("converr");
+    snprintf(g_ck, sizeof g_ck, "%s/ck.nmt", g_dir);
+    nmt_random_transformer_config c;
+    nmt_random_transformer_defaults(&c);
+    return nmt_random_transformer_write(&c, g_ck) == NMT_OK ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    nmt_test_remove_tree(g_dir);
+    free(g_dir);
+    return 0;
+}
+
+static void path_in(char *buf, size_t cap, const char *name) { snprintf(buf, cap, "%s/%s", g_dir, name); }
+
+/* Run argv[0..] (NULL-terminated) with the program as argv[0]. */
+static void run(nmt_test_proc *r, const char *prog, ...) {
+    char *argv[32];
+    int n = 0;
+    argv[n++] = (char *)prog;
+    va_list ap;
+    va_start(ap, prog);
+    const char *a;
+    while ((a = va_arg(ap, const char *)) != NULL && n < 31) argv[n++] = (char *)a;
+    va_end(ap);
+    argv[n] = NULL;
+    nmt_test_run(argv, NULL, g_dir, r);
+}
+
+/* The run's status and its standard error, exactly. */
+static void expect(nmt_test_proc *r, int status, const char *err) {
+    if (r->status != status || strcmp(r->err, err) != 0)
+        fail_msg("status %d, stderr \"%s\"; want %d, \"%s\"", r->status, r->err, status, err);
+    nmt_test_proc_free(r);
+}
+
+static int exists(const char *p) {
+    struct stat st;
+    return lstat(p, &st) == 0;
+}
+
+/* ---- item 4: what export replaces ---------------------------------------- */
+
+static void test_export_targets(void **state) {
+    (void)state;
+    nmt_test_proc r;
+    struct stat st;
+    run(&r, NMT_CONVERT_BIN, "export", g_ck, "-o", "/dev/full", NULL);
+    expect(&r, 1,
+           "nmt-edge-convert export: cannot write '/dev/full': not a regular file (a character device); only a "
+           "regular file or a new path is replaced\n");
+    assert_int_equal(stat("/dev/full", &st), 0);
+    assert_true(S_ISCHR(st.st_mode));
+
+    char link[4200], target[4200], dir[4200], want[9000];
+    path_in(link, sizeof link, "to-null");
+    assert_int_equal(symlink("/dev/null", link), 0);
+    run(&r, NMT_CONVERT_BIN, "export", g_ck, "-o", link, NULL);
+    snprintf(want, sizeof want,
+             "nmt-edge-convert export: cannot write '%s': not a regular file (a character device); only a regular "
+             "file or a new path is replaced\n", link);
+    expect(&r, 1, want);
+    assert_int_equal(lstat(link, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+
+    path_in(dir, sizeof dir, "a-dir");
+    assert_int_equal(mkdir(dir, 0755), 0);
+    run(&r, NMT_CONVERT_BIN, "export", g_ck, "-o", dir, NULL);
+    snprintf(want, sizeof want,
+             "nmt-edge-convert export: cannot write '%s': a directory; only a regular file or a new path is "
+             "replaced\n", dir);
+    expect(&r, 1, want);
+
+    /* a link to a missing file is refused; to a regular file, written through */
+    path_in(link, sizeof link, "link.nmt");
+    path_in(target, sizeof target, "target.nmt");
+    assert_int_equal(symlink("target.nmt", link), 0);
+    run(&r, NMT_CONVERT_BIN, "export", g_ck, "-o", link, NULL);
+    snprintf(want, sizeof want, "nmt-edge-convert export: cannot write '%s': a symbolic link to a missing file\n",
+             link);
+    expect(&r, 1, want);
+    assert_false(exists(target));
+    assert_int_equal(nmt_test_write_file(target, "old", 3), 0);
+    run(&r, NMT_CONVERT_BIN, "export", g_ck, "-o", link, NULL);
+    assert_int_equal(r.status, 0);
+    nmt_test_proc_free(&r);
+    assert_int_equal(lstat(link, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    nmt_model_info info;
+    assert_int_equal(nmt_model_inspect_file(target, &info), NMT_OK);
+    /* no temporary left anywhere */
+    assert_int_equal(nmt_test_count_files(g_dir, ".tmp", NULL, 0), 0);
+}
+
+/* ---- item 9: write failures name the file and the reason ------------------ */
+
+static void test_write_reasons(void **state) {
+    (void)state;
+    nmt_test_proc r;
+    char out[4200], want[9000];
+    path_in(out, sizeof out, "no-such-dir/m.nmt");
+    run(&r, NMT_CONVERT_BIN, "export", g_ck, "-o", out, NULL);
+    snprintf(want, sizeof want, "nmt-edge-convert export: cannot write '%s': the directory '%s/no-such-dir' does "
+             "not exist\n", out, g_dir);
+    expect(&r, 1, want);
+    run(&r, NMT_CONVERT_BIN, "random", "-o", out, NULL);
+    snprintf(want, sizeof want, "nmt-edge-convert random: cannot write '%s': the directory '%s/no-such-dir' does "
+             "not exist\n", out, g_dir);
+    expect(&r, 1, want);
+    /* a read-only directory (root writes anyway: nothing to check there) */
+    char ro[4200];
+    path_in(ro, sizeof ro, "ro");
+    assert_int_equal(mkdir(ro, 0555), 0);
+    if (access(ro, W_OK) != 0) {
+        path_in(out, sizeof out, "ro/m.nmt");
+        run(&r, NMT_CONVERT_BIN, "export", g_ck, "-o", out, NULL);
+        snprintf(want, sizeof want, "nmt-edge-convert export: cannot write '%s': cannot create a file in '%s': "
+                 "Permission denied\n", out, ro);
+        expect(&r, 1, want);
+    }
+    chmod(ro, 0755);
+    /* the writer's own reasons (the full-disk cases are in disk_full_test) */
+    nmtw_writer *w = nmtw_create();
+    assert_non_null(w);
+    char why[256];
+    assert_int_equal(nmtw_write_file_why(w, "/dev/null", why, sizeof why), NMT_ERR_IO);
+    assert_string_equal(why, "cannot write '/dev/null': not a regular file (a character device); only a regular "
+                             "file or a new path is replaced");
+    nmtw_destroy(w);
+}
+
+/* ---- item 6: temporaries removed on signals ------------------------------- */
+
+/* The guard of tool_out.h: a process ended by `sig` while a temporary is
+ * registered removes it and dies of the signal; after tmp_end it stays. */
+static void guard_case(int sig, int registered) {
+    char tmp[4200];
+    path_in(tmp, sizeof tmp, "guarded.tmp.1");
+    assert_int_equal(nmt_test_write_file(tmp, "partial", 7), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        /* (the handlers may already be installed: this process wrote a model in setup) */
+        nmt_tool_tmp_begin(tmp);
+        if (!registered) nmt_tool_tmp_end();
+        raise(sig);
+        _exit(0);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), sig);
+    assert_int_equal(exists(tmp), !registered);
+    unlink(tmp);
+}
+
+static void test_signal_removes_temporary(void **state) {
+    (void)state;
+    guard_case(SIGTERM, 1);
+    guard_case(SIGINT, 1);
+    guard_case(SIGHUP, 1);
+    guard_case(SIGTERM, 0);
+    /* the real program: a file-size limit ends the export mid-write with
+     * SIGXFSZ (or EFBIG where the signal is ignored); nothing is left */
+    char out[4200], script[9000];
+    path_in(out, sizeof out, "limited.nmt");
+    snprintf(script, sizeof script, "ulimit -f 40; exec '%s' export '%s' -o '%s'", NMT_CONVERT_BIN, g_ck, out);
+    nmt_test_proc r;
+    run(&r, "/bin/sh", "-c", script, NULL);
+    if (r.status != 128 + SIGXFSZ && !(r.status == 1 && strstr(r.err, "File too large (the file was not replaced)")))
+        fail_msg("status %d, stderr %s", r.status, r.err);
+    nmt_test_proc_free(&r);
+    assert_false(exists(out));
+    assert_int_equal(nmt_test_count_files(g_dir, ".tmp", NULL, 0), 0);
+    char first[4200] = "";
+    if (nmt_test_count_files(g_dir, ".0", first, sizeof first) != 0) fail_msg("left behind: %s", first);
+}
+
+/* ---- item 8: standard output checked ----------------------------------- */
+
+static void test_stdout_full(void **state) {
+    (void)state;
+    static const char *const cmds[] = {"info", "verify"};
+    for (size_t i = 0; i < 2; i++) {
+        char script[9000];
+        snprintf(script, sizeof script, "exec '%s' %s '%s' > /dev/full", NMT_CONVERT_BIN, cmds[i], g_ck);
+        nmt_test_proc r;
+        run(&r, "/bin/sh", "-c", script, NULL);
+        expect(&r, 1, "nmt-edge-convert: error writing standard output: No space left on device\n");
+    }
+}
+
+/* ---- item 10: model errors name the tensor or key ------------------------ */
+
+static void test_model_errors_named(void **state) {
+    (void)state;
+    size_t n = 0;
+    uint8_t *img = model_variant(&(model_change){.reshape = "dec.1.cross_attn.k.weight", .rows = 32, .cols = 16}, &n);
+    char bad[4200], want[9000];
+    path_in(bad, sizeof bad, "bad-shape.nmt");
+    assert_int_equal(nmt_test_write_file(bad, img, n), 0);
+    free(img);
+    const char *detail = "model tensor has the wrong shape or type: tensor 'dec.1.cross_attn.k.weight' has shape "
+                         "[32, 16], expected [32, 32]";
+    nmt_test_proc r;
+    run(&r, NMT_CONVERT_BIN, "verify", bad, NULL);
+    snprintf(want, sizeof want, "nmt-edge-convert verify: '%s': architecture: %s\n", bad, detail);
+    expect(&r, 1, want);
+    run(&r, NMT_CONVERT_BIN, "info", bad, NULL);
+    assert_int_equal(r.status, 1);
+    snprintf(want, sizeof want, "architecture: FAIL (%s)\n", detail);
+    assert_non_null(strstr(r.out, want));
+    nmt_test_proc_free(&r);
+    run(&r, NMT_EDGE_BIN, "info", "--model", bad, "--no-device", NULL);
+    snprintf(want, sizeof want, "nmt-edge: cannot load model '%s': %s\n", bad, detail);
+    expect(&r, 1, want);
+    run(&r, NMT_CONVERT_BIN, "export", bad, "-o", "x.nmt", NULL);
+    snprintf(want, sizeof want, "nmt-edge-convert export: '%s': %s\n", bad, detail);
+    expect(&r, 1, want);
+}
+
+/* ---- random: generic, validated by the loader's code ---------------------- */
+
+static void test_random_refuses(void **state) {
+    (void)state;
+    char out[4200];
+    path_in(out, sizeof out, "refused.nmt");
+    static const struct {
+        const char *flag, *value, *err;
+    } cases[] = {
+        {"--enc-branches", "bogus",
+         "nmt-edge-convert random: invalid configuration of arch 'transformer': enc_branches 'bogus': expected 1 to "
+         "8 of global, fw, bw, local:K (nothing was written)\n"},
+        {"--src-vocab", "2",
+         "nmt-edge-convert random: invalid configuration of arch 'transformer': eos_id 2, pad_id 0 and unk_id 3 "
+         "must be < both vocabularies (src_vocab 2, tgt_vocab 64) (nothing was written)\n"},
+        {"--bos-id", "9999",
+         "nmt-edge-convert random: invalid configuration of arch 'transformer': bos_id 9999 must be < tgt_vocab 64 "
+         "(nothing was written)\n"},
+        {"--norm", "mid", "nmt-edge-convert random: --norm expects one of post, pre, got 'mid'\n"},
+        {"--arch", "rnn", "nmt-edge-convert random: unknown --arch 'rnn' (known: transformer, mgsa)\n"},
+    };
+    for (size_t i = 0; i < NMT_ARRAY_LEN(cases); i++) {
+        nmt_test_proc r;
+        run(&r, NMT_CONVERT_BIN, "random", "-o", out, cases[i].flag, cases[i].value, NULL);
+        expect(&r, 2, cases[i].err);
+        assert_false(exists(out));
+    }
+    /* --sp-model naming a file that is not a SentencePiece model */
+    char want[9000];
+    nmt_test_proc r;
+    run(&r, NMT_CONVERT_BIN, "random", "-o", out, "--sp-model", g_ck, NULL);
+    snprintf(want, sizeof want, "nmt-edge-convert random: '%s' is not a SentencePiece model this runtime reads "
+             "(SentencePiece tokenizer model is malformed)\n", g_ck);
+    expect(&r, 1, want);
+    assert_false(exists(out));
+    /* one with more pieces than the vocabulary */
+    run(&r, NMT_CONVERT_BIN, "random", "-o", out, "--sp-model", NMT_TEST_FIXTURES "/spm/uni_nfkc.model", NULL);
+    expect(&r, 2, "nmt-edge-convert random: the SentencePiece model has 600 pieces; --src-vocab 64 and --tgt-vocab "
+                  "64 must be at least that (nothing was written)\n");
+    assert_false(exists(out));
+}
+
+static void test_random_generic(void **state) {
+    (void)state;
+    nmt_test_proc r;
+    run(&r, NMT_CONVERT_BIN, "random", "--help", NULL);
+    assert_int_equal(r.status, 0);
+    /* every family's flags, from its table */
+    for (uint32_t i = 0; nmt_family_at(i) != NULL; i++) {
+        const nmt_family *fam = nmt_family_at(i);
+        char head[128];
+        snprintf(head, sizeof head, "hyper-parameters of --arch %s", fam->arch);
+        assert_non_null(strstr(r.out, head));
+        for (uint32_t k = 0; k < fam->n_hparams; k++) {
+            char flag[96];
+            snprintf(flag, sizeof flag, "--%s ", fam->hparams[k].flag);
+            assert_non_null(strstr(r.out, flag));
+        }
+    }
+    assert_non_null(strstr(r.out, "--d-model N"));
+    assert_non_null(strstr(r.out, "; default 32"));
+    nmt_test_proc_free(&r);
+
+    /* the default arch writes what nmt_random_transformer_write writes */
+    char a[4200], b[4200];
+    path_in(a, sizeof a, "cli.nmt");
+    path_in(b, sizeof b, "api.nmt");
+    run(&r, NMT_CONVERT_BIN, "random", "-o", a, "--seed", "7", "--fusion", "gate", "--enc-branches",
+        "global fw", "--shared-embeddings", NULL);
+    expect(&r, 0, "");
+    nmt_random_transformer_config c;
+    nmt_random_transformer_defaults(&c);
+    c.seed = 7;
+    c.fusion = "gate";
+    c.enc_branches = "global fw";
+    c.shared_embeddings = 1;
+    assert_int_equal(nmt_random_transformer_write(&c, b), NMT_OK);
+    size_t na, nb;
+    void *da = nmt_test_read_file(a, &na), *db = nmt_test_read_file(b, &nb);
+    assert_non_null(da);
+    assert_non_null(db);
+    assert_int_equal(na, nb);
+    assert_memory_equal(da, db, na);
+    free(da);
+    free(db);
+
+    /* another family by name, with its own flags */
+    run(&r, NMT_CONVERT_BIN, "random", "-o", a, "--arch", "mgsa", "--mg-heads", "word ngram:2 ngram:2 ngram:3",
+        NULL);
+    expect(&r, 0, "");
+    nmt_model_info info;
+    assert_int_equal(nmt_model_inspect_file(a, &info), NMT_OK);
+    assert_string_equal(info.arch, "mgsa");
+    assert_non_null(strstr(info.family_config, "mg_heads word ngram:2 ngram:2 ngram:3"));
+}
+
+/* ---- leftover b: int8 only for the catalogue's quantizable tensors -------- */
+
+static void test_export_quantizable_only(void **state) {
+    (void)state;
+    /* a checkpoint with a 2-D tensor the catalogue does not declare */
+    nmt_random_transformer_config c;
+    nmt_random_transformer_defaults(&c);
+    nmtw_writer *w = nmtw_create();
+    assert_non_null(w);
+    assert_int_equal(nmt_random_transformer_add(w, &c), NMT_OK);
+    float extra[6] = {1, -2, 3, -4, 5, -6};
+    assert_int_equal(nmtw_add_f32(w, "extra.table", 2, (const uint32_t[]){2, 3}, extra), NMT_OK);
+    char ck[4200], out[4200];
+    path_in(ck, sizeof ck, "ck-extra.nmt");
+    path_in(out, sizeof out, "q8.nmt");
+    assert_int_equal(nmtw_write_file(w, ck), NMT_OK);
+    nmtw_destroy(w);
+    nmt_test_proc r;
+    run(&r, NMT_CONVERT_BIN, "export", ck, "-o", out, "--dtype", "int8", NULL);
+    assert_int_equal(r.status, 0);
+    nmt_test_proc_free(&r);
+    size_t n;
+    uint8_t *img = nmt_test_read_file(out, &n);
+    assert_non_null(img);
+    nmt_file f;
+    assert_int_equal(nmt_file_open(&f, img, n, 1), NMT_OK);
+    uint32_t n_i8 = 0;
+    for (uint32_t i = 0; i < f.h.n_tensors; i++) {
+        nmt_tensor_view v;
+        assert_int_equal(nmt_file_tensor_at(&f, i, &v), NMT_OK);
+        const int want_i8 = v.ndim == 2 && strcmp(v.name, "extra.table") != 0;
+        if ((v.dtype == NMT_DTYPE_I8) != want_i8) fail_msg("tensor %s is %s", v.name, nmt_dtype_table[v.dtype].name);
+        n_i8 += v.dtype == NMT_DTYPE_I8;
+    }
+    assert_true(n_i8 > 10);
+    free(img);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_export_targets),
+        cmocka_unit_test(test_write_reasons),
+        cmocka_unit_test(test_signal_removes_temporary),
+        cmocka_unit_test(test_stdout_full),
+        cmocka_unit_test(test_model_errors_named),
+        cmocka_unit_test(test_random_refuses),
+        cmocka_unit_test(test_random_generic),
+        cmocka_unit_test(test_export_quantizable_only),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
