@@ -112,7 +112,7 @@ nmt_status nmt_kernel_table_create(nmt_device *dev, void *base, const nmt_kernel
                                    const cl_program *progs, size_t *wg, size_t *reduce_wg) {
     for (size_t i = 0; i < n; i++) {
         const nmt_kernel_def *d = &defs[i];
-        size_t *limit = d->reduction ? reduce_wg : wg, kwg;
+        size_t *limit = d->reduction ? reduce_wg : wg, kwg = 0;
         NMT_TRY(nmt_device_kernel(dev, progs[d->program], d->name, slot(base, d)));
         NMT_TRY(nmt_kernel_wg(dev, *slot(base, d), *limit, &kwg));
         *limit = NMT_MIN(*limit, kwg);

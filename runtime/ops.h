@@ -48,6 +48,8 @@ typedef struct nmt_ops {
     cl_kernel k_attn_scores, k_attn_stats, k_attn_apply, k_attn_fused;
     /* phrase memories (cl/phrase.cl), created by nmt_ops_enable_phrase */
     cl_kernel k_segment_max, k_ngram_spans;
+    /* recurrent cells (cl/recurrent.cl), created by nmt_ops_enable_recurrent */
+    cl_kernel k_lstm_cell;
     /* launch geometry chosen by nmt_ops_init: every kernel is launched with
      * one fixed local size (PoCL compiles a kernel once per local size, so
      * the warm-up at session creation covers every launch) */
@@ -97,6 +99,11 @@ nmt_status nmt_ops_enable_q8(nmt_ops *ops);
  * OpenCL objects), so families without phrases never compile them.
  * Idempotent. */
 nmt_status nmt_ops_enable_phrase(nmt_ops *ops);
+
+/* Build the recurrent-cell kernels (cl/recurrent.cl) for the families
+ * with recurrent layers (MG-SA's LSTM interaction); call at session
+ * creation.  Idempotent. */
+nmt_status nmt_ops_enable_recurrent(nmt_ops *ops);
 
 void nmt_ops_release(nmt_ops *ops);
 
@@ -221,5 +228,16 @@ nmt_status nmt_op_segment_max(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t n
  * Requires nmt_ops_enable_phrase. */
 nmt_status nmt_op_ngram_spans(nmt_ops *ops, nmt_buf len, uint32_t n_sent, uint32_t n, uint32_t m_cap, nmt_buf seg,
                               nmt_buf count);
+
+/* The gates of LSTM step t (cl/recurrent.cl lstm_cell) over n_seq
+ * sequences whose step-t rows are r = b * t_cap + t: z (float [n_seq *
+ * t_cap, 4h]) holds the pre-activations (order i, f, g, o), replaced by
+ * the activations; c (float [n_seq * t_cap, h]) receives the cell
+ * c_t = f c_{t-1} + i g (c_{t-1} read from row r - 1; none at t = 0),
+ * out (row stride ld_out) the output h_t = o tanh(c_t).  Steps t >=
+ * count[b] (int [n_seq]) are written as zeros.  Requires
+ * nmt_ops_enable_recurrent. */
+nmt_status nmt_op_lstm_cell(nmt_ops *ops, nmt_buf z, nmt_buf c, nmt_buf out, uint32_t ld_out, nmt_buf count,
+                            uint32_t n_seq, uint32_t t_cap, uint32_t t, uint32_t h);
 
 #endif

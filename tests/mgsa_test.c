@@ -52,11 +52,13 @@ static void *write_model(const nmt_family *fam, const nmt_tf_cfg *c, uint64_t se
     return img;
 }
 
-/* An MG-SA configuration: the base with these layers and heads. */
-static nmt_status mg_cfg(nmt_tf_cfg *c, const char *layers, const char *heads) {
+/* An MG-SA configuration: the base with these layers, heads and phrase
+ * interaction (NMT_MG_REC_*). */
+static nmt_status mg_cfg(nmt_tf_cfg *c, const char *layers, const char *heads, int rec) {
     base_cfg(c);
     snprintf(c->mg_layers_text, sizeof c->mg_layers_text, "%s", layers);
     snprintf(c->mg_heads_text, sizeof c->mg_heads_text, "%s", heads);
+    c->mg_interact = rec;
     return nmt_tf_finish(c, ~0ull, NULL, 0);
 }
 
@@ -119,15 +121,18 @@ static double ref_logprob(const nmt_file *f, uint32_t i) {
  * them (the Transformer on the same weights scores differently). */
 static void test_score_equals_reference(void **state) {
     env *e = *state;
-    static const char *const configs[][2] = {
-        {"1", "word word ngram:2 ngram:3"},
-        {"1 2", "ngram:2 ngram:2 word ngram:4"},
-        {"2", "ngram:3 ngram:3 ngram:3 ngram:3"},
+    static const char *const configs[][3] = {
+        {"1", "word word ngram:2 ngram:3", "none"},
+        {"1 2", "ngram:2 ngram:2 word ngram:4", "none"},
+        {"2", "ngram:3 ngram:3 ngram:3 ngram:3", "none"},
+        {"1", "word word ngram:2 ngram:3", "lstm"},
+        {"1 2", "ngram:2 ngram:2 word ngram:4", "lstm"},
     };
     nmt_batch src = {srcs, src_lens, NSENT}, tgt = {tgts, tgt_lens, NSENT};
     for (size_t k = 0; k < NMT_ARRAY_LEN(configs); k++) {
         nmt_tf_cfg c;
-        assert_int_equal(mg_cfg(&c, configs[k][0], configs[k][1]), NMT_OK);
+        const int rec = !strcmp(configs[k][2], "lstm") ? NMT_MG_REC_LSTM : NMT_MG_REC_NONE;
+        assert_int_equal(mg_cfg(&c, configs[k][0], configs[k][1], rec), NMT_OK);
         size_t size;
         void *img = write_model(&nmt_family_mgsa, &c, 40 + k, &size);
         model m;
@@ -136,15 +141,16 @@ static void test_score_equals_reference(void **state) {
         nmt_session_model_info(m.s, &info);
         assert_string_equal(info.arch, "mgsa");
         char want_cfg[400];
-        snprintf(want_cfg, sizeof want_cfg, "mg_layers %s; mg_heads %s; mg_compose max; mg_interact none",
-                 configs[k][0], configs[k][1]);
+        snprintf(want_cfg, sizeof want_cfg, "mg_layers %s; mg_heads %s; mg_compose max; mg_interact %s",
+                 configs[k][0], configs[k][1], configs[k][2]);
         assert_string_equal(info.family_config, want_cfg);
         float lp[NSENT], lp_tf[NSENT];
         nmt_test_assert_ok(e->dev, nmt_session_score(m.s, &src, &tgt, lp));
         for (uint32_t i = 0; i < NSENT; i++) {
             const double want = ref_logprob(&m.file, i);
             if (fabs(lp[i] - want) > 1e-3 * fmax(1.0, fabs(want)))
-                fail_msg("%s / %s, sentence %u: %.6f, reference %.6f", configs[k][0], configs[k][1], i, lp[i], want);
+                fail_msg("%s / %s / %s, sentence %u: %.6f, reference %.6f", configs[k][0], configs[k][1],
+                         configs[k][2], i, lp[i], want);
         }
         close_model(&m);
         /* the same weights read as a Transformer */
@@ -165,7 +171,7 @@ static void test_score_equals_reference(void **state) {
 static void test_all_word_equals_transformer(void **state) {
     env *e = *state;
     nmt_tf_cfg c, t;
-    assert_int_equal(mg_cfg(&c, "1 2", "word word word word"), NMT_OK);
+    assert_int_equal(mg_cfg(&c, "1 2", "word word word word", 0), NMT_OK);
     base_cfg(&t);
     size_t s1, s2;
     model m1, m2;
@@ -186,7 +192,7 @@ static void test_all_word_equals_transformer(void **state) {
 static void test_incremental_equals_forced(void **state) {
     env *e = *state;
     nmt_tf_cfg c;
-    assert_int_equal(mg_cfg(&c, "1", "word ngram:2 ngram:2 ngram:3"), NMT_OK);
+    assert_int_equal(mg_cfg(&c, "1", "word ngram:2 ngram:2 ngram:3", NMT_MG_REC_LSTM), NMT_OK);
     size_t size;
     model m;
     void *img = write_model(&nmt_family_mgsa, &c, 9, &size);
@@ -261,28 +267,31 @@ static void *requantize(const nmt_tf_cfg *cfg, const void *img, size_t size, int
 }
 
 /* int8 weights (the phrase groups take row slices of the fused q|k|v
- * weight with their scales) score as the same weights in fp32. */
+ * weight with their scales; the LSTM interaction's products read int8
+ * W_ih / W_hh) score as the same weights in fp32. */
 static void test_int8_equals_dequantized(void **state) {
     env *e = *state;
-    nmt_tf_cfg c;
-    assert_int_equal(mg_cfg(&c, "1 2", "ngram:2 word ngram:3 ngram:3"), NMT_OK);
-    size_t size, s8, s32;
-    void *img = write_model(&nmt_family_mgsa, &c, 21, &size);
-    void *i8 = requantize(&c, img, size, 1, &s8), *i32 = requantize(&c, img, size, 0, &s32);
-    free(img);
-    model m8, m32;
-    open_model(e, i8, s8, &m8);
-    open_model(e, i32, s32, &m32);
-    nmt_model_info info;
-    nmt_session_model_info(m8.s, &info);
-    assert_string_equal(info.dtype, "int8");
-    nmt_batch src = {srcs, src_lens, NSENT}, tgt = {tgts, tgt_lens, NSENT};
-    float a[NSENT], b[NSENT];
-    nmt_test_assert_ok(e->dev, nmt_session_score(m8.s, &src, &tgt, a));
-    nmt_test_assert_ok(e->dev, nmt_session_score(m32.s, &src, &tgt, b));
-    for (uint32_t i = 0; i < NSENT; i++) assert_float_equal(a[i], b[i], 1e-4 * fmax(1.0, fabs(b[i])));
-    close_model(&m8);
-    close_model(&m32);
+    for (int rec = NMT_MG_REC_NONE; rec <= NMT_MG_REC_LSTM; rec++) {
+        nmt_tf_cfg c;
+        assert_int_equal(mg_cfg(&c, "1 2", "ngram:2 word ngram:3 ngram:3", rec), NMT_OK);
+        size_t size, s8, s32;
+        void *img = write_model(&nmt_family_mgsa, &c, 21, &size);
+        void *i8 = requantize(&c, img, size, 1, &s8), *i32 = requantize(&c, img, size, 0, &s32);
+        free(img);
+        model m8, m32;
+        open_model(e, i8, s8, &m8);
+        open_model(e, i32, s32, &m32);
+        nmt_model_info info;
+        nmt_session_model_info(m8.s, &info);
+        assert_string_equal(info.dtype, "int8");
+        nmt_batch src = {srcs, src_lens, NSENT}, tgt = {tgts, tgt_lens, NSENT};
+        float a[NSENT], b[NSENT];
+        nmt_test_assert_ok(e->dev, nmt_session_score(m8.s, &src, &tgt, a));
+        nmt_test_assert_ok(e->dev, nmt_session_score(m32.s, &src, &tgt, b));
+        for (uint32_t i = 0; i < NSENT; i++) assert_float_equal(a[i], b[i], 1e-4 * fmax(1.0, fabs(b[i])));
+        close_model(&m8);
+        close_model(&m32);
+    }
 }
 
 /* Bad MG-SA configurations: NMT_ERR_MODEL_ARCH from the shared parser,
@@ -302,7 +311,7 @@ static void test_bad_configs(void **state) {
     };
     for (size_t k = 0; k < NMT_ARRAY_LEN(bad); k++) {
         nmt_tf_cfg c;
-        if (mg_cfg(&c, bad[k][0], bad[k][1]) != NMT_ERR_MODEL_ARCH)
+        if (mg_cfg(&c, bad[k][0], bad[k][1], 0) != NMT_ERR_MODEL_ARCH)
             fail_msg("layers '%s' heads '%s' accepted", bad[k][0], bad[k][1]);
     }
     /* phrase heads with HySAN branches are not defined */
@@ -313,15 +322,34 @@ static void test_bad_configs(void **state) {
     snprintf(c.mg_heads_text, sizeof c.mg_heads_text, "word word ngram:2 ngram:3");
     assert_int_equal(nmt_tf_finish(&c, ~0ull, NULL, 0), NMT_ERR_MODEL_ARCH);
     /* from a file: the loader rejects what the writer was given */
-    assert_int_equal(mg_cfg(&c, "1", "word word ngram:2 ngram:3"), NMT_OK);
+    assert_int_equal(mg_cfg(&c, "1", "word word ngram:2 ngram:3", 0), NMT_OK);
     snprintf(c.mg_heads_text, sizeof c.mg_heads_text, "word ngram:2");
     size_t size;
     void *img = write_model(&nmt_family_mgsa, &c, 3, &size);
     nmt_model_info info;
     assert_int_equal(nmt_model_inspect(img, size, &info), NMT_ERR_MODEL_ARCH);
     free(img);
+    /* an LSTM interaction without its tensors (hyper-parameters of lstm,
+     * tensors of none): the tensor is named as missing */
+    nmt_tf_cfg none;
+    assert_int_equal(mg_cfg(&none, "1", "word word ngram:2 ngram:3", NMT_MG_REC_NONE), NMT_OK);
+    assert_int_equal(mg_cfg(&c, "1", "word word ngram:2 ngram:3", NMT_MG_REC_LSTM), NMT_OK);
+    nmtw_writer *w = nmtw_create();
+    assert_non_null(w);
+    assert_int_equal(nmtw_add_hparams(w, &nmt_family_mgsa, &c), NMT_OK);
+    assert_int_equal(nmtw_add_random_tensors(w, &nmt_family_mgsa, &none, 3, 1.0f), NMT_OK);
+    assert_int_equal(nmtw_write_memory(w, &img, &size), NMT_OK);
+    nmtw_destroy(w);
+    nmt_session_params p = {.model_data = img, .model_size = size,
+                            .limits = {.max_src_len = 9, .max_tgt_len = 7, .max_batch = 1, .max_beam = 1}};
+    size_t bytes;
+    assert_int_equal(nmt_session_arena_size(&p, &bytes, NULL), NMT_ERR_MODEL_MISSING_TENSOR);
+    char why[256] = "";
+    assert_int_equal(nmt_model_explain(img, size, why, sizeof why), NMT_ERR_MODEL_MISSING_TENSOR);
+    assert_non_null(strstr(why, "enc.0.self_attn.phrase_lstm.ih.weight"));
+    free(img);
     /* canonical spellings are written back */
-    assert_int_equal(mg_cfg(&c, " 2,1 ", "word,ngram:2  ngram:2 word"), NMT_OK);
+    assert_int_equal(mg_cfg(&c, " 2,1 ", "word,ngram:2  ngram:2 word", 0), NMT_OK);
     assert_string_equal(c.mg_layers_text, "1 2");
     assert_string_equal(c.mg_heads_text, "word ngram:2 ngram:2 word");
     assert_int_equal(c.mg_n_groups, 3);

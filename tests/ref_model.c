@@ -1,5 +1,6 @@
 /* ref_model.c — a naive, double-precision Transformer/HySAN (and MG-SA:
- * n-gram phrase heads with max-pooling) forward pass written straight from
+ * n-gram phrase heads with max-pooling, optionally an LSTM over the
+ * phrases) forward pass written straight from
  * docs/ARCHITECTURES.md, reading weights from a validated .nmt image.  One sentence at a time, no padding, no cache: the
  * independent reference the OpenCL session is compared with. */
 #include "ref_model.h"
@@ -20,6 +21,7 @@ typedef struct rm {
     int32_t bos, eos;
     uint64_t mg_mask;   /* MG-SA: encoder layers with phrase heads */
     int mg_n[64];       /* per head: 0 word, else n-gram size */
+    int mg_lstm;        /* MG-SA: REC = LSTM over each phrase sequence */
 } rm;
 
 static const float *W(const rm *m, const char *fmt, ...) {
@@ -113,6 +115,32 @@ static void attend(const rm *m, const double *q, const double *k, const double *
     free(p);
 }
 
+static double sigm(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+/* MG-SA's LSTM interaction over the M phrase rows of g (in place):
+ * z = g_t W_ih^T + b + h_{t-1} W_hh^T, gates i, f, g, o. */
+static void mg_lstm(const rm *m, const char *pre, double *g, int M) {
+    const int d = (int)m->d;
+    const float *wi = W(m, "%s.phrase_lstm.ih.weight", pre), *bi = W(m, "%s.phrase_lstm.ih.bias", pre);
+    const float *wh = W(m, "%s.phrase_lstm.hh.weight", pre);
+    double *z = malloc(sizeof(double) * 4 * (size_t)d), *h = calloc((size_t)d, sizeof(double));
+    double *c = calloc((size_t)d, sizeof(double));
+    for (int t = 0; t < M; t++) {
+        for (int k = 0; k < 4 * d; k++) {
+            double acc = bi[k];
+            for (int j = 0; j < d; j++)
+                acc += g[(size_t)t * d + j] * wi[(size_t)k * d + j] + h[j] * wh[(size_t)k * d + j];
+            z[k] = acc;
+        }
+        for (int j = 0; j < d; j++) {
+            c[j] = sigm(z[d + j]) * c[j] + sigm(z[j]) * tanh(z[2 * d + j]);
+            h[j] = sigm(z[3 * d + j]) * tanh(c[j]);
+            g[(size_t)t * d + j] = h[j];
+        }
+    }
+    free(z); free(h); free(c);
+}
+
 /* MG-SA: head h's output over the phrase memory of x: phrases of n_h
  * consecutive tokens (the last shorter), each the column-wise max of its
  * tokens, projected by W_k / W_v (head h's columns), attended globally. */
@@ -130,6 +158,7 @@ static void mg_phrase_heads(const rm *m, const char *pre, const double *x, int n
                 for (int t = p * g; t < n && t < (p + 1) * g; t++) mx = fmax(mx, x[(size_t)t * d + c]);
                 hg[(size_t)p * d + c] = mx;
             }
+        if (m->mg_lstm) mg_lstm(m, pre, hg, M);
         lin(hg, M, d, W(m, "%s.k.weight", pre), W(m, "%s.k.bias", pre), d, k);
         lin(hg, M, d, W(m, "%s.v.weight", pre), W(m, "%s.v.bias", pre), d, v);
         attend(m, q, k, v, n, M, 0, 0, o);  /* every head over the phrases; keep head h */
@@ -260,6 +289,8 @@ int ref_model_logits(const nmt_file *f, const int32_t *src, uint32_t src_len, co
         int h = 0;
         for (char *tok = strtok(buf, " ,"); tok && h < 64; tok = strtok(NULL, " ,"))
             m.mg_n[h++] = strncmp(tok, "ngram:", 6) ? 0 : atoi(tok + 6);
+        nmt_file_get_str_or(f, "mg_interact", "none", buf, sizeof buf);
+        m.mg_lstm = !strcmp(buf, "lstm");
     }
     const int d = (int)m.d;
 

@@ -446,9 +446,9 @@ static void test_mgsa(void **state) {
     write_reverse_task(src, tgt, 24, 11, NULL, NULL);
     nmt_test_proc r;
     char *argv[80];
-    char *ok[] = {"--arch", "mgsa", "--mg-layers", "1", "--mg-heads", "ngram:2 word", "--d-model", "16", "--heads",
-                  "2", "--ff", "32", "--enc-layers", "1", "--dec-layers", "1", "--max-steps", "2", "--eval-every",
-                  "0", NULL};
+    char *ok[] = {"--arch", "mgsa", "--mg-layers", "1", "--mg-heads", "ngram:2 word", "--mg-interact", "lstm",
+                  "--d-model", "16", "--heads", "2", "--ff", "32", "--enc-layers", "1", "--dec-layers", "1",
+                  "--max-steps", "2", "--eval-every", "0", NULL};
     train_argv(argv, dir, src, tgt, ok);
     nmt_test_run(argv, NULL, g_dir, &r);
     expect_status(&r, 0);
@@ -466,6 +466,12 @@ static void test_mgsa(void **state) {
     char heads[64];
     assert_int_equal(nmt_file_get_str_or(&f, "mg_heads", "", heads, sizeof heads), NMT_OK);
     assert_string_equal(heads, "ngram:2 word");
+    assert_int_equal(nmt_file_get_str_or(&f, "mg_interact", "", heads, sizeof heads), NMT_OK);
+    assert_string_equal(heads, "lstm");
+    nmt_tensor_view v; /* the LSTM's weights, drawn at random beside the Transformer's */
+    assert_int_equal(nmt_file_find(&f, "enc.0.self_attn.phrase_lstm.hh.weight", &v), NMT_OK);
+    assert_int_equal(v.shape[0], 64);
+    assert_int_equal(v.shape[1], 16);
     free(img);
 
     char *bad_heads[] = {"--arch", "mgsa", "--mg-heads", "word", "--d-model", "16", "--heads", "2", NULL};
@@ -476,11 +482,18 @@ static void test_mgsa(void **state) {
     assert_non_null(strstr(r.err, "cannot build the mgsa model: the options do not form a valid configuration of mgsa"));
     nmt_test_proc_free(&r);
 
+    char *bad_rec[] = {"--arch", "mgsa", "--mg-interact", "gru", "--d-model", "16", "--heads", "2", NULL};
+    train_argv(argv, dir, src, tgt, bad_rec);
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 1);
+    assert_non_null(strstr(r.err, "cannot build the mgsa model: invalid value for mg-interact"));
+    nmt_test_proc_free(&r);
+
     char *no_arch[] = {"--mg-heads", "word word", NULL};
     train_argv(argv, dir, src, tgt, no_arch);
     nmt_test_run(argv, NULL, g_dir, &r);
     expect_status(&r, 2);
-    assert_non_null(strstr(r.err, "--mg-layers and --mg-heads need --arch mgsa"));
+    assert_non_null(strstr(r.err, "--mg-layers, --mg-heads and --mg-interact need --arch mgsa"));
     nmt_test_proc_free(&r);
 
     char *bogus[] = {"--arch", "rnn", NULL};

@@ -17,8 +17,8 @@ static nmt_status fail(char *err, size_t cap, nmt_status s, const char *msg, con
 }
 
 nmt_status train_model_as_arch(const void *tf, size_t tf_size, const char *arch, const char *const *keys,
-                               const char *const *values, size_t n, void **out, size_t *out_size, char *err,
-                               size_t err_cap) {
+                               const char *const *values, size_t n, uint64_t seed, float weight_scale, void **out,
+                               size_t *out_size, char *err, size_t err_cap) {
     *out = NULL;
     const nmt_family *fam = nmt_family_find(arch);
     if (fam == NULL) return fail(err, err_cap, NMT_ERR_MODEL_ARCH, "unknown architecture", arch);
@@ -54,6 +54,7 @@ nmt_status train_model_as_arch(const void *tf, size_t tf_size, const char *arch,
         s = nmt_file_tensor_at(&f, i, &v);
         if (s == NMT_OK) s = nmtw_add_tensor(w, v.name, v.dtype, v.ndim, v.shape, v.data, v.scales);
     }
+    if (s == NMT_OK) s = nmtw_add_random_missing(w, fam, &c, &f, seed ^ 0x6d67736172636800ull, weight_scale);
     if (s == NMT_OK) s = nmtw_write_memory(w, out, out_size);
     nmtw_destroy(w);
     return s;

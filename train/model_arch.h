@@ -6,6 +6,7 @@
 #define NMT_TRAIN_MODEL_ARCH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "nmt_edge.h"
 
@@ -14,11 +15,14 @@
  * (i < n; NULL values are skipped), the family's defaults for its other
  * keys, all checked by the family's own parser (a bad value is
  * NMT_ERR_MODEL_ARCH or NMT_ERR_INVALID_ARGUMENT with a message naming the
- * key in err); every tensor and tokenizer blob copied.  *out is malloc'd.
+ * key in err); every tensor and tokenizer blob copied, and the tensors the
+ * family has beyond the Transformer's (MG-SA's LSTM interaction) drawn at
+ * random (nmtw_add_random_missing with seed and weight_scale).  *out is
+ * malloc'd.
  * An arch whose configuration is not the Transformer's is
  * NMT_ERR_UNSUPPORTED. */
 nmt_status train_model_as_arch(const void *tf, size_t tf_size, const char *arch, const char *const *keys,
-                               const char *const *values, size_t n, void **out, size_t *out_size, char *err,
-                               size_t err_cap);
+                               const char *const *values, size_t n, uint64_t seed, float weight_scale, void **out,
+                               size_t *out_size, char *err, size_t err_cap);
 
 #endif

@@ -33,10 +33,10 @@
 #define NMT_TRAIN_WG_BUDGET 64
 #define NMT_TRAIN_POS_LIMIT (1u << 30)
 
-enum { P_GEMM_BWD, P_NORM_BWD, P_ELEM_BWD, P_ATTN_BWD, P_PHRASE_BWD, P_LOSS, P_OPTIM, P_COUNT };
+enum { P_GEMM_BWD, P_NORM_BWD, P_ELEM_BWD, P_ATTN_BWD, P_PHRASE_BWD, P_REC_BWD, P_LOSS, P_OPTIM, P_COUNT };
 
 static const char *const program_names[P_COUNT] = {"gemm_bwd", "norm_bwd", "elementwise_bwd", "attention_bwd",
-                                                   "phrase_bwd", "loss", "optim"};
+                                                   "phrase_bwd", "recurrent_bwd", "loss", "optim"};
 
 typedef nmt_kernel_def kernel_def;
 
@@ -55,6 +55,7 @@ static const kernel_def kernel_defs[] = {
     {offsetof(nmt_train_ops, k_attn_bwd_dq), P_ATTN_BWD, "attn_bwd_dq", 0},
     {offsetof(nmt_train_ops, k_attn_bwd_dkv), P_ATTN_BWD, "attn_bwd_dkv", 0},
     {offsetof(nmt_train_ops, k_segment_max_bwd), P_PHRASE_BWD, "segment_max_bwd", 0},
+    {offsetof(nmt_train_ops, k_lstm_cell_bwd), P_REC_BWD, "lstm_cell_bwd", 0},
     {offsetof(nmt_train_ops, k_xent), P_LOSS, "xent", 1},
     {offsetof(nmt_train_ops, k_adam), P_OPTIM, "adam", 0},
     {offsetof(nmt_train_ops, k_reduce_partial), P_OPTIM, "reduce_partial", 1},
@@ -108,6 +109,7 @@ nmt_status nmt_train_ops_init_gemm(nmt_train_ops *t, nmt_device *dev, uint32_t t
     opts[P_ELEM_BWD][0] = '\0';
     opts[P_ATTN_BWD][0] = '\0';
     opts[P_PHRASE_BWD][0] = '\0';
+    opts[P_REC_BWD][0] = '\0';
     snprintf(opts[P_LOSS], sizeof opts[P_LOSS], "-DREDUCE_WG=%zu", reduce_cap);
     snprintf(opts[P_OPTIM], sizeof opts[P_OPTIM], "-DREDUCE_WG=%zu", reduce_cap);
 
@@ -337,6 +339,30 @@ nmt_status nmt_op_segment_max_bwd(nmt_train_ops *t, nmt_buf arg, nmt_buf dg, uin
     NMT_TRY(args_end(t->dev, &a, "segment_max_bwd"));
     const size_t g[2] = {d, rows};
     return launch(t, t->k_segment_max_bwd, 2, g, "segment_max_bwd");
+}
+
+nmt_status nmt_op_lstm_cell_bwd(nmt_train_ops *t, nmt_buf z, nmt_buf c, nmt_buf dh, uint32_t ld_dh, nmt_buf dc,
+                                nmt_buf dz, nmt_buf count, uint32_t n_seq, uint32_t t_cap, uint32_t step, uint32_t h) {
+    if (!train_ok(t)) return NMT_ERR_INVALID_ARGUMENT;
+    if (n_seq == 0 || h == 0) return NMT_OK;
+    if (z.mem == NULL || c.mem == NULL || dh.mem == NULL || dc.mem == NULL || dz.mem == NULL || count.mem == NULL)
+        return NMT_ERR_INVALID_ARGUMENT;
+    if (step >= t_cap || ld_dh < h || (uint64_t)n_seq * t_cap * 4 * h > UINT32_MAX) return NMT_ERR_INVALID_ARGUMENT;
+    args a = args_begin(t->k_lstm_cell_bwd);
+    arg_buf(&a, z);
+    arg_buf(&a, c);
+    arg_buf(&a, dh);
+    arg_u32(&a, ld_dh);
+    arg_buf(&a, dc);
+    arg_buf(&a, dz);
+    arg_buf(&a, count);
+    arg_u32(&a, n_seq);
+    arg_u32(&a, t_cap);
+    arg_u32(&a, step);
+    arg_u32(&a, h);
+    NMT_TRY(args_end(t->dev, &a, "lstm_cell_bwd"));
+    const size_t g[2] = {h, n_seq};
+    return launch(t, t->k_lstm_cell_bwd, 2, g, "lstm_cell_bwd");
 }
 
 nmt_status nmt_op_relu_bwd(nmt_train_ops *t, nmt_buf y, nmt_buf dy, nmt_buf dx, uint32_t n) {

@@ -33,6 +33,7 @@ typedef struct nmt_train_ops {
     cl_kernel k_embed_bwd, k_relu_bwd, k_gate_bwd, k_dropout;  /* elementwise_bwd.cl */
     cl_kernel k_attn_bwd_scores, k_attn_bwd_probs, k_attn_bwd_ds, k_attn_bwd_dq, k_attn_bwd_dkv;
     cl_kernel k_segment_max_bwd;  /* phrase_bwd.cl */
+    cl_kernel k_lstm_cell_bwd;    /* recurrent_bwd.cl */
     cl_kernel k_xent;                                     /* loss.cl */
     cl_kernel k_adam, k_reduce_partial, k_reduce_final, k_scale, k_fill, k_axpy;  /* optim.cl */
     /* launch geometry */
@@ -116,6 +117,16 @@ nmt_status nmt_op_layernorm_bwd(nmt_train_ops *t, nmt_buf x, nmt_buf res, nmt_bu
  * of dg and ld_x of dx.  Rows of dx that were nobody's max are unchanged. */
 nmt_status nmt_op_segment_max_bwd(nmt_train_ops *t, nmt_buf arg, nmt_buf dg, uint32_t ld_g, uint32_t rows,
                                   uint32_t d, nmt_buf dx, uint32_t ld_x);
+
+/* Backward of nmt_op_lstm_cell (ops.h) at step `step` (cl/recurrent_bwd.cl):
+ * z, c: the forward's gate activations and cells; dh (row stride ld_dh):
+ * the gradient of the step's outputs including the recurrent part; dc
+ * (float [n_seq, h]): in, the gradient reaching c_step from the next step
+ * (zero before the last step); out, the gradient of c_{step-1}; dz (float
+ * [n_seq * t_cap, 4h]) receives the step's rows of the pre-activation
+ * gradient.  Steps past count[b] give zeros. */
+nmt_status nmt_op_lstm_cell_bwd(nmt_train_ops *t, nmt_buf z, nmt_buf c, nmt_buf dh, uint32_t ld_dh, nmt_buf dc,
+                                nmt_buf dz, nmt_buf count, uint32_t n_seq, uint32_t t_cap, uint32_t step, uint32_t h);
 
 /* dx[i] = y[i] > 0 ? dy[i] : 0, i < n, y = the ReLU's output (or input).
  * dx may be dy (in place). */
@@ -235,5 +246,21 @@ nmt_status nmt_op_scale(nmt_train_ops *t, nmt_buf x, uint32_t n, float a);
 nmt_status nmt_op_fill(nmt_train_ops *t, nmt_buf x, uint32_t n, float a);
 /* y[i] += a * x[i] (gradient accumulation, residual backward). */
 nmt_status nmt_op_axpy(nmt_train_ops *t, nmt_buf y, nmt_buf x, uint32_t n, float a);
+
+/* ---- shared layers ------------------------------------------------------ */
+
+/* Backward of layers.h nmt_layer_lstm with fp32 weights w_ih [4h, in_dim]
+ * and w_hh [4h, h] (train/layers_bwd.c): x, count, z, c and out are the
+ * forward's; dout (float [n_seq * t_cap, stride ld_dout]) holds the
+ * gradient of out and is overwritten (the recurrent gradient is added
+ * into it step by step); dz (float [n_seq * t_cap, 4h]) and dc (float
+ * [n_seq, h]) are scratch; dx (stride ld_dx) receives the gradient of x
+ * (dx_beta 0) or gets it added (1); the gradients of w_ih, its bias and
+ * w_hh are accumulated into g_ih, g_ib and g_hh.  Needs nmt_ops_enable_nn. */
+nmt_status nmt_layer_lstm_bwd(nmt_ops *ops, nmt_train_ops *t, nmt_buf x, uint32_t ld_x, uint32_t n_seq,
+                              uint32_t t_cap, uint32_t in_dim, uint32_t h, nmt_buf w_ih, nmt_buf w_hh,
+                              nmt_buf count, nmt_buf z, nmt_buf c, nmt_buf out, uint32_t ld_out, nmt_buf dout,
+                              uint32_t ld_dout, nmt_buf dz, nmt_buf dc, nmt_buf dx, uint32_t ld_dx, float dx_beta,
+                              nmt_buf g_ih, nmt_buf g_ib, nmt_buf g_hh);
 
 #endif

@@ -33,10 +33,13 @@ typedef struct gen {
     nmtw_writer *w;
     uint64_t state;
     float scale;
+    const nmt_file *have;  /* skip the tensors it holds (NULL: none) */
 } gen;
 
 static nmt_status add_random(void *ctx, const nmt_tensor_decl *t) {
     gen *g = (gen *)ctx;
+    nmt_tensor_view have;
+    if (g->have && nmt_file_find(g->have, t->name, &have) == NMT_OK) return NMT_OK;
     const uint64_t n = t->ndim == 1 ? (uint64_t)t->shape[0] : (uint64_t)t->shape[0] * t->shape[1];
     NMT_CHECK(n > 0 && n <= SIZE_MAX / sizeof(float), NMT_ERR_INVALID_ARGUMENT);
     NMT_CHECK(t->init != NMT_INIT_UNIFORM || t->fan_in > 0, NMT_ERR_INVALID_ARGUMENT);
@@ -59,6 +62,13 @@ static nmt_status add_random(void *ctx, const nmt_tensor_decl *t) {
 nmt_status nmtw_add_random_tensors(nmtw_writer *w, const nmt_family *fam, const void *cfg, uint64_t seed,
                                    float weight_scale) {
     NMT_CHECK(w != NULL && fam != NULL && cfg != NULL, NMT_ERR_INVALID_ARGUMENT);
-    gen g = {w, seed, weight_scale};
+    gen g = {w, seed, weight_scale, NULL};
+    return fam->catalogue(cfg, NULL, add_random, &g);
+}
+
+nmt_status nmtw_add_random_missing(nmtw_writer *w, const nmt_family *fam, const void *cfg, const nmt_file *have,
+                                   uint64_t seed, float weight_scale) {
+    NMT_CHECK(w != NULL && fam != NULL && cfg != NULL && have != NULL, NMT_ERR_INVALID_ARGUMENT);
+    gen g = {w, seed, weight_scale, have};
     return fam->catalogue(cfg, NULL, add_random, &g);
 }

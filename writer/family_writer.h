@@ -19,4 +19,11 @@ nmt_status nmtw_add_hparams(nmtw_writer *w, const nmt_family *fam, const void *c
 nmt_status nmtw_add_random_tensors(nmtw_writer *w, const nmt_family *fam, const void *cfg, uint64_t seed,
                                    float weight_scale);
 
+/* The tensors of the catalogue that `have` lacks, random as above (the
+ * stream seeded by `seed`, drawn over the missing tensors in file order):
+ * a model of a family that extends another one keeps the other's weights
+ * and adds its own (train/model_arch.c). */
+nmt_status nmtw_add_random_missing(nmtw_writer *w, const nmt_family *fam, const void *cfg, const nmt_file *have,
+                                   uint64_t seed, float weight_scale);
+
 #endif

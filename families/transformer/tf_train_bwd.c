@@ -16,8 +16,8 @@ static nmt_status lin_bwd(tft_model *m, uint32_t rows, uint32_t out_dim, uint32_
 /* MG-SA self-attention after W_o's backward (m->dctx holds d ctx; df, which
  * may be m->dtmp, is consumed): each head group's attention backward; word
  * heads into the q|k|v gradient, a phrase group's keys/values through its
- * rows of W_k / W_v to its phrase memory and through the max-pooling back
- * to the input (collected in m->dtmp, added to m->dh at the end). */
+ * rows of W_k / W_v to its phrase memory, through the LSTM interaction
+ * (when there is one) and through the max-pooling back to the input (collected in m->dtmp, added to m->dh at the end). */
 static nmt_status bwd_mg(tft_model *m, sub_desc *s, nmt_attn_bwd_args *ba, nmt_buf in, uint32_t rows) {
     const tft_cfg *c = &m->c;
     const uint32_t d = c->d;
@@ -51,7 +51,16 @@ static nmt_status bwd_mg(tft_model *m, sub_desc *s, nmt_attn_bwd_args *ba, nmt_b
         const nmt_lin wv = nmt_lin_rows(&s->w->qkv, 2 * d + gr->h0 * c->dh, d);
         NMT_TRY(lin_bwd(m, mrows, w, d, s->a.mg_hg[g], d, wk, m->d_kvg, 2 * w, m->d_hg, d, 0.0f));
         NMT_TRY(lin_bwd(m, mrows, w, d, s->a.mg_hg[g], d, wv, nmt_buf_at(m->d_kvg, w), 2 * w, m->d_hg, d, 1.0f));
-        NMT_TRY(nmt_op_segment_max_bwd(&m->t, s->a.mg_arg[g], m->d_hg, d, mrows, d, m->dtmp, d));
+        nmt_buf d_pooled = m->d_hg;
+        if (c->mg_interact == NMT_MG_REC_LSTM) {
+            const nmt_tf_sub_w *sw = s->w;
+            NMT_TRY(nmt_layer_lstm_bwd(&m->ops, &m->t, s->a.mg_pool[g], d, m->n, ba->fwd.lk_max, d, d, sw->mg_ih.w,
+                                       sw->mg_hh.w, s->a.mg_cnt[g], s->a.mg_z[g], s->a.mg_c[g], s->a.mg_hg[g], d,
+                                       m->d_hg, d, m->d_z, m->d_c, m->d_pool, d, 0.0f, GB(m, sw->mg_ih.w),
+                                       GB(m, sw->mg_ih.b), GB(m, sw->mg_hh.w)));
+            d_pooled = m->d_pool;
+        }
+        NMT_TRY(nmt_op_segment_max_bwd(&m->t, s->a.mg_arg[g], d_pooled, d, mrows, d, m->dtmp, d));
     }
     NMT_TRY(lin_bwd(m, rows, 3 * d, d, in, d, s->w->qkv, m->dqkv, 3 * d, m->dh, d, 0.0f));
     return nmt_op_axpy(&m->t, m->dh, m->dtmp, rows * d, 1.0f);

@@ -27,7 +27,7 @@
 static const char *const norm_choices[] = {"post", "pre", NULL};
 static const char *const fusion_choices[] = {"sum", "concat", "gate", NULL};
 static const char *const mg_compose_choices[] = {"max", NULL};
-static const char *const mg_interact_choices[] = {"none", NULL};
+static const char *const mg_interact_choices[] = {"none", "lstm", NULL};
 
 /* Index of each entry that finish() needs to know was present. */
 enum { HP_EMBED_SCALE = 9, HP_EOS = 17 };
@@ -72,7 +72,7 @@ const nmt_hparam nmt_tf_hparams[] = {
     {.key = "mg_compose", .flag = "mg-compose", .type = NMT_HP_ENUM, .off = OFF(mg_compose), .def_str = "max",
      .choices = mg_compose_choices, .help = "MG-SA: phrase composition COM (max: max-pooling)"},
     {.key = "mg_interact", .flag = "mg-interact", .type = NMT_HP_ENUM, .off = OFF(mg_interact), .def_str = "none",
-     .choices = mg_interact_choices, .help = "MG-SA: phrase interaction REC (none)"},
+     .choices = mg_interact_choices, .help = "MG-SA: phrase interaction REC (none | lstm: an LSTM over each phrase sequence)"},
 };
 _Static_assert(NMT_ARRAY_LEN(nmt_tf_hparams) == NMT_MGSA_N_HPARAMS, "table size: update NMT_MGSA_N_HPARAMS");
 
@@ -362,6 +362,17 @@ static nmt_status self_attn(cat *k, nmt_tf_sub_w *s, const char *stack, uint32_t
     return NMT_OK;
 }
 
+/* MG-SA's LSTM interaction REC of encoder layer l (shared by the layer's
+ * phrase groups): w_ih [4d, d] with its bias, w_hh [4d, d]; gate rows in
+ * the order i, f, g, o. */
+static nmt_status phrase_lstm(cat *k, nmt_tf_sub_w *s, uint32_t l) {
+    const uint32_t d = k->c->d;
+    snprintf(k->prefix, sizeof k->prefix, "enc.%u.self_attn.phrase_lstm", l);
+    NMT_TRY(lin(k, FIELD(s, mg_ih), 4 * d, d, 0, 1, "ih"));
+    return emit(k, FIELD(s, mg_hh), NMT_ROLE_WEIGHT, 2, 4 * d, d, NMT_INIT_UNIFORM, d, 0, 1, "%s.hh.weight",
+                k->prefix);
+}
+
 static nmt_status ffn(cat *k, nmt_tf_sub_w *s, const char *stack, uint32_t l) {
     snprintf(k->prefix, sizeof k->prefix, "%s.%u.ffn", stack, l);
     NMT_TRY(lin(k, FIELD(s, fc1), k->c->ff, k->c->d, 0, 1, "fc1"));
@@ -382,6 +393,7 @@ nmt_status nmt_tf_catalogue(const void *cfgp, void *wp, nmt_tensor_fn fn, void *
     for (uint32_t l = 0; l < c->enc_layers; l++) {
         nmt_tf_sub_w *sa = SUB(w, 2 * l), *ff = SUB(w, 2 * l + 1);
         NMT_TRY(self_attn(&k, sa, "enc", l, c->n_enc_br));
+        if (nmt_mg_layer(c, l) && c->mg_interact == NMT_MG_REC_LSTM) NMT_TRY(phrase_lstm(&k, sa, l));
         snprintf(n, sizeof n, "enc.%u.ln1", l);
         NMT_TRY(norm(&k, FIELD(sa, ln), n));
         snprintf(n, sizeof n, "enc.%u.ln2", l);

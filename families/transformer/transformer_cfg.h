@@ -24,6 +24,9 @@ enum { NMT_TF_FUSE_SUM = 0, NMT_TF_FUSE_CONCAT = 1, NMT_TF_FUSE_GATE = 2 };
 #define NMT_MG_MAX_GROUPS 8
 #define NMT_MG_MAX_N 64
 
+/* mg_interact (REC over a phrase sequence): none, or an LSTM. */
+enum { NMT_MG_REC_NONE = 0, NMT_MG_REC_LSTM = 1 };
+
 /* A run of adjacent heads with one partition: n = 0 word (tokens), else
  * n-gram phrases of n tokens. */
 typedef struct nmt_mg_group {
@@ -39,7 +42,7 @@ typedef struct nmt_tf_cfg {
     uint32_t bos, eos, pad, unk;
     /* MG-SA only (zero for arch "transformer"): the table's suffix */
     char mg_layers_text[NMT_MG_TEXT], mg_heads_text[NMT_MG_TEXT];
-    int mg_compose, mg_interact;  /* indices into their choices ("max"; "none") */
+    int mg_compose, mg_interact;  /* indices into their choices ("max"; NMT_MG_REC_*) */
     /* derived by finish() */
     uint32_t dh;
     uint32_t n_enc_br, n_dec_br;
@@ -59,6 +62,7 @@ static inline int nmt_mg_layer(const nmt_tf_cfg *c, uint32_t l) { return l < 64 
 typedef struct nmt_tf_sub_w {
     nmt_lin qkv, o, q, kv, fc1, fc2, ln;
     nmt_lin g1[NMT_MAX_BRANCHES], g2[NMT_MAX_BRANCHES];
+    nmt_lin mg_ih, mg_hh;  /* MG-SA LSTM interaction: [4d, d] + bias, [4d, d] */
 } nmt_tf_sub_w;
 
 /* Sub-layer k of the stacks: encoder layer l has 2l (self) and 2l+1 (FFN);
