@@ -15,19 +15,21 @@ nmt_status nmt_layer_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t se
 }
 
 nmt_status nmt_layer_lstm(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t n_seq, uint32_t t_cap, uint32_t in_dim,
-                          uint32_t h, const nmt_lin *w_ih, const nmt_lin *w_hh, nmt_buf count, nmt_buf z, nmt_buf c,
-                          nmt_buf out, uint32_t ld_out) {
+                          uint32_t h, uint32_t chunk, const nmt_lin *w_ih, const nmt_lin *w_hh, nmt_buf count,
+                          nmt_buf z, nmt_buf c, nmt_buf out, uint32_t ld_out) {
     if (n_seq == 0 || t_cap == 0) return NMT_OK;
+    if (chunk && h % chunk) return NMT_ERR_INVALID_ARGUMENT;
+    const uint32_t G = nmt_lstm_gates(h, chunk);
     const uint64_t rows = (uint64_t)n_seq * t_cap;
-    if ((uint64_t)t_cap * ld_out > UINT32_MAX || (uint64_t)t_cap * 4 * h > UINT32_MAX || rows > UINT32_MAX)
+    if ((uint64_t)t_cap * ld_out > UINT32_MAX || (uint64_t)t_cap * G > UINT32_MAX || rows > UINT32_MAX)
         return NMT_ERR_INVALID_ARGUMENT;
-    NMT_TRY(nmt_layer_linear(ops, x, ld_x, (uint32_t)rows, w_ih, 4 * h, in_dim, z, 4 * h, 0));
+    NMT_TRY(nmt_layer_linear(ops, x, ld_x, (uint32_t)rows, w_ih, G, in_dim, z, G, 0));
     for (uint32_t t = 0; t < t_cap; t++) {
         /* z[:, t] += h_{t-1} W_hh^T: the rows of one step are t_cap rows apart */
         if (t > 0)
-            NMT_TRY(nmt_layer_matmul(ops, n_seq, 4 * h, h, nmt_buf_at(out, (size_t)(t - 1) * ld_out), t_cap * ld_out,
-                                     w_hh, 1.0f, nmt_buf_at(z, (size_t)t * 4 * h), t_cap * 4 * h, NMT_NO_BUF, 0));
-        NMT_TRY(nmt_op_lstm_cell(ops, z, c, out, ld_out, count, n_seq, t_cap, t, h));
+            NMT_TRY(nmt_layer_matmul(ops, n_seq, G, h, nmt_buf_at(out, (size_t)(t - 1) * ld_out), t_cap * ld_out,
+                                     w_hh, 1.0f, nmt_buf_at(z, (size_t)t * G), t_cap * G, NMT_NO_BUF, 0));
+        NMT_TRY(nmt_op_lstm_cell(ops, z, c, out, ld_out, count, n_seq, t_cap, t, h, chunk));
     }
     return NMT_OK;
 }

@@ -5,8 +5,8 @@
  *
  * Planned here for the families to come (docs/ADDING-A-FAMILY.md, "shared
  * layers"), each with its backward in train/ beside the others:
- *   - recurrent cells over time: LSTM is here (nmt_layer_lstm); ON-LSTM
- *     and GRU follow its pattern (one gate GEMM for all steps of the
+ *   - recurrent cells over time: LSTM and ON-LSTM are here
+ *     (nmt_layer_lstm); GRU follows their pattern (one gate GEMM for all steps of the
  *     input, one per step for the recurrence, a pointwise cell kernel in
  *     cl/recurrent.cl), MG-SA / BA-NMT;
  *   - 1-D convolution over positions (ConvKV: an n-gram window as one
@@ -55,16 +55,19 @@ nmt_status nmt_layer_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t se
 /* LSTM over n_seq sequences of up to t_cap steps (MG-SA's phrase
  * interaction): step t of sequence b is row b * t_cap + t of x (in_dim
  * wide, stride ld_x) and of out (h wide, stride ld_out); count[b] (int
- * [n_seq]) steps are real, later rows of out are zero.  w_ih [4h, in_dim]
- * with its bias, w_hh [4h, h] (its bias unused), gate order i, f, g, o,
- * h_{-1} = c_{-1} = 0.  z (float [n_seq * t_cap, 4h]) and c (float
+ * [n_seq]) steps are real, later rows of out are zero.  chunk 0: LSTM;
+ * chunk > 0 (dividing h): ON-LSTM (ordered neurons: cumax master forget
+ * and input gates over h / chunk chunks, ops.h nmt_op_lstm_cell).  With
+ * G = nmt_lstm_gates(h, chunk): w_ih [G, in_dim] with its bias, w_hh
+ * [G, h] (its bias unused), gate order i, f, g, o (then the masters),
+ * h_{-1} = c_{-1} = 0.  z (float [n_seq * t_cap, G]) and c (float
  * [n_seq * t_cap, h]) are the caller's: afterwards they hold the gate
  * activations and the cells (the trainer's backward reads them).  One
  * product for the inputs of every step, then per step one product (beta 1
  * onto z) and one cell kernel (nmt_op_lstm_cell).  Requires
  * nmt_ops_enable_recurrent. */
 nmt_status nmt_layer_lstm(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t n_seq, uint32_t t_cap, uint32_t in_dim,
-                          uint32_t h, const nmt_lin *w_ih, const nmt_lin *w_hh, nmt_buf count, nmt_buf z, nmt_buf c,
-                          nmt_buf out, uint32_t ld_out);
+                          uint32_t h, uint32_t chunk, const nmt_lin *w_ih, const nmt_lin *w_hh, nmt_buf count,
+                          nmt_buf z, nmt_buf c, nmt_buf out, uint32_t ld_out);
 
 #endif

@@ -229,15 +229,21 @@ nmt_status nmt_op_segment_max(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t n
 nmt_status nmt_op_ngram_spans(nmt_ops *ops, nmt_buf len, uint32_t n_sent, uint32_t n, uint32_t m_cap, nmt_buf seg,
                               nmt_buf count);
 
+/* Width of an LSTM's gate rows: 4h, plus ON-LSTM's 2 * (h / chunk) master
+ * gates when chunk > 0. */
+static inline uint32_t nmt_lstm_gates(uint32_t h, uint32_t chunk) { return 4 * h + (chunk ? 2 * (h / chunk) : 0); }
+
 /* The gates of LSTM step t (cl/recurrent.cl lstm_cell) over n_seq
  * sequences whose step-t rows are r = b * t_cap + t: z (float [n_seq *
- * t_cap, 4h]) holds the pre-activations (order i, f, g, o), replaced by
- * the activations; c (float [n_seq * t_cap, h]) receives the cell
- * c_t = f c_{t-1} + i g (c_{t-1} read from row r - 1; none at t = 0),
- * out (row stride ld_out) the output h_t = o tanh(c_t).  Steps t >=
- * count[b] (int [n_seq]) are written as zeros.  Requires
- * nmt_ops_enable_recurrent. */
+ * t_cap, nmt_lstm_gates(h, chunk)]) holds the pre-activations (order i,
+ * f, g, o, then ON-LSTM's master forget and input gates), i, f, g, o
+ * replaced by their activations; c (float [n_seq * t_cap, h]) receives the
+ * cell c_t = f c_{t-1} + i g (ON-LSTM, chunk > 0: f and i combined with
+ * the cumax master gates of unit j's chunk j / chunk; c_{t-1} read from
+ * row r - 1; none at t = 0), out (row stride ld_out) the output
+ * h_t = o tanh(c_t).  Steps t >= count[b] (int [n_seq]) are written as
+ * zeros.  chunk must divide h.  Requires nmt_ops_enable_recurrent. */
 nmt_status nmt_op_lstm_cell(nmt_ops *ops, nmt_buf z, nmt_buf c, nmt_buf out, uint32_t ld_out, nmt_buf count,
-                            uint32_t n_seq, uint32_t t_cap, uint32_t t, uint32_t h);
+                            uint32_t n_seq, uint32_t t_cap, uint32_t t, uint32_t h, uint32_t chunk);
 
 #endif

@@ -1,6 +1,6 @@
 /* ops_rec.c — recurrent-cell ops (ops.h: nmt_ops_enable_recurrent,
  * nmt_op_lstm_cell) over cl/recurrent.cl, built only for the families with
- * recurrent layers (MG-SA's LSTM interaction, issue 15). */
+ * recurrent layers (MG-SA's LSTM / ON-LSTM interaction, issue 15). */
 #include "ops.h"
 
 #include "kernel_args.h"
@@ -14,11 +14,12 @@ nmt_status nmt_ops_enable_recurrent(nmt_ops *ops) {
 }
 
 nmt_status nmt_op_lstm_cell(nmt_ops *ops, nmt_buf z, nmt_buf c, nmt_buf out, uint32_t ld_out, nmt_buf count,
-                            uint32_t n_seq, uint32_t t_cap, uint32_t t, uint32_t h) {
+                            uint32_t n_seq, uint32_t t_cap, uint32_t t, uint32_t h, uint32_t chunk) {
     if (ops == NULL || ops->k_lstm_cell == NULL) return NMT_ERR_INVALID_ARGUMENT;
     if (n_seq == 0 || h == 0) return NMT_OK;
     if (z.mem == NULL || c.mem == NULL || out.mem == NULL || count.mem == NULL) return NMT_ERR_INVALID_ARGUMENT;
-    if (t >= t_cap || ld_out < h || (uint64_t)n_seq * t_cap * 4 * h > UINT32_MAX) return NMT_ERR_INVALID_ARGUMENT;
+    if (t >= t_cap || ld_out < h || (chunk && h % chunk) || (uint64_t)n_seq * t_cap * 6 * h > UINT32_MAX)
+        return NMT_ERR_INVALID_ARGUMENT;
     args a = args_begin(ops->k_lstm_cell);
     arg_mem(&a, z.mem);
     arg_u64(&a, z.off);
@@ -33,6 +34,7 @@ nmt_status nmt_op_lstm_cell(nmt_ops *ops, nmt_buf z, nmt_buf c, nmt_buf out, uin
     arg_u32(&a, t_cap);
     arg_u32(&a, t);
     arg_u32(&a, h);
+    arg_u32(&a, chunk);
     NMT_TRY(args_end(ops->dev, &a, "lstm_cell"));
     const size_t n[2] = {h, n_seq};
     return nmt_ops_launch(ops, ops->k_lstm_cell, 2, n, "lstm_cell");

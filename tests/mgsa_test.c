@@ -59,6 +59,7 @@ static nmt_status mg_cfg(nmt_tf_cfg *c, const char *layers, const char *heads, i
     snprintf(c->mg_layers_text, sizeof c->mg_layers_text, "%s", layers);
     snprintf(c->mg_heads_text, sizeof c->mg_heads_text, "%s", heads);
     c->mg_interact = rec;
+    c->mg_chunk = 8;
     return nmt_tf_finish(c, ~0ull, NULL, 0);
 }
 
@@ -127,12 +128,20 @@ static void test_score_equals_reference(void **state) {
         {"2", "ngram:3 ngram:3 ngram:3 ngram:3", "none"},
         {"1", "word word ngram:2 ngram:3", "lstm"},
         {"1 2", "ngram:2 ngram:2 word ngram:4", "lstm"},
+        {"1", "word word ngram:2 ngram:3", "onlstm"},
+        {"2", "ngram:3 ngram:3 ngram:3 ngram:3", "onlstm"},
     };
     nmt_batch src = {srcs, src_lens, NSENT}, tgt = {tgts, tgt_lens, NSENT};
     for (size_t k = 0; k < NMT_ARRAY_LEN(configs); k++) {
         nmt_tf_cfg c;
-        const int rec = !strcmp(configs[k][2], "lstm") ? NMT_MG_REC_LSTM : NMT_MG_REC_NONE;
+        const int rec = !strcmp(configs[k][2], "lstm")     ? NMT_MG_REC_LSTM
+                        : !strcmp(configs[k][2], "onlstm") ? NMT_MG_REC_ONLSTM
+                                                           : NMT_MG_REC_NONE;
         assert_int_equal(mg_cfg(&c, configs[k][0], configs[k][1], rec), NMT_OK);
+        if (rec == NMT_MG_REC_ONLSTM) {
+            c.mg_chunk = k == 5 ? 4 : 2; /* d 32: 16 and 8 master units */
+            assert_int_equal(nmt_tf_finish(&c, ~0ull, NULL, 0), NMT_OK);
+        }
         size_t size;
         void *img = write_model(&nmt_family_mgsa, &c, 40 + k, &size);
         model m;
@@ -143,6 +152,8 @@ static void test_score_equals_reference(void **state) {
         char want_cfg[400];
         snprintf(want_cfg, sizeof want_cfg, "mg_layers %s; mg_heads %s; mg_compose max; mg_interact %s",
                  configs[k][0], configs[k][1], configs[k][2]);
+        if (rec == NMT_MG_REC_ONLSTM)
+            snprintf(want_cfg + strlen(want_cfg), sizeof want_cfg - strlen(want_cfg), "; mg_chunk %u", c.mg_chunk);
         assert_string_equal(info.family_config, want_cfg);
         float lp[NSENT], lp_tf[NSENT];
         nmt_test_assert_ok(e->dev, nmt_session_score(m.s, &src, &tgt, lp));
@@ -271,7 +282,7 @@ static void *requantize(const nmt_tf_cfg *cfg, const void *img, size_t size, int
  * W_ih / W_hh) score as the same weights in fp32. */
 static void test_int8_equals_dequantized(void **state) {
     env *e = *state;
-    for (int rec = NMT_MG_REC_NONE; rec <= NMT_MG_REC_LSTM; rec++) {
+    for (int rec = NMT_MG_REC_NONE; rec <= NMT_MG_REC_ONLSTM; rec++) {
         nmt_tf_cfg c;
         assert_int_equal(mg_cfg(&c, "1 2", "ngram:2 word ngram:3 ngram:3", rec), NMT_OK);
         size_t size, s8, s32;
@@ -348,6 +359,12 @@ static void test_bad_configs(void **state) {
     assert_int_equal(nmt_model_explain(img, size, why, sizeof why), NMT_ERR_MODEL_MISSING_TENSOR);
     assert_non_null(strstr(why, "enc.0.self_attn.phrase_lstm.ih.weight"));
     free(img);
+    /* an ON-LSTM chunk that does not divide d_model, named */
+    assert_int_equal(mg_cfg(&c, "1", "word word ngram:2 ngram:3", NMT_MG_REC_ONLSTM), NMT_OK);
+    c.mg_chunk = 3;
+    char why2[256] = "";
+    assert_int_equal(nmt_tf_finish(&c, ~0ull, why2, sizeof why2), NMT_ERR_MODEL_ARCH);
+    assert_string_equal(why2, "mg_chunk 3 must divide d_model 32 (mg_interact onlstm)");
     /* canonical spellings are written back */
     assert_int_equal(mg_cfg(&c, " 2,1 ", "word,ngram:2  ngram:2 word", 0), NMT_OK);
     assert_string_equal(c.mg_layers_text, "1 2");

@@ -1,6 +1,6 @@
 /* ref_model.c — a naive, double-precision Transformer/HySAN (and MG-SA:
- * n-gram phrase heads with max-pooling, optionally an LSTM over the
- * phrases) forward pass written straight from
+ * n-gram phrase heads with max-pooling, optionally an LSTM or ON-LSTM over
+ * the phrases) forward pass written straight from
  * docs/ARCHITECTURES.md, reading weights from a validated .nmt image.  One sentence at a time, no padding, no cache: the
  * independent reference the OpenCL session is compared with. */
 #include "ref_model.h"
@@ -21,7 +21,8 @@ typedef struct rm {
     int32_t bos, eos;
     uint64_t mg_mask;   /* MG-SA: encoder layers with phrase heads */
     int mg_n[64];       /* per head: 0 word, else n-gram size */
-    int mg_lstm;        /* MG-SA: REC = LSTM over each phrase sequence */
+    int mg_lstm;        /* MG-SA: REC = LSTM (1) or ON-LSTM (2) over each phrase sequence */
+    int mg_chunk;       /* ON-LSTM chunk size */
 } rm;
 
 static const float *W(const rm *m, const char *fmt, ...) {
@@ -117,23 +118,42 @@ static void attend(const rm *m, const double *q, const double *k, const double *
 
 static double sigm(double x) { return 1.0 / (1.0 + exp(-x)); }
 
-/* MG-SA's LSTM interaction over the M phrase rows of g (in place):
- * z = g_t W_ih^T + b + h_{t-1} W_hh^T, gates i, f, g, o. */
+static double cumax(const double *x, int n, int k) {
+    double mx = x[0], sum = 0, pre = 0;
+    for (int l = 1; l < n; l++) mx = fmax(mx, x[l]);
+    for (int l = 0; l < n; l++) {
+        sum += exp(x[l] - mx);
+        if (l <= k) pre += exp(x[l] - mx);
+    }
+    return pre / sum;
+}
+
+/* MG-SA's LSTM / ON-LSTM interaction over the M phrase rows of g (in
+ * place): z = g_t W_ih^T + b + h_{t-1} W_hh^T, gates i, f, g, o, then
+ * ON-LSTM's master forget / input gates over d / chunk chunks (ft =
+ * cumax, it = 1 - cumax, w = ft it, f^ = f w + ft - w, i^ = i w + it - w). */
 static void mg_lstm(const rm *m, const char *pre, double *g, int M) {
-    const int d = (int)m->d;
+    const int d = (int)m->d, nm = m->mg_lstm == 2 ? d / m->mg_chunk : 0, G = 4 * d + 2 * nm;
     const float *wi = W(m, "%s.phrase_lstm.ih.weight", pre), *bi = W(m, "%s.phrase_lstm.ih.bias", pre);
     const float *wh = W(m, "%s.phrase_lstm.hh.weight", pre);
-    double *z = malloc(sizeof(double) * 4 * (size_t)d), *h = calloc((size_t)d, sizeof(double));
+    double *z = malloc(sizeof(double) * (size_t)G), *h = calloc((size_t)d, sizeof(double));
     double *c = calloc((size_t)d, sizeof(double));
     for (int t = 0; t < M; t++) {
-        for (int k = 0; k < 4 * d; k++) {
+        for (int k = 0; k < G; k++) {
             double acc = bi[k];
             for (int j = 0; j < d; j++)
                 acc += g[(size_t)t * d + j] * wi[(size_t)k * d + j] + h[j] * wh[(size_t)k * d + j];
             z[k] = acc;
         }
         for (int j = 0; j < d; j++) {
-            c[j] = sigm(z[d + j]) * c[j] + sigm(z[j]) * tanh(z[2 * d + j]);
+            double f = sigm(z[d + j]), i = sigm(z[j]);
+            if (nm) {
+                const double ft = cumax(z + 4 * d, nm, j / m->mg_chunk);
+                const double it = 1 - cumax(z + 4 * d + nm, nm, j / m->mg_chunk), w = ft * it;
+                f = f * w + ft - w;
+                i = i * w + it - w;
+            }
+            c[j] = f * c[j] + i * tanh(z[2 * d + j]);
             h[j] = sigm(z[3 * d + j]) * tanh(c[j]);
             g[(size_t)t * d + j] = h[j];
         }
@@ -290,7 +310,8 @@ int ref_model_logits(const nmt_file *f, const int32_t *src, uint32_t src_len, co
         for (char *tok = strtok(buf, " ,"); tok && h < 64; tok = strtok(NULL, " ,"))
             m.mg_n[h++] = strncmp(tok, "ngram:", 6) ? 0 : atoi(tok + 6);
         nmt_file_get_str_or(f, "mg_interact", "none", buf, sizeof buf);
-        m.mg_lstm = !strcmp(buf, "lstm");
+        m.mg_lstm = !strcmp(buf, "lstm") ? 1 : !strcmp(buf, "onlstm") ? 2 : 0;
+        m.mg_chunk = (int)geti(f, "mg_chunk", 8);
     }
     const int d = (int)m.d;
 

@@ -493,7 +493,7 @@ static void test_mgsa(void **state) {
     train_argv(argv, dir, src, tgt, no_arch);
     nmt_test_run(argv, NULL, g_dir, &r);
     expect_status(&r, 2);
-    assert_non_null(strstr(r.err, "--mg-layers, --mg-heads and --mg-interact need --arch mgsa"));
+    assert_non_null(strstr(r.err, "--mg-layers, --mg-heads, --mg-interact and --mg-chunk need --arch mgsa"));
     nmt_test_proc_free(&r);
 
     char *bogus[] = {"--arch", "rnn", NULL};

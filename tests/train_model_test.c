@@ -198,6 +198,8 @@ static const grad_case grad_cases[] = {
     {"pre mgsa ngram:3 ngram:2", "pre", "global", "global", "sum", 4, 1, 1, 8, 16, 1, "1", "ngram:3 ngram:2", 0},
     {"post mgsa lstm ngram:2 word", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 2, "1", "ngram:2 word",
      NMT_MG_REC_LSTM},
+    {"pre mgsa onlstm ngram:2 ngram:3", "pre", "global", "global", "sum", 4, 0, 0, 8, 16, 1, "1", "ngram:2 ngram:3",
+     NMT_MG_REC_ONLSTM},
 };
 
 /* An MG-SA model with img's hyper-parameters, these phrase heads and
@@ -210,6 +212,7 @@ static void *to_mgsa(void *img, size_t *size, const char *layers, const char *he
     snprintf(c.mg_layers_text, sizeof c.mg_layers_text, "%s", layers);
     snprintf(c.mg_heads_text, sizeof c.mg_heads_text, "%s", heads);
     c.mg_interact = rec;
+    c.mg_chunk = 2; /* ON-LSTM: d 8, 4 master units */
     assert_int_equal(nmt_tf_finish(&c, ~0ull, NULL, 0), NMT_OK);
     free(img);
     nmtw_writer *w = nmtw_create();

@@ -3,29 +3,32 @@
 #include "ops_train.h"
 
 nmt_status nmt_layer_lstm_bwd(nmt_ops *ops, nmt_train_ops *t, nmt_buf x, uint32_t ld_x, uint32_t n_seq,
-                              uint32_t t_cap, uint32_t in_dim, uint32_t h, nmt_buf w_ih, nmt_buf w_hh,
+                              uint32_t t_cap, uint32_t in_dim, uint32_t h, uint32_t chunk, nmt_buf w_ih, nmt_buf w_hh,
                               nmt_buf count, nmt_buf z, nmt_buf c, nmt_buf out, uint32_t ld_out, nmt_buf dout,
-                              uint32_t ld_dout, nmt_buf dz, nmt_buf dc, nmt_buf dx, uint32_t ld_dx, float dx_beta,
-                              nmt_buf g_ih, nmt_buf g_ib, nmt_buf g_hh) {
+                              uint32_t ld_dout, nmt_buf dz, nmt_buf dc, nmt_buf dm, nmt_buf dx, uint32_t ld_dx,
+                              float dx_beta, nmt_buf g_ih, nmt_buf g_ib, nmt_buf g_hh) {
     if (n_seq == 0 || t_cap == 0) return NMT_OK;
+    if (chunk && h % chunk) return NMT_ERR_INVALID_ARGUMENT;
+    const uint32_t G = nmt_lstm_gates(h, chunk);
     const uint64_t rows = (uint64_t)n_seq * t_cap;
     if ((uint64_t)t_cap * ld_out > UINT32_MAX || (uint64_t)t_cap * ld_dout > UINT32_MAX ||
-        (uint64_t)t_cap * 4 * h > UINT32_MAX || rows > UINT32_MAX)
+        (uint64_t)t_cap * G > UINT32_MAX || rows > UINT32_MAX)
         return NMT_ERR_INVALID_ARGUMENT;
     const nmt_buf none = {NULL, 0};
-    const uint32_t sz = t_cap * 4 * h; /* stride between a sequence's rows of one step */
+    const uint32_t sz = t_cap * G; /* stride between a sequence's rows of one step */
     NMT_TRY(nmt_op_fill(t, dc, n_seq * h, 0.0f));
     for (uint32_t s = t_cap; s-- > 0;) {
         /* dh_s += dz_{s+1} W_hh (h_s fed step s + 1) */
         if (s + 1 < t_cap)
-            NMT_TRY(nmt_op_gemm(ops, 0, n_seq, h, 4 * h, 1.0f, nmt_buf_at(dz, (size_t)(s + 1) * 4 * h), sz, w_hh, h,
-                                1.0f, nmt_buf_at(dout, (size_t)s * ld_dout), t_cap * ld_dout, none, 0));
-        NMT_TRY(nmt_op_lstm_cell_bwd(t, z, c, dout, ld_dout, dc, dz, count, n_seq, t_cap, s, h));
+            NMT_TRY(nmt_op_gemm(ops, 0, n_seq, h, G, 1.0f, nmt_buf_at(dz, (size_t)(s + 1) * G), sz, w_hh, h, 1.0f,
+                                nmt_buf_at(dout, (size_t)s * ld_dout), t_cap * ld_dout, none, 0));
+        NMT_TRY(nmt_op_lstm_cell_bwd(t, z, c, dout, ld_dout, dc, dz, dm, count, n_seq, t_cap, s, h, chunk));
+        if (chunk) NMT_TRY(nmt_op_onlstm_master_bwd(t, z, dm, dz, count, n_seq, t_cap, s, h, chunk));
         /* W_hh's gradient: dz_s^T h_{s-1} */
         if (s > 0)
-            NMT_TRY(nmt_op_gemm_tn(t, 4 * h, h, n_seq, 1.0f, nmt_buf_at(dz, (size_t)s * 4 * h), sz,
+            NMT_TRY(nmt_op_gemm_tn(t, G, h, n_seq, 1.0f, nmt_buf_at(dz, (size_t)s * G), sz,
                                    nmt_buf_at(out, (size_t)(s - 1) * ld_out), t_cap * ld_out, 1.0f, g_hh, h));
     }
-    return nmt_op_linear_bwd(ops, t, (uint32_t)rows, 4 * h, in_dim, x, ld_x, w_ih, dz, 4 * h, dx, ld_dx, dx_beta,
-                             g_ih, g_ib, 1.0f);
+    return nmt_op_linear_bwd(ops, t, (uint32_t)rows, G, in_dim, x, ld_x, w_ih, dz, G, dx, ld_dx, dx_beta, g_ih, g_ib,
+                             1.0f);
 }

@@ -32,11 +32,10 @@ nmt_status train_model_as_arch(const void *tf, size_t tf_size, const char *arch,
     /* the family's keys past the Transformer's: the given values, else defaults */
     for (uint32_t i = NMT_TF_N_HPARAMS; i < fam->n_hparams; i++) {
         const nmt_hparam *hp = &fam->hparams[i];
-        const char *v = hp->def_str;
+        const char *v = NULL;
         for (size_t k = 0; k < n; k++)
             if (values[k] && !strcmp(keys[k], hp->key)) v = values[k];
-        if (v == NULL) continue;
-        nmt_status s = nmt_hparam_set_text(hp, &c, v);
+        nmt_status s = v ? nmt_hparam_set_text(hp, &c, v) : nmt_hparam_set_default(hp, &c);
         if (s != NMT_OK) return fail(err, err_cap, s, "invalid value for", hp->flag);
     }
     char why[NMT_FAMILY_WHY_BYTES] = "";

@@ -56,6 +56,7 @@ static const kernel_def kernel_defs[] = {
     {offsetof(nmt_train_ops, k_attn_bwd_dkv), P_ATTN_BWD, "attn_bwd_dkv", 0},
     {offsetof(nmt_train_ops, k_segment_max_bwd), P_PHRASE_BWD, "segment_max_bwd", 0},
     {offsetof(nmt_train_ops, k_lstm_cell_bwd), P_REC_BWD, "lstm_cell_bwd", 0},
+    {offsetof(nmt_train_ops, k_onlstm_master_bwd), P_REC_BWD, "onlstm_master_bwd", 0},
     {offsetof(nmt_train_ops, k_xent), P_LOSS, "xent", 1},
     {offsetof(nmt_train_ops, k_adam), P_OPTIM, "adam", 0},
     {offsetof(nmt_train_ops, k_reduce_partial), P_OPTIM, "reduce_partial", 1},
@@ -342,12 +343,15 @@ nmt_status nmt_op_segment_max_bwd(nmt_train_ops *t, nmt_buf arg, nmt_buf dg, uin
 }
 
 nmt_status nmt_op_lstm_cell_bwd(nmt_train_ops *t, nmt_buf z, nmt_buf c, nmt_buf dh, uint32_t ld_dh, nmt_buf dc,
-                                nmt_buf dz, nmt_buf count, uint32_t n_seq, uint32_t t_cap, uint32_t step, uint32_t h) {
+                                nmt_buf dz, nmt_buf dm, nmt_buf count, uint32_t n_seq, uint32_t t_cap, uint32_t step,
+                                uint32_t h, uint32_t chunk) {
     if (!train_ok(t)) return NMT_ERR_INVALID_ARGUMENT;
     if (n_seq == 0 || h == 0) return NMT_OK;
-    if (z.mem == NULL || c.mem == NULL || dh.mem == NULL || dc.mem == NULL || dz.mem == NULL || count.mem == NULL)
+    if (z.mem == NULL || c.mem == NULL || dh.mem == NULL || dc.mem == NULL || dz.mem == NULL || count.mem == NULL ||
+        (chunk && dm.mem == NULL))
         return NMT_ERR_INVALID_ARGUMENT;
-    if (step >= t_cap || ld_dh < h || (uint64_t)n_seq * t_cap * 4 * h > UINT32_MAX) return NMT_ERR_INVALID_ARGUMENT;
+    if (step >= t_cap || ld_dh < h || (chunk && h % chunk) || (uint64_t)n_seq * t_cap * 6 * h > UINT32_MAX)
+        return NMT_ERR_INVALID_ARGUMENT;
     args a = args_begin(t->k_lstm_cell_bwd);
     arg_buf(&a, z);
     arg_buf(&a, c);
@@ -355,14 +359,38 @@ nmt_status nmt_op_lstm_cell_bwd(nmt_train_ops *t, nmt_buf z, nmt_buf c, nmt_buf 
     arg_u32(&a, ld_dh);
     arg_buf(&a, dc);
     arg_buf(&a, dz);
+    arg_buf(&a, chunk ? dm : dz); /* never written for chunk 0 */
     arg_buf(&a, count);
     arg_u32(&a, n_seq);
     arg_u32(&a, t_cap);
     arg_u32(&a, step);
     arg_u32(&a, h);
+    arg_u32(&a, chunk);
     NMT_TRY(args_end(t->dev, &a, "lstm_cell_bwd"));
     const size_t g[2] = {h, n_seq};
     return launch(t, t->k_lstm_cell_bwd, 2, g, "lstm_cell_bwd");
+}
+
+nmt_status nmt_op_onlstm_master_bwd(nmt_train_ops *t, nmt_buf z, nmt_buf dm, nmt_buf dz, nmt_buf count,
+                                    uint32_t n_seq, uint32_t t_cap, uint32_t step, uint32_t h, uint32_t chunk) {
+    if (!train_ok(t)) return NMT_ERR_INVALID_ARGUMENT;
+    if (n_seq == 0 || h == 0) return NMT_OK;
+    if (z.mem == NULL || dm.mem == NULL || dz.mem == NULL || count.mem == NULL) return NMT_ERR_INVALID_ARGUMENT;
+    if (chunk == 0 || h % chunk || step >= t_cap || (uint64_t)n_seq * t_cap * 6 * h > UINT32_MAX)
+        return NMT_ERR_INVALID_ARGUMENT;
+    args a = args_begin(t->k_onlstm_master_bwd);
+    arg_buf(&a, z);
+    arg_buf(&a, dm);
+    arg_buf(&a, dz);
+    arg_buf(&a, count);
+    arg_u32(&a, n_seq);
+    arg_u32(&a, t_cap);
+    arg_u32(&a, step);
+    arg_u32(&a, h);
+    arg_u32(&a, chunk);
+    NMT_TRY(args_end(t->dev, &a, "onlstm_master_bwd"));
+    const size_t g[1] = {n_seq};
+    return launch(t, t->k_onlstm_master_bwd, 1, g, "onlstm_master_bwd");
 }
 
 nmt_status nmt_op_relu_bwd(nmt_train_ops *t, nmt_buf y, nmt_buf dy, nmt_buf dx, uint32_t n) {

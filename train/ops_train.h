@@ -33,7 +33,7 @@ typedef struct nmt_train_ops {
     cl_kernel k_embed_bwd, k_relu_bwd, k_gate_bwd, k_dropout;  /* elementwise_bwd.cl */
     cl_kernel k_attn_bwd_scores, k_attn_bwd_probs, k_attn_bwd_ds, k_attn_bwd_dq, k_attn_bwd_dkv;
     cl_kernel k_segment_max_bwd;  /* phrase_bwd.cl */
-    cl_kernel k_lstm_cell_bwd;    /* recurrent_bwd.cl */
+    cl_kernel k_lstm_cell_bwd, k_onlstm_master_bwd;  /* recurrent_bwd.cl */
     cl_kernel k_xent;                                     /* loss.cl */
     cl_kernel k_adam, k_reduce_partial, k_reduce_final, k_scale, k_fill, k_axpy;  /* optim.cl */
     /* launch geometry */
@@ -119,14 +119,24 @@ nmt_status nmt_op_segment_max_bwd(nmt_train_ops *t, nmt_buf arg, nmt_buf dg, uin
                                   uint32_t d, nmt_buf dx, uint32_t ld_x);
 
 /* Backward of nmt_op_lstm_cell (ops.h) at step `step` (cl/recurrent_bwd.cl):
- * z, c: the forward's gate activations and cells; dh (row stride ld_dh):
- * the gradient of the step's outputs including the recurrent part; dc
- * (float [n_seq, h]): in, the gradient reaching c_step from the next step
- * (zero before the last step); out, the gradient of c_{step-1}; dz (float
- * [n_seq * t_cap, 4h]) receives the step's rows of the pre-activation
- * gradient.  Steps past count[b] give zeros. */
+ * z, c: the forward's gates and cells; dh (row stride ld_dh): the
+ * gradient of the step's outputs including the recurrent part; dc (float
+ * [n_seq, h]): in, the gradient reaching c_step from the next step (zero
+ * before the last step); out, the gradient of c_{step-1}; dz (float
+ * [n_seq * t_cap, G], G the gate width of ops.h's nmt_lstm_gates)
+ * receives the step's rows of the pre-activation gradient of i, f, g, o.  ON-LSTM (chunk > 0): dm
+ * (float [n_seq, 2h]) receives each unit's part of its chunk's master
+ * gate gradients, which nmt_op_onlstm_master_bwd turns into dz's master
+ * columns (dm unused for chunk 0: NONE).  Steps past count[b] give zeros. */
 nmt_status nmt_op_lstm_cell_bwd(nmt_train_ops *t, nmt_buf z, nmt_buf c, nmt_buf dh, uint32_t ld_dh, nmt_buf dc,
-                                nmt_buf dz, nmt_buf count, uint32_t n_seq, uint32_t t_cap, uint32_t step, uint32_t h);
+                                nmt_buf dz, nmt_buf dm, nmt_buf count, uint32_t n_seq, uint32_t t_cap, uint32_t step,
+                                uint32_t h, uint32_t chunk);
+
+/* ON-LSTM, after nmt_op_lstm_cell_bwd of the same step: dz's master
+ * columns of the step's rows, through cumax, from the per-unit parts in
+ * dm.  chunk > 0 and divides h. */
+nmt_status nmt_op_onlstm_master_bwd(nmt_train_ops *t, nmt_buf z, nmt_buf dm, nmt_buf dz, nmt_buf count,
+                                    uint32_t n_seq, uint32_t t_cap, uint32_t step, uint32_t h, uint32_t chunk);
 
 /* dx[i] = y[i] > 0 ? dy[i] : 0, i < n, y = the ReLU's output (or input).
  * dx may be dy (in place). */
@@ -249,18 +259,19 @@ nmt_status nmt_op_axpy(nmt_train_ops *t, nmt_buf y, nmt_buf x, uint32_t n, float
 
 /* ---- shared layers ------------------------------------------------------ */
 
-/* Backward of layers.h nmt_layer_lstm with fp32 weights w_ih [4h, in_dim]
- * and w_hh [4h, h] (train/layers_bwd.c): x, count, z, c and out are the
- * forward's; dout (float [n_seq * t_cap, stride ld_dout]) holds the
- * gradient of out and is overwritten (the recurrent gradient is added
- * into it step by step); dz (float [n_seq * t_cap, 4h]) and dc (float
- * [n_seq, h]) are scratch; dx (stride ld_dx) receives the gradient of x
+/* Backward of layers.h nmt_layer_lstm (LSTM, or ON-LSTM for chunk > 0)
+ * with fp32 weights w_ih [G, in_dim] and w_hh [G, h], G the gate width
+ * (ops.h's nmt_lstm_gates of h and chunk; train/layers_bwd.c): x, count, z, c and out
+ * are the forward's; dout (float [n_seq * t_cap, stride ld_dout]) holds
+ * the gradient of out and is overwritten (the recurrent gradient is added
+ * into it step by step); dz (float [n_seq * t_cap, G]), dc (float
+ * [n_seq, h]) and, for ON-LSTM, dm (float [n_seq, 2h]) are scratch; dx (stride ld_dx) receives the gradient of x
  * (dx_beta 0) or gets it added (1); the gradients of w_ih, its bias and
  * w_hh are accumulated into g_ih, g_ib and g_hh.  Needs nmt_ops_enable_nn. */
 nmt_status nmt_layer_lstm_bwd(nmt_ops *ops, nmt_train_ops *t, nmt_buf x, uint32_t ld_x, uint32_t n_seq,
-                              uint32_t t_cap, uint32_t in_dim, uint32_t h, nmt_buf w_ih, nmt_buf w_hh,
+                              uint32_t t_cap, uint32_t in_dim, uint32_t h, uint32_t chunk, nmt_buf w_ih, nmt_buf w_hh,
                               nmt_buf count, nmt_buf z, nmt_buf c, nmt_buf out, uint32_t ld_out, nmt_buf dout,
-                              uint32_t ld_dout, nmt_buf dz, nmt_buf dc, nmt_buf dx, uint32_t ld_dx, float dx_beta,
-                              nmt_buf g_ih, nmt_buf g_ib, nmt_buf g_hh);
+                              uint32_t ld_dout, nmt_buf dz, nmt_buf dc, nmt_buf dm, nmt_buf dx, uint32_t ld_dx,
+                              float dx_beta, nmt_buf g_ih, nmt_buf g_ib, nmt_buf g_hh);
 
 #endif

@@ -166,9 +166,9 @@ static nmt_status alloc_acts(tft_model *m) {
                 NMT_TRY(dbuf(m, R * d, &s->a.mg_hg[g]));
                 NMT_TRY(dbuf(m, R * 2 * c->mg_group[g].nh * c->dh, &s->a.mg_kv[g]));
                 NMT_TRY(dbuf(m, R * d, &s->a.mg_arg[g]));
-                if (c->mg_interact == NMT_MG_REC_LSTM) {
+                if (c->mg_interact != NMT_MG_REC_NONE) {
                     NMT_TRY(dbuf(m, R * d, &s->a.mg_pool[g]));
-                    NMT_TRY(dbuf(m, R * 4 * d, &s->a.mg_z[g]));
+                    NMT_TRY(dbuf(m, R * nmt_mg_rec_gates(c), &s->a.mg_z[g]));
                     NMT_TRY(dbuf(m, R * d, &s->a.mg_c[g]));
                 }
             }
@@ -231,10 +231,11 @@ static nmt_status alloc_acts(tft_model *m) {
     if (c->mg_mask) {
         NMT_TRY(dbuf(m, R * d, &m->d_hg));
         NMT_TRY(dbuf(m, R * 2 * d, &m->d_kvg));
-        if (c->mg_interact == NMT_MG_REC_LSTM) {
+        if (c->mg_interact != NMT_MG_REC_NONE) {
             NMT_TRY(dbuf(m, R * d, &m->d_pool));
-            NMT_TRY(dbuf(m, R * 4 * d, &m->d_z));
+            NMT_TRY(dbuf(m, R * nmt_mg_rec_gates(c), &m->d_z));
             NMT_TRY(dbuf(m, m->lim.max_seqs * d, &m->d_c));
+            NMT_TRY(dbuf(m, m->lim.max_seqs * 2 * d, &m->d_m));
         }
     }
     /* int buffers (cl_int is 4 bytes, like float) */
@@ -292,7 +293,7 @@ static nmt_status create_impl(tft_model *m, const void *image, size_t size) {
     m->ops_ok = 1;
     NMT_TRY(nmt_ops_enable_nn(&m->ops));
     if (c->mg_mask) NMT_TRY(nmt_ops_enable_phrase(&m->ops));
-    if (c->mg_mask && c->mg_interact == NMT_MG_REC_LSTM) NMT_TRY(nmt_ops_enable_recurrent(&m->ops));
+    if (c->mg_mask && c->mg_interact != NMT_MG_REC_NONE) NMT_TRY(nmt_ops_enable_recurrent(&m->ops));
     NMT_TRY(nmt_train_ops_init(&m->t, m->dev));
     m->t_ok = 1;
 

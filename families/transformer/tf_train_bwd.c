@@ -16,7 +16,7 @@ static nmt_status lin_bwd(tft_model *m, uint32_t rows, uint32_t out_dim, uint32_
 /* MG-SA self-attention after W_o's backward (m->dctx holds d ctx; df, which
  * may be m->dtmp, is consumed): each head group's attention backward; word
  * heads into the q|k|v gradient, a phrase group's keys/values through its
- * rows of W_k / W_v to its phrase memory, through the LSTM interaction
+ * rows of W_k / W_v to its phrase memory, through the (ON-)LSTM interaction
  * (when there is one) and through the max-pooling back to the input (collected in m->dtmp, added to m->dh at the end). */
 static nmt_status bwd_mg(tft_model *m, sub_desc *s, nmt_attn_bwd_args *ba, nmt_buf in, uint32_t rows) {
     const tft_cfg *c = &m->c;
@@ -52,12 +52,12 @@ static nmt_status bwd_mg(tft_model *m, sub_desc *s, nmt_attn_bwd_args *ba, nmt_b
         NMT_TRY(lin_bwd(m, mrows, w, d, s->a.mg_hg[g], d, wk, m->d_kvg, 2 * w, m->d_hg, d, 0.0f));
         NMT_TRY(lin_bwd(m, mrows, w, d, s->a.mg_hg[g], d, wv, nmt_buf_at(m->d_kvg, w), 2 * w, m->d_hg, d, 1.0f));
         nmt_buf d_pooled = m->d_hg;
-        if (c->mg_interact == NMT_MG_REC_LSTM) {
+        if (c->mg_interact != NMT_MG_REC_NONE) {
             const nmt_tf_sub_w *sw = s->w;
-            NMT_TRY(nmt_layer_lstm_bwd(&m->ops, &m->t, s->a.mg_pool[g], d, m->n, ba->fwd.lk_max, d, d, sw->mg_ih.w,
-                                       sw->mg_hh.w, s->a.mg_cnt[g], s->a.mg_z[g], s->a.mg_c[g], s->a.mg_hg[g], d,
-                                       m->d_hg, d, m->d_z, m->d_c, m->d_pool, d, 0.0f, GB(m, sw->mg_ih.w),
-                                       GB(m, sw->mg_ih.b), GB(m, sw->mg_hh.w)));
+            NMT_TRY(nmt_layer_lstm_bwd(&m->ops, &m->t, s->a.mg_pool[g], d, m->n, ba->fwd.lk_max, d, d,
+                                       nmt_mg_rec_chunk(c), sw->mg_ih.w, sw->mg_hh.w, s->a.mg_cnt[g], s->a.mg_z[g],
+                                       s->a.mg_c[g], s->a.mg_hg[g], d, m->d_hg, d, m->d_z, m->d_c, m->d_m, m->d_pool,
+                                       d, 0.0f, GB(m, sw->mg_ih.w), GB(m, sw->mg_ih.b), GB(m, sw->mg_hh.w)));
             d_pooled = m->d_pool;
         }
         NMT_TRY(nmt_op_segment_max_bwd(&m->t, s->a.mg_arg[g], d_pooled, d, mrows, d, m->dtmp, d));

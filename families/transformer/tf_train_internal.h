@@ -50,7 +50,8 @@ struct tft_model {
     nmt_buf h, scores, stats, probs, dstats, logits, loss, nll, partial, red;
     nmt_buf g_a, g_b, dtmp, dh, dqkv, dctx, dfused, dgh, dg, dffn, dkv, d_enc, lnstats;
     nmt_buf d_hg, d_kvg;     /* MG-SA: gradients of a phrase memory and its k|v */
-    nmt_buf d_pool, d_z, d_c; /* MG-SA LSTM interaction: of the pooled phrases, gates, carried cell */
+    nmt_buf d_pool, d_z, d_c, d_m; /* MG-SA (ON-)LSTM interaction: of the pooled phrases, gates, carried
+                                      cell, ON-LSTM's per-unit master parts */
     nmt_buf src_tok, tgt_in, tgt_out, klen, perm_s, seg_s, segtok_s, perm_t, seg_t, segtok_t;
     int32_t *h_src, *h_tin, *h_tout, *h_klen, *h_perm, *h_seg, *h_segtok;
     uint32_t *h_count;

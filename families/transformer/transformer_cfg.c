@@ -27,7 +27,7 @@
 static const char *const norm_choices[] = {"post", "pre", NULL};
 static const char *const fusion_choices[] = {"sum", "concat", "gate", NULL};
 static const char *const mg_compose_choices[] = {"max", NULL};
-static const char *const mg_interact_choices[] = {"none", "lstm", NULL};
+static const char *const mg_interact_choices[] = {"none", "lstm", "onlstm", NULL};
 
 /* Index of each entry that finish() needs to know was present. */
 enum { HP_EMBED_SCALE = 9, HP_EOS = 17 };
@@ -72,7 +72,10 @@ const nmt_hparam nmt_tf_hparams[] = {
     {.key = "mg_compose", .flag = "mg-compose", .type = NMT_HP_ENUM, .off = OFF(mg_compose), .def_str = "max",
      .choices = mg_compose_choices, .help = "MG-SA: phrase composition COM (max: max-pooling)"},
     {.key = "mg_interact", .flag = "mg-interact", .type = NMT_HP_ENUM, .off = OFF(mg_interact), .def_str = "none",
-     .choices = mg_interact_choices, .help = "MG-SA: phrase interaction REC (none | lstm: an LSTM over each phrase sequence)"},
+     .choices = mg_interact_choices,
+     .help = "MG-SA: phrase interaction REC over each phrase sequence (none | lstm | onlstm: ordered neurons)"},
+    {.key = "mg_chunk", .flag = "mg-chunk", .type = NMT_HP_U32, .off = OFF(mg_chunk), .def = 8, .lo = 1,
+     .hi = DIM_MAX, .help = "MG-SA ON-LSTM: chunk size of the master gates (d_model / chunk of them; divides d_model)"},
 };
 _Static_assert(NMT_ARRAY_LEN(nmt_tf_hparams) == NMT_MGSA_N_HPARAMS, "table size: update NMT_MGSA_N_HPARAMS");
 
@@ -263,6 +266,8 @@ nmt_status nmt_tf_finish(void *cfgp, uint64_t present, char *why, size_t why_cap
              "mg_layers '%s', mg_heads '%s': expected encoder layers in [1, %u] and one of word | ngram:N (N 2-%u) "
              "for each of the %u heads, and a global-only encoder (enc_branches '%s')",
              layers, heads, c->enc_layers, NMT_MG_MAX_N, c->heads, c->enc_br_text);
+    TF_CHECK(c->mg_interact != NMT_MG_REC_ONLSTM || c->d % c->mg_chunk == 0,
+             "mg_chunk %u must divide d_model %u (mg_interact onlstm)", c->mg_chunk, c->d);
     return NMT_OK;
 }
 
@@ -288,10 +293,13 @@ void nmt_tf_info(const void *cfgp, nmt_model_info *info) {
     info->pad_id = c->pad;
     info->unk_id = c->unk;
     info->family_config[0] = '\0';
-    if (c->mg_heads_text[0])
+    if (c->mg_heads_text[0]) {
+        char chunk[32] = "";
+        if (c->mg_interact == NMT_MG_REC_ONLSTM) snprintf(chunk, sizeof chunk, "; mg_chunk %u", c->mg_chunk);
         snprintf(info->family_config, sizeof info->family_config,
-                 "mg_layers %s; mg_heads %s; mg_compose %s; mg_interact %s", c->mg_layers_text, c->mg_heads_text,
-                 mg_compose_choices[c->mg_compose], mg_interact_choices[c->mg_interact]);
+                 "mg_layers %s; mg_heads %s; mg_compose %s; mg_interact %s%s", c->mg_layers_text, c->mg_heads_text,
+                 mg_compose_choices[c->mg_compose], mg_interact_choices[c->mg_interact], chunk);
+    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -362,15 +370,14 @@ static nmt_status self_attn(cat *k, nmt_tf_sub_w *s, const char *stack, uint32_t
     return NMT_OK;
 }
 
-/* MG-SA's LSTM interaction REC of encoder layer l (shared by the layer's
- * phrase groups): w_ih [4d, d] with its bias, w_hh [4d, d]; gate rows in
- * the order i, f, g, o. */
+/* MG-SA's interaction REC of encoder layer l (shared by the layer's phrase
+ * groups), an LSTM or ON-LSTM: w_ih [G, d] with its bias, w_hh [G, d],
+ * G = nmt_mg_rec_gates (gate rows i, f, g, o, then ON-LSTM's masters). */
 static nmt_status phrase_lstm(cat *k, nmt_tf_sub_w *s, uint32_t l) {
-    const uint32_t d = k->c->d;
+    const uint32_t d = k->c->d, G = nmt_mg_rec_gates(k->c);
     snprintf(k->prefix, sizeof k->prefix, "enc.%u.self_attn.phrase_lstm", l);
-    NMT_TRY(lin(k, FIELD(s, mg_ih), 4 * d, d, 0, 1, "ih"));
-    return emit(k, FIELD(s, mg_hh), NMT_ROLE_WEIGHT, 2, 4 * d, d, NMT_INIT_UNIFORM, d, 0, 1, "%s.hh.weight",
-                k->prefix);
+    NMT_TRY(lin(k, FIELD(s, mg_ih), G, d, 0, 1, "ih"));
+    return emit(k, FIELD(s, mg_hh), NMT_ROLE_WEIGHT, 2, G, d, NMT_INIT_UNIFORM, d, 0, 1, "%s.hh.weight", k->prefix);
 }
 
 static nmt_status ffn(cat *k, nmt_tf_sub_w *s, const char *stack, uint32_t l) {
@@ -393,7 +400,7 @@ nmt_status nmt_tf_catalogue(const void *cfgp, void *wp, nmt_tensor_fn fn, void *
     for (uint32_t l = 0; l < c->enc_layers; l++) {
         nmt_tf_sub_w *sa = SUB(w, 2 * l), *ff = SUB(w, 2 * l + 1);
         NMT_TRY(self_attn(&k, sa, "enc", l, c->n_enc_br));
-        if (nmt_mg_layer(c, l) && c->mg_interact == NMT_MG_REC_LSTM) NMT_TRY(phrase_lstm(&k, sa, l));
+        if (nmt_mg_layer(c, l) && c->mg_interact != NMT_MG_REC_NONE) NMT_TRY(phrase_lstm(&k, sa, l));
         snprintf(n, sizeof n, "enc.%u.ln1", l);
         NMT_TRY(norm(&k, FIELD(sa, ln), n));
         snprintf(n, sizeof n, "enc.%u.ln2", l);

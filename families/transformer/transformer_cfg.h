@@ -24,8 +24,9 @@ enum { NMT_TF_FUSE_SUM = 0, NMT_TF_FUSE_CONCAT = 1, NMT_TF_FUSE_GATE = 2 };
 #define NMT_MG_MAX_GROUPS 8
 #define NMT_MG_MAX_N 64
 
-/* mg_interact (REC over a phrase sequence): none, or an LSTM. */
-enum { NMT_MG_REC_NONE = 0, NMT_MG_REC_LSTM = 1 };
+/* mg_interact (REC over a phrase sequence): none, an LSTM, or an ON-LSTM
+ * (ordered neurons, master gates over chunks of mg_chunk units). */
+enum { NMT_MG_REC_NONE = 0, NMT_MG_REC_LSTM = 1, NMT_MG_REC_ONLSTM = 2 };
 
 /* A run of adjacent heads with one partition: n = 0 word (tokens), else
  * n-gram phrases of n tokens. */
@@ -43,6 +44,7 @@ typedef struct nmt_tf_cfg {
     /* MG-SA only (zero for arch "transformer"): the table's suffix */
     char mg_layers_text[NMT_MG_TEXT], mg_heads_text[NMT_MG_TEXT];
     int mg_compose, mg_interact;  /* indices into their choices ("max"; NMT_MG_REC_*) */
+    uint32_t mg_chunk;            /* ON-LSTM chunk size */
     /* derived by finish() */
     uint32_t dh;
     uint32_t n_enc_br, n_dec_br;
@@ -51,6 +53,16 @@ typedef struct nmt_tf_cfg {
     uint32_t mg_n_groups;       /* runs of heads with one partition, in head order */
     nmt_mg_group mg_group[NMT_MG_MAX_GROUPS];
 } nmt_tf_cfg;
+
+/* The ON-LSTM chunk of the interaction (0: LSTM or none) and the width of
+ * its gate rows: 4d (+ 2 d / chunk master gates). */
+static inline uint32_t nmt_mg_rec_chunk(const nmt_tf_cfg *c) {
+    return c->mg_interact == NMT_MG_REC_ONLSTM ? c->mg_chunk : 0;
+}
+static inline uint32_t nmt_mg_rec_gates(const nmt_tf_cfg *c) {
+    const uint32_t ch = nmt_mg_rec_chunk(c);
+    return 4 * c->d + (ch ? 2 * (c->d / ch) : 0);
+}
 
 /* Whether encoder layer l has phrase heads. */
 static inline int nmt_mg_layer(const nmt_tf_cfg *c, uint32_t l) { return l < 64 && (c->mg_mask >> l & 1); }
@@ -62,7 +74,7 @@ static inline int nmt_mg_layer(const nmt_tf_cfg *c, uint32_t l) { return l < 64 
 typedef struct nmt_tf_sub_w {
     nmt_lin qkv, o, q, kv, fc1, fc2, ln;
     nmt_lin g1[NMT_MAX_BRANCHES], g2[NMT_MAX_BRANCHES];
-    nmt_lin mg_ih, mg_hh;  /* MG-SA LSTM interaction: [4d, d] + bias, [4d, d] */
+    nmt_lin mg_ih, mg_hh;  /* MG-SA (ON-)LSTM interaction: [G, d] + bias, [G, d] (nmt_mg_rec_gates) */
 } nmt_tf_sub_w;
 
 /* Sub-layer k of the stacks: encoder layer l has 2l (self) and 2l+1 (FFN);
@@ -92,7 +104,7 @@ extern const nmt_family nmt_family_transformer;
 /* MG-SA's table is the Transformer's followed by its own keys: the
  * Transformer record reads the first NMT_TF_N_HPARAMS entries, the MG-SA
  * record all NMT_MGSA_N_HPARAMS, so no key is written twice. */
-#define NMT_MGSA_N_HPARAMS (NMT_TF_N_HPARAMS + 4)
+#define NMT_MGSA_N_HPARAMS (NMT_TF_N_HPARAMS + 5)
 /* `nmt-edge-convert random`'s defaults for both records (nmt_family.
  * random_args): a 2 + 2 layer model of width 32 that opens. */
 #define NMT_TF_RANDOM_ARGS \

@@ -162,7 +162,7 @@ static nmt_status cross_attn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const 
 /* MG-SA encoder self-attention (docs/ARCHITECTURES.md): q|k|v of the tokens
  * for every head; each phrase group's heads take their keys and values
  * from its phrase memory H_g = REC(max-pool of the input over n-gram
- * spans), REC none or an LSTM over the phrase sequence, projected by the
+ * spans), REC none or an (ON-)LSTM over the phrase sequence, projected by the
  * group's rows of W_k and W_v. */
 static nmt_status mg_self_attn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const nmt_tf_acts *a,
                                const nmt_tf_pass *p, nmt_buf in) {
@@ -174,13 +174,13 @@ static nmt_status mg_self_attn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, cons
         if (gr->n > 0) {
             const uint32_t m_cap = nmt_mg_m_cap(c, g, p->len), m = p->n * m_cap, wd = gr->nh * c->dh;
             NMT_TRY(nmt_op_ngram_spans(fw->ops, p->key_len, p->n, gr->n, m_cap, a->mg_seg[g], a->mg_cnt[g]));
-            const int rec = c->mg_interact == NMT_MG_REC_LSTM;
+            const int rec = c->mg_interact != NMT_MG_REC_NONE;
             const nmt_buf pooled = rec ? a->mg_pool[g] : a->mg_hg[g];
             NMT_TRY(nmt_op_segment_max(fw->ops, in, d, p->len, a->mg_seg[g], p->n, m_cap, d, pooled, d,
                                        a->mg_arg[g]));
             if (rec)
-                NMT_TRY(nmt_layer_lstm(fw->ops, pooled, d, p->n, m_cap, d, d, &w->mg_ih, &w->mg_hh, a->mg_cnt[g],
-                                       a->mg_z[g], a->mg_c[g], a->mg_hg[g], d));
+                NMT_TRY(nmt_layer_lstm(fw->ops, pooled, d, p->n, m_cap, d, d, nmt_mg_rec_chunk(c), &w->mg_ih,
+                                       &w->mg_hh, a->mg_cnt[g], a->mg_z[g], a->mg_c[g], a->mg_hg[g], d));
             const nmt_lin wk = nmt_lin_rows(&w->qkv, d + gr->h0 * c->dh, d);
             const nmt_lin wv = nmt_lin_rows(&w->qkv, 2 * d + gr->h0 * c->dh, d);
             NMT_TRY(linear(fw, a->mg_hg[g], d, m, &wk, wd, d, a->mg_kv[g], 2 * wd, 0));

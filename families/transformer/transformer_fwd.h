@@ -32,9 +32,9 @@ typedef struct nmt_tf_acts {
     nmt_buf mg_seg[NMT_MG_MAX_GROUPS];  /* int (m, 2) spans (ops.h nmt_op_ngram_spans) */
     nmt_buf mg_cnt[NMT_MG_MAX_GROUPS];  /* int (n_sent) phrases per sentence */
     nmt_buf mg_hg[NMT_MG_MAX_GROUPS];   /* (m, d) phrase memory H_g = REC(max-pool of the input) */
-    nmt_buf mg_pool[NMT_MG_MAX_GROUPS]; /* REC lstm: (m, d) the pooled phrases G (else H_g is G) */
-    nmt_buf mg_z[NMT_MG_MAX_GROUPS];    /* REC lstm: (m, 4d) gate activations */
-    nmt_buf mg_c[NMT_MG_MAX_GROUPS];    /* REC lstm: (m, d) cells */
+    nmt_buf mg_pool[NMT_MG_MAX_GROUPS]; /* REC (ON-)LSTM: (m, d) the pooled phrases G (else H_g is G) */
+    nmt_buf mg_z[NMT_MG_MAX_GROUPS];    /* REC: (m, nmt_mg_rec_gates) gates */
+    nmt_buf mg_c[NMT_MG_MAX_GROUPS];    /* REC: (m, d) cells */
     nmt_buf mg_kv[NMT_MG_MAX_GROUPS];   /* (m, 2w) the group's k | v of H_g */
     nmt_buf mg_arg[NMT_MG_MAX_GROUPS];  /* training: int (m, d) argmax rows; else absent */
 } nmt_tf_acts;
