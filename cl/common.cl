@@ -4,11 +4,12 @@
  * macros and inline functions: nothing here is a kernel, and a program
  * that does not call a helper pays nothing for it. */
 
-/* Attention branch kinds: nmt_branch_kind in include/nmt_edge.h. */
+/* Attention branch kinds: nmt_branch_kind in runtime/ops.h. */
 #define BRANCH_GLOBAL 0
 #define BRANCH_FW 1
 #define BRANCH_BW 2
 #define BRANCH_LOCAL 3
+#define BRANCH_BLOCK 4
 
 /* Horizontal sums as pairwise trees (the order every kernel relies on for
  * run-to-run identical results). */
@@ -57,6 +58,10 @@ inline int2 attn_range(const int pos, const int n_keys, const int causal, const 
     if (kind == BRANCH_LOCAL) {
         lo = max(lo, pos - radius);
         hi = min(hi, pos + radius);
+    }
+    if (kind == BRANCH_BLOCK) { /* radius = block size >= 1 (checked by the host) */
+        lo = max(lo, pos - pos % radius);
+        hi = min(hi, pos - pos % radius + radius - 1);
     }
     return (int2)(lo, hi);
 }

@@ -582,7 +582,9 @@ nmt_status nmt_op_attention(nmt_ops *ops, const nmt_attn_args *p) {
     if (!ops_ok(ops) || p == NULL) return NMT_ERR_INVALID_ARGUMENT;
     if (p->group == 0 || p->n_branches == 0 || p->n_branches > NMT_MAX_BRANCHES) return NMT_ERR_INVALID_ARGUMENT;
     for (uint32_t b = 0; b < p->n_branches; b++)
-        if ((unsigned)p->branches[b].kind > (unsigned)NMT_BRANCH_LOCAL) return NMT_ERR_INVALID_ARGUMENT;
+        if ((unsigned)p->branches[b].kind > (unsigned)NMT_BRANCH_BLOCK ||
+            (p->branches[b].kind == NMT_BRANCH_BLOCK && p->branches[b].k == 0))
+            return NMT_ERR_INVALID_ARGUMENT;
     if (p->n_seq == 0 || p->lq == 0 || p->n_heads == 0 || p->d_head == 0) return NMT_OK;
     if (p->q.mem == NULL || p->k.mem == NULL || p->v.mem == NULL || p->out.mem == NULL || p->scores.mem == NULL ||
         p->stats.mem == NULL)

@@ -20,19 +20,21 @@ static inline nmt_buf nmt_buf_at(nmt_buf b, size_t elements) {
     return b;
 }
 
-/* HySAN self-attention branch kinds (masks of the paper, eq. 9 and 11). */
+/* Attention masks: HySAN's self-attention branches (the paper's eq. 9 and
+ * 11), and MG-SA's attention inside n-gram phrases (SAN composition). */
 typedef enum nmt_branch_kind {
     NMT_BRANCH_GLOBAL = 0, /* every key */
     NMT_BRANCH_FW = 1,     /* j <= i */
     NMT_BRANCH_BW = 2,     /* j >= i */
-    NMT_BRANCH_LOCAL = 3   /* |i - j| <= k (combined with the causal mask in a decoder) */
+    NMT_BRANCH_LOCAL = 3,  /* |i - j| <= k (combined with the causal mask in a decoder) */
+    NMT_BRANCH_BLOCK = 4   /* floor(i / k) == floor(j / k), k >= 1: the n-gram phrase of i */
 } nmt_branch_kind;
 
 #define NMT_MAX_BRANCHES 8
 
 typedef struct nmt_branch {
     nmt_branch_kind kind;
-    uint32_t k;            /* LOCAL radius */
+    uint32_t k;            /* LOCAL radius, BLOCK size */
 } nmt_branch;
 
 typedef struct nmt_ops {

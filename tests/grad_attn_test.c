@@ -203,6 +203,7 @@ static void check_attention(env *e, const attn_case *ac, uint64_t seed) {
 #define BR_FW {NMT_BRANCH_FW, 0}
 #define BR_BW {NMT_BRANCH_BW, 0}
 #define BR_L(k) {NMT_BRANCH_LOCAL, k}
+#define BR_B(k) {NMT_BRANCH_BLOCK, k}
 
 static const attn_case attn_cases[] = {
     {"global", 2, 5, 5, 1, 2, 3, 0, 0, 0, {-1}, 1, {BR_G}},
@@ -217,6 +218,9 @@ static const attn_case attn_cases[] = {
     /* d_head a multiple of 16: the float16 paths of attn_bwd_dq / _dkv */
     {"enc padded dh16", 3, 5, 5, 1, 2, 16, 0, 0, 0, {5, 3, 0}, 2, {BR_G, BR_L(1)}},
     {"cross grouped causal dh32", 4, 3, 6, 2, 1, 32, 2, 1, 1, {6, 4}, 2, {BR_G, BR_FW}},
+    /* MG-SA's SAN composition: attention inside n-gram phrases */
+    {"enc block2 padded", 3, 7, 7, 1, 2, 3, 0, 0, 0, {7, 4, 0}, 1, {BR_B(2)}},
+    {"enc block3 block1", 2, 7, 7, 1, 2, 4, 0, 0, 0, {6, 7}, 2, {BR_B(3), BR_B(1)}},
 };
 
 static void test_attention_bwd(void **state) {

@@ -33,6 +33,7 @@ static nmt_branch G(void) { nmt_branch b = {NMT_BRANCH_GLOBAL, 0}; return b; }
 static nmt_branch FW(void) { nmt_branch b = {NMT_BRANCH_FW, 0}; return b; }
 static nmt_branch BW(void) { nmt_branch b = {NMT_BRANCH_BW, 0}; return b; }
 static nmt_branch LOCAL(uint32_t k) { nmt_branch b = {NMT_BRANCH_LOCAL, k}; return b; }
+static nmt_branch BLOCK(uint32_t k) { nmt_branch b = {NMT_BRANCH_BLOCK, k}; return b; }
 
 static void run_attention_mode(env *e, const attn_case *c, uint64_t seed, int mode) {
     nmt_test_rng r = nmt_test_rng_make(seed);
@@ -187,6 +188,13 @@ static void test_attention_single_branches(void **state) {
     c.name = "local huge radius == global";
     c.br[0] = LOCAL(0xffffffffu);
     run_attention(e, &c, 20);
+    /* MG-SA's attention inside n-gram phrases (the last block shorter) */
+    const uint32_t blocks[] = {1, 2, 3, 64};
+    for (size_t i = 0; i < NMT_ARRAY_LEN(blocks); i++) {
+        c.name = "block";
+        c.br[0] = BLOCK(blocks[i]);
+        run_attention(e, &c, 21 + i);
+    }
 }
 
 static void test_attention_multi_branch(void **state) {
@@ -200,6 +208,9 @@ static void test_attention_multi_branch(void **state) {
     attn_case c8 = {"8 branches", 2, 6, 0, 6, 1, 2, 4, 0, 8,
                     {G(), FW(), BW(), LOCAL(0), LOCAL(1), LOCAL(2), G(), BW()}, NULL, 6};
     run_attention(e, &c8, 31);
+    /* phrase blocks over padded sentences (the block of a key past key_len is cut) */
+    attn_case cb = {"block:2 block:3 padded", 3, 11, 0, 11, 1, 2, 5, 0, 2, {BLOCK(2), BLOCK(3)}, kl, 0};
+    run_attention(e, &cb, 32);
 }
 
 static void test_attention_causal(void **state) {
@@ -305,6 +316,10 @@ static void test_attention_arguments(void **state) {
     assert_int_equal(nmt_op_attention(&e->ops, &b), NMT_ERR_INVALID_ARGUMENT);
     b = a;
     b.branches[0].kind = (nmt_branch_kind)9;
+    assert_int_equal(nmt_op_attention(&e->ops, &b), NMT_ERR_INVALID_ARGUMENT);
+    b = a;
+    b.branches[0].kind = NMT_BRANCH_BLOCK; /* a block of 0 positions */
+    b.branches[0].k = 0;
     assert_int_equal(nmt_op_attention(&e->ops, &b), NMT_ERR_INVALID_ARGUMENT);
     b = a;
     b.n_branches = 2;  /* out_ld 4 < 2 branches * 4 */

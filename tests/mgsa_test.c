@@ -122,14 +122,16 @@ static double ref_logprob(const nmt_file *f, uint32_t i) {
  * them (the Transformer on the same weights scores differently). */
 static void test_score_equals_reference(void **state) {
     env *e = *state;
-    static const char *const configs[][3] = {
-        {"1", "word word ngram:2 ngram:3", "none"},
-        {"1 2", "ngram:2 ngram:2 word ngram:4", "none"},
-        {"2", "ngram:3 ngram:3 ngram:3 ngram:3", "none"},
-        {"1", "word word ngram:2 ngram:3", "lstm"},
-        {"1 2", "ngram:2 ngram:2 word ngram:4", "lstm"},
-        {"1", "word word ngram:2 ngram:3", "onlstm"},
-        {"2", "ngram:3 ngram:3 ngram:3 ngram:3", "onlstm"},
+    static const char *const configs[][4] = {
+        {"1", "word word ngram:2 ngram:3", "none", "max"},
+        {"1 2", "ngram:2 ngram:2 word ngram:4", "none", "max"},
+        {"2", "ngram:3 ngram:3 ngram:3 ngram:3", "none", "max"},
+        {"1", "word word ngram:2 ngram:3", "lstm", "max"},
+        {"1 2", "ngram:2 ngram:2 word ngram:4", "lstm", "max"},
+        {"1", "word word ngram:2 ngram:3", "onlstm", "max"},
+        {"2", "ngram:3 ngram:3 ngram:3 ngram:3", "onlstm", "max"},
+        {"1", "word word ngram:2 ngram:3", "none", "san"},
+        {"1 2", "ngram:2 ngram:2 word ngram:4", "onlstm", "san"},
     };
     nmt_batch src = {srcs, src_lens, NSENT}, tgt = {tgts, tgt_lens, NSENT};
     for (size_t k = 0; k < NMT_ARRAY_LEN(configs); k++) {
@@ -138,10 +140,9 @@ static void test_score_equals_reference(void **state) {
                         : !strcmp(configs[k][2], "onlstm") ? NMT_MG_REC_ONLSTM
                                                            : NMT_MG_REC_NONE;
         assert_int_equal(mg_cfg(&c, configs[k][0], configs[k][1], rec), NMT_OK);
-        if (rec == NMT_MG_REC_ONLSTM) {
-            c.mg_chunk = k == 5 ? 4 : 2; /* d 32: 16 and 8 master units */
-            assert_int_equal(nmt_tf_finish(&c, ~0ull, NULL, 0), NMT_OK);
-        }
+        if (rec == NMT_MG_REC_ONLSTM) c.mg_chunk = k == 5 ? 4 : 2; /* d 32: 16 and 8 master units */
+        c.mg_compose = !strcmp(configs[k][3], "san") ? NMT_MG_COM_SAN : NMT_MG_COM_MAX;
+        assert_int_equal(nmt_tf_finish(&c, ~0ull, NULL, 0), NMT_OK);
         size_t size;
         void *img = write_model(&nmt_family_mgsa, &c, 40 + k, &size);
         model m;
@@ -150,8 +151,8 @@ static void test_score_equals_reference(void **state) {
         nmt_session_model_info(m.s, &info);
         assert_string_equal(info.arch, "mgsa");
         char want_cfg[400];
-        snprintf(want_cfg, sizeof want_cfg, "mg_layers %s; mg_heads %s; mg_compose max; mg_interact %s",
-                 configs[k][0], configs[k][1], configs[k][2]);
+        snprintf(want_cfg, sizeof want_cfg, "mg_layers %s; mg_heads %s; mg_compose %s; mg_interact %s",
+                 configs[k][0], configs[k][1], configs[k][3], configs[k][2]);
         if (rec == NMT_MG_REC_ONLSTM)
             snprintf(want_cfg + strlen(want_cfg), sizeof want_cfg - strlen(want_cfg), "; mg_chunk %u", c.mg_chunk);
         assert_string_equal(info.family_config, want_cfg);
@@ -160,8 +161,8 @@ static void test_score_equals_reference(void **state) {
         for (uint32_t i = 0; i < NSENT; i++) {
             const double want = ref_logprob(&m.file, i);
             if (fabs(lp[i] - want) > 1e-3 * fmax(1.0, fabs(want)))
-                fail_msg("%s / %s / %s, sentence %u: %.6f, reference %.6f", configs[k][0], configs[k][1],
-                         configs[k][2], i, lp[i], want);
+                fail_msg("%s / %s / %s / %s, sentence %u: %.6f, reference %.6f", configs[k][0], configs[k][1],
+                         configs[k][3], configs[k][2], i, lp[i], want);
         }
         close_model(&m);
         /* the same weights read as a Transformer */
@@ -285,6 +286,7 @@ static void test_int8_equals_dequantized(void **state) {
     for (int rec = NMT_MG_REC_NONE; rec <= NMT_MG_REC_ONLSTM; rec++) {
         nmt_tf_cfg c;
         assert_int_equal(mg_cfg(&c, "1 2", "ngram:2 word ngram:3 ngram:3", rec), NMT_OK);
+        c.mg_compose = rec == NMT_MG_REC_LSTM ? NMT_MG_COM_SAN : NMT_MG_COM_MAX; /* its q|k|v int8 too */
         size_t size, s8, s32;
         void *img = write_model(&nmt_family_mgsa, &c, 21, &size);
         void *i8 = requantize(&c, img, size, 1, &s8), *i32 = requantize(&c, img, size, 0, &s32);

@@ -1,6 +1,7 @@
 /* ref_model.c — a naive, double-precision Transformer/HySAN (and MG-SA:
- * n-gram phrase heads with max-pooling, optionally an LSTM or ON-LSTM over
- * the phrases) forward pass written straight from
+ * n-gram phrase heads with max-pooling, optionally after a self-attention
+ * inside each phrase, optionally an LSTM or ON-LSTM over the phrases)
+ * forward pass written straight from
  * docs/ARCHITECTURES.md, reading weights from a validated .nmt image.  One sentence at a time, no padding, no cache: the
  * independent reference the OpenCL session is compared with. */
 #include "ref_model.h"
@@ -23,6 +24,7 @@ typedef struct rm {
     int mg_n[64];       /* per head: 0 word, else n-gram size */
     int mg_lstm;        /* MG-SA: REC = LSTM (1) or ON-LSTM (2) over each phrase sequence */
     int mg_chunk;       /* ON-LSTM chunk size */
+    int mg_san;         /* MG-SA: COM = self-attention inside each phrase, then max-pooling */
 } rm;
 
 static const float *W(const rm *m, const char *fmt, ...) {
@@ -161,6 +163,36 @@ static void mg_lstm(const rm *m, const char *pre, double *g, int M) {
     free(z); free(h); free(c);
 }
 
+/* MG-SA's SAN composition: every token attends (all heads) over the
+ * tokens of its n-gram phrase (positions t with t / g == i / g). */
+static void mg_san(const rm *m, const char *pre, const double *x, int n, int g, double *out) {
+    const int d = (int)m->d, H = (int)m->H, dh = d / H;
+    double *q = malloc(sizeof(double) * (size_t)n * d), *k = malloc(sizeof(double) * (size_t)n * d);
+    double *v = malloc(sizeof(double) * (size_t)n * d), *p = malloc(sizeof(double) * (size_t)n);
+    lin(x, n, d, W(m, "%s.phrase_san.q.weight", pre), W(m, "%s.phrase_san.q.bias", pre), d, q);
+    lin(x, n, d, W(m, "%s.phrase_san.k.weight", pre), W(m, "%s.phrase_san.k.bias", pre), d, k);
+    lin(x, n, d, W(m, "%s.phrase_san.v.weight", pre), W(m, "%s.phrase_san.v.bias", pre), d, v);
+    for (int h = 0; h < H; h++)
+        for (int i = 0; i < n; i++) {
+            double mx = -INFINITY, sum = 0;
+            for (int j = 0; j < n; j++) {
+                p[j] = -INFINITY;
+                if (j / g != i / g) continue;
+                double s = 0;
+                for (int c = 0; c < dh; c++) s += q[(size_t)i * d + h * dh + c] * k[(size_t)j * d + h * dh + c];
+                p[j] = s / sqrt((double)dh);
+                mx = fmax(mx, p[j]);
+            }
+            for (int j = 0; j < n; j++) sum += p[j] = p[j] == -INFINITY ? 0 : exp(p[j] - mx);
+            for (int c = 0; c < dh; c++) {
+                double acc = 0;
+                for (int j = 0; j < n; j++) acc += p[j] * v[(size_t)j * d + h * dh + c];
+                out[(size_t)i * d + h * dh + c] = acc / sum;
+            }
+        }
+    free(q); free(k); free(v); free(p);
+}
+
 /* MG-SA: head h's output over the phrase memory of x: phrases of n_h
  * consecutive tokens (the last shorter), each the column-wise max of its
  * tokens, projected by W_k / W_v (head h's columns), attended globally. */
@@ -172,10 +204,13 @@ static void mg_phrase_heads(const rm *m, const char *pre, const double *x, int n
         const int M = (n + g - 1) / g;
         double *hg = malloc(sizeof(double) * (size_t)M * d), *k = malloc(sizeof(double) * (size_t)M * d);
         double *v = malloc(sizeof(double) * (size_t)M * d), *o = malloc(sizeof(double) * (size_t)n * d);
+        double *tok = malloc(sizeof(double) * (size_t)n * d); /* what is pooled: x, or the composition's attention */
+        if (m->mg_san) mg_san(m, pre, x, n, g, tok);
+        else memcpy(tok, x, sizeof(double) * (size_t)n * d);
         for (int p = 0; p < M; p++)
             for (int c = 0; c < d; c++) {
                 double mx = -INFINITY;
-                for (int t = p * g; t < n && t < (p + 1) * g; t++) mx = fmax(mx, x[(size_t)t * d + c]);
+                for (int t = p * g; t < n && t < (p + 1) * g; t++) mx = fmax(mx, tok[(size_t)t * d + c]);
                 hg[(size_t)p * d + c] = mx;
             }
         if (m->mg_lstm) mg_lstm(m, pre, hg, M);
@@ -184,7 +219,7 @@ static void mg_phrase_heads(const rm *m, const char *pre, const double *x, int n
         attend(m, q, k, v, n, M, 0, 0, o);  /* every head over the phrases; keep head h */
         for (int i = 0; i < n; i++)
             memcpy(out + (size_t)i * d + h * dh, o + (size_t)i * d + h * dh, sizeof(double) * (size_t)dh);
-        free(hg); free(k); free(v); free(o);
+        free(hg); free(k); free(v); free(o); free(tok);
     }
 }
 
@@ -312,6 +347,8 @@ int ref_model_logits(const nmt_file *f, const int32_t *src, uint32_t src_len, co
         nmt_file_get_str_or(f, "mg_interact", "none", buf, sizeof buf);
         m.mg_lstm = !strcmp(buf, "lstm") ? 1 : !strcmp(buf, "onlstm") ? 2 : 0;
         m.mg_chunk = (int)geti(f, "mg_chunk", 8);
+        nmt_file_get_str_or(f, "mg_compose", "max", buf, sizeof buf);
+        m.mg_san = !strcmp(buf, "san");
     }
     const int d = (int)m.d;
 

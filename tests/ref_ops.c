@@ -134,6 +134,7 @@ int ref_attn_allowed(const ref_attn_args *a, uint32_t s, uint32_t i, uint32_t j,
     case NMT_BRANCH_FW: return jj <= pos;
     case NMT_BRANCH_BW: return jj >= pos;
     case NMT_BRANCH_LOCAL: return llabs(pos - jj) <= (int64_t)br.k;
+    case NMT_BRANCH_BLOCK: return pos / (int64_t)br.k == jj / (int64_t)br.k;
     }
     return 0;
 }

@@ -447,6 +447,7 @@ static void test_mgsa(void **state) {
     nmt_test_proc r;
     char *argv[80];
     char *ok[] = {"--arch", "mgsa", "--mg-layers", "1", "--mg-heads", "ngram:2 word", "--mg-interact", "lstm",
+                  "--mg-compose", "san",
                   "--d-model", "16", "--heads", "2", "--ff", "32", "--enc-layers", "1", "--dec-layers", "1",
                   "--max-steps", "2", "--eval-every", "0", NULL};
     train_argv(argv, dir, src, tgt, ok);
@@ -468,7 +469,10 @@ static void test_mgsa(void **state) {
     assert_string_equal(heads, "ngram:2 word");
     assert_int_equal(nmt_file_get_str_or(&f, "mg_interact", "", heads, sizeof heads), NMT_OK);
     assert_string_equal(heads, "lstm");
-    nmt_tensor_view v; /* the LSTM's weights, drawn at random beside the Transformer's */
+    assert_int_equal(nmt_file_get_str_or(&f, "mg_compose", "", heads, sizeof heads), NMT_OK);
+    assert_string_equal(heads, "san");
+    nmt_tensor_view v; /* the LSTM's and the composition's weights, drawn beside the Transformer's */
+    assert_int_equal(nmt_file_find(&f, "enc.0.self_attn.phrase_san.q.weight", &v), NMT_OK);
     assert_int_equal(nmt_file_find(&f, "enc.0.self_attn.phrase_lstm.hh.weight", &v), NMT_OK);
     assert_int_equal(v.shape[0], 64);
     assert_int_equal(v.shape[1], 16);
@@ -493,7 +497,7 @@ static void test_mgsa(void **state) {
     train_argv(argv, dir, src, tgt, no_arch);
     nmt_test_run(argv, NULL, g_dir, &r);
     expect_status(&r, 2);
-    assert_non_null(strstr(r.err, "--mg-layers, --mg-heads, --mg-interact and --mg-chunk need --arch mgsa"));
+    assert_non_null(strstr(r.err, "the --mg-* options need --arch mgsa"));
     nmt_test_proc_free(&r);
 
     char *bogus[] = {"--arch", "rnn", NULL};

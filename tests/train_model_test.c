@@ -178,6 +178,7 @@ typedef struct grad_case {
     uint32_t d, ff, layers;
     const char *mg_layers, *mg_heads;  /* MG-SA (arch mgsa) when mg_heads != NULL */
     int mg_rec;                        /* MG-SA phrase interaction, NMT_MG_REC_* */
+    int mg_com;                        /* MG-SA phrase composition, NMT_MG_COM_* */
 } grad_case;
 
 /* Central differences with h = 1e-5 (relative for |p| > 1) of the loss in
@@ -188,23 +189,26 @@ typedef struct grad_case {
  * 8.3e-6, 3.0e-5, 2.1e-5, 1.9e-5, 1.0e-5, 2.5e-5 (the worst are always key
  * biases, whose true gradient is 0: softmax is shift-invariant). */
 static const grad_case grad_cases[] = {
-    {"post sum global", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 1, NULL, NULL, 0},
-    {"pre shared+tied", "pre", "global", "global", "sum", 4, 1, 1, 8, 16, 2, NULL, NULL, 0},
-    {"post hysan sum", "post", "global fw bw local:1", "global local:1", "sum", 4, 0, 1, 8, 16, 1, NULL, NULL, 0},
-    {"pre hysan concat", "pre", "global fw bw local:1", "global local:1", "concat", 4, 0, 0, 8, 16, 1, NULL, NULL, 0},
-    {"post hysan gate", "post", "global fw bw local:1", "global local:1", "gate", 2, 1, 1, 16, 32, 1, NULL, NULL, 0},
-    {"pre hysan gate 2 layers", "pre", "global fw bw local:1", "global local:1", "gate", 2, 0, 0, 8, 16, 2, NULL, NULL, 0},
-    {"post mgsa ngram:2 word", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 2, "1 2", "ngram:2 word", 0},
-    {"pre mgsa ngram:3 ngram:2", "pre", "global", "global", "sum", 4, 1, 1, 8, 16, 1, "1", "ngram:3 ngram:2", 0},
+    {"post sum global", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 1, NULL, NULL, 0, 0},
+    {"pre shared+tied", "pre", "global", "global", "sum", 4, 1, 1, 8, 16, 2, NULL, NULL, 0, 0},
+    {"post hysan sum", "post", "global fw bw local:1", "global local:1", "sum", 4, 0, 1, 8, 16, 1, NULL, NULL, 0, 0},
+    {"pre hysan concat", "pre", "global fw bw local:1", "global local:1", "concat", 4, 0, 0, 8, 16, 1, NULL, NULL, 0, 0},
+    {"post hysan gate", "post", "global fw bw local:1", "global local:1", "gate", 2, 1, 1, 16, 32, 1, NULL, NULL, 0, 0},
+    {"pre hysan gate 2 layers", "pre", "global fw bw local:1", "global local:1", "gate", 2, 0, 0, 8, 16, 2, NULL, NULL, 0, 0},
+    {"post mgsa ngram:2 word", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 2, "1 2", "ngram:2 word", 0, 0},
+    {"pre mgsa ngram:3 ngram:2", "pre", "global", "global", "sum", 4, 1, 1, 8, 16, 1, "1", "ngram:3 ngram:2", 0, 0},
     {"post mgsa lstm ngram:2 word", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 2, "1", "ngram:2 word",
-     NMT_MG_REC_LSTM},
+     NMT_MG_REC_LSTM, 0},
     {"pre mgsa onlstm ngram:2 ngram:3", "pre", "global", "global", "sum", 4, 0, 0, 8, 16, 1, "1", "ngram:2 ngram:3",
-     NMT_MG_REC_ONLSTM},
+     NMT_MG_REC_ONLSTM, 0},
+    {"post mgsa san ngram:2 ngram:3", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 2, "1 2", "ngram:2 ngram:3",
+     NMT_MG_REC_NONE, NMT_MG_COM_SAN},
 };
 
 /* An MG-SA model with img's hyper-parameters, these phrase heads and
  * random weights (seed); img is freed. */
-static void *to_mgsa(void *img, size_t *size, const char *layers, const char *heads, int rec, uint64_t seed) {
+static void *to_mgsa(void *img, size_t *size, const char *layers, const char *heads, int rec, int com,
+                     uint64_t seed) {
     nmt_file f;
     assert_int_equal(nmt_file_open(&f, img, *size, 1), NMT_OK);
     nmt_tf_cfg c;
@@ -212,6 +216,7 @@ static void *to_mgsa(void *img, size_t *size, const char *layers, const char *he
     snprintf(c.mg_layers_text, sizeof c.mg_layers_text, "%s", layers);
     snprintf(c.mg_heads_text, sizeof c.mg_heads_text, "%s", heads);
     c.mg_interact = rec;
+    c.mg_compose = com;
     c.mg_chunk = 2; /* ON-LSTM: d 8, 4 master units */
     assert_int_equal(nmt_tf_finish(&c, ~0ull, NULL, 0), NMT_OK);
     free(img);
@@ -235,7 +240,7 @@ static void test_gradients(void **state) {
         size_t isz;
         void *img = random_image(gc->norm, gc->enc_br, gc->dec_br, gc->fusion, gc->r, gc->shared, gc->tied, gc->d,
                                  gc->ff, gc->layers, V, 100 + ci, &isz);
-        if (gc->mg_heads) img = to_mgsa(img, &isz, gc->mg_layers, gc->mg_heads, gc->mg_rec, 100 + ci);
+        if (gc->mg_heads) img = to_mgsa(img, &isz, gc->mg_layers, gc->mg_heads, gc->mg_rec, gc->mg_com, 100 + ci);
         tft_limits lim = {3, 7, 7, 0};
         tft_model *m = NULL;
         nmt_test_assert_ok(e->dev, tft_create(e->dev, img, isz, &lim, &m));
@@ -450,7 +455,7 @@ static void test_mgsa_parity(void **state) {
     const uint32_t V = 21;
     size_t isz;
     void *img = random_image("post", "global", "global", "sum", 4, 0, 0, 16, 32, 2, V, 61, &isz);
-    img = to_mgsa(img, &isz, "1 2", "word ngram:2", NMT_MG_REC_LSTM, 61);
+    img = to_mgsa(img, &isz, "1 2", "word ngram:2", NMT_MG_REC_LSTM, NMT_MG_COM_SAN, 61);
     tft_limits lim = {MAXS, MAXL + 1, MAXL + 1, 0};
     tft_model *m = NULL;
     nmt_test_assert_ok(e->dev, tft_create(e->dev, img, isz, &lim, &m));

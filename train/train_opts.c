@@ -81,6 +81,8 @@ void train_opts_usage(FILE *f) {
 "  --mg-layers S       MG-SA: encoder layers with phrase heads, 1-based (\"1\")\n"
 "  --mg-heads S        MG-SA: one partition per head, word or ngram:N\n"
 "                      (\"word word ngram:2 ngram:3\")\n"
+"  --mg-compose C      MG-SA: phrase composition, max (max-pooling) or san\n"
+"                      (self-attention inside each phrase, then max-pooling) (max)\n"
 "  --mg-interact R     MG-SA: phrase interaction over each phrase sequence, none,\n"
 "                      lstm or onlstm (ordered neurons) (none)\n"
 "  --mg-chunk N        MG-SA ON-LSTM: chunk size of the master gates (8)\n"
@@ -124,7 +126,7 @@ enum {
     O_ENC_BR, O_DEC_BR, O_SEP_EMB, O_SCHED, O_LR, O_WARMUP, O_MAX_TOKENS, O_MAX_SEQS, O_ACCUM, O_DROPOUT,
     O_LS, O_CLIP, O_WD, O_MAX_STEPS, O_MAX_EPOCHS, O_MAX_TIME, O_SEED, O_LOG_EVERY, O_EVAL_EVERY,
     O_SAVE_EVERY, O_KEEP, O_BEAM, O_DEV_BLEU_MAX, O_RESUME, O_OVERWRITE, O_DEVICE, O_NO_CACHE, O_QUIET, O_HELP, O_ARCH,
-    O_MG_LAYERS, O_MG_HEADS, O_MG_INTERACT, O_MG_CHUNK
+    O_MG_LAYERS, O_MG_HEADS, O_MG_COMPOSE, O_MG_INTERACT, O_MG_CHUNK
 };
 
 static const struct option LONG_OPTS[] = {
@@ -154,7 +156,7 @@ static const struct option LONG_OPTS[] = {
     {"device", required_argument, 0, O_DEVICE}, {"no-cache", no_argument, 0, O_NO_CACHE},
     {"quiet", no_argument, 0, O_QUIET}, {"help", no_argument, 0, O_HELP}, {"arch", required_argument, 0, O_ARCH},
     {"mg-layers", required_argument, 0, O_MG_LAYERS}, {"mg-heads", required_argument, 0, O_MG_HEADS},
-    {"mg-interact", required_argument, 0, O_MG_INTERACT}, {"mg-chunk", required_argument, 0, O_MG_CHUNK},
+    {"mg-compose", required_argument, 0, O_MG_COMPOSE}, {"mg-interact", required_argument, 0, O_MG_INTERACT}, {"mg-chunk", required_argument, 0, O_MG_CHUNK},
     {0, 0, 0, 0}};
 
 static int bad_value(const char *name, const char *val, const char *why) {
@@ -226,6 +228,7 @@ int train_opts_parse(int argc, char **argv, train_opts *o, int *help) {
         case O_ARCH: o->arch = optarg; break;
         case O_MG_LAYERS: o->mg_layers = optarg; break;
         case O_MG_HEADS: o->mg_heads = optarg; break;
+        case O_MG_COMPOSE: o->mg_compose = optarg; break;
         case O_MG_INTERACT: o->mg_interact = optarg; break;
         case O_MG_CHUNK: o->mg_chunk = optarg; break;
         case O_SEP_EMB: o->separate_embeddings = 1; break;
@@ -295,8 +298,8 @@ int train_opts_parse(int argc, char **argv, train_opts *o, int *help) {
     if (o->d_model % o->heads) return bad_value("heads", "", "must divide --d-model");
     const int mgsa = !strcmp(o->arch, "mgsa");
     if (!mgsa && strcmp(o->arch, "transformer")) return bad_value("arch", o->arch, "transformer or mgsa");
-    if (!mgsa && (o->mg_layers || o->mg_heads || o->mg_interact || o->mg_chunk)) {
-        fprintf(stderr, PROG ": --mg-layers, --mg-heads, --mg-interact and --mg-chunk need --arch mgsa\n");
+    if (!mgsa && (o->mg_layers || o->mg_heads || o->mg_compose || o->mg_interact || o->mg_chunk)) {
+        fprintf(stderr, PROG ": the --mg-* options need --arch mgsa\n");
         return EXIT_USAGE;
     }
     if (mgsa && !(br_set & 1)) o->enc_branches = "global"; /* MG-SA is built on the vanilla Transformer */

@@ -17,7 +17,7 @@ typedef struct train_opts {
     long d_model, heads, ff, enc_layers, dec_layers, vocab, gate_r;
     const char *norm, *enc_branches, *dec_branches, *fusion;
     int separate_embeddings;
-    const char *mg_layers, *mg_heads, *mg_interact, *mg_chunk;  /* MG-SA; NULL: the family's defaults */
+    const char *mg_layers, *mg_heads, *mg_compose, *mg_interact, *mg_chunk;  /* MG-SA; NULL: defaults */
     /* optimisation */
     const char *schedule;
     double lr, dropout, label_smoothing, clip_norm, weight_decay;

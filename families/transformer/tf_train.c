@@ -159,8 +159,10 @@ static nmt_status alloc_acts(tft_model *m) {
         if (s->kind == SUB_SELF && !s->dec && nmt_mg_layer(c, k / 2)) {
             /* MG-SA phrase memories of this layer, kept for the backward: a
              * group's phrase rows n * ceil(S / n_g) <= n * S <= R */
+            if (c->mg_compose == NMT_MG_COM_SAN) NMT_TRY(dbuf(m, R * 3 * d, &s->a.mg_cqkv));
             for (uint32_t g = 0; g < c->mg_n_groups; g++) {
                 if (c->mg_group[g].n == 0) continue;
+                if (c->mg_compose == NMT_MG_COM_SAN) NMT_TRY(dbuf(m, R * d, &s->a.mg_cctx[g]));
                 NMT_TRY(dbuf(m, 2 * R, &s->a.mg_seg[g]));
                 NMT_TRY(dbuf(m, m->lim.max_seqs, &s->a.mg_cnt[g]));
                 NMT_TRY(dbuf(m, R * d, &s->a.mg_hg[g]));
@@ -231,6 +233,11 @@ static nmt_status alloc_acts(tft_model *m) {
     if (c->mg_mask) {
         NMT_TRY(dbuf(m, R * d, &m->d_hg));
         NMT_TRY(dbuf(m, R * 2 * d, &m->d_kvg));
+        if (c->mg_compose == NMT_MG_COM_SAN) {
+            NMT_TRY(dbuf(m, R * d, &m->d_cctx));
+            NMT_TRY(dbuf(m, R * 3 * d, &m->d_cqkv));
+            NMT_TRY(dbuf(m, R * 3 * d, &m->d_cqkv_sum));
+        }
         if (c->mg_interact != NMT_MG_REC_NONE) {
             NMT_TRY(dbuf(m, R * d, &m->d_pool));
             NMT_TRY(dbuf(m, R * nmt_mg_rec_gates(c), &m->d_z));
@@ -414,6 +421,11 @@ void tft_attn_cross_args(const tft_model *m, const sub_desc *s, nmt_attn_args *a
 int tft_is_mg(const tft_model *m, const sub_desc *s) {
     const uint32_t k = (uint32_t)(s - m->subs);
     return s->kind == SUB_SELF && !s->dec && nmt_mg_layer(&m->c, k / 2);
+}
+
+void tft_mg_compose_args(const tft_model *m, const sub_desc *s, uint32_t g, nmt_attn_args *a) {
+    const nmt_tf_pass p = enc_pass(m);
+    nmt_mg_compose_args(&m->fw, &s->a, &p, g, a);
 }
 
 void tft_mg_group_args(const tft_model *m, const sub_desc *s, uint32_t g, nmt_attn_args *a) {

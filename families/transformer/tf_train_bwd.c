@@ -17,13 +17,15 @@ static nmt_status lin_bwd(tft_model *m, uint32_t rows, uint32_t out_dim, uint32_
  * may be m->dtmp, is consumed): each head group's attention backward; word
  * heads into the q|k|v gradient, a phrase group's keys/values through its
  * rows of W_k / W_v to its phrase memory, through the (ON-)LSTM interaction
- * (when there is one) and through the max-pooling back to the input (collected in m->dtmp, added to m->dh at the end). */
+ * (when there is one), through the max-pooling and the SAN composition
+ * (when there is one) back to the input (collected in m->dtmp, added to m->dh at the end). */
 static nmt_status bwd_mg(tft_model *m, sub_desc *s, nmt_attn_bwd_args *ba, nmt_buf in, uint32_t rows) {
     const tft_cfg *c = &m->c;
     const uint32_t d = c->d;
     /* phrase heads' columns of k|v over the tokens are unused: zero */
     NMT_TRY(nmt_op_fill(&m->t, m->dqkv, rows * 3 * d, 0.0f));
     NMT_TRY(nmt_op_fill(&m->t, m->dtmp, rows * d, 0.0f));
+    if (c->mg_compose == NMT_MG_COM_SAN) NMT_TRY(nmt_op_fill(&m->t, m->d_cqkv_sum, rows * 3 * d, 0.0f));
     for (uint32_t g = 0; g < c->mg_n_groups; g++) {
         const nmt_mg_group *gr = &c->mg_group[g];
         const size_t col = (size_t)gr->h0 * c->dh;
@@ -60,8 +62,31 @@ static nmt_status bwd_mg(tft_model *m, sub_desc *s, nmt_attn_bwd_args *ba, nmt_b
                                        d, 0.0f, GB(m, sw->mg_ih.w), GB(m, sw->mg_ih.b), GB(m, sw->mg_hh.w)));
             d_pooled = m->d_pool;
         }
-        NMT_TRY(nmt_op_segment_max_bwd(&m->t, s->a.mg_arg[g], d_pooled, d, mrows, d, m->dtmp, d));
+        if (c->mg_compose != NMT_MG_COM_SAN) {
+            NMT_TRY(nmt_op_segment_max_bwd(&m->t, s->a.mg_arg[g], d_pooled, d, mrows, d, m->dtmp, d));
+            continue;
+        }
+        /* SAN composition: through the pooling to the attention inside the
+         * phrases, its q|k|v gradient summed over the groups */
+        NMT_TRY(nmt_op_fill(&m->t, m->d_cctx, rows * d, 0.0f));
+        NMT_TRY(nmt_op_segment_max_bwd(&m->t, s->a.mg_arg[g], d_pooled, d, mrows, d, m->d_cctx, d));
+        nmt_attn_bwd_args cb;
+        memset(&cb, 0, sizeof cb);
+        tft_mg_compose_args(m, s, g, &cb.fwd);
+        cb.probs = ba->probs;
+        cb.dstats = ba->dstats;
+        cb.d_out = m->d_cctx;
+        cb.d_out_ld = d;
+        cb.dq = m->d_cqkv;
+        cb.dk = nmt_buf_at(m->d_cqkv, d);
+        cb.dv = nmt_buf_at(m->d_cqkv, 2 * (size_t)d);
+        cb.dq_ld = cb.dk_ld = cb.dv_ld = 3 * d;
+        cb.dkv_seq_stride = (uint64_t)cb.fwd.lq * 3 * d;
+        NMT_TRY(nmt_op_attention_bwd(&m->t, &cb));
+        NMT_TRY(nmt_op_axpy(&m->t, m->d_cqkv_sum, m->d_cqkv, rows * 3 * d, 1.0f));
     }
+    if (c->mg_compose == NMT_MG_COM_SAN)
+        NMT_TRY(lin_bwd(m, rows, 3 * d, d, in, d, s->w->mg_cqkv, m->d_cqkv_sum, 3 * d, m->dtmp, d, 1.0f));
     NMT_TRY(lin_bwd(m, rows, 3 * d, d, in, d, s->w->qkv, m->dqkv, 3 * d, m->dh, d, 0.0f));
     return nmt_op_axpy(&m->t, m->dh, m->dtmp, rows * d, 1.0f);
 }

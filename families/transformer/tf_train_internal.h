@@ -52,6 +52,7 @@ struct tft_model {
     nmt_buf d_hg, d_kvg;     /* MG-SA: gradients of a phrase memory and its k|v */
     nmt_buf d_pool, d_z, d_c, d_m; /* MG-SA (ON-)LSTM interaction: of the pooled phrases, gates, carried
                                       cell, ON-LSTM's per-unit master parts */
+    nmt_buf d_cctx, d_cqkv, d_cqkv_sum; /* MG-SA SAN composition: of its output, q|k|v (a group's, summed) */
     nmt_buf src_tok, tgt_in, tgt_out, klen, perm_s, seg_s, segtok_s, perm_t, seg_t, segtok_t;
     int32_t *h_src, *h_tin, *h_tout, *h_klen, *h_perm, *h_seg, *h_segtok;
     uint32_t *h_count;
@@ -71,6 +72,8 @@ void tft_attn_cross_args(const tft_model *m, const sub_desc *s, nmt_attn_args *a
 /* MG-SA: the forward's attention arguments of head group g of an encoder
  * self-attention sub-layer with phrase heads. */
 void tft_mg_group_args(const tft_model *m, const sub_desc *s, uint32_t g, nmt_attn_args *a);
+/* MG-SA: the forward's arguments of group g's SAN composition attention. */
+void tft_mg_compose_args(const tft_model *m, const sub_desc *s, uint32_t g, nmt_attn_args *a);
 /* Whether sub-layer s is an encoder self-attention with phrase heads. */
 int tft_is_mg(const tft_model *m, const sub_desc *s);
 

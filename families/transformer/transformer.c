@@ -104,6 +104,12 @@ static nmt_status tf_plan(nmt_session *s, const nmt_file *f, const void *cfgp, c
     if (c->mg_mask) {
         /* MG-SA phrase memories, shared by the encoder layers that use them */
         if (real) NMT_TRY(nmt_ops_enable_phrase(nmt_session_ops(s)));
+        if (c->mg_compose == NMT_MG_COM_SAN) {
+            /* the composition's q|k|v and its output, shared by the groups in turn */
+            NMT_TRY(scratch(s, a, B * S * 3 * d, &ac->mg_cqkv));
+            NMT_TRY(scratch(s, a, B * S * d, &ac->mg_cctx[0]));
+            for (uint32_t g = 1; g < c->mg_n_groups; g++) ac->mg_cctx[g] = ac->mg_cctx[0];
+        }
         for (uint32_t g = 0; g < c->mg_n_groups; g++) {
             if (c->mg_group[g].n == 0) continue;
             const size_t m = B * nmt_mg_m_cap(c, g, (uint32_t)S), w = (size_t)c->mg_group[g].nh * c->dh;

@@ -26,7 +26,7 @@
 
 static const char *const norm_choices[] = {"post", "pre", NULL};
 static const char *const fusion_choices[] = {"sum", "concat", "gate", NULL};
-static const char *const mg_compose_choices[] = {"max", NULL};
+static const char *const mg_compose_choices[] = {"max", "san", NULL};
 static const char *const mg_interact_choices[] = {"none", "lstm", "onlstm", NULL};
 
 /* Index of each entry that finish() needs to know was present. */
@@ -70,7 +70,8 @@ const nmt_hparam nmt_tf_hparams[] = {
      .def_str = "word word ngram:2 ngram:3", .text_cap = NMT_MG_TEXT,
      .help = "MG-SA: partition of each head, n_heads of word | ngram:N (N 2-64)"},
     {.key = "mg_compose", .flag = "mg-compose", .type = NMT_HP_ENUM, .off = OFF(mg_compose), .def_str = "max",
-     .choices = mg_compose_choices, .help = "MG-SA: phrase composition COM (max: max-pooling)"},
+     .choices = mg_compose_choices,
+     .help = "MG-SA: phrase composition COM (max: max-pooling; san: self-attention inside each phrase, then max-pooling)"},
     {.key = "mg_interact", .flag = "mg-interact", .type = NMT_HP_ENUM, .off = OFF(mg_interact), .def_str = "none",
      .choices = mg_interact_choices,
      .help = "MG-SA: phrase interaction REC over each phrase sequence (none | lstm | onlstm: ordered neurons)"},
@@ -380,6 +381,16 @@ static nmt_status phrase_lstm(cat *k, nmt_tf_sub_w *s, uint32_t l) {
     return emit(k, FIELD(s, mg_hh), NMT_ROLE_WEIGHT, 2, G, d, NMT_INIT_UNIFORM, d, 0, 1, "%s.hh.weight", k->prefix);
 }
 
+/* MG-SA's SAN composition COM of encoder layer l (shared by the layer's
+ * phrase groups): q|k|v of a self-attention inside each phrase, [3d, d]
+ * with biases, fused like the self-attention's. */
+static nmt_status phrase_san(cat *k, nmt_tf_sub_w *s, uint32_t l) {
+    static const char *const qkv[3] = {"q", "k", "v"};
+    snprintf(k->prefix, sizeof k->prefix, "enc.%u.self_attn.phrase_san", l);
+    for (uint32_t i = 0; i < 3; i++) NMT_TRY(lin(k, FIELD(s, mg_cqkv), k->c->d, k->c->d, i, 3, qkv[i]));
+    return NMT_OK;
+}
+
 static nmt_status ffn(cat *k, nmt_tf_sub_w *s, const char *stack, uint32_t l) {
     snprintf(k->prefix, sizeof k->prefix, "%s.%u.ffn", stack, l);
     NMT_TRY(lin(k, FIELD(s, fc1), k->c->ff, k->c->d, 0, 1, "fc1"));
@@ -400,6 +411,7 @@ nmt_status nmt_tf_catalogue(const void *cfgp, void *wp, nmt_tensor_fn fn, void *
     for (uint32_t l = 0; l < c->enc_layers; l++) {
         nmt_tf_sub_w *sa = SUB(w, 2 * l), *ff = SUB(w, 2 * l + 1);
         NMT_TRY(self_attn(&k, sa, "enc", l, c->n_enc_br));
+        if (nmt_mg_layer(c, l) && c->mg_compose == NMT_MG_COM_SAN) NMT_TRY(phrase_san(&k, sa, l));
         if (nmt_mg_layer(c, l) && c->mg_interact != NMT_MG_REC_NONE) NMT_TRY(phrase_lstm(&k, sa, l));
         snprintf(n, sizeof n, "enc.%u.ln1", l);
         NMT_TRY(norm(&k, FIELD(sa, ln), n));

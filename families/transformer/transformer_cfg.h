@@ -24,6 +24,10 @@ enum { NMT_TF_FUSE_SUM = 0, NMT_TF_FUSE_CONCAT = 1, NMT_TF_FUSE_GATE = 2 };
 #define NMT_MG_MAX_GROUPS 8
 #define NMT_MG_MAX_N 64
 
+/* mg_compose (COM of a phrase's tokens): max-pooling, or self-attention
+ * inside the phrase then max-pooling. */
+enum { NMT_MG_COM_MAX = 0, NMT_MG_COM_SAN = 1 };
+
 /* mg_interact (REC over a phrase sequence): none, an LSTM, or an ON-LSTM
  * (ordered neurons, master gates over chunks of mg_chunk units). */
 enum { NMT_MG_REC_NONE = 0, NMT_MG_REC_LSTM = 1, NMT_MG_REC_ONLSTM = 2 };
@@ -43,7 +47,7 @@ typedef struct nmt_tf_cfg {
     uint32_t bos, eos, pad, unk;
     /* MG-SA only (zero for arch "transformer"): the table's suffix */
     char mg_layers_text[NMT_MG_TEXT], mg_heads_text[NMT_MG_TEXT];
-    int mg_compose, mg_interact;  /* indices into their choices ("max"; NMT_MG_REC_*) */
+    int mg_compose, mg_interact;  /* indices into their choices (NMT_MG_COM_*; NMT_MG_REC_*) */
     uint32_t mg_chunk;            /* ON-LSTM chunk size */
     /* derived by finish() */
     uint32_t dh;
@@ -75,6 +79,7 @@ typedef struct nmt_tf_sub_w {
     nmt_lin qkv, o, q, kv, fc1, fc2, ln;
     nmt_lin g1[NMT_MAX_BRANCHES], g2[NMT_MAX_BRANCHES];
     nmt_lin mg_ih, mg_hh;  /* MG-SA (ON-)LSTM interaction: [G, d] + bias, [G, d] (nmt_mg_rec_gates) */
+    nmt_lin mg_cqkv;       /* MG-SA SAN composition: fused q|k|v [3d, d] + bias */
 } nmt_tf_sub_w;
 
 /* Sub-layer k of the stacks: encoder layer l has 2l (self) and 2l+1 (FFN);

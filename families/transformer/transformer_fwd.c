@@ -97,6 +97,23 @@ void nmt_mg_group_args(const nmt_tf_fwd *fw, const nmt_tf_acts *a, const nmt_tf_
     o->key_len_const = m_cap;
 }
 
+void nmt_mg_compose_args(const nmt_tf_fwd *fw, const nmt_tf_acts *a, const nmt_tf_pass *p, uint32_t g,
+                         nmt_attn_args *o) {
+    const nmt_branch block = {NMT_BRANCH_BLOCK, fw->c->mg_group[g].n};
+    const uint32_t d = fw->c->d;
+    attn_common(fw, a, &block, 1, 0, o);
+    o->n_seq = p->n;
+    o->lq = o->lk_max = o->key_len_const = p->len;
+    o->q = a->mg_cqkv;
+    o->k = nmt_buf_at(a->mg_cqkv, d);
+    o->v = nmt_buf_at(a->mg_cqkv, 2 * (size_t)d);
+    o->q_ld = o->k_ld = o->v_ld = 3 * d;
+    o->kv_seq_stride = (uint64_t)p->len * 3 * d;
+    o->key_len = p->key_len;
+    o->out = a->mg_cctx[g];
+    o->out_ld = d;
+}
+
 /* ctx (rows, nbr*d) -> t (rows, d): fusion of the branches, then W_o. */
 static nmt_status fuse_and_project(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const nmt_tf_acts *a, uint32_t nbr,
                                    uint32_t rows) {
@@ -161,22 +178,32 @@ static nmt_status cross_attn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const 
 
 /* MG-SA encoder self-attention (docs/ARCHITECTURES.md): q|k|v of the tokens
  * for every head; each phrase group's heads take their keys and values
- * from its phrase memory H_g = REC(max-pool of the input over n-gram
- * spans), REC none or an (ON-)LSTM over the phrase sequence, projected by the
- * group's rows of W_k and W_v. */
+ * from its phrase memory H_g = REC(COM(n-gram spans of the input)), COM
+ * max-pooling (of the input, or of a self-attention inside each phrase:
+ * SAN), REC none or an (ON-)LSTM over the phrase sequence, projected by
+ * the group's rows of W_k and W_v. */
 static nmt_status mg_self_attn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const nmt_tf_acts *a,
                                const nmt_tf_pass *p, nmt_buf in) {
     const nmt_tf_cfg *c = fw->c;
     const uint32_t d = c->d, rows = p->n * p->len;
     NMT_TRY(linear(fw, in, d, rows, &w->qkv, 3 * d, d, a->qkv, 3 * d, 0));
+    const int san = c->mg_compose == NMT_MG_COM_SAN;
+    if (san) NMT_TRY(linear(fw, in, d, rows, &w->mg_cqkv, 3 * d, d, a->mg_cqkv, 3 * d, 0));
     for (uint32_t g = 0; g < c->mg_n_groups; g++) {
         const nmt_mg_group *gr = &c->mg_group[g];
         if (gr->n > 0) {
+            nmt_buf tokens = in; /* what the phrases pool: the input, or the composition's attention */
+            if (san) {
+                nmt_attn_args ca;
+                nmt_mg_compose_args(fw, a, p, g, &ca);
+                NMT_TRY(nmt_op_attention(fw->ops, &ca));
+                tokens = a->mg_cctx[g];
+            }
             const uint32_t m_cap = nmt_mg_m_cap(c, g, p->len), m = p->n * m_cap, wd = gr->nh * c->dh;
             NMT_TRY(nmt_op_ngram_spans(fw->ops, p->key_len, p->n, gr->n, m_cap, a->mg_seg[g], a->mg_cnt[g]));
             const int rec = c->mg_interact != NMT_MG_REC_NONE;
             const nmt_buf pooled = rec ? a->mg_pool[g] : a->mg_hg[g];
-            NMT_TRY(nmt_op_segment_max(fw->ops, in, d, p->len, a->mg_seg[g], p->n, m_cap, d, pooled, d,
+            NMT_TRY(nmt_op_segment_max(fw->ops, tokens, d, p->len, a->mg_seg[g], p->n, m_cap, d, pooled, d,
                                        a->mg_arg[g]));
             if (rec)
                 NMT_TRY(nmt_layer_lstm(fw->ops, pooled, d, p->n, m_cap, d, d, nmt_mg_rec_chunk(c), &w->mg_ih,

@@ -37,6 +37,8 @@ typedef struct nmt_tf_acts {
     nmt_buf mg_c[NMT_MG_MAX_GROUPS];    /* REC: (m, d) cells */
     nmt_buf mg_kv[NMT_MG_MAX_GROUPS];   /* (m, 2w) the group's k | v of H_g */
     nmt_buf mg_arg[NMT_MG_MAX_GROUPS];  /* training: int (m, d) argmax rows; else absent */
+    nmt_buf mg_cqkv;                    /* COM san: (rows, 3d) q|k|v of the composition's attention */
+    nmt_buf mg_cctx[NMT_MG_MAX_GROUPS]; /* COM san: (rows, d) its output inside group g's phrases */
 } nmt_tf_acts;
 
 typedef struct nmt_tf_fwd {
@@ -91,6 +93,13 @@ static inline uint32_t nmt_mg_m_cap(const nmt_tf_cfg *c, uint32_t g, uint32_t le
  * of the tokens (word heads) or of the phrase memory. */
 void nmt_mg_group_args(const nmt_tf_fwd *fw, const nmt_tf_acts *a, const nmt_tf_pass *p, uint32_t g,
                        nmt_attn_args *out);
+
+/* MG-SA's SAN composition of head group g (n-gram phrases of n tokens):
+ * the attention of every token over the tokens of its phrase (branch
+ * NMT_BRANCH_BLOCK of size n), all heads, reading acts->mg_cqkv, writing
+ * acts->mg_cctx[g]. */
+void nmt_mg_compose_args(const nmt_tf_fwd *fw, const nmt_tf_acts *a, const nmt_tf_pass *p, uint32_t g,
+                         nmt_attn_args *out);
 
 /* The attention arguments of a full self-attention sub-layer and of a
  * cross-attention sub-layer (the forward's; the backward takes them as its
