@@ -4,6 +4,15 @@
  * measured in the same run (machines are shared and noisy).
  *
  *   translate_bench [--device SPEC] [--sentences N] [--model small|test | --model-file FILE]
+ *                   [--versus FILE]...
+ *
+ * --versus FILE (up to 4): after the table, the same sentences and
+ * configurations through each FILE's model on the same device, timed in
+ * interleaved rounds (median of 3), as output tokens per second relative to
+ * the first model (e.g. MG-SA against the Transformer of the same shape).
+ * Random models stop at different lengths, so decoding rows do different
+ * work per model; the "score" row (teacher-forced, every sentence against
+ * the same 40-token target, batches of 8) does the same work for all.
  *
  * Not a test: nothing here asserts speed. */
 #define _POSIX_C_SOURCE 200809L
@@ -42,6 +51,43 @@ static void open_device(bench *b, const char *spec, const char *cache) {
     if (s) die("device", s);
 }
 
+/* The whole file in a malloc'd buffer; NULL when it cannot be read. */
+static void *read_file(const char *path, size_t *size) {
+    FILE *mf = fopen(path, "rb");
+    long sz = -1;
+    void *img = NULL;
+    if (mf && fseek(mf, 0, SEEK_END) == 0) sz = ftell(mf);
+    if (mf == NULL || sz <= 0 || fseek(mf, 0, SEEK_SET) != 0 || (img = malloc((size_t)sz)) == NULL ||
+        fread(img, 1, (size_t)sz, mf) != (size_t)sz) {
+        free(img);
+        img = NULL;
+    }
+    if (mf) fclose(mf);
+    *size = img ? (size_t)sz : 0;
+    return img;
+}
+
+/* All n_sent sentences through sess in batches of `batch` with beam `beam`:
+ * seconds, and the output tokens (EOS included) added to *out_tokens. */
+static double run_config(nmt_session *sess, int32_t **toks, const uint32_t *lens, int n_sent, uint32_t batch,
+                         uint32_t beam, uint64_t *out_tokens) {
+    nmt_decode_opts o = {.beam = beam, .max_len = 40};
+    double t0 = now();
+    for (int i = 0; i < n_sent; i += (int)batch) {
+        uint32_t n = (uint32_t)(n_sent - i) < batch ? (uint32_t)(n_sent - i) : batch;
+        nmt_batch bt = {(const int32_t *const *)toks + i, lens + i, n};
+        nmt_status s = nmt_session_translate(sess, &bt, &o);
+        if (s) die("translate", s);
+        for (uint32_t k = 0; k < n; k++) {
+            const int32_t *t;
+            uint32_t len;
+            nmt_session_result(sess, k, 0, &t, &len, NULL, NULL);
+            *out_tokens += len + 1;
+        }
+    }
+    return now() - t0;
+}
+
 static nmt_session *open_session(bench *b, nmt_limits lim, void **arena, size_t *bytes) {
     nmt_session_params p = {.model_data = b->image, .model_size = b->size, .limits = lim};
     nmt_status s = nmt_session_arena_size(&p, bytes, NULL);
@@ -53,17 +99,99 @@ static nmt_session *open_session(bench *b, nmt_limits lim, void **arena, size_t 
     return sess;
 }
 
+static double median3(const double *v) {
+    const double lo = fmin(v[0], v[1]), hi = fmax(v[0], v[1]);
+    return fmax(lo, fmin(hi, v[2]));
+}
+
+/* The --versus table: sess (model `name`) and each file's model, the same
+ * configurations, rounds interleaved across the models, median of 3. */
+static void versus(bench *b, nmt_session *sess, const char *name, const char *const *files, int n_vs,
+                   nmt_limits lim, int32_t **toks, const uint32_t *lens, int n_sent) {
+    nmt_session *ss[5] = {sess};
+    void *arenas[5] = {NULL}, *images[5] = {NULL};
+    for (int m = 1; m <= n_vs; m++) {
+        bench vb = *b;
+        if ((images[m] = vb.image = read_file(files[m - 1], &vb.size)) == NULL) {
+            fprintf(stderr, "translate_bench: cannot read '%s'\n", files[m - 1]);
+            exit(1);
+        }
+        size_t bytes;
+        ss[m] = open_session(&vb, lim, &arenas[m], &bytes);
+    }
+    static const uint32_t configs[][2] = {{1, 1}, {1, 4}, {8, 1}, {8, 4}};
+    printf("\nversus (same device and sentences; out tok/s, median of 3 interleaved rounds; ratio to the first)\n");
+    printf("model 0: %s\n", name);
+    for (int m = 1; m <= n_vs; m++) printf("model %d: %s\n", m, files[m - 1]);
+    for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++) {
+        double tps[5][3];
+        for (int m = 0; m <= n_vs; m++) { /* warm-up: lazy kernel builds */
+            uint64_t t = 0;
+            run_config(ss[m], toks, lens, configs[c][0] < (uint32_t)n_sent ? (int)configs[c][0] : n_sent,
+                       configs[c][0], configs[c][1], &t);
+        }
+        for (int r = 0; r < 3; r++)
+            for (int m = 0; m <= n_vs; m++) {
+                uint64_t out = 0;
+                const double dt = run_config(ss[m], toks, lens, n_sent, configs[c][0], configs[c][1], &out);
+                tps[m][r] = (double)out / dt;
+            }
+        printf("batch %u beam %u:", configs[c][0], configs[c][1]);
+        double base = 0;
+        for (int m = 0; m <= n_vs; m++) {
+            const double v = median3(tps[m]);
+            if (m == 0) base = v;
+            printf("  [%d] %.1f tok/s (%.3fx)", m, v, v / base);
+        }
+        printf("\n");
+    }
+    /* fixed work: score every sentence against one 40-token target */
+    int32_t tgt[40];
+    for (int i = 0; i < 40; i++) tgt[i] = 4 + (i * 7) % 50;
+    const int32_t *tg[8] = {tgt, tgt, tgt, tgt, tgt, tgt, tgt, tgt};
+    const uint32_t tl[8] = {40, 40, 40, 40, 40, 40, 40, 40};
+    double sc[5][3];
+    for (int r = 0; r < 4; r++)
+        for (int m = 0; m <= n_vs; m++) {
+            const double t0 = now();
+            for (int i = 0; i < n_sent; i += 8) {
+                const uint32_t n = n_sent - i < 8 ? (uint32_t)(n_sent - i) : 8;
+                nmt_batch src = {(const int32_t *const *)toks + i, lens + i, n}, tb = {tg, tl, n};
+                float lp[8];
+                nmt_status s = nmt_session_score(ss[m], &src, &tb, lp);
+                if (s) die("score", s);
+            }
+            if (r > 0) sc[m][r - 1] = 40.0 * n_sent / (now() - t0); /* round 0 warms up */
+        }
+    printf("score (40 target tokens each):");
+    double base = 0;
+    for (int m = 0; m <= n_vs; m++) {
+        const double v = median3(sc[m]);
+        if (m == 0) base = v;
+        printf("  [%d] %.1f tok/s (%.3fx)", m, v, v / base);
+    }
+    printf("\n");
+    for (int m = 1; m <= n_vs; m++) {
+        nmt_session_destroy(ss[m]);
+        free(arenas[m]);
+        free(images[m]);
+    }
+}
+
 int main(int argc, char **argv) {
     const char *spec = getenv("NMT_EDGE_DEVICE");
     int n_sent = 32;
-    const char *which = "test", *model_file = NULL;
+    const char *which = "test", *model_file = NULL, *vs_files[4];
+    int n_vs = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--device") && i + 1 < argc) spec = argv[++i];
         else if (!strcmp(argv[i], "--sentences") && i + 1 < argc) n_sent = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--model") && i + 1 < argc) which = argv[++i];
         else if (!strcmp(argv[i], "--model-file") && i + 1 < argc) which = model_file = argv[++i];
+        else if (!strcmp(argv[i], "--versus") && i + 1 < argc && n_vs < 4) vs_files[n_vs++] = argv[++i];
         else {
-            fprintf(stderr, "usage: translate_bench [--device SPEC] [--sentences N] [--model test|small | --model-file FILE]\n");
+            fprintf(stderr, "usage: translate_bench [--device SPEC] [--sentences N] [--model test|small | --model-file FILE]"
+                            " [--versus FILE]... (up to 4)\n");
             return 2;
         }
     }
@@ -85,16 +213,10 @@ int main(int argc, char **argv) {
     bench b = {0};
     nmt_status s = NMT_OK;
     if (model_file != NULL) { /* e.g. an nmt-edge-convert export (fp32 / fp16 / int8) */
-        FILE *mf = fopen(model_file, "rb");
-        long sz = -1;
-        if (mf && fseek(mf, 0, SEEK_END) == 0) sz = ftell(mf);
-        if (mf == NULL || sz <= 0 || fseek(mf, 0, SEEK_SET) != 0 || (b.image = malloc((size_t)sz)) == NULL ||
-            fread(b.image, 1, (size_t)sz, mf) != (size_t)sz) {
+        if ((b.image = read_file(model_file, &b.size)) == NULL) {
             fprintf(stderr, "translate_bench: cannot read '%s'\n", model_file);
             return 1;
         }
-        fclose(mf);
-        b.size = (size_t)sz;
     } else {
         s = nmt_random_transformer_image(&cfg, &b.image, &b.size);
         if (s) die("model", s);
@@ -169,27 +291,14 @@ int main(int argc, char **argv) {
     }
     for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++) {
         uint32_t batch = configs[c][0], beam = configs[c][1];
-        nmt_decode_opts o = {.beam = beam, .max_len = 40};
         uint64_t out_tokens = 0;
-        double t0 = now();
-        for (int i = 0; i < n_sent; i += (int)batch) {
-            uint32_t n = (uint32_t)(n_sent - i) < batch ? (uint32_t)(n_sent - i) : batch;
-            nmt_batch bt = {(const int32_t *const *)toks + i, lens + i, n};
-            s = nmt_session_translate(sess, &bt, &o);
-            if (s) die("translate", s);
-            for (uint32_t k = 0; k < n; k++) {
-                const int32_t *t;
-                uint32_t len;
-                nmt_session_result(sess, k, 0, &t, &len, NULL, NULL);
-                out_tokens += len + 1;
-            }
-        }
-        double dt = now() - t0, sps = n_sent / dt;
+        double dt = run_config(sess, toks, lens, n_sent, batch, beam, &out_tokens), sps = n_sent / dt;
         if (c == 0) base = sps;
         printf("%-6u %-6u %12.3f %12.2f %14.1f %9.2fx\n", batch, beam, dt, sps, out_tokens / dt, sps / base);
     }
     printf("(%d sentences, %llu source tokens, max 40 output tokens each)\n", n_sent,
            (unsigned long long)src_tokens);
+    if (n_vs > 0) versus(&b, sess, which, vs_files, n_vs, lim, toks, lens, n_sent);
     nmt_session_destroy(sess);
     nmt_device_close(b.dev);
     free(arena);

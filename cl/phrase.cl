@@ -59,3 +59,34 @@ __kernel void ngram_spans(__global const int *len, const ulong len_off, const ui
     S[s_off + 2 * r + 1] = (int)(rest <= 0 ? 0 : rest < (long)n ? rest : (long)n);
     if (m == 0) count[count_off + b] = (int)min(((uint)L + n - 1) / n, m_cap);
 }
+
+/* Phrases as sequences (MG-SA's LSTM composition): phrase row
+ * r = b * m_cap + m with span (start, len) = (S[2r], S[2r + 1]) becomes the
+ * sequence of rows r * t_cap + t, t < t_cap (t_cap >= every len).
+ *   span_tokens  P[(r * t_cap + t) * d + c] = X[(b * n_cap + start + t) * ld_x + c]
+ *                for t < len, else 0; count[r] = len.       [c, r * t_cap + t]
+ *   span_last    G[r * ld_g + c] = H[(r * t_cap + len - 1) * ld_h + c] (the
+ *                state after the phrase's last token), 0 for len 0.  [c, r] */
+__kernel void span_tokens(__global const float *X, const ulong x_off, const uint ld_x, const uint n_cap,
+                          __global const int *S, const ulong s_off, const uint m_cap, const uint rows, const uint t_cap,
+                          const uint d, __global float *P, const ulong p_off, __global int *count,
+                          const ulong count_off) {
+    const uint c = (uint)get_global_id(0);
+    const uint i = (uint)get_global_id(1);
+    if (c >= d || i >= rows * t_cap) return;
+    const uint r = i / t_cap, t = i % t_cap;
+    const ulong b = r / m_cap;
+    const int start = S[s_off + 2 * (ulong)r], len = S[s_off + 2 * (ulong)r + 1];
+    P[p_off + (ulong)i * d + c] = (int)t < len ? X[x_off + (b * n_cap + (ulong)(start + (int)t)) * ld_x + c] : 0.0f;
+    if (c == 0 && t == 0) count[count_off + r] = len;
+}
+
+__kernel void span_last(__global const float *H, const ulong h_off, const uint ld_h, __global const int *S,
+                        const ulong s_off, const uint rows, const uint t_cap, const uint d, __global float *G,
+                        const ulong g_off, const uint ld_g) {
+    const uint c = (uint)get_global_id(0);
+    const uint r = (uint)get_global_id(1);
+    if (c >= d || r >= rows) return;
+    const int len = S[s_off + 2 * (ulong)r + 1];
+    G[g_off + (ulong)r * ld_g + c] = len > 0 ? H[h_off + ((ulong)r * t_cap + (ulong)(len - 1)) * ld_h + c] : 0.0f;
+}

@@ -18,3 +18,32 @@ __kernel void segment_max_bwd(__global const int *A, const ulong a_off, __global
     const int a = A[a_off + (ulong)r * d + c];
     if (a >= 0) DX[dx_off + (ulong)a * ld_x + c] += DG[dg_off + (ulong)r * ld_g + c];
 }
+
+/* Backward of span_last / span_tokens (cl/phrase.cl):
+ *   span_last_bwd    DH[(r * t_cap + t) * ld_h + c] = DG[r * ld_g + c] when
+ *                    t == len - 1, else 0 (every row written).  [c, r * t_cap + t]
+ *   span_tokens_bwd  DX[(b * n_cap + start + t) * ld_x + c] += DP[(r * t_cap + t) * d + c]
+ *                    for t < len; race-free because the spans of a sentence
+ *                    are disjoint.                               [c, r * t_cap + t] */
+__kernel void span_last_bwd(__global const float *DG, const ulong dg_off, const uint ld_g, __global const int *S,
+                            const ulong s_off, const uint rows, const uint t_cap, const uint d, __global float *DH,
+                            const ulong dh_off, const uint ld_h) {
+    const uint c = (uint)get_global_id(0);
+    const uint i = (uint)get_global_id(1);
+    if (c >= d || i >= rows * t_cap) return;
+    const uint r = i / t_cap, t = i % t_cap;
+    const int len = S[s_off + 2 * (ulong)r + 1];
+    DH[dh_off + (ulong)i * ld_h + c] = (int)t == len - 1 ? DG[dg_off + (ulong)r * ld_g + c] : 0.0f;
+}
+
+__kernel void span_tokens_bwd(__global const float *DP, const ulong dp_off, __global const int *S, const ulong s_off,
+                              const uint m_cap, const uint rows, const uint t_cap, const uint d, const uint n_cap,
+                              __global float *DX, const ulong dx_off, const uint ld_x) {
+    const uint c = (uint)get_global_id(0);
+    const uint i = (uint)get_global_id(1);
+    if (c >= d || i >= rows * t_cap) return;
+    const uint r = i / t_cap, t = i % t_cap;
+    const ulong b = r / m_cap;
+    const int start = S[s_off + 2 * (ulong)r], len = S[s_off + 2 * (ulong)r + 1];
+    if ((int)t < len) DX[dx_off + (b * n_cap + (ulong)(start + (int)t)) * ld_x + c] += DP[dp_off + (ulong)i * d + c];
+}

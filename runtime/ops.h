@@ -49,7 +49,7 @@ typedef struct nmt_ops {
     cl_kernel k_gather_rows, k_log_softmax;
     cl_kernel k_attn_scores, k_attn_stats, k_attn_apply, k_attn_fused;
     /* phrase memories (cl/phrase.cl), created by nmt_ops_enable_phrase */
-    cl_kernel k_segment_max, k_ngram_spans;
+    cl_kernel k_segment_max, k_ngram_spans, k_span_tokens, k_span_last;
     /* recurrent cells (cl/recurrent.cl), created by nmt_ops_enable_recurrent */
     cl_kernel k_lstm_cell;
     /* launch geometry chosen by nmt_ops_init: every kernel is launched with
@@ -247,5 +247,20 @@ static inline uint32_t nmt_lstm_gates(uint32_t h, uint32_t chunk) { return 4 * h
  * zeros.  chunk must divide h.  Requires nmt_ops_enable_recurrent. */
 nmt_status nmt_op_lstm_cell(nmt_ops *ops, nmt_buf z, nmt_buf c, nmt_buf out, uint32_t ld_out, nmt_buf count,
                             uint32_t n_seq, uint32_t t_cap, uint32_t t, uint32_t h, uint32_t chunk);
+
+/* Phrases as sequences (cl/phrase.cl; MG-SA's LSTM composition): phrase
+ * row r = b * m_cap + m (r < n_sent * m_cap) of span (start, len) = (seg[2r],
+ * seg[2r + 1]) becomes rows r * t_cap + t of p (float, d wide): the token
+ * rows b * n_cap + start + t of x (row stride ld_x) for t < len, zero rows
+ * after; count[r] (int) = len.  t_cap must be >= every len (n-grams: n).
+ * Requires nmt_ops_enable_phrase. */
+nmt_status nmt_op_span_tokens(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t n_cap, nmt_buf seg, uint32_t n_sent,
+                              uint32_t m_cap, uint32_t t_cap, uint32_t d, nmt_buf p, nmt_buf count);
+
+/* g[r] (row stride ld_g) = h[r * t_cap + len - 1] (row stride ld_h), the
+ * state after phrase r's last token (zero for len 0), r < rows.  Requires
+ * nmt_ops_enable_phrase. */
+nmt_status nmt_op_span_last(nmt_ops *ops, nmt_buf h, uint32_t ld_h, nmt_buf seg, uint32_t rows, uint32_t t_cap,
+                            uint32_t d, nmt_buf g, uint32_t ld_g);
 
 #endif

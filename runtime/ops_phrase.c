@@ -7,11 +7,19 @@
 
 nmt_status nmt_ops_enable_phrase(nmt_ops *ops) {
     if (ops == NULL || ops->dev == NULL || ops->k_add == NULL) return NMT_ERR_INVALID_ARGUMENT;
-    if (ops->k_segment_max != NULL && ops->k_ngram_spans != NULL) return NMT_OK;
+    if (ops->k_span_last != NULL) return NMT_OK;
     cl_program prog;
     NMT_TRY(nmt_device_program(ops->dev, "phrase", "", &prog));
-    if (ops->k_segment_max == NULL) NMT_TRY(nmt_device_kernel(ops->dev, prog, "segment_max", &ops->k_segment_max));
-    return nmt_device_kernel(ops->dev, prog, "ngram_spans", &ops->k_ngram_spans);
+    struct {
+        cl_kernel *k;
+        const char *name;
+    } ks[] = {{&ops->k_segment_max, "segment_max"},
+              {&ops->k_ngram_spans, "ngram_spans"},
+              {&ops->k_span_tokens, "span_tokens"},
+              {&ops->k_span_last, "span_last"}}; /* the last one created marks the set done */
+    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
+        if (*ks[i].k == NULL) NMT_TRY(nmt_device_kernel(ops->dev, prog, ks[i].name, ks[i].k));
+    return NMT_OK;
 }
 
 nmt_status nmt_op_segment_max(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t n_cap, nmt_buf seg,
@@ -63,4 +71,56 @@ nmt_status nmt_op_ngram_spans(nmt_ops *ops, nmt_buf len, uint32_t n_sent, uint32
     NMT_TRY(args_end(ops->dev, &a, "ngram_spans"));
     const size_t g[2] = {m_cap, n_sent};
     return nmt_ops_launch(ops, ops->k_ngram_spans, 2, g, "ngram_spans");
+}
+
+nmt_status nmt_op_span_tokens(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t n_cap, nmt_buf seg, uint32_t n_sent,
+                              uint32_t m_cap, uint32_t t_cap, uint32_t d, nmt_buf p, nmt_buf count) {
+    if (ops == NULL || ops->k_span_tokens == NULL) return NMT_ERR_INVALID_ARGUMENT;
+    if (n_sent == 0 || m_cap == 0 || d == 0) return NMT_OK;
+    if (x.mem == NULL || seg.mem == NULL || p.mem == NULL || count.mem == NULL) return NMT_ERR_INVALID_ARGUMENT;
+    if (ld_x < d || n_cap == 0 || t_cap == 0) return NMT_ERR_INVALID_ARGUMENT;
+    const uint64_t rows = (uint64_t)n_sent * m_cap;
+    if (rows * t_cap > UINT32_MAX || (uint64_t)n_sent * n_cap > INT32_MAX) return NMT_ERR_INVALID_ARGUMENT;
+    args a = args_begin(ops->k_span_tokens);
+    arg_mem(&a, x.mem);
+    arg_u64(&a, x.off);
+    arg_u32(&a, ld_x);
+    arg_u32(&a, n_cap);
+    arg_mem(&a, seg.mem);
+    arg_u64(&a, seg.off);
+    arg_u32(&a, m_cap);
+    arg_u32(&a, (uint32_t)rows);
+    arg_u32(&a, t_cap);
+    arg_u32(&a, d);
+    arg_mem(&a, p.mem);
+    arg_u64(&a, p.off);
+    arg_mem(&a, count.mem);
+    arg_u64(&a, count.off);
+    NMT_TRY(args_end(ops->dev, &a, "span_tokens"));
+    const size_t n[2] = {d, (size_t)(rows * t_cap)};
+    return nmt_ops_launch(ops, ops->k_span_tokens, 2, n, "span_tokens");
+}
+
+nmt_status nmt_op_span_last(nmt_ops *ops, nmt_buf h, uint32_t ld_h, nmt_buf seg, uint32_t rows, uint32_t t_cap,
+                            uint32_t d, nmt_buf g, uint32_t ld_g) {
+    if (ops == NULL || ops->k_span_last == NULL) return NMT_ERR_INVALID_ARGUMENT;
+    if (rows == 0 || d == 0) return NMT_OK;
+    if (h.mem == NULL || seg.mem == NULL || g.mem == NULL || ld_h < d || ld_g < d || t_cap == 0)
+        return NMT_ERR_INVALID_ARGUMENT;
+    if ((uint64_t)rows * t_cap > UINT32_MAX) return NMT_ERR_INVALID_ARGUMENT;
+    args a = args_begin(ops->k_span_last);
+    arg_mem(&a, h.mem);
+    arg_u64(&a, h.off);
+    arg_u32(&a, ld_h);
+    arg_mem(&a, seg.mem);
+    arg_u64(&a, seg.off);
+    arg_u32(&a, rows);
+    arg_u32(&a, t_cap);
+    arg_u32(&a, d);
+    arg_mem(&a, g.mem);
+    arg_u64(&a, g.off);
+    arg_u32(&a, ld_g);
+    NMT_TRY(args_end(ops->dev, &a, "span_last"));
+    const size_t n[2] = {d, rows};
+    return nmt_ops_launch(ops, ops->k_span_last, 2, n, "span_last");
 }

@@ -2,7 +2,9 @@
  * nmt_op_segment_max (cl/phrase.cl) against a naive reference, and its
  * backward nmt_op_segment_max_bwd (cl/phrase_bwd.cl) against central finite
  * differences, both with padded strides, offsets, empty phrases, tokens in
- * no phrase and ties. */
+ * no phrase and ties; the phrases-as-sequences ops nmt_op_span_tokens /
+ * nmt_op_span_last and their backward (linear maps: exact against a naive
+ * gather / scatter). */
 #include "ops_common.h"
 
 #include <math.h>
@@ -250,11 +252,96 @@ static void test_ngram_spans(void **state) {
     nmt_test_release(dl);
 }
 
+/* Phrases as sequences: P rows r * T + t are the span's tokens (zero past
+ * it) and count[r] its length; G[r] the row of its last token; the
+ * backward scatters exactly back.  Spans of length up to 4: T = 5 leaves
+ * a zero row after every phrase. */
+static void test_span_ops(void **state) {
+    env *e = *state;
+    nmt_test_assert_ok(e->dev, nmt_ops_enable_phrase(&e->ops));
+    const uint32_t d = 6, ld_x = 9, T = 5, rows = N_SENT * M_CAP, ld_h = 8, ld_g = 7;
+    const size_t ox = 2, nx = ox + (size_t)N_SENT * N_CAP * ld_x, np = (size_t)rows * T * d;
+    nmt_test_rng r = nmt_test_rng_make(73);
+    float *x = host_block(&r, nx, ox, N_SENT * N_CAP, d, ld_x, -2, 2);
+    cl_mem dx = nmt_test_upload_f32(e->dev, x, nx), ds = nmt_test_upload_i32(e->dev, spans, rows * 2);
+    cl_mem dp = nmt_test_buffer_f32_fill(e->dev, np, NAN), dc = nmt_test_buffer(e->dev, sizeof(int32_t) * rows, NULL);
+    nmt_test_assert_ok(e->dev, nmt_op_span_tokens(&e->ops, B(dx, ox), ld_x, N_CAP, B(ds, 0), N_SENT, M_CAP, T, d,
+                                                  B(dp, 0), B(dc, 0)));
+    float *p = download(e, dp, np);
+    int32_t cnt[N_SENT * M_CAP];
+    nmt_test_assert_ok(e->dev, nmt_device_read(e->dev, dc, 0, sizeof cnt, cnt));
+    for (uint32_t q = 0; q < rows; q++) {
+        const uint32_t b = q / M_CAP;
+        const int32_t start = spans[2 * q], len = spans[2 * q + 1];
+        assert_int_equal(cnt[q], len);
+        for (uint32_t t = 0; t < T; t++)
+            for (uint32_t c = 0; c < d; c++) {
+                const float want = (int32_t)t < len ? x[ox + ((size_t)b * N_CAP + start + t) * ld_x + c] : 0.0f;
+                assert_memory_equal(&p[((size_t)q * T + t) * d + c], &want, sizeof want);
+            }
+    }
+    /* the last state of each phrase */
+    const size_t nh = (size_t)rows * T * ld_h, ng = 1 + (size_t)rows * ld_g;
+    float *h = host_block(&r, nh, 0, rows * T, d, ld_h, -1, 1);
+    cl_mem dh = nmt_test_upload_f32(e->dev, h, nh), dg = nmt_test_buffer_f32_fill(e->dev, ng, NAN);
+    nmt_test_assert_ok(e->dev, nmt_op_span_last(&e->ops, B(dh, 0), ld_h, B(ds, 0), rows, T, d, B(dg, 1), ld_g));
+    float *g = download(e, dg, ng);
+    for (uint32_t q = 0; q < rows; q++) {
+        const int32_t len = spans[2 * q + 1];
+        for (uint32_t c = 0; c < d; c++) {
+            const float want = len > 0 ? h[((size_t)q * T + len - 1) * ld_h + c] : 0.0f;
+            assert_memory_equal(&g[1 + (size_t)q * ld_g + c], &want, sizeof want);
+        }
+    }
+    /* backward: dh = dg at the last token only; dx += the tokens' rows */
+    float *wg = host_block(&r, ng, 1, rows, d, ld_g, -1, 1);
+    cl_mem ddg = nmt_test_upload_f32(e->dev, wg, ng), ddh = nmt_test_buffer_f32_fill(e->dev, nh, NAN);
+    nmt_test_assert_ok(e->dev, nmt_op_span_last_bwd(&e->t, B(ddg, 1), ld_g, B(ds, 0), rows, T, d, B(ddh, 0), ld_h));
+    float *gh = download(e, ddh, nh);
+    for (uint32_t q = 0; q < rows; q++)
+        for (uint32_t t = 0; t < T; t++)
+            for (uint32_t c = 0; c < d; c++) {
+                const float want = (int32_t)t == spans[2 * q + 1] - 1 ? wg[1 + (size_t)q * ld_g + c] : 0.0f;
+                assert_memory_equal(&gh[((size_t)q * T + t) * ld_h + c], &want, sizeof want);
+            }
+    float *base = host_block(&r, nx, ox, N_SENT * N_CAP, d, ld_x, -1, 1);
+    cl_mem ddx = nmt_test_upload_f32(e->dev, base, nx), ddp = nmt_test_upload_f32(e->dev, p, np);
+    nmt_test_assert_ok(e->dev, nmt_op_span_tokens_bwd(&e->t, B(ddp, 0), B(ds, 0), N_SENT, M_CAP, T, d, N_CAP,
+                                                      B(ddx, ox), ld_x));
+    float *gx = download(e, ddx, nx), *want = malloc(sizeof(float) * nx);
+    assert_non_null(want);
+    memcpy(want, base, sizeof(float) * nx);
+    for (uint32_t q = 0; q < rows; q++) {
+        const uint32_t b = q / M_CAP;
+        for (int32_t t = 0; t < spans[2 * q + 1]; t++)
+            for (uint32_t c = 0; c < d; c++)
+                want[ox + ((size_t)b * N_CAP + spans[2 * q] + t) * ld_x + c] += p[((size_t)q * T + t) * d + c];
+    }
+    assert_memory_equal(gx, want, sizeof(float) * nx); /* NaN padding untouched too */
+    /* bad arguments */
+    assert_int_equal(nmt_op_span_tokens(&e->ops, B(dx, 0), d - 1, N_CAP, B(ds, 0), N_SENT, M_CAP, T, d, B(dp, 0),
+                                        B(dc, 0)),
+                     NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(nmt_op_span_tokens(&e->ops, B(dx, 0), ld_x, N_CAP, B(ds, 0), N_SENT, M_CAP, 0, d, B(dp, 0),
+                                        B(dc, 0)),
+                     NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(nmt_op_span_last(&e->ops, B(dh, 0), ld_h, NONE, rows, T, d, B(dg, 0), ld_g),
+                     NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(nmt_op_span_last_bwd(&e->t, B(ddg, 0), d - 1, B(ds, 0), rows, T, d, B(ddh, 0), ld_h),
+                     NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(nmt_op_span_tokens_bwd(&e->t, B(ddp, 0), B(ds, 0), N_SENT, M_CAP, T, d, N_CAP, NONE, ld_x),
+                     NMT_ERR_INVALID_ARGUMENT);
+    cl_mem rel[] = {dx, ds, dp, dc, dh, dg, ddg, ddh, ddx, ddp};
+    for (size_t i = 0; i < NMT_ARRAY_LEN(rel); i++) nmt_test_release(rel[i]);
+    free(x), free(p), free(h), free(g), free(wg), free(gh), free(base), free(gx), free(want);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ngram_spans),
         cmocka_unit_test(test_segment_max),
         cmocka_unit_test(test_segment_max_bwd),
+        cmocka_unit_test(test_span_ops),
     };
     return cmocka_run_group_tests(tests, grad_setup, ops_teardown);
 }

@@ -132,6 +132,8 @@ static void test_score_equals_reference(void **state) {
         {"2", "ngram:3 ngram:3 ngram:3 ngram:3", "onlstm", "max"},
         {"1", "word word ngram:2 ngram:3", "none", "san"},
         {"1 2", "ngram:2 ngram:2 word ngram:4", "onlstm", "san"},
+        {"1", "word word ngram:2 ngram:3", "none", "lstm"},
+        {"1 2", "ngram:3 ngram:3 word ngram:4", "lstm", "lstm"},
     };
     nmt_batch src = {srcs, src_lens, NSENT}, tgt = {tgts, tgt_lens, NSENT};
     for (size_t k = 0; k < NMT_ARRAY_LEN(configs); k++) {
@@ -141,7 +143,9 @@ static void test_score_equals_reference(void **state) {
                                                            : NMT_MG_REC_NONE;
         assert_int_equal(mg_cfg(&c, configs[k][0], configs[k][1], rec), NMT_OK);
         if (rec == NMT_MG_REC_ONLSTM) c.mg_chunk = k == 5 ? 4 : 2; /* d 32: 16 and 8 master units */
-        c.mg_compose = !strcmp(configs[k][3], "san") ? NMT_MG_COM_SAN : NMT_MG_COM_MAX;
+        c.mg_compose = !strcmp(configs[k][3], "san")    ? NMT_MG_COM_SAN
+                       : !strcmp(configs[k][3], "lstm") ? NMT_MG_COM_LSTM
+                                                        : NMT_MG_COM_MAX;
         assert_int_equal(nmt_tf_finish(&c, ~0ull, NULL, 0), NMT_OK);
         size_t size;
         void *img = write_model(&nmt_family_mgsa, &c, 40 + k, &size);
@@ -286,7 +290,8 @@ static void test_int8_equals_dequantized(void **state) {
     for (int rec = NMT_MG_REC_NONE; rec <= NMT_MG_REC_ONLSTM; rec++) {
         nmt_tf_cfg c;
         assert_int_equal(mg_cfg(&c, "1 2", "ngram:2 word ngram:3 ngram:3", rec), NMT_OK);
-        c.mg_compose = rec == NMT_MG_REC_LSTM ? NMT_MG_COM_SAN : NMT_MG_COM_MAX; /* its q|k|v int8 too */
+        /* the composition's weights int8 too */
+        c.mg_compose = rec == NMT_MG_REC_LSTM ? NMT_MG_COM_SAN : rec == NMT_MG_REC_ONLSTM ? NMT_MG_COM_LSTM : 0;
         size_t size, s8, s32;
         void *img = write_model(&nmt_family_mgsa, &c, 21, &size);
         void *i8 = requantize(&c, img, size, 1, &s8), *i32 = requantize(&c, img, size, 0, &s32);

@@ -1,6 +1,7 @@
 /* ref_model.c — a naive, double-precision Transformer/HySAN (and MG-SA:
  * n-gram phrase heads with max-pooling, optionally after a self-attention
- * inside each phrase, optionally an LSTM or ON-LSTM over the phrases)
+ * inside each phrase, or the last state of an LSTM over each phrase;
+ * optionally an LSTM or ON-LSTM over the phrases)
  * forward pass written straight from
  * docs/ARCHITECTURES.md, reading weights from a validated .nmt image.  One sentence at a time, no padding, no cache: the
  * independent reference the OpenCL session is compared with. */
@@ -25,6 +26,7 @@ typedef struct rm {
     int mg_lstm;        /* MG-SA: REC = LSTM (1) or ON-LSTM (2) over each phrase sequence */
     int mg_chunk;       /* ON-LSTM chunk size */
     int mg_san;         /* MG-SA: COM = self-attention inside each phrase, then max-pooling */
+    int mg_com_lstm;    /* MG-SA: COM = the last state of an LSTM over each phrase */
 } rm;
 
 static const float *W(const rm *m, const char *fmt, ...) {
@@ -134,10 +136,10 @@ static double cumax(const double *x, int n, int k) {
  * place): z = g_t W_ih^T + b + h_{t-1} W_hh^T, gates i, f, g, o, then
  * ON-LSTM's master forget / input gates over d / chunk chunks (ft =
  * cumax, it = 1 - cumax, w = ft it, f^ = f w + ft - w, i^ = i w + it - w). */
-static void mg_lstm(const rm *m, const char *pre, double *g, int M) {
-    const int d = (int)m->d, nm = m->mg_lstm == 2 ? d / m->mg_chunk : 0, G = 4 * d + 2 * nm;
-    const float *wi = W(m, "%s.phrase_lstm.ih.weight", pre), *bi = W(m, "%s.phrase_lstm.ih.bias", pre);
-    const float *wh = W(m, "%s.phrase_lstm.hh.weight", pre);
+static void mg_lstm(const rm *m, const char *pre, const char *name, int on, double *g, int M) {
+    const int d = (int)m->d, nm = on ? d / m->mg_chunk : 0, G = 4 * d + 2 * nm;
+    const float *wi = W(m, "%s.%s.ih.weight", pre, name), *bi = W(m, "%s.%s.ih.bias", pre, name);
+    const float *wh = W(m, "%s.%s.hh.weight", pre, name);
     double *z = malloc(sizeof(double) * (size_t)G), *h = calloc((size_t)d, sizeof(double));
     double *c = calloc((size_t)d, sizeof(double));
     for (int t = 0; t < M; t++) {
@@ -207,13 +209,22 @@ static void mg_phrase_heads(const rm *m, const char *pre, const double *x, int n
         double *tok = malloc(sizeof(double) * (size_t)n * d); /* what is pooled: x, or the composition's attention */
         if (m->mg_san) mg_san(m, pre, x, n, g, tok);
         else memcpy(tok, x, sizeof(double) * (size_t)n * d);
-        for (int p = 0; p < M; p++)
+        for (int p = 0; p < M && m->mg_com_lstm; p++) {
+            /* LSTM composition: the state after the phrase's last token */
+            const int len = n - p * g < g ? n - p * g : g;
+            double *seq = malloc(sizeof(double) * (size_t)len * d);
+            memcpy(seq, x + (size_t)p * g * d, sizeof(double) * (size_t)len * d);
+            mg_lstm(m, pre, "phrase_com_lstm", 0, seq, len);
+            memcpy(hg + (size_t)p * d, seq + (size_t)(len - 1) * d, sizeof(double) * (size_t)d);
+            free(seq);
+        }
+        for (int p = 0; p < M && !m->mg_com_lstm; p++)
             for (int c = 0; c < d; c++) {
                 double mx = -INFINITY;
                 for (int t = p * g; t < n && t < (p + 1) * g; t++) mx = fmax(mx, tok[(size_t)t * d + c]);
                 hg[(size_t)p * d + c] = mx;
             }
-        if (m->mg_lstm) mg_lstm(m, pre, hg, M);
+        if (m->mg_lstm) mg_lstm(m, pre, "phrase_lstm", m->mg_lstm == 2, hg, M);
         lin(hg, M, d, W(m, "%s.k.weight", pre), W(m, "%s.k.bias", pre), d, k);
         lin(hg, M, d, W(m, "%s.v.weight", pre), W(m, "%s.v.bias", pre), d, v);
         attend(m, q, k, v, n, M, 0, 0, o);  /* every head over the phrases; keep head h */
@@ -349,6 +360,7 @@ int ref_model_logits(const nmt_file *f, const int32_t *src, uint32_t src_len, co
         m.mg_chunk = (int)geti(f, "mg_chunk", 8);
         nmt_file_get_str_or(f, "mg_compose", "max", buf, sizeof buf);
         m.mg_san = !strcmp(buf, "san");
+        m.mg_com_lstm = !strcmp(buf, "lstm");
     }
     const int d = (int)m.d;
 

@@ -203,6 +203,8 @@ static const grad_case grad_cases[] = {
      NMT_MG_REC_ONLSTM, 0},
     {"post mgsa san ngram:2 ngram:3", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 2, "1 2", "ngram:2 ngram:3",
      NMT_MG_REC_NONE, NMT_MG_COM_SAN},
+    {"pre mgsa lstm-com ngram:3 ngram:2", "pre", "global", "global", "sum", 4, 0, 0, 8, 16, 1, "1", "ngram:3 ngram:2",
+     NMT_MG_REC_LSTM, NMT_MG_COM_LSTM},
 };
 
 /* An MG-SA model with img's hyper-parameters, these phrase heads and

@@ -55,6 +55,8 @@ static const kernel_def kernel_defs[] = {
     {offsetof(nmt_train_ops, k_attn_bwd_dq), P_ATTN_BWD, "attn_bwd_dq", 0},
     {offsetof(nmt_train_ops, k_attn_bwd_dkv), P_ATTN_BWD, "attn_bwd_dkv", 0},
     {offsetof(nmt_train_ops, k_segment_max_bwd), P_PHRASE_BWD, "segment_max_bwd", 0},
+    {offsetof(nmt_train_ops, k_span_last_bwd), P_PHRASE_BWD, "span_last_bwd", 0},
+    {offsetof(nmt_train_ops, k_span_tokens_bwd), P_PHRASE_BWD, "span_tokens_bwd", 0},
     {offsetof(nmt_train_ops, k_lstm_cell_bwd), P_REC_BWD, "lstm_cell_bwd", 0},
     {offsetof(nmt_train_ops, k_onlstm_master_bwd), P_REC_BWD, "onlstm_master_bwd", 0},
     {offsetof(nmt_train_ops, k_xent), P_LOSS, "xent", 1},
@@ -340,6 +342,50 @@ nmt_status nmt_op_segment_max_bwd(nmt_train_ops *t, nmt_buf arg, nmt_buf dg, uin
     NMT_TRY(args_end(t->dev, &a, "segment_max_bwd"));
     const size_t g[2] = {d, rows};
     return launch(t, t->k_segment_max_bwd, 2, g, "segment_max_bwd");
+}
+
+nmt_status nmt_op_span_last_bwd(nmt_train_ops *t, nmt_buf dg, uint32_t ld_g, nmt_buf seg, uint32_t rows,
+                                uint32_t t_cap, uint32_t d, nmt_buf dh, uint32_t ld_h) {
+    if (!train_ok(t)) return NMT_ERR_INVALID_ARGUMENT;
+    if (rows == 0 || d == 0) return NMT_OK;
+    if (dg.mem == NULL || seg.mem == NULL || dh.mem == NULL || ld_g < d || ld_h < d || t_cap == 0 ||
+        (uint64_t)rows * t_cap > UINT32_MAX)
+        return NMT_ERR_INVALID_ARGUMENT;
+    args a = args_begin(t->k_span_last_bwd);
+    arg_buf(&a, dg);
+    arg_u32(&a, ld_g);
+    arg_buf(&a, seg);
+    arg_u32(&a, rows);
+    arg_u32(&a, t_cap);
+    arg_u32(&a, d);
+    arg_buf(&a, dh);
+    arg_u32(&a, ld_h);
+    NMT_TRY(args_end(t->dev, &a, "span_last_bwd"));
+    const size_t g[2] = {d, (size_t)rows * t_cap};
+    return launch(t, t->k_span_last_bwd, 2, g, "span_last_bwd");
+}
+
+nmt_status nmt_op_span_tokens_bwd(nmt_train_ops *t, nmt_buf dp, nmt_buf seg, uint32_t n_sent, uint32_t m_cap,
+                                  uint32_t t_cap, uint32_t d, uint32_t n_cap, nmt_buf dx, uint32_t ld_x) {
+    if (!train_ok(t)) return NMT_ERR_INVALID_ARGUMENT;
+    if (n_sent == 0 || m_cap == 0 || d == 0) return NMT_OK;
+    const uint64_t rows = (uint64_t)n_sent * m_cap;
+    if (dp.mem == NULL || seg.mem == NULL || dx.mem == NULL || ld_x < d || t_cap == 0 || n_cap == 0 ||
+        rows * t_cap > UINT32_MAX || (uint64_t)n_sent * n_cap > INT32_MAX)
+        return NMT_ERR_INVALID_ARGUMENT;
+    args a = args_begin(t->k_span_tokens_bwd);
+    arg_buf(&a, dp);
+    arg_buf(&a, seg);
+    arg_u32(&a, m_cap);
+    arg_u32(&a, (uint32_t)rows);
+    arg_u32(&a, t_cap);
+    arg_u32(&a, d);
+    arg_u32(&a, n_cap);
+    arg_buf(&a, dx);
+    arg_u32(&a, ld_x);
+    NMT_TRY(args_end(t->dev, &a, "span_tokens_bwd"));
+    const size_t g[2] = {d, (size_t)(rows * t_cap)};
+    return launch(t, t->k_span_tokens_bwd, 2, g, "span_tokens_bwd");
 }
 
 nmt_status nmt_op_lstm_cell_bwd(nmt_train_ops *t, nmt_buf z, nmt_buf c, nmt_buf dh, uint32_t ld_dh, nmt_buf dc,

@@ -32,7 +32,7 @@ typedef struct nmt_train_ops {
     cl_kernel k_layernorm_bwd, k_layernorm_bwd_params;    /* norm_bwd.cl */
     cl_kernel k_embed_bwd, k_relu_bwd, k_gate_bwd, k_dropout;  /* elementwise_bwd.cl */
     cl_kernel k_attn_bwd_scores, k_attn_bwd_probs, k_attn_bwd_ds, k_attn_bwd_dq, k_attn_bwd_dkv;
-    cl_kernel k_segment_max_bwd;  /* phrase_bwd.cl */
+    cl_kernel k_segment_max_bwd, k_span_last_bwd, k_span_tokens_bwd;  /* phrase_bwd.cl */
     cl_kernel k_lstm_cell_bwd, k_onlstm_master_bwd;  /* recurrent_bwd.cl */
     cl_kernel k_xent;                                     /* loss.cl */
     cl_kernel k_adam, k_reduce_partial, k_reduce_final, k_scale, k_fill, k_axpy;  /* optim.cl */
@@ -117,6 +117,18 @@ nmt_status nmt_op_layernorm_bwd(nmt_train_ops *t, nmt_buf x, nmt_buf res, nmt_bu
  * of dg and ld_x of dx.  Rows of dx that were nobody's max are unchanged. */
 nmt_status nmt_op_segment_max_bwd(nmt_train_ops *t, nmt_buf arg, nmt_buf dg, uint32_t ld_g, uint32_t rows,
                                   uint32_t d, nmt_buf dx, uint32_t ld_x);
+
+/* Backward of nmt_op_span_last (ops.h): dh row r * t_cap + t (row stride
+ * ld_h) = dg[r] (row stride ld_g) for t = len - 1, zero for every other
+ * t < t_cap (every row written), r < rows. */
+nmt_status nmt_op_span_last_bwd(nmt_train_ops *t, nmt_buf dg, uint32_t ld_g, nmt_buf seg, uint32_t rows,
+                                uint32_t t_cap, uint32_t d, nmt_buf dh, uint32_t ld_h);
+
+/* Backward of nmt_op_span_tokens (ops.h): dx[b * n_cap + start + t] (row
+ * stride ld_x) += dp[r * t_cap + t] (d wide) for t < len (accumulates;
+ * race-free for disjoint spans). */
+nmt_status nmt_op_span_tokens_bwd(nmt_train_ops *t, nmt_buf dp, nmt_buf seg, uint32_t n_sent, uint32_t m_cap,
+                                  uint32_t t_cap, uint32_t d, uint32_t n_cap, nmt_buf dx, uint32_t ld_x);
 
 /* Backward of nmt_op_lstm_cell (ops.h) at step `step` (cl/recurrent_bwd.cl):
  * z, c: the forward's gates and cells; dh (row stride ld_dh): the

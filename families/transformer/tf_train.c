@@ -145,6 +145,12 @@ static void bind_subs(tft_model *m) {
     }
 }
 
+/* Rows of a phrase group's phrases as sequences of n steps: n_sent *
+ * ceil(S / n) * n <= n_sent * (S + n - 1) <= max_tokens + max_seqs * (n - 1). */
+static size_t mg_seq_rows(const tft_model *m, uint32_t n) {
+    return m->lim.max_tokens + (size_t)m->lim.max_seqs * (n - 1);
+}
+
 static nmt_status alloc_acts(tft_model *m) {
     const tft_cfg *c = &m->c;
     const size_t R = m->lim.max_tokens, d = c->d, dr = c->d / c->gate_r, H = c->heads;
@@ -163,6 +169,14 @@ static nmt_status alloc_acts(tft_model *m) {
             for (uint32_t g = 0; g < c->mg_n_groups; g++) {
                 if (c->mg_group[g].n == 0) continue;
                 if (c->mg_compose == NMT_MG_COM_SAN) NMT_TRY(dbuf(m, R * d, &s->a.mg_cctx[g]));
+                if (c->mg_compose == NMT_MG_COM_LSTM) {
+                    const size_t pr = mg_seq_rows(m, c->mg_group[g].n);
+                    NMT_TRY(dbuf(m, pr * d, &s->a.mg_ptok[g]));
+                    NMT_TRY(dbuf(m, R, &s->a.mg_pcnt[g]));
+                    NMT_TRY(dbuf(m, pr * 4 * d, &s->a.mg_pz[g]));
+                    NMT_TRY(dbuf(m, pr * d, &s->a.mg_pc[g]));
+                    NMT_TRY(dbuf(m, pr * d, &s->a.mg_ph[g]));
+                }
                 NMT_TRY(dbuf(m, 2 * R, &s->a.mg_seg[g]));
                 NMT_TRY(dbuf(m, m->lim.max_seqs, &s->a.mg_cnt[g]));
                 NMT_TRY(dbuf(m, R * d, &s->a.mg_hg[g]));
@@ -233,6 +247,15 @@ static nmt_status alloc_acts(tft_model *m) {
     if (c->mg_mask) {
         NMT_TRY(dbuf(m, R * d, &m->d_hg));
         NMT_TRY(dbuf(m, R * 2 * d, &m->d_kvg));
+        if (c->mg_compose == NMT_MG_COM_LSTM) {
+            uint32_t nmax = 1;
+            for (uint32_t g = 0; g < c->mg_n_groups; g++) nmax = NMT_MAX(nmax, c->mg_group[g].n);
+            const size_t pr = mg_seq_rows(m, nmax);
+            NMT_TRY(dbuf(m, pr * d, &m->d_ph));
+            NMT_TRY(dbuf(m, pr * 4 * d, &m->d_pz));
+            NMT_TRY(dbuf(m, R * d, &m->d_pc));
+            NMT_TRY(dbuf(m, pr * d, &m->d_ptok));
+        }
         if (c->mg_compose == NMT_MG_COM_SAN) {
             NMT_TRY(dbuf(m, R * d, &m->d_cctx));
             NMT_TRY(dbuf(m, R * 3 * d, &m->d_cqkv));
@@ -300,7 +323,8 @@ static nmt_status create_impl(tft_model *m, const void *image, size_t size) {
     m->ops_ok = 1;
     NMT_TRY(nmt_ops_enable_nn(&m->ops));
     if (c->mg_mask) NMT_TRY(nmt_ops_enable_phrase(&m->ops));
-    if (c->mg_mask && c->mg_interact != NMT_MG_REC_NONE) NMT_TRY(nmt_ops_enable_recurrent(&m->ops));
+    if (c->mg_mask && (c->mg_interact != NMT_MG_REC_NONE || c->mg_compose == NMT_MG_COM_LSTM))
+        NMT_TRY(nmt_ops_enable_recurrent(&m->ops));
     NMT_TRY(nmt_train_ops_init(&m->t, m->dev));
     m->t_ok = 1;
 

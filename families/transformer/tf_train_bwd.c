@@ -62,6 +62,18 @@ static nmt_status bwd_mg(tft_model *m, sub_desc *s, nmt_attn_bwd_args *ba, nmt_b
                                        d, 0.0f, GB(m, sw->mg_ih.w), GB(m, sw->mg_ih.b), GB(m, sw->mg_hh.w)));
             d_pooled = m->d_pool;
         }
+        if (c->mg_compose == NMT_MG_COM_LSTM) {
+            /* from the last state of each phrase back through its LSTM to its tokens */
+            const nmt_tf_sub_w *sw = s->w;
+            NMT_TRY(nmt_op_span_last_bwd(&m->t, d_pooled, d, s->a.mg_seg[g], mrows, gr->n, d, m->d_ph, d));
+            NMT_TRY(nmt_layer_lstm_bwd(&m->ops, &m->t, s->a.mg_ptok[g], d, mrows, gr->n, d, d, 0, sw->mg_com_ih.w,
+                                       sw->mg_com_hh.w, s->a.mg_pcnt[g], s->a.mg_pz[g], s->a.mg_pc[g], s->a.mg_ph[g],
+                                       d, m->d_ph, d, m->d_pz, m->d_pc, NO_BUF, m->d_ptok, d, 0.0f,
+                                       GB(m, sw->mg_com_ih.w), GB(m, sw->mg_com_ih.b), GB(m, sw->mg_com_hh.w)));
+            NMT_TRY(nmt_op_span_tokens_bwd(&m->t, m->d_ptok, s->a.mg_seg[g], m->n, ba->fwd.lk_max, gr->n, d, m->S,
+                                           m->dtmp, d));
+            continue;
+        }
         if (c->mg_compose != NMT_MG_COM_SAN) {
             NMT_TRY(nmt_op_segment_max_bwd(&m->t, s->a.mg_arg[g], d_pooled, d, mrows, d, m->dtmp, d));
             continue;

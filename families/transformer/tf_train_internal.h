@@ -53,6 +53,7 @@ struct tft_model {
     nmt_buf d_pool, d_z, d_c, d_m; /* MG-SA (ON-)LSTM interaction: of the pooled phrases, gates, carried
                                       cell, ON-LSTM's per-unit master parts */
     nmt_buf d_cctx, d_cqkv, d_cqkv_sum; /* MG-SA SAN composition: of its output, q|k|v (a group's, summed) */
+    nmt_buf d_ph, d_pz, d_pc, d_ptok;   /* MG-SA LSTM composition: of its states, gates, carried cell, tokens */
     nmt_buf src_tok, tgt_in, tgt_out, klen, perm_s, seg_s, segtok_s, perm_t, seg_t, segtok_t;
     int32_t *h_src, *h_tin, *h_tout, *h_klen, *h_perm, *h_seg, *h_segtok;
     uint32_t *h_count;

@@ -117,13 +117,22 @@ static nmt_status tf_plan(nmt_session *s, const nmt_file *f, const void *cfgp, c
             NMT_TRY(scratch(s, a, B, &ac->mg_cnt[g]));
             NMT_TRY(scratch(s, a, m * d, &ac->mg_hg[g]));
             NMT_TRY(scratch(s, a, m * 2 * w, &ac->mg_kv[g]));
+            if (c->mg_compose == NMT_MG_COM_LSTM) {
+                const size_t pr = m * c->mg_group[g].n; /* the phrases as sequences */
+                NMT_TRY(scratch(s, a, pr * d, &ac->mg_ptok[g]));
+                NMT_TRY(scratch(s, a, m, &ac->mg_pcnt[g]));
+                NMT_TRY(scratch(s, a, pr * 4 * d, &ac->mg_pz[g]));
+                NMT_TRY(scratch(s, a, pr * d, &ac->mg_pc[g]));
+                NMT_TRY(scratch(s, a, pr * d, &ac->mg_ph[g]));
+            }
             if (c->mg_interact != NMT_MG_REC_NONE) {
                 NMT_TRY(scratch(s, a, m * d, &ac->mg_pool[g]));
                 NMT_TRY(scratch(s, a, m * nmt_mg_rec_gates(c), &ac->mg_z[g]));
                 NMT_TRY(scratch(s, a, m * d, &ac->mg_c[g]));
             }
         }
-        if (real && c->mg_interact != NMT_MG_REC_NONE) NMT_TRY(nmt_ops_enable_recurrent(nmt_session_ops(s)));
+        if (real && (c->mg_interact != NMT_MG_REC_NONE || c->mg_compose == NMT_MG_COM_LSTM))
+            NMT_TRY(nmt_ops_enable_recurrent(nmt_session_ops(s)));
     }
     size_t sc = max3(B * H * S * S, B * H * T * T, B * H * T * S);
     sc = NMT_MAX(sc, R * H * NMT_MAX(S, T));

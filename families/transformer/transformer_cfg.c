@@ -26,7 +26,7 @@
 
 static const char *const norm_choices[] = {"post", "pre", NULL};
 static const char *const fusion_choices[] = {"sum", "concat", "gate", NULL};
-static const char *const mg_compose_choices[] = {"max", "san", NULL};
+static const char *const mg_compose_choices[] = {"max", "san", "lstm", NULL};
 static const char *const mg_interact_choices[] = {"none", "lstm", "onlstm", NULL};
 
 /* Index of each entry that finish() needs to know was present. */
@@ -71,7 +71,8 @@ const nmt_hparam nmt_tf_hparams[] = {
      .help = "MG-SA: partition of each head, n_heads of word | ngram:N (N 2-64)"},
     {.key = "mg_compose", .flag = "mg-compose", .type = NMT_HP_ENUM, .off = OFF(mg_compose), .def_str = "max",
      .choices = mg_compose_choices,
-     .help = "MG-SA: phrase composition COM (max: max-pooling; san: self-attention inside each phrase, then max-pooling)"},
+     .help = "MG-SA: phrase composition COM (max: max-pooling; san: self-attention inside each phrase, then "
+             "max-pooling; lstm: an LSTM over each phrase, its last state)"},
     {.key = "mg_interact", .flag = "mg-interact", .type = NMT_HP_ENUM, .off = OFF(mg_interact), .def_str = "none",
      .choices = mg_interact_choices,
      .help = "MG-SA: phrase interaction REC over each phrase sequence (none | lstm | onlstm: ordered neurons)"},
@@ -371,14 +372,15 @@ static nmt_status self_attn(cat *k, nmt_tf_sub_w *s, const char *stack, uint32_t
     return NMT_OK;
 }
 
-/* MG-SA's interaction REC of encoder layer l (shared by the layer's phrase
- * groups), an LSTM or ON-LSTM: w_ih [G, d] with its bias, w_hh [G, d],
- * G = nmt_mg_rec_gates (gate rows i, f, g, o, then ON-LSTM's masters). */
-static nmt_status phrase_lstm(cat *k, nmt_tf_sub_w *s, uint32_t l) {
-    const uint32_t d = k->c->d, G = nmt_mg_rec_gates(k->c);
-    snprintf(k->prefix, sizeof k->prefix, "enc.%u.self_attn.phrase_lstm", l);
-    NMT_TRY(lin(k, FIELD(s, mg_ih), G, d, 0, 1, "ih"));
-    return emit(k, FIELD(s, mg_hh), NMT_ROLE_WEIGHT, 2, G, d, NMT_INIT_UNIFORM, d, 0, 1, "%s.hh.weight", k->prefix);
+/* An LSTM of MG-SA's encoder layer l named `name` (shared by the layer's
+ * phrase groups): w_ih [G, d] with its bias, w_hh [G, d]; gate rows i, f,
+ * g, o (then ON-LSTM's masters).  The interaction REC ("phrase_lstm", G =
+ * nmt_mg_rec_gates) and the LSTM composition COM ("phrase_com_lstm", 4d). */
+static nmt_status phrase_lstm(cat *k, nmt_lin *ih, nmt_lin *hh, uint32_t l, const char *name, uint32_t G) {
+    const uint32_t d = k->c->d;
+    snprintf(k->prefix, sizeof k->prefix, "enc.%u.self_attn.%s", l, name);
+    NMT_TRY(lin(k, ih, G, d, 0, 1, "ih"));
+    return emit(k, hh, NMT_ROLE_WEIGHT, 2, G, d, NMT_INIT_UNIFORM, d, 0, 1, "%s.hh.weight", k->prefix);
 }
 
 /* MG-SA's SAN composition COM of encoder layer l (shared by the layer's
@@ -412,7 +414,10 @@ nmt_status nmt_tf_catalogue(const void *cfgp, void *wp, nmt_tensor_fn fn, void *
         nmt_tf_sub_w *sa = SUB(w, 2 * l), *ff = SUB(w, 2 * l + 1);
         NMT_TRY(self_attn(&k, sa, "enc", l, c->n_enc_br));
         if (nmt_mg_layer(c, l) && c->mg_compose == NMT_MG_COM_SAN) NMT_TRY(phrase_san(&k, sa, l));
-        if (nmt_mg_layer(c, l) && c->mg_interact != NMT_MG_REC_NONE) NMT_TRY(phrase_lstm(&k, sa, l));
+        if (nmt_mg_layer(c, l) && c->mg_compose == NMT_MG_COM_LSTM)
+            NMT_TRY(phrase_lstm(&k, FIELD(sa, mg_com_ih), FIELD(sa, mg_com_hh), l, "phrase_com_lstm", 4 * d));
+        if (nmt_mg_layer(c, l) && c->mg_interact != NMT_MG_REC_NONE)
+            NMT_TRY(phrase_lstm(&k, FIELD(sa, mg_ih), FIELD(sa, mg_hh), l, "phrase_lstm", nmt_mg_rec_gates(c)));
         snprintf(n, sizeof n, "enc.%u.ln1", l);
         NMT_TRY(norm(&k, FIELD(sa, ln), n));
         snprintf(n, sizeof n, "enc.%u.ln2", l);

@@ -24,9 +24,10 @@ enum { NMT_TF_FUSE_SUM = 0, NMT_TF_FUSE_CONCAT = 1, NMT_TF_FUSE_GATE = 2 };
 #define NMT_MG_MAX_GROUPS 8
 #define NMT_MG_MAX_N 64
 
-/* mg_compose (COM of a phrase's tokens): max-pooling, or self-attention
- * inside the phrase then max-pooling. */
-enum { NMT_MG_COM_MAX = 0, NMT_MG_COM_SAN = 1 };
+/* mg_compose (COM of a phrase's tokens): max-pooling, self-attention
+ * inside the phrase then max-pooling, or the last state of an LSTM over
+ * the phrase. */
+enum { NMT_MG_COM_MAX = 0, NMT_MG_COM_SAN = 1, NMT_MG_COM_LSTM = 2 };
 
 /* mg_interact (REC over a phrase sequence): none, an LSTM, or an ON-LSTM
  * (ordered neurons, master gates over chunks of mg_chunk units). */
@@ -80,6 +81,7 @@ typedef struct nmt_tf_sub_w {
     nmt_lin g1[NMT_MAX_BRANCHES], g2[NMT_MAX_BRANCHES];
     nmt_lin mg_ih, mg_hh;  /* MG-SA (ON-)LSTM interaction: [G, d] + bias, [G, d] (nmt_mg_rec_gates) */
     nmt_lin mg_cqkv;       /* MG-SA SAN composition: fused q|k|v [3d, d] + bias */
+    nmt_lin mg_com_ih, mg_com_hh; /* MG-SA LSTM composition: [4d, d] + bias, [4d, d] */
 } nmt_tf_sub_w;
 
 /* Sub-layer k of the stacks: encoder layer l has 2l (self) and 2l+1 (FFN);

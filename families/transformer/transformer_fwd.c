@@ -180,8 +180,9 @@ static nmt_status cross_attn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const 
  * for every head; each phrase group's heads take their keys and values
  * from its phrase memory H_g = REC(COM(n-gram spans of the input)), COM
  * max-pooling (of the input, or of a self-attention inside each phrase:
- * SAN), REC none or an (ON-)LSTM over the phrase sequence, projected by
- * the group's rows of W_k and W_v. */
+ * SAN) or the last state of an LSTM over each phrase, REC none or an
+ * (ON-)LSTM over the phrase sequence, projected by the group's rows of
+ * W_k and W_v. */
 static nmt_status mg_self_attn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const nmt_tf_acts *a,
                                const nmt_tf_pass *p, nmt_buf in) {
     const nmt_tf_cfg *c = fw->c;
@@ -203,8 +204,17 @@ static nmt_status mg_self_attn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, cons
             NMT_TRY(nmt_op_ngram_spans(fw->ops, p->key_len, p->n, gr->n, m_cap, a->mg_seg[g], a->mg_cnt[g]));
             const int rec = c->mg_interact != NMT_MG_REC_NONE;
             const nmt_buf pooled = rec ? a->mg_pool[g] : a->mg_hg[g];
-            NMT_TRY(nmt_op_segment_max(fw->ops, tokens, d, p->len, a->mg_seg[g], p->n, m_cap, d, pooled, d,
-                                       a->mg_arg[g]));
+            if (c->mg_compose == NMT_MG_COM_LSTM) {
+                /* each phrase a sequence of n steps; G = the state after its last token */
+                NMT_TRY(nmt_op_span_tokens(fw->ops, in, d, p->len, a->mg_seg[g], p->n, m_cap, gr->n, d,
+                                           a->mg_ptok[g], a->mg_pcnt[g]));
+                NMT_TRY(nmt_layer_lstm(fw->ops, a->mg_ptok[g], d, m, gr->n, d, d, 0, &w->mg_com_ih, &w->mg_com_hh,
+                                       a->mg_pcnt[g], a->mg_pz[g], a->mg_pc[g], a->mg_ph[g], d));
+                NMT_TRY(nmt_op_span_last(fw->ops, a->mg_ph[g], d, a->mg_seg[g], m, gr->n, d, pooled, d));
+            } else {
+                NMT_TRY(nmt_op_segment_max(fw->ops, tokens, d, p->len, a->mg_seg[g], p->n, m_cap, d, pooled, d,
+                                           a->mg_arg[g]));
+            }
             if (rec)
                 NMT_TRY(nmt_layer_lstm(fw->ops, pooled, d, p->n, m_cap, d, d, nmt_mg_rec_chunk(c), &w->mg_ih,
                                        &w->mg_hh, a->mg_cnt[g], a->mg_z[g], a->mg_c[g], a->mg_hg[g], d));

@@ -39,6 +39,12 @@ typedef struct nmt_tf_acts {
     nmt_buf mg_arg[NMT_MG_MAX_GROUPS];  /* training: int (m, d) argmax rows; else absent */
     nmt_buf mg_cqkv;                    /* COM san: (rows, 3d) q|k|v of the composition's attention */
     nmt_buf mg_cctx[NMT_MG_MAX_GROUPS]; /* COM san: (rows, d) its output inside group g's phrases */
+    /* COM lstm, per group: the phrases as sequences of n steps (p = m * n rows) */
+    nmt_buf mg_ptok[NMT_MG_MAX_GROUPS]; /* (p, d) each phrase's tokens, zero rows past it */
+    nmt_buf mg_pcnt[NMT_MG_MAX_GROUPS]; /* int (m) phrase lengths */
+    nmt_buf mg_pz[NMT_MG_MAX_GROUPS];   /* (p, 4d) gates */
+    nmt_buf mg_pc[NMT_MG_MAX_GROUPS];   /* (p, d) cells */
+    nmt_buf mg_ph[NMT_MG_MAX_GROUPS];   /* (p, d) states */
 } nmt_tf_acts;
 
 typedef struct nmt_tf_fwd {
