@@ -111,7 +111,18 @@ typedef struct nmt_io_bufs {
     nmt_buf reorder;   /* int [step_rows]: beam back-pointers (row -> source row) */
     nmt_buf tgt_tok;   /* int [max_batch, tgt_cap]: teacher-forced decoder inputs */
     nmt_buf logits;    /* float [step_rows, tgt_vocab] */
+    /* host, during encode only: the batch's phrase spans (validated; NULL:
+     * none) and the source lengths incl. EOS */
+    const struct nmt_spans *spans;
+    const int32_t *h_src_len;
 } nmt_io_bufs;
+
+/* Phrase spans of a batch (nmt_session_set_spans), the caller's arrays. */
+typedef struct nmt_spans {
+    const nmt_span *const *spans;
+    const uint32_t *n_spans;
+    uint32_t n;
+} nmt_spans;
 
 #define NMT_FAMILY_CFG_BYTES 1024
 /* Room for a family's reason (finish) in bytes. */

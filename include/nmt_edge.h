@@ -73,6 +73,7 @@ typedef enum nmt_status {
     NMT_ERR_TOKENIZER_MODEL = 20,   /**< SentencePiece model malformed or inconsistent */
     NMT_ERR_NO_TOKENIZER = 21,      /**< text API used on a model without an embedded tokenizer */
     NMT_ERR_BUFFER_TOO_SMALL = 22,  /**< caller's output buffer too small; the size needed is reported */
+    NMT_ERR_INVALID_SPANS = 23,     /**< phrase spans empty, out of range, overlapping or not ascending */
     NMT_STATUS_COUNT_               /**< not a status; keep last */
 } nmt_status;
 
@@ -387,6 +388,28 @@ typedef struct nmt_batch {
     const uint32_t *lens;
     uint32_t n;                    /**< number of sentences (<= limits.max_batch) */
 } nmt_batch;
+
+/** A phrase of a source sentence: its tokens [start, start + len). */
+typedef struct nmt_span {
+    uint32_t start, len;
+} nmt_span;
+
+/** Phrase spans for the sentences of the next nmt_session_translate() or
+ *  nmt_session_score() call on s, which consumes them (later calls have
+ *  none unless set again).  MG-SA models with `syntax` phrase heads read
+ *  them; other models ignore them.  spans[i] points at n_spans[i] spans of
+ *  sentence i (i < n, n = that call's batch size) in ascending order, each
+ *  non-empty, within [0, lens[i]) and not overlapping the one before; the
+ *  call checks them whatever the model and fails with
+ *  NMT_ERR_INVALID_SPANS (nothing translated) when one is not, or when n
+ *  differs from its batch.  The runtime completes them to a partition:
+ *  every token in no span, and the EOS it appends, is a phrase of its own;
+ *  a sentence with n_spans[i] == 0 gets the model's fallback n-gram
+ *  phrases, as every sentence does without spans.  The arrays are the
+ *  caller's and must stay valid until that call returns; nothing is
+ *  copied (the runtime stays allocation-free).  spans = NULL clears. */
+NMT_API nmt_status nmt_session_set_spans(nmt_session *s, const nmt_span *const *spans, const uint32_t *n_spans,
+                                         uint32_t n);
 
 /** Translate a batch.  All sentences' beams advance together.  Results stay
  *  readable with nmt_session_result() until the next translate/score call. */

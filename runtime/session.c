@@ -316,6 +316,31 @@ static nmt_status check_batch(const nmt_session *s, const nmt_batch *b, uint32_t
     return NMT_OK;
 }
 
+nmt_status nmt_session_set_spans(nmt_session *s, const nmt_span *const *spans, const uint32_t *n_spans,
+                                 uint32_t n) {
+    NMT_CHECK(s != NULL && (spans == NULL || n_spans != NULL), NMT_ERR_INVALID_ARGUMENT);
+    s->spans.spans = spans;
+    s->spans.n_spans = spans ? n_spans : NULL;
+    s->spans.n = spans ? n : 0;
+    return NMT_OK;
+}
+
+/* The spans set for this call against its batch (nmt_session_set_spans). */
+static nmt_status check_spans(const nmt_spans *sp, const nmt_batch *b) {
+    if (sp->spans == NULL) return NMT_OK;
+    NMT_CHECK(sp->n == b->n, NMT_ERR_INVALID_SPANS);
+    for (uint32_t i = 0; i < b->n; i++) {
+        NMT_CHECK(sp->n_spans[i] == 0 || sp->spans[i] != NULL, NMT_ERR_INVALID_ARGUMENT);
+        uint64_t end = 0; /* of the span before */
+        for (uint32_t k = 0; k < sp->n_spans[i]; k++) {
+            const nmt_span x = sp->spans[i][k];
+            NMT_CHECK(x.len > 0 && x.start >= end && (uint64_t)x.start + x.len <= b->lens[i], NMT_ERR_INVALID_SPANS);
+            end = (uint64_t)x.start + x.len;
+        }
+    }
+    return NMT_OK;
+}
+
 static nmt_status upload_ints(nmt_session *s, nmt_buf dst, const int32_t *src, size_t n) {
     return nmt_device_write(s->dev, dst.mem, dst.off * sizeof(cl_int), n * sizeof(cl_int), src);
 }
@@ -323,7 +348,10 @@ static nmt_status upload_ints(nmt_session *s, nmt_buf dst, const int32_t *src, s
 /* Pack sources (+EOS) into [n, len] with padding, upload, run the encoder. */
 static nmt_status encode_batch(nmt_session *s, const nmt_batch *src, uint32_t *len_out) {
     uint32_t longest;
+    const nmt_spans spans = s->spans; /* this call's (consumed: the next call has none) */
+    s->spans = (nmt_spans){NULL, NULL, 0};
     NMT_TRY(check_batch(s, src, s->info.src_vocab, s->limits.max_src_len, &longest));
+    NMT_TRY(check_spans(&spans, src));
     const uint32_t len = longest + 1;
     for (uint32_t i = 0; i < src->n; i++) {
         int32_t *row = s->h_tok + (size_t)i * len;
@@ -334,7 +362,11 @@ static nmt_status encode_batch(nmt_session *s, const nmt_batch *src, uint32_t *l
     }
     NMT_TRY(upload_ints(s, s->io.src_tok, s->h_tok, (size_t)src->n * len));
     NMT_TRY(upload_ints(s, s->io.src_len, s->h_len, src->n));
-    NMT_TRY(s->fam->encode(s->fam_state, &s->io, src->n, len));
+    s->io.spans = spans.spans ? &spans : NULL;
+    s->io.h_src_len = s->h_len;
+    const nmt_status st = s->fam->encode(s->fam_state, &s->io, src->n, len);
+    s->io.spans = NULL; /* the caller's arrays are read during the call only */
+    NMT_TRY(st);
     *len_out = len;
     return NMT_OK;
 }

@@ -32,6 +32,7 @@ struct nmt_session {
     /* host scratch, sized from the limits */
     int32_t *h_tok;            /* (max_batch * max(src_cap, tgt_cap)) packing */
     int32_t *h_len;            /* (max_batch) */
+    nmt_spans spans;           /* set by nmt_session_set_spans for the next call */
     int32_t *h_col;            /* (step_rows) */
     uint32_t *h_max_len;       /* (max_batch) */
     float *h_logits;           /* (step_rows, tgt_vocab) */

@@ -33,6 +33,7 @@ const char *nmt_status_str(nmt_status s) {
         [NMT_ERR_TOKENIZER_MODEL] = "SentencePiece tokenizer model is malformed",
         [NMT_ERR_NO_TOKENIZER] = "model has no embedded tokenizer",
         [NMT_ERR_BUFFER_TOO_SMALL] = "output buffer too small",
+        [NMT_ERR_INVALID_SPANS] = "phrase spans empty, out of range, overlapping or not ascending",
     };
     if ((unsigned)s >= NMT_STATUS_COUNT_ || names[s] == NULL) return "unknown status";
     return names[s];

@@ -19,7 +19,10 @@ nmt_status nmt_session_warm(nmt_session *s) {
     NMT_TRY(upload(s, s->io.src_tok, tok, len));
     tok[0] = (int32_t)len;
     NMT_TRY(upload(s, s->io.src_len, tok, 1));
-    NMT_TRY(s->fam->encode(s->fam_state, &s->io, 1, len));
+    s->io.h_src_len = tok; /* the host's copy of the lengths, as encode_batch gives it */
+    const nmt_status st = s->fam->encode(s->fam_state, &s->io, 1, len);
+    s->io.h_src_len = NULL;
+    NMT_TRY(st);
 
     /* Decoder steps at t = 0 with one row (M <= 2) and with several rows
      * reading the same sentence (3 <= M <= 16), each followed by what

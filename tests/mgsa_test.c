@@ -60,6 +60,7 @@ static nmt_status mg_cfg(nmt_tf_cfg *c, const char *layers, const char *heads, i
     snprintf(c->mg_heads_text, sizeof c->mg_heads_text, "%s", heads);
     c->mg_interact = rec;
     c->mg_chunk = 8;
+    c->mg_fallback = 2;
     return nmt_tf_finish(c, ~0ull, NULL, 0);
 }
 
@@ -372,6 +373,16 @@ static void test_bad_configs(void **state) {
     char why2[256] = "";
     assert_int_equal(nmt_tf_finish(&c, ~0ull, why2, sizeof why2), NMT_ERR_MODEL_ARCH);
     assert_string_equal(why2, "mg_chunk 3 must divide d_model 32 (mg_interact onlstm)");
+    /* syntax heads: max-pooling only; a fallback below 2 is a word head */
+    assert_int_equal(mg_cfg(&c, "1", "syntax word word syntax", 0), NMT_OK);
+    c.mg_compose = NMT_MG_COM_SAN;
+    assert_int_equal(nmt_tf_finish(&c, ~0ull, why2, sizeof why2), NMT_ERR_MODEL_ARCH);
+    assert_string_equal(why2, "mg_compose san works on n-gram heads only (mg_heads 'syntax word word syntax': "
+                              "syntax heads take max)");
+    c.mg_compose = NMT_MG_COM_LSTM;
+    assert_int_equal(nmt_tf_finish(&c, ~0ull, NULL, 0), NMT_ERR_MODEL_ARCH);
+    assert_int_equal(mg_cfg(&c, "1", "syntax word word syntax", 0), NMT_OK);
+    assert_int_equal(c.mg_n_groups, 3);
     /* canonical spellings are written back */
     assert_int_equal(mg_cfg(&c, " 2,1 ", "word,ngram:2  ngram:2 word", 0), NMT_OK);
     assert_string_equal(c.mg_layers_text, "1 2");
@@ -380,12 +391,127 @@ static void test_bad_configs(void **state) {
     assert_int_equal(c.mg_mask, 3);
 }
 
+/* Scores of a batch on m with these spans (NULL: none). */
+static void score_with(env *e, model *m, const nmt_batch *src, const nmt_batch *tgt, const nmt_span *const *sp,
+                       const uint32_t *nsp, float *lp) {
+    nmt_test_assert_ok(e->dev, nmt_session_set_spans(m->s, sp, nsp, src->n));
+    nmt_test_assert_ok(e->dev, nmt_session_score(m->s, src, tgt, lp));
+}
+
+/* Syntax heads take the caller's phrase spans (nmt_session_set_spans):
+ * spans that form an n-gram partition give exactly the ngram:n model on
+ * the same weights (the catalogues are the same), a sentence without
+ * spans gets mg_syntax_fallback n-grams, other spans change the scores
+ * and decode consistently; bad spans are NMT_ERR_INVALID_SPANS for any
+ * model and are consumed. */
+static void test_syntax_spans(void **state) {
+    env *e = *state;
+    nmt_tf_cfg cs, c2, c3;
+    assert_int_equal(mg_cfg(&cs, "1 2", "word word syntax syntax", 0), NMT_OK);
+    assert_string_equal(cs.mg_heads_text, "word word syntax syntax");
+    assert_int_equal(cs.mg_n_groups, 2);
+    assert_int_equal(mg_cfg(&c2, "1 2", "word word ngram:2 ngram:2", 0), NMT_OK);
+    assert_int_equal(mg_cfg(&c3, "1 2", "word word ngram:3 ngram:3", 0), NMT_OK);
+    size_t size;
+    model ms, m2, m3;
+    void *img = write_model(&nmt_family_mgsa, &cs, 77, &size);
+    open_model(e, img, size, &ms);
+    nmt_model_info info;
+    nmt_session_model_info(ms.s, &info);
+    assert_non_null(strstr(info.family_config, "mg_heads word word syntax syntax;"));
+    assert_non_null(strstr(info.family_config, "; mg_syntax_fallback 2"));
+    img = write_model(&nmt_family_mgsa, &c2, 77, &size);
+    open_model(e, img, size, &m2);
+    img = write_model(&nmt_family_mgsa, &c3, 77, &size);
+    open_model(e, img, size, &m3);
+
+    nmt_batch src = {srcs, src_lens, NSENT}, tgt = {tgts, tgt_lens, NSENT};
+    float a[NSENT], b[NSENT], c[NSENT];
+    /* no spans: the fallback 2-grams */
+    score_with(e, &ms, &src, &tgt, NULL, NULL, a);
+    score_with(e, &m2, &src, &tgt, NULL, NULL, b);
+    assert_memory_equal(a, b, sizeof a);
+    /* the 2-gram partition given as spans (lengths 4 and 8: the EOS alone;
+     * sentence 1 without spans) */
+    static const nmt_span s0[] = {{0, 2}, {2, 2}}, s2[] = {{0, 2}, {2, 2}, {4, 2}, {6, 2}};
+    const nmt_span *const sp2[NSENT] = {s0, NULL, s2};
+    const uint32_t n2[NSENT] = {2, 0, 4};
+    score_with(e, &ms, &src, &tgt, sp2, n2, a);
+    assert_memory_equal(a, b, sizeof a);
+    /* 3-gram spans over sentences of 6 and 3 tokens = the ngram:3 model */
+    static const int32_t t6[] = {5, 9, 11, 4, 7, 12}, t3[] = {8, 6, 13};
+    const int32_t *const src3[2] = {t6, t3};
+    const uint32_t len3[2] = {6, 3};
+    const int32_t *const tg3[2] = {tgt0, tgt1};
+    const uint32_t tl3[2] = {3, 5};
+    nmt_batch sb3 = {src3, len3, 2}, tb3 = {tg3, tl3, 2};
+    static const nmt_span q6[] = {{0, 3}, {3, 3}}, q3[] = {{0, 3}};
+    const nmt_span *const sp3[2] = {q6, q3};
+    const uint32_t n3[2] = {2, 1};
+    score_with(e, &ms, &sb3, &tb3, sp3, n3, a);
+    score_with(e, &m3, &sb3, &tb3, NULL, NULL, c);
+    assert_memory_equal(a, c, sizeof(float) * 2);
+    /* other spans (tokens 0 and 3+ of sentence 0 and 0, 5-7 of sentence 2
+     * in no span: phrases of their own) change the scores, and a greedy
+     * translation with them scores the same teacher-forced with them */
+    static const nmt_span o0[] = {{1, 2}}, o2[] = {{1, 4}};
+    const nmt_span *const spo[NSENT] = {o0, NULL, o2};
+    const uint32_t no[NSENT] = {1, 0, 1};
+    score_with(e, &ms, &src, &tgt, spo, no, a);
+    assert_true(a[0] != b[0] && a[2] != b[2]);
+    assert_memory_equal(&a[1], &b[1], sizeof(float)); /* no spans: unchanged */
+    const nmt_decode_opts opts = {.beam = 1, .max_len = 6};
+    nmt_test_assert_ok(e->dev, nmt_session_set_spans(ms.s, spo, no, NSENT));
+    nmt_test_assert_ok(e->dev, nmt_session_translate(ms.s, &src, &opts));
+    int32_t toks[NSENT][8];
+    uint32_t lens[NSENT];
+    float incr[NSENT], forced[NSENT];
+    for (uint32_t i = 0; i < NSENT; i++) {
+        const int32_t *t;
+        float score;
+        nmt_test_assert_ok(e->dev, nmt_session_result(ms.s, i, 0, &t, &lens[i], &score, &incr[i]));
+        memcpy(toks[i], t, sizeof(int32_t) * lens[i]);
+    }
+    const int32_t *tp[NSENT] = {toks[0], toks[1], toks[2]};
+    nmt_batch hyp = {tp, lens, NSENT};
+    score_with(e, &ms, &src, &hyp, spo, no, forced);
+    for (uint32_t i = 0; i < NSENT; i++) assert_float_equal(incr[i], forced[i], 1e-4 * fmax(1.0, fabs(forced[i])));
+
+    /* bad spans: empty, past the sentence, overlapping, descending, a
+     * batch of another size; the call fails and the spans are consumed */
+    static const nmt_span empty[] = {{1, 0}}, past[] = {{3, 2}}, overlap[] = {{0, 2}, {1, 2}},
+                          desc[] = {{2, 1}, {0, 1}};
+    const nmt_span *const bad[4] = {empty, past, overlap, desc};
+    const uint32_t nbad[4] = {1, 1, 2, 2};
+    model *both[2] = {&ms, &m2}; /* checked whatever the model */
+    for (int k = 0; k < 4; k++)
+        for (int mi = 0; mi < 2; mi++) {
+            const nmt_span *const sp[NSENT] = {bad[k], NULL, NULL};
+            const uint32_t ns[NSENT] = {nbad[k], 0, 0};
+            nmt_test_assert_ok(e->dev, nmt_session_set_spans(both[mi]->s, sp, ns, NSENT));
+            assert_int_equal(nmt_session_score(both[mi]->s, &src, &tgt, c), NMT_ERR_INVALID_SPANS);
+            nmt_test_assert_ok(e->dev, nmt_session_score(both[mi]->s, &src, &tgt, c)); /* consumed */
+            assert_memory_equal(c, b, sizeof c);
+        }
+    nmt_test_assert_ok(e->dev, nmt_session_set_spans(ms.s, sp2, n2, 2)); /* 2 != 3 sentences */
+    assert_int_equal(nmt_session_translate(ms.s, &src, &opts), NMT_ERR_INVALID_SPANS);
+    assert_int_equal(nmt_session_set_spans(ms.s, sp2, NULL, NSENT), NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(nmt_session_set_spans(NULL, NULL, NULL, 0), NMT_ERR_INVALID_ARGUMENT);
+    /* a model without syntax heads ignores valid spans */
+    score_with(e, &m2, &src, &tgt, spo, no, c);
+    assert_memory_equal(c, b, sizeof c);
+    close_model(&ms);
+    close_model(&m2);
+    close_model(&m3);
+}
+
 int main(void) {
     const struct CMUnitTest plain[] = {
         cmocka_unit_test(test_bad_configs),
     };
     const struct CMUnitTest dev[] = {
         cmocka_unit_test(test_score_equals_reference),
+        cmocka_unit_test(test_syntax_spans),
         cmocka_unit_test(test_all_word_equals_transformer),
         cmocka_unit_test(test_incremental_equals_forced),
         cmocka_unit_test(test_int8_equals_dequantized),

@@ -220,6 +220,7 @@ static void *to_mgsa(void *img, size_t *size, const char *layers, const char *he
     c.mg_interact = rec;
     c.mg_compose = com;
     c.mg_chunk = 2; /* ON-LSTM: d 8, 4 master units */
+    c.mg_fallback = 2;
     assert_int_equal(nmt_tf_finish(&c, ~0ull, NULL, 0), NMT_OK);
     free(img);
     nmtw_writer *w = nmtw_create();
@@ -666,6 +667,11 @@ static void test_bad_input(void **state) {
     void *arch = rewrite_image(img, isz, NULL, 0, "mgsa", &sz);
     assert_int_equal(tft_create(e->dev, arch, sz, &lim, &m), NMT_ERR_MODEL_ARCH);
     free(arch);
+    /* MG-SA syntax heads: the trainer reads no phrase spans yet */
+    void *syn = to_mgsa(rewrite_image(img, isz, NULL, 0, "transformer", &sz), &sz, "1", "word syntax",
+                        NMT_MG_REC_NONE, NMT_MG_COM_MAX, 5);
+    assert_int_equal(tft_create(e->dev, syn, sz, &lim, &m), NMT_ERR_UNSUPPORTED);
+    free(syn);
     char garbage[512];
     memset(garbage, 'x', sizeof garbage);
     assert_int_equal(tft_create(e->dev, garbage, sizeof garbage, &lim, &m), NMT_ERR_MODEL_BAD_MAGIC);

@@ -33,7 +33,9 @@ static nmt_status parse_cfg(const nmt_file *f, tft_model *m) {
      * MG-SA (the same weights, phrase heads in the forward) */
     NMT_CHECK(fam == &nmt_family_transformer || fam == &nmt_family_mgsa, NMT_ERR_MODEL_ARCH);
     m->fam = fam;
-    return nmt_family_parse(fam, f, &m->c);
+    NMT_TRY(nmt_family_parse(fam, f, &m->c));
+    /* syntax heads need phrase spans of the training corpus: not yet read */
+    return nmt_mg_has_syntax(&m->c) ? NMT_ERR_UNSUPPORTED : NMT_OK;
 }
 
 /* The flat layout of P: tensors in catalogue order, each a contiguous

@@ -23,6 +23,10 @@ typedef struct tf_state {
     nmt_buf x;         /* (rows, d) residual stream */
     nmt_buf cache_tmp; /* (step_rows, tgt_cap, 2d) spare cache: beam reorder target */
     uint32_t src_pad_len;  /* padded source length of the last encode */
+    /* MG-SA syntax heads: the partition of a batch, built on the host and
+     * uploaded to the groups' (shared) mg_seg / mg_cnt */
+    int32_t *h_seg;    /* (max_batch, src_cap, 2) start, length */
+    int32_t *h_cnt;    /* (max_batch) phrases per sentence */
 } tf_state;
 
 static void tf_acts(void *user, uint32_t k, nmt_tf_acts *out) {
@@ -110,11 +114,24 @@ static nmt_status tf_plan(nmt_session *s, const nmt_file *f, const void *cfgp, c
             NMT_TRY(scratch(s, a, B * S * d, &ac->mg_cctx[0]));
             for (uint32_t g = 1; g < c->mg_n_groups; g++) ac->mg_cctx[g] = ac->mg_cctx[0];
         }
+        nmt_buf syn_seg = {NULL, 0}, syn_cnt = {NULL, 0};
+        if (nmt_mg_has_syntax(c)) { /* one partition for every syntax group */
+            local.h_seg = NMT_ARENA_NEW(a, int32_t, B * S * 2);
+            local.h_cnt = NMT_ARENA_NEW(a, int32_t, B);
+            NMT_CHECK(local.h_seg != NULL && local.h_cnt != NULL, NMT_ERR_ARENA_TOO_SMALL);
+            NMT_TRY(scratch(s, a, B * S * 2, &syn_seg));
+            NMT_TRY(scratch(s, a, B, &syn_cnt));
+        }
         for (uint32_t g = 0; g < c->mg_n_groups; g++) {
             if (c->mg_group[g].n == 0) continue;
             const size_t m = B * nmt_mg_m_cap(c, g, (uint32_t)S), w = (size_t)c->mg_group[g].nh * c->dh;
-            NMT_TRY(scratch(s, a, m * 2, &ac->mg_seg[g]));
-            NMT_TRY(scratch(s, a, B, &ac->mg_cnt[g]));
+            if (c->mg_group[g].syntax) {
+                ac->mg_seg[g] = syn_seg;
+                ac->mg_cnt[g] = syn_cnt;
+            } else {
+                NMT_TRY(scratch(s, a, m * 2, &ac->mg_seg[g]));
+                NMT_TRY(scratch(s, a, B, &ac->mg_cnt[g]));
+            }
             NMT_TRY(scratch(s, a, m * d, &ac->mg_hg[g]));
             NMT_TRY(scratch(s, a, m * 2 * w, &ac->mg_kv[g]));
             if (c->mg_compose == NMT_MG_COM_LSTM) {
@@ -156,11 +173,46 @@ static nmt_status tf_plan(nmt_session *s, const nmt_file *f, const void *cfgp, c
 /* Entry points                                                             */
 /* ------------------------------------------------------------------------ */
 
+/* The phrase partition of MG-SA's syntax heads for sentences b < n of
+ * padded length len (phrase row b * len + m): the caller's spans, every
+ * other position (the EOS too) a phrase of its own; a sentence without
+ * spans gets n-grams of mg_syntax_fallback.  Spans were validated by the
+ * session (ascending, disjoint, inside the sentence). */
+static void syntax_partition(const tf_state *st, const nmt_io_bufs *io, uint32_t n, uint32_t len) {
+    const nmt_spans *src = io->spans;
+    for (uint32_t b = 0; b < n; b++) {
+        const uint32_t L = (uint32_t)io->h_src_len[b], ns = src ? src->n_spans[b] : 0;
+        const nmt_span *sp = ns ? src->spans[b] : NULL;
+        int32_t *seg = st->h_seg + (size_t)b * len * 2;
+        uint32_t m = 0, k = 0;
+        for (uint32_t t = 0; t < L; m++) {
+            uint32_t w = 1;
+            if (ns == 0) w = NMT_MIN(st->c.mg_fallback, L - t);
+            else if (k < ns && sp[k].start == t) w = sp[k++].len;
+            seg[2 * m] = (int32_t)t;
+            seg[2 * m + 1] = (int32_t)w;
+            t += w;
+        }
+        st->h_cnt[b] = (int32_t)m;
+        for (; m < len; m++) seg[2 * m] = seg[2 * m + 1] = 0;
+    }
+}
+
 static nmt_status tf_encode(void *state, const nmt_io_bufs *io, uint32_t n, uint32_t len) {
     tf_state *st = (tf_state *)state;
     NMT_CHECK(n >= 1 && n <= st->dims.max_batch && len >= 1 && len <= st->dims.src_cap, NMT_ERR_LIMIT_EXCEEDED);
     const uint32_t rows = n * len;
     st->src_pad_len = len;
+    if (st->h_seg != NULL) {
+        uint32_t g = 0;
+        while (!st->c.mg_group[g].syntax) g++;
+        syntax_partition(st, io, n, len);
+        const nmt_buf seg = st->acts.mg_seg[g], cnt = st->acts.mg_cnt[g];
+        nmt_device *dev = st->fw.ops->dev;
+        NMT_TRY(nmt_device_write(dev, seg.mem, seg.off * sizeof(cl_int), (size_t)n * len * 2 * sizeof(cl_int),
+                                 st->h_seg));
+        NMT_TRY(nmt_device_write(dev, cnt.mem, cnt.off * sizeof(cl_int), (size_t)n * sizeof(cl_int), st->h_cnt));
+    }
     const nmt_tf_pass p = {.n = n, .len = len, .key_len = io->src_len};
     NMT_TRY(nmt_tf_embed(&st->fw, &st->w.src_emb, io->src_tok, rows, len, 0, st->x, 0));
     NMT_TRY(nmt_tf_encoder(&st->fw, &p, st->x));

@@ -68,7 +68,7 @@ const nmt_hparam nmt_tf_hparams[] = {
      .text_cap = NMT_MG_TEXT, .help = "MG-SA: encoder layers (1-based) with phrase heads, e.g. \"1\" or \"1 2\""},
     {.key = "mg_heads", .flag = "mg-heads", .type = NMT_HP_TEXT, .off = OFF(mg_heads_text),
      .def_str = "word word ngram:2 ngram:3", .text_cap = NMT_MG_TEXT,
-     .help = "MG-SA: partition of each head, n_heads of word | ngram:N (N 2-64)"},
+     .help = "MG-SA: partition of each head, n_heads of word | ngram:N (N 2-64) | syntax (the caller's phrase spans)"},
     {.key = "mg_compose", .flag = "mg-compose", .type = NMT_HP_ENUM, .off = OFF(mg_compose), .def_str = "max",
      .choices = mg_compose_choices,
      .help = "MG-SA: phrase composition COM (max: max-pooling; san: self-attention inside each phrase, then "
@@ -76,6 +76,9 @@ const nmt_hparam nmt_tf_hparams[] = {
     {.key = "mg_interact", .flag = "mg-interact", .type = NMT_HP_ENUM, .off = OFF(mg_interact), .def_str = "none",
      .choices = mg_interact_choices,
      .help = "MG-SA: phrase interaction REC over each phrase sequence (none | lstm | onlstm: ordered neurons)"},
+    {.key = "mg_syntax_fallback", .flag = "mg-syntax-fallback", .type = NMT_HP_U32, .off = OFF(mg_fallback),
+     .def = 2, .lo = 2, .hi = NMT_MG_MAX_N,
+     .help = "MG-SA syntax heads: n-gram phrases of this size for a sentence given without spans"},
     {.key = "mg_chunk", .flag = "mg-chunk", .type = NMT_HP_U32, .off = OFF(mg_chunk), .def = 8, .lo = 1,
      .hi = DIM_MAX, .help = "MG-SA ON-LSTM: chunk size of the master gates (d_model / chunk of them; divides d_model)"},
 };
@@ -173,18 +176,20 @@ static nmt_status mg_finish(nmt_tf_cfg *c) {
     c->mg_n_groups = 0;
     p = c->mg_heads_text;
     while (next_word(&p, &e)) {
-        uint32_t n = 0;
-        if (!(e - p == 4 && strncmp(p, "word", 4) == 0)) {
+        uint32_t n = 0, syntax = 0;
+        if (e - p == 6 && strncmp(p, "syntax", 6) == 0) {
+            n = syntax = 1;
+        } else if (!(e - p == 4 && strncmp(p, "word", 4) == 0)) {
             NMT_CHECK(e - p > 6 && strncmp(p, "ngram:", 6) == 0, NMT_ERR_MODEL_ARCH);
             NMT_TRY(parse_uint(p + 6, e, 2, NMT_MG_MAX_N, &n));
         }
         NMT_CHECK(h < c->heads, NMT_ERR_MODEL_ARCH);
         nmt_mg_group *g = c->mg_n_groups ? &c->mg_group[c->mg_n_groups - 1] : NULL;
-        if (g && g->n == n) {
+        if (g && g->n == n && g->syntax == syntax) {
             g->nh++;
         } else {
             NMT_CHECK(c->mg_n_groups < NMT_MG_MAX_GROUPS, NMT_ERR_MODEL_ARCH);
-            c->mg_group[c->mg_n_groups++] = (nmt_mg_group){h, 1, n};
+            c->mg_group[c->mg_n_groups++] = (nmt_mg_group){h, 1, n, syntax};
         }
         h++;
         p = e;
@@ -202,8 +207,9 @@ static nmt_status mg_finish(nmt_tf_cfg *c) {
     for (uint32_t i = 0; i < c->mg_n_groups; i++)
         for (uint32_t j = 0; j < c->mg_group[i].nh; j++) {
             const uint32_t n = c->mg_group[i].n;
-            NMT_TRY(n ? append(buf, &used, "%sngram:%u", used ? " " : "", n)
-                      : append(buf, &used, "%sword", used ? " " : ""));
+            NMT_TRY(c->mg_group[i].syntax ? append(buf, &used, "%ssyntax", used ? " " : "")
+                    : n                   ? append(buf, &used, "%sngram:%u", used ? " " : "", n)
+                                          : append(buf, &used, "%sword", used ? " " : ""));
         }
     memcpy(c->mg_heads_text, buf, sizeof buf);
     return NMT_OK;
@@ -265,9 +271,12 @@ nmt_status nmt_tf_finish(void *cfgp, uint64_t present, char *why, size_t why_cap
     memcpy(layers, c->mg_layers_text, sizeof layers);
     memcpy(heads, c->mg_heads_text, sizeof heads);
     TF_CHECK(mg_finish(c) == NMT_OK,
-             "mg_layers '%s', mg_heads '%s': expected encoder layers in [1, %u] and one of word | ngram:N (N 2-%u) "
+             "mg_layers '%s', mg_heads '%s': expected encoder layers in [1, %u] and one of word | ngram:N (N 2-%u) | syntax "
              "for each of the %u heads, and a global-only encoder (enc_branches '%s')",
              layers, heads, c->enc_layers, NMT_MG_MAX_N, c->heads, c->enc_br_text);
+    TF_CHECK(c->mg_compose == NMT_MG_COM_MAX || !nmt_mg_has_syntax(c),
+             "mg_compose %s works on n-gram heads only (mg_heads '%s': syntax heads take max)",
+             mg_compose_choices[c->mg_compose], c->mg_heads_text);
     TF_CHECK(c->mg_interact != NMT_MG_REC_ONLSTM || c->d % c->mg_chunk == 0,
              "mg_chunk %u must divide d_model %u (mg_interact onlstm)", c->mg_chunk, c->d);
     return NMT_OK;
@@ -296,8 +305,10 @@ void nmt_tf_info(const void *cfgp, nmt_model_info *info) {
     info->unk_id = c->unk;
     info->family_config[0] = '\0';
     if (c->mg_heads_text[0]) {
-        char chunk[32] = "";
+        char chunk[64] = "";
         if (c->mg_interact == NMT_MG_REC_ONLSTM) snprintf(chunk, sizeof chunk, "; mg_chunk %u", c->mg_chunk);
+        if (nmt_mg_has_syntax(c))
+            snprintf(chunk + strlen(chunk), sizeof chunk - strlen(chunk), "; mg_syntax_fallback %u", c->mg_fallback);
         snprintf(info->family_config, sizeof info->family_config,
                  "mg_layers %s; mg_heads %s; mg_compose %s; mg_interact %s%s", c->mg_layers_text, c->mg_heads_text,
                  mg_compose_choices[c->mg_compose], mg_interact_choices[c->mg_interact], chunk);

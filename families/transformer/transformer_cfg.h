@@ -34,9 +34,10 @@ enum { NMT_MG_COM_MAX = 0, NMT_MG_COM_SAN = 1, NMT_MG_COM_LSTM = 2 };
 enum { NMT_MG_REC_NONE = 0, NMT_MG_REC_LSTM = 1, NMT_MG_REC_ONLSTM = 2 };
 
 /* A run of adjacent heads with one partition: n = 0 word (tokens), else
- * n-gram phrases of n tokens. */
+ * n-gram phrases of n tokens; syntax: the caller's phrase spans (n = 1:
+ * up to one phrase per token). */
 typedef struct nmt_mg_group {
-    uint32_t h0, nh, n;
+    uint32_t h0, nh, n, syntax;
 } nmt_mg_group;
 
 typedef struct nmt_tf_cfg {
@@ -50,6 +51,7 @@ typedef struct nmt_tf_cfg {
     char mg_layers_text[NMT_MG_TEXT], mg_heads_text[NMT_MG_TEXT];
     int mg_compose, mg_interact;  /* indices into their choices (NMT_MG_COM_*; NMT_MG_REC_*) */
     uint32_t mg_chunk;            /* ON-LSTM chunk size */
+    uint32_t mg_fallback;         /* syntax heads: n-gram size for a sentence without spans */
     /* derived by finish() */
     uint32_t dh;
     uint32_t n_enc_br, n_dec_br;
@@ -67,6 +69,13 @@ static inline uint32_t nmt_mg_rec_chunk(const nmt_tf_cfg *c) {
 static inline uint32_t nmt_mg_rec_gates(const nmt_tf_cfg *c) {
     const uint32_t ch = nmt_mg_rec_chunk(c);
     return 4 * c->d + (ch ? 2 * (c->d / ch) : 0);
+}
+
+/* Whether some head takes the caller's phrase spans. */
+static inline int nmt_mg_has_syntax(const nmt_tf_cfg *c) {
+    for (uint32_t g = 0; g < c->mg_n_groups; g++)
+        if (c->mg_group[g].syntax) return 1;
+    return 0;
 }
 
 /* Whether encoder layer l has phrase heads. */
@@ -111,7 +120,7 @@ extern const nmt_family nmt_family_transformer;
 /* MG-SA's table is the Transformer's followed by its own keys: the
  * Transformer record reads the first NMT_TF_N_HPARAMS entries, the MG-SA
  * record all NMT_MGSA_N_HPARAMS, so no key is written twice. */
-#define NMT_MGSA_N_HPARAMS (NMT_TF_N_HPARAMS + 5)
+#define NMT_MGSA_N_HPARAMS (NMT_TF_N_HPARAMS + 6)
 /* `nmt-edge-convert random`'s defaults for both records (nmt_family.
  * random_args): a 2 + 2 layer model of width 32 that opens. */
 #define NMT_TF_RANDOM_ARGS \

@@ -201,7 +201,8 @@ static nmt_status mg_self_attn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, cons
                 tokens = a->mg_cctx[g];
             }
             const uint32_t m_cap = nmt_mg_m_cap(c, g, p->len), m = p->n * m_cap, wd = gr->nh * c->dh;
-            NMT_TRY(nmt_op_ngram_spans(fw->ops, p->key_len, p->n, gr->n, m_cap, a->mg_seg[g], a->mg_cnt[g]));
+            if (!gr->syntax) /* syntax heads: the caller's partition is already there */
+                NMT_TRY(nmt_op_ngram_spans(fw->ops, p->key_len, p->n, gr->n, m_cap, a->mg_seg[g], a->mg_cnt[g]));
             const int rec = c->mg_interact != NMT_MG_REC_NONE;
             const nmt_buf pooled = rec ? a->mg_pool[g] : a->mg_hg[g];
             if (c->mg_compose == NMT_MG_COM_LSTM) {

@@ -70,6 +70,8 @@ typedef struct nmt_tf_pass {
     uint32_t t;
     uint32_t cache_len;  /* step: positions per row of the K|V cache */
 } nmt_tf_pass;
+/* (MG-SA syntax heads read their phrase spans and counts from acts
+ * mg_seg / mg_cnt, filled by the caller before the encoder runs.) */
 
 /* Embedding of rows tokens into out, then dropout at `site`. */
 nmt_status nmt_tf_embed(const nmt_tf_fwd *fw, const nmt_lin *E, nmt_buf tok, uint32_t rows, uint32_t seq_len,
