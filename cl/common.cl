@@ -42,6 +42,20 @@ inline float wg_sum(float v, __local float *red) {
     return total;
 }
 
+/* cumax(x)[k] of m values (ON-LSTM's master gates): sum_{l <= k} of
+ * softmax(x)_l. */
+inline float cumax_at(__global const float *x, const uint m, const uint k) {
+    float mx = x[0];
+    for (uint l = 1; l < m; l++) mx = fmax(mx, x[l]);
+    float sum = 0.0f, pre = 0.0f;
+    for (uint l = 0; l < m; l++) {
+        const float e = exp(x[l] - mx);
+        sum += e;
+        if (l <= k) pre += e;
+    }
+    return pre / sum;
+}
+
 /* Valid keys of kv sequence m, clamped to [0, lk_max]. */
 inline int attn_key_count(__global const int *key_len, const ulong kl_off, const int has_key_len,
                           const uint key_len_const, const uint m, const uint lk_max) {

@@ -27,19 +27,6 @@
 
 inline float nmt_sigmoid(const float x) { return 1.0f / (1.0f + exp(-x)); }
 
-/* cumax(x)[k] of m values: sum_{l <= k} softmax(x)_l. */
-inline float nmt_cumax(__global const float *x, const uint m, const uint k) {
-    float mx = x[0];
-    for (uint l = 1; l < m; l++) mx = fmax(mx, x[l]);
-    float sum = 0.0f, pre = 0.0f;
-    for (uint l = 0; l < m; l++) {
-        const float e = exp(x[l] - mx);
-        sum += e;
-        if (l <= k) pre += e;
-    }
-    return pre / sum;
-}
-
 __kernel void lstm_cell(__global float *Z, const ulong z_off, __global float *C, const ulong c_off,
                         __global float *H, const ulong h_off, const uint ld_h, __global const int *count,
                         const ulong count_off, const uint n_seq, const uint t_cap, const uint t, const uint h,
@@ -61,7 +48,7 @@ __kernel void lstm_cell(__global float *Z, const ulong z_off, __global float *C,
     float fh = f, ih = i;
     if (chunk) {
         const uint k = j / chunk;
-        const float ft = nmt_cumax(z + 4 * h, m, k), it = 1.0f - nmt_cumax(z + 4 * h + m, m, k);
+        const float ft = cumax_at(z + 4 * h, m, k), it = 1.0f - cumax_at(z + 4 * h + m, m, k);
         const float w = ft * it;
         fh = f * w + (ft - w);
         ih = i * w + (it - w);

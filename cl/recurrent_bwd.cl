@@ -24,18 +24,6 @@
  *
  * Offsets and leading dimensions are in elements; addresses use ulong. */
 
-inline float nmt_cumax_b(__global const float *x, const uint m, const uint k) {
-    float mx = x[0];
-    for (uint l = 1; l < m; l++) mx = fmax(mx, x[l]);
-    float sum = 0.0f, pre = 0.0f;
-    for (uint l = 0; l < m; l++) {
-        const float e = exp(x[l] - mx);
-        sum += e;
-        if (l <= k) pre += e;
-    }
-    return pre / sum;
-}
-
 __kernel void lstm_cell_bwd(__global const float *Z, const ulong z_off, __global const float *C, const ulong c_off,
                             __global const float *DH, const ulong dh_off, const uint ld_dh, __global float *DC,
                             const ulong dc_off, __global float *DZ, const ulong dz_off, __global float *DM,
@@ -59,8 +47,8 @@ __kernel void lstm_cell_bwd(__global const float *Z, const ulong z_off, __global
     float ft = 0.0f, it = 0.0f, w = 1.0f, fh = f, ih = i;
     if (chunk) {
         const uint k = j / chunk;
-        ft = nmt_cumax_b(z + 4 * h, m, k);
-        it = 1.0f - nmt_cumax_b(z + 4 * h + m, m, k);
+        ft = cumax_at(z + 4 * h, m, k);
+        it = 1.0f - cumax_at(z + 4 * h + m, m, k);
         w = ft * it;
         fh = f * w + (ft - w);
         ih = i * w + (it - w);
