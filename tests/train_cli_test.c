@@ -493,6 +493,13 @@ static void test_mgsa(void **state) {
     assert_non_null(strstr(r.err, "cannot build the mgsa model: invalid value for mg-interact"));
     nmt_test_proc_free(&r);
 
+    char *syntax[] = {"--arch", "mgsa", "--mg-heads", "word syntax", "--d-model", "16", "--heads", "2", NULL};
+    train_argv(argv, dir, src, tgt, syntax);
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 2);
+    assert_non_null(strstr(r.err, "--mg-heads: syntax heads need the phrase spans of the training corpus"));
+    nmt_test_proc_free(&r);
+
     char *no_arch[] = {"--mg-heads", "word word", NULL};
     train_argv(argv, dir, src, tgt, no_arch);
     nmt_test_run(argv, NULL, g_dir, &r);

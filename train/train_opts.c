@@ -303,6 +303,11 @@ int train_opts_parse(int argc, char **argv, train_opts *o, int *help) {
         fprintf(stderr, PROG ": the --mg-* options need --arch mgsa\n");
         return EXIT_USAGE;
     }
+    if (mgsa && o->mg_heads && strstr(o->mg_heads, "syntax")) {
+        fprintf(stderr, PROG ": --mg-heads: syntax heads need the phrase spans of the training corpus, which "
+                             "nmt-edge-train does not read yet (docs/ARCHITECTURES.md); use word and ngram:N heads\n");
+        return EXIT_USAGE;
+    }
     if (mgsa && !(br_set & 1)) o->enc_branches = "global"; /* MG-SA is built on the vanilla Transformer */
     if (mgsa && !(br_set & 2)) o->dec_branches = "global";
     if (o->lr < 0) o->lr = sched_parse(o->schedule) == SCHED_T2T ? 2.0 : 5e-4;
