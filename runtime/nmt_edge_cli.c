@@ -319,6 +319,14 @@ int model_sizes(const char *path, const nmt_limits *lim, size_t *arena,
     if (st == NMT_ERR_INVALID_ARGUMENT)
         return report_status("cannot plan a session for --max-src-len, --max-len, --batch and "
                              "--beam (lower them)", st, NULL);
+    if (st == NMT_ERR_DEVICE_MEMORY && sizeof(size_t) < 8) {
+        /* a buffer's size does not fit this host's size_t (32-bit builds) */
+        fprintf(stderr,
+                PROG ": these limits need buffers larger than a %u-bit host can address; lower --max-src-len, "
+                     "--max-len, --batch or --beam\n",
+                (unsigned)(8 * sizeof(size_t)));
+        return 1;
+    }
     return st == NMT_OK ? 0 : model_error(path, st);
 }
 
