@@ -90,3 +90,24 @@ __kernel void span_last(__global const float *H, const ulong h_off, const uint l
     const int len = S[s_off + 2 * (ulong)r + 1];
     G[g_off + (ulong)r * ld_g + c] = len > 0 ? H[h_off + ((ulong)r * t_cap + (ulong)(len - 1)) * ld_h + c] : 0.0f;
 }
+
+/* Windows of positions as rows (1-D convolution over positions, the
+ * phrase-based attentions' Conv_n as one GEMM over these rows):
+ *   window_rows  Y[(s * t_out + t) * ld_y + i * d + c] = X[(s * n_cap + p) * ld_x + c],
+ *                p = t * stride + i - pad, for window offset i < n, when
+ *                0 <= p < len[s] (sequence s's valid positions), else 0.
+ *                                                        [c, i, s * t_out + t] */
+__kernel void window_rows(__global const float *X, const ulong x_off, const uint ld_x, const uint n_cap,
+                          __global const int *len, const ulong len_off, const uint n_seq, const uint t_out,
+                          const uint n, const uint stride, const uint pad, const uint d, __global float *Y,
+                          const ulong y_off, const uint ld_y) {
+    const uint c = (uint)get_global_id(0);
+    const uint i = (uint)get_global_id(1);
+    const uint r = (uint)get_global_id(2);
+    if (c >= d || i >= n || r >= n_seq * t_out) return;
+    const uint s = r / t_out, t = r % t_out;
+    const long p = (long)t * stride + i - (long)pad;
+    const int L = len[len_off + s];
+    Y[y_off + (ulong)r * ld_y + (ulong)i * d + c] =
+        p >= 0 && p < L ? X[x_off + ((ulong)s * n_cap + (ulong)p) * ld_x + c] : 0.0f;
+}

@@ -47,3 +47,27 @@ __kernel void span_tokens_bwd(__global const float *DP, const ulong dp_off, __gl
     const int start = S[s_off + 2 * (ulong)r], len = S[s_off + 2 * (ulong)r + 1];
     if ((int)t < len) DX[dx_off + (b * n_cap + (ulong)(start + (int)t)) * ld_x + c] += DP[dp_off + (ulong)i * d + c];
 }
+
+/* Backward of window_rows (cl/phrase.cl): for every valid position p <
+ * len[s] of sequence s, DX[(s * n_cap + p) * ld_x + c] += the sum, over
+ * window offsets i = 0 .. n - 1 (in that order) with t = (p + pad - i) /
+ * stride whole and t < t_out, of DY[(s * t_out + t) * ld_y + i * d + c].
+ * A work-item per (c, position): race-free.                [c, s * n_cap + p] */
+__kernel void window_rows_bwd(__global const float *DY, const ulong dy_off, const uint ld_y,
+                              __global const int *len, const ulong len_off, const uint n_seq, const uint n_cap,
+                              const uint t_out, const uint n, const uint stride, const uint pad, const uint d,
+                              __global float *DX, const ulong dx_off, const uint ld_x) {
+    const uint c = (uint)get_global_id(0);
+    const uint q = (uint)get_global_id(1);
+    if (c >= d || q >= n_seq * n_cap) return;
+    const uint s = q / n_cap, p = q % n_cap;
+    if ((int)p >= len[len_off + s]) return;
+    float acc = 0.0f;
+    for (uint i = 0; i < n; i++) {
+        const long u = (long)p + pad - i;
+        if (u < 0 || u % stride) continue;
+        const ulong t = (ulong)(u / stride);
+        if (t < t_out) acc += DY[dy_off + ((ulong)s * t_out + t) * ld_y + (ulong)i * d + c];
+    }
+    DX[dx_off + (ulong)q * ld_x + c] += acc;
+}

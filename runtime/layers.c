@@ -33,3 +33,13 @@ nmt_status nmt_layer_lstm(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t n_seq
     }
     return NMT_OK;
 }
+
+nmt_status nmt_layer_conv1d(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t n_cap, nmt_buf len, uint32_t n_seq,
+                            uint32_t t_out, uint32_t n, uint32_t stride, uint32_t pad, uint32_t in_dim,
+                            const nmt_lin *w, uint32_t out_dim, nmt_buf cols, nmt_buf out, uint32_t ld_out) {
+    if (n_seq == 0 || t_out == 0) return NMT_OK;
+    const uint64_t k = (uint64_t)n * in_dim, rows = (uint64_t)n_seq * t_out;
+    if (k > UINT32_MAX || rows > UINT32_MAX) return NMT_ERR_INVALID_ARGUMENT;
+    NMT_TRY(nmt_op_window_rows(ops, x, ld_x, n_cap, len, n_seq, t_out, n, stride, pad, in_dim, cols, (uint32_t)k));
+    return nmt_layer_linear(ops, cols, (uint32_t)k, (uint32_t)rows, w, out_dim, (uint32_t)k, out, ld_out, 0);
+}

@@ -9,8 +9,9 @@
  *     (nmt_layer_lstm); GRU follows their pattern (one gate GEMM for all steps of the
  *     input, one per step for the recurrence, a pointwise cell kernel in
  *     cl/recurrent.cl), MG-SA / BA-NMT;
- *   - 1-D convolution over positions (ConvKV: an n-gram window as one
- *     GEMM over im2col rows), phrase-based attention;
+ *   - 1-D convolution over positions: here (nmt_layer_conv1d: the window
+ *     rows of nmt_op_window_rows and one GEMM), for the phrase-based
+ *     attentions' ConvKV / QueryK / interleaving (issue 16);
  *   - max-pooling over spans (n-gram windows, syntax spans), MG-SA;
  *   - additive (Bahdanau) attention, BA-NMT.
  * Internal header. */
@@ -51,6 +52,18 @@ static inline nmt_status nmt_layer_norm(nmt_ops *ops, nmt_buf x, nmt_buf res, nm
 /* out[rows, d] = E[tok] * scale + P(pos0 + position in sequence). */
 nmt_status nmt_layer_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_len, uint32_t pos0,
                            const nmt_lin *E, uint32_t d, float scale, nmt_buf out);
+
+/* 1-D convolution over positions (the phrase-based attentions' Conv_n):
+ * out row s * t_out + t (stride ld_out) = W [out_dim, n * in_dim] applied
+ * to the n input rows at positions t * stride + i - pad (i < n) of
+ * sequence s (x rows s * n_cap + p, stride ld_x; positions outside [0,
+ * len[s]) read as zeros), plus W's bias.  cols (float [n_seq * t_out,
+ * n * in_dim]) is the caller's scratch (the trainer keeps it for the
+ * weight gradient).  nmt_op_window_rows then one GEMM; requires
+ * nmt_ops_enable_phrase. */
+nmt_status nmt_layer_conv1d(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t n_cap, nmt_buf len, uint32_t n_seq,
+                            uint32_t t_out, uint32_t n, uint32_t stride, uint32_t pad, uint32_t in_dim,
+                            const nmt_lin *w, uint32_t out_dim, nmt_buf cols, nmt_buf out, uint32_t ld_out);
 
 /* LSTM over n_seq sequences of up to t_cap steps (MG-SA's phrase
  * interaction): step t of sequence b is row b * t_cap + t of x (in_dim

@@ -75,6 +75,7 @@ void nmt_ops_release(nmt_ops *ops) {
     if (ops->k_ngram_spans) clReleaseKernel(ops->k_ngram_spans);
     if (ops->k_span_tokens) clReleaseKernel(ops->k_span_tokens);
     if (ops->k_span_last) clReleaseKernel(ops->k_span_last);
+    if (ops->k_window_rows) clReleaseKernel(ops->k_window_rows);
     if (ops->k_lstm_cell) clReleaseKernel(ops->k_lstm_cell);
     /* Programs belong to the device (built once, shared by sessions). */
     memset(ops, 0, sizeof *ops);

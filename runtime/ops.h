@@ -49,7 +49,7 @@ typedef struct nmt_ops {
     cl_kernel k_gather_rows, k_log_softmax;
     cl_kernel k_attn_scores, k_attn_stats, k_attn_apply, k_attn_fused;
     /* phrase memories (cl/phrase.cl), created by nmt_ops_enable_phrase */
-    cl_kernel k_segment_max, k_ngram_spans, k_span_tokens, k_span_last;
+    cl_kernel k_segment_max, k_ngram_spans, k_span_tokens, k_span_last, k_window_rows;
     /* recurrent cells (cl/recurrent.cl), created by nmt_ops_enable_recurrent */
     cl_kernel k_lstm_cell;
     /* launch geometry chosen by nmt_ops_init: every kernel is launched with
@@ -262,5 +262,15 @@ nmt_status nmt_op_span_tokens(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t n
  * nmt_ops_enable_phrase. */
 nmt_status nmt_op_span_last(nmt_ops *ops, nmt_buf h, uint32_t ld_h, nmt_buf seg, uint32_t rows, uint32_t t_cap,
                             uint32_t d, nmt_buf g, uint32_t ld_g);
+
+/* Windows of positions as rows (cl/phrase.cl window_rows; a 1-D
+ * convolution over positions is this and one GEMM, layers.h
+ * nmt_layer_conv1d): row s * t_out + t of y (row stride ld_y >= n * d)
+ * holds, for i < n, the row of position p = t * stride + i - pad of
+ * sequence s in x (rows s * n_cap + p, stride ld_x) when 0 <= p < len[s]
+ * (int [n_seq]), else zeros.  Requires nmt_ops_enable_phrase. */
+nmt_status nmt_op_window_rows(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t n_cap, nmt_buf len, uint32_t n_seq,
+                              uint32_t t_out, uint32_t n, uint32_t stride, uint32_t pad, uint32_t d, nmt_buf y,
+                              uint32_t ld_y);
 
 #endif

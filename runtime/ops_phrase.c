@@ -7,7 +7,7 @@
 
 nmt_status nmt_ops_enable_phrase(nmt_ops *ops) {
     if (ops == NULL || ops->dev == NULL || ops->k_add == NULL) return NMT_ERR_INVALID_ARGUMENT;
-    if (ops->k_span_last != NULL) return NMT_OK;
+    if (ops->k_window_rows != NULL) return NMT_OK;
     cl_program prog;
     NMT_TRY(nmt_device_program(ops->dev, "phrase", "", &prog));
     struct {
@@ -16,7 +16,8 @@ nmt_status nmt_ops_enable_phrase(nmt_ops *ops) {
     } ks[] = {{&ops->k_segment_max, "segment_max"},
               {&ops->k_ngram_spans, "ngram_spans"},
               {&ops->k_span_tokens, "span_tokens"},
-              {&ops->k_span_last, "span_last"}}; /* the last one created marks the set done */
+              {&ops->k_span_last, "span_last"},
+              {&ops->k_window_rows, "window_rows"}}; /* the last one created marks the set done */
     for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
         if (*ks[i].k == NULL) NMT_TRY(nmt_device_kernel(ops->dev, prog, ks[i].name, ks[i].k));
     return NMT_OK;
@@ -123,4 +124,36 @@ nmt_status nmt_op_span_last(nmt_ops *ops, nmt_buf h, uint32_t ld_h, nmt_buf seg,
     NMT_TRY(args_end(ops->dev, &a, "span_last"));
     const size_t n[2] = {d, rows};
     return nmt_ops_launch(ops, ops->k_span_last, 2, n, "span_last");
+}
+
+nmt_status nmt_op_window_rows(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t n_cap, nmt_buf len, uint32_t n_seq,
+                              uint32_t t_out, uint32_t n, uint32_t stride, uint32_t pad, uint32_t d, nmt_buf y,
+                              uint32_t ld_y) {
+    if (ops == NULL || ops->k_window_rows == NULL) return NMT_ERR_INVALID_ARGUMENT;
+    if (n_seq == 0 || t_out == 0 || d == 0) return NMT_OK;
+    if (x.mem == NULL || len.mem == NULL || y.mem == NULL || n == 0 || stride == 0 || n_cap == 0 || ld_x < d ||
+        (uint64_t)ld_y < (uint64_t)n * d)
+        return NMT_ERR_INVALID_ARGUMENT;
+    if ((uint64_t)n_seq * t_out > UINT32_MAX || (uint64_t)n_seq * n_cap > INT32_MAX ||
+        (uint64_t)t_out * stride + n > INT32_MAX)
+        return NMT_ERR_INVALID_ARGUMENT;
+    args a = args_begin(ops->k_window_rows);
+    arg_mem(&a, x.mem);
+    arg_u64(&a, x.off);
+    arg_u32(&a, ld_x);
+    arg_u32(&a, n_cap);
+    arg_mem(&a, len.mem);
+    arg_u64(&a, len.off);
+    arg_u32(&a, n_seq);
+    arg_u32(&a, t_out);
+    arg_u32(&a, n);
+    arg_u32(&a, stride);
+    arg_u32(&a, pad);
+    arg_u32(&a, d);
+    arg_mem(&a, y.mem);
+    arg_u64(&a, y.off);
+    arg_u32(&a, ld_y);
+    NMT_TRY(args_end(ops->dev, &a, "window_rows"));
+    const size_t g[3] = {d, n, (size_t)n_seq * t_out};
+    return nmt_ops_launch(ops, ops->k_window_rows, 3, g, "window_rows");
 }

@@ -7,7 +7,10 @@
  * gather / scatter). */
 #include "ops_common.h"
 
+#include "layers.h"
+
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -336,12 +339,151 @@ static void test_span_ops(void **state) {
     free(x), free(p), free(h), free(g), free(wg), free(gh), free(base), free(gx), free(want);
 }
 
+/* ---- 1-D convolution over positions ------------------------------------ */
+
+#define CV_SEQ 3u
+#define CV_CAP 7u
+#define CV_IN 5u
+#define CV_OUT 4u
+static const int32_t cv_len[CV_SEQ] = {7, 4, 0};
+
+typedef struct conv_ref {
+    uint32_t n, stride, pad, t_out;
+    const double *x;  /* [CV_SEQ * CV_CAP, CV_IN] */
+    const double *w;  /* [CV_OUT, n * CV_IN] */
+    const double *b;  /* [CV_OUT] */
+    const double *wl; /* [CV_SEQ * t_out, CV_OUT] loss weights */
+} conv_ref;
+
+static void ref_conv(const conv_ref *c, double *out) {
+    for (uint32_t s = 0; s < CV_SEQ; s++)
+        for (uint32_t t = 0; t < c->t_out; t++)
+            for (uint32_t o = 0; o < CV_OUT; o++) {
+                double acc = c->b[o];
+                for (uint32_t i = 0; i < c->n; i++) {
+                    const int64_t p = (int64_t)t * c->stride + i - c->pad;
+                    if (p < 0 || p >= cv_len[s]) continue;
+                    for (uint32_t k = 0; k < CV_IN; k++)
+                        acc += c->w[(size_t)o * c->n * CV_IN + i * CV_IN + k] * c->x[((size_t)s * CV_CAP + p) * CV_IN + k];
+                }
+                out[((size_t)s * c->t_out + t) * CV_OUT + o] = acc;
+            }
+}
+
+static double conv_loss(void *ctx, int *skip) {
+    const conv_ref *c = ctx;
+    *skip = 0;
+    double *out = malloc(sizeof(double) * CV_SEQ * c->t_out * CV_OUT), l = 0;
+    assert_non_null(out);
+    ref_conv(c, out);
+    for (size_t i = 0; i < (size_t)CV_SEQ * c->t_out * CV_OUT; i++) l += c->wl[i] * out[i];
+    free(out);
+    return l;
+}
+
+/* Homogeneous n-gram keys (left-padded, stride 1), the interleaved
+ * encoder's window 3 stride 2 over a padded sequence, and window 2 stride 2. */
+static void test_conv1d(void **state) {
+    env *e = *state;
+    nmt_test_assert_ok(e->dev, nmt_ops_enable_phrase(&e->ops));
+    static const uint32_t cases[][4] = {{2, 1, 1, CV_CAP}, {3, 2, 1, 4}, {2, 2, 0, 3}, {1, 1, 0, CV_CAP}};
+    const uint32_t ld_x = CV_IN + 1, ld_out = CV_OUT + 2;
+    const size_t ox = 1, nx = ox + (size_t)CV_SEQ * CV_CAP * ld_x;
+    for (size_t ci = 0; ci < NMT_ARRAY_LEN(cases); ci++) {
+        const uint32_t n = cases[ci][0], stride = cases[ci][1], pad = cases[ci][2], T = cases[ci][3];
+        const uint32_t K = n * CV_IN, rows = CV_SEQ * T;
+        nmt_test_rng r = nmt_test_rng_make(80 + ci);
+        float *x = host_block(&r, nx, ox, CV_SEQ * CV_CAP, CV_IN, ld_x, -1, 1);
+        for (size_t i = 0; i < nx; i++)
+            if (isnan(x[i])) x[i] = 9.0f; /* stride padding: finite, never read */
+        float *w = host_block(&r, (size_t)CV_OUT * K, 0, CV_OUT, K, K, -1, 1);
+        float *bb = host_block(&r, CV_OUT, 0, 1, CV_OUT, CV_OUT, -1, 1);
+        cl_mem dx = nmt_test_upload_f32(e->dev, x, nx), dl = nmt_test_upload_i32(e->dev, cv_len, CV_SEQ);
+        cl_mem dw = nmt_test_upload_f32(e->dev, w, (size_t)CV_OUT * K), db = nmt_test_upload_f32(e->dev, bb, CV_OUT);
+        cl_mem dcols = nmt_test_buffer_f32_fill(e->dev, (size_t)rows * K, NAN);
+        cl_mem dout = nmt_test_buffer_f32_fill(e->dev, (size_t)rows * ld_out, NAN);
+        const nmt_lin lw = {.w = B(dw, 0), .b = B(db, 0)};
+        nmt_test_assert_ok(e->dev, nmt_layer_conv1d(&e->ops, B(dx, ox), ld_x, CV_CAP, B(dl, 0), CV_SEQ, T, n, stride,
+                                                    pad, CV_IN, &lw, CV_OUT, B(dcols, 0), B(dout, 0), ld_out));
+        float *got = download(e, dout, (size_t)rows * ld_out);
+        double *xd = malloc(sizeof(double) * CV_SEQ * CV_CAP * CV_IN);
+        assert_non_null(xd);
+        for (uint32_t q = 0; q < CV_SEQ * CV_CAP; q++)
+            for (uint32_t k = 0; k < CV_IN; k++) xd[(size_t)q * CV_IN + k] = x[ox + (size_t)q * ld_x + k];
+        double *wd = widen(w, (size_t)CV_OUT * K), *bd = widen(bb, CV_OUT);
+        double *want = malloc(sizeof(double) * rows * CV_OUT);
+        assert_non_null(want);
+        conv_ref c = {n, stride, pad, T, xd, wd, bd, NULL};
+        ref_conv(&c, want);
+        float *wantf = nan_f32((size_t)rows * ld_out);
+        for (uint32_t q = 0; q < rows; q++)
+            for (uint32_t o = 0; o < CV_OUT; o++) wantf[(size_t)q * ld_out + o] = (float)want[(size_t)q * CV_OUT + o];
+        char what[48];
+        snprintf(what, sizeof what, "conv1d n %u stride %u pad %u", n, stride, pad);
+        check_block(got, wantf, (size_t)rows * ld_out, 0, rows, CV_OUT, ld_out, TOL, what);
+
+        /* backward: L = sum wl * out */
+        float *wl = host_block(&r, (size_t)rows * ld_out, 0, rows, CV_OUT, ld_out, -1, 1);
+        float *gx0 = host_block(&r, nx, ox, CV_SEQ * CV_CAP, CV_IN, ld_x, -1, 1);
+        float *gw0 = host_block(&r, (size_t)CV_OUT * K, 0, CV_OUT, K, K, -1, 1);
+        float *gb0 = host_block(&r, CV_OUT, 0, 1, CV_OUT, CV_OUT, -1, 1);
+        cl_mem ddout = nmt_test_upload_f32(e->dev, wl, (size_t)rows * ld_out);
+        cl_mem ddcols = nmt_test_buffer_f32_fill(e->dev, (size_t)rows * K, NAN);
+        cl_mem ddx = nmt_test_upload_f32(e->dev, gx0, nx), dgw = nmt_test_upload_f32(e->dev, gw0, (size_t)CV_OUT * K);
+        cl_mem dgb = nmt_test_upload_f32(e->dev, gb0, CV_OUT);
+        nmt_test_assert_ok(e->dev, nmt_layer_conv1d_bwd(&e->ops, &e->t, B(dl, 0), CV_SEQ, CV_CAP, T, n, stride, pad,
+                                                        CV_IN, B(dw, 0), CV_OUT, B(dcols, 0), B(ddout, 0), ld_out,
+                                                        B(ddcols, 0), B(ddx, ox), ld_x, B(dgw, 0), B(dgb, 0)));
+        float *gx = download(e, ddx, nx), *gw = download(e, dgw, (size_t)CV_OUT * K), *gb = download(e, dgb, CV_OUT);
+        /* positions past a sequence and the stride padding: untouched (bitwise) */
+        for (size_t i = 0; i < nx; i++) {
+            const size_t q = i >= ox ? (i - ox) / ld_x : 0, k = i >= ox ? (i - ox) % ld_x : 0;
+            if (i < ox || k >= CV_IN || (int32_t)(q % CV_CAP) >= cv_len[q / CV_CAP])
+                assert_memory_equal(&gx[i], &gx0[i], sizeof(float));
+        }
+        float *gxd = malloc(sizeof(float) * CV_SEQ * CV_CAP * CV_IN), *gx0d = malloc(sizeof(float) * CV_SEQ * CV_CAP * CV_IN);
+        assert_true(gxd && gx0d);
+        for (uint32_t q = 0; q < CV_SEQ * CV_CAP; q++)
+            for (uint32_t k = 0; k < CV_IN; k++) {
+                gxd[(size_t)q * CV_IN + k] = gx[ox + (size_t)q * ld_x + k];
+                gx0d[(size_t)q * CV_IN + k] = gx0[ox + (size_t)q * ld_x + k];
+            }
+        double *wld = malloc(sizeof(double) * rows * CV_OUT);
+        assert_non_null(wld);
+        for (uint32_t q = 0; q < rows; q++)
+            for (uint32_t o = 0; o < CV_OUT; o++) wld[(size_t)q * CV_OUT + o] = wl[(size_t)q * ld_out + o];
+        c.wl = wld;
+        snprintf(what, sizeof what, "conv1d dx n %u stride %u", n, stride);
+        fd_check(what, conv_loss, &c, xd, (size_t)CV_SEQ * CV_CAP * CV_IN, gxd, gx0d);
+        snprintf(what, sizeof what, "conv1d dW n %u stride %u", n, stride);
+        fd_check(what, conv_loss, &c, wd, (size_t)CV_OUT * K, gw, gw0);
+        snprintf(what, sizeof what, "conv1d db n %u stride %u", n, stride);
+        fd_check(what, conv_loss, &c, bd, CV_OUT, gb, gb0);
+        if (ci == 0) { /* bad arguments */
+            assert_int_equal(nmt_op_window_rows(&e->ops, B(dx, 0), ld_x, CV_CAP, B(dl, 0), CV_SEQ, T, n, 0, pad,
+                                                CV_IN, B(dcols, 0), K),
+                             NMT_ERR_INVALID_ARGUMENT); /* stride 0 */
+            assert_int_equal(nmt_op_window_rows(&e->ops, B(dx, 0), ld_x, CV_CAP, B(dl, 0), CV_SEQ, T, n, 1, pad,
+                                                CV_IN, B(dcols, 0), K - 1),
+                             NMT_ERR_INVALID_ARGUMENT); /* ld_y < n * d */
+            assert_int_equal(nmt_op_window_rows_bwd(&e->t, B(ddcols, 0), K, NONE, CV_SEQ, CV_CAP, T, n, 1, pad, CV_IN,
+                                                    B(ddx, 0), ld_x),
+                             NMT_ERR_INVALID_ARGUMENT);
+        }
+        cl_mem rel[] = {dx, dl, dw, db, dcols, dout, ddout, ddcols, ddx, dgw, dgb};
+        for (size_t i = 0; i < NMT_ARRAY_LEN(rel); i++) nmt_test_release(rel[i]);
+        free(x), free(w), free(bb), free(got), free(xd), free(wd), free(bd), free(want), free(wantf);
+        free(wl), free(gx0), free(gw0), free(gb0), free(gx), free(gw), free(gb), free(gxd), free(gx0d), free(wld);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ngram_spans),
         cmocka_unit_test(test_segment_max),
         cmocka_unit_test(test_segment_max_bwd),
         cmocka_unit_test(test_span_ops),
+        cmocka_unit_test(test_conv1d),
     };
     return cmocka_run_group_tests(tests, grad_setup, ops_teardown);
 }

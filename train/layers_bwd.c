@@ -32,3 +32,15 @@ nmt_status nmt_layer_lstm_bwd(nmt_ops *ops, nmt_train_ops *t, nmt_buf x, uint32_
     return nmt_op_linear_bwd(ops, t, (uint32_t)rows, G, in_dim, x, ld_x, w_ih, dz, G, dx, ld_dx, dx_beta, g_ih, g_ib,
                              1.0f);
 }
+
+nmt_status nmt_layer_conv1d_bwd(nmt_ops *ops, nmt_train_ops *t, nmt_buf len, uint32_t n_seq, uint32_t n_cap,
+                                uint32_t t_out, uint32_t n, uint32_t stride, uint32_t pad, uint32_t in_dim, nmt_buf w,
+                                uint32_t out_dim, nmt_buf cols, nmt_buf dout, uint32_t ld_dout, nmt_buf dcols,
+                                nmt_buf dx, uint32_t ld_dx, nmt_buf g_w, nmt_buf g_b) {
+    if (n_seq == 0 || t_out == 0) return NMT_OK;
+    const uint64_t k = (uint64_t)n * in_dim, rows = (uint64_t)n_seq * t_out;
+    if (k > UINT32_MAX || rows > UINT32_MAX) return NMT_ERR_INVALID_ARGUMENT;
+    NMT_TRY(nmt_op_linear_bwd(ops, t, (uint32_t)rows, out_dim, (uint32_t)k, cols, (uint32_t)k, w, dout, ld_dout,
+                              dcols, (uint32_t)k, 0.0f, g_w, g_b, 1.0f));
+    return nmt_op_window_rows_bwd(t, dcols, (uint32_t)k, len, n_seq, n_cap, t_out, n, stride, pad, in_dim, dx, ld_dx);
+}

@@ -57,6 +57,7 @@ static const kernel_def kernel_defs[] = {
     {offsetof(nmt_train_ops, k_segment_max_bwd), P_PHRASE_BWD, "segment_max_bwd", 0},
     {offsetof(nmt_train_ops, k_span_last_bwd), P_PHRASE_BWD, "span_last_bwd", 0},
     {offsetof(nmt_train_ops, k_span_tokens_bwd), P_PHRASE_BWD, "span_tokens_bwd", 0},
+    {offsetof(nmt_train_ops, k_window_rows_bwd), P_PHRASE_BWD, "window_rows_bwd", 0},
     {offsetof(nmt_train_ops, k_lstm_cell_bwd), P_REC_BWD, "lstm_cell_bwd", 0},
     {offsetof(nmt_train_ops, k_onlstm_master_bwd), P_REC_BWD, "onlstm_master_bwd", 0},
     {offsetof(nmt_train_ops, k_xent), P_LOSS, "xent", 1},
@@ -386,6 +387,33 @@ nmt_status nmt_op_span_tokens_bwd(nmt_train_ops *t, nmt_buf dp, nmt_buf seg, uin
     NMT_TRY(args_end(t->dev, &a, "span_tokens_bwd"));
     const size_t g[2] = {d, (size_t)(rows * t_cap)};
     return launch(t, t->k_span_tokens_bwd, 2, g, "span_tokens_bwd");
+}
+
+nmt_status nmt_op_window_rows_bwd(nmt_train_ops *t, nmt_buf dy, uint32_t ld_y, nmt_buf len, uint32_t n_seq,
+                                  uint32_t n_cap, uint32_t t_out, uint32_t n, uint32_t stride, uint32_t pad, uint32_t d,
+                                  nmt_buf dx, uint32_t ld_x) {
+    if (!train_ok(t)) return NMT_ERR_INVALID_ARGUMENT;
+    if (n_seq == 0 || n_cap == 0 || d == 0) return NMT_OK;
+    if (dy.mem == NULL || len.mem == NULL || dx.mem == NULL || n == 0 || stride == 0 || t_out == 0 || ld_x < d ||
+        (uint64_t)ld_y < (uint64_t)n * d || (uint64_t)n_seq * t_out > UINT32_MAX ||
+        (uint64_t)n_seq * n_cap > INT32_MAX || (uint64_t)n_cap + pad > INT32_MAX)
+        return NMT_ERR_INVALID_ARGUMENT;
+    args a = args_begin(t->k_window_rows_bwd);
+    arg_buf(&a, dy);
+    arg_u32(&a, ld_y);
+    arg_buf(&a, len);
+    arg_u32(&a, n_seq);
+    arg_u32(&a, n_cap);
+    arg_u32(&a, t_out);
+    arg_u32(&a, n);
+    arg_u32(&a, stride);
+    arg_u32(&a, pad);
+    arg_u32(&a, d);
+    arg_buf(&a, dx);
+    arg_u32(&a, ld_x);
+    NMT_TRY(args_end(t->dev, &a, "window_rows_bwd"));
+    const size_t g[2] = {d, (size_t)n_seq * n_cap};
+    return launch(t, t->k_window_rows_bwd, 2, g, "window_rows_bwd");
 }
 
 nmt_status nmt_op_lstm_cell_bwd(nmt_train_ops *t, nmt_buf z, nmt_buf c, nmt_buf dh, uint32_t ld_dh, nmt_buf dc,

@@ -32,7 +32,7 @@ typedef struct nmt_train_ops {
     cl_kernel k_layernorm_bwd, k_layernorm_bwd_params;    /* norm_bwd.cl */
     cl_kernel k_embed_bwd, k_relu_bwd, k_gate_bwd, k_dropout;  /* elementwise_bwd.cl */
     cl_kernel k_attn_bwd_scores, k_attn_bwd_probs, k_attn_bwd_ds, k_attn_bwd_dq, k_attn_bwd_dkv;
-    cl_kernel k_segment_max_bwd, k_span_last_bwd, k_span_tokens_bwd;  /* phrase_bwd.cl */
+    cl_kernel k_segment_max_bwd, k_span_last_bwd, k_span_tokens_bwd, k_window_rows_bwd;  /* phrase_bwd.cl */
     cl_kernel k_lstm_cell_bwd, k_onlstm_master_bwd;  /* recurrent_bwd.cl */
     cl_kernel k_xent;                                     /* loss.cl */
     cl_kernel k_adam, k_reduce_partial, k_reduce_final, k_scale, k_fill, k_axpy;  /* optim.cl */
@@ -129,6 +129,14 @@ nmt_status nmt_op_span_last_bwd(nmt_train_ops *t, nmt_buf dg, uint32_t ld_g, nmt
  * race-free for disjoint spans). */
 nmt_status nmt_op_span_tokens_bwd(nmt_train_ops *t, nmt_buf dp, nmt_buf seg, uint32_t n_sent, uint32_t m_cap,
                                   uint32_t t_cap, uint32_t d, uint32_t n_cap, nmt_buf dx, uint32_t ld_x);
+
+/* Backward of nmt_op_window_rows (ops.h): dx row s * n_cap + p (stride
+ * ld_x) += the sum of the dy entries (rows s * t_out + t, stride ld_y)
+ * that copied it, for every valid position p < len[s] (accumulates;
+ * race-free, a work-item per position). */
+nmt_status nmt_op_window_rows_bwd(nmt_train_ops *t, nmt_buf dy, uint32_t ld_y, nmt_buf len, uint32_t n_seq,
+                                  uint32_t n_cap, uint32_t t_out, uint32_t n, uint32_t stride, uint32_t pad, uint32_t d,
+                                  nmt_buf dx, uint32_t ld_x);
 
 /* Backward of nmt_op_lstm_cell (ops.h) at step `step` (cl/recurrent_bwd.cl):
  * z, c: the forward's gates and cells; dh (row stride ld_dh): the
@@ -270,6 +278,17 @@ nmt_status nmt_op_fill(nmt_train_ops *t, nmt_buf x, uint32_t n, float a);
 nmt_status nmt_op_axpy(nmt_train_ops *t, nmt_buf y, nmt_buf x, uint32_t n, float a);
 
 /* ---- shared layers ------------------------------------------------------ */
+
+/* Backward of layers.h nmt_layer_conv1d with fp32 weights W [out_dim,
+ * n * in_dim] (train/layers_bwd.c): cols is the forward's; dout (stride
+ * ld_dout) the gradient of its output; dcols (float [n_seq * t_out, n *
+ * in_dim]) scratch; dx (stride ld_dx) gets the gradient of x added at the
+ * valid positions; the gradients of W and its bias are accumulated into
+ * g_w, g_b. */
+nmt_status nmt_layer_conv1d_bwd(nmt_ops *ops, nmt_train_ops *t, nmt_buf len, uint32_t n_seq, uint32_t n_cap,
+                                uint32_t t_out, uint32_t n, uint32_t stride, uint32_t pad, uint32_t in_dim, nmt_buf w,
+                                uint32_t out_dim, nmt_buf cols, nmt_buf dout, uint32_t ld_dout, nmt_buf dcols,
+                                nmt_buf dx, uint32_t ld_dx, nmt_buf g_w, nmt_buf g_b);
 
 /* Backward of layers.h nmt_layer_lstm (LSTM, or ON-LSTM for chunk > 0)
  * with fp32 weights w_ih [G, in_dim] and w_hh [G, h], G the gate width
