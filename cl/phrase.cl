@@ -95,11 +95,12 @@ __kernel void span_last(__global const float *H, const ulong h_off, const uint l
  * phrase-based attentions' Conv_n as one GEMM over these rows):
  *   window_rows  Y[(s * t_out + t) * ld_y + i * d + c] = X[(s * n_cap + p) * ld_x + c],
  *                p = t * stride + i - pad, for window offset i < n, when
- *                0 <= p < len[s] (sequence s's valid positions), else 0.
+ *                0 <= p < len[s] (sequence s's valid positions; every
+ *                p < n_cap without has_len), else 0.
  *                                                        [c, i, s * t_out + t] */
 __kernel void window_rows(__global const float *X, const ulong x_off, const uint ld_x, const uint n_cap,
-                          __global const int *len, const ulong len_off, const uint n_seq, const uint t_out,
-                          const uint n, const uint stride, const uint pad, const uint d, __global float *Y,
+                          __global const int *len, const ulong len_off, const int has_len, const uint n_seq,
+                          const uint t_out, const uint n, const uint stride, const uint pad, const uint d, __global float *Y,
                           const ulong y_off, const uint ld_y) {
     const uint c = (uint)get_global_id(0);
     const uint i = (uint)get_global_id(1);
@@ -107,7 +108,98 @@ __kernel void window_rows(__global const float *X, const ulong x_off, const uint
     if (c >= d || i >= n || r >= n_seq * t_out) return;
     const uint s = r / t_out, t = r % t_out;
     const long p = (long)t * stride + i - (long)pad;
-    const int L = len[len_off + s];
+    const int L = has_len ? len[len_off + s] : (int)n_cap;
     Y[y_off + (ulong)r * ld_y + (ulong)i * d + c] =
         p >= 0 && p < L ? X[x_off + ((ulong)s * n_cap + (ulong)p) * ld_x + c] : 0.0f;
+}
+
+/* Phrase-based attention (issue 16; runtime/ops.h nmt_pattn_args gives the
+ * exact semantics).  P rows are (s * H + h) * lq + i with p_ld = n_segs *
+ * lk_max columns; segment g's keys are columns col0 = g * lk_max + j.
+ *   pattn_scores  one segment: P[row, col0 + j] = scale * sum over the
+ *                 window taps u < n_win of q_u . K[j - n_win + 1 + u]
+ *                 (rows before 0 add nothing) for a valid key (lo <= j <
+ *                 n_keys, j <= pos when causal), -INF otherwise.
+ *                                                      [j, i, s * H + h]
+ *   pattn_softmax every segment at once: each row of P becomes its
+ *                 softmax over the valid keys (-INF entries give 0; a row
+ *                 without a valid key is all 0).              [i, s * H + h]
+ *   pattn_apply   one segment: OUT[s * lq + i, h * dh + c] (+)= sum_j
+ *                 P[row, col0 + j] * V[j, h * dh + c]; keys with P == 0
+ *                 are skipped (their V rows may be unwritten).
+ *                                                      [c, i, s * H + h] */
+inline float pattn_score(__global const float *Q, const ulong q_off, const uint q_ld, const int has_q,
+                         __global const float *QX, const ulong qx_off, const uint qx_ld, const uint n_ext,
+                         __global const float *K, const ulong k_base, const uint k_ld, const uint qrow,
+                         const uint h, const uint dh, const int j) {
+    const uint n_win = n_ext + (has_q ? 1u : 0u);
+    float acc = 0.0f;
+    for (uint u = 0; u < n_win; u++) {
+        const int kr = j - (int)n_win + 1 + (int)u;
+        if (kr < 0) continue;
+        __global const float *k = K + k_base + (ulong)kr * k_ld + (ulong)h * dh;
+        __global const float *q = u < n_ext ? QX + qx_off + (ulong)qrow * qx_ld + ((ulong)h * n_ext + u) * dh
+                                            : Q + q_off + (ulong)qrow * q_ld + (ulong)h * dh;
+        for (uint c = 0; c < dh; c++) acc += q[c] * k[c];
+    }
+    return acc;
+}
+
+__kernel void pattn_scores(const uint n_seq, const uint lq, const uint q_pos0, const uint lk_max, const uint group,
+                           const uint n_heads, const uint dh, const float scale,
+                           __global const float *Q, const ulong q_off, const uint q_ld, const int has_q,
+                           __global const float *QX, const ulong qx_off, const uint qx_ld, const uint n_ext,
+                           __global const float *K, const ulong k_off, const uint k_ld, const ulong kv_stride,
+                           __global const int *key_len, const ulong kl_off, const int has_key_len,
+                           const uint key_len_const, const int causal, const uint lo,
+                           __global float *P, const ulong p_off, const uint p_ld, const uint col0) {
+    const uint j = (uint)get_global_id(0);
+    const uint i = (uint)get_global_id(1);
+    const uint sh = (uint)get_global_id(2);
+    if (j >= lk_max || i >= lq || sh >= n_seq * n_heads) return;
+    const uint s = sh / n_heads, h = sh - s * n_heads, m = s / group;
+    const int n_keys = attn_key_count(key_len, kl_off, has_key_len, key_len_const, m, lk_max);
+    const int pos = (int)(q_pos0 + i);
+    const int ok = (int)j >= (int)lo && (int)j < n_keys && !(causal && (int)j > pos);
+    const ulong at = p_off + ((ulong)sh * lq + i) * p_ld + col0 + j;
+    P[at] = ok ? scale * pattn_score(Q, q_off, q_ld, has_q, QX, qx_off, qx_ld, n_ext, K, k_off + (ulong)m * kv_stride,
+                                     k_ld, s * lq + i, h, dh, (int)j)
+               : -INFINITY;
+}
+
+__kernel void pattn_softmax(const uint rows, const uint p_ld, __global float *P, const ulong p_off) {
+    const uint r = (uint)get_global_id(0);
+    if (r >= rows) return;
+    __global float *row = P + p_off + (ulong)r * p_ld;
+    float mx = -INFINITY;
+    for (uint j = 0; j < p_ld; j++) mx = fmax(mx, row[j]);
+    if (mx == -INFINITY) {
+        for (uint j = 0; j < p_ld; j++) row[j] = 0.0f;
+        return;
+    }
+    float sum = 0.0f;
+    for (uint j = 0; j < p_ld; j++) sum += row[j] == -INFINITY ? 0.0f : exp(row[j] - mx);
+    const float inv = 1.0f / sum;
+    for (uint j = 0; j < p_ld; j++) row[j] = row[j] == -INFINITY ? 0.0f : exp(row[j] - mx) * inv;
+}
+
+__kernel void pattn_apply(const uint n_seq, const uint lq, const uint lk_max, const uint group, const uint n_heads,
+                          const uint dh, __global const float *V, const ulong v_off, const uint v_ld,
+                          const ulong kv_stride, __global const float *P, const ulong p_off, const uint p_ld,
+                          const uint col0, const int accumulate, __global float *OUT, const ulong out_off,
+                          const uint out_ld) {
+    const uint c = (uint)get_global_id(0);
+    const uint i = (uint)get_global_id(1);
+    const uint sh = (uint)get_global_id(2);
+    if (c >= dh || i >= lq || sh >= n_seq * n_heads) return;
+    const uint s = sh / n_heads, h = sh - s * n_heads, m = s / group;
+    __global const float *prow = P + p_off + ((ulong)sh * lq + i) * p_ld + col0;
+    __global const float *vcol = V + v_off + (ulong)m * kv_stride + (ulong)h * dh + c;
+    float acc = 0.0f;
+    for (uint j = 0; j < lk_max; j++) {
+        const float p = prow[j];
+        if (p != 0.0f) acc += p * vcol[(ulong)j * v_ld];
+    }
+    const ulong o = out_off + (ulong)(s * lq + i) * out_ld + (ulong)h * dh + c;
+    OUT[o] = accumulate ? OUT[o] + acc : acc;
 }

@@ -49,7 +49,8 @@ typedef struct nmt_ops {
     cl_kernel k_gather_rows, k_log_softmax;
     cl_kernel k_attn_scores, k_attn_stats, k_attn_apply, k_attn_fused;
     /* phrase memories (cl/phrase.cl), created by nmt_ops_enable_phrase */
-    cl_kernel k_segment_max, k_ngram_spans, k_span_tokens, k_span_last, k_window_rows;
+    cl_kernel k_segment_max, k_ngram_spans, k_span_tokens, k_span_last, k_pattn_scores, k_pattn_softmax,
+        k_pattn_apply, k_window_rows;
     /* recurrent cells (cl/recurrent.cl), created by nmt_ops_enable_recurrent */
     cl_kernel k_lstm_cell;
     /* launch geometry chosen by nmt_ops_init: every kernel is launched with
@@ -268,9 +269,54 @@ nmt_status nmt_op_span_last(nmt_ops *ops, nmt_buf h, uint32_t ld_h, nmt_buf seg,
  * nmt_layer_conv1d): row s * t_out + t of y (row stride ld_y >= n * d)
  * holds, for i < n, the row of position p = t * stride + i - pad of
  * sequence s in x (rows s * n_cap + p, stride ld_x) when 0 <= p < len[s]
- * (int [n_seq]), else zeros.  Requires nmt_ops_enable_phrase. */
+ * (int [n_seq]; len NMT_NO_BUF: p < n_cap), else zeros.  Requires
+ * nmt_ops_enable_phrase. */
 nmt_status nmt_op_window_rows(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t n_cap, nmt_buf len, uint32_t n_seq,
                               uint32_t t_out, uint32_t n, uint32_t stride, uint32_t pad, uint32_t d, nmt_buf y,
                               uint32_t ld_y);
+
+/* Phrase-based attention (issue 16, docs/ARCHITECTURES.md; cl/phrase.cl
+ * pattn_*): one softmax per query over the concatenated keys of up to
+ * NMT_PATTN_MAX_SEG segments (n-gram types).  Query sequence s < n_seq
+ * (lq queries at positions q_pos0 + i, rows s * lq + i) reads key/value
+ * sequence m = s / group.  Segment g's key j < lk_max (the window of
+ * positions ending at j) scores, for head h,
+ *   S = scale * sum_{u < n_win} qtap_u . k[j - n_win + 1 + u]   (rows < 0: 0)
+ * with scale = 1 / sqrt(n_win * d_head); tap u < n_ext is columns
+ * [(h * n_ext + u) * d_head, +d_head) of qx (row stride qx_ld), tap
+ * n_win - 1 is head h's columns of q when q.mem (n_win = n_ext + 1), else
+ * n_win = n_ext; key row j of sequence m is k + m * kv_seq_stride + j *
+ * k_ld, head columns [h * d_head, +d_head); v likewise (v_ld).  ConvKV:
+ * n_win 1 over convolved keys; QueryK: n_win n over token keys.  Valid
+ * keys: lo <= j < key_len[m] (or key_len_const), and j <= position when
+ * causal; a row without one gives zeros.  Probabilities go to p (float,
+ * row (s * H + h) * lq + i, n_segs * lk_max columns, segment g at g *
+ * lk_max; the trainer's backward reads them), the output to head h's
+ * columns of out (row stride out_ld). */
+#define NMT_PATTN_MAX_SEG 4
+typedef struct nmt_pattn_seg {
+    nmt_buf q; uint32_t q_ld;      /* optional: the window's last tap */
+    nmt_buf qx; uint32_t qx_ld, n_ext;
+    nmt_buf k; uint32_t k_ld;
+    nmt_buf v; uint32_t v_ld;
+    uint64_t kv_seq_stride;
+    uint32_t lo;
+} nmt_pattn_seg;
+typedef struct nmt_pattn_args {
+    uint32_t n_seq, lq, q_pos0, lk_max, group, n_heads, d_head;
+    nmt_buf key_len; uint32_t key_len_const;
+    int causal;
+    uint32_t n_segs;
+    nmt_pattn_seg seg[NMT_PATTN_MAX_SEG];
+    nmt_buf p;
+    nmt_buf out; uint32_t out_ld;
+} nmt_pattn_args;
+
+static inline uint32_t nmt_pattn_n_win(const nmt_pattn_seg *g) { return g->n_ext + (g->q.mem != NULL); }
+
+/* Requires nmt_ops_enable_phrase. */
+nmt_status nmt_op_pattn(nmt_ops *ops, const nmt_pattn_args *a);
+/* The argument checks of nmt_op_pattn (and of its backward). */
+nmt_status nmt_pattn_check(const nmt_pattn_args *a);
 
 #endif

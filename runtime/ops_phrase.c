@@ -5,6 +5,8 @@
 
 #include "kernel_args.h"
 
+#include <math.h>
+
 nmt_status nmt_ops_enable_phrase(nmt_ops *ops) {
     if (ops == NULL || ops->dev == NULL || ops->k_add == NULL) return NMT_ERR_INVALID_ARGUMENT;
     if (ops->k_window_rows != NULL) return NMT_OK;
@@ -17,6 +19,9 @@ nmt_status nmt_ops_enable_phrase(nmt_ops *ops) {
               {&ops->k_ngram_spans, "ngram_spans"},
               {&ops->k_span_tokens, "span_tokens"},
               {&ops->k_span_last, "span_last"},
+              {&ops->k_pattn_scores, "pattn_scores"},
+              {&ops->k_pattn_softmax, "pattn_softmax"},
+              {&ops->k_pattn_apply, "pattn_apply"},
               {&ops->k_window_rows, "window_rows"}}; /* the last one created marks the set done */
     for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
         if (*ks[i].k == NULL) NMT_TRY(nmt_device_kernel(ops->dev, prog, ks[i].name, ks[i].k));
@@ -131,7 +136,7 @@ nmt_status nmt_op_window_rows(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t n
                               uint32_t ld_y) {
     if (ops == NULL || ops->k_window_rows == NULL) return NMT_ERR_INVALID_ARGUMENT;
     if (n_seq == 0 || t_out == 0 || d == 0) return NMT_OK;
-    if (x.mem == NULL || len.mem == NULL || y.mem == NULL || n == 0 || stride == 0 || n_cap == 0 || ld_x < d ||
+    if (x.mem == NULL || y.mem == NULL || n == 0 || stride == 0 || n_cap == 0 || ld_x < d ||
         (uint64_t)ld_y < (uint64_t)n * d)
         return NMT_ERR_INVALID_ARGUMENT;
     if ((uint64_t)n_seq * t_out > UINT32_MAX || (uint64_t)n_seq * n_cap > INT32_MAX ||
@@ -142,8 +147,9 @@ nmt_status nmt_op_window_rows(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t n
     arg_u64(&a, x.off);
     arg_u32(&a, ld_x);
     arg_u32(&a, n_cap);
-    arg_mem(&a, len.mem);
+    arg_mem(&a, len.mem ? len.mem : x.mem); /* without len the kernel never reads the slot */
     arg_u64(&a, len.off);
+    arg_i32(&a, len.mem != NULL);
     arg_u32(&a, n_seq);
     arg_u32(&a, t_out);
     arg_u32(&a, n);
@@ -156,4 +162,102 @@ nmt_status nmt_op_window_rows(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t n
     NMT_TRY(args_end(ops->dev, &a, "window_rows"));
     const size_t g[3] = {d, n, (size_t)n_seq * t_out};
     return nmt_ops_launch(ops, ops->k_window_rows, 3, g, "window_rows");
+}
+
+/* Checks shared by nmt_op_pattn and its backward (ops_train.c). */
+nmt_status nmt_pattn_check(const nmt_pattn_args *a) {
+    if (a == NULL || a->group == 0 || a->n_segs == 0 || a->n_segs > NMT_PATTN_MAX_SEG) return NMT_ERR_INVALID_ARGUMENT;
+    if (a->n_seq == 0 || a->lq == 0 || a->n_heads == 0 || a->d_head == 0 || a->lk_max == 0) return NMT_OK;
+    const uint64_t w = (uint64_t)a->n_heads * a->d_head;
+    if (a->p.mem == NULL || a->out.mem == NULL || a->out_ld < w) return NMT_ERR_INVALID_ARGUMENT;
+    if ((uint64_t)a->q_pos0 + a->lq >= (1u << 30) || (uint64_t)a->n_segs * a->lk_max >= (1u << 30) ||
+        (uint64_t)a->n_seq * a->n_heads * a->lq > UINT32_MAX)
+        return NMT_ERR_UNSUPPORTED;
+    for (uint32_t g = 0; g < a->n_segs; g++) {
+        const nmt_pattn_seg *s = &a->seg[g];
+        const uint32_t n_win = nmt_pattn_n_win(s);
+        if (n_win == 0 || s->k.mem == NULL || s->v.mem == NULL || s->k_ld < w || s->v_ld < w) return NMT_ERR_INVALID_ARGUMENT;
+        if ((s->q.mem && s->q_ld < w) || (s->n_ext && (s->qx.mem == NULL || s->qx_ld < w * s->n_ext)))
+            return NMT_ERR_INVALID_ARGUMENT;
+    }
+    return NMT_OK;
+}
+
+nmt_status nmt_op_pattn(nmt_ops *ops, const nmt_pattn_args *a) {
+    if (ops == NULL || ops->k_pattn_scores == NULL) return NMT_ERR_INVALID_ARGUMENT;
+    NMT_TRY(nmt_pattn_check(a));
+    if (a->n_seq == 0 || a->lq == 0 || a->n_heads == 0 || a->d_head == 0 || a->lk_max == 0) return NMT_OK;
+    const uint32_t p_ld = a->n_segs * a->lk_max, rows = a->n_seq * a->n_heads * a->lq;
+    for (uint32_t g = 0; g < a->n_segs; g++) {
+        const nmt_pattn_seg *s = &a->seg[g];
+        args k = args_begin(ops->k_pattn_scores);
+        arg_u32(&k, a->n_seq);
+        arg_u32(&k, a->lq);
+        arg_u32(&k, a->q_pos0);
+        arg_u32(&k, a->lk_max);
+        arg_u32(&k, a->group);
+        arg_u32(&k, a->n_heads);
+        arg_u32(&k, a->d_head);
+        arg_f32(&k, (float)(1.0 / sqrt((double)nmt_pattn_n_win(s) * a->d_head)));
+        /* absent q / qx are never read: any buffer fills the slot */
+        arg_mem(&k, s->q.mem ? s->q.mem : s->k.mem);
+        arg_u64(&k, s->q.off);
+        arg_u32(&k, s->q_ld);
+        arg_i32(&k, s->q.mem != NULL);
+        arg_mem(&k, s->qx.mem ? s->qx.mem : s->k.mem);
+        arg_u64(&k, s->qx.off);
+        arg_u32(&k, s->qx_ld);
+        arg_u32(&k, s->n_ext);
+        arg_mem(&k, s->k.mem);
+        arg_u64(&k, s->k.off);
+        arg_u32(&k, s->k_ld);
+        arg_u64(&k, s->kv_seq_stride);
+        arg_mem(&k, a->key_len.mem ? a->key_len.mem : a->p.mem);
+        arg_u64(&k, a->key_len.mem ? a->key_len.off : 0);
+        arg_i32(&k, a->key_len.mem != NULL);
+        arg_u32(&k, a->key_len_const);
+        arg_i32(&k, a->causal ? 1 : 0);
+        arg_u32(&k, s->lo);
+        arg_mem(&k, a->p.mem);
+        arg_u64(&k, a->p.off);
+        arg_u32(&k, p_ld);
+        arg_u32(&k, g * a->lk_max);
+        NMT_TRY(args_end(ops->dev, &k, "pattn_scores"));
+        const size_t n[3] = {a->lk_max, a->lq, (size_t)a->n_seq * a->n_heads};
+        NMT_TRY(nmt_ops_launch(ops, ops->k_pattn_scores, 3, n, "pattn_scores"));
+    }
+    args k = args_begin(ops->k_pattn_softmax);
+    arg_u32(&k, rows);
+    arg_u32(&k, p_ld);
+    arg_mem(&k, a->p.mem);
+    arg_u64(&k, a->p.off);
+    NMT_TRY(args_end(ops->dev, &k, "pattn_softmax"));
+    const size_t nr[1] = {rows};
+    NMT_TRY(nmt_ops_launch(ops, ops->k_pattn_softmax, 1, nr, "pattn_softmax"));
+    for (uint32_t g = 0; g < a->n_segs; g++) {
+        const nmt_pattn_seg *s = &a->seg[g];
+        args v = args_begin(ops->k_pattn_apply);
+        arg_u32(&v, a->n_seq);
+        arg_u32(&v, a->lq);
+        arg_u32(&v, a->lk_max);
+        arg_u32(&v, a->group);
+        arg_u32(&v, a->n_heads);
+        arg_u32(&v, a->d_head);
+        arg_mem(&v, s->v.mem);
+        arg_u64(&v, s->v.off);
+        arg_u32(&v, s->v_ld);
+        arg_u64(&v, s->kv_seq_stride);
+        arg_mem(&v, a->p.mem);
+        arg_u64(&v, a->p.off);
+        arg_u32(&v, p_ld);
+        arg_u32(&v, g * a->lk_max);
+        arg_i32(&v, g > 0);
+        arg_mem(&v, a->out.mem);
+        arg_u64(&v, a->out.off);
+        arg_u32(&v, a->out_ld);
+        NMT_TRY(args_end(ops->dev, &v, "pattn_apply"));
+        const size_t n[3] = {a->d_head, a->lq, (size_t)a->n_seq * a->n_heads};
+        NMT_TRY(nmt_ops_launch(ops, ops->k_pattn_apply, 3, n, "pattn_apply"));
+    }
+    return NMT_OK;
 }

@@ -466,14 +466,341 @@ static void test_conv1d(void **state) {
             assert_int_equal(nmt_op_window_rows(&e->ops, B(dx, 0), ld_x, CV_CAP, B(dl, 0), CV_SEQ, T, n, 1, pad,
                                                 CV_IN, B(dcols, 0), K - 1),
                              NMT_ERR_INVALID_ARGUMENT); /* ld_y < n * d */
-            assert_int_equal(nmt_op_window_rows_bwd(&e->t, B(ddcols, 0), K, NONE, CV_SEQ, CV_CAP, T, n, 1, pad, CV_IN,
-                                                    B(ddx, 0), ld_x),
-                             NMT_ERR_INVALID_ARGUMENT);
+            assert_int_equal(nmt_op_window_rows_bwd(&e->t, B(ddcols, 0), K, B(dl, 0), CV_SEQ, CV_CAP, T, n, 1, pad,
+                                                    CV_IN, NONE, ld_x),
+                             NMT_ERR_INVALID_ARGUMENT); /* no dx */
+            /* without lengths every position < n_cap is valid: the same as
+             * lengths of n_cap, forward and backward */
+            const int32_t full[CV_SEQ] = {CV_CAP, CV_CAP, CV_CAP};
+            cl_mem dfull = nmt_test_upload_i32(e->dev, full, CV_SEQ);
+            cl_mem y1 = nmt_test_buffer_f32_fill(e->dev, (size_t)rows * K, NAN);
+            cl_mem y2 = nmt_test_buffer_f32_fill(e->dev, (size_t)rows * K, NAN);
+            nmt_test_assert_ok(e->dev, nmt_op_window_rows(&e->ops, B(dx, ox), ld_x, CV_CAP, B(dfull, 0), CV_SEQ, T, n,
+                                                          stride, pad, CV_IN, B(y1, 0), K));
+            nmt_test_assert_ok(e->dev, nmt_op_window_rows(&e->ops, B(dx, ox), ld_x, CV_CAP, NONE, CV_SEQ, T, n, stride,
+                                                          pad, CV_IN, B(y2, 0), K));
+            float *a1 = download(e, y1, (size_t)rows * K), *a2 = download(e, y2, (size_t)rows * K);
+            assert_memory_equal(a1, a2, sizeof(float) * rows * K);
+            cl_mem x1 = nmt_test_upload_f32(e->dev, gx0, nx), x2 = nmt_test_upload_f32(e->dev, gx0, nx);
+            nmt_test_assert_ok(e->dev, nmt_op_window_rows_bwd(&e->t, B(ddcols, 0), K, B(dfull, 0), CV_SEQ, CV_CAP, T,
+                                                              n, stride, pad, CV_IN, B(x1, ox), ld_x));
+            nmt_test_assert_ok(e->dev, nmt_op_window_rows_bwd(&e->t, B(ddcols, 0), K, NONE, CV_SEQ, CV_CAP, T, n,
+                                                              stride, pad, CV_IN, B(x2, ox), ld_x));
+            float *b1 = download(e, x1, nx), *b2 = download(e, x2, nx);
+            assert_memory_equal(b1, b2, sizeof(float) * nx);
+            free(a1), free(a2), free(b1), free(b2);
+            cl_mem rel0[] = {dfull, y1, y2, x1, x2};
+            for (size_t i = 0; i < NMT_ARRAY_LEN(rel0); i++) nmt_test_release(rel0[i]);
         }
         cl_mem rel[] = {dx, dl, dw, db, dcols, dout, ddout, ddcols, ddx, dgw, dgb};
         for (size_t i = 0; i < NMT_ARRAY_LEN(rel); i++) nmt_test_release(rel[i]);
         free(x), free(w), free(bb), free(got), free(xd), free(wd), free(bd), free(want), free(wantf);
         free(wl), free(gx0), free(gw0), free(gb0), free(gx), free(gw), free(gb), free(gxd), free(gx0d), free(wld);
+    }
+}
+
+/* ---- phrase-based attention (nmt_op_pattn and its backward) ----------- */
+
+#define PA_H 2u
+#define PA_DH 3u
+#define PA_W (PA_H * PA_DH)
+#define PA_LK 6u
+#define PA_MAXQ 6u
+#define PA_MAXS 4u
+
+/* One case: shapes, masks and per segment whether it has q and how many
+ * extra taps; the tensors live in double arrays the FD checker perturbs. */
+typedef struct pa_case {
+    uint32_t n_seq, lq, q_pos0, group, causal, n_segs;
+    int32_t key_len[PA_MAXS];
+    uint32_t has_q[2], n_ext[2], lo[2];
+} pa_case;
+
+typedef struct pa_ref {
+    const pa_case *c;
+    double *q[2], *qx[2], *k[2], *v[2]; /* dense: q (rows, W), qx (rows, n_ext W), k / v (n_kv * LK, W) */
+    const double *wl;                   /* (rows, W) loss weights */
+} pa_ref;
+
+static uint32_t pa_nwin(const pa_case *c, uint32_t g) { return c->n_ext[g] + c->has_q[g]; }
+static uint32_t pa_nkv(const pa_case *c) { return (c->n_seq + c->group - 1) / c->group; }
+
+static void ref_pattn(const pa_ref *r, double *out) {
+    const pa_case *c = r->c;
+    const uint32_t L = PA_LK * c->n_segs;
+    double sc[PA_LK * 2];
+    int ok[PA_LK * 2];
+    for (uint32_t s = 0; s < c->n_seq; s++)
+        for (uint32_t h = 0; h < PA_H; h++)
+            for (uint32_t i = 0; i < c->lq; i++) {
+                const uint32_t m = s / c->group, row = s * c->lq + i;
+                const int pos = (int)(c->q_pos0 + i);
+                double mx = -INFINITY;
+                for (uint32_t g = 0; g < c->n_segs; g++) {
+                    const uint32_t nw = pa_nwin(c, g), ne = c->n_ext[g];
+                    for (uint32_t j = 0; j < PA_LK; j++) {
+                        const uint32_t col = g * PA_LK + j;
+                        ok[col] = (int)j >= (int)c->lo[g] && (int)j < c->key_len[m] && !(c->causal && (int)j > pos);
+                        double a = 0;
+                        for (uint32_t u = 0; u < nw; u++) {
+                            const int kr = (int)j - (int)nw + 1 + (int)u;
+                            if (kr < 0) continue;
+                            for (uint32_t e = 0; e < PA_DH; e++) {
+                                const double qv = u < ne ? r->qx[g][(size_t)row * ne * PA_W + (h * ne + u) * PA_DH + e]
+                                                         : r->q[g][(size_t)row * PA_W + h * PA_DH + e];
+                                a += qv * r->k[g][((size_t)m * PA_LK + (size_t)kr) * PA_W + h * PA_DH + e];
+                            }
+                        }
+                        sc[col] = a / sqrt((double)nw * PA_DH);
+                        if (ok[col] && sc[col] > mx) mx = sc[col];
+                    }
+                }
+                double sum = 0;
+                for (uint32_t col = 0; col < L; col++) sum += ok[col] ? exp(sc[col] - mx) : 0;
+                for (uint32_t e = 0; e < PA_DH; e++) {
+                    double acc = 0;
+                    for (uint32_t col = 0; col < L; col++)
+                        if (ok[col])
+                            acc += exp(sc[col] - mx) / sum *
+                                   r->v[col / PA_LK][((size_t)m * PA_LK + col % PA_LK) * PA_W + h * PA_DH + e];
+                    out[(size_t)row * PA_W + h * PA_DH + e] = acc;
+                }
+            }
+}
+
+static double pa_loss(void *ctx, int *skip) {
+    const pa_ref *r = ctx;
+    *skip = 0;
+    const size_t n = (size_t)r->c->n_seq * r->c->lq * PA_W;
+    double *out = malloc(sizeof(double) * n);
+    assert_non_null(out);
+    ref_pattn(r, out);
+    double l = 0;
+    for (size_t i = 0; i < n; i++) l += r->wl[i] * out[i];
+    free(out);
+    return l;
+}
+
+/* Dense double (rows, cols) from a float block at off with stride ld. */
+static double *pa_dense(const float *x, size_t off, uint32_t rows, uint32_t cols, uint32_t ld) {
+    double *d = malloc(sizeof(double) * ((size_t)rows * cols + 1));
+    assert_non_null(d);
+    for (uint32_t q = 0; q < rows; q++)
+        for (uint32_t k = 0; k < cols; k++) d[(size_t)q * cols + k] = x[off + (size_t)q * ld + k];
+    return d;
+}
+
+static void test_pattn(void **state) {
+    env *e = *state;
+    nmt_test_assert_ok(e->dev, nmt_ops_enable_phrase(&e->ops));
+    /* heterogeneous ConvKV-like (two segments of one-tap windows, the second
+     * from key 1), homogeneous QueryK-like (3 taps, causal), heterogeneous
+     * QueryK-like with beam groups at a decoder step (one query at
+     * position 2; a segment without q) */
+    static const pa_case cases[] = {
+        {3, 5, 0, 1, 0, 2, {6, 3, 1, 0}, {1, 1}, {0, 0}, {0, 1}},
+        {2, 6, 0, 1, 1, 1, {6, 6, 0, 0}, {1, 0}, {2, 0}, {0, 0}},
+        {4, 1, 2, 2, 1, 2, {3, 2, 0, 0}, {1, 0}, {0, 2}, {0, 1}},
+    };
+    for (size_t ci = 0; ci < NMT_ARRAY_LEN(cases); ci++) {
+        const pa_case *c = &cases[ci];
+        const uint32_t rows = c->n_seq * c->lq, n_kv = pa_nkv(c), krows = n_kv * PA_LK;
+        const uint32_t q_ld = PA_W + 1, kv_ld = PA_W + 2, out_ld = PA_W + 1;
+        nmt_test_rng r = nmt_test_rng_make(300 + ci);
+        int32_t kl[PA_MAXS];
+        memcpy(kl, c->key_len, sizeof kl);
+        cl_mem dkl = nmt_test_upload_i32(e->dev, kl, PA_MAXS);
+        nmt_pattn_args a;
+        memset(&a, 0, sizeof a);
+        a.n_seq = c->n_seq;
+        a.lq = c->lq;
+        a.q_pos0 = c->q_pos0;
+        a.lk_max = PA_LK;
+        a.group = c->group;
+        a.n_heads = PA_H;
+        a.d_head = PA_DH;
+        a.key_len = B(dkl, 0);
+        a.causal = (int)c->causal;
+        a.n_segs = c->n_segs;
+        pa_ref ref = {c, {0}, {0}, {0}, {0}, NULL};
+        float *hq[2] = {0}, *hqx[2] = {0}, *hk[2], *hv[2];
+        cl_mem mq[2] = {0}, mqx[2] = {0}, mk[2], mv[2];
+        for (uint32_t g = 0; g < c->n_segs; g++) {
+            nmt_pattn_seg *sg = &a.seg[g];
+            const uint32_t ne = c->n_ext[g];
+            if (c->has_q[g]) {
+                hq[g] = host_block(&r, (size_t)rows * q_ld + 1, 1, rows, PA_W, q_ld, -1, 1);
+                mq[g] = nmt_test_upload_f32(e->dev, hq[g], (size_t)rows * q_ld + 1);
+                sg->q = B(mq[g], 1);
+                sg->q_ld = q_ld;
+                ref.q[g] = pa_dense(hq[g], 1, rows, PA_W, q_ld);
+            }
+            if (ne) {
+                hqx[g] = host_block(&r, (size_t)rows * ne * PA_W, 0, rows, ne * PA_W, ne * PA_W, -1, 1);
+                mqx[g] = nmt_test_upload_f32(e->dev, hqx[g], (size_t)rows * ne * PA_W);
+                sg->qx = B(mqx[g], 0);
+                sg->qx_ld = ne * PA_W;
+                sg->n_ext = ne;
+                ref.qx[g] = pa_dense(hqx[g], 0, rows, ne * PA_W, ne * PA_W);
+            }
+            /* key rows past a sequence's length stay NaN: never read */
+            hk[g] = host_block(&r, (size_t)krows * kv_ld, 0, krows, PA_W, kv_ld, -1, 1);
+            hv[g] = host_block(&r, (size_t)krows * kv_ld, 0, krows, PA_W, kv_ld, -1, 1);
+            for (uint32_t q = 0; q < krows; q++)
+                if ((int32_t)(q % PA_LK) >= kl[q / PA_LK])
+                    for (uint32_t k = 0; k < PA_W; k++) hv[g][(size_t)q * kv_ld + k] = NAN;
+            mk[g] = nmt_test_upload_f32(e->dev, hk[g], (size_t)krows * kv_ld);
+            mv[g] = nmt_test_upload_f32(e->dev, hv[g], (size_t)krows * kv_ld);
+            sg->k = B(mk[g], 0);
+            sg->v = B(mv[g], 0);
+            sg->k_ld = sg->v_ld = kv_ld;
+            sg->kv_seq_stride = (uint64_t)PA_LK * kv_ld;
+            sg->lo = c->lo[g];
+            ref.k[g] = pa_dense(hk[g], 0, krows, PA_W, kv_ld);
+            ref.v[g] = pa_dense(hv[g], 0, krows, PA_W, kv_ld);
+            for (size_t i = 0; i < (size_t)krows * PA_W; i++)
+                if (isnan(ref.v[g][i])) ref.v[g][i] = 0; /* masked: weight 0 in the reference */
+        }
+        const size_t np = (size_t)rows * PA_H * c->n_segs * PA_LK;
+        cl_mem dp = nmt_test_buffer_f32_fill(e->dev, np, NAN);
+        cl_mem dout = nmt_test_buffer_f32_fill(e->dev, (size_t)rows * out_ld, NAN);
+        a.p = B(dp, 0);
+        a.out = B(dout, 0);
+        a.out_ld = out_ld;
+        nmt_test_assert_ok(e->dev, nmt_op_pattn(&e->ops, &a));
+        float *got = download(e, dout, (size_t)rows * out_ld);
+        double *want = malloc(sizeof(double) * rows * PA_W);
+        assert_non_null(want);
+        ref_pattn(&ref, want);
+        float *wantf = nan_f32((size_t)rows * out_ld);
+        for (uint32_t q = 0; q < rows; q++)
+            for (uint32_t k = 0; k < PA_W; k++) wantf[(size_t)q * out_ld + k] = (float)want[(size_t)q * PA_W + k];
+        char what[64];
+        snprintf(what, sizeof what, "pattn case %zu", ci);
+        check_block(got, wantf, (size_t)rows * out_ld, 0, rows, PA_W, out_ld, TOL, what);
+
+        /* backward: L = sum wl * out; gradients added onto random bases */
+        float *wl = host_block(&r, (size_t)rows * out_ld, 0, rows, PA_W, out_ld, -1, 1);
+        cl_mem ddo = nmt_test_upload_f32(e->dev, wl, (size_t)rows * out_ld);
+        cl_mem dds = nmt_test_buffer_f32_fill(e->dev, np, NAN);
+        nmt_pattn_bwd_args b;
+        memset(&b, 0, sizeof b);
+        b.fwd = a;
+        b.d_out = B(ddo, 0);
+        b.d_out_ld = out_ld;
+        b.ds = B(dds, 0);
+        float *g0q[2] = {0}, *g0x[2] = {0}, *g0k[2], *g0v[2];
+        cl_mem gq[2] = {0}, gx[2] = {0}, gk[2], gv[2];
+        for (uint32_t g = 0; g < c->n_segs; g++) {
+            nmt_pattn_seg *d = &b.grad[g];
+            *d = a.seg[g];
+            if (c->has_q[g]) {
+                g0q[g] = host_block(&r, (size_t)rows * q_ld + 1, 1, rows, PA_W, q_ld, -1, 1);
+                gq[g] = nmt_test_upload_f32(e->dev, g0q[g], (size_t)rows * q_ld + 1);
+                d->q = B(gq[g], 1);
+            }
+            if (c->n_ext[g]) {
+                const size_t nx = (size_t)rows * c->n_ext[g] * PA_W;
+                g0x[g] = host_block(&r, nx, 0, rows, c->n_ext[g] * PA_W, c->n_ext[g] * PA_W, -1, 1);
+                gx[g] = nmt_test_upload_f32(e->dev, g0x[g], nx);
+                d->qx = B(gx[g], 0);
+            }
+            g0k[g] = host_block(&r, (size_t)krows * kv_ld, 0, krows, PA_W, kv_ld, -1, 1);
+            g0v[g] = host_block(&r, (size_t)krows * kv_ld, 0, krows, PA_W, kv_ld, -1, 1);
+            gk[g] = nmt_test_upload_f32(e->dev, g0k[g], (size_t)krows * kv_ld);
+            gv[g] = nmt_test_upload_f32(e->dev, g0v[g], (size_t)krows * kv_ld);
+            d->k = B(gk[g], 0);
+            d->v = B(gv[g], 0);
+        }
+        nmt_test_assert_ok(e->dev, nmt_op_pattn_bwd(&e->t, &b));
+        double *wld = pa_dense(wl, 0, rows, PA_W, out_ld);
+        ref.wl = wld;
+        for (uint32_t g = 0; g < c->n_segs; g++) {
+            if (c->has_q[g]) {
+                float *gg = download(e, gq[g], (size_t)rows * q_ld + 1);
+                float *gd = malloc(sizeof(float) * rows * PA_W), *bd = malloc(sizeof(float) * rows * PA_W);
+                assert_true(gd && bd);
+                for (uint32_t q = 0; q < rows; q++)
+                    for (uint32_t k = 0; k < PA_W; k++) {
+                        gd[(size_t)q * PA_W + k] = gg[1 + (size_t)q * q_ld + k];
+                        bd[(size_t)q * PA_W + k] = g0q[g][1 + (size_t)q * q_ld + k];
+                    }
+                snprintf(what, sizeof what, "pattn case %zu dq seg %u", ci, g);
+                fd_check(what, pa_loss, &ref, ref.q[g], (size_t)rows * PA_W, gd, bd);
+                free(gg);
+                free(gd);
+                free(bd);
+            }
+            if (c->n_ext[g]) {
+                const size_t nx = (size_t)rows * c->n_ext[g] * PA_W;
+                float *gg = download(e, gx[g], nx);
+                snprintf(what, sizeof what, "pattn case %zu dqx seg %u", ci, g);
+                fd_check(what, pa_loss, &ref, ref.qx[g], nx, gg, g0x[g]);
+                free(gg);
+            }
+            for (int kv = 0; kv < 2; kv++) {
+                float *gg = download(e, kv ? gv[g] : gk[g], (size_t)krows * kv_ld);
+                const float *base = kv ? g0v[g] : g0k[g];
+                float *gd = malloc(sizeof(float) * krows * PA_W), *bd = malloc(sizeof(float) * krows * PA_W);
+                assert_true(gd && bd);
+                for (uint32_t q = 0; q < krows; q++)
+                    for (uint32_t k = 0; k < PA_W; k++) {
+                        gd[(size_t)q * PA_W + k] = gg[(size_t)q * kv_ld + k];
+                        bd[(size_t)q * PA_W + k] = base[(size_t)q * kv_ld + k];
+                    }
+                snprintf(what, sizeof what, "pattn case %zu d%s seg %u", ci, kv ? "v" : "k", g);
+                fd_check(what, pa_loss, &ref, kv ? ref.v[g] : ref.k[g], (size_t)krows * PA_W, gd, bd);
+                free(gg);
+                free(gd);
+                free(bd);
+            }
+        }
+        if (ci == 0) { /* bad arguments */
+            nmt_pattn_args bad = a;
+            bad.n_segs = NMT_PATTN_MAX_SEG + 1;
+            assert_int_equal(nmt_op_pattn(&e->ops, &bad), NMT_ERR_INVALID_ARGUMENT);
+            bad = a;
+            bad.seg[0].k_ld = PA_W - 1;
+            assert_int_equal(nmt_op_pattn(&e->ops, &bad), NMT_ERR_INVALID_ARGUMENT);
+            bad = a;
+            bad.group = 0;
+            assert_int_equal(nmt_op_pattn(&e->ops, &bad), NMT_ERR_INVALID_ARGUMENT);
+            nmt_pattn_bwd_args bb = b;
+            bb.grad[1].k = NONE;
+            assert_int_equal(nmt_op_pattn_bwd(&e->t, &bb), NMT_ERR_INVALID_ARGUMENT);
+        }
+        for (uint32_t g = 0; g < c->n_segs; g++) {
+            free(hq[g]);
+            free(hqx[g]);
+            free(hk[g]);
+            free(hv[g]);
+            free(ref.q[g]);
+            free(ref.qx[g]);
+            free(ref.k[g]);
+            free(ref.v[g]);
+            free(g0q[g]);
+            free(g0x[g]);
+            free(g0k[g]);
+            free(g0v[g]);
+            if (mq[g]) nmt_test_release(mq[g]);
+            if (mqx[g]) nmt_test_release(mqx[g]);
+            if (gq[g]) nmt_test_release(gq[g]);
+            if (gx[g]) nmt_test_release(gx[g]);
+            nmt_test_release(mk[g]);
+            nmt_test_release(mv[g]);
+            nmt_test_release(gk[g]);
+            nmt_test_release(gv[g]);
+        }
+        nmt_test_release(dkl);
+        nmt_test_release(dp);
+        nmt_test_release(dout);
+        nmt_test_release(ddo);
+        nmt_test_release(dds);
+        free(got);
+        free(want);
+        free(wantf);
+        free(wl);
+        free(wld);
     }
 }
 
@@ -484,6 +811,7 @@ int main(void) {
         cmocka_unit_test(test_segment_max_bwd),
         cmocka_unit_test(test_span_ops),
         cmocka_unit_test(test_conv1d),
+        cmocka_unit_test(test_pattn),
     };
     return cmocka_run_group_tests(tests, grad_setup, ops_teardown);
 }

@@ -58,6 +58,11 @@ static const kernel_def kernel_defs[] = {
     {offsetof(nmt_train_ops, k_span_last_bwd), P_PHRASE_BWD, "span_last_bwd", 0},
     {offsetof(nmt_train_ops, k_span_tokens_bwd), P_PHRASE_BWD, "span_tokens_bwd", 0},
     {offsetof(nmt_train_ops, k_window_rows_bwd), P_PHRASE_BWD, "window_rows_bwd", 0},
+    {offsetof(nmt_train_ops, k_pattn_dp), P_PHRASE_BWD, "pattn_dp", 0},
+    {offsetof(nmt_train_ops, k_pattn_ds), P_PHRASE_BWD, "pattn_ds", 0},
+    {offsetof(nmt_train_ops, k_pattn_dq), P_PHRASE_BWD, "pattn_dq", 0},
+    {offsetof(nmt_train_ops, k_pattn_dk), P_PHRASE_BWD, "pattn_dk", 0},
+    {offsetof(nmt_train_ops, k_pattn_dv), P_PHRASE_BWD, "pattn_dv", 0},
     {offsetof(nmt_train_ops, k_lstm_cell_bwd), P_REC_BWD, "lstm_cell_bwd", 0},
     {offsetof(nmt_train_ops, k_onlstm_master_bwd), P_REC_BWD, "onlstm_master_bwd", 0},
     {offsetof(nmt_train_ops, k_xent), P_LOSS, "xent", 1},
@@ -394,14 +399,15 @@ nmt_status nmt_op_window_rows_bwd(nmt_train_ops *t, nmt_buf dy, uint32_t ld_y, n
                                   nmt_buf dx, uint32_t ld_x) {
     if (!train_ok(t)) return NMT_ERR_INVALID_ARGUMENT;
     if (n_seq == 0 || n_cap == 0 || d == 0) return NMT_OK;
-    if (dy.mem == NULL || len.mem == NULL || dx.mem == NULL || n == 0 || stride == 0 || t_out == 0 || ld_x < d ||
+    if (dy.mem == NULL || dx.mem == NULL || n == 0 || stride == 0 || t_out == 0 || ld_x < d ||
         (uint64_t)ld_y < (uint64_t)n * d || (uint64_t)n_seq * t_out > UINT32_MAX ||
         (uint64_t)n_seq * n_cap > INT32_MAX || (uint64_t)n_cap + pad > INT32_MAX)
         return NMT_ERR_INVALID_ARGUMENT;
     args a = args_begin(t->k_window_rows_bwd);
     arg_buf(&a, dy);
     arg_u32(&a, ld_y);
-    arg_buf(&a, len);
+    arg_buf(&a, len.mem ? len : dy); /* without len the kernel never reads the slot */
+    arg_i32(&a, len.mem != NULL);
     arg_u32(&a, n_seq);
     arg_u32(&a, n_cap);
     arg_u32(&a, t_out);
@@ -414,6 +420,120 @@ nmt_status nmt_op_window_rows_bwd(nmt_train_ops *t, nmt_buf dy, uint32_t ld_y, n
     NMT_TRY(args_end(t->dev, &a, "window_rows_bwd"));
     const size_t g[2] = {d, (size_t)n_seq * n_cap};
     return launch(t, t->k_window_rows_bwd, 2, g, "window_rows_bwd");
+}
+
+nmt_status nmt_op_pattn_bwd(nmt_train_ops *t, const nmt_pattn_bwd_args *b) {
+    if (!train_ok(t) || b == NULL) return NMT_ERR_INVALID_ARGUMENT;
+    const nmt_pattn_args *a = &b->fwd;
+    NMT_TRY(nmt_pattn_check(a));
+    if (a->n_seq == 0 || a->lq == 0 || a->n_heads == 0 || a->d_head == 0 || a->lk_max == 0) return NMT_OK;
+    if (b->d_out.mem == NULL || b->ds.mem == NULL || b->d_out_ld < a->n_heads * a->d_head) return NMT_ERR_INVALID_ARGUMENT;
+    for (uint32_t g = 0; g < a->n_segs; g++) {
+        const nmt_pattn_seg *s = &a->seg[g], *d = &b->grad[g];
+        if (d->k.mem == NULL || d->v.mem == NULL || (s->q.mem && d->q.mem == NULL) || (s->n_ext && d->qx.mem == NULL))
+            return NMT_ERR_INVALID_ARGUMENT;
+    }
+    const uint32_t p_ld = a->n_segs * a->lk_max, rows = a->n_seq * a->n_heads * a->lq, dh = a->d_head;
+    const size_t n_kv = (a->n_seq + a->group - 1) / a->group;
+    for (uint32_t g = 0; g < a->n_segs; g++) {
+        const nmt_pattn_seg *s = &a->seg[g];
+        args k = args_begin(t->k_pattn_dp);
+        arg_u32(&k, a->n_seq);
+        arg_u32(&k, a->lq);
+        arg_u32(&k, a->lk_max);
+        arg_u32(&k, a->group);
+        arg_u32(&k, a->n_heads);
+        arg_u32(&k, dh);
+        arg_buf(&k, s->v);
+        arg_u32(&k, s->v_ld);
+        arg_u64(&k, s->kv_seq_stride);
+        arg_buf(&k, b->d_out);
+        arg_u32(&k, b->d_out_ld);
+        arg_buf(&k, a->p);
+        arg_u32(&k, p_ld);
+        arg_u32(&k, g * a->lk_max);
+        arg_buf(&k, b->ds);
+        NMT_TRY(args_end(t->dev, &k, "pattn_dp"));
+        const size_t n[3] = {a->lk_max, a->lq, (size_t)a->n_seq * a->n_heads};
+        NMT_TRY(launch(t, t->k_pattn_dp, 3, n, "pattn_dp"));
+    }
+    args k = args_begin(t->k_pattn_ds);
+    arg_u32(&k, rows);
+    arg_u32(&k, p_ld);
+    arg_buf(&k, a->p);
+    arg_buf(&k, b->ds);
+    NMT_TRY(args_end(t->dev, &k, "pattn_ds"));
+    const size_t nr[1] = {rows};
+    NMT_TRY(launch(t, t->k_pattn_ds, 1, nr, "pattn_ds"));
+    for (uint32_t g = 0; g < a->n_segs; g++) {
+        const nmt_pattn_seg *s = &a->seg[g], *d = &b->grad[g];
+        const uint32_t n_win = nmt_pattn_n_win(s), col0 = g * a->lk_max;
+        const float scale = (float)(1.0 / sqrt((double)n_win * dh));
+        args q = args_begin(t->k_pattn_dq);
+        arg_u32(&q, a->n_seq);
+        arg_u32(&q, a->lq);
+        arg_u32(&q, a->lk_max);
+        arg_u32(&q, a->group);
+        arg_u32(&q, a->n_heads);
+        arg_u32(&q, dh);
+        arg_f32(&q, scale);
+        arg_buf(&q, s->k);
+        arg_u32(&q, s->k_ld);
+        arg_u64(&q, s->kv_seq_stride);
+        arg_buf(&q, b->ds);
+        arg_u32(&q, p_ld);
+        arg_u32(&q, col0);
+        arg_buf(&q, d->q.mem ? d->q : d->k); /* absent: never written */
+        arg_u32(&q, d->q_ld);
+        arg_i32(&q, s->q.mem != NULL);
+        arg_buf(&q, d->qx.mem ? d->qx : d->k);
+        arg_u32(&q, d->qx_ld);
+        arg_u32(&q, s->n_ext);
+        NMT_TRY(args_end(t->dev, &q, "pattn_dq"));
+        const size_t nq[3] = {(size_t)n_win * dh, a->lq, (size_t)a->n_seq * a->n_heads};
+        NMT_TRY(launch(t, t->k_pattn_dq, 3, nq, "pattn_dq"));
+        args kk = args_begin(t->k_pattn_dk);
+        arg_u32(&kk, a->n_seq);
+        arg_u32(&kk, a->lq);
+        arg_u32(&kk, a->lk_max);
+        arg_u32(&kk, a->group);
+        arg_u32(&kk, a->n_heads);
+        arg_u32(&kk, dh);
+        arg_f32(&kk, scale);
+        arg_buf(&kk, s->q.mem ? s->q : s->k);
+        arg_u32(&kk, s->q_ld);
+        arg_i32(&kk, s->q.mem != NULL);
+        arg_buf(&kk, s->qx.mem ? s->qx : s->k);
+        arg_u32(&kk, s->qx_ld);
+        arg_u32(&kk, s->n_ext);
+        arg_buf(&kk, b->ds);
+        arg_u32(&kk, p_ld);
+        arg_u32(&kk, col0);
+        arg_buf(&kk, d->k);
+        arg_u32(&kk, d->k_ld);
+        arg_u64(&kk, d->kv_seq_stride);
+        NMT_TRY(args_end(t->dev, &kk, "pattn_dk"));
+        const size_t nk[3] = {dh, a->lk_max, n_kv * a->n_heads};
+        NMT_TRY(launch(t, t->k_pattn_dk, 3, nk, "pattn_dk"));
+        args v = args_begin(t->k_pattn_dv);
+        arg_u32(&v, a->n_seq);
+        arg_u32(&v, a->lq);
+        arg_u32(&v, a->lk_max);
+        arg_u32(&v, a->group);
+        arg_u32(&v, a->n_heads);
+        arg_u32(&v, dh);
+        arg_buf(&v, a->p);
+        arg_u32(&v, p_ld);
+        arg_u32(&v, col0);
+        arg_buf(&v, b->d_out);
+        arg_u32(&v, b->d_out_ld);
+        arg_buf(&v, d->v);
+        arg_u32(&v, d->v_ld);
+        arg_u64(&v, d->kv_seq_stride);
+        NMT_TRY(args_end(t->dev, &v, "pattn_dv"));
+        NMT_TRY(launch(t, t->k_pattn_dv, 3, nk, "pattn_dv"));
+    }
+    return NMT_OK;
 }
 
 nmt_status nmt_op_lstm_cell_bwd(nmt_train_ops *t, nmt_buf z, nmt_buf c, nmt_buf dh, uint32_t ld_dh, nmt_buf dc,

@@ -33,6 +33,7 @@ typedef struct nmt_train_ops {
     cl_kernel k_embed_bwd, k_relu_bwd, k_gate_bwd, k_dropout;  /* elementwise_bwd.cl */
     cl_kernel k_attn_bwd_scores, k_attn_bwd_probs, k_attn_bwd_ds, k_attn_bwd_dq, k_attn_bwd_dkv;
     cl_kernel k_segment_max_bwd, k_span_last_bwd, k_span_tokens_bwd, k_window_rows_bwd;  /* phrase_bwd.cl */
+    cl_kernel k_pattn_dp, k_pattn_ds, k_pattn_dq, k_pattn_dk, k_pattn_dv;              /* phrase_bwd.cl */
     cl_kernel k_lstm_cell_bwd, k_onlstm_master_bwd;  /* recurrent_bwd.cl */
     cl_kernel k_xent;                                     /* loss.cl */
     cl_kernel k_adam, k_reduce_partial, k_reduce_final, k_scale, k_fill, k_axpy;  /* optim.cl */
@@ -132,7 +133,8 @@ nmt_status nmt_op_span_tokens_bwd(nmt_train_ops *t, nmt_buf dp, nmt_buf seg, uin
 
 /* Backward of nmt_op_window_rows (ops.h): dx row s * n_cap + p (stride
  * ld_x) += the sum of the dy entries (rows s * t_out + t, stride ld_y)
- * that copied it, for every valid position p < len[s] (accumulates;
+ * that copied it, for every valid position p < len[s] (len NMT_NO_BUF:
+ * p < n_cap; accumulates;
  * race-free, a work-item per position). */
 nmt_status nmt_op_window_rows_bwd(nmt_train_ops *t, nmt_buf dy, uint32_t ld_y, nmt_buf len, uint32_t n_seq,
                                   uint32_t n_cap, uint32_t t_out, uint32_t n, uint32_t stride, uint32_t pad, uint32_t d,
@@ -242,6 +244,22 @@ typedef struct nmt_attn_bwd_args {
 } nmt_attn_bwd_args;
 
 nmt_status nmt_op_attention_bwd(nmt_train_ops *t, const nmt_attn_bwd_args *a);
+
+/* Backward of ops.h's phrase-based attention (cl/phrase_bwd.cl pattn_*):
+ * fwd.p holds the forward's probabilities; ds (float, the shape of p) is
+ * scratch.  Per segment g, the gradients are ADDED into dq[g] (when the
+ * segment has q), dqx[g], dk[g] and dv[g] (same layouts and strides as
+ * the forward's q, qx, k, v; dkv_seq_stride[g] for dk / dv), so segments
+ * sharing a tensor accumulate into one gradient; the caller zeroes them
+ * first. */
+typedef struct nmt_pattn_bwd_args {
+    nmt_pattn_args fwd;
+    nmt_buf d_out; uint32_t d_out_ld;
+    nmt_buf ds;
+    nmt_pattn_seg grad[NMT_PATTN_MAX_SEG]; /* q, qx, k, v, kv_seq_stride: where the gradients go */
+} nmt_pattn_bwd_args;
+
+nmt_status nmt_op_pattn_bwd(nmt_train_ops *t, const nmt_pattn_bwd_args *a);
 
 /* ---- optimiser and gradient buffers ------------------------------------- */
 
