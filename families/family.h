@@ -124,7 +124,7 @@ typedef struct nmt_spans {
     uint32_t n;
 } nmt_spans;
 
-#define NMT_FAMILY_CFG_BYTES 1024
+#define NMT_FAMILY_CFG_BYTES 2048
 /* Room for a family's reason (finish) in bytes. */
 #define NMT_FAMILY_WHY_BYTES 256
 

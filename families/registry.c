@@ -15,10 +15,12 @@
 
 extern const nmt_family nmt_family_transformer;
 extern const nmt_family nmt_family_mgsa;
+extern const nmt_family nmt_family_phrase;
 
 static const nmt_family *const registry[] = {
     &nmt_family_transformer,
     &nmt_family_mgsa,
+    &nmt_family_phrase,
 };
 
 const nmt_family *nmt_family_find(const char *arch) {

@@ -285,8 +285,8 @@ nmt_status nmt_op_window_rows(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t n
  * with scale = 1 / sqrt(n_win * d_head); tap u < n_ext is columns
  * [(h * n_ext + u) * d_head, +d_head) of qx (row stride qx_ld), tap
  * n_win - 1 is head h's columns of q when q.mem (n_win = n_ext + 1), else
- * n_win = n_ext; key row j of sequence m is k + m * kv_seq_stride + j *
- * k_ld, head columns [h * d_head, +d_head); v likewise (v_ld).  ConvKV:
+ * n_win = n_ext; key row j of sequence m is k + m * k_stride + j * k_ld,
+ * head columns [h * d_head, +d_head); v likewise (v_stride, v_ld).  ConvKV:
  * n_win 1 over convolved keys; QueryK: n_win n over token keys.  Valid
  * keys: lo <= j < key_len[m] (or key_len_const), and j <= position when
  * causal; a row without one gives zeros.  Probabilities go to p (float,
@@ -299,7 +299,7 @@ typedef struct nmt_pattn_seg {
     nmt_buf qx; uint32_t qx_ld, n_ext;
     nmt_buf k; uint32_t k_ld;
     nmt_buf v; uint32_t v_ld;
-    uint64_t kv_seq_stride;
+    uint64_t k_stride, v_stride;   /* key / value sequence m starts m * stride elements in */
     uint32_t lo;
 } nmt_pattn_seg;
 typedef struct nmt_pattn_args {

@@ -211,7 +211,7 @@ nmt_status nmt_op_pattn(nmt_ops *ops, const nmt_pattn_args *a) {
         arg_mem(&k, s->k.mem);
         arg_u64(&k, s->k.off);
         arg_u32(&k, s->k_ld);
-        arg_u64(&k, s->kv_seq_stride);
+        arg_u64(&k, s->k_stride);
         arg_mem(&k, a->key_len.mem ? a->key_len.mem : a->p.mem);
         arg_u64(&k, a->key_len.mem ? a->key_len.off : 0);
         arg_i32(&k, a->key_len.mem != NULL);
@@ -246,7 +246,7 @@ nmt_status nmt_op_pattn(nmt_ops *ops, const nmt_pattn_args *a) {
         arg_mem(&v, s->v.mem);
         arg_u64(&v, s->v.off);
         arg_u32(&v, s->v_ld);
-        arg_u64(&v, s->kv_seq_stride);
+        arg_u64(&v, s->v_stride);
         arg_mem(&v, a->p.mem);
         arg_u64(&v, a->p.off);
         arg_u32(&v, p_ld);

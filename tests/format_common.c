@@ -1,8 +1,10 @@
 /* format_common.c — helpers shared by the .nmt format tests (see
  * format_common.h). */
 #include "format_common.h"
+#include "family_writer.h"
 #include "random_model.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,4 +111,46 @@ uint8_t *model_variant(const model_change *c, size_t *size) {
     nmtw_destroy(w);
     free(good);
     return (uint8_t *)img;
+}
+
+void *requantize(const struct nmt_family *fam, const void *cfg, const void *img, size_t size, int q8,
+                 size_t *out_size) {
+    nmt_file f;
+    assert_int_equal(nmt_file_open(&f, img, size, 1), NMT_OK);
+    nmtw_writer *w = nmtw_create();
+    assert_non_null(w);
+    assert_int_equal(nmtw_add_hparams(w, fam, cfg), NMT_OK);
+    for (uint32_t i = 0; i < f.h.n_tensors; i++) {
+        nmt_tensor_view v;
+        assert_int_equal(nmt_file_tensor_at(&f, i, &v), NMT_OK);
+        if (v.ndim != 2 || v.dtype != NMT_DTYPE_F32) {
+            assert_int_equal(nmtw_add_tensor(w, v.name, v.dtype, v.ndim, v.shape, v.data, v.scales), NMT_OK);
+            continue;
+        }
+        const uint32_t rows = v.shape[0], cols = v.shape[1];
+        const float *x = v.data;
+        int8_t *q = malloc((size_t)rows * cols);
+        float *sc = malloc(sizeof(float) * rows), *deq = malloc(sizeof(float) * (size_t)rows * cols);
+        assert_true(q && sc && deq);
+        for (uint32_t r = 0; r < rows; r++) {
+            float mx = 0;
+            for (uint32_t c = 0; c < cols; c++) mx = fmaxf(mx, fabsf(x[(size_t)r * cols + c]));
+            sc[r] = mx > 0 ? mx / 127.0f : 1.0f;
+            for (uint32_t c = 0; c < cols; c++) {
+                const size_t j = (size_t)r * cols + c;
+                q[j] = (int8_t)lrintf(x[j] / sc[r]);
+                deq[j] = (float)q[j] * sc[r];
+            }
+        }
+        assert_int_equal(q8 ? nmtw_add_tensor(w, v.name, NMT_DTYPE_I8, 2, v.shape, q, sc)
+                            : nmtw_add_f32(w, v.name, 2, v.shape, deq),
+                         NMT_OK);
+        free(q);
+        free(sc);
+        free(deq);
+    }
+    void *out;
+    assert_int_equal(nmtw_write_memory(w, &out, out_size), NMT_OK);
+    nmtw_destroy(w);
+    return out;
 }

@@ -45,4 +45,12 @@ typedef struct model_change {
 } model_change;
 uint8_t *model_variant(const model_change *c, size_t *size);
 
+/* A copy of model image `img` with the hyper-parameters of `cfg` (a
+ * configuration of family `fam`) and every fp32 2-D tensor quantized per
+ * row to int8 (q8) or to the fp32 values those int8 weights stand for
+ * (dequantized), the rest unchanged (free() it). */
+struct nmt_family;
+void *requantize(const struct nmt_family *fam, const void *cfg, const void *img, size_t size, int q8,
+                 size_t *out_size);
+
 #endif

@@ -654,7 +654,7 @@ static void test_pattn(void **state) {
             sg->k = B(mk[g], 0);
             sg->v = B(mv[g], 0);
             sg->k_ld = sg->v_ld = kv_ld;
-            sg->kv_seq_stride = (uint64_t)PA_LK * kv_ld;
+            sg->k_stride = sg->v_stride = (uint64_t)PA_LK * kv_ld;
             sg->lo = c->lo[g];
             ref.k[g] = pa_dense(hk[g], 0, krows, PA_W, kv_ld);
             ref.v[g] = pa_dense(hv[g], 0, krows, PA_W, kv_ld);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "family_writer.h"
+#include "format_common.h"
 #include "random_model.h"
 #include "ref_model.h"
 #include "test_util.h"
@@ -242,46 +243,6 @@ static void test_incremental_equals_forced(void **state) {
 /* img (of configuration cfg) with every 2-D tensor stored int8 (per-row scales: q8 != 0) or as
  * the same int8 values dequantized to fp32 (q8 == 0), so both models hold
  * exactly the same weights. */
-static void *requantize(const nmt_tf_cfg *cfg, const void *img, size_t size, int q8, size_t *out_size) {
-    nmt_file f;
-    assert_int_equal(nmt_file_open(&f, img, size, 1), NMT_OK);
-    nmtw_writer *w = nmtw_create();
-    assert_non_null(w);
-    assert_int_equal(nmtw_add_hparams(w, &nmt_family_mgsa, cfg), NMT_OK);
-    for (uint32_t i = 0; i < f.h.n_tensors; i++) {
-        nmt_tensor_view v;
-        assert_int_equal(nmt_file_tensor_at(&f, i, &v), NMT_OK);
-        if (v.ndim != 2 || v.dtype != NMT_DTYPE_F32) {
-            assert_int_equal(nmtw_add_tensor(w, v.name, v.dtype, v.ndim, v.shape, v.data, v.scales), NMT_OK);
-            continue;
-        }
-        const uint32_t rows = v.shape[0], cols = v.shape[1];
-        const float *x = v.data;
-        int8_t *q = malloc((size_t)rows * cols);
-        float *sc = malloc(sizeof(float) * rows), *deq = malloc(sizeof(float) * (size_t)rows * cols);
-        assert_true(q && sc && deq);
-        for (uint32_t r = 0; r < rows; r++) {
-            float mx = 0;
-            for (uint32_t c = 0; c < cols; c++) mx = fmaxf(mx, fabsf(x[(size_t)r * cols + c]));
-            sc[r] = mx > 0 ? mx / 127.0f : 1.0f;
-            for (uint32_t c = 0; c < cols; c++) {
-                const size_t j = (size_t)r * cols + c;
-                q[j] = (int8_t)lrintf(x[j] / sc[r]);
-                deq[j] = (float)q[j] * sc[r];
-            }
-        }
-        assert_int_equal(q8 ? nmtw_add_tensor(w, v.name, NMT_DTYPE_I8, 2, v.shape, q, sc)
-                            : nmtw_add_f32(w, v.name, 2, v.shape, deq),
-                         NMT_OK);
-        free(q);
-        free(sc);
-        free(deq);
-    }
-    void *out;
-    assert_int_equal(nmtw_write_memory(w, &out, out_size), NMT_OK);
-    nmtw_destroy(w);
-    return out;
-}
 
 /* int8 weights (the phrase groups take row slices of the fused q|k|v
  * weight with their scales; the LSTM interaction's products read int8
@@ -295,7 +256,7 @@ static void test_int8_equals_dequantized(void **state) {
         c.mg_compose = rec == NMT_MG_REC_LSTM ? NMT_MG_COM_SAN : rec == NMT_MG_REC_ONLSTM ? NMT_MG_COM_LSTM : 0;
         size_t size, s8, s32;
         void *img = write_model(&nmt_family_mgsa, &c, 21, &size);
-        void *i8 = requantize(&c, img, size, 1, &s8), *i32 = requantize(&c, img, size, 0, &s32);
+        void *i8 = requantize(&nmt_family_mgsa, &c, img, size, 1, &s8), *i32 = requantize(&nmt_family_mgsa, &c, img, size, 0, &s32);
         free(img);
         model m8, m32;
         open_model(e, i8, s8, &m8);

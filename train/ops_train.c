@@ -446,7 +446,7 @@ nmt_status nmt_op_pattn_bwd(nmt_train_ops *t, const nmt_pattn_bwd_args *b) {
         arg_u32(&k, dh);
         arg_buf(&k, s->v);
         arg_u32(&k, s->v_ld);
-        arg_u64(&k, s->kv_seq_stride);
+        arg_u64(&k, s->v_stride);
         arg_buf(&k, b->d_out);
         arg_u32(&k, b->d_out_ld);
         arg_buf(&k, a->p);
@@ -479,7 +479,7 @@ nmt_status nmt_op_pattn_bwd(nmt_train_ops *t, const nmt_pattn_bwd_args *b) {
         arg_f32(&q, scale);
         arg_buf(&q, s->k);
         arg_u32(&q, s->k_ld);
-        arg_u64(&q, s->kv_seq_stride);
+        arg_u64(&q, s->k_stride);
         arg_buf(&q, b->ds);
         arg_u32(&q, p_ld);
         arg_u32(&q, col0);
@@ -511,7 +511,7 @@ nmt_status nmt_op_pattn_bwd(nmt_train_ops *t, const nmt_pattn_bwd_args *b) {
         arg_u32(&kk, col0);
         arg_buf(&kk, d->k);
         arg_u32(&kk, d->k_ld);
-        arg_u64(&kk, d->kv_seq_stride);
+        arg_u64(&kk, d->k_stride);
         NMT_TRY(args_end(t->dev, &kk, "pattn_dk"));
         const size_t nk[3] = {dh, a->lk_max, n_kv * a->n_heads};
         NMT_TRY(launch(t, t->k_pattn_dk, 3, nk, "pattn_dk"));
@@ -529,7 +529,7 @@ nmt_status nmt_op_pattn_bwd(nmt_train_ops *t, const nmt_pattn_bwd_args *b) {
         arg_u32(&v, b->d_out_ld);
         arg_buf(&v, d->v);
         arg_u32(&v, d->v_ld);
-        arg_u64(&v, d->kv_seq_stride);
+        arg_u64(&v, d->v_stride);
         NMT_TRY(args_end(t->dev, &v, "pattn_dv"));
         NMT_TRY(launch(t, t->k_pattn_dv, 3, nk, "pattn_dv"));
     }

@@ -249,14 +249,14 @@ nmt_status nmt_op_attention_bwd(nmt_train_ops *t, const nmt_attn_bwd_args *a);
  * fwd.p holds the forward's probabilities; ds (float, the shape of p) is
  * scratch.  Per segment g, the gradients are ADDED into dq[g] (when the
  * segment has q), dqx[g], dk[g] and dv[g] (same layouts and strides as
- * the forward's q, qx, k, v; dkv_seq_stride[g] for dk / dv), so segments
+ * the forward's q, qx, k, v, with grad[g]'s strides), so segments
  * sharing a tensor accumulate into one gradient; the caller zeroes them
  * first. */
 typedef struct nmt_pattn_bwd_args {
     nmt_pattn_args fwd;
     nmt_buf d_out; uint32_t d_out_ld;
     nmt_buf ds;
-    nmt_pattn_seg grad[NMT_PATTN_MAX_SEG]; /* q, qx, k, v, kv_seq_stride: where the gradients go */
+    nmt_pattn_seg grad[NMT_PATTN_MAX_SEG]; /* q, qx, k, v and strides: where the gradients go */
 } nmt_pattn_bwd_args;
 
 nmt_status nmt_op_pattn_bwd(nmt_train_ops *t, const nmt_pattn_bwd_args *a);

@@ -489,7 +489,7 @@ static nmt_status forward(tft_model *m, float p, uint64_t seed) {
     const nmt_tf_pass pe = enc_pass(m), pd = dec_pass(m);
     NMT_TRY(nmt_tf_embed(&m->fw, &m->w.src_emb, m->src_tok, rs, m->S, 0, m->subs[0].a.x, 0));
     NMT_TRY(nmt_tf_encoder(&m->fw, &pe, m->enc_out));
-    NMT_TRY(nmt_tf_cross_kv(&m->fw, m->enc_out, rs));
+    NMT_TRY(nmt_tf_cross_kv(&m->fw, m->enc_out, &pe));
     NMT_TRY(nmt_tf_embed(&m->fw, &m->w.tgt_emb, m->tgt_in, rt, m->T, 0, m->subs[E].a.x, 1));
     NMT_TRY(nmt_tf_decoder(&m->fw, &pd, m->y_fin));
     return nmt_tf_logits(&m->fw, m->y_fin, rt, m->logits);

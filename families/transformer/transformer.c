@@ -27,6 +27,13 @@ typedef struct tf_state {
      * uploaded to the groups' (shared) mg_seg / mg_cnt */
     int32_t *h_seg;    /* (max_batch, src_cap, 2) start, length */
     int32_t *h_cnt;    /* (max_batch) phrases per sentence */
+    /* phrase-based attention (transformer_phrase.c), per decoder layer l and
+     * segment g at l * NMT_PATTN_MAX_SEG + g: the decoder self-attention's
+     * segment caches (the K|V cache's shape; teacher-forced scoring uses
+     * them as scratch), the cross-attention's memory segments, and the
+     * self-attention's input windows of this step and the last */
+    nmt_buf *ph_cache, *ph_cross, *win, *win_prev;
+    nmt_buf win_tmp;   /* spare window: beam reorder target */
 } tf_state;
 
 static void tf_acts(void *user, uint32_t k, nmt_tf_acts *out) {
@@ -37,6 +44,13 @@ static void tf_acts(void *user, uint32_t k, nmt_tf_acts *out) {
         const uint32_t l = (k - E) / 3, kind = (k - E) % 3;
         if (kind == NMT_TF_SUB_SELF) out->kv = st->cache[l];
         else if (kind == NMT_TF_SUB_CROSS) out->kv = st->cross_kv[l];
+        const nmt_buf *seg = kind == NMT_TF_SUB_SELF ? st->ph_cache : kind == NMT_TF_SUB_CROSS ? st->ph_cross : NULL;
+        if (seg != NULL && nmt_ph_of(&st->c, 1, kind == NMT_TF_SUB_CROSS))
+            for (uint32_t g = 0; g < NMT_PATTN_MAX_SEG; g++) out->ph_kv[g] = seg[l * NMT_PATTN_MAX_SEG + g];
+        if (kind == NMT_TF_SUB_SELF && st->win != NULL) {
+            out->ph_win = st->win[l];
+            out->ph_win_prev = st->win_prev[l];
+        }
     }
 }
 
@@ -44,6 +58,60 @@ static nmt_status scratch(nmt_session *s, nmt_arena *a, size_t floats, nmt_buf *
     size_t bytes;
     NMT_CHECK(nmt_mul_ok(floats, sizeof(float), &bytes), NMT_ERR_DEVICE_MEMORY);
     return nmt_session_buffer(s, a, bytes, NULL, out);
+}
+
+/* Phrase attention buffers (transformer_phrase.c): scratch shared by the
+ * sub-layers, per-layer caches, windows and memory segments. */
+static nmt_status plan_phrase(nmt_session *s, nmt_arena *a, tf_state *local, int real, size_t rows) {
+    const nmt_tf_cfg *c = &local->c;
+    const nmt_plan_dims *dims = &local->dims;
+    const size_t B = dims->max_batch, S = dims->src_cap, T = dims->tgt_cap, R = dims->step_rows, d = c->d;
+    const size_t L = c->dec_layers, nseg = NMT_PATTN_MAX_SEG;
+    uint32_t n_max = 1, segs = 0;
+    for (int k = 0; k < NMT_PH_KINDS; k++) {
+        n_max = NMT_MAX(n_max, c->ph[k].n_max);
+        segs = NMT_MAX(segs, c->ph[k].n_segs);
+    }
+    if (segs == 0) return NMT_OK;
+    if (real) NMT_TRY(nmt_ops_enable_phrase(nmt_session_ops(s)));
+    nmt_tf_acts *ac = &local->acts;
+    NMT_TRY(scratch(s, a, rows * n_max * d, &ac->ph_cols));
+    for (uint32_t g = 0; g < segs; g++) NMT_TRY(scratch(s, a, rows * n_max * d, &ac->ph_qx[g]));
+    const nmt_ph_kind *enc = nmt_ph_of(c, 0, 0), *dec = nmt_ph_of(c, 1, 0), *cross = nmt_ph_of(c, 1, 1);
+    if (enc && enc->structure == NMT_PH_HETERO)
+        for (uint32_t g = 0; g < enc->n_segs; g++) NMT_TRY(scratch(s, a, B * S * 2 * d, &ac->ph_kv[g]));
+    nmt_buf *bufs = NMT_ARENA_NEW(a, nmt_buf, 2 * L * nseg + 2 * L);
+    NMT_CHECK(bufs != NULL, NMT_ERR_ARENA_TOO_SMALL);
+    if (real) memset(bufs, 0, sizeof *bufs * (2 * L * nseg + 2 * L));
+    local->ph_cache = bufs;
+    local->ph_cross = bufs + L * nseg;
+    for (size_t l = 0; l < L; l++)
+        for (uint32_t g = 0; g < nseg; g++) {
+            nmt_buf b = {NULL, 0};
+            if (dec && dec->structure == NMT_PH_HETERO && g < dec->n_segs && nmt_ph_own(&dec->seg[g])) {
+                NMT_TRY(scratch(s, a, R * T * 2 * d, &b)); /* the K|V cache's size: reorder swaps them */
+                if (real) local->ph_cache[l * nseg + g] = b;
+            }
+            if (cross && cross->structure == NMT_PH_HETERO && g < cross->n_segs && nmt_ph_own(&cross->seg[g])) {
+                NMT_TRY(scratch(s, a, B * S * 2 * d, &b));
+                if (real) local->ph_cross[l * nseg + g] = b;
+            }
+        }
+    if (dec && dec->n_max > 1) {
+        local->win = bufs + 2 * L * nseg;
+        local->win_prev = local->win + L;
+        for (size_t l = 0; l < L; l++) {
+            nmt_buf w0, w1;
+            NMT_TRY(scratch(s, a, R * dec->n_max * d, &w0));
+            NMT_TRY(scratch(s, a, R * dec->n_max * d, &w1));
+            if (real) {
+                local->win[l] = w0;
+                local->win_prev[l] = w1;
+            }
+        }
+        NMT_TRY(scratch(s, a, R * dec->n_max * d, &local->win_tmp));
+    }
+    return NMT_OK;
 }
 
 static size_t max3(size_t a, size_t b, size_t c) { return NMT_MAX(a, NMT_MAX(b, c)); }
@@ -151,8 +219,12 @@ static nmt_status tf_plan(nmt_session *s, const nmt_file *f, const void *cfgp, c
         if (real && (c->mg_interact != NMT_MG_REC_NONE || c->mg_compose == NMT_MG_COM_LSTM))
             NMT_TRY(nmt_ops_enable_recurrent(nmt_session_ops(s)));
     }
+    NMT_TRY(plan_phrase(s, a, &local, real, rows));
     size_t sc = max3(B * H * S * S, B * H * T * T, B * H * T * S);
     sc = NMT_MAX(sc, R * H * NMT_MAX(S, T));
+    for (int k = 0; k < NMT_PH_KINDS; k++) /* phrase attention: a column block per segment */
+        sc = NMT_MAX(sc, max3(B * H * S * S, B * H * T * T, NMT_MAX(B * H * T * S, R * H * NMT_MAX(S, T))) *
+                             NMT_MAX(c->ph[k].n_segs, 1u));
     NMT_TRY(scratch(s, a, sc, &local.fw.scores));
     NMT_TRY(scratch(s, a, 2 * max3(B * H * S, B * H * T, R * H), &local.fw.stats));
     NMT_TRY(scratch(s, a, R * T * 2 * d, &local.cache_tmp));
@@ -216,7 +288,7 @@ static nmt_status tf_encode(void *state, const nmt_io_bufs *io, uint32_t n, uint
     const nmt_tf_pass p = {.n = n, .len = len, .key_len = io->src_len};
     NMT_TRY(nmt_tf_embed(&st->fw, &st->w.src_emb, io->src_tok, rows, len, 0, st->x, 0));
     NMT_TRY(nmt_tf_encoder(&st->fw, &p, st->x));
-    return nmt_tf_cross_kv(&st->fw, st->x, rows);
+    return nmt_tf_cross_kv(&st->fw, st->x, &p);
 }
 
 static nmt_status tf_step(void *state, const nmt_io_bufs *io, uint32_t rows, uint32_t group, uint32_t t) {
@@ -226,7 +298,24 @@ static nmt_status tf_step(void *state, const nmt_io_bufs *io, uint32_t rows, uin
                            .src_len = st->src_pad_len, .step = 1, .t = t, .cache_len = st->dims.tgt_cap};
     NMT_TRY(nmt_tf_embed(&st->fw, &st->w.tgt_emb, io->step_tok, rows, 1, t, st->x, 1));
     NMT_TRY(nmt_tf_decoder(&st->fw, &p, st->x));
+    if (st->win != NULL) /* this step's windows become the last ones */
+        for (uint32_t l = 0; l < st->c.dec_layers; l++) {
+            const nmt_buf w = st->win[l];
+            st->win[l] = st->win_prev[l];
+            st->win_prev[l] = w;
+        }
     return nmt_tf_logits(&st->fw, st->x, rows, io->logits);
+}
+
+/* Gather rows of *buf (live elements of rows `ld` apart) into the spare,
+ * which becomes *buf; the old *buf becomes the spare. */
+static nmt_status reorder_swap(tf_state *st, const nmt_io_bufs *io, nmt_buf *buf, nmt_buf *spare, uint64_t ld,
+                               uint32_t rows, uint32_t live) {
+    NMT_TRY(nmt_op_gather_rows(st->fw.ops, *buf, ld, *spare, ld, io->reorder, rows, live));
+    const nmt_buf old = *buf;
+    *buf = *spare;
+    *spare = old;
+    return NMT_OK;
 }
 
 static nmt_status tf_reorder(void *state, const nmt_io_bufs *io, uint32_t rows, uint32_t t) {
@@ -237,11 +326,18 @@ static nmt_status tf_reorder(void *state, const nmt_io_bufs *io, uint32_t rows, 
      * the spare, which becomes that layer's cache, and the old cache becomes
      * the spare for the next layer — one copy per layer, no copy back. */
     for (uint32_t l = 0; l < st->c.dec_layers; l++) {
-        NMT_TRY(nmt_op_gather_rows(st->fw.ops, st->cache[l], (uint64_t)T * 2 * d, st->cache_tmp,
-                                   (uint64_t)T * 2 * d, io->reorder, rows, live));
-        nmt_buf old = st->cache[l];
-        st->cache[l] = st->cache_tmp;
-        st->cache_tmp = old;
+        NMT_TRY(reorder_swap(st, io, &st->cache[l], &st->cache_tmp, (uint64_t)T * 2 * d, rows, live));
+        /* phrase attention: the segment caches (the K|V cache's size; rows
+         * of 2d or d per position) and the input window */
+        const nmt_ph_kind *pk = nmt_ph_of(&st->c, 1, 0);
+        if (pk == NULL) continue;
+        const uint32_t ld = pk->method == NMT_PH_CONVKV ? 2 * d : d;
+        for (uint32_t g = 0; g < NMT_PATTN_MAX_SEG; g++) {
+            nmt_buf *b = &st->ph_cache[l * NMT_PATTN_MAX_SEG + g];
+            if (b->mem != NULL) NMT_TRY(reorder_swap(st, io, b, &st->cache_tmp, (uint64_t)T * ld, rows, (t + 1) * ld));
+        }
+        if (st->win != NULL)
+            NMT_TRY(reorder_swap(st, io, &st->win_prev[l], &st->win_tmp, (uint64_t)pk->n_max * d, rows, pk->n_max * d));
     }
     return NMT_OK;
 }
@@ -265,9 +361,9 @@ static void tf_release(void *state) { (void)state; /* all buffers are session-ow
 /* The Transformer reads the first NMT_TF_N_HPARAMS keys of the table; MG-SA
  * the whole table (the mg_* suffix too) and the forward takes the phrase
  * path in its layers: one set of functions, two records. */
-#define TF_RECORD(arch_, summary_, n_hparams_)                                                   \
+#define TF_RECORD(arch_, summary_, table_, n_hparams_)                                           \
     {                                                                                            \
-        .arch = arch_, .summary = summary_, .cfg_size = sizeof(nmt_tf_cfg), .hparams = nmt_tf_hparams, \
+        .arch = arch_, .summary = summary_, .cfg_size = sizeof(nmt_tf_cfg), .hparams = table_,   \
         .n_hparams = n_hparams_, .finish = nmt_tf_finish, .catalogue = nmt_tf_catalogue,         \
         .info = nmt_tf_info, .random_args = NMT_TF_RANDOM_ARGS, .plan = tf_plan, .encode = tf_encode, .step = tf_step,              \
         .reorder = tf_reorder, .decode_full = tf_decode_full, .project = tf_project,             \
@@ -276,9 +372,15 @@ static void tf_release(void *state) { (void)state; /* all buffers are session-ow
 
 const nmt_family nmt_family_transformer =
     TF_RECORD(NMT_TF_ARCH, "Transformer / HySAN: hybrid masked self-attention branches with fusion (vanilla: global only)",
-              NMT_TF_N_HPARAMS);
+              nmt_tf_hparams, NMT_TF_N_HPARAMS);
 
 const nmt_family nmt_family_mgsa =
     TF_RECORD(NMT_MGSA_ARCH,
               "MG-SA: multi-granularity self-attention, phrase heads over n-gram phrases in chosen encoder layers",
-              NMT_MGSA_N_HPARAMS);
+              nmt_tf_hparams, NMT_MGSA_N_HPARAMS);
+
+const nmt_family nmt_family_phrase =
+    TF_RECORD(NMT_PH_ARCH,
+              "phrase-based attention: ConvKV / QueryK n-gram keys in homogeneous or heterogeneous heads, per "
+              "attention kind",
+              nmt_ph_hparams, NMT_PH_N_HPARAMS);

@@ -32,37 +32,42 @@ static const char *const mg_interact_choices[] = {"none", "lstm", "onlstm", NULL
 /* Index of each entry that finish() needs to know was present. */
 enum { HP_EMBED_SCALE = 9, HP_EOS = 17 };
 
-const nmt_hparam nmt_tf_hparams[] = {
-    DIM("d_model", "d-model", d, 2, "model width d (even, divisible by n_heads)"),
-    DIM("n_heads", "heads", heads, 1, "attention heads"),
-    DIM("d_ff", "ff", ff, 1, "FFN hidden width"),
-    DIM("enc_layers", "enc-layers", enc_layers, 1, "encoder layers (<= 64)"),
-    DIM("dec_layers", "dec-layers", dec_layers, 1, "decoder layers (<= 64)"),
-    DIM("src_vocab", "src-vocab", src_vocab, 1, "source vocabulary size"),
-    DIM("tgt_vocab", "tgt-vocab", tgt_vocab, 1, "target vocabulary size"),
-    {.key = "norm", .flag = "norm", .type = NMT_HP_ENUM, .off = OFF(pre_norm), .def_str = "post",
-     .choices = norm_choices, .help = "post: x = LN(x + F(x)); pre: x = x + F(LN(x)) with final norms"},
-    {.key = "ln_eps", .flag = "ln-eps", .type = NMT_HP_F32, .off = OFF(eps), .def = 1e-5, .lo = 0, .hi = 1,
-     .help = "layer-norm epsilon"},
-    [HP_EMBED_SCALE] = {.key = "embed_scale", .flag = "embed-scale", .type = NMT_HP_F32, .off = OFF(emb_scale),
-                        .computed_default = 1, .help = "embedding multiplier (default sqrt(d_model))"},
-    FLAG("shared_embeddings", "shared-embeddings", shared_emb, "one embedding for both sides (equal vocabularies)"),
-    FLAG("tied_output", "tied-output", tied_out, "output projection = target embedding"),
-    {.key = "enc_branches", .flag = "enc-branches", .type = NMT_HP_TEXT, .off = OFF(enc_br_text),
-     .def_str = "global", .text_cap = NMT_TF_BRANCH_TEXT,
-     .help = "encoder self-attention branches: 1-8 of global fw bw local:K"},
-    {.key = "dec_branches", .flag = "dec-branches", .type = NMT_HP_TEXT, .off = OFF(dec_br_text),
-     .def_str = "global", .text_cap = NMT_TF_BRANCH_TEXT,
-     .help = "decoder self-attention branches: 1-8 of global fw local:K"},
-    {.key = "fusion", .flag = "fusion", .type = NMT_HP_ENUM, .off = OFF(fusion), .def_str = "sum",
-     .choices = fusion_choices, .help = "fusion of the branches: sum, concat or gate (squeeze-gated sum)"},
-    {.key = "gate_reduction", .flag = "gate-reduction", .type = NMT_HP_U32, .off = OFF(gate_r), .def = 4, .lo = 1,
-     .hi = DIM_MAX, .help = "reduction r of the squeeze gate (d_model % r == 0)"},
-    ID("bos_id", "bos-id", bos, 0, "target start id (< tgt_vocab)"),
-    [HP_EOS] = {.key = "eos_id", .flag = "eos-id", .type = NMT_HP_U32, .off = OFF(eos), .computed_default = 1,
-                .lo = 0, .hi = DIM_MAX, .help = "end-of-sentence id (default 1, or 0 for a 1-word vocabulary)"},
-    ID("pad_id", "pad-id", pad, 0, "padding id (< both vocabularies)"),
+/* The Transformer's keys: the first NMT_TF_N_HPARAMS entries of both
+ * tables below. */
+#define TF_HPARAMS \
+    DIM("d_model", "d-model", d, 2, "model width d (even, divisible by n_heads)"), \
+    DIM("n_heads", "heads", heads, 1, "attention heads"), \
+    DIM("d_ff", "ff", ff, 1, "FFN hidden width"), \
+    DIM("enc_layers", "enc-layers", enc_layers, 1, "encoder layers (<= 64)"), \
+    DIM("dec_layers", "dec-layers", dec_layers, 1, "decoder layers (<= 64)"), \
+    DIM("src_vocab", "src-vocab", src_vocab, 1, "source vocabulary size"), \
+    DIM("tgt_vocab", "tgt-vocab", tgt_vocab, 1, "target vocabulary size"), \
+    {.key = "norm", .flag = "norm", .type = NMT_HP_ENUM, .off = OFF(pre_norm), .def_str = "post", \
+     .choices = norm_choices, .help = "post: x = LN(x + F(x)); pre: x = x + F(LN(x)) with final norms"}, \
+    {.key = "ln_eps", .flag = "ln-eps", .type = NMT_HP_F32, .off = OFF(eps), .def = 1e-5, .lo = 0, .hi = 1, \
+     .help = "layer-norm epsilon"}, \
+    [HP_EMBED_SCALE] = {.key = "embed_scale", .flag = "embed-scale", .type = NMT_HP_F32, .off = OFF(emb_scale), \
+                        .computed_default = 1, .help = "embedding multiplier (default sqrt(d_model))"}, \
+    FLAG("shared_embeddings", "shared-embeddings", shared_emb, "one embedding for both sides (equal vocabularies)"), \
+    FLAG("tied_output", "tied-output", tied_out, "output projection = target embedding"), \
+    {.key = "enc_branches", .flag = "enc-branches", .type = NMT_HP_TEXT, .off = OFF(enc_br_text), \
+     .def_str = "global", .text_cap = NMT_TF_BRANCH_TEXT, \
+     .help = "encoder self-attention branches: 1-8 of global fw bw local:K"}, \
+    {.key = "dec_branches", .flag = "dec-branches", .type = NMT_HP_TEXT, .off = OFF(dec_br_text), \
+     .def_str = "global", .text_cap = NMT_TF_BRANCH_TEXT, \
+     .help = "decoder self-attention branches: 1-8 of global fw local:K"}, \
+    {.key = "fusion", .flag = "fusion", .type = NMT_HP_ENUM, .off = OFF(fusion), .def_str = "sum", \
+     .choices = fusion_choices, .help = "fusion of the branches: sum, concat or gate (squeeze-gated sum)"}, \
+    {.key = "gate_reduction", .flag = "gate-reduction", .type = NMT_HP_U32, .off = OFF(gate_r), .def = 4, .lo = 1, \
+     .hi = DIM_MAX, .help = "reduction r of the squeeze gate (d_model % r == 0)"}, \
+    ID("bos_id", "bos-id", bos, 0, "target start id (< tgt_vocab)"), \
+    [HP_EOS] = {.key = "eos_id", .flag = "eos-id", .type = NMT_HP_U32, .off = OFF(eos), .computed_default = 1, \
+                .lo = 0, .hi = DIM_MAX, .help = "end-of-sentence id (default 1, or 0 for a 1-word vocabulary)"}, \
+    ID("pad_id", "pad-id", pad, 0, "padding id (< both vocabularies)"), \
     ID("unk_id", "unk-id", unk, 0, "unknown-piece id (< both vocabularies)"),
+
+const nmt_hparam nmt_tf_hparams[] = {
+    TF_HPARAMS
     /* MG-SA (arch "mgsa") only: */
     {.key = "mg_layers", .flag = "mg-layers", .type = NMT_HP_TEXT, .off = OFF(mg_layers_text), .def_str = "1",
      .text_cap = NMT_MG_TEXT, .help = "MG-SA: encoder layers (1-based) with phrase heads, e.g. \"1\" or \"1 2\""},
@@ -83,6 +88,20 @@ const nmt_hparam nmt_tf_hparams[] = {
      .hi = DIM_MAX, .help = "MG-SA ON-LSTM: chunk size of the master gates (d_model / chunk of them; divides d_model)"},
 };
 _Static_assert(NMT_ARRAY_LEN(nmt_tf_hparams) == NMT_MGSA_N_HPARAMS, "table size: update NMT_MGSA_N_HPARAMS");
+
+#define PH_KIND(k, fl, i, help_)                                                                                  \
+    {.key = k, .flag = fl, .type = NMT_HP_TEXT, .off = OFF(ph_text[i]), .def_str = "none", .text_cap = NMT_PH_TEXT, \
+     .help = help_}
+const nmt_hparam nmt_ph_hparams[] = {
+    TF_HPARAMS
+    PH_KIND("ph_enc", "ph-enc", NMT_PH_ENC,
+            "phrase attention of the encoder self-attention: none | METHOD:STRUCTURE:NGRAMS, METHOD convkv or "
+            "queryk; homo:DIGITS heads per n-gram size from 1 (e.g. homo:22: 2 unigram, 2 bigram heads); "
+            "hetero:SIZES (e.g. hetero:12, hetero:123)"),
+    PH_KIND("ph_dec", "ph-dec", NMT_PH_DEC, "phrase attention of the decoder self-attention (causal), as ph_enc"),
+    PH_KIND("ph_cross", "ph-cross", NMT_PH_CROSS, "phrase attention of the cross-attention, as ph_enc"),
+};
+_Static_assert(NMT_ARRAY_LEN(nmt_ph_hparams) == NMT_PH_N_HPARAMS, "table size: update NMT_PH_N_HPARAMS");
 
 /* Parse "global fw bw local:3" into a branch list. */
 static nmt_status parse_branches(const char *str, int decoder, nmt_branch *out, uint32_t *n) {
@@ -215,6 +234,48 @@ static nmt_status mg_finish(nmt_tf_cfg *c) {
     return NMT_OK;
 }
 
+/* Phrase attention: "none" or METHOD:STRUCTURE:DIGITS (transformer_cfg.h
+ * nmt_ph_kind); `dec` kinds are causal (nothing to refuse: every n-gram key
+ * ends at its last token). */
+static nmt_status ph_parse(const char *text, uint32_t heads, nmt_ph_kind *k) {
+    memset(k, 0, sizeof *k);
+    if (strcmp(text, "none") == 0) return NMT_OK;
+    const char *p = text;
+    if (strncmp(p, "convkv:", 7) == 0) k->method = NMT_PH_CONVKV;
+    else if (strncmp(p, "queryk:", 7) == 0) k->method = NMT_PH_QUERYK;
+    else return NMT_ERR_MODEL_ARCH;
+    p += 7;
+    if (strncmp(p, "homo:", 5) == 0) {
+        k->structure = NMT_PH_HOMO;
+        p += 5;
+    } else if (strncmp(p, "hetero:", 7) == 0) {
+        k->structure = NMT_PH_HETERO;
+        p += 7;
+    } else {
+        return NMT_ERR_MODEL_ARCH;
+    }
+    const size_t nd = strlen(p);
+    NMT_CHECK(nd >= 1 && nd <= NMT_PH_MAX_N, NMT_ERR_MODEL_ARCH);
+    uint32_t h = 0, prev = 0;
+    for (size_t i = 0; i < nd; i++) {
+        NMT_CHECK(p[i] >= '0' && p[i] <= '9', NMT_ERR_MODEL_ARCH);
+        const uint32_t v = (uint32_t)(p[i] - '0');
+        if (k->structure == NMT_PH_HOMO) { /* heads of n-gram size i + 1 */
+            if (v == 0) continue;
+            NMT_CHECK(k->n_segs < NMT_PATTN_MAX_SEG, NMT_ERR_MODEL_ARCH);
+            k->seg[k->n_segs++] = (nmt_ph_seg){(uint32_t)i + 1, h, v};
+            h += v;
+        } else { /* n-gram sizes, ascending from 1 */
+            NMT_CHECK(v > prev && (i > 0 || v == 1) && k->n_segs < NMT_PATTN_MAX_SEG, NMT_ERR_MODEL_ARCH);
+            k->seg[k->n_segs++] = (nmt_ph_seg){v, 0, heads};
+            prev = v;
+        }
+    }
+    NMT_CHECK(k->n_segs >= 1 && (k->structure == NMT_PH_HETERO || h == heads), NMT_ERR_MODEL_ARCH);
+    for (uint32_t g = 0; g < k->n_segs; g++) k->n_max = NMT_MAX(k->n_max, k->seg[g].n);
+    return NMT_OK;
+}
+
 void nmt_tf_branches_str(const nmt_branch *br, uint32_t n, char *buf, size_t cap) {
     size_t used = 0;
     buf[0] = '\0';
@@ -265,7 +326,23 @@ nmt_status nmt_tf_finish(void *cfgp, uint64_t present, char *why, size_t why_cap
     TF_CHECK(c->eos < vmin && c->pad < vmin && c->unk < vmin,
              "eos_id %u, pad_id %u and unk_id %u must be < both vocabularies (src_vocab %u, tgt_vocab %u)", c->eos,
              c->pad, c->unk, c->src_vocab, c->tgt_vocab);
-    /* only the MG-SA record reads the mg_* keys (their defaults are not empty) */
+    /* only the phrase record reads the ph_* keys, only the MG-SA record the
+     * mg_* keys (their defaults are not empty) */
+    if (c->ph_text[0][0]) {
+        TF_CHECK(c->n_enc_br == 1 && c->enc_br[0].kind == NMT_BRANCH_GLOBAL && c->n_dec_br == 1 &&
+                     c->dec_br[0].kind == NMT_BRANCH_GLOBAL,
+                 "phrase attention replaces the global attention: enc_branches and dec_branches must be global "
+                 "(found '%s', '%s')",
+                 c->enc_br_text, c->dec_br_text);
+        static const char *const keys[NMT_PH_KINDS] = {"ph_enc", "ph_dec", "ph_cross"};
+        for (int i = 0; i < NMT_PH_KINDS; i++)
+            TF_CHECK(ph_parse(c->ph_text[i], c->heads, &c->ph[i]) == NMT_OK,
+                     "%s '%s': expected none or convkv|queryk:homo:DIGITS (heads per n-gram size 1, 2, ..., "
+                     "summing to n_heads %u, at most %u sizes in use) or convkv|queryk:hetero:SIZES (ascending "
+                     "from 1, at most %u)",
+                     keys[i], c->ph_text[i], c->heads, NMT_PATTN_MAX_SEG, NMT_PATTN_MAX_SEG);
+        return NMT_OK;
+    }
     if (!c->mg_heads_text[0]) return NMT_OK;
     char layers[NMT_MG_TEXT], heads[NMT_MG_TEXT];
     memcpy(layers, c->mg_layers_text, sizeof layers);
@@ -284,7 +361,8 @@ nmt_status nmt_tf_finish(void *cfgp, uint64_t present, char *why, size_t why_cap
 
 void nmt_tf_info(const void *cfgp, nmt_model_info *info) {
     const nmt_tf_cfg *c = (const nmt_tf_cfg *)cfgp;
-    nmt_strlcpy(info->arch, c->mg_heads_text[0] ? NMT_MGSA_ARCH : NMT_TF_ARCH, sizeof info->arch);
+    nmt_strlcpy(info->arch, c->ph_text[0][0] ? NMT_PH_ARCH : c->mg_heads_text[0] ? NMT_MGSA_ARCH : NMT_TF_ARCH,
+                sizeof info->arch);
     info->d_model = c->d;
     info->n_heads = c->heads;
     info->d_ff = c->ff;
@@ -304,6 +382,9 @@ void nmt_tf_info(const void *cfgp, nmt_model_info *info) {
     info->pad_id = c->pad;
     info->unk_id = c->unk;
     info->family_config[0] = '\0';
+    if (c->ph_text[0][0])
+        snprintf(info->family_config, sizeof info->family_config, "ph_enc %s; ph_dec %s; ph_cross %s", c->ph_text[0],
+                 c->ph_text[1], c->ph_text[2]);
     if (c->mg_heads_text[0]) {
         char chunk[64] = "";
         if (c->mg_interact == NMT_MG_REC_ONLSTM) snprintf(chunk, sizeof chunk, "; mg_chunk %u", c->mg_chunk);
@@ -404,6 +485,33 @@ static nmt_status phrase_san(cat *k, nmt_tf_sub_w *s, uint32_t l) {
     return NMT_OK;
 }
 
+/* The phrase attention's own weights of a sub-layer (transformer_cfg.h
+ * nmt_tf_sub_w ph_*), named <prefix>.ph<n>.{kv,q,v} after the segment's
+ * n-gram size. */
+static nmt_status phrase_weights(cat *k, nmt_tf_sub_w *s, const nmt_ph_kind *pk) {
+    if (pk == NULL) return NMT_OK;
+    const nmt_tf_cfg *c = k->c;
+    const uint32_t d = c->d;
+    for (uint32_t g = 0; g < pk->n_segs; g++) {
+        const nmt_ph_seg *sg = &pk->seg[g];
+        if (!nmt_ph_own(sg)) continue;
+        const uint32_t w = sg->nh * c->dh, taps = nmt_ph_taps(pk, sg);
+        const int bias = pk->structure == NMT_PH_HETERO;
+        char n[32];
+        const char *names[3] = {"kv", "q", "v"};
+        nmt_lin *dst[3] = {FIELD(s, ph_kv[g]), FIELD(s, ph_q[g]), FIELD(s, ph_v[g])};
+        const uint32_t out[3] = {2 * w, taps * w, w}, in[3] = {taps * d, d, taps * d};
+        for (int t = pk->method == NMT_PH_CONVKV ? 0 : 1; t < (pk->method == NMT_PH_CONVKV ? 1 : 3); t++) {
+            snprintf(n, sizeof n, "ph%u.%s", sg->n, names[t]);
+            if (bias) NMT_TRY(lin(k, dst[t], out[t], in[t], 0, 1, n));
+            else
+                NMT_TRY(emit(k, dst[t], NMT_ROLE_WEIGHT, 2, out[t], in[t], NMT_INIT_UNIFORM, in[t], 0, 1, "%s.%s.weight",
+                             k->prefix, n));
+        }
+    }
+    return NMT_OK;
+}
+
 static nmt_status ffn(cat *k, nmt_tf_sub_w *s, const char *stack, uint32_t l) {
     snprintf(k->prefix, sizeof k->prefix, "%s.%u.ffn", stack, l);
     NMT_TRY(lin(k, FIELD(s, fc1), k->c->ff, k->c->d, 0, 1, "fc1"));
@@ -424,6 +532,7 @@ nmt_status nmt_tf_catalogue(const void *cfgp, void *wp, nmt_tensor_fn fn, void *
     for (uint32_t l = 0; l < c->enc_layers; l++) {
         nmt_tf_sub_w *sa = SUB(w, 2 * l), *ff = SUB(w, 2 * l + 1);
         NMT_TRY(self_attn(&k, sa, "enc", l, c->n_enc_br));
+        NMT_TRY(phrase_weights(&k, sa, nmt_ph_of(c, 0, 0)));
         if (nmt_mg_layer(c, l) && c->mg_compose == NMT_MG_COM_SAN) NMT_TRY(phrase_san(&k, sa, l));
         if (nmt_mg_layer(c, l) && c->mg_compose == NMT_MG_COM_LSTM)
             NMT_TRY(phrase_lstm(&k, FIELD(sa, mg_com_ih), FIELD(sa, mg_com_hh), l, "phrase_com_lstm", 4 * d));
@@ -439,11 +548,13 @@ nmt_status nmt_tf_catalogue(const void *cfgp, void *wp, nmt_tensor_fn fn, void *
     for (uint32_t l = 0; l < c->dec_layers; l++) {
         nmt_tf_sub_w *sa = SUB(w, E + 3 * l), *ca = SUB(w, E + 3 * l + 1), *ff = SUB(w, E + 3 * l + 2);
         NMT_TRY(self_attn(&k, sa, "dec", l, c->n_dec_br));
+        NMT_TRY(phrase_weights(&k, sa, nmt_ph_of(c, 1, 0)));
         snprintf(k.prefix, sizeof k.prefix, "dec.%u.cross_attn", l);
         NMT_TRY(lin(&k, FIELD(ca, q), d, d, 0, 1, "q"));
         NMT_TRY(lin(&k, FIELD(ca, kv), d, d, 0, 2, "k"));
         NMT_TRY(lin(&k, FIELD(ca, kv), d, d, 1, 2, "v"));
         NMT_TRY(lin(&k, FIELD(ca, o), d, d, 0, 1, "o"));
+        NMT_TRY(phrase_weights(&k, ca, nmt_ph_of(c, 1, 1)));
         nmt_tf_sub_w *subs[3] = {sa, ca, ff};
         for (int i = 0; i < 3; i++) {
             snprintf(n, sizeof n, "dec.%u.ln%d", l, i + 1);

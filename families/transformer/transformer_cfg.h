@@ -40,6 +40,26 @@ typedef struct nmt_mg_group {
     uint32_t h0, nh, n, syntax;
 } nmt_mg_group;
 
+/* Phrase-based attention (arch "phrase", issue 16): per attention kind
+ * (NMT_PH_ENC self, NMT_PH_DEC self, NMT_PH_CROSS) a method, a structure
+ * and its n-gram segments.  Homogeneous: segment g is heads [h0, h0 + nh)
+ * attending to n-gram keys (left-padded); heterogeneous: every segment
+ * has all heads, one softmax over the n-gram types' keys together. */
+#define NMT_PH_ARCH "phrase"
+#define NMT_PH_TEXT 32
+#define NMT_PH_MAX_N 9
+enum { NMT_PH_ENC = 0, NMT_PH_DEC = 1, NMT_PH_CROSS = 2, NMT_PH_KINDS = 3 };
+enum { NMT_PH_NONE = 0, NMT_PH_CONVKV = 1, NMT_PH_QUERYK = 2 };
+enum { NMT_PH_HOMO = 0, NMT_PH_HETERO = 1 };
+typedef struct nmt_ph_seg {
+    uint32_t n, h0, nh;
+} nmt_ph_seg;
+typedef struct nmt_ph_kind {
+    int method, structure;
+    uint32_t n_segs, n_max;
+    nmt_ph_seg seg[NMT_PATTN_MAX_SEG];
+} nmt_ph_kind;
+
 typedef struct nmt_tf_cfg {
     /* read from the table */
     uint32_t d, heads, ff, enc_layers, dec_layers, src_vocab, tgt_vocab, gate_r;
@@ -52,6 +72,8 @@ typedef struct nmt_tf_cfg {
     int mg_compose, mg_interact;  /* indices into their choices (NMT_MG_COM_*; NMT_MG_REC_*) */
     uint32_t mg_chunk;            /* ON-LSTM chunk size */
     uint32_t mg_fallback;         /* syntax heads: n-gram size for a sentence without spans */
+    /* phrase-based attention only (zero otherwise): its table's suffix */
+    char ph_text[NMT_PH_KINDS][NMT_PH_TEXT];
     /* derived by finish() */
     uint32_t dh;
     uint32_t n_enc_br, n_dec_br;
@@ -59,7 +81,24 @@ typedef struct nmt_tf_cfg {
     uint64_t mg_mask;           /* bit l: encoder layer l (0-based) has phrase heads */
     uint32_t mg_n_groups;       /* runs of heads with one partition, in head order */
     nmt_mg_group mg_group[NMT_MG_MAX_GROUPS];
+    nmt_ph_kind ph[NMT_PH_KINDS]; /* method NMT_PH_NONE: the Transformer's attention */
 } nmt_tf_cfg;
+
+/* The phrase configuration of sub-layer kind (self / cross) of the encoder
+ * or decoder, or NULL when it is the Transformer's attention. */
+static inline const nmt_ph_kind *nmt_ph_of(const nmt_tf_cfg *c, int dec, int cross) {
+    const nmt_ph_kind *k = &c->ph[cross ? NMT_PH_CROSS : dec ? NMT_PH_DEC : NMT_PH_ENC];
+    return k->method == NMT_PH_NONE ? NULL : k;
+}
+/* Width of a segment's extra taps: homogeneous segments add n - 1 taps to
+ * the Transformer's (the current position), heterogeneous n-gram segments
+ * (n >= 2) have all n of their own. */
+static inline uint32_t nmt_ph_taps(const nmt_ph_kind *k, const nmt_ph_seg *g) {
+    return k->structure == NMT_PH_HOMO ? g->n - 1 : g->n;
+}
+/* Whether segment g has weights of its own (a homogeneous unigram group
+ * and the heterogeneous unigram segment are the Transformer's). */
+static inline int nmt_ph_own(const nmt_ph_seg *g) { return g->n >= 2; }
 
 /* The ON-LSTM chunk of the interaction (0: LSTM or none) and the width of
  * its gate rows: 4d (+ 2 d / chunk master gates). */
@@ -91,6 +130,11 @@ typedef struct nmt_tf_sub_w {
     nmt_lin mg_ih, mg_hh;  /* MG-SA (ON-)LSTM interaction: [G, d] + bias, [G, d] (nmt_mg_rec_gates) */
     nmt_lin mg_cqkv;       /* MG-SA SAN composition: fused q|k|v [3d, d] + bias */
     nmt_lin mg_com_ih, mg_com_hh; /* MG-SA LSTM composition: [4d, d] + bias, [4d, d] */
+    /* phrase-based attention, per segment with n >= 2 (w = nh * d_head;
+     * homogeneous: taps n - 1, no bias; heterogeneous: taps n, w = d,
+     * bias): ConvKV ph_kv [2w, taps d]; QueryK ph_q [taps w, d] (rows
+     * head-major: head, tap, column) and ph_v [w, taps d] */
+    nmt_lin ph_kv[NMT_PATTN_MAX_SEG], ph_q[NMT_PATTN_MAX_SEG], ph_v[NMT_PATTN_MAX_SEG];
 } nmt_tf_sub_w;
 
 /* Sub-layer k of the stacks: encoder layer l has 2l (self) and 2l+1 (FFN);
@@ -121,12 +165,17 @@ extern const nmt_family nmt_family_transformer;
  * Transformer record reads the first NMT_TF_N_HPARAMS entries, the MG-SA
  * record all NMT_MGSA_N_HPARAMS, so no key is written twice. */
 #define NMT_MGSA_N_HPARAMS (NMT_TF_N_HPARAMS + 6)
+/* The phrase-based attention's table: the Transformer's keys (the same
+ * entries, spelled once in transformer_cfg.c) and its own three. */
+#define NMT_PH_N_HPARAMS (NMT_TF_N_HPARAMS + 3)
 /* `nmt-edge-convert random`'s defaults for both records (nmt_family.
  * random_args): a 2 + 2 layer model of width 32 that opens. */
 #define NMT_TF_RANDOM_ARGS \
     "d-model=32 heads=4 ff=64 enc-layers=2 dec-layers=2 src-vocab=64 tgt-vocab=64 bos-id=1 eos-id=2 unk-id=3"
 extern const nmt_hparam nmt_tf_hparams[NMT_MGSA_N_HPARAMS];
 extern const nmt_family nmt_family_mgsa;
+extern const nmt_hparam nmt_ph_hparams[NMT_PH_N_HPARAMS];
+extern const nmt_family nmt_family_phrase;
 nmt_status nmt_tf_finish(void *cfg, uint64_t present, char *why, size_t why_cap);
 void nmt_tf_info(const void *cfg, nmt_model_info *info);
 

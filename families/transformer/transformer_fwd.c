@@ -259,10 +259,14 @@ static nmt_status sublayer(const nmt_tf_fwd *fw, uint32_t k, const nmt_tf_pass *
     const int dec = nmt_tf_sub_is_dec(c, k);
     switch (nmt_tf_sub_kind_of(c, k)) {
     case NMT_TF_SUB_SELF:
-        if (!dec && nmt_mg_layer(c, k / 2)) NMT_TRY(mg_self_attn(fw, w, &a, p, in));
+        if (nmt_ph_of(c, dec, 0)) NMT_TRY(nmt_ph_attn(fw, w, &a, nmt_ph_of(c, dec, 0), dec, 0, p, in));
+        else if (!dec && nmt_mg_layer(c, k / 2)) NMT_TRY(mg_self_attn(fw, w, &a, p, in));
         else NMT_TRY(self_attn(fw, w, &a, dec, p, in));
         break;
-    case NMT_TF_SUB_CROSS: NMT_TRY(cross_attn(fw, w, &a, p, in)); break;
+    case NMT_TF_SUB_CROSS:
+        if (nmt_ph_of(c, 1, 1)) NMT_TRY(nmt_ph_attn(fw, w, &a, nmt_ph_of(c, 1, 1), 1, 1, p, in));
+        else NMT_TRY(cross_attn(fw, w, &a, p, in));
+        break;
     case NMT_TF_SUB_FFN: NMT_TRY(ffn(fw, w, &a, rows, in)); break;
     }
     if (fw->drop) NMT_TRY(fw->drop(fw->user, a.t, n, 2 + (uint64_t)k));
@@ -285,14 +289,15 @@ nmt_status nmt_tf_encoder(const nmt_tf_fwd *fw, const nmt_tf_pass *p, nmt_buf ou
     return final_norm(fw, E - 1, &fw->w->enc_ln, p->n * p->len, out);
 }
 
-nmt_status nmt_tf_cross_kv(const nmt_tf_fwd *fw, nmt_buf memory, uint32_t rows) {
+nmt_status nmt_tf_cross_kv(const nmt_tf_fwd *fw, nmt_buf memory, const nmt_tf_pass *p) {
     const nmt_tf_cfg *c = fw->c;
-    const uint32_t E = nmt_tf_n_enc_sub(c);
+    const uint32_t E = nmt_tf_n_enc_sub(c), rows = p->n * p->len;
     for (uint32_t l = 0; l < c->dec_layers; l++) {
         const uint32_t k = E + 3 * l + 1;
         nmt_tf_acts a;
         fw->acts(fw->user, k, &a);
         NMT_TRY(linear(fw, memory, c->d, rows, &sub_w(fw, k)->kv, 2 * c->d, c->d, a.kv, 2 * c->d, 0));
+        if (nmt_ph_of(c, 1, 1)) NMT_TRY(nmt_ph_cross_kv(fw, sub_w(fw, k), &a, nmt_ph_of(c, 1, 1), memory, p));
     }
     return NMT_OK;
 }

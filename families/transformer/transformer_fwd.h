@@ -45,6 +45,15 @@ typedef struct nmt_tf_acts {
     nmt_buf mg_pz[NMT_MG_MAX_GROUPS];   /* (p, 4d) gates */
     nmt_buf mg_pc[NMT_MG_MAX_GROUPS];   /* (p, d) cells */
     nmt_buf mg_ph[NMT_MG_MAX_GROUPS];   /* (p, d) states */
+    /* phrase-based attention sub-layers (transformer_cfg.h nmt_ph_kind),
+     * per segment g with weights of its own: */
+    nmt_buf ph_cols;                    /* scratch: window rows (rows, n_max * d) */
+    nmt_buf ph_qx[NMT_PATTN_MAX_SEG];   /* QueryK: (rows, taps * w) the extra query taps */
+    nmt_buf ph_kv[NMT_PATTN_MAX_SEG];   /* heterogeneous: the segment's k | v (ConvKV, 2d) or v (QueryK, d)
+                                           rows; decoder self step: its cache (rows, cache_len, 2d); cross:
+                                           those of the memory (source rows) */
+    nmt_buf ph_win, ph_win_prev;        /* decoder self step: the window of the last n_max inputs (rows,
+                                           n_max * d) of this step and of the last */
 } nmt_tf_acts;
 
 typedef struct nmt_tf_fwd {
@@ -80,9 +89,10 @@ nmt_status nmt_tf_embed(const nmt_tf_fwd *fw, const nmt_lin *E, nmt_buf tok, uin
 /* Encoder sub-layers over acts(0).x; pre-norm: final norm into `out`. */
 nmt_status nmt_tf_encoder(const nmt_tf_fwd *fw, const nmt_tf_pass *p, nmt_buf out);
 
-/* Every decoder layer's cross-attention k|v of the memory (rows positions)
- * into its acts(k).kv. */
-nmt_status nmt_tf_cross_kv(const nmt_tf_fwd *fw, nmt_buf memory, uint32_t rows);
+/* Every decoder layer's cross-attention k|v of the memory (p: its n
+ * sentences of len positions, key_len their lengths) into its acts(k).kv
+ * (and the phrase attention's memory segments into acts(k).ph_kv). */
+nmt_status nmt_tf_cross_kv(const nmt_tf_fwd *fw, nmt_buf memory, const nmt_tf_pass *p);
 
 /* Decoder sub-layers over acts(E).x; pre-norm: final norm into `out`. */
 nmt_status nmt_tf_decoder(const nmt_tf_fwd *fw, const nmt_tf_pass *p, nmt_buf out);
@@ -108,6 +118,29 @@ void nmt_mg_group_args(const nmt_tf_fwd *fw, const nmt_tf_acts *a, const nmt_tf_
  * acts->mg_cctx[g]. */
 void nmt_mg_compose_args(const nmt_tf_fwd *fw, const nmt_tf_acts *a, const nmt_tf_pass *p, uint32_t g,
                          nmt_attn_args *out);
+
+/* Phrase-based attention (transformer_phrase.c).  A sub-layer runs
+ * nmt_ph_calls attention calls: one per head group (homogeneous) or one
+ * over every segment (heterogeneous). */
+static inline uint32_t nmt_ph_calls(const nmt_ph_kind *pk) { return pk->structure == NMT_PH_HOMO ? pk->n_segs : 1; }
+/* F of a phrase sub-layer (self, or cross when `cross`) over `in` into
+ * a->t. */
+nmt_status nmt_ph_attn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const nmt_tf_acts *a, const nmt_ph_kind *pk,
+                       int dec, int cross, const nmt_tf_pass *p, nmt_buf in);
+/* The memory side of a phrase cross-attention: its segments' keys/values
+ * (after the Transformer's k|v of the memory in a->kv). */
+nmt_status nmt_ph_cross_kv(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const nmt_tf_acts *a, const nmt_ph_kind *pk,
+                           nmt_buf memory, const nmt_tf_pass *p);
+/* The arguments of attention call i < nmt_ph_calls of a phrase sub-layer
+ * (the forward's; the backward takes them). */
+void nmt_ph_args(const nmt_tf_fwd *fw, const nmt_tf_acts *a, const nmt_ph_kind *pk, int dec, int cross,
+                 const nmt_tf_pass *p, uint32_t i, nmt_pattn_args *o);
+/* Window rows of `x` for segment g: row s * len + j holds the taps of the
+ * positions ending at j (homogeneous: before j) of x rows s * len + .
+ * (len: the pass's, or the source's for cross); into a->ph_cols, stride
+ * taps * d (the backward recomputes them). */
+nmt_status nmt_ph_window(const nmt_tf_fwd *fw, const nmt_tf_acts *a, const nmt_ph_kind *pk, uint32_t g, nmt_buf x,
+                         uint32_t n_seq, uint32_t len, nmt_buf key_len);
 
 /* The attention arguments of a full self-attention sub-layer and of a
  * cross-attention sub-layer (the forward's; the backward takes them as its
