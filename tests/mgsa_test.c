@@ -104,19 +104,7 @@ static const int32_t *const tgts[NSENT] = {tgt0, tgt1, tgt2};
 static const uint32_t tgt_lens[NSENT] = {3, 5, 1};
 
 static double ref_logprob(const nmt_file *f, uint32_t i) {
-    double *lg = calloc((size_t)(tgt_lens[i] + 1) * VOCAB, sizeof(double)), total = 0;
-    assert_non_null(lg);
-    ref_model_logits(f, srcs[i], src_lens[i], tgts[i], tgt_lens[i], lg);
-    for (uint32_t p = 0; p <= tgt_lens[i]; p++) {
-        const double *r = lg + (size_t)p * VOCAB;
-        double mx = -INFINITY, z = 0;
-        for (uint32_t v = 0; v < VOCAB; v++) mx = fmax(mx, r[v]);
-        for (uint32_t v = 0; v < VOCAB; v++) z += exp(r[v] - mx);
-        const int32_t label = p < tgt_lens[i] ? tgts[i][p] : 2; /* eos 2 */
-        total += r[label] - mx - log(z);
-    }
-    free(lg);
-    return total;
+    return ref_model_score(f, srcs[i], src_lens[i], tgts[i], tgt_lens[i]);
 }
 
 /* Phrase heads of several granularities in one or both layers: the

@@ -21,6 +21,7 @@
 #include "family_writer.h"
 #include "format_common.h"
 #include "random_model.h"
+#include "ref_model.h"
 #include "test_util.h"
 #include "transformer_cfg.h"
 
@@ -104,6 +105,37 @@ static const char *const configs[][3] = {
     {"convkv:hetero:12", "queryk:homo:121", "none"},
     {"none", "convkv:homo:13", "queryk:hetero:13"},
 };
+
+/* The session's teacher-forced scores of a padded batch equal the
+ * double-precision reference's, written from the formulas
+ * (tests/ref_model.c), for every configuration. */
+static void test_score_equals_reference(void **state) {
+    env *e = *state;
+    nmt_batch src = {srcs, src_lens, NSENT}, tgt = {tgts, tgt_lens, NSENT};
+    for (size_t k = 0; k < NMT_ARRAY_LEN(configs); k++)
+        for (int norm = 0; norm < 2; norm++) {
+            nmt_tf_cfg c;
+            assert_int_equal(ph_cfg(&c, NULL, NULL, NULL), NMT_OK);
+            c.pre_norm = norm;
+            for (int i = 0; i < 3; i++) snprintf(c.ph_text[i], NMT_PH_TEXT, "%s", configs[k][i]);
+            assert_int_equal(nmt_tf_finish(&c, ~0ull, NULL, 0), NMT_OK);
+            size_t size;
+            model m;
+            void *img = write_model(&nmt_family_phrase, &c, 80 + k, 0, &size);
+            open_model(e, img, size, &m);
+            nmt_file f;
+            assert_int_equal(nmt_file_open(&f, img, size, 1), NMT_OK);
+            float lp[NSENT];
+            nmt_test_assert_ok(e->dev, nmt_session_score(m.s, &src, &tgt, lp));
+            for (uint32_t i = 0; i < NSENT; i++) {
+                const double want = ref_model_score(&f, srcs[i], src_lens[i], tgts[i], tgt_lens[i]);
+                if (fabs(lp[i] - want) > 1e-3 * fmax(1.0, fabs(want)))
+                    fail_msg("%s | %s | %s %s-norm sentence %u: %.6f, reference %.6f", configs[k][0], configs[k][1],
+                             configs[k][2], norm ? "pre" : "post", i, lp[i], want);
+            }
+            close_model(&m);
+        }
+}
 
 /* Greedy and beam 3 (the caches' and windows' reorder): each result's
  * log-probability summed over incremental steps equals its teacher-forced
@@ -248,6 +280,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_configs),
         cmocka_unit_test(test_unigram_equals_transformer),
+        cmocka_unit_test(test_score_equals_reference),
         cmocka_unit_test(test_incremental_equals_forced),
     };
     return cmocka_run_group_tests(tests, nmt_test_dev_setup, nmt_test_dev_teardown);

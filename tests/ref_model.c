@@ -1,7 +1,8 @@
 /* ref_model.c — a naive, double-precision Transformer/HySAN (and MG-SA:
  * n-gram phrase heads with max-pooling, optionally after a self-attention
  * inside each phrase, or the last state of an LSTM over each phrase;
- * optionally an LSTM or ON-LSTM over the phrases)
+ * optionally an LSTM or ON-LSTM over the phrases; phrase-based attention:
+ * ConvKV / QueryK n-gram keys, homogeneous or heterogeneous heads)
  * forward pass written straight from
  * docs/ARCHITECTURES.md, reading weights from a validated .nmt image.  One sentence at a time, no padding, no cache: the
  * independent reference the OpenCL session is compared with. */
@@ -27,6 +28,7 @@ typedef struct rm {
     int mg_chunk;       /* ON-LSTM chunk size */
     int mg_san;         /* MG-SA: COM = self-attention inside each phrase, then max-pooling */
     int mg_com_lstm;    /* MG-SA: COM = the last state of an LSTM over each phrase */
+    char ph[3][32];     /* phrase attention: ph_enc, ph_dec, ph_cross ("none": the Transformer's) */
 } rm;
 
 static const float *W(const rm *m, const char *fmt, ...) {
@@ -236,6 +238,137 @@ static void mg_phrase_heads(const rm *m, const char *pre, const double *x, int n
 
 /* HySAN self-attention (or cross-attention when mem != NULL); mg: an MG-SA
  * encoder layer (phrase heads replace their columns). */
+/* Phrase-based attention (docs/ARCHITECTURES.md, "phrase"), from its
+ * formulas: queries x (n rows), keys/values from src (ns rows), spec
+ * "METHOD:STRUCTURE:DIGITS"; the output projection included.  Window u of
+ * the key ending at j is position j - taps + 1 + u (zero before 0). */
+static void ph_attention(const rm *m, const char *pre, const char *spec, const double *x, int n, const double *src,
+                         int ns, int causal, double *out) {
+    const int d = (int)m->d, H = (int)m->H, dh = d / H, queryk = !strncmp(spec, "queryk", 6);
+    const int homo = strstr(spec, ":homo:") != NULL;
+    const char *digits = strrchr(spec, ':') + 1;
+    /* per head: the n-gram sizes its keys come in (homo: one; hetero: all) */
+    int sizes[8], n_sizes = 0, head_n[64];
+    for (int i = 0, h = 0; digits[i]; i++) {
+        const int v = digits[i] - '0';
+        if (homo)
+            for (int k = 0; k < v; k++) head_n[h++] = i + 1;
+        else
+            sizes[n_sizes++] = v;
+    }
+    double *q = malloc(sizeof(double) * (size_t)n * d), *k = malloc(sizeof(double) * (size_t)ns * d);
+    double *v = malloc(sizeof(double) * (size_t)ns * d), *ctx = calloc((size_t)n * d, sizeof(double));
+    lin(x, n, d, W(m, "%s.q.weight", pre), W(m, "%s.q.bias", pre), d, q);
+    lin(src, ns, d, W(m, "%s.k.weight", pre), W(m, "%s.k.bias", pre), d, k);
+    lin(src, ns, d, W(m, "%s.v.weight", pre), W(m, "%s.v.bias", pre), d, v);
+    /* score and value of key j of size nn for head h: sc[i][j], val[j][c] */
+    const int maxk = 4 * ns;
+    double *sc = malloc(sizeof(double) * (size_t)n * maxk), *val = malloc(sizeof(double) * (size_t)maxk * dh);
+    for (int h = 0; h < H; h++) {
+        int ks = 0; /* keys of this head, over its sizes */
+        const int nsz = homo ? 1 : n_sizes;
+        for (int zi = 0; zi < nsz; zi++) {
+            const int nn = homo ? head_n[h] : sizes[zi];
+            int h0 = 0, nh = H; /* the segment's heads: homo, the run of heads of size nn */
+            if (homo) {
+                while (head_n[h0] != nn) h0++;
+                nh = 0;
+                while (h0 + nh < H && head_n[h0 + nh] == nn) nh++;
+            }
+            const int hl = h - h0, w = nh * dh, own = nn >= 2, taps = homo ? nn - 1 : nn;
+            const float *Wkv = NULL, *Bkv = NULL, *Wq = NULL, *Bq = NULL, *Wv = NULL, *Bv = NULL;
+            if (own && !queryk) {
+                Wkv = W(m, "%s.ph%d.kv.weight", pre, nn);
+                if (!homo) Bkv = W(m, "%s.ph%d.kv.bias", pre, nn);
+            }
+            if (own && queryk) {
+                Wq = W(m, "%s.ph%d.q.weight", pre, nn);
+                Wv = W(m, "%s.ph%d.v.weight", pre, nn);
+                if (!homo) {
+                    Bq = W(m, "%s.ph%d.q.bias", pre, nn);
+                    Bv = W(m, "%s.ph%d.v.bias", pre, nn);
+                }
+            }
+            for (int j = 0; j < ns; j++, ks++) {
+                /* convolved rows (ConvKV keys, both methods' values) of the window */
+                double kc[64], vc[64];
+                for (int c = 0; c < dh; c++) {
+                    double kk = 0, vv = 0;
+                    if (!own || homo) { /* the Transformer's row: unigram, or the homogeneous last tap */
+                        kk = k[(size_t)j * d + h * dh + c];
+                        vv = v[(size_t)j * d + h * dh + c];
+                    }
+                    if (own) {
+                        const int rk = hl * dh + c; /* row of the head's column in the segment's block */
+                        if (!homo) { kk = Bkv ? Bkv[h * dh + c] : 0; vv = Bkv ? Bkv[d + h * dh + c] : Bv ? Bv[h * dh + c] : 0; }
+                        for (int u = 0; u < taps; u++) {
+                            const int pos = j - (nn - 1) + u;
+                            if (pos < 0) continue;
+                            for (int e = 0; e < d; e++) {
+                                const double xe = src[(size_t)pos * d + e];
+                                const size_t col = (size_t)u * d + e, K = (size_t)taps * d;
+                                if (!queryk) {
+                                    const int rowk = homo ? rk : h * dh + c, rowv = homo ? w + rk : d + h * dh + c;
+                                    kk += Wkv[(size_t)rowk * K + col] * xe;
+                                    vv += Wkv[(size_t)rowv * K + col] * xe;
+                                } else {
+                                    vv += Wv[(size_t)(homo ? rk : h * dh + c) * K + col] * xe;
+                                }
+                            }
+                        }
+                    }
+                    kc[c] = kk;
+                    vc[c] = vv;
+                }
+                for (int c = 0; c < dh; c++) val[(size_t)ks * dh + c] = vc[c];
+                for (int i = 0; i < n; i++) {
+                    const int ok = j < ns && (!causal || j <= i) && (homo || j >= nn - 1);
+                    double a = 0;
+                    if (!queryk || !own) {
+                        for (int c = 0; c < dh; c++) a += q[(size_t)i * d + h * dh + c] * kc[c];
+                        a /= sqrt((double)dh);
+                    } else {
+                        /* QueryK: tap u's query (x W_q^(u)) . k_{j - nn + 1 + u} */
+                        for (int u = 0; u < nn; u++) {
+                            const int pos = j - (nn - 1) + u;
+                            if (pos < 0) continue;
+                            for (int c = 0; c < dh; c++) {
+                                double qu;
+                                if (homo && u == nn - 1) {
+                                    qu = q[(size_t)i * d + h * dh + c];
+                                } else {
+                                    const int row = homo ? (hl * (nn - 1) + u) * dh + c : (h * nn + u) * dh + c;
+                                    qu = Bq ? Bq[row] : 0;
+                                    for (int e = 0; e < d; e++) qu += Wq[(size_t)row * d + e] * x[(size_t)i * d + e];
+                                }
+                                a += qu * k[(size_t)pos * d + h * dh + c];
+                            }
+                        }
+                        a /= sqrt((double)nn * dh);
+                    }
+                    sc[(size_t)i * maxk + ks] = ok ? a : -INFINITY;
+                }
+            }
+        }
+        for (int i = 0; i < n; i++) {
+            double mx = -INFINITY, sum = 0;
+            for (int j = 0; j < ks; j++) mx = fmax(mx, sc[(size_t)i * maxk + j]);
+            for (int c = 0; c < dh; c++) {
+                double acc = 0;
+                sum = 0;
+                for (int j = 0; j < ks; j++) {
+                    const double p = sc[(size_t)i * maxk + j] == -INFINITY ? 0 : exp(sc[(size_t)i * maxk + j] - mx);
+                    sum += p;
+                    acc += p * val[(size_t)j * dh + c];
+                }
+                ctx[(size_t)i * d + h * dh + c] = sum > 0 ? acc / sum : 0;
+            }
+        }
+    }
+    lin(ctx, n, d, W(m, "%s.o.weight", pre), W(m, "%s.o.bias", pre), d, out);
+    free(q); free(k); free(v); free(ctx); free(sc); free(val);
+}
+
 static void attention(const rm *m, const char *pre, const double *x, int n, const double *mem, int nm,
                       const int *br, uint32_t nbr, int causal, int mg, double *out) {
     int d = (int)m->d;
@@ -301,8 +434,12 @@ static void sub(const rm *m, const char *layer, int lnidx, int kind, double *x, 
     char pre[64];
     memcpy(in, x, sizeof(double) * nd);
     if (m->pre) lnorm(in, n, (int)m->d, W(m, "%s.ln%d.weight", layer, lnidx), W(m, "%s.ln%d.bias", layer, lnidx), m->eps);
-    if (kind == 0) { snprintf(pre, sizeof pre, "%s.self_attn", layer); attention(m, pre, in, n, NULL, 0, br, nbr, causal, mg, out); }
-    if (kind == 1) { static const int g[1] = {0}; snprintf(pre, sizeof pre, "%s.cross_attn", layer); attention(m, pre, in, n, mem, nm, g, 1, 0, 0, out); }
+    const char *ph = kind == 2 ? "none" : m->ph[kind == 1 ? 2 : layer[0] == 'd'];
+    if (kind == 0) snprintf(pre, sizeof pre, "%s.self_attn", layer);
+    if (kind == 1) snprintf(pre, sizeof pre, "%s.cross_attn", layer);
+    if (kind < 2 && strcmp(ph, "none")) ph_attention(m, pre, ph, in, n, kind ? mem : in, kind ? nm : n, causal, out);
+    else if (kind == 0) attention(m, pre, in, n, NULL, 0, br, nbr, causal, mg, out);
+    else if (kind == 1) { static const int g[1] = {0}; attention(m, pre, in, n, mem, nm, g, 1, 0, 0, out); }
     if (kind == 2) ffn(m, layer, in, n, out);
     for (size_t e = 0; e < nd; e++) x[e] += out[e];
     if (!m->pre) lnorm(x, n, (int)m->d, W(m, "%s.ln%d.weight", layer, lnidx), W(m, "%s.ln%d.bias", layer, lnidx), m->eps);
@@ -346,6 +483,9 @@ int ref_model_logits(const nmt_file *f, const int32_t *src, uint32_t src_len, co
     m.nbe = parse_br(s, m.bre);
     nmt_file_get_str_or(f, "dec_branches", "global", s, sizeof s);
     m.nbd = parse_br(s, m.brd);
+    nmt_file_get_str_or(f, "ph_enc", "none", m.ph[0], sizeof m.ph[0]);
+    nmt_file_get_str_or(f, "ph_dec", "none", m.ph[1], sizeof m.ph[1]);
+    nmt_file_get_str_or(f, "ph_cross", "none", m.ph[2], sizeof m.ph[2]);
     nmt_file_get_str_or(f, "arch", "transformer", s, sizeof s);
     if (!strcmp(s, "mgsa")) {
         char buf[256];
@@ -398,4 +538,21 @@ int ref_model_logits(const nmt_file *f, const int32_t *src, uint32_t src_len, co
     lin(y, nt, d, Wo, NULL, (int)m.Vt, logits);
     free(st); free(x); free(tt); free(y);
     return nt;
+}
+
+double ref_model_score(const nmt_file *f, const int32_t *src, uint32_t src_len, const int32_t *tgt, uint32_t tgt_len) {
+    const uint32_t V = (uint32_t)geti(f, "tgt_vocab", 0);
+    const int32_t eos = (int32_t)geti(f, "eos_id", 1);
+    double *lg = calloc((size_t)(tgt_len + 1) * V, sizeof(double)), total = 0;
+    if (lg == NULL) return NAN;
+    ref_model_logits(f, src, src_len, tgt, tgt_len, lg);
+    for (uint32_t p = 0; p <= tgt_len; p++) {
+        const double *r = lg + (size_t)p * V;
+        double mx = -INFINITY, z = 0;
+        for (uint32_t v = 0; v < V; v++) mx = fmax(mx, r[v]);
+        for (uint32_t v = 0; v < V; v++) z += exp(r[v] - mx);
+        total += r[p < tgt_len ? tgt[p] : eos] - mx - log(z);
+    }
+    free(lg);
+    return total;
 }

@@ -11,4 +11,7 @@
 int ref_model_logits(const nmt_file *f, const int32_t *src, uint32_t src_len, const int32_t *tgt,
                      uint32_t tgt_len, double *logits);
 
+/* The log-probability of tgt (then EOS) given src under ref_model_logits. */
+double ref_model_score(const nmt_file *f, const int32_t *src, uint32_t src_len, const int32_t *tgt, uint32_t tgt_len);
+
 #endif

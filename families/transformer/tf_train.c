@@ -29,9 +29,11 @@
 static nmt_status parse_cfg(const nmt_file *f, tft_model *m) {
     const nmt_family *fam;
     NMT_TRY(nmt_family_of(f, &fam));
-    /* this file is the trainer's model of the Transformer family and of
-     * MG-SA (the same weights, phrase heads in the forward) */
-    NMT_CHECK(fam == &nmt_family_transformer || fam == &nmt_family_mgsa, NMT_ERR_MODEL_ARCH);
+    /* this file is the trainer's model of the Transformer family, of MG-SA
+     * (the same weights, phrase heads in the forward) and of the
+     * phrase-based attentions (n-gram keys in its attention sub-layers) */
+    NMT_CHECK(fam == &nmt_family_transformer || fam == &nmt_family_mgsa || fam == &nmt_family_phrase,
+              NMT_ERR_MODEL_ARCH);
     m->fam = fam;
     NMT_TRY(nmt_family_parse(fam, f, &m->c));
     /* syntax heads need phrase spans of the training corpus: not yet read */
@@ -191,6 +193,17 @@ static nmt_status alloc_acts(tft_model *m) {
                 }
             }
         }
+        const nmt_ph_kind *pk = s->kind == SUB_FFN ? NULL : nmt_ph_of(c, s->dec, s->kind == SUB_CROSS);
+        for (uint32_t g = 0; pk != NULL && g < pk->n_segs; g++) {
+            /* phrase attention, kept for the backward: QueryK's extra query
+             * taps, a heterogeneous segment's k | v or v (rows of the
+             * sub-layer, or of the memory for cross: n * S <= R) */
+            const nmt_ph_seg *sg = &pk->seg[g];
+            if (!nmt_ph_own(sg)) continue;
+            if (pk->method == NMT_PH_QUERYK)
+                NMT_TRY(dbuf(m, R * nmt_ph_taps(pk, sg) * sg->nh * c->dh, &s->a.ph_qx[g]));
+            if (pk->structure == NMT_PH_HETERO) NMT_TRY(dbuf(m, R * 2 * d, &s->a.ph_kv[g]));
+        }
         if (s->kind == SUB_SELF) {
             NMT_TRY(dbuf(m, R * 3 * d, &s->a.qkv));
             NMT_TRY(dbuf(m, R * nbr * d, &s->a.ctx));
@@ -224,9 +237,25 @@ static nmt_status alloc_acts(tft_model *m) {
     }
     NMT_TRY(dbuf(m, R * d, &m->h));
     for (uint32_t k = 0; k < n_sub; k++) m->subs[k].a.h = m->h; /* pre-norm LN(x): recomputed by the backward */
-    NMT_TRY(dbuf(m, H * R * Lmax, &m->scores));
+    /* phrase attention: a column block of the probabilities per segment;
+     * window rows and their gradient, scratch shared by the sub-layers */
+    uint32_t ph_segs = 1, ph_n = 0;
+    for (int k = 0; k < NMT_PH_KINDS; k++) {
+        ph_segs = NMT_MAX(ph_segs, c->ph[k].n_segs);
+        ph_n = NMT_MAX(ph_n, c->ph[k].n_max);
+    }
+    NMT_TRY(dbuf(m, H * R * Lmax * ph_segs, &m->scores));
     NMT_TRY(dbuf(m, 2 * H * R, &m->stats));
-    NMT_TRY(dbuf(m, nbr_max * H * R * Lmax, &m->probs));
+    NMT_TRY(dbuf(m, NMT_MAX(nbr_max, ph_segs) * H * R * Lmax, &m->probs));
+    if (ph_n) {
+        NMT_TRY(dbuf(m, R * ph_n * d, &m->ph_cols));
+        NMT_TRY(dbuf(m, R * ph_n * d, &m->d_cols));
+        for (uint32_t g = 0; g < ph_segs; g++) {
+            NMT_TRY(dbuf(m, R * ph_n * d, &m->d_phqx[g]));
+            NMT_TRY(dbuf(m, R * 2 * d, &m->d_phkv[g]));
+        }
+        for (uint32_t k = 0; k < n_sub; k++) m->subs[k].a.ph_cols = m->ph_cols;
+    }
     NMT_TRY(dbuf(m, nbr_max * H * R, &m->dstats));
     NMT_TRY(dbuf(m, R * c->tgt_vocab, &m->logits));
     NMT_TRY(dbuf(m, R, &m->loss));
@@ -324,7 +353,7 @@ static nmt_status create_impl(tft_model *m, const void *image, size_t size) {
     NMT_TRY(nmt_ops_init(&m->ops, m->dev));
     m->ops_ok = 1;
     NMT_TRY(nmt_ops_enable_nn(&m->ops));
-    if (c->mg_mask) NMT_TRY(nmt_ops_enable_phrase(&m->ops));
+    if (c->mg_mask || c->ph_text[0][0]) NMT_TRY(nmt_ops_enable_phrase(&m->ops));
     if (c->mg_mask && (c->mg_interact != NMT_MG_REC_NONE || c->mg_compose == NMT_MG_COM_LSTM))
         NMT_TRY(nmt_ops_enable_recurrent(&m->ops));
     NMT_TRY(nmt_train_ops_init(&m->t, m->dev));
@@ -452,6 +481,14 @@ int tft_is_mg(const tft_model *m, const sub_desc *s) {
 void tft_mg_compose_args(const tft_model *m, const sub_desc *s, uint32_t g, nmt_attn_args *a) {
     const nmt_tf_pass p = enc_pass(m);
     nmt_mg_compose_args(&m->fw, &s->a, &p, g, a);
+}
+
+const nmt_ph_kind *tft_ph_args(const tft_model *m, const sub_desc *s, uint32_t i, nmt_pattn_args *a) {
+    const nmt_ph_kind *pk = s->kind == SUB_FFN ? NULL : nmt_ph_of(&m->c, s->dec, s->kind == SUB_CROSS);
+    if (pk == NULL || a == NULL) return pk;
+    const nmt_tf_pass p = s->dec ? dec_pass(m) : enc_pass(m);
+    nmt_ph_args(&m->fw, &s->a, pk, s->dec, s->kind == SUB_CROSS, &p, i, a);
+    return pk;
 }
 
 void tft_mg_group_args(const tft_model *m, const sub_desc *s, uint32_t g, nmt_attn_args *a) {

@@ -103,6 +103,118 @@ static nmt_status bwd_mg(tft_model *m, sub_desc *s, nmt_attn_bwd_args *ba, nmt_b
     return nmt_op_axpy(&m->t, m->dh, m->dtmp, rows * d, 1.0f);
 }
 
+/* The gradient buffer of a phrase attention argument: the same place in
+ * the gradient of the activation it points into. */
+static nmt_buf ph_grad(const tft_model *m, const sub_desc *s, nmt_buf b) {
+    if (b.mem == NULL) return NO_BUF;
+    if (b.mem == s->a.qkv.mem) return nmt_buf_at(m->dqkv, b.off - s->a.qkv.off);
+    if (b.mem == s->a.kv.mem) return nmt_buf_at(m->dkv, b.off - s->a.kv.off);
+    for (uint32_t g = 0; g < NMT_PATTN_MAX_SEG; g++) {
+        if (b.mem == s->a.ph_qx[g].mem) return nmt_buf_at(m->d_phqx[g], b.off - s->a.ph_qx[g].off);
+        if (b.mem == s->a.ph_kv[g].mem) return nmt_buf_at(m->d_phkv[g], b.off - s->a.ph_kv[g].off);
+    }
+    return NO_BUF; /* not reached: every argument is one of the above */
+}
+
+/* Backward of seg_keys (transformer_phrase.c) for segment g whose window
+ * rows of x (rows, n_seq sequences of len positions; key_len: valid
+ * lengths or NO_BUF) fed: the gradients of its weights, and of x added
+ * into dx (stride d).  Homogeneous: from its heads' columns of the main
+ * k / v gradients (dk at dmain_k, dv at dmain_v, stride dmain_ld);
+ * heterogeneous: from d_phkv[g] (stride ld_seg). */
+static nmt_status bwd_seg_keys(tft_model *m, const sub_desc *s, const nmt_ph_kind *pk, uint32_t g, nmt_buf x,
+                               uint32_t n_seq, uint32_t len, nmt_buf key_len, nmt_buf dmain_k, nmt_buf dmain_v,
+                               uint32_t dmain_ld, nmt_buf dx) {
+    const tft_cfg *c = &m->c;
+    const nmt_ph_seg *sg = &pk->seg[g];
+    const uint32_t d = c->d, taps = nmt_ph_taps(pk, sg), K = taps * d, wd = sg->nh * c->dh, col = sg->h0 * c->dh;
+    const uint32_t rows = n_seq * len;
+    const nmt_tf_sub_w *w = s->w;
+    NMT_TRY(nmt_op_window_rows(&m->ops, x, d, len, key_len, n_seq, len, taps, 1, sg->n - 1, d, m->ph_cols, K));
+    if (pk->structure == NMT_PH_HOMO) {
+        if (pk->method == NMT_PH_CONVKV) {
+            NMT_TRY(nmt_op_linear_bwd(&m->ops, &m->t, rows, wd, K, m->ph_cols, K, w->ph_kv[g].w,
+                                      nmt_buf_at(dmain_k, col), dmain_ld, m->d_cols, K, 0.0f, GB(m, w->ph_kv[g].w),
+                                      NO_BUF, 1.0f));
+            NMT_TRY(nmt_op_linear_bwd(&m->ops, &m->t, rows, wd, K, m->ph_cols, K,
+                                      nmt_buf_at(w->ph_kv[g].w, (size_t)wd * K), nmt_buf_at(dmain_v, col), dmain_ld,
+                                      m->d_cols, K, 1.0f, GB(m, nmt_buf_at(w->ph_kv[g].w, (size_t)wd * K)), NO_BUF,
+                                      1.0f));
+        } else {
+            NMT_TRY(nmt_op_linear_bwd(&m->ops, &m->t, rows, wd, K, m->ph_cols, K, w->ph_v[g].w,
+                                      nmt_buf_at(dmain_v, col), dmain_ld, m->d_cols, K, 0.0f, GB(m, w->ph_v[g].w),
+                                      NO_BUF, 1.0f));
+        }
+    } else {
+        const nmt_lin *wl = pk->method == NMT_PH_CONVKV ? &w->ph_kv[g] : &w->ph_v[g];
+        const uint32_t ld = pk->method == NMT_PH_CONVKV ? 2 * d : d;
+        NMT_TRY(nmt_op_linear_bwd(&m->ops, &m->t, rows, ld, K, m->ph_cols, K, wl->w, m->d_phkv[g], ld, m->d_cols, K,
+                                  0.0f, GB(m, wl->w), GB(m, wl->b), 1.0f));
+    }
+    return nmt_op_window_rows_bwd(&m->t, m->d_cols, K, key_len, n_seq, len, len, taps, 1, sg->n - 1, d, dx, d);
+}
+
+/* Backward of a phrase attention sub-layer (transformer_phrase.c
+ * nmt_ph_attn): W_o, the attention calls (probabilities recomputed from
+ * the kept activations), the segments' own weights, then q|k|v (self) or
+ * q and the memory's k|v (cross) — into m->dh, and m->d_enc for cross. */
+static nmt_status bwd_ph(tft_model *m, sub_desc *s, const nmt_ph_kind *pk, nmt_buf df, nmt_buf in, uint32_t rows) {
+    const tft_cfg *c = &m->c;
+    const uint32_t d = c->d;
+    const int cross = s->kind == SUB_CROSS;
+    const uint32_t mrows = m->n * m->S;
+    NMT_TRY(lin_bwd(m, rows, d, d, s->a.ctx, d, s->w->o, df, d, m->dctx, d, 0.0f));
+    NMT_TRY(nmt_op_fill(&m->t, m->dqkv, rows * (cross ? d : 3 * d), 0.0f));
+    if (cross) NMT_TRY(nmt_op_fill(&m->t, m->dkv, mrows * 2 * d, 0.0f));
+    for (uint32_t g = 0; g < pk->n_segs; g++) {
+        if (!nmt_ph_own(&pk->seg[g])) continue;
+        if (pk->method == NMT_PH_QUERYK)
+            NMT_TRY(nmt_op_fill(&m->t, m->d_phqx[g], rows * nmt_ph_taps(pk, &pk->seg[g]) * pk->seg[g].nh * c->dh, 0.0f));
+        if (pk->structure == NMT_PH_HETERO) NMT_TRY(nmt_op_fill(&m->t, m->d_phkv[g], (cross ? mrows : rows) * 2 * d, 0.0f));
+    }
+    for (uint32_t i = 0; i < nmt_ph_calls(pk); i++) {
+        nmt_pattn_bwd_args b;
+        memset(&b, 0, sizeof b);
+        tft_ph_args(m, s, i, &b.fwd);
+        b.fwd.p = m->probs;
+        NMT_TRY(nmt_op_pattn(&m->ops, &b.fwd)); /* the forward's probabilities again (and its output) */
+        b.d_out = nmt_buf_at(m->dctx, b.fwd.out.off - s->a.ctx.off);
+        b.d_out_ld = d;
+        b.ds = m->scores;
+        for (uint32_t g = 0; g < b.fwd.n_segs; g++) {
+            b.grad[g] = b.fwd.seg[g];
+            b.grad[g].q = ph_grad(m, s, b.fwd.seg[g].q);
+            b.grad[g].qx = ph_grad(m, s, b.fwd.seg[g].qx);
+            b.grad[g].k = ph_grad(m, s, b.fwd.seg[g].k);
+            b.grad[g].v = ph_grad(m, s, b.fwd.seg[g].v);
+        }
+        NMT_TRY(nmt_op_pattn_bwd(&m->t, &b));
+    }
+    /* the query side: q (and QueryK's extra taps) from the input */
+    NMT_TRY(lin_bwd(m, rows, cross ? d : 3 * d, d, in, d, cross ? s->w->q : s->w->qkv, m->dqkv, cross ? d : 3 * d, m->dh,
+                    d, 0.0f));
+    for (uint32_t g = 0; g < pk->n_segs; g++) {
+        const nmt_ph_seg *sg = &pk->seg[g];
+        if (!nmt_ph_own(sg) || pk->method != NMT_PH_QUERYK) continue;
+        const uint32_t qw = nmt_ph_taps(pk, sg) * sg->nh * c->dh;
+        const nmt_lin *wq = &s->w->ph_q[g];
+        NMT_TRY(nmt_op_linear_bwd(&m->ops, &m->t, rows, qw, d, in, d, wq->w, m->d_phqx[g], qw, m->dh, d, 1.0f,
+                                  GB(m, wq->w), wq->b.mem ? GB(m, wq->b) : NO_BUF, 1.0f));
+    }
+    /* the key side: the segments' windows, and the Transformer's k|v */
+    for (uint32_t g = 0; g < pk->n_segs; g++) {
+        if (!nmt_ph_own(&pk->seg[g])) continue;
+        if (cross)
+            NMT_TRY(bwd_seg_keys(m, s, pk, g, m->enc_out, m->n, m->S, m->klen, m->dkv, nmt_buf_at(m->dkv, d), 2 * d,
+                                 m->d_enc));
+        else
+            NMT_TRY(bwd_seg_keys(m, s, pk, g, in, m->n, s->dec ? m->T : m->S, s->dec ? NO_BUF : m->klen,
+                                 nmt_buf_at(m->dqkv, d), nmt_buf_at(m->dqkv, 2 * (size_t)d), 3 * d, m->dh));
+    }
+    if (cross) return lin_bwd(m, mrows, 2 * d, d, m->enc_out, d, s->w->kv, m->dkv, 2 * d, m->d_enc, d, 1.0f);
+    return NMT_OK;
+}
+
 /* Backward of F: df (rows, d) -> m->dh (overwritten), parameter grads added. */
 static nmt_status bwd_f(tft_model *m, sub_desc *s, nmt_buf df, nmt_buf in, uint32_t rows) {
     const tft_cfg *c = &m->c;
@@ -112,6 +224,8 @@ static nmt_status bwd_f(tft_model *m, sub_desc *s, nmt_buf df, nmt_buf in, uint3
         NMT_TRY(nmt_op_relu_bwd(&m->t, s->a.ffh, m->dffn, m->dffn, rows * c->ff));
         return lin_bwd(m, rows, c->ff, d, in, d, s->w->fc1, m->dffn, c->ff, m->dh, d, 0.0f);
     }
+    const nmt_ph_kind *pk = tft_ph_args(m, s, 0, NULL);
+    if (pk != NULL) return bwd_ph(m, s, pk, df, in, rows);
     nmt_attn_bwd_args ba;
     memset(&ba, 0, sizeof ba);
     ba.probs = m->probs;

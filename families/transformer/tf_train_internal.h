@@ -54,6 +54,8 @@ struct tft_model {
                                       cell, ON-LSTM's per-unit master parts */
     nmt_buf d_cctx, d_cqkv, d_cqkv_sum; /* MG-SA SAN composition: of its output, q|k|v (a group's, summed) */
     nmt_buf d_ph, d_pz, d_pc, d_ptok;   /* MG-SA LSTM composition: of its states, gates, carried cell, tokens */
+    nmt_buf ph_cols, d_cols;            /* phrase attention: window rows (every sub-layer's scratch), their gradient */
+    nmt_buf d_phqx[NMT_PATTN_MAX_SEG], d_phkv[NMT_PATTN_MAX_SEG]; /* gradients of a sub-layer's ph_qx, ph_kv */
     nmt_buf src_tok, tgt_in, tgt_out, klen, perm_s, seg_s, segtok_s, perm_t, seg_t, segtok_t;
     int32_t *h_src, *h_tin, *h_tout, *h_klen, *h_perm, *h_seg, *h_segtok;
     uint32_t *h_count;
@@ -75,6 +77,10 @@ void tft_attn_cross_args(const tft_model *m, const sub_desc *s, nmt_attn_args *a
 void tft_mg_group_args(const tft_model *m, const sub_desc *s, uint32_t g, nmt_attn_args *a);
 /* MG-SA: the forward's arguments of group g's SAN composition attention. */
 void tft_mg_compose_args(const tft_model *m, const sub_desc *s, uint32_t g, nmt_attn_args *a);
+/* Phrase attention: the phrase configuration of sub-layer s (NULL: the
+ * Transformer's attention) and, when `a`, the forward's arguments of its
+ * attention call i (transformer_fwd.h nmt_ph_args). */
+const nmt_ph_kind *tft_ph_args(const tft_model *m, const sub_desc *s, uint32_t i, nmt_pattn_args *a);
 /* Whether sub-layer s is an encoder self-attention with phrase heads. */
 int tft_is_mg(const tft_model *m, const sub_desc *s);
 
