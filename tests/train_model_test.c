@@ -179,6 +179,7 @@ typedef struct grad_case {
     const char *mg_layers, *mg_heads;  /* MG-SA (arch mgsa) when mg_heads != NULL */
     int mg_rec;                        /* MG-SA phrase interaction, NMT_MG_REC_* */
     int mg_com;                        /* MG-SA phrase composition, NMT_MG_COM_* */
+    const char *ph[3];                 /* phrase attention (arch phrase) when ph[0] != NULL: enc, dec, cross */
 } grad_case;
 
 /* Central differences with h = 1e-5 (relative for |p| > 1) of the loss in
@@ -189,22 +190,30 @@ typedef struct grad_case {
  * 8.3e-6, 3.0e-5, 2.1e-5, 1.9e-5, 1.0e-5, 2.5e-5 (the worst are always key
  * biases, whose true gradient is 0: softmax is shift-invariant). */
 static const grad_case grad_cases[] = {
-    {"post sum global", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 1, NULL, NULL, 0, 0},
-    {"pre shared+tied", "pre", "global", "global", "sum", 4, 1, 1, 8, 16, 2, NULL, NULL, 0, 0},
-    {"post hysan sum", "post", "global fw bw local:1", "global local:1", "sum", 4, 0, 1, 8, 16, 1, NULL, NULL, 0, 0},
-    {"pre hysan concat", "pre", "global fw bw local:1", "global local:1", "concat", 4, 0, 0, 8, 16, 1, NULL, NULL, 0, 0},
-    {"post hysan gate", "post", "global fw bw local:1", "global local:1", "gate", 2, 1, 1, 16, 32, 1, NULL, NULL, 0, 0},
-    {"pre hysan gate 2 layers", "pre", "global fw bw local:1", "global local:1", "gate", 2, 0, 0, 8, 16, 2, NULL, NULL, 0, 0},
-    {"post mgsa ngram:2 word", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 2, "1 2", "ngram:2 word", 0, 0},
-    {"pre mgsa ngram:3 ngram:2", "pre", "global", "global", "sum", 4, 1, 1, 8, 16, 1, "1", "ngram:3 ngram:2", 0, 0},
+    {"post sum global", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 1, NULL, NULL, 0, 0, {NULL, NULL, NULL}},
+    {"pre shared+tied", "pre", "global", "global", "sum", 4, 1, 1, 8, 16, 2, NULL, NULL, 0, 0, {NULL, NULL, NULL}},
+    {"post hysan sum", "post", "global fw bw local:1", "global local:1", "sum", 4, 0, 1, 8, 16, 1, NULL, NULL, 0, 0, {NULL, NULL, NULL}},
+    {"pre hysan concat", "pre", "global fw bw local:1", "global local:1", "concat", 4, 0, 0, 8, 16, 1, NULL, NULL, 0, 0, {NULL, NULL, NULL}},
+    {"post hysan gate", "post", "global fw bw local:1", "global local:1", "gate", 2, 1, 1, 16, 32, 1, NULL, NULL, 0, 0, {NULL, NULL, NULL}},
+    {"pre hysan gate 2 layers", "pre", "global fw bw local:1", "global local:1", "gate", 2, 0, 0, 8, 16, 2, NULL, NULL, 0, 0, {NULL, NULL, NULL}},
+    {"post mgsa ngram:2 word", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 2, "1 2", "ngram:2 word", 0, 0, {NULL, NULL, NULL}},
+    {"pre mgsa ngram:3 ngram:2", "pre", "global", "global", "sum", 4, 1, 1, 8, 16, 1, "1", "ngram:3 ngram:2", 0, 0, {NULL, NULL, NULL}},
     {"post mgsa lstm ngram:2 word", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 2, "1", "ngram:2 word",
-     NMT_MG_REC_LSTM, 0},
+     NMT_MG_REC_LSTM, 0, {NULL, NULL, NULL}},
     {"pre mgsa onlstm ngram:2 ngram:3", "pre", "global", "global", "sum", 4, 0, 0, 8, 16, 1, "1", "ngram:2 ngram:3",
-     NMT_MG_REC_ONLSTM, 0},
+     NMT_MG_REC_ONLSTM, 0, {NULL, NULL, NULL}},
     {"post mgsa san ngram:2 ngram:3", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 2, "1 2", "ngram:2 ngram:3",
-     NMT_MG_REC_NONE, NMT_MG_COM_SAN},
+     NMT_MG_REC_NONE, NMT_MG_COM_SAN, {NULL, NULL, NULL}},
     {"pre mgsa lstm-com ngram:3 ngram:2", "pre", "global", "global", "sum", 4, 0, 0, 8, 16, 1, "1", "ngram:3 ngram:2",
-     NMT_MG_REC_LSTM, NMT_MG_COM_LSTM},
+     NMT_MG_REC_LSTM, NMT_MG_COM_LSTM, {NULL, NULL, NULL}},
+    {"post phrase convkv homo", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 1, NULL, NULL, 0, 0,
+     {"convkv:homo:11", "convkv:homo:02", "convkv:homo:101"}},
+    {"pre phrase convkv hetero", "pre", "global", "global", "sum", 4, 0, 0, 8, 16, 1, NULL, NULL, 0, 0,
+     {"convkv:hetero:123", "convkv:hetero:12", "convkv:hetero:13"}},
+    {"post phrase queryk homo", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 1, NULL, NULL, 0, 0,
+     {"queryk:homo:101", "queryk:homo:11", "queryk:homo:02"}},
+    {"pre phrase queryk hetero", "pre", "global", "global", "sum", 4, 1, 1, 8, 16, 1, NULL, NULL, 0, 0,
+     {"queryk:hetero:12", "queryk:hetero:123", "queryk:hetero:13"}},
 };
 
 /* An MG-SA model with img's hyper-parameters, these phrase heads and
@@ -233,6 +242,26 @@ static void *to_mgsa(void *img, size_t *size, const char *layers, const char *he
     return out;
 }
 
+/* A phrase-attention model with img's hyper-parameters, these ph_enc /
+ * ph_dec / ph_cross and random weights (seed); img is freed. */
+static void *to_phrase(void *img, size_t *size, const char *const ph[3], uint64_t seed) {
+    nmt_file f;
+    assert_int_equal(nmt_file_open(&f, img, *size, 1), NMT_OK);
+    nmt_tf_cfg c;
+    assert_int_equal(nmt_family_parse(&nmt_family_transformer, &f, &c), NMT_OK);
+    for (int i = 0; i < 3; i++) snprintf(c.ph_text[i], sizeof c.ph_text[i], "%s", ph[i]);
+    assert_int_equal(nmt_tf_finish(&c, ~0ull, NULL, 0), NMT_OK);
+    free(img);
+    nmtw_writer *w = nmtw_create();
+    assert_non_null(w);
+    assert_int_equal(nmtw_add_hparams(w, &nmt_family_phrase, &c), NMT_OK);
+    assert_int_equal(nmtw_add_random_tensors(w, &nmt_family_phrase, &c, seed, 1.0f), NMT_OK);
+    void *out = NULL;
+    assert_int_equal(nmtw_write_memory(w, &out, size), NMT_OK);
+    nmtw_destroy(w);
+    return out;
+}
+
 static void test_gradients(void **state) {
     env *e = *state;
     const uint32_t V = 13;
@@ -244,6 +273,7 @@ static void test_gradients(void **state) {
         void *img = random_image(gc->norm, gc->enc_br, gc->dec_br, gc->fusion, gc->r, gc->shared, gc->tied, gc->d,
                                  gc->ff, gc->layers, V, 100 + ci, &isz);
         if (gc->mg_heads) img = to_mgsa(img, &isz, gc->mg_layers, gc->mg_heads, gc->mg_rec, gc->mg_com, 100 + ci);
+        if (gc->ph[0]) img = to_phrase(img, &isz, gc->ph, 100 + ci);
         tft_limits lim = {3, 7, 7, 0};
         tft_model *m = NULL;
         nmt_test_assert_ok(e->dev, tft_create(e->dev, img, isz, &lim, &m));
@@ -478,6 +508,60 @@ static void test_mgsa_parity(void **state) {
     free(eimg);
     tft_destroy(m);
     free(img);
+}
+
+/* Phrase attention: the trainer's log-probabilities equal the session's
+ * scores of the same (random, then trained and exported) model for every
+ * method x structure; and the decoder is causal: changing a later target
+ * token changes no earlier token's log-probability. */
+static void test_phrase_parity_and_causality(void **state) {
+    env *e = *state;
+    const uint32_t V = 21;
+    static const char *const cfgs[][3] = {
+        {"convkv:homo:11", "convkv:homo:02", "convkv:hetero:12"},
+        {"queryk:hetero:123", "queryk:homo:101", "queryk:homo:11"},
+        {"queryk:homo:02", "convkv:hetero:123", "queryk:hetero:13"},
+        {"convkv:hetero:13", "queryk:hetero:12", "convkv:homo:011"},
+    };
+    for (size_t k = 0; k < NMT_ARRAY_LEN(cfgs); k++) {
+        size_t isz;
+        void *img = random_image(k % 2 ? "pre" : "post", "global", "global", "sum", 4, 0, 0, 16, 32, 2, V, 71 + k,
+                                 &isz);
+        img = to_phrase(img, &isz, cfgs[k], 71 + k);
+        tft_limits lim = {MAXS, MAXL + 1, MAXL + 1, 0};
+        tft_model *m = NULL;
+        nmt_test_assert_ok(e->dev, tft_create(e->dev, img, isz, &lim, &m));
+        static const uint32_t slen[4] = {5, 2, 7, 1}, tlen[4] = {3, 6, 1, 4};
+        sents s;
+        random_sents(&s, 4, slen, tlen, V, 29 + k);
+        tbatch tb;
+        make_batch(&s, &tb);
+        compare_with_session(e, m, img, isz, &s, &tb, cfgs[k][1]);
+        /* causality: a different last target token of sentence 1 (6
+         * tokens) leaves the log-probabilities of its earlier positions */
+        float a[MAXS * (MAXL + 1)], b[MAXS * (MAXL + 1)];
+        nmt_test_assert_ok(e->dev, tft_token_logprobs(m, &tb.b, a));
+        const uint32_t T = tb.b.tgt_len, last = tlen[1];
+        tb.tin[1 * T + last] = tb.tin[1 * T + last] == 5 ? 6 : 5; /* decoder input at position 6 */
+        tb.tin[1 * T + 3] = tb.tin[1 * T + 3] == 7 ? 8 : 7;      /* and at position 3 */
+        nmt_test_assert_ok(e->dev, tft_token_logprobs(m, &tb.b, b));
+        for (uint32_t p = 0; p < 3; p++) assert_memory_equal(&a[1 * T + p], &b[1 * T + p], sizeof(float));
+        assert_true(a[1 * T + 3] != b[1 * T + 3]);
+        for (uint32_t i = 0; i < 4; i++) /* other sentences: untouched */
+            if (i != 1)
+                for (uint32_t p = 0; p < T; p++) assert_memory_equal(&a[i * T + p], &b[i * T + p], sizeof(float));
+        make_batch(&s, &tb);
+        adam_steps(e, m, &tb, 3);
+        size_t esz;
+        void *eimg = export_image(m, 0, &esz);
+        nmt_model_info info;
+        assert_int_equal(nmt_model_inspect(eimg, esz, &info), NMT_OK);
+        assert_string_equal(info.arch, "phrase");
+        compare_with_session(e, m, eimg, esz, &s, &tb, "phrase trained");
+        free(eimg);
+        tft_destroy(m);
+        free(img);
+    }
 }
 
 /* ---- 3. training reduces the loss ----------------------------------------- */
@@ -727,6 +811,7 @@ int main(void) {
         cmocka_unit_test(test_gradients),
         cmocka_unit_test(test_session_parity),
         cmocka_unit_test(test_mgsa_parity),
+        cmocka_unit_test(test_phrase_parity_and_causality),
         cmocka_unit_test(test_training_reduces_loss),
         cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_bad_input),
