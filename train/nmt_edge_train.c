@@ -322,12 +322,14 @@ static int new_model_image(run *r, void **img, size_t *size) {
     if (s != NMT_OK) return fail_status("cannot build the model (check the architecture options)", s);
     if (strcmp(o->arch, "transformer") != 0) {
         /* the same weights as the Transformer of this seed, as `arch` */
-        static const char *const keys[5] = {"mg_layers", "mg_heads", "mg_compose", "mg_interact", "mg_chunk"};
-        const char *const values[5] = {o->mg_layers, o->mg_heads, o->mg_compose, o->mg_interact, o->mg_chunk};
+        static const char *const keys[8] = {"mg_layers", "mg_heads", "mg_compose", "mg_interact", "mg_chunk",
+                                            "ph_enc", "ph_dec", "ph_cross"};
+        const char *const values[8] = {o->mg_layers, o->mg_heads, o->mg_compose, o->mg_interact, o->mg_chunk,
+                                       o->ph_enc, o->ph_dec, o->ph_cross};
         char err[160] = "";
         void *as = NULL;
         size_t as_size = 0;
-        s = train_model_as_arch(*img, *size, o->arch, keys, values, 5, c.seed, c.weight_scale, &as, &as_size, err,
+        s = train_model_as_arch(*img, *size, o->arch, keys, values, 8, c.seed, c.weight_scale, &as, &as_size, err,
                                 sizeof err);
         free(*img);
         *img = as;

@@ -75,9 +75,10 @@ void train_opts_usage(FILE *f) {
 "\n"
 "Model (a new model; ignored with --resume or --init):\n"
 "  --init FILE         start from this model file instead of random weights\n"
-"  --arch NAME         transformer (HySAN; vanilla with global branches) or mgsa\n"
-"                      (MG-SA: phrase heads in chosen encoder layers; the encoder\n"
-"                      and decoder branches default to global) (transformer)\n"
+"  --arch NAME         transformer (HySAN; vanilla with global branches), mgsa\n"
+"                      (MG-SA: phrase heads in chosen encoder layers) or phrase\n"
+"                      (phrase-based attentions); for mgsa and phrase the encoder\n"
+"                      and decoder branches default to global (transformer)\n"
 "  --mg-layers S       MG-SA: encoder layers with phrase heads, 1-based (\"1\")\n"
 "  --mg-heads S        MG-SA: one partition per head, word or ngram:N\n"
 "                      (\"word word ngram:2 ngram:3\")\n"
@@ -87,6 +88,13 @@ void train_opts_usage(FILE *f) {
 "  --mg-interact R     MG-SA: phrase interaction over each phrase sequence, none,\n"
 "                      lstm or onlstm (ordered neurons) (none)\n"
 "  --mg-chunk N        MG-SA ON-LSTM: chunk size of the master gates (8)\n"
+"  --ph-enc S          phrase: the encoder self-attention, none or\n"
+"                      METHOD:STRUCTURE:DIGITS, METHOD convkv or queryk; homo:\n"
+"                      heads per n-gram size from 1 (homo:22 = 2 unigram + 2\n"
+"                      bigram heads), hetero: n-gram sizes in one softmax\n"
+"                      (hetero:12) (none)\n"
+"  --ph-dec S          phrase: the decoder self-attention (causal), as --ph-enc\n"
+"  --ph-cross S        phrase: the cross-attention, as --ph-enc\n"
 "  --d-model N (256)  --heads N (4)  --ff N (1024)  --enc-layers N (2)  --dec-layers N (2)\n"
 "  --norm pre|post (post)  --fusion sum|concat|gate (gate)  --gate-reduction N (4)\n"
 "  --enc-branches S    HySAN encoder branches (\"global fw bw local:3\"; \"global\" =\n"
@@ -127,7 +135,7 @@ enum {
     O_ENC_BR, O_DEC_BR, O_SEP_EMB, O_SCHED, O_LR, O_WARMUP, O_MAX_TOKENS, O_MAX_SEQS, O_ACCUM, O_DROPOUT,
     O_LS, O_CLIP, O_WD, O_MAX_STEPS, O_MAX_EPOCHS, O_MAX_TIME, O_SEED, O_LOG_EVERY, O_EVAL_EVERY,
     O_SAVE_EVERY, O_KEEP, O_BEAM, O_DEV_BLEU_MAX, O_RESUME, O_OVERWRITE, O_DEVICE, O_NO_CACHE, O_QUIET, O_HELP, O_ARCH,
-    O_MG_LAYERS, O_MG_HEADS, O_MG_COMPOSE, O_MG_INTERACT, O_MG_CHUNK
+    O_MG_LAYERS, O_MG_HEADS, O_MG_COMPOSE, O_MG_INTERACT, O_MG_CHUNK, O_PH_ENC, O_PH_DEC, O_PH_CROSS
 };
 
 static const struct option LONG_OPTS[] = {
@@ -158,6 +166,8 @@ static const struct option LONG_OPTS[] = {
     {"quiet", no_argument, 0, O_QUIET}, {"help", no_argument, 0, O_HELP}, {"arch", required_argument, 0, O_ARCH},
     {"mg-layers", required_argument, 0, O_MG_LAYERS}, {"mg-heads", required_argument, 0, O_MG_HEADS},
     {"mg-compose", required_argument, 0, O_MG_COMPOSE}, {"mg-interact", required_argument, 0, O_MG_INTERACT}, {"mg-chunk", required_argument, 0, O_MG_CHUNK},
+    {"ph-enc", required_argument, 0, O_PH_ENC}, {"ph-dec", required_argument, 0, O_PH_DEC},
+    {"ph-cross", required_argument, 0, O_PH_CROSS},
     {0, 0, 0, 0}};
 
 static int bad_value(const char *name, const char *val, const char *why) {
@@ -232,6 +242,9 @@ int train_opts_parse(int argc, char **argv, train_opts *o, int *help) {
         case O_MG_COMPOSE: o->mg_compose = optarg; break;
         case O_MG_INTERACT: o->mg_interact = optarg; break;
         case O_MG_CHUNK: o->mg_chunk = optarg; break;
+        case O_PH_ENC: o->ph_enc = optarg; break;
+        case O_PH_DEC: o->ph_dec = optarg; break;
+        case O_PH_CROSS: o->ph_cross = optarg; break;
         case O_SEP_EMB: o->separate_embeddings = 1; break;
         case O_SCHED: o->schedule = optarg; break;
         case O_LR: r = parse_double(name, optarg, 0, 1e3, &o->lr); break;
@@ -297,8 +310,13 @@ int train_opts_parse(int argc, char **argv, train_opts *o, int *help) {
     if (strcmp(o->fusion, "sum") && strcmp(o->fusion, "concat") && strcmp(o->fusion, "gate"))
         return bad_value("fusion", o->fusion, "sum, concat or gate");
     if (o->d_model % o->heads) return bad_value("heads", "", "must divide --d-model");
-    const int mgsa = !strcmp(o->arch, "mgsa");
-    if (!mgsa && strcmp(o->arch, "transformer")) return bad_value("arch", o->arch, "transformer or mgsa");
+    const int mgsa = !strcmp(o->arch, "mgsa"), phrase = !strcmp(o->arch, "phrase");
+    if (!mgsa && !phrase && strcmp(o->arch, "transformer"))
+        return bad_value("arch", o->arch, "transformer, mgsa or phrase");
+    if (!phrase && (o->ph_enc || o->ph_dec || o->ph_cross)) {
+        fprintf(stderr, PROG ": the --ph-* options need --arch phrase\n");
+        return EXIT_USAGE;
+    }
     if (!mgsa && (o->mg_layers || o->mg_heads || o->mg_compose || o->mg_interact || o->mg_chunk)) {
         fprintf(stderr, PROG ": the --mg-* options need --arch mgsa\n");
         return EXIT_USAGE;
@@ -308,8 +326,9 @@ int train_opts_parse(int argc, char **argv, train_opts *o, int *help) {
                              "nmt-edge-train does not read yet (docs/ARCHITECTURES.md); use word and ngram:N heads\n");
         return EXIT_USAGE;
     }
-    if (mgsa && !(br_set & 1)) o->enc_branches = "global"; /* MG-SA is built on the vanilla Transformer */
-    if (mgsa && !(br_set & 2)) o->dec_branches = "global";
+    /* MG-SA and the phrase attentions are built on the vanilla Transformer */
+    if ((mgsa || phrase) && !(br_set & 1)) o->enc_branches = "global";
+    if ((mgsa || phrase) && !(br_set & 2)) o->dec_branches = "global";
     if (o->lr < 0) o->lr = sched_parse(o->schedule) == SCHED_T2T ? 2.0 : 5e-4;
     return 0;
 }

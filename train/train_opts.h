@@ -18,6 +18,7 @@ typedef struct train_opts {
     const char *norm, *enc_branches, *dec_branches, *fusion;
     int separate_embeddings;
     const char *mg_layers, *mg_heads, *mg_compose, *mg_interact, *mg_chunk;  /* MG-SA; NULL: defaults */
+    const char *ph_enc, *ph_dec, *ph_cross;  /* phrase attention; NULL: defaults */
     /* optimisation */
     const char *schedule;
     double lr, dropout, label_smoothing, clip_norm, weight_decay;
