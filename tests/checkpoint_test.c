@@ -89,6 +89,8 @@ static int teardown(void **state) {
 static void test_train_registry(void **state) {
     env *e = *state;
     assert_ptr_equal(nmt_train_family_find("transformer"), &nmt_tf_train_family);
+    assert_ptr_equal(nmt_train_family_find("mgsa"), &nmt_mgsa_train_family);
+    assert_ptr_equal(nmt_train_family_find("phrase"), &nmt_phrase_train_family);
     assert_null(nmt_train_family_find("mg-sa-not-yet"));
     assert_null(nmt_train_family_find(NULL));
     const nmt_train_limits lim = {2, 12, 12, 0};

@@ -14,6 +14,7 @@
 static const nmt_train_family *const registry[] = {
     &nmt_tf_train_family,
     &nmt_mgsa_train_family,
+    &nmt_phrase_train_family,
 };
 
 struct ntm_model {

@@ -711,8 +711,9 @@ static nmt_status rec_token_logprobs(void *m, const nmt_train_batch *b, float *l
 static nmt_status rec_grad_norm(void *m, double *norm) { return tft_grad_norm(m, norm); }
 static nmt_status rec_adam_step(void *m, const nmt_adam_params *ap) { return tft_adam_step(m, ap); }
 
-/* One set of calls, two records: the Transformer and MG-SA (the same model
- * with phrase heads; create checks the image's arch). */
+/* One set of calls, three records: the Transformer, MG-SA (the same model
+ * with phrase heads) and the phrase-based attentions (n-gram keys in its
+ * attention sub-layers); create checks the image's arch. */
 #define TFT_RECORD(arch_)                                                                                    \
     {                                                                                                        \
         .arch = arch_, .create = rec_create, .destroy = rec_destroy, .n_params = rec_n_params,               \
@@ -723,3 +724,4 @@ static nmt_status rec_adam_step(void *m, const nmt_adam_params *ap) { return tft
 
 const nmt_train_family nmt_tf_train_family = TFT_RECORD(NMT_TF_ARCH);
 const nmt_train_family nmt_mgsa_train_family = TFT_RECORD(NMT_MGSA_ARCH);
+const nmt_train_family nmt_phrase_train_family = TFT_RECORD(NMT_PH_ARCH);

@@ -100,5 +100,6 @@ nmt_status tft_adam_step(tft_model *m, const nmt_adam_params *ap);
 extern const nmt_train_family nmt_tf_train_family;
 /* MG-SA's (arch "mgsa"): the same model with phrase heads. */
 extern const nmt_train_family nmt_mgsa_train_family;
+extern const nmt_train_family nmt_phrase_train_family;
 
 #endif
