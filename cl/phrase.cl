@@ -119,7 +119,8 @@ __kernel void window_rows(__global const float *X, const ulong x_off, const uint
  *   pattn_scores  one segment: P[row, col0 + j] = scale * sum over the
  *                 window taps u < n_win of q_u . K[j - n_win + 1 + u]
  *                 (rows before 0 add nothing) for a valid key (lo <= j <
- *                 n_keys, j <= pos when causal), -INF otherwise.
+ *                 n_keys, j <= pos when causal) of a query at pos >= q_lo,
+ *                 -INF otherwise.
  *                                                      [j, i, s * H + h]
  *   pattn_softmax every segment at once: each row of P becomes its
  *                 softmax over the valid keys (-INF entries give 0; a row
@@ -151,7 +152,7 @@ __kernel void pattn_scores(const uint n_seq, const uint lq, const uint q_pos0, c
                            __global const float *QX, const ulong qx_off, const uint qx_ld, const uint n_ext,
                            __global const float *K, const ulong k_off, const uint k_ld, const ulong kv_stride,
                            __global const int *key_len, const ulong kl_off, const int has_key_len,
-                           const uint key_len_const, const int causal, const uint lo,
+                           const uint key_len_const, const int causal, const uint lo, const uint q_lo,
                            __global float *P, const ulong p_off, const uint p_ld, const uint col0) {
     const uint j = (uint)get_global_id(0);
     const uint i = (uint)get_global_id(1);
@@ -160,7 +161,7 @@ __kernel void pattn_scores(const uint n_seq, const uint lq, const uint q_pos0, c
     const uint s = sh / n_heads, h = sh - s * n_heads, m = s / group;
     const int n_keys = attn_key_count(key_len, kl_off, has_key_len, key_len_const, m, lk_max);
     const int pos = (int)(q_pos0 + i);
-    const int ok = (int)j >= (int)lo && (int)j < n_keys && !(causal && (int)j > pos);
+    const int ok = (int)j >= (int)lo && (int)j < n_keys && !(causal && (int)j > pos) && pos >= (int)q_lo;
     const ulong at = p_off + ((ulong)sh * lq + i) * p_ld + col0 + j;
     P[at] = ok ? scale * pattn_score(Q, q_off, q_ld, has_q, QX, qx_off, qx_ld, n_ext, K, k_off + (ulong)m * kv_stride,
                                      k_ld, s * lq + i, h, dh, (int)j)

@@ -289,7 +289,8 @@ nmt_status nmt_op_window_rows(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t n
  * head columns [h * d_head, +d_head); v likewise (v_stride, v_ld).  ConvKV:
  * n_win 1 over convolved keys; QueryK: n_win n over token keys.  Valid
  * keys: lo <= j < key_len[m] (or key_len_const), and j <= position when
- * causal; a row without one gives zeros.  Probabilities go to p (float,
+ * causal; queries at positions below q_lo have none; a row without one
+ * gives zeros.  Probabilities go to p (float,
  * row (s * H + h) * lq + i, n_segs * lk_max columns, segment g at g *
  * lk_max; the trainer's backward reads them), the output to head h's
  * columns of out (row stride out_ld). */
@@ -306,6 +307,7 @@ typedef struct nmt_pattn_args {
     uint32_t n_seq, lq, q_pos0, lk_max, group, n_heads, d_head;
     nmt_buf key_len; uint32_t key_len_const;
     int causal;
+    uint32_t q_lo;
     uint32_t n_segs;
     nmt_pattn_seg seg[NMT_PATTN_MAX_SEG];
     nmt_buf p;

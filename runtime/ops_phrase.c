@@ -218,6 +218,7 @@ nmt_status nmt_op_pattn(nmt_ops *ops, const nmt_pattn_args *a) {
         arg_u32(&k, a->key_len_const);
         arg_i32(&k, a->causal ? 1 : 0);
         arg_u32(&k, s->lo);
+        arg_u32(&k, a->q_lo);
         arg_mem(&k, a->p.mem);
         arg_u64(&k, a->p.off);
         arg_u32(&k, p_ld);

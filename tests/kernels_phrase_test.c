@@ -514,6 +514,7 @@ typedef struct pa_case {
     uint32_t n_seq, lq, q_pos0, group, causal, n_segs;
     int32_t key_len[PA_MAXS];
     uint32_t has_q[2], n_ext[2], lo[2];
+    uint32_t q_lo;
 } pa_case;
 
 typedef struct pa_ref {
@@ -540,7 +541,8 @@ static void ref_pattn(const pa_ref *r, double *out) {
                     const uint32_t nw = pa_nwin(c, g), ne = c->n_ext[g];
                     for (uint32_t j = 0; j < PA_LK; j++) {
                         const uint32_t col = g * PA_LK + j;
-                        ok[col] = (int)j >= (int)c->lo[g] && (int)j < c->key_len[m] && !(c->causal && (int)j > pos);
+                        ok[col] = (int)j >= (int)c->lo[g] && (int)j < c->key_len[m] && !(c->causal && (int)j > pos) &&
+                                  pos >= (int)c->q_lo;
                         double a = 0;
                         for (uint32_t u = 0; u < nw; u++) {
                             const int kr = (int)j - (int)nw + 1 + (int)u;
@@ -596,11 +598,12 @@ static void test_pattn(void **state) {
     /* heterogeneous ConvKV-like (two segments of one-tap windows, the second
      * from key 1), homogeneous QueryK-like (3 taps, causal), heterogeneous
      * QueryK-like with beam groups at a decoder step (one query at
-     * position 2; a segment without q) */
+     * position 2; a segment without q); queries before q_lo attend to
+     * nothing */
     static const pa_case cases[] = {
-        {3, 5, 0, 1, 0, 2, {6, 3, 1, 0}, {1, 1}, {0, 0}, {0, 1}},
-        {2, 6, 0, 1, 1, 1, {6, 6, 0, 0}, {1, 0}, {2, 0}, {0, 0}},
-        {4, 1, 2, 2, 1, 2, {3, 2, 0, 0}, {1, 0}, {0, 2}, {0, 1}},
+        {3, 5, 0, 1, 0, 2, {6, 3, 1, 0}, {1, 1}, {0, 0}, {0, 1}, 0},
+        {2, 6, 0, 1, 1, 1, {6, 6, 0, 0}, {1, 0}, {2, 0}, {0, 0}, 2},
+        {4, 1, 2, 2, 1, 2, {3, 2, 0, 0}, {1, 0}, {0, 2}, {0, 1}, 1},
     };
     for (size_t ci = 0; ci < NMT_ARRAY_LEN(cases); ci++) {
         const pa_case *c = &cases[ci];
@@ -621,6 +624,7 @@ static void test_pattn(void **state) {
         a.d_head = PA_DH;
         a.key_len = B(dkl, 0);
         a.causal = (int)c->causal;
+        a.q_lo = c->q_lo;
         a.n_segs = c->n_segs;
         pa_ref ref = {c, {0}, {0}, {0}, {0}, NULL};
         float *hq[2] = {0}, *hqx[2] = {0}, *hk[2], *hv[2];
