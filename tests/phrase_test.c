@@ -104,6 +104,10 @@ static const char *const configs[][3] = {
     {"queryk:hetero:12", "queryk:hetero:123", "queryk:hetero:123"},
     {"convkv:hetero:12", "queryk:homo:121", "none"},
     {"none", "convkv:homo:13", "queryk:hetero:13"},
+    {"queryk:inter:12", "queryk:inter:12", "queryk:inter:12"},
+    {"convkv:inter:12", "convkv:inter:12", "convkv:inter:12"},
+    {"queryk:inter:12", "convkv:hetero:12", "convkv:inter:12"},
+    {"convkv:homo:22", "queryk:inter:12", "none"},
 };
 
 /* The session's teacher-forced scores of a padded batch equal the
@@ -246,9 +250,10 @@ static void test_bad_configs(void **state) {
         "queryk:hetero:12345", /* more than 4 segments */
         "convkv:homo:10101", /* more than 4 n-gram sizes? no: 3 sizes, 3 heads */
         "attn:homo:4",       /* unknown method */
-        "convkv:inter:12",   /* unknown structure */
+        "convkv:inter:123",  /* interleaved: unigram and bigram only */
+        "convkv:interleaved:12", /* unknown structure */
     };
-    const int ok[] = {0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    const int ok[] = {0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     for (size_t k = 0; k < NMT_ARRAY_LEN(bad); k++)
         for (int kind = 0; kind < 3; kind++) {
             nmt_tf_cfg c;

@@ -238,6 +238,89 @@ static void mg_phrase_heads(const rm *m, const char *pre, const double *x, int n
 
 /* HySAN self-attention (or cross-attention when mem != NULL); mg: an MG-SA
  * encoder layer (phrase heads replace their columns). */
+/* Interleaved phrase attention (unigram + bigram, from the paper's
+ * equations 9-17): heterogeneous unigram and bigram keys; unigram queries
+ * give u_j, bigram queries Conv2 over the query inputs (x_{j-1}, x_j) give
+ * b_j (b_0 = 0); the output at j is W_o [b_j; u_j; b_{j+1}] (encoder, b_n
+ * = 0) or W_o [b_j; u_j] (decoder, cross).  Output projection included. */
+static void ph_interleaved(const rm *m, const char *pre, int queryk, const double *x, int n, const double *src,
+                           int ns, int causal, int enc, double *out) {
+    const int d = (int)m->d, H = (int)m->H, dh = d / H;
+    double *q = malloc(sizeof(double) * (size_t)n * d), *k = malloc(sizeof(double) * (size_t)ns * d);
+    double *v = malloc(sizeof(double) * (size_t)ns * d);
+    lin(x, n, d, W(m, "%s.q.weight", pre), W(m, "%s.q.bias", pre), d, q);
+    lin(src, ns, d, W(m, "%s.k.weight", pre), W(m, "%s.k.bias", pre), d, k);
+    lin(src, ns, d, W(m, "%s.v.weight", pre), W(m, "%s.v.bias", pre), d, v);
+    /* windows (pos - 1, pos) of the key inputs and of the query inputs */
+    double *sw = calloc((size_t)ns * 2 * d, sizeof(double)), *xw = calloc((size_t)n * 2 * d, sizeof(double));
+    for (int j = 0; j < ns; j++)
+        for (int u = 0; u < 2; u++)
+            if (j - 1 + u >= 0) memcpy(sw + ((size_t)j * 2 + u) * d, src + (size_t)(j - 1 + u) * d, sizeof(double) * d);
+    for (int j = 0; j < n; j++)
+        for (int u = 0; u < 2; u++)
+            if (j - 1 + u >= 0) memcpy(xw + ((size_t)j * 2 + u) * d, x + (size_t)(j - 1 + u) * d, sizeof(double) * d);
+    /* bigram keys/values (ConvKV: kv2 [2d]; QueryK: v2 [d]); the two kinds of queries */
+    double *kv2 = malloc(sizeof(double) * (size_t)ns * 2 * d);
+    double *qu1 = q, *qx1 = malloc(sizeof(double) * (size_t)n * 2 * d); /* unigram queries, QueryK's 2-tap kernels */
+    double *qb = malloc(sizeof(double) * (size_t)n * d), *qbx = malloc(sizeof(double) * (size_t)n * 2 * d);
+    if (!queryk) {
+        lin(sw, ns, 2 * d, W(m, "%s.ph2.kv.weight", pre), W(m, "%s.ph2.kv.bias", pre), 2 * d, kv2);
+    } else {
+        lin(sw, ns, 2 * d, W(m, "%s.ph2.v.weight", pre), W(m, "%s.ph2.v.bias", pre), d, kv2);
+        lin(x, n, d, W(m, "%s.ph2.q.weight", pre), W(m, "%s.ph2.q.bias", pre), 2 * d, qx1);
+        lin(xw, n, 2 * d, W(m, "%s.phq.q2.weight", pre), W(m, "%s.phq.q2.bias", pre), 2 * d, qbx);
+    }
+    lin(xw, n, 2 * d, W(m, "%s.phq.q.weight", pre), W(m, "%s.phq.q.bias", pre), d, qb);
+    const int vld = queryk ? d : 2 * d, voff = queryk ? 0 : d;
+    double *ub = calloc((size_t)n * 2 * d, sizeof(double)); /* rows b_j | u_j */
+    double *sc = malloc(sizeof(double) * 2 * (size_t)ns);
+    for (int which = 0; which < 2; which++) { /* 0: unigram queries -> u, 1: bigram queries -> b */
+        const double *qa = which ? qb : qu1, *qk = which ? qbx : qx1;
+        for (int h = 0; h < H; h++)
+            for (int i = which; i < n; i++) {
+                double mx = -INFINITY;
+                for (int j = 0; j < ns; j++) {
+                    const int ok1 = !causal || j <= i, ok2 = ok1 && j >= 1;
+                    double a1 = 0, a2 = 0;
+                    for (int c = 0; c < dh; c++) a1 += qa[(size_t)i * d + h * dh + c] * k[(size_t)j * d + h * dh + c];
+                    a1 /= sqrt((double)dh);
+                    if (!queryk) {
+                        for (int c = 0; c < dh; c++) a2 += qa[(size_t)i * d + h * dh + c] * kv2[(size_t)j * 2 * d + h * dh + c];
+                        a2 /= sqrt((double)dh);
+                    } else {
+                        for (int u = 0; u < 2; u++)
+                            if (j - 1 + u >= 0)
+                                for (int c = 0; c < dh; c++)
+                                    a2 += qk[(size_t)i * 2 * d + (h * 2 + u) * dh + c] * k[(size_t)(j - 1 + u) * d + h * dh + c];
+                        a2 /= sqrt(2.0 * dh);
+                    }
+                    sc[j] = ok1 ? a1 : -INFINITY;
+                    sc[ns + j] = ok2 ? a2 : -INFINITY;
+                    mx = fmax(mx, fmax(sc[j], sc[ns + j]));
+                }
+                double sum = 0;
+                for (int j = 0; j < 2 * ns; j++) sum += sc[j] == -INFINITY ? 0 : exp(sc[j] - mx);
+                for (int c = 0; c < dh; c++) {
+                    double acc = 0;
+                    for (int j = 0; j < ns; j++) {
+                        if (sc[j] != -INFINITY) acc += exp(sc[j] - mx) * v[(size_t)j * d + h * dh + c];
+                        if (sc[ns + j] != -INFINITY) acc += exp(sc[ns + j] - mx) * kv2[(size_t)j * vld + voff + h * dh + c];
+                    }
+                    ub[(size_t)i * 2 * d + (which ? 0 : d) + h * dh + c] = acc / sum;
+                }
+            }
+    }
+    const int win = enc ? 3 : 2;
+    double *cat = calloc((size_t)n * win * d, sizeof(double));
+    for (int i = 0; i < n; i++) {
+        memcpy(cat + (size_t)i * win * d, ub + (size_t)i * 2 * d, sizeof(double) * 2 * d);
+        if (enc && i + 1 < n) memcpy(cat + (size_t)i * win * d + 2 * d, ub + (size_t)(i + 1) * 2 * d, sizeof(double) * d);
+    }
+    lin(cat, n, win * d, W(m, "%s.o.weight", pre), W(m, "%s.o.bias", pre), d, out);
+    free(q); free(k); free(v); free(sw); free(xw); free(kv2); free(qx1); free(qb); free(qbx); free(ub); free(sc);
+    free(cat);
+}
+
 /* Phrase-based attention (docs/ARCHITECTURES.md, "phrase"), from its
  * formulas: queries x (n rows), keys/values from src (ns rows), spec
  * "METHOD:STRUCTURE:DIGITS"; the output projection included.  Window u of
@@ -246,6 +329,10 @@ static void ph_attention(const rm *m, const char *pre, const char *spec, const d
                          int ns, int causal, double *out) {
     const int d = (int)m->d, H = (int)m->H, dh = d / H, queryk = !strncmp(spec, "queryk", 6);
     const int homo = strstr(spec, ":homo:") != NULL;
+    if (strstr(spec, ":inter:")) {
+        ph_interleaved(m, pre, queryk, x, n, src, ns, causal, src == x && !causal, out);
+        return;
+    }
     const char *digits = strrchr(spec, ':') + 1;
     /* per head: the n-gram sizes its keys come in (homo: one; hetero: all) */
     int sizes[8], n_sizes = 0, head_n[64];

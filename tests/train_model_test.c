@@ -214,6 +214,10 @@ static const grad_case grad_cases[] = {
      {"queryk:homo:101", "queryk:homo:11", "queryk:homo:02"}},
     {"pre phrase queryk hetero", "pre", "global", "global", "sum", 4, 1, 1, 8, 16, 1, NULL, NULL, 0, 0,
      {"queryk:hetero:12", "queryk:hetero:123", "queryk:hetero:13"}},
+    {"post phrase convkv inter", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 1, NULL, NULL, 0, 0,
+     {"convkv:inter:12", "convkv:inter:12", "convkv:inter:12"}},
+    {"pre phrase queryk inter", "pre", "global", "global", "sum", 4, 0, 0, 8, 16, 1, NULL, NULL, 0, 0,
+     {"queryk:inter:12", "queryk:inter:12", "queryk:inter:12"}},
 };
 
 /* An MG-SA model with img's hyper-parameters, these phrase heads and
@@ -522,6 +526,8 @@ static void test_phrase_parity_and_causality(void **state) {
         {"queryk:hetero:123", "queryk:homo:101", "queryk:homo:11"},
         {"queryk:homo:02", "convkv:hetero:123", "queryk:hetero:13"},
         {"convkv:hetero:13", "queryk:hetero:12", "convkv:homo:011"},
+        {"queryk:inter:12", "queryk:inter:12", "queryk:inter:12"},
+        {"convkv:inter:12", "convkv:inter:12", "queryk:inter:12"},
     };
     for (size_t k = 0; k < NMT_ARRAY_LEN(cfgs); k++) {
         size_t isz;

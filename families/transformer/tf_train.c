@@ -202,11 +202,16 @@ static nmt_status alloc_acts(tft_model *m) {
             if (!nmt_ph_own(sg)) continue;
             if (pk->method == NMT_PH_QUERYK)
                 NMT_TRY(dbuf(m, R * nmt_ph_taps(pk, sg) * sg->nh * c->dh, &s->a.ph_qx[g]));
-            if (pk->structure == NMT_PH_HETERO) NMT_TRY(dbuf(m, R * 2 * d, &s->a.ph_kv[g]));
+            if (pk->structure != NMT_PH_HOMO) NMT_TRY(dbuf(m, R * 2 * d, &s->a.ph_kv[g]));
+        }
+        const int inter = pk != NULL && pk->structure == NMT_PH_INTER;
+        if (inter) { /* interleaved: the bigram queries */
+            NMT_TRY(dbuf(m, R * d, &s->a.ph_qb));
+            if (pk->method == NMT_PH_QUERYK) NMT_TRY(dbuf(m, R * 2 * d, &s->a.ph_qbx));
         }
         if (s->kind == SUB_SELF) {
             NMT_TRY(dbuf(m, R * 3 * d, &s->a.qkv));
-            NMT_TRY(dbuf(m, R * nbr * d, &s->a.ctx));
+            NMT_TRY(dbuf(m, R * (inter ? 2 : nbr) * d, &s->a.ctx)); /* interleaved: b | u */
             if (c->fusion == NMT_TF_FUSE_GATE && nbr > 1) {
                 NMT_TRY(dbuf(m, R * d, &s->a.fused));
                 for (uint32_t b = 0; b < nbr; b++) {
@@ -217,7 +222,7 @@ static nmt_status alloc_acts(tft_model *m) {
         } else if (s->kind == SUB_CROSS) {
             NMT_TRY(dbuf(m, R * d, &s->a.qkv));
             NMT_TRY(dbuf(m, R * 2 * d, &s->a.kv));
-            NMT_TRY(dbuf(m, R * d, &s->a.ctx));
+            NMT_TRY(dbuf(m, R * (inter ? 2 : 1) * d, &s->a.ctx));
         } else {
             NMT_TRY(dbuf(m, R * c->ff, &s->a.ffh));
         }
@@ -239,11 +244,13 @@ static nmt_status alloc_acts(tft_model *m) {
     for (uint32_t k = 0; k < n_sub; k++) m->subs[k].a.h = m->h; /* pre-norm LN(x): recomputed by the backward */
     /* phrase attention: a column block of the probabilities per segment;
      * window rows and their gradient, scratch shared by the sub-layers */
-    uint32_t ph_segs = 1, ph_n = 0;
+    uint32_t ph_segs = 1, ph_n = 0, ph_inter = 0;
     for (int k = 0; k < NMT_PH_KINDS; k++) {
         ph_segs = NMT_MAX(ph_segs, c->ph[k].n_segs);
         ph_n = NMT_MAX(ph_n, c->ph[k].n_max);
+        ph_inter |= c->ph[k].structure == NMT_PH_INTER;
     }
+    if (ph_inter) ph_n = NMT_MAX(ph_n, 4u); /* the interleaved encoder's output windows (4d) */
     NMT_TRY(dbuf(m, H * R * Lmax * ph_segs, &m->scores));
     NMT_TRY(dbuf(m, 2 * H * R, &m->stats));
     NMT_TRY(dbuf(m, NMT_MAX(nbr_max, ph_segs) * H * R * Lmax, &m->probs));
@@ -255,6 +262,10 @@ static nmt_status alloc_acts(tft_model *m) {
             NMT_TRY(dbuf(m, R * 2 * d, &m->d_phkv[g]));
         }
         for (uint32_t k = 0; k < n_sub; k++) m->subs[k].a.ph_cols = m->ph_cols;
+        if (ph_inter) {
+            NMT_TRY(dbuf(m, R * d, &m->d_qb));
+            NMT_TRY(dbuf(m, R * 2 * d, &m->d_qbx));
+        }
     }
     NMT_TRY(dbuf(m, nbr_max * H * R, &m->dstats));
     NMT_TRY(dbuf(m, R * c->tgt_vocab, &m->logits));
@@ -267,7 +278,7 @@ static nmt_status alloc_acts(tft_model *m) {
     NMT_TRY(dbuf(m, R * d, &m->dtmp));
     NMT_TRY(dbuf(m, R * d, &m->dh));
     NMT_TRY(dbuf(m, R * 3 * d, &m->dqkv));
-    NMT_TRY(dbuf(m, R * nbr_max * d, &m->dctx));
+    NMT_TRY(dbuf(m, R * NMT_MAX(nbr_max, 2) * d, &m->dctx));
     NMT_TRY(dbuf(m, R * d, &m->dfused));
     NMT_TRY(dbuf(m, R * dr, &m->dgh));
     NMT_TRY(dbuf(m, R * d, &m->dg));
@@ -489,6 +500,16 @@ const nmt_ph_kind *tft_ph_args(const tft_model *m, const sub_desc *s, uint32_t i
     const nmt_tf_pass p = s->dec ? dec_pass(m) : enc_pass(m);
     nmt_ph_args(&m->fw, &s->a, pk, s->dec, s->kind == SUB_CROSS, &p, i, a);
     return pk;
+}
+
+nmt_status tft_ph_bigram_window(const tft_model *m, const sub_desc *s, nmt_buf in) {
+    const nmt_tf_pass p = s->dec ? dec_pass(m) : enc_pass(m);
+    return nmt_ph_bigram_window(&m->fw, &s->a, s->dec, &p, in);
+}
+
+nmt_status tft_ph_out_window(const tft_model *m, const sub_desc *s) {
+    const nmt_tf_pass p = enc_pass(m);
+    return nmt_ph_out_window(&m->fw, &s->a, &p);
 }
 
 void tft_mg_group_args(const tft_model *m, const sub_desc *s, uint32_t g, nmt_attn_args *a) {

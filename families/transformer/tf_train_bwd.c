@@ -109,6 +109,8 @@ static nmt_buf ph_grad(const tft_model *m, const sub_desc *s, nmt_buf b) {
     if (b.mem == NULL) return NO_BUF;
     if (b.mem == s->a.qkv.mem) return nmt_buf_at(m->dqkv, b.off - s->a.qkv.off);
     if (b.mem == s->a.kv.mem) return nmt_buf_at(m->dkv, b.off - s->a.kv.off);
+    if (b.mem == s->a.ph_qb.mem) return nmt_buf_at(m->d_qb, b.off - s->a.ph_qb.off);
+    if (b.mem == s->a.ph_qbx.mem) return nmt_buf_at(m->d_qbx, b.off - s->a.ph_qbx.off);
     for (uint32_t g = 0; g < NMT_PATTN_MAX_SEG; g++) {
         if (b.mem == s->a.ph_qx[g].mem) return nmt_buf_at(m->d_phqx[g], b.off - s->a.ph_qx[g].off);
         if (b.mem == s->a.ph_kv[g].mem) return nmt_buf_at(m->d_phkv[g], b.off - s->a.ph_kv[g].off);
@@ -163,14 +165,30 @@ static nmt_status bwd_ph(tft_model *m, sub_desc *s, const nmt_ph_kind *pk, nmt_b
     const uint32_t d = c->d;
     const int cross = s->kind == SUB_CROSS;
     const uint32_t mrows = m->n * m->S;
-    NMT_TRY(lin_bwd(m, rows, d, d, s->a.ctx, d, s->w->o, df, d, m->dctx, d, 0.0f));
+    const int inter = pk->structure == NMT_PH_INTER;
+    if (!inter) {
+        NMT_TRY(lin_bwd(m, rows, d, d, s->a.ctx, d, s->w->o, df, d, m->dctx, d, 0.0f));
+    } else if (s->dec) { /* W_o [b_j; u_j] */
+        NMT_TRY(lin_bwd(m, rows, d, 2 * d, s->a.ctx, 2 * d, s->w->o, df, d, m->dctx, 2 * d, 0.0f));
+    } else { /* W_o [b_j; u_j; b_{j+1}] over windows of two output pairs */
+        NMT_TRY(tft_ph_out_window(m, s));
+        NMT_TRY(nmt_op_fill(&m->t, m->d_cols, rows * 4 * d, 0.0f));
+        NMT_TRY(lin_bwd(m, rows, d, 3 * d, m->ph_cols, 4 * d, s->w->o, df, d, m->d_cols, 4 * d, 0.0f));
+        NMT_TRY(nmt_op_fill(&m->t, m->dctx, rows * 2 * d, 0.0f));
+        NMT_TRY(nmt_op_window_rows_bwd(&m->t, m->d_cols, 4 * d, m->klen, m->n, m->S, m->S, 2, 1, 0, 2 * d, m->dctx,
+                                       2 * d));
+    }
+    if (inter) {
+        NMT_TRY(nmt_op_fill(&m->t, m->d_qb, rows * d, 0.0f));
+        if (pk->method == NMT_PH_QUERYK) NMT_TRY(nmt_op_fill(&m->t, m->d_qbx, rows * 2 * d, 0.0f));
+    }
     NMT_TRY(nmt_op_fill(&m->t, m->dqkv, rows * (cross ? d : 3 * d), 0.0f));
     if (cross) NMT_TRY(nmt_op_fill(&m->t, m->dkv, mrows * 2 * d, 0.0f));
     for (uint32_t g = 0; g < pk->n_segs; g++) {
         if (!nmt_ph_own(&pk->seg[g])) continue;
         if (pk->method == NMT_PH_QUERYK)
             NMT_TRY(nmt_op_fill(&m->t, m->d_phqx[g], rows * nmt_ph_taps(pk, &pk->seg[g]) * pk->seg[g].nh * c->dh, 0.0f));
-        if (pk->structure == NMT_PH_HETERO) NMT_TRY(nmt_op_fill(&m->t, m->d_phkv[g], (cross ? mrows : rows) * 2 * d, 0.0f));
+        if (pk->structure != NMT_PH_HOMO) NMT_TRY(nmt_op_fill(&m->t, m->d_phkv[g], (cross ? mrows : rows) * 2 * d, 0.0f));
     }
     for (uint32_t i = 0; i < nmt_ph_calls(pk); i++) {
         nmt_pattn_bwd_args b;
@@ -179,7 +197,7 @@ static nmt_status bwd_ph(tft_model *m, sub_desc *s, const nmt_ph_kind *pk, nmt_b
         b.fwd.p = m->probs;
         NMT_TRY(nmt_op_pattn(&m->ops, &b.fwd)); /* the forward's probabilities again (and its output) */
         b.d_out = nmt_buf_at(m->dctx, b.fwd.out.off - s->a.ctx.off);
-        b.d_out_ld = d;
+        b.d_out_ld = b.fwd.out_ld;
         b.ds = m->scores;
         for (uint32_t g = 0; g < b.fwd.n_segs; g++) {
             b.grad[g] = b.fwd.seg[g];
@@ -200,6 +218,18 @@ static nmt_status bwd_ph(tft_model *m, sub_desc *s, const nmt_ph_kind *pk, nmt_b
         const nmt_lin *wq = &s->w->ph_q[g];
         NMT_TRY(nmt_op_linear_bwd(&m->ops, &m->t, rows, qw, d, in, d, wq->w, m->d_phqx[g], qw, m->dh, d, 1.0f,
                                   GB(m, wq->w), wq->b.mem ? GB(m, wq->b) : NO_BUF, 1.0f));
+    }
+    if (inter) { /* the bigram queries: their weights, then the windows of two query inputs */
+        NMT_TRY(tft_ph_bigram_window(m, s, in));
+        const nmt_lin *wb = &s->w->ph_qb, *wb2 = &s->w->ph_qb2;
+        NMT_TRY(nmt_op_linear_bwd(&m->ops, &m->t, rows, d, 2 * d, m->ph_cols, 2 * d, wb->w, m->d_qb, d, m->d_cols,
+                                  2 * d, 0.0f, GB(m, wb->w), GB(m, wb->b), 1.0f));
+        if (pk->method == NMT_PH_QUERYK)
+            NMT_TRY(nmt_op_linear_bwd(&m->ops, &m->t, rows, 2 * d, 2 * d, m->ph_cols, 2 * d, wb2->w, m->d_qbx, 2 * d,
+                                      m->d_cols, 2 * d, 1.0f, GB(m, wb2->w), GB(m, wb2->b), 1.0f));
+        const uint32_t len = s->dec ? m->T : m->S;
+        NMT_TRY(nmt_op_window_rows_bwd(&m->t, m->d_cols, 2 * d, s->dec ? NO_BUF : m->klen, m->n, len, len, 2, 1, 1, d,
+                                       m->dh, d));
     }
     /* the key side: the segments' windows, and the Transformer's k|v */
     for (uint32_t g = 0; g < pk->n_segs; g++) {

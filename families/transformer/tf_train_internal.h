@@ -56,6 +56,7 @@ struct tft_model {
     nmt_buf d_ph, d_pz, d_pc, d_ptok;   /* MG-SA LSTM composition: of its states, gates, carried cell, tokens */
     nmt_buf ph_cols, d_cols;            /* phrase attention: window rows (every sub-layer's scratch), their gradient */
     nmt_buf d_phqx[NMT_PATTN_MAX_SEG], d_phkv[NMT_PATTN_MAX_SEG]; /* gradients of a sub-layer's ph_qx, ph_kv */
+    nmt_buf d_qb, d_qbx;                /* interleaved: gradients of the bigram queries */
     nmt_buf src_tok, tgt_in, tgt_out, klen, perm_s, seg_s, segtok_s, perm_t, seg_t, segtok_t;
     int32_t *h_src, *h_tin, *h_tout, *h_klen, *h_perm, *h_seg, *h_segtok;
     uint32_t *h_count;
@@ -81,6 +82,10 @@ void tft_mg_compose_args(const tft_model *m, const sub_desc *s, uint32_t g, nmt_
  * Transformer's attention) and, when `a`, the forward's arguments of its
  * attention call i (transformer_fwd.h nmt_ph_args). */
 const nmt_ph_kind *tft_ph_args(const tft_model *m, const sub_desc *s, uint32_t i, nmt_pattn_args *a);
+/* Interleaved: the forward's window rows into m->ph_cols, of the query
+ * inputs `in` (bigram queries) or of the encoder's outputs (W_o). */
+nmt_status tft_ph_bigram_window(const tft_model *m, const sub_desc *s, nmt_buf in);
+nmt_status tft_ph_out_window(const tft_model *m, const sub_desc *s);
 /* Whether sub-layer s is an encoder self-attention with phrase heads. */
 int tft_is_mg(const tft_model *m, const sub_desc *s);
 

@@ -33,7 +33,8 @@ typedef struct tf_state {
      * them as scratch), the cross-attention's memory segments, and the
      * self-attention's input windows of this step and the last */
     nmt_buf *ph_cache, *ph_cross, *win, *win_prev;
-    nmt_buf win_tmp;   /* spare window: beam reorder target */
+    nmt_buf *cwin, *cwin_prev; /* interleaved cross-attention: windows of its query inputs */
+    nmt_buf win_tmp;   /* spare window: beam reorder target (every window has its size) */
 } tf_state;
 
 static void tf_acts(void *user, uint32_t k, nmt_tf_acts *out) {
@@ -50,6 +51,10 @@ static void tf_acts(void *user, uint32_t k, nmt_tf_acts *out) {
         if (kind == NMT_TF_SUB_SELF && st->win != NULL) {
             out->ph_win = st->win[l];
             out->ph_win_prev = st->win_prev[l];
+        }
+        if (kind == NMT_TF_SUB_CROSS && st->cwin != NULL) {
+            out->ph_win = st->cwin[l];
+            out->ph_win_prev = st->cwin_prev[l];
         }
     }
 }
@@ -75,42 +80,55 @@ static nmt_status plan_phrase(nmt_session *s, nmt_arena *a, tf_state *local, int
     if (segs == 0) return NMT_OK;
     if (real) NMT_TRY(nmt_ops_enable_phrase(nmt_session_ops(s)));
     nmt_tf_acts *ac = &local->acts;
-    NMT_TRY(scratch(s, a, rows * n_max * d, &ac->ph_cols));
-    for (uint32_t g = 0; g < segs; g++) NMT_TRY(scratch(s, a, rows * n_max * d, &ac->ph_qx[g]));
     const nmt_ph_kind *enc = nmt_ph_of(c, 0, 0), *dec = nmt_ph_of(c, 1, 0), *cross = nmt_ph_of(c, 1, 1);
-    if (enc && enc->structure == NMT_PH_HETERO)
+    int inter = 0;
+    for (int k = 0; k < NMT_PH_KINDS; k++) inter |= c->ph[k].structure == NMT_PH_INTER;
+    /* window rows: n_max inputs, or the interleaved encoder's output pairs (4d) */
+    NMT_TRY(scratch(s, a, rows * NMT_MAX(n_max, inter ? 4u : 0u) * d, &ac->ph_cols));
+    for (uint32_t g = 0; g < segs; g++) NMT_TRY(scratch(s, a, rows * n_max * d, &ac->ph_qx[g]));
+    if (inter) {
+        NMT_TRY(scratch(s, a, rows * d, &ac->ph_qb));
+        NMT_TRY(scratch(s, a, rows * 2 * d, &ac->ph_qbx));
+    }
+    if (enc && enc->structure != NMT_PH_HOMO)
         for (uint32_t g = 0; g < enc->n_segs; g++) NMT_TRY(scratch(s, a, B * S * 2 * d, &ac->ph_kv[g]));
-    nmt_buf *bufs = NMT_ARENA_NEW(a, nmt_buf, 2 * L * nseg + 2 * L);
+    nmt_buf *bufs = NMT_ARENA_NEW(a, nmt_buf, 2 * L * nseg + 4 * L);
     NMT_CHECK(bufs != NULL, NMT_ERR_ARENA_TOO_SMALL);
-    if (real) memset(bufs, 0, sizeof *bufs * (2 * L * nseg + 2 * L));
+    if (real) memset(bufs, 0, sizeof *bufs * (2 * L * nseg + 4 * L));
     local->ph_cache = bufs;
     local->ph_cross = bufs + L * nseg;
     for (size_t l = 0; l < L; l++)
         for (uint32_t g = 0; g < nseg; g++) {
             nmt_buf b = {NULL, 0};
-            if (dec && dec->structure == NMT_PH_HETERO && g < dec->n_segs && nmt_ph_own(&dec->seg[g])) {
+            if (dec && dec->structure != NMT_PH_HOMO && g < dec->n_segs && nmt_ph_own(&dec->seg[g])) {
                 NMT_TRY(scratch(s, a, R * T * 2 * d, &b)); /* the K|V cache's size: reorder swaps them */
                 if (real) local->ph_cache[l * nseg + g] = b;
             }
-            if (cross && cross->structure == NMT_PH_HETERO && g < cross->n_segs && nmt_ph_own(&cross->seg[g])) {
+            if (cross && cross->structure != NMT_PH_HOMO && g < cross->n_segs && nmt_ph_own(&cross->seg[g])) {
                 NMT_TRY(scratch(s, a, B * S * 2 * d, &b));
                 if (real) local->ph_cross[l * nseg + g] = b;
             }
         }
-    if (dec && dec->n_max > 1) {
-        local->win = bufs + 2 * L * nseg;
-        local->win_prev = local->win + L;
+    /* decoder input windows (self: n_max inputs; interleaved cross: 2), all
+     * of one size so that the beam reorder can rotate them with one spare */
+    const int self_win = dec && dec->n_max > 1, cross_win = cross && cross->structure == NMT_PH_INTER;
+    const size_t wsz = R * NMT_MAX(self_win ? dec->n_max : 0u, cross_win ? 2u : 0u) * d;
+    for (int which = 0; which < 2; which++) {
+        if (!(which ? cross_win : self_win)) continue;
+        nmt_buf *cur = bufs + 2 * L * nseg + (size_t)which * 2 * L, *prev = cur + L;
+        if (which) local->cwin = cur, local->cwin_prev = prev;
+        else local->win = cur, local->win_prev = prev;
         for (size_t l = 0; l < L; l++) {
             nmt_buf w0, w1;
-            NMT_TRY(scratch(s, a, R * dec->n_max * d, &w0));
-            NMT_TRY(scratch(s, a, R * dec->n_max * d, &w1));
+            NMT_TRY(scratch(s, a, wsz, &w0));
+            NMT_TRY(scratch(s, a, wsz, &w1));
             if (real) {
-                local->win[l] = w0;
-                local->win_prev[l] = w1;
+                cur[l] = w0;
+                prev[l] = w1;
             }
         }
-        NMT_TRY(scratch(s, a, R * dec->n_max * d, &local->win_tmp));
     }
+    if (self_win || cross_win) NMT_TRY(scratch(s, a, wsz, &local->win_tmp));
     return NMT_OK;
 }
 
@@ -162,7 +180,9 @@ static nmt_status tf_plan(nmt_session *s, const nmt_file *f, const void *cfgp, c
     NMT_TRY(scratch(s, a, rows * d, &ac->h));
     NMT_TRY(scratch(s, a, rows * d, &ac->t));
     NMT_TRY(scratch(s, a, rows * 3 * d, &ac->qkv));
-    NMT_TRY(scratch(s, a, rows * nbr * d, &ac->ctx));
+    int ph_inter = 0;
+    for (int k = 0; k < NMT_PH_KINDS; k++) ph_inter |= c->ph[k].structure == NMT_PH_INTER;
+    NMT_TRY(scratch(s, a, rows * NMT_MAX(nbr, ph_inter ? 2u : 1u) * d, &ac->ctx));
     if (c->fusion == NMT_TF_FUSE_GATE && nbr > 1) {
         NMT_TRY(scratch(s, a, rows * d, &ac->fused));
         NMT_TRY(scratch(s, a, rows * (d / c->gate_r), &ac->gh[0]));
@@ -298,12 +318,18 @@ static nmt_status tf_step(void *state, const nmt_io_bufs *io, uint32_t rows, uin
                            .src_len = st->src_pad_len, .step = 1, .t = t, .cache_len = st->dims.tgt_cap};
     NMT_TRY(nmt_tf_embed(&st->fw, &st->w.tgt_emb, io->step_tok, rows, 1, t, st->x, 1));
     NMT_TRY(nmt_tf_decoder(&st->fw, &p, st->x));
-    if (st->win != NULL) /* this step's windows become the last ones */
-        for (uint32_t l = 0; l < st->c.dec_layers; l++) {
+    for (uint32_t l = 0; l < st->c.dec_layers; l++) { /* this step's windows become the last ones */
+        if (st->win != NULL) {
             const nmt_buf w = st->win[l];
             st->win[l] = st->win_prev[l];
             st->win_prev[l] = w;
         }
+        if (st->cwin != NULL) {
+            const nmt_buf w = st->cwin[l];
+            st->cwin[l] = st->cwin_prev[l];
+            st->cwin_prev[l] = w;
+        }
+    }
     return nmt_tf_logits(&st->fw, st->x, rows, io->logits);
 }
 
@@ -329,6 +355,8 @@ static nmt_status tf_reorder(void *state, const nmt_io_bufs *io, uint32_t rows, 
         NMT_TRY(reorder_swap(st, io, &st->cache[l], &st->cache_tmp, (uint64_t)T * 2 * d, rows, live));
         /* phrase attention: the segment caches (the K|V cache's size; rows
          * of 2d or d per position) and the input window */
+        if (st->cwin != NULL)
+            NMT_TRY(reorder_swap(st, io, &st->cwin_prev[l], &st->win_tmp, (uint64_t)2 * d, rows, 2 * d));
         const nmt_ph_kind *pk = nmt_ph_of(&st->c, 1, 0);
         if (pk == NULL) continue;
         const uint32_t ld = pk->method == NMT_PH_CONVKV ? 2 * d : d;

@@ -97,7 +97,7 @@ const nmt_hparam nmt_ph_hparams[] = {
     PH_KIND("ph_enc", "ph-enc", NMT_PH_ENC,
             "phrase attention of the encoder self-attention: none | METHOD:STRUCTURE:NGRAMS, METHOD convkv or "
             "queryk; homo:DIGITS heads per n-gram size from 1 (e.g. homo:22: 2 unigram, 2 bigram heads); "
-            "hetero:SIZES (e.g. hetero:12, hetero:123)"),
+            "hetero:SIZES (e.g. hetero:12, hetero:123); inter:12 (interleaved unigram and bigram queries)"),
     PH_KIND("ph_dec", "ph-dec", NMT_PH_DEC, "phrase attention of the decoder self-attention (causal), as ph_enc"),
     PH_KIND("ph_cross", "ph-cross", NMT_PH_CROSS, "phrase attention of the cross-attention, as ph_enc"),
 };
@@ -251,6 +251,9 @@ static nmt_status ph_parse(const char *text, uint32_t heads, nmt_ph_kind *k) {
     } else if (strncmp(p, "hetero:", 7) == 0) {
         k->structure = NMT_PH_HETERO;
         p += 7;
+    } else if (strcmp(p, "inter:12") == 0) { /* unigram and bigram only (the paper's) */
+        k->structure = NMT_PH_INTER;
+        p += 6;
     } else {
         return NMT_ERR_MODEL_ARCH;
     }
@@ -271,7 +274,7 @@ static nmt_status ph_parse(const char *text, uint32_t heads, nmt_ph_kind *k) {
             prev = v;
         }
     }
-    NMT_CHECK(k->n_segs >= 1 && (k->structure == NMT_PH_HETERO || h == heads), NMT_ERR_MODEL_ARCH);
+    NMT_CHECK(k->n_segs >= 1 && (k->structure != NMT_PH_HOMO || h == heads), NMT_ERR_MODEL_ARCH);
     for (uint32_t g = 0; g < k->n_segs; g++) k->n_max = NMT_MAX(k->n_max, k->seg[g].n);
     return NMT_OK;
 }
@@ -338,8 +341,8 @@ nmt_status nmt_tf_finish(void *cfgp, uint64_t present, char *why, size_t why_cap
         for (int i = 0; i < NMT_PH_KINDS; i++)
             TF_CHECK(ph_parse(c->ph_text[i], c->heads, &c->ph[i]) == NMT_OK,
                      "%s '%s': expected none or convkv|queryk:homo:DIGITS (heads per n-gram size 1, 2, ..., "
-                     "summing to n_heads %u, at most %u sizes in use) or convkv|queryk:hetero:SIZES (ascending "
-                     "from 1, at most %u)",
+                     "summing to n_heads %u, at most %u sizes in use), convkv|queryk:hetero:SIZES (ascending "
+                     "from 1, at most %u) or convkv|queryk:inter:12",
                      keys[i], c->ph_text[i], c->heads, NMT_PATTN_MAX_SEG, NMT_PATTN_MAX_SEG);
         return NMT_OK;
     }
@@ -451,7 +454,9 @@ static nmt_status self_attn(cat *k, nmt_tf_sub_w *s, const char *stack, uint32_t
     static const char *const qkv[3] = {"q", "k", "v"};
     snprintf(k->prefix, sizeof k->prefix, "%s.%u.self_attn", stack, l);
     for (uint32_t i = 0; i < 3; i++) NMT_TRY(lin(k, FIELD(s, qkv), c->d, c->d, i, 3, qkv[i]));
-    const uint32_t o_in = (c->fusion == NMT_TF_FUSE_CONCAT && nbr > 1) ? nbr * c->d : c->d;
+    const int dec = stack[0] == 'd';
+    const uint32_t o_in = (c->fusion == NMT_TF_FUSE_CONCAT && nbr > 1) ? nbr * c->d
+                                                                       : nmt_ph_o_in(nmt_ph_of(c, dec, 0), c->d, dec);
     NMT_TRY(lin(k, FIELD(s, o), c->d, o_in, 0, 1, "o"));
     if (c->fusion == NMT_TF_FUSE_GATE && nbr > 1)
         for (uint32_t b = 0; b < nbr; b++) {
@@ -496,7 +501,7 @@ static nmt_status phrase_weights(cat *k, nmt_tf_sub_w *s, const nmt_ph_kind *pk)
         const nmt_ph_seg *sg = &pk->seg[g];
         if (!nmt_ph_own(sg)) continue;
         const uint32_t w = sg->nh * c->dh, taps = nmt_ph_taps(pk, sg);
-        const int bias = pk->structure == NMT_PH_HETERO;
+        const int bias = pk->structure != NMT_PH_HOMO;
         char n[32];
         const char *names[3] = {"kv", "q", "v"};
         nmt_lin *dst[3] = {FIELD(s, ph_kv[g]), FIELD(s, ph_q[g]), FIELD(s, ph_v[g])};
@@ -508,6 +513,10 @@ static nmt_status phrase_weights(cat *k, nmt_tf_sub_w *s, const nmt_ph_kind *pk)
                 NMT_TRY(emit(k, dst[t], NMT_ROLE_WEIGHT, 2, out[t], in[t], NMT_INIT_UNIFORM, in[t], 0, 1, "%s.%s.weight",
                              k->prefix, n));
         }
+    }
+    if (pk->structure == NMT_PH_INTER) { /* the bigram queries */
+        NMT_TRY(lin(k, FIELD(s, ph_qb), d, 2 * d, 0, 1, "phq.q"));
+        if (pk->method == NMT_PH_QUERYK) NMT_TRY(lin(k, FIELD(s, ph_qb2), 2 * d, 2 * d, 0, 1, "phq.q2"));
     }
     return NMT_OK;
 }
@@ -553,7 +562,7 @@ nmt_status nmt_tf_catalogue(const void *cfgp, void *wp, nmt_tensor_fn fn, void *
         NMT_TRY(lin(&k, FIELD(ca, q), d, d, 0, 1, "q"));
         NMT_TRY(lin(&k, FIELD(ca, kv), d, d, 0, 2, "k"));
         NMT_TRY(lin(&k, FIELD(ca, kv), d, d, 1, 2, "v"));
-        NMT_TRY(lin(&k, FIELD(ca, o), d, d, 0, 1, "o"));
+        NMT_TRY(lin(&k, FIELD(ca, o), d, nmt_ph_o_in(nmt_ph_of(c, 1, 1), d, 1), 0, 1, "o"));
         NMT_TRY(phrase_weights(&k, ca, nmt_ph_of(c, 1, 1)));
         nmt_tf_sub_w *subs[3] = {sa, ca, ff};
         for (int i = 0; i < 3; i++) {

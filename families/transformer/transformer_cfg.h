@@ -50,7 +50,14 @@ typedef struct nmt_mg_group {
 #define NMT_PH_MAX_N 9
 enum { NMT_PH_ENC = 0, NMT_PH_DEC = 1, NMT_PH_CROSS = 2, NMT_PH_KINDS = 3 };
 enum { NMT_PH_NONE = 0, NMT_PH_CONVKV = 1, NMT_PH_QUERYK = 2 };
-enum { NMT_PH_HOMO = 0, NMT_PH_HETERO = 1 };
+/* Interleaved: heterogeneous unigram + bigram keys attended by unigram
+ * queries and by bigram queries (a convolution of two query inputs), the
+ * two outputs interleaved and mapped back to one per position by W_o (a
+ * window-3 stride-2 convolution over (0, u1, b1, u2, ..., u_N, 0) in the
+ * encoder, window 2 stride 2 over (0, u1, b1, ..., u_N) in the decoder):
+ * position j's output is W_o [b_j; u_j (; b_{j+1})], b_j the bigram query
+ * ending at j (b_0 = 0). */
+enum { NMT_PH_HOMO = 0, NMT_PH_HETERO = 1, NMT_PH_INTER = 2 };
 typedef struct nmt_ph_seg {
     uint32_t n, h0, nh;
 } nmt_ph_seg;
@@ -96,6 +103,10 @@ static inline const nmt_ph_kind *nmt_ph_of(const nmt_tf_cfg *c, int dec, int cro
 static inline uint32_t nmt_ph_taps(const nmt_ph_kind *k, const nmt_ph_seg *g) {
     return k->structure == NMT_PH_HOMO ? g->n - 1 : g->n;
 }
+/* Interleaved: the width of W_o's input (encoder 3d, decoder and cross 2d). */
+static inline uint32_t nmt_ph_o_in(const nmt_ph_kind *k, uint32_t d, int dec) {
+    return k != NULL && k->structure == NMT_PH_INTER ? (dec ? 2 * d : 3 * d) : d;
+}
 /* Whether segment g has weights of its own (a homogeneous unigram group
  * and the heterogeneous unigram segment are the Transformer's). */
 static inline int nmt_ph_own(const nmt_ph_seg *g) { return g->n >= 2; }
@@ -135,6 +146,11 @@ typedef struct nmt_tf_sub_w {
      * bias): ConvKV ph_kv [2w, taps d]; QueryK ph_q [taps w, d] (rows
      * head-major: head, tap, column) and ph_v [w, taps d] */
     nmt_lin ph_kv[NMT_PATTN_MAX_SEG], ph_q[NMT_PATTN_MAX_SEG], ph_v[NMT_PATTN_MAX_SEG];
+    /* interleaved: the bigram queries over windows of two query inputs,
+     * ph_qb [d, 2d] (ConvKV: for both key types; QueryK: for the unigram
+     * keys) and QueryK's ph_qb2 [2d, 2d] (2-tap kernels for the bigram
+     * keys, rows head-major); o is [d, 3d] (encoder) or [d, 2d] */
+    nmt_lin ph_qb, ph_qb2;
 } nmt_tf_sub_w;
 
 /* Sub-layer k of the stacks: encoder layer l has 2l (self) and 2l+1 (FFN);

@@ -53,7 +53,10 @@ typedef struct nmt_tf_acts {
                                            rows; decoder self step: its cache (rows, cache_len, 2d); cross:
                                            those of the memory (source rows) */
     nmt_buf ph_win, ph_win_prev;        /* decoder self step: the window of the last n_max inputs (rows,
-                                           n_max * d) of this step and of the last */
+                                           n_max * d) of this step and of the last (interleaved cross:
+                                           of its query inputs) */
+    nmt_buf ph_qb, ph_qbx;              /* interleaved: bigram queries (rows, d) and QueryK's bigram
+                                           kernels (rows, 2d) */
 } nmt_tf_acts;
 
 typedef struct nmt_tf_fwd {
@@ -120,9 +123,12 @@ void nmt_mg_compose_args(const nmt_tf_fwd *fw, const nmt_tf_acts *a, const nmt_t
                          nmt_attn_args *out);
 
 /* Phrase-based attention (transformer_phrase.c).  A sub-layer runs
- * nmt_ph_calls attention calls: one per head group (homogeneous) or one
- * over every segment (heterogeneous). */
-static inline uint32_t nmt_ph_calls(const nmt_ph_kind *pk) { return pk->structure == NMT_PH_HOMO ? pk->n_segs : 1; }
+ * nmt_ph_calls attention calls: one per head group (homogeneous), one
+ * over every segment (heterogeneous), or the unigram then the bigram
+ * queries' (interleaved). */
+static inline uint32_t nmt_ph_calls(const nmt_ph_kind *pk) {
+    return pk->structure == NMT_PH_HOMO ? pk->n_segs : pk->structure == NMT_PH_INTER ? 2 : 1;
+}
 /* F of a phrase sub-layer (self, or cross when `cross`) over `in` into
  * a->t. */
 nmt_status nmt_ph_attn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const nmt_tf_acts *a, const nmt_ph_kind *pk,
@@ -135,6 +141,12 @@ nmt_status nmt_ph_cross_kv(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const nm
  * (the forward's; the backward takes them). */
 void nmt_ph_args(const nmt_tf_fwd *fw, const nmt_tf_acts *a, const nmt_ph_kind *pk, int dec, int cross,
                  const nmt_tf_pass *p, uint32_t i, nmt_pattn_args *o);
+/* Interleaved: window rows of two query inputs (positions j - 1, j) of
+ * `in` into a->ph_cols (stride 2d), and of the encoder's output pairs
+ * (b_j | u_j, b_{j+1} | u_{j+1}) of a->ctx into a->ph_cols (stride 4d). */
+nmt_status nmt_ph_bigram_window(const nmt_tf_fwd *fw, const nmt_tf_acts *a, int dec, const nmt_tf_pass *p,
+                                nmt_buf in);
+nmt_status nmt_ph_out_window(const nmt_tf_fwd *fw, const nmt_tf_acts *a, const nmt_tf_pass *p);
 /* Window rows of `x` for segment g: row s * len + j holds the taps of the
  * positions ending at j (homogeneous: before j) of x rows s * len + .
  * (len: the pass's, or the source's for cross); into a->ph_cols, stride

@@ -97,6 +97,7 @@ void nmt_ph_args(const nmt_tf_fwd *fw, const nmt_tf_acts *a, const nmt_ph_kind *
         cap = o->lk_max = p->src_len;
         o->group = p->group;
         o->key_len = p->key_len;
+        o->q_pos0 = p->step ? p->t : 0; /* the queries' positions (interleaved: b_0 is zero) */
     } else if (p->step) {
         k = a->kv;
         v = nmt_buf_at(a->kv, d);
@@ -131,12 +132,21 @@ void nmt_ph_args(const nmt_tf_fwd *fw, const nmt_tf_acts *a, const nmt_ph_kind *
         return;
     }
     o->n_segs = pk->n_segs;
+    if (pk->structure == NMT_PH_INTER) { /* call 0: unigram queries -> u; 1: bigram queries -> b */
+        o->out = i == 0 ? nmt_buf_at(a->ctx, d) : a->ctx;
+        o->out_ld = 2 * d;
+        o->q_lo = i; /* b_0 is the interleaving's zero */
+    }
     const uint32_t ld = seg_ld(c, pk);
     for (uint32_t g = 0; g < pk->n_segs; g++) {
         const nmt_ph_seg *sg = &pk->seg[g];
         nmt_pattn_seg *s = &o->seg[g];
         *s = (nmt_pattn_seg){.q = q, .q_ld = q_ld, .k = k, .k_ld = kv_ld, .v = v, .v_ld = kv_ld, .k_stride = stride,
                              .v_stride = stride, .lo = sg->n - 1};
+        if (pk->structure == NMT_PH_INTER && i == 1) { /* the bigram queries in place of the unigram ones */
+            s->q = a->ph_qb;
+            s->q_ld = d;
+        }
         if (!nmt_ph_own(sg)) continue;
         s->v = pk->method == NMT_PH_CONVKV ? nmt_buf_at(a->ph_kv[g], d) : a->ph_kv[g];
         s->v_ld = ld;
@@ -148,14 +158,22 @@ void nmt_ph_args(const nmt_tf_fwd *fw, const nmt_tf_acts *a, const nmt_ph_kind *
         } else {
             s->q = NMT_NO_BUF;
             s->q_ld = 0;
-            s->qx = a->ph_qx[g];
+            s->qx = pk->structure == NMT_PH_INTER && i == 1 ? a->ph_qbx : a->ph_qx[g];
             s->n_ext = sg->n;
             s->qx_ld = sg->n * d;
         }
     }
 }
 
-/* Run the attention calls and W_o. */
+nmt_status nmt_ph_out_window(const nmt_tf_fwd *fw, const nmt_tf_acts *a, const nmt_tf_pass *p) {
+    const uint32_t d = fw->c->d;
+    return nmt_op_window_rows(fw->ops, a->ctx, 2 * d, p->len, p->key_len, p->n, p->len, 2, 1, 0, 2 * d, a->ph_cols,
+                              4 * d);
+}
+
+/* Run the attention calls and W_o (interleaved: the output convolution;
+ * ctx rows hold b_j | u_j, the encoder's window adds b_{j+1}, 0 past the
+ * sentence). */
 static nmt_status attend(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const nmt_tf_acts *a, const nmt_ph_kind *pk,
                          int dec, int cross, const nmt_tf_pass *p) {
     const uint32_t d = fw->c->d, rows = p->n * p->len;
@@ -164,7 +182,28 @@ static nmt_status attend(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const nmt_
         nmt_ph_args(fw, a, pk, dec, cross, p, i, &o);
         NMT_TRY(nmt_op_pattn(fw->ops, &o));
     }
-    return nmt_layer_linear(fw->ops, a->ctx, d, rows, &w->o, d, d, a->t, d, 0);
+    if (pk->structure != NMT_PH_INTER) return nmt_layer_linear(fw->ops, a->ctx, d, rows, &w->o, d, d, a->t, d, 0);
+    if (dec) return nmt_layer_linear(fw->ops, a->ctx, 2 * d, rows, &w->o, d, 2 * d, a->t, d, 0);
+    NMT_TRY(nmt_ph_out_window(fw, a, p));
+    return nmt_layer_linear(fw->ops, a->ph_cols, 4 * d, rows, &w->o, d, 3 * d, a->t, d, 0);
+}
+
+nmt_status nmt_ph_bigram_window(const nmt_tf_fwd *fw, const nmt_tf_acts *a, int dec, const nmt_tf_pass *p,
+                                nmt_buf in) {
+    const uint32_t d = fw->c->d;
+    return nmt_op_window_rows(fw->ops, in, d, p->len, dec ? NMT_NO_BUF : p->key_len, p->n, p->len, 2, 1, 1, d,
+                              a->ph_cols, 2 * d);
+}
+
+/* Interleaved: the bigram queries from windows of two query inputs
+ * (cols, stride ld_cols): ph_qb and QueryK's ph_qbx. */
+static nmt_status bigram_queries(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const nmt_tf_acts *a,
+                                 const nmt_ph_kind *pk, nmt_buf cols, uint32_t ld_cols, uint32_t rows) {
+    const uint32_t d = fw->c->d;
+    NMT_TRY(nmt_layer_matmul(fw->ops, rows, d, 2 * d, cols, ld_cols, &w->ph_qb, 0.0f, a->ph_qb, d, w->ph_qb.b, 0));
+    if (pk->method != NMT_PH_QUERYK) return NMT_OK;
+    return nmt_layer_matmul(fw->ops, rows, 2 * d, 2 * d, cols, ld_cols, &w->ph_qb2, 0.0f, a->ph_qbx, 2 * d,
+                            w->ph_qb2.b, 0);
 }
 
 /* Decoder self step: this step's window = the last one's shifted by one
@@ -184,10 +223,18 @@ nmt_status nmt_ph_attn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const nmt_tf
                        int dec, int cross, const nmt_tf_pass *p, nmt_buf in) {
     const nmt_tf_cfg *c = fw->c;
     const uint32_t d = c->d, rows = p->n * p->len;
+    const int inter = pk->structure == NMT_PH_INTER;
     if (cross) {
         NMT_TRY(nmt_layer_linear(fw->ops, in, d, rows, &w->q, d, d, a->qkv, d, 0));
         for (uint32_t g = 0; g < pk->n_segs; g++)
             if (nmt_ph_own(&pk->seg[g])) NMT_TRY(seg_query(fw, w, a, pk, g, in, rows));
+        if (inter && p->step) {
+            NMT_TRY(shift_window(fw, a, pk, p, in));
+            NMT_TRY(bigram_queries(fw, w, a, pk, a->ph_win, 2 * d, rows));
+        } else if (inter) {
+            NMT_TRY(nmt_ph_bigram_window(fw, a, 1, p, in));
+            NMT_TRY(bigram_queries(fw, w, a, pk, a->ph_cols, 2 * d, rows));
+        }
         return attend(fw, w, a, pk, dec, 1, p);
     }
     NMT_TRY(nmt_layer_linear(fw->ops, in, d, rows, &w->qkv, 3 * d, d, a->qkv, 3 * d, 0));
@@ -209,6 +256,14 @@ nmt_status nmt_ph_attn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const nmt_tf
         }
         NMT_TRY(seg_keys(fw, w, pk, g, cols, ld_cols, rows, nmt_buf_at(a->qkv, d), nmt_buf_at(a->qkv, 2 * (size_t)d),
                          3 * d, out, ld_out));
+    }
+    if (inter) { /* the bigram queries: the step's window, or windows of the input */
+        if (p->step) {
+            NMT_TRY(bigram_queries(fw, w, a, pk, a->ph_win, 2 * d, rows));
+        } else {
+            NMT_TRY(nmt_ph_bigram_window(fw, a, dec, p, in));
+            NMT_TRY(bigram_queries(fw, w, a, pk, a->ph_cols, 2 * d, rows));
+        }
     }
     if (p->step) /* this position's K|V (with the homogeneous taps) into the cache */
         NMT_TRY(nmt_op_copy_rows(fw->ops, nmt_buf_at(a->qkv, d), 3 * d, nmt_buf_at(a->kv, (size_t)p->t * 2 * d),
