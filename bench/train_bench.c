@@ -43,7 +43,9 @@
 #include "nmt_edge.h"
 #include "kernel_args.h"
 #include "random_model.h"
+#include "model_arch.h"
 #include "tf_train.h"
+#include "model_arch.h"
 
 #define N_SEQ 128u
 #define SRC_LEN 32u
@@ -81,6 +83,9 @@ static void usage(FILE *f) {
             "  --device SPEC OpenCL device (P:D, gpu, cpu, or part of a name; default\n"
             "                $NMT_EDGE_DEVICE, else first GPU, else first device)\n"
             "  --no-torch    skip the PyTorch reference\n"
+            "  --phrase SPEC the phrase-based attention family with SPEC (e.g. queryk:inter:12)\n"
+            "                in every attention (the vanilla model's weights plus its own;\n"
+            "                no PyTorch reference)\n"
             "  --profile     after the timed steps, run them again with the queue drained\n"
             "                around every launch and print time per kernel and global size\n"
             "Environment: NMT_BENCH_PYTHON (interpreter for the reference), NMT_EDGE_CACHE_DIR.\n");
@@ -165,7 +170,7 @@ static void script_path(char *buf, size_t cap) {
 }
 
 int main(int argc, char **argv) {
-    const char *spec = getenv("NMT_EDGE_DEVICE"), *variant = "vanilla";
+    const char *spec = getenv("NMT_EDGE_DEVICE"), *variant = "vanilla", *phrase = NULL;
     int steps = 5, warmup = 1, threads = 2, torch = 1, profile = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--variant") && i + 1 < argc) variant = argv[++i];
@@ -175,6 +180,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--device") && i + 1 < argc) spec = argv[++i];
         else if (!strcmp(argv[i], "--no-torch")) torch = 0;
         else if (!strcmp(argv[i], "--profile")) profile = 1;
+        else if (!strcmp(argv[i], "--phrase") && i + 1 < argc) phrase = argv[++i];
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
@@ -209,6 +215,24 @@ int main(int argc, char **argv) {
     size_t image_size;
     nmt_status s = nmt_random_transformer_image(&cfg, &image, &image_size);
     if (s) die("model", s);
+    if (phrase != NULL) { /* the same Transformer weights plus the phrase attention's own */
+        static const char *const keys[3] = {"ph_enc", "ph_dec", "ph_cross"};
+        const char *const values[3] = {phrase, phrase, phrase};
+        char err[160] = "";
+        void *ph = NULL;
+        size_t ph_size = 0;
+        s = train_model_as_arch(image, image_size, "phrase", keys, values, 3, cfg.seed, 1.7320508f, &ph, &ph_size, err,
+                                sizeof err);
+        if (s) {
+            fprintf(stderr, "train_bench: --phrase %s: %s\n", phrase, err);
+            return 2;
+        }
+        free(image);
+        image = ph;
+        image_size = ph_size;
+        torch = 0; /* the PyTorch reference is the Transformer's */
+        variant = phrase;
+    }
 
     static bench_batch bb;
     make_batch(&bb);

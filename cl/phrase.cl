@@ -204,3 +204,96 @@ __kernel void pattn_apply(const uint n_seq, const uint lq, const uint lk_max, co
     const ulong o = out_off + (ulong)(s * lq + i) * out_ld + (ulong)h * dh + c;
     OUT[o] = accumulate ? OUT[o] + acc : acc;
 }
+
+/* pattn_fused: the whole of nmt_op_pattn in one launch, one work-item per
+ * query row (s * H + h, i), for d_head <= PATTN_MAX_DH: pass 1 writes
+ * every segment's scores (or -INF) into the row of P and finds the max;
+ * pass 2 accumulates exp(score - max) * v in private memory; the output
+ * is divided by the sum, and P normalised when write_p.  Segment g's
+ * tensors are Q<g>, QX<g>, K<g>, V<g> with component g of the vector
+ * arguments (offsets, strides, taps, first key, has_q).   [s * H + h, i] */
+#ifndef PATTN_MAX_DH
+#define PATTN_MAX_DH 128
+#endif
+#define PSEL(v, g) ((g) == 0 ? (v).s0 : (g) == 1 ? (v).s1 : (g) == 2 ? (v).s2 : (v).s3)
+#define PSELP(a, b, c, d, g) ((g) == 0 ? (a) : (g) == 1 ? (b) : (g) == 2 ? (c) : (d))
+
+__kernel void pattn_fused(const uint n_seq, const uint lq, const uint q_pos0, const uint lk_max, const uint group,
+                          const uint n_heads, const uint dh, const uint n_segs,
+                          __global const int *key_len, const ulong kl_off, const int has_key_len,
+                          const uint key_len_const, const int causal, const uint q_lo,
+                          __global const float *Q0, __global const float *Q1, __global const float *Q2,
+                          __global const float *Q3, __global const float *QX0, __global const float *QX1,
+                          __global const float *QX2, __global const float *QX3, __global const float *K0,
+                          __global const float *K1, __global const float *K2, __global const float *K3,
+                          __global const float *V0, __global const float *V1, __global const float *V2,
+                          __global const float *V3, const ulong4 q_off, const ulong4 qx_off, const ulong4 k_off,
+                          const ulong4 v_off, const uint4 q_ld, const uint4 qx_ld, const uint4 k_ld, const uint4 v_ld,
+                          const ulong4 k_stride, const ulong4 v_stride, const uint4 n_ext, const uint4 lo,
+                          const int4 has_q, __global float *P, const ulong p_off, const int write_p,
+                          __global float *OUT, const ulong out_off, const uint out_ld) {
+    const uint sh = (uint)get_global_id(0);
+    const uint i = (uint)get_global_id(1);
+    if (sh >= n_seq * n_heads || i >= lq) return;
+    const uint s = sh / n_heads, h = sh - s * n_heads, m = s / group, p_ld = n_segs * lk_max;
+    const int n_keys = attn_key_count(key_len, kl_off, has_key_len, key_len_const, m, lk_max);
+    const int pos = (int)(q_pos0 + i);
+    const int hi = pos < (int)q_lo ? -1 : causal ? min(n_keys - 1, pos) : n_keys - 1;
+    const uint qrow = s * lq + i;
+    __global float *prow = P + p_off + ((ulong)sh * lq + i) * p_ld;
+    float mx = -INFINITY;
+    for (uint g = 0; g < n_segs; g++) {
+        const uint ne = PSEL(n_ext, g), hq = PSEL(has_q, g) ? 1u : 0u, nw = ne + hq;
+        const float scale = rsqrt((float)(nw * dh));
+        __global const float *Kg = PSELP(K0, K1, K2, K3, g) + PSEL(k_off, g) + (ulong)m * PSEL(k_stride, g) +
+                                   (ulong)h * dh;
+        __global const float *qm = PSELP(Q0, Q1, Q2, Q3, g) + PSEL(q_off, g) + (ulong)qrow * PSEL(q_ld, g) +
+                                   (ulong)h * dh;
+        __global const float *qx = PSELP(QX0, QX1, QX2, QX3, g) + PSEL(qx_off, g) + (ulong)qrow * PSEL(qx_ld, g) +
+                                   (ulong)h * ne * dh;
+        const uint kld = PSEL(k_ld, g);
+        const int j0 = (int)PSEL(lo, g);
+        for (int j = 0; j < (int)lk_max; j++) {
+            float sc = -INFINITY;
+            if (j >= j0 && j <= hi) {
+                float acc = 0.0f;
+                for (uint u = 0; u < nw; u++) {
+                    const int kr = j - (int)nw + 1 + (int)u;
+                    if (kr < 0) continue;
+                    __global const float *k = Kg + (ulong)kr * kld;
+                    __global const float *q = u < ne ? qx + (ulong)u * dh : qm;
+                    float4 a4 = (float4)(0.0f);
+                    const uint D4 = dh & ~3u;
+                    for (uint c = 0; c < D4; c += 4) a4 += vload4(0, q + c) * vload4(0, k + c);
+                    acc += (a4.x + a4.y) + (a4.z + a4.w);
+                    for (uint c = D4; c < dh; c++) acc += q[c] * k[c];
+                }
+                sc = acc * scale;
+                mx = fmax(mx, sc);
+            }
+            prow[g * lk_max + j] = sc;
+        }
+    }
+    float acc[PATTN_MAX_DH];
+    for (uint c = 0; c < dh; c++) acc[c] = 0.0f;
+    float sum = 0.0f;
+    if (mx != -INFINITY)
+        for (uint g = 0; g < n_segs; g++) {
+            __global const float *Vg = PSELP(V0, V1, V2, V3, g) + PSEL(v_off, g) + (ulong)m * PSEL(v_stride, g) +
+                                       (ulong)h * dh;
+            const uint vld = PSEL(v_ld, g);
+            for (uint j = 0; j < lk_max; j++) {
+                const float sc = prow[g * lk_max + j];
+                if (sc == -INFINITY) continue;
+                const float p = exp(sc - mx);
+                sum += p;
+                __global const float *v = Vg + (ulong)j * vld;
+                for (uint c = 0; c < dh; c++) acc[c] = p * v[c] + acc[c];
+            }
+        }
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    __global float *o = OUT + out_off + (ulong)qrow * out_ld + (ulong)h * dh;
+    for (uint c = 0; c < dh; c++) o[c] = acc[c] * inv;
+    if (write_p)
+        for (uint j = 0; j < p_ld; j++) prow[j] = prow[j] == -INFINITY ? 0.0f : exp(prow[j] - mx) * inv;
+}

@@ -75,39 +75,50 @@ __kernel void window_rows_bwd(__global const float *DY, const ulong dy_off, cons
 
 /* Backward of phrase-based attention (cl/phrase.cl pattn_*; train/
  * ops_train.h nmt_op_pattn_bwd).  P: the forward's probabilities, DS the
- * same shape.
+ * same shape.  Work-items own rows (dp, ds, dq: a query row s * H + h, i)
+ * or key rows (dk, dv: a key row r of key sequence m, head h) and keep
+ * their accumulators in private memory, PBWD_DH columns at a time.
  *   pattn_dp   one segment: DS[row, col0 + j] = dO_row . V[j] over head h's
- *              columns where P > 0, else 0.            [j, i, s * H + h]
+ *              columns where P > 0, else 0.                 [s * H + h, i]
  *   pattn_ds   every segment: DS = P * (DS - sum_j P DS) per row.     [row]
- *   pattn_dq   one segment: for tap u of the window, dq_u[c] += scale *
- *              sum_j DS[row, col0 + j] K[j - n_win + 1 + u, c] (rows >= 0);
+ *   pattn_dq   one segment: for tap u of the window, dq_u += scale *
+ *              sum_j DS[row, col0 + j] K[j - n_win + 1 + u] (rows >= 0);
  *              tap n_win - 1 goes to DQ when has_q, taps < n_ext to DQX.
- *                                        [u * dh + c, i, s * H + h]
- *   pattn_dk   one segment: DK[m, r, h * dh + c] += scale * sum over the
- *              query rows of sequences s / group == m and taps u of
- *              DS[row, col0 + r + n_win - 1 - u] q_u[c] (r + n_win - 1 - u <
- *              lk_max).                              [c, r, m * H + h]
- *   pattn_dv   one segment: DV[m, j, h * dh + c] += sum over the same rows
- *              of P[row, col0 + j] dO_row[h * dh + c].   [c, j, m * H + h]
- * Each work-item owns its output element: race-free. */
+ *                                                           [s * H + h, i]
+ *   pattn_dk   one segment: DK[m, r] += scale * sum over the query rows of
+ *              sequences s / group == m and taps u of DS[row, col0 + r +
+ *              n_win - 1 - u] q_u (r + n_win - 1 - u < lk_max).  [m * H + h, r]
+ *   pattn_dv   one segment: DV[m, j] += sum over the same rows of
+ *              P[row, col0 + j] dO_row.                     [m * H + h, j]
+ * Each work-item owns its outputs: race-free. */
+#ifndef PBWD_DH
+#define PBWD_DH 64
+#endif
+
 __kernel void pattn_dp(const uint n_seq, const uint lq, const uint lk_max, const uint group, const uint n_heads,
                        const uint dh, __global const float *V, const ulong v_off, const uint v_ld,
                        const ulong kv_stride, __global const float *DO, const ulong do_off, const uint do_ld,
                        __global const float *P, const ulong p_off, const uint p_ld, const uint col0,
                        __global float *DS, const ulong ds_off) {
-    const uint j = (uint)get_global_id(0);
+    const uint sh = (uint)get_global_id(0);
     const uint i = (uint)get_global_id(1);
-    const uint sh = (uint)get_global_id(2);
-    if (j >= lk_max || i >= lq || sh >= n_seq * n_heads) return;
+    if (sh >= n_seq * n_heads || i >= lq) return;
     const uint s = sh / n_heads, h = sh - s * n_heads, m = s / group;
-    const ulong at = ((ulong)sh * lq + i) * p_ld + col0 + j;
-    float acc = 0.0f;
-    if (P[p_off + at] != 0.0f) {
-        __global const float *v = V + v_off + (ulong)m * kv_stride + (ulong)j * v_ld + (ulong)h * dh;
-        __global const float *g = DO + do_off + (ulong)(s * lq + i) * do_ld + (ulong)h * dh;
-        for (uint c = 0; c < dh; c++) acc += g[c] * v[c];
+    const ulong row = ((ulong)sh * lq + i) * p_ld + col0;
+    __global const float *g = DO + do_off + (ulong)(s * lq + i) * do_ld + (ulong)h * dh;
+    __global const float *vb = V + v_off + (ulong)m * kv_stride + (ulong)h * dh;
+    const uint D4 = dh & ~3u;
+    for (uint j = 0; j < lk_max; j++) {
+        float acc = 0.0f;
+        if (P[p_off + row + j] != 0.0f) {
+            __global const float *v = vb + (ulong)j * v_ld;
+            float4 a4 = (float4)(0.0f);
+            for (uint c = 0; c < D4; c += 4) a4 += vload4(0, g + c) * vload4(0, v + c);
+            acc = (a4.x + a4.y) + (a4.z + a4.w);
+            for (uint c = D4; c < dh; c++) acc += g[c] * v[c];
+        }
+        DS[ds_off + row + j] = acc;
     }
-    DS[ds_off + at] = acc;
 }
 
 __kernel void pattn_ds(const uint rows, const uint p_ld, __global const float *P, const ulong p_off,
@@ -126,23 +137,30 @@ __kernel void pattn_dq(const uint n_seq, const uint lq, const uint lk_max, const
                        const ulong kv_stride, __global const float *DS, const ulong ds_off, const uint p_ld,
                        const uint col0, __global float *DQ, const ulong dq_off, const uint dq_ld, const int has_q,
                        __global float *DQX, const ulong dqx_off, const uint dqx_ld, const uint n_ext) {
-    const uint uc = (uint)get_global_id(0);
+    const uint sh = (uint)get_global_id(0);
     const uint i = (uint)get_global_id(1);
-    const uint sh = (uint)get_global_id(2);
+    if (sh >= n_seq * n_heads || i >= lq) return;
     const uint n_win = n_ext + (has_q ? 1u : 0u);
-    if (uc >= n_win * dh || i >= lq || sh >= n_seq * n_heads) return;
-    const uint u = uc / dh, c = uc - u * dh;
     const uint s = sh / n_heads, h = sh - s * n_heads, m = s / group;
     __global const float *ds = DS + ds_off + ((ulong)sh * lq + i) * p_ld + col0;
-    __global const float *kc = K + k_off + (ulong)m * kv_stride + (ulong)h * dh + c;
-    float acc = 0.0f;
-    for (uint j = 0; j < lk_max; j++) {
-        const int kr = (int)j - (int)n_win + 1 + (int)u;
-        if (kr >= 0 && ds[j] != 0.0f) acc += ds[j] * kc[(ulong)kr * k_ld];
-    }
+    __global const float *kb = K + k_off + (ulong)m * kv_stride + (ulong)h * dh;
     const ulong row = (ulong)(s * lq + i);
-    if (u < n_ext) DQX[dqx_off + row * dqx_ld + ((ulong)h * n_ext + u) * dh + c] += scale * acc;
-    else DQ[dq_off + row * dq_ld + (ulong)h * dh + c] += scale * acc;
+    float acc[PBWD_DH];
+    for (uint u = 0; u < n_win; u++)
+        for (uint c0 = 0; c0 < dh; c0 += PBWD_DH) {
+            const uint w = min((uint)PBWD_DH, dh - c0);
+            for (uint c = 0; c < w; c++) acc[c] = 0.0f;
+            for (uint j = 0; j < lk_max; j++) {
+                const int kr = (int)j - (int)n_win + 1 + (int)u;
+                const float g = ds[j];
+                if (kr < 0 || g == 0.0f) continue;
+                __global const float *k = kb + (ulong)kr * k_ld + c0;
+                for (uint c = 0; c < w; c++) acc[c] = g * k[c] + acc[c];
+            }
+            __global float *d = u < n_ext ? DQX + dqx_off + row * dqx_ld + ((ulong)h * n_ext + u) * dh + c0
+                                          : DQ + dq_off + row * dq_ld + (ulong)h * dh + c0;
+            for (uint c = 0; c < w; c++) d[c] += scale * acc[c];
+        }
 }
 
 __kernel void pattn_dk(const uint n_seq, const uint lq, const uint lk_max, const uint group, const uint n_heads,
@@ -151,46 +169,58 @@ __kernel void pattn_dk(const uint n_seq, const uint lq, const uint lk_max, const
                        const uint n_ext, __global const float *DS, const ulong ds_off, const uint p_ld,
                        const uint col0, __global float *DK, const ulong dk_off, const uint dk_ld,
                        const ulong dkv_stride) {
-    const uint c = (uint)get_global_id(0);
+    const uint mh = (uint)get_global_id(0);
     const uint r = (uint)get_global_id(1);
-    const uint mh = (uint)get_global_id(2);
     const uint n_kv = (n_seq + group - 1) / group;
-    if (c >= dh || r >= lk_max || mh >= n_kv * n_heads) return;
+    if (mh >= n_kv * n_heads || r >= lk_max) return;
     const uint m = mh / n_heads, h = mh - m * n_heads;
     const uint n_win = n_ext + (has_q ? 1u : 0u);
     const uint s1 = min(n_seq, (m + 1) * group);
-    float acc = 0.0f;
-    for (uint s = m * group; s < s1; s++)
-        for (uint i = 0; i < lq; i++) {
-            const ulong row = (ulong)(s * lq + i);
-            __global const float *ds = DS + ds_off + (((ulong)s * n_heads + h) * lq + i) * p_ld + col0;
-            for (uint u = 0; u < n_win; u++) {
-                const uint j = r + n_win - 1 - u;
-                if (j >= lk_max || ds[j] == 0.0f) continue;
-                const float q = u < n_ext ? QX[qx_off + row * qx_ld + ((ulong)h * n_ext + u) * dh + c]
-                                          : Q[q_off + row * q_ld + (ulong)h * dh + c];
-                acc += ds[j] * q;
+    float acc[PBWD_DH];
+    for (uint c0 = 0; c0 < dh; c0 += PBWD_DH) {
+        const uint w = min((uint)PBWD_DH, dh - c0);
+        for (uint c = 0; c < w; c++) acc[c] = 0.0f;
+        for (uint s = m * group; s < s1; s++)
+            for (uint i = 0; i < lq; i++) {
+                const ulong row = (ulong)(s * lq + i);
+                __global const float *ds = DS + ds_off + (((ulong)s * n_heads + h) * lq + i) * p_ld + col0;
+                for (uint u = 0; u < n_win; u++) {
+                    const uint j = r + n_win - 1 - u;
+                    if (j >= lk_max) continue;
+                    const float g = ds[j];
+                    if (g == 0.0f) continue;
+                    __global const float *q = u < n_ext ? QX + qx_off + row * qx_ld + ((ulong)h * n_ext + u) * dh + c0
+                                                        : Q + q_off + row * q_ld + (ulong)h * dh + c0;
+                    for (uint c = 0; c < w; c++) acc[c] = g * q[c] + acc[c];
+                }
             }
-        }
-    DK[dk_off + (ulong)m * dkv_stride + (ulong)r * dk_ld + (ulong)h * dh + c] += scale * acc;
+        __global float *d = DK + dk_off + (ulong)m * dkv_stride + (ulong)r * dk_ld + (ulong)h * dh + c0;
+        for (uint c = 0; c < w; c++) d[c] += scale * acc[c];
+    }
 }
 
 __kernel void pattn_dv(const uint n_seq, const uint lq, const uint lk_max, const uint group, const uint n_heads,
                        const uint dh, __global const float *P, const ulong p_off, const uint p_ld, const uint col0,
                        __global const float *DO, const ulong do_off, const uint do_ld, __global float *DV,
                        const ulong dv_off, const uint dv_ld, const ulong dkv_stride) {
-    const uint c = (uint)get_global_id(0);
+    const uint mh = (uint)get_global_id(0);
     const uint j = (uint)get_global_id(1);
-    const uint mh = (uint)get_global_id(2);
     const uint n_kv = (n_seq + group - 1) / group;
-    if (c >= dh || j >= lk_max || mh >= n_kv * n_heads) return;
+    if (mh >= n_kv * n_heads || j >= lk_max) return;
     const uint m = mh / n_heads, h = mh - m * n_heads;
     const uint s1 = min(n_seq, (m + 1) * group);
-    float acc = 0.0f;
-    for (uint s = m * group; s < s1; s++)
-        for (uint i = 0; i < lq; i++) {
-            const float p = P[p_off + (((ulong)s * n_heads + h) * lq + i) * p_ld + col0 + j];
-            if (p != 0.0f) acc += p * DO[do_off + (ulong)(s * lq + i) * do_ld + (ulong)h * dh + c];
-        }
-    DV[dv_off + (ulong)m * dkv_stride + (ulong)j * dv_ld + (ulong)h * dh + c] += acc;
+    float acc[PBWD_DH];
+    for (uint c0 = 0; c0 < dh; c0 += PBWD_DH) {
+        const uint w = min((uint)PBWD_DH, dh - c0);
+        for (uint c = 0; c < w; c++) acc[c] = 0.0f;
+        for (uint s = m * group; s < s1; s++)
+            for (uint i = 0; i < lq; i++) {
+                const float p = P[p_off + (((ulong)s * n_heads + h) * lq + i) * p_ld + col0 + j];
+                if (p == 0.0f) continue;
+                __global const float *g = DO + do_off + (ulong)(s * lq + i) * do_ld + (ulong)h * dh + c0;
+                for (uint c = 0; c < w; c++) acc[c] = p * g[c] + acc[c];
+            }
+        __global float *d = DV + dv_off + (ulong)m * dkv_stride + (ulong)j * dv_ld + (ulong)h * dh + c0;
+        for (uint c = 0; c < w; c++) d[c] += acc[c];
+    }
 }

@@ -50,7 +50,7 @@ typedef struct nmt_ops {
     cl_kernel k_attn_scores, k_attn_stats, k_attn_apply, k_attn_fused;
     /* phrase memories (cl/phrase.cl), created by nmt_ops_enable_phrase */
     cl_kernel k_segment_max, k_ngram_spans, k_span_tokens, k_span_last, k_pattn_scores, k_pattn_softmax,
-        k_pattn_apply, k_window_rows;
+        k_pattn_apply, k_pattn_fused, k_window_rows;
     /* recurrent cells (cl/recurrent.cl), created by nmt_ops_enable_recurrent */
     cl_kernel k_lstm_cell;
     /* launch geometry chosen by nmt_ops_init: every kernel is launched with

@@ -6,6 +6,7 @@
 #include "kernel_args.h"
 
 #include <math.h>
+#include <string.h>
 
 nmt_status nmt_ops_enable_phrase(nmt_ops *ops) {
     if (ops == NULL || ops->dev == NULL || ops->k_add == NULL) return NMT_ERR_INVALID_ARGUMENT;
@@ -22,6 +23,7 @@ nmt_status nmt_ops_enable_phrase(nmt_ops *ops) {
               {&ops->k_pattn_scores, "pattn_scores"},
               {&ops->k_pattn_softmax, "pattn_softmax"},
               {&ops->k_pattn_apply, "pattn_apply"},
+              {&ops->k_pattn_fused, "pattn_fused"},
               {&ops->k_window_rows, "window_rows"}}; /* the last one created marks the set done */
     for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++)
         if (*ks[i].k == NULL) NMT_TRY(nmt_device_kernel(ops->dev, prog, ks[i].name, ks[i].k));
@@ -183,10 +185,76 @@ nmt_status nmt_pattn_check(const nmt_pattn_args *a) {
     return NMT_OK;
 }
 
+#define NMT_PATTN_MAX_DH 128 /* PATTN_MAX_DH of cl/phrase.cl */
+
+/* One launch of pattn_fused (nmt_op_pattn's path for d_head <= 128). */
+static nmt_status pattn_fused(nmt_ops *ops, const nmt_pattn_args *a) {
+    args k = args_begin(ops->k_pattn_fused);
+    arg_u32(&k, a->n_seq);
+    arg_u32(&k, a->lq);
+    arg_u32(&k, a->q_pos0);
+    arg_u32(&k, a->lk_max);
+    arg_u32(&k, a->group);
+    arg_u32(&k, a->n_heads);
+    arg_u32(&k, a->d_head);
+    arg_u32(&k, a->n_segs);
+    arg_mem(&k, a->key_len.mem ? a->key_len.mem : a->p.mem);
+    arg_u64(&k, a->key_len.mem ? a->key_len.off : 0);
+    arg_i32(&k, a->key_len.mem != NULL);
+    arg_u32(&k, a->key_len_const);
+    arg_i32(&k, a->causal ? 1 : 0);
+    arg_u32(&k, a->q_lo);
+    cl_ulong4 q_off, qx_off, k_off, v_off, k_st, v_st;
+    cl_uint4 q_ld, qx_ld, k_ld, v_ld, n_ext, lo;
+    cl_int4 has_q;
+    memset(&q_off, 0, sizeof q_off), memset(&qx_off, 0, sizeof qx_off), memset(&k_off, 0, sizeof k_off);
+    memset(&v_off, 0, sizeof v_off), memset(&k_st, 0, sizeof k_st), memset(&v_st, 0, sizeof v_st);
+    memset(&q_ld, 0, sizeof q_ld), memset(&qx_ld, 0, sizeof qx_ld), memset(&k_ld, 0, sizeof k_ld);
+    memset(&v_ld, 0, sizeof v_ld), memset(&n_ext, 0, sizeof n_ext), memset(&lo, 0, sizeof lo);
+    memset(&has_q, 0, sizeof has_q);
+    /* unused segments and absent q / qx are never read: segment 0's k fills them */
+    for (int which = 0; which < 4; which++)
+        for (uint32_t g = 0; g < NMT_PATTN_MAX_SEG; g++) {
+            const nmt_pattn_seg *s = &a->seg[g < a->n_segs ? g : 0];
+            const nmt_buf b = which == 0 ? s->q : which == 1 ? s->qx : which == 2 ? s->k : s->v;
+            arg_mem(&k, g < a->n_segs && b.mem ? b.mem : a->seg[0].k.mem);
+        }
+    for (uint32_t g = 0; g < a->n_segs; g++) {
+        const nmt_pattn_seg *s = &a->seg[g];
+        q_off.s[g] = s->q.off, qx_off.s[g] = s->qx.off, k_off.s[g] = s->k.off, v_off.s[g] = s->v.off;
+        q_ld.s[g] = s->q_ld, qx_ld.s[g] = s->qx_ld, k_ld.s[g] = s->k_ld, v_ld.s[g] = s->v_ld;
+        k_st.s[g] = s->k_stride, v_st.s[g] = s->v_stride, n_ext.s[g] = s->n_ext, lo.s[g] = s->lo;
+        has_q.s[g] = s->q.mem != NULL;
+    }
+    arg_raw(&k, sizeof q_off, &q_off);
+    arg_raw(&k, sizeof qx_off, &qx_off);
+    arg_raw(&k, sizeof k_off, &k_off);
+    arg_raw(&k, sizeof v_off, &v_off);
+    arg_raw(&k, sizeof q_ld, &q_ld);
+    arg_raw(&k, sizeof qx_ld, &qx_ld);
+    arg_raw(&k, sizeof k_ld, &k_ld);
+    arg_raw(&k, sizeof v_ld, &v_ld);
+    arg_raw(&k, sizeof k_st, &k_st);
+    arg_raw(&k, sizeof v_st, &v_st);
+    arg_raw(&k, sizeof n_ext, &n_ext);
+    arg_raw(&k, sizeof lo, &lo);
+    arg_raw(&k, sizeof has_q, &has_q);
+    arg_mem(&k, a->p.mem);
+    arg_u64(&k, a->p.off);
+    arg_i32(&k, 1);
+    arg_mem(&k, a->out.mem);
+    arg_u64(&k, a->out.off);
+    arg_u32(&k, a->out_ld);
+    NMT_TRY(args_end(ops->dev, &k, "pattn_fused"));
+    const size_t n[2] = {(size_t)a->n_seq * a->n_heads, a->lq};
+    return nmt_ops_launch(ops, ops->k_pattn_fused, 2, n, "pattn_fused");
+}
+
 nmt_status nmt_op_pattn(nmt_ops *ops, const nmt_pattn_args *a) {
     if (ops == NULL || ops->k_pattn_scores == NULL) return NMT_ERR_INVALID_ARGUMENT;
     NMT_TRY(nmt_pattn_check(a));
     if (a->n_seq == 0 || a->lq == 0 || a->n_heads == 0 || a->d_head == 0 || a->lk_max == 0) return NMT_OK;
+    if (ops->attn_mode != NMT_ATTN_SPLIT && a->d_head <= NMT_PATTN_MAX_DH) return pattn_fused(ops, a);
     const uint32_t p_ld = a->n_segs * a->lk_max, rows = a->n_seq * a->n_heads * a->lq;
     for (uint32_t g = 0; g < a->n_segs; g++) {
         const nmt_pattn_seg *s = &a->seg[g];

@@ -671,8 +671,6 @@ static void test_pattn(void **state) {
         a.p = B(dp, 0);
         a.out = B(dout, 0);
         a.out_ld = out_ld;
-        nmt_test_assert_ok(e->dev, nmt_op_pattn(&e->ops, &a));
-        float *got = download(e, dout, (size_t)rows * out_ld);
         double *want = malloc(sizeof(double) * rows * PA_W);
         assert_non_null(want);
         ref_pattn(&ref, want);
@@ -680,8 +678,19 @@ static void test_pattn(void **state) {
         for (uint32_t q = 0; q < rows; q++)
             for (uint32_t k = 0; k < PA_W; k++) wantf[(size_t)q * out_ld + k] = (float)want[(size_t)q * PA_W + k];
         char what[64];
-        snprintf(what, sizeof what, "pattn case %zu", ci);
-        check_block(got, wantf, (size_t)rows * out_ld, 0, rows, PA_W, out_ld, TOL, what);
+        float *got = NULL;
+        for (int mode = 0; mode < 2; mode++) { /* the split kernels (d_head > 128), then the fused one */
+            e->ops.attn_mode = mode ? NMT_ATTN_AUTO : NMT_ATTN_SPLIT;
+            cl_mem fresh = nmt_test_buffer_f32_fill(e->dev, (size_t)rows * out_ld, NAN);
+            a.out = B(fresh, 0);
+            nmt_test_assert_ok(e->dev, nmt_op_pattn(&e->ops, &a));
+            free(got);
+            got = download(e, fresh, (size_t)rows * out_ld);
+            nmt_test_release(fresh);
+            snprintf(what, sizeof what, "pattn case %zu (%s)", ci, mode ? "fused" : "split");
+            check_block(got, wantf, (size_t)rows * out_ld, 0, rows, PA_W, out_ld, TOL, what);
+        }
+        a.out = B(dout, 0);
 
         /* backward: L = sum wl * out; gradients added onto random bases */
         float *wl = host_block(&r, (size_t)rows * out_ld, 0, rows, PA_W, out_ld, -1, 1);

@@ -454,8 +454,8 @@ nmt_status nmt_op_pattn_bwd(nmt_train_ops *t, const nmt_pattn_bwd_args *b) {
         arg_u32(&k, g * a->lk_max);
         arg_buf(&k, b->ds);
         NMT_TRY(args_end(t->dev, &k, "pattn_dp"));
-        const size_t n[3] = {a->lk_max, a->lq, (size_t)a->n_seq * a->n_heads};
-        NMT_TRY(launch(t, t->k_pattn_dp, 3, n, "pattn_dp"));
+        const size_t n[2] = {(size_t)a->n_seq * a->n_heads, a->lq};
+        NMT_TRY(launch(t, t->k_pattn_dp, 2, n, "pattn_dp"));
     }
     args k = args_begin(t->k_pattn_ds);
     arg_u32(&k, rows);
@@ -490,8 +490,8 @@ nmt_status nmt_op_pattn_bwd(nmt_train_ops *t, const nmt_pattn_bwd_args *b) {
         arg_u32(&q, d->qx_ld);
         arg_u32(&q, s->n_ext);
         NMT_TRY(args_end(t->dev, &q, "pattn_dq"));
-        const size_t nq[3] = {(size_t)n_win * dh, a->lq, (size_t)a->n_seq * a->n_heads};
-        NMT_TRY(launch(t, t->k_pattn_dq, 3, nq, "pattn_dq"));
+        const size_t nq[2] = {(size_t)a->n_seq * a->n_heads, a->lq};
+        NMT_TRY(launch(t, t->k_pattn_dq, 2, nq, "pattn_dq"));
         args kk = args_begin(t->k_pattn_dk);
         arg_u32(&kk, a->n_seq);
         arg_u32(&kk, a->lq);
@@ -513,8 +513,8 @@ nmt_status nmt_op_pattn_bwd(nmt_train_ops *t, const nmt_pattn_bwd_args *b) {
         arg_u32(&kk, d->k_ld);
         arg_u64(&kk, d->k_stride);
         NMT_TRY(args_end(t->dev, &kk, "pattn_dk"));
-        const size_t nk[3] = {dh, a->lk_max, n_kv * a->n_heads};
-        NMT_TRY(launch(t, t->k_pattn_dk, 3, nk, "pattn_dk"));
+        const size_t nk[2] = {n_kv * a->n_heads, a->lk_max};
+        NMT_TRY(launch(t, t->k_pattn_dk, 2, nk, "pattn_dk"));
         args v = args_begin(t->k_pattn_dv);
         arg_u32(&v, a->n_seq);
         arg_u32(&v, a->lq);
@@ -531,7 +531,7 @@ nmt_status nmt_op_pattn_bwd(nmt_train_ops *t, const nmt_pattn_bwd_args *b) {
         arg_u32(&v, d->v_ld);
         arg_u64(&v, d->v_stride);
         NMT_TRY(args_end(t->dev, &v, "pattn_dv"));
-        NMT_TRY(launch(t, t->k_pattn_dv, 3, nk, "pattn_dv"));
+        NMT_TRY(launch(t, t->k_pattn_dv, 2, nk, "pattn_dv"));
     }
     return NMT_OK;
 }
