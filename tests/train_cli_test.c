@@ -437,6 +437,60 @@ static void test_bad_input(void **state) {
 
 /* --arch mgsa: a new MG-SA model trains and is written as arch mgsa with
  * its phrase heads; bad MG-SA options are refused with their names. */
+/* --arch phrase: a new interleaved QueryK model trains and exports with
+ * its keys and weights (W_o of the interleaved encoder [d, 3d], decoder
+ * [d, 2d]); the --ph-* options need --arch phrase; a bad value names it. */
+static void test_phrase(void **state) {
+    (void)state;
+    char src[512], tgt[512], dir[512], model[600];
+    path_in(src, sizeof src, "p.src");
+    path_in(tgt, sizeof tgt, "p.tgt");
+    path_in(dir, sizeof dir, "p-run");
+    write_reverse_task(src, tgt, 24, 11, NULL, NULL);
+    nmt_test_proc r;
+    char *argv[80];
+    char *ok[] = {"--arch", "phrase", "--ph-enc", "queryk:inter:12", "--ph-dec", "convkv:homo:11", "--ph-cross",
+                  "queryk:hetero:12", "--d-model", "16", "--heads", "2", "--ff", "32", "--enc-layers", "1",
+                  "--dec-layers", "1", "--max-steps", "2", "--eval-every", "0", NULL};
+    train_argv(argv, dir, src, tgt, ok);
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 0);
+    nmt_test_proc_free(&r);
+    snprintf(model, sizeof model, "%s/model.nmt", dir);
+    size_t size;
+    void *img = nmt_test_read_file(model, &size);
+    assert_non_null(img);
+    nmt_model_info info;
+    assert_int_equal(nmt_model_inspect(img, size, &info), NMT_OK);
+    assert_string_equal(info.arch, "phrase");
+    assert_string_equal(info.family_config, "ph_enc queryk:inter:12; ph_dec convkv:homo:11; ph_cross queryk:hetero:12");
+    nmt_file f;
+    assert_int_equal(nmt_file_open(&f, img, size, 1), NMT_OK);
+    nmt_tensor_view v;
+    assert_int_equal(nmt_file_find(&f, "enc.0.self_attn.o.weight", &v), NMT_OK);
+    assert_int_equal(v.shape[1], 48);
+    assert_int_equal(nmt_file_find(&f, "enc.0.self_attn.phq.q2.weight", &v), NMT_OK);
+    assert_int_equal(nmt_file_find(&f, "dec.0.self_attn.ph2.kv.weight", &v), NMT_OK);
+    assert_int_equal(v.shape[0], 16); /* homogeneous: 1 head of 8, k | v */
+    assert_int_equal(v.shape[1], 16); /* one extra tap */
+    free(img);
+
+    char *no_arch[] = {"--ph-enc", "convkv:homo:11", NULL};
+    path_in(dir, sizeof dir, "p-bad");
+    train_argv(argv, dir, src, tgt, no_arch);
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 2);
+    assert_non_null(strstr(r.err, "the --ph-* options need --arch phrase"));
+    nmt_test_proc_free(&r);
+
+    char *bad[] = {"--arch", "phrase", "--ph-dec", "queryk:homo:3", "--d-model", "16", "--heads", "2", NULL};
+    train_argv(argv, dir, src, tgt, bad);
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 1);
+    assert_non_null(strstr(r.err, "ph_dec 'queryk:homo:3'"));
+    nmt_test_proc_free(&r);
+}
+
 static void test_mgsa(void **state) {
     (void)state;
     char src[512], tgt[512], dir[512], model[600];
@@ -511,7 +565,7 @@ static void test_mgsa(void **state) {
     train_argv(argv, dir, src, tgt, bogus);
     nmt_test_run(argv, NULL, g_dir, &r);
     expect_status(&r, 2);
-    assert_non_null(strstr(r.err, "invalid value 'rnn' for --arch (transformer or mgsa)"));
+    assert_non_null(strstr(r.err, "invalid value 'rnn' for --arch (transformer, mgsa or phrase)"));
     nmt_test_proc_free(&r);
 }
 
@@ -679,6 +733,7 @@ int main(void) {
         cmocka_unit_test(test_spm_train_reason),
         cmocka_unit_test(test_bleu_output_checked),
         cmocka_unit_test(test_mgsa),
+        cmocka_unit_test(test_phrase),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_sigterm_checkpoints),
         cmocka_unit_test(test_sigkill_resume_bit_exact),

@@ -48,10 +48,11 @@ nmt_status train_model_as_arch(const void *tf, size_t tf_size, const char *arch,
     nmtw_writer *w = nmtw_create();
     NMT_CHECK(w != NULL, NMT_ERR_IO);
     s = nmtw_add_hparams(w, fam, &c);
-    for (uint32_t i = 0; i < f.h.n_tensors && s == NMT_OK; i++) {
+    for (uint32_t i = 0; i < f.h.n_tensors && s == NMT_OK; i++) { /* the blobs: embedded tokenizers */
         nmt_tensor_view v;
         s = nmt_file_tensor_at(&f, i, &v);
-        if (s == NMT_OK) s = nmtw_add_tensor(w, v.name, v.dtype, v.ndim, v.shape, v.data, v.scales);
+        if (s == NMT_OK && v.dtype == NMT_DTYPE_U8)
+            s = nmtw_add_tensor(w, v.name, v.dtype, v.ndim, v.shape, v.data, v.scales);
     }
     if (s == NMT_OK) s = nmtw_add_random_missing(w, fam, &c, &f, seed ^ 0x6d67736172636800ull, weight_scale);
     if (s == NMT_OK) s = nmtw_write_memory(w, out, out_size);

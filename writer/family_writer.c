@@ -33,13 +33,15 @@ typedef struct gen {
     nmtw_writer *w;
     uint64_t state;
     float scale;
-    const nmt_file *have;  /* skip the tensors it holds (NULL: none) */
+    const nmt_file *have;  /* copy the tensors it holds with the declared shape (NULL: none) */
 } gen;
 
 static nmt_status add_random(void *ctx, const nmt_tensor_decl *t) {
     gen *g = (gen *)ctx;
     nmt_tensor_view have;
-    if (g->have && nmt_file_find(g->have, t->name, &have) == NMT_OK) return NMT_OK;
+    if (g->have && nmt_file_find(g->have, t->name, &have) == NMT_OK && have.ndim == t->ndim &&
+        have.shape[0] == t->shape[0] && (t->ndim == 1 || have.shape[1] == t->shape[1]))
+        return nmtw_add_tensor(g->w, have.name, have.dtype, have.ndim, have.shape, have.data, have.scales);
     const uint64_t n = t->ndim == 1 ? (uint64_t)t->shape[0] : (uint64_t)t->shape[0] * t->shape[1];
     NMT_CHECK(n > 0 && n <= SIZE_MAX / sizeof(float), NMT_ERR_INVALID_ARGUMENT);
     NMT_CHECK(t->init != NMT_INIT_UNIFORM || t->fan_in > 0, NMT_ERR_INVALID_ARGUMENT);

@@ -19,10 +19,12 @@ nmt_status nmtw_add_hparams(nmtw_writer *w, const nmt_family *fam, const void *c
 nmt_status nmtw_add_random_tensors(nmtw_writer *w, const nmt_family *fam, const void *cfg, uint64_t seed,
                                    float weight_scale);
 
-/* The tensors of the catalogue that `have` lacks, random as above (the
- * stream seeded by `seed`, drawn over the missing tensors in file order):
- * a model of a family that extends another one keeps the other's weights
- * and adds its own (train/model_arch.c). */
+/* Every tensor of the catalogue, in its order: copied from `have` where it
+ * holds one of that name and shape, else random as above (the stream
+ * seeded by `seed`, drawn over those tensors in file order): a model of a
+ * family that extends another one keeps the other's weights and adds its
+ * own, redrawing any whose shape it changes (the phrase attention's
+ * interleaved W_o; train/model_arch.c). */
 nmt_status nmtw_add_random_missing(nmtw_writer *w, const nmt_family *fam, const void *cfg, const nmt_file *have,
                                    uint64_t seed, float weight_scale);
 
