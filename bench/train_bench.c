@@ -84,8 +84,9 @@ static void usage(FILE *f) {
             "                $NMT_EDGE_DEVICE, else first GPU, else first device)\n"
             "  --no-torch    skip the PyTorch reference\n"
             "  --phrase SPEC the phrase-based attention family with SPEC (e.g. queryk:inter:12)\n"
-            "                in every attention (the vanilla model's weights plus its own;\n"
-            "                no PyTorch reference)\n"
+            "                in every attention (the vanilla model's weights plus its own),\n"
+            "                each step followed by a vanilla step: prints the time ratio\n"
+            "                (no PyTorch reference)\n"
             "  --profile     after the timed steps, run them again with the queue drained\n"
             "                around every launch and print time per kernel and global size\n"
             "Environment: NMT_BENCH_PYTHON (interpreter for the reference), NMT_EDGE_CACHE_DIR.\n");
@@ -169,6 +170,27 @@ static void script_path(char *buf, size_t cap) {
     snprintf(buf, cap, "bench/train_step_torch.py");
 }
 
+/* One training step (zero_grad, forward_backward, grad_norm, Adam), each
+ * phase ending with the queue drained; ph[k] the time at the end of phase
+ * k. */
+static void one_step(tft_model *m, nmt_device *dev, const tft_batch *batch, tft_step_opts *so, nmt_adam_params *ap,
+                     int i, double ph[4], double *loss, double *norm) {
+    nmt_status s;
+    so->seed = (uint64_t)i + 1;
+    if ((s = tft_zero_grad(m))) die("tft_zero_grad", s);
+    if ((s = nmt_device_finish(dev))) die("finish", s);
+    ph[0] = now();
+    if ((s = tft_forward_backward(m, batch, so, loss, NULL))) die("tft_forward_backward", s);
+    ph[1] = now();
+    if ((s = tft_grad_norm(m, norm))) die("tft_grad_norm", s);
+    ph[2] = now();
+    ap->step = (uint64_t)i + 1;
+    ap->grad_scale = *norm > 1.0 ? (float)(1.0 / *norm) : 1.0f;
+    if ((s = tft_adam_step(m, ap))) die("tft_adam_step", s);
+    if ((s = nmt_device_finish(dev))) die("finish", s);
+    ph[3] = now();
+}
+
 int main(int argc, char **argv) {
     const char *spec = getenv("NMT_EDGE_DEVICE"), *variant = "vanilla", *phrase = NULL;
     int steps = 5, warmup = 1, threads = 2, torch = 1, profile = 0;
@@ -215,6 +237,8 @@ int main(int argc, char **argv) {
     size_t image_size;
     nmt_status s = nmt_random_transformer_image(&cfg, &image, &image_size);
     if (s) die("model", s);
+    void *vanilla_image = NULL;
+    size_t vanilla_size = 0;
     if (phrase != NULL) { /* the same Transformer weights plus the phrase attention's own */
         static const char *const keys[3] = {"ph_enc", "ph_dec", "ph_cross"};
         const char *const values[3] = {phrase, phrase, phrase};
@@ -227,7 +251,8 @@ int main(int argc, char **argv) {
             fprintf(stderr, "train_bench: --phrase %s: %s\n", phrase, err);
             return 2;
         }
-        free(image);
+        vanilla_image = image;
+        vanilla_size = image_size;
         image = ph;
         image_size = ph_size;
         torch = 0; /* the PyTorch reference is the Transformer's */
@@ -266,31 +291,20 @@ int main(int argc, char **argv) {
     tft_step_opts so = {.dropout = 0.1f, .label_smoothing = 0.1f, .grad_scale = 1.0f / (float)n_tok};
     nmt_adam_params ap = nmt_adam_defaults();
     ap.lr = 5e-4f;
+    nmt_adam_params vap = ap;
+    tft_model *mv = NULL; /* --phrase: the vanilla model, timed step for step beside it */
+    if (vanilla_image != NULL) {
+        s = tft_create(dev, vanilla_image, vanilla_size, &lim, &mv);
+        if (s) die("tft_create (vanilla)", s);
+    }
     /* phases: zero_grad, forward_backward, grad_norm, adam (each ends with
      * the queue drained: the two middle calls block, the others are
      * followed by nmt_device_finish) */
-    double t_sum = 0, t_min = INFINITY, ph_sum[4] = {0};
+    double t_sum = 0, t_min = INFINITY, ph_sum[4] = {0}, v_sum = 0;
     for (int i = 0; i < warmup + steps; i++) {
-        double loss = 0, norm = 0, ts = now(), ph[4];
-        so.seed = (uint64_t)i + 1;
-        s = tft_zero_grad(m);
-        if (s) die("tft_zero_grad", s);
-        s = nmt_device_finish(dev);
-        if (s) die("finish", s);
-        ph[0] = now();
-        s = tft_forward_backward(m, &batch, &so, &loss, NULL);
-        if (s) die("tft_forward_backward", s);
-        ph[1] = now();
-        s = tft_grad_norm(m, &norm);
-        if (s) die("tft_grad_norm", s);
-        ph[2] = now();
-        ap.step = (uint64_t)i + 1;
-        ap.grad_scale = norm > 1.0 ? (float)(1.0 / norm) : 1.0f;
-        s = tft_adam_step(m, &ap);
-        if (s) die("tft_adam_step", s);
-        s = nmt_device_finish(dev);
-        if (s) die("finish", s);
-        ph[3] = now();
+        double loss = 0, norm = 0, ph[4];
+        const double ts = now();
+        one_step(m, dev, &batch, &so, &ap, i, ph, &loss, &norm);
         double dt = ph[3] - ts;
         int timed = i >= warmup;
         if (timed) {
@@ -301,8 +315,19 @@ int main(int argc, char **argv) {
         printf("%s %d: %.1f ms (zero %.1f, fwd+bwd %.1f, norm %.1f, adam %.1f), loss/token %.4f, grad norm %.4f\n",
                timed ? "step" : "warm-up", timed ? i - warmup + 1 : i + 1, dt * 1e3, (ph[0] - ts) * 1e3,
                (ph[1] - ph[0]) * 1e3, (ph[2] - ph[1]) * 1e3, (ph[3] - ph[2]) * 1e3, loss / n_tok, norm);
+        if (mv != NULL) { /* the vanilla model's step right after: the same machine state */
+            double vph[4], vl = 0, vn = 0;
+            const double tv = now();
+            one_step(mv, dev, &batch, &so, &vap, i, vph, &vl, &vn);
+            if (timed) v_sum += vph[3] - tv;
+            printf("  vanilla %s %d: %.1f ms\n", timed ? "step" : "warm-up", timed ? i - warmup + 1 : i + 1,
+                   (vph[3] - tv) * 1e3);
+        }
         fflush(stdout);
     }
+    if (mv != NULL)
+        printf("phrase_vs_vanilla_step_time=%.3f (phrase %.1f ms, vanilla %.1f ms per step, interleaved steps)\n",
+               t_sum / v_sum, t_sum / steps * 1e3, v_sum / steps * 1e3);
     double ours_ms = t_sum / steps * 1e3, ours_tps = n_tok / (t_sum / steps);
     printf("ours_ms_per_step=%.1f ours_tokens_per_s=%.1f ours_min_ms=%.1f ours_steps=%d\n", ours_ms, ours_tps,
            t_min * 1e3, steps);
@@ -327,6 +352,8 @@ int main(int argc, char **argv) {
         fflush(stdout);
     }
     tft_destroy(m);
+    tft_destroy(mv);
+    free(vanilla_image);
     nmt_device_close(dev);
     free(dev_mem);
     free(image);
