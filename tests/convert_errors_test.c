@@ -358,6 +358,27 @@ static void test_random_generic(void **state) {
     assert_int_equal(nmt_model_inspect_file(a, &info), NMT_OK);
     assert_string_equal(info.arch, "mgsa");
     assert_non_null(strstr(info.family_config, "mg_heads word ngram:2 ngram:2 ngram:3"));
+    /* the phrase attentions: random, then an int8 export that verifies and
+     * keeps the interleaved output convolution's shape */
+    run(&r, NMT_CONVERT_BIN, "random", "-o", a, "--arch", "phrase", "--ph-enc", "queryk:inter:12", "--ph-dec",
+        "convkv:homo:211", "--ph-cross", "queryk:hetero:123", NULL);
+    expect(&r, 0, "");
+    assert_int_equal(nmt_model_inspect_file(a, &info), NMT_OK);
+    assert_string_equal(info.arch, "phrase");
+    assert_string_equal(info.family_config,
+                        "ph_enc queryk:inter:12; ph_dec convkv:homo:211; ph_cross queryk:hetero:123");
+    run(&r, NMT_CONVERT_BIN, "export", a, "-o", b, "--dtype", "int8", NULL);
+    assert_int_equal(r.status, 0);
+    nmt_test_proc_free(&r);
+    run(&r, NMT_CONVERT_BIN, "verify", b, NULL);
+    assert_int_equal(r.status, 0);
+    nmt_test_proc_free(&r);
+    assert_int_equal(nmt_model_inspect_file(b, &info), NMT_OK);
+    assert_string_equal(info.dtype, "int8");
+    run(&r, NMT_CONVERT_BIN, "random", "-o", a, "--arch", "phrase", "--ph-enc", "queryk:inter:123", NULL);
+    assert_int_equal(r.status, 2);
+    assert_non_null(strstr(r.err, "ph_enc 'queryk:inter:123'"));
+    nmt_test_proc_free(&r);
 }
 
 /* ---- leftover b: int8 only for the catalogue's quantizable tensors -------- */
