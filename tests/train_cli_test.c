@@ -10,6 +10,7 @@
 #include "test_util.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,8 @@
 #include <unistd.h>
 
 #include "format.h"
+#include "model_arch.h"
+#include "random_model.h"
 
 #ifndef NMT_TRAIN_BIN
 #error "NMT_TRAIN_BIN must name the nmt-edge-train executable"
@@ -491,6 +494,87 @@ static void test_phrase(void **state) {
     nmt_test_proc_free(&r);
 }
 
+/* nmt-edge-train attention: the interleaved sub-layers' shares over a
+ * parallel text (each line's four percentages sum to 100); a model
+ * without interleaved attention, a missing argument and an unreadable
+ * model are refused with their status. */
+static void test_attention_cmd(void **state) {
+    (void)state;
+    size_t spm_size;
+    void *spm = nmt_test_read_file(NMT_TEST_FIXTURES "/spm/uni_nfkc.model", &spm_size);
+    assert_non_null(spm);
+    nmt_random_transformer_config c;
+    nmt_random_transformer_defaults(&c);
+    c.src_vocab = c.tgt_vocab = 600;
+    c.src_sp_model = spm;
+    c.src_sp_size = spm_size;
+    void *tf;
+    size_t tf_size;
+    assert_int_equal(nmt_random_transformer_image(&c, &tf, &tf_size), NMT_OK);
+    static const char *const keys[3] = {"ph_enc", "ph_dec", "ph_cross"};
+    const char *const values[3] = {"queryk:inter:12", "convkv:hetero:12", "convkv:inter:12"};
+    void *ph;
+    size_t ph_size;
+    char err[160];
+    assert_int_equal(train_model_as_arch(tf, tf_size, "phrase", keys, values, 3, 5, 1.0f, &ph, &ph_size, err,
+                                         sizeof err),
+                     NMT_OK);
+    char model[512], tfm[512], src[512], tgt[512];
+    path_in(model, sizeof model, "att.nmt");
+    path_in(tfm, sizeof tfm, "att-tf.nmt");
+    path_in(src, sizeof src, "att.src");
+    path_in(tgt, sizeof tgt, "att.tgt");
+    FILE *f = fopen(model, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(ph, 1, ph_size, f), ph_size);
+    fclose(f);
+    f = fopen(tfm, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(tf, 1, tf_size, f), tf_size);
+    fclose(f);
+    f = fopen(src, "w");
+    assert_non_null(f);
+    fputs("hello world\nthis is a test of phrases\n", f);
+    fclose(f);
+    f = fopen(tgt, "w");
+    assert_non_null(f);
+    fputs("hallo welt\ndas ist ein test\n", f);
+    fclose(f);
+    nmt_test_proc r;
+    char *ok[] = {(char *)NMT_TRAIN_BIN, "attention", model, src, tgt, NULL};
+    nmt_test_run(ok, NULL, g_dir, &r);
+    expect_status(&r, 0);
+    static const char *const rows[] = {"enc.0.self_attn", "enc.1.self_attn", "dec.0.cross_attn", "dec.1.cross_attn"};
+    for (size_t k = 0; k < 4; k++) {
+        const char *line = strstr(r.out, rows[k]);
+        assert_non_null(line);
+        double p[4];
+        assert_int_equal(sscanf(line + strlen(rows[k]), "%lf %lf %lf %lf", &p[0], &p[1], &p[2], &p[3]), 4);
+        assert_true(fabs(p[0] + p[1] + p[2] + p[3] - 100.0) < 0.05);
+    }
+    assert_null(strstr(r.out, "dec.0.self_attn")); /* heterogeneous: no kinds of query */
+    assert_non_null(strstr(r.out, "(2 pairs of"));
+    nmt_test_proc_free(&r);
+    char *no_inter[] = {(char *)NMT_TRAIN_BIN, "attention", tfm, src, tgt, NULL};
+    nmt_test_run(no_inter, NULL, g_dir, &r);
+    expect_status(&r, 1);
+    assert_non_null(strstr(r.err, "has no interleaved phrase attention"));
+    nmt_test_proc_free(&r);
+    char *missing[] = {(char *)NMT_TRAIN_BIN, "attention", model, src, NULL};
+    nmt_test_run(missing, NULL, g_dir, &r);
+    expect_status(&r, 2);
+    assert_non_null(strstr(r.err, "Usage: nmt-edge-train attention MODEL SRC TGT"));
+    nmt_test_proc_free(&r);
+    char *nofile[] = {(char *)NMT_TRAIN_BIN, "attention", "/nonexistent/m.nmt", src, tgt, NULL};
+    nmt_test_run(nofile, NULL, g_dir, &r);
+    expect_status(&r, 1);
+    assert_non_null(strstr(r.err, "cannot read '/nonexistent/m.nmt'"));
+    nmt_test_proc_free(&r);
+    free(spm);
+    free(tf);
+    free(ph);
+}
+
 static void test_mgsa(void **state) {
     (void)state;
     char src[512], tgt[512], dir[512], model[600];
@@ -734,6 +818,7 @@ int main(void) {
         cmocka_unit_test(test_bleu_output_checked),
         cmocka_unit_test(test_mgsa),
         cmocka_unit_test(test_phrase),
+        cmocka_unit_test(test_attention_cmd),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_sigterm_checkpoints),
         cmocka_unit_test(test_sigkill_resume_bit_exact),

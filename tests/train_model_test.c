@@ -557,6 +557,25 @@ static void test_phrase_parity_and_causality(void **state) {
             if (i != 1)
                 for (uint32_t p = 0; p < T; p++) assert_memory_equal(&a[i * T + p], &b[i * T + p], sizeof(float));
         make_batch(&s, &tb);
+        /* the interleaved sub-layers' attention mass: every unigram query row
+         * sums to 1 per head, every bigram query row but the first too */
+        ntm_attn_mass mass[8];
+        memset(mass, 0, sizeof mass);
+        uint32_t nm = 0;
+        nmt_test_assert_ok(e->dev, tft_attention_mass(m, &tb.b, mass, 8, &nm));
+        uint32_t want_n = 0;
+        for (int kind = 0; kind < 3; kind++)
+            if (strstr(cfgs[k][kind], "inter")) want_n += 2; /* 2 layers */
+        assert_int_equal(nm, want_n);
+        for (uint32_t i = 0; i < nm; i++) {
+            const int enc = !strncmp(mass[i].where, "enc", 3);
+            double rows = 0;
+            for (uint32_t q = 0; q < 4; q++) rows += enc ? tb.sl[q] : tb.tl[q];
+            const double H = 2, tok = mass[i].mass[0] + mass[i].mass[1], phr = mass[i].mass[2] + mass[i].mass[3];
+            assert_true(fabs(tok - H * rows) < 1e-3 * rows);
+            assert_true(fabs(phr - H * (rows - 4)) < 1e-3 * rows);
+            for (int q = 0; q < 4; q++) assert_true(mass[i].mass[q] > 0);
+        }
         adam_steps(e, m, &tb, 3);
         size_t esz;
         void *eimg = export_image(m, 0, &esz);

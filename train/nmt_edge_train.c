@@ -850,6 +850,132 @@ static int cmd_bleu(int argc, char **argv) {
     return nmt_tool_close_stdout(PROG " bleu"); /* the score reached standard output, or status 1 */
 }
 
+/* nmt-edge-train attention MODEL SRC TGT: the interleaved phrase
+ * attention's activation shares (the paper's Table 3) over a parallel text,
+ * teacher-forced with the model's embedded tokenizer. */
+static int cmd_attention(int argc, char **argv) {
+    static const char usage[] =
+        "Usage: nmt-edge-train attention MODEL SRC TGT [--device SPEC] [--max-len N] [--max-tokens N]\n";
+    static run r;
+    const char *pos[3] = {NULL, NULL, NULL};
+    int n_pos = 0;
+    long max_len = 250, max_tokens = 4096;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--help")) {
+            printf("%s\n"
+                   "Attention shares by kind of query and key of a model with the interleaved phrase\n"
+                   "attention (--ph-* inter:12): for each such sub-layer, the attention mass of unigram\n"
+                   "(token) and bigram (phrase) queries on unigram and bigram keys, as percentages of\n"
+                   "their sum over the teacher-forced pairs of SRC / TGT (tokenized with the model's\n"
+                   "embedded SentencePiece model; pairs longer than --max-len tokens (250) skipped;\n"
+                   "batches of --max-tokens (4096)).\n",
+                   usage);
+            return 0;
+        } else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
+            r.o.device = argv[++i];
+        } else if ((!strcmp(argv[i], "--max-len") || !strcmp(argv[i], "--max-tokens")) && i + 1 < argc) {
+            char *end;
+            const long v = strtol(argv[i + 1], &end, 10);
+            if (*end || v < 1 || v > (1 << 24)) {
+                fprintf(stderr, PROG " attention: invalid value '%s' for %s\n", argv[i + 1], argv[i]);
+                return EXIT_USAGE;
+            }
+            *(!strcmp(argv[i], "--max-len") ? &max_len : &max_tokens) = v;
+            i++;
+        } else if (argv[i][0] != '-' && n_pos < 3) {
+            pos[n_pos++] = argv[i];
+        } else {
+            fprintf(stderr, PROG " attention: unexpected argument '%s'\n%s", argv[i], usage);
+            return EXIT_USAGE;
+        }
+    }
+    if (n_pos != 3) {
+        fprintf(stderr, "%s", usage);
+        return EXIT_USAGE;
+    }
+    size_t size = 0;
+    void *img = slurp(pos[0], &size);
+    if (!img) {
+        fprintf(stderr, PROG " attention: cannot read '%s': %s\n", pos[0], strerror(errno));
+        return 1;
+    }
+    nmt_model_info mi;
+    nmt_status s = nmt_model_inspect(img, size, &mi);
+    int rc = 0;
+    if (s != NMT_OK) {
+        fprintf(stderr, PROG " attention: '%s': %s\n", pos[0], nmt_status_str(s));
+        rc = 1;
+    }
+    if (!rc) rc = setup_tokenizer(&r, img, size);
+    if (!rc) rc = open_device(&r);
+    td_corpus *c = NULL;
+    td_batcher *b = NULL;
+    ntm_model *m = NULL;
+    if (!rc) {
+        td_stats ts;
+        char err[512] = "";
+        td_filter flt = {(uint32_t)max_len, 0};
+        s = td_load(pos[1], pos[2], r.tok, r.tok, &flt, &c, &ts, err, sizeof err);
+        if (s == NMT_OK && ts.kept == 0) {
+            fprintf(stderr, PROG " attention: no pairs of at most %ld tokens in %s / %s\n", max_len, pos[1], pos[2]);
+            rc = 1;
+        } else if (s != NMT_OK) {
+            fprintf(stderr, PROG " attention: %s%s%s\n", nmt_status_str(s), *err ? ": " : "", err);
+            rc = 1;
+        }
+    }
+    if (!rc) {
+        s = td_batcher_create(c, (uint32_t)max_tokens, 1u << 16, 0, (int32_t)mi.bos_id, (int32_t)mi.eos_id,
+                              (int32_t)mi.pad_id, &b);
+        if (s != NMT_OK) rc = fail_status("batching (is --max-tokens below 2 * (--max-len + 1)?)", s);
+    }
+    if (!rc) {
+        nmt_train_limits lim;
+        memset(&lim, 0, sizeof lim);
+        td_batcher_bounds(b, &lim.max_seqs, &lim.max_src_len, &lim.max_tgt_len);
+        lim.max_tokens = (uint32_t)max_tokens;
+        s = ntm_create(r.dev, img, size, &lim, &m);
+        if (s != NMT_OK) rc = fail_status("cannot create the model on the device", s);
+    }
+    enum { CAP = 3 * 64 };
+    static ntm_attn_mass mass[CAP];
+    uint32_t n = 0;
+    for (uint32_t k = 0; !rc && k < td_batches_per_epoch(b); k++) {
+        nmt_train_batch bt;
+        uint32_t nt;
+        s = td_batch_at(b, k, &bt, &nt);
+        if (s == NMT_OK) s = ntm_attention_mass(m, &bt, mass, CAP, &n);
+        if (s == NMT_ERR_UNSUPPORTED || (s == NMT_OK && n == 0)) {
+            fprintf(stderr, PROG " attention: '%s' (arch %s) has no interleaved phrase attention (--ph-* inter:12)\n",
+                    pos[0], mi.arch);
+            rc = 1;
+        } else if (s != NMT_OK) {
+            rc = fail_status("attention", s);
+        }
+    }
+    if (!rc) {
+        printf("%-20s %15s %15s %15s %15s\n", "sub-layer", "token-to-token", "token-to-phrase", "phrase-to-token",
+               "phrase-to-phrase");
+        for (uint32_t i = 0; i < n; i++) {
+            const double t = mass[i].mass[0] + mass[i].mass[1] + mass[i].mass[2] + mass[i].mass[3];
+            printf("%-20s", mass[i].where);
+            for (int q = 0; q < 4; q++) printf(" %15.2f", t > 0 ? 100.0 * mass[i].mass[q] / t : 0.0);
+            printf("\n");
+        }
+        printf("(%u pairs of %s / %s; percentages of each sub-layer's attention mass)\n", td_size(c), pos[1], pos[2]);
+        rc = nmt_tool_close_stdout(PROG " attention");
+    }
+    if (m) ntm_destroy(m);
+    td_batcher_free(b);
+    td_free(c);
+    if (r.dev) nmt_device_close(r.dev);
+    free(r.dev_mem);
+    free(r.tok_arena);
+    free(r.spm_bytes);
+    free(img);
+    return rc;
+}
+
 /* The files of a run in its directory (besides the tokenizer, which a new
  * run reuses): numbered checkpoints and these. */
 static const char *const run_files[] = {"last.nmt", "model.nmt", "log.jsonl", "plot.svg"};
@@ -895,6 +1021,7 @@ static int claim_dir(const run *r) {
 int main(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "plot")) return cmd_plot(argc, argv);
     if (argc >= 2 && !strcmp(argv[1], "bleu")) return cmd_bleu(argc, argv);
+    if (argc >= 2 && !strcmp(argv[1], "attention")) return cmd_attention(argc, argv);
     static run r;
     int help = 0;
     int rc = train_opts_parse(argc, argv, &r.o, &help);

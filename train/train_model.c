@@ -91,6 +91,13 @@ nmt_status ntm_token_logprobs(ntm_model *m, const nmt_train_batch *b, float *lp)
     return m->fam->token_logprobs(m->impl, b, lp);
 }
 
+nmt_status ntm_attention_mass(ntm_model *m, const nmt_train_batch *b, ntm_attn_mass *out, uint32_t cap, uint32_t *n) {
+    NMT_CHECK(m != NULL && out != NULL && n != NULL, NMT_ERR_INVALID_ARGUMENT);
+    *n = 0;
+    if (m->fam->attention_mass == NULL) return NMT_ERR_UNSUPPORTED;
+    return m->fam->attention_mass(m->impl, b, out, cap, n);
+}
+
 nmt_status ntm_grad_norm(ntm_model *m, double *norm) {
     NMT_CHECK(m != NULL, NMT_ERR_INVALID_ARGUMENT);
     return m->fam->grad_norm(m->impl, norm);

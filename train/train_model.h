@@ -52,6 +52,16 @@ typedef struct nmt_train_step_opts {
 
 /* What a family with gradients provides; `m` is the family's own model.
  * The meaning of each call is that of the ntm_* function of the same name. */
+/* Attention mass by kind of query and key in one attention sub-layer
+ * (`where`, e.g. "dec.1.cross_attn"): token-to-token, token-to-phrase,
+ * phrase-to-token, phrase-to-phrase (the interleaved phrase attention's
+ * unigram / bigram queries over unigram / bigram keys), summed over the
+ * query rows of the batches seen. */
+typedef struct ntm_attn_mass {
+    char where[32];
+    double mass[4];
+} ntm_attn_mass;
+
 typedef struct nmt_train_family {
     const char *arch;  /* the runtime family's arch string */
     nmt_status (*create)(nmt_device *dev, const void *image, size_t size, const nmt_train_limits *lim, void **m);
@@ -67,6 +77,9 @@ typedef struct nmt_train_family {
     nmt_status (*token_logprobs)(void *m, const nmt_train_batch *b, float *lp);
     nmt_status (*grad_norm)(void *m, double *norm);
     nmt_status (*adam_step)(void *m, const nmt_adam_params *ap);
+    /* Optional (NULL: NMT_ERR_UNSUPPORTED): ntm_attention_mass. */
+    nmt_status (*attention_mass)(void *m, const nmt_train_batch *b, struct ntm_attn_mass *out, uint32_t cap,
+                                 uint32_t *n);
 } nmt_train_family;
 
 /* The trainer's record of an arch string; NULL when no family with that
@@ -113,6 +126,11 @@ nmt_status ntm_forward_loss(ntm_model *m, const nmt_train_batch *b, float label_
 /* Forward only, no dropout: log P(tgt_out[s, t] | ...) into
  * lp[s * tgt_len + t] for t < tgt_lens[s] (other entries 0). */
 nmt_status ntm_token_logprobs(ntm_model *m, const nmt_train_batch *b, float *lp);
+/* Teacher-forced forward of b, then each attention sub-layer whose kind of
+ * query and key can be told apart (the interleaved phrase attention) adds
+ * its attention mass to out[i] (i < *n <= cap, in sub-layer order, `where`
+ * filled).  NMT_ERR_UNSUPPORTED for a family without them. */
+nmt_status ntm_attention_mass(ntm_model *m, const nmt_train_batch *b, ntm_attn_mass *out, uint32_t cap, uint32_t *n);
 
 /* sqrt(sum of squared gradients) (blocking). */
 nmt_status ntm_grad_norm(ntm_model *m, double *norm);

@@ -54,6 +54,7 @@ void train_opts_usage(FILE *f) {
 "Usage: nmt-edge-train --train-src FILE --train-tgt FILE --out DIR [options]\n"
 "       nmt-edge-train plot LOG.jsonl -o PLOT.svg\n"
 "       nmt-edge-train bleu HYP REF        (sacreBLEU-compatible corpus BLEU)\n"
+"       nmt-edge-train attention MODEL SRC TGT   (interleaved phrase attention shares)\n"
 "\n"
 "Train a Transformer/HySAN translation model on the runtime's OpenCL kernels.\n"
 "DIR receives checkpoints (ckpt-STEP.nmt, loadable by nmt-edge), model.nmt (the\n"

@@ -650,6 +650,52 @@ nmt_status tft_token_logprobs(tft_model *m, const tft_batch *b, float *lp) {
     return NMT_OK;
 }
 
+nmt_status tft_attention_mass(tft_model *m, const tft_batch *b, ntm_attn_mass *out, uint32_t cap, uint32_t *n) {
+    NMT_CHECK(m != NULL && b != NULL && out != NULL && n != NULL, NMT_ERR_INVALID_ARGUMENT);
+    *n = 0;
+    NMT_TRY(load_batch(m, b));
+    NMT_TRY(forward(m, 0.0f, 0));
+    float *p = NULL;
+    nmt_status st = NMT_OK;
+    for (uint32_t k = 0; k < m->n_enc_sub + m->n_dec_sub && st == NMT_OK; k++) {
+        const sub_desc *s = &m->subs[k];
+        const nmt_ph_kind *pk = tft_ph_args(m, s, 0, NULL);
+        if (pk == NULL || pk->structure != NMT_PH_INTER) continue;
+        if (*n >= cap) {
+            st = NMT_ERR_INVALID_ARGUMENT;
+            break;
+        }
+        ntm_attn_mass *o = &out[(*n)++];
+        const int cross = s->kind == SUB_CROSS;
+        const uint32_t l = s->dec ? (k - m->n_enc_sub) / 3 : k / 2;
+        snprintf(o->where, sizeof o->where, "%s.%u.%s", s->dec ? "dec" : "enc", l, cross ? "cross_attn" : "self_attn");
+        for (uint32_t call = 0; call < 2 && st == NMT_OK; call++) {
+            /* the forward's probabilities of this sub-layer, recomputed from its kept activations */
+            nmt_pattn_args a;
+            tft_ph_args(m, s, call, &a);
+            a.p = m->probs;
+            const size_t p_ld = (size_t)a.n_segs * a.lk_max, rows = (size_t)a.n_seq * a.n_heads * a.lq;
+            float *grown = realloc(p, sizeof(float) * NMT_MAX(rows * p_ld, (size_t)1));
+            if (grown == NULL) {
+                st = TFT_ERR_NOMEM;
+                break;
+            }
+            p = grown;
+            st = nmt_op_pattn(&m->ops, &a);
+            if (st == NMT_OK) st = nmt_device_read(m->dev, a.p.mem, a.p.off * sizeof(float), rows * p_ld * sizeof(float), p);
+            for (size_t r = 0; r < rows && st == NMT_OK; r++) {
+                const uint32_t i = (uint32_t)(r % a.lq), seq = (uint32_t)(r / a.lq / a.n_heads);
+                const uint32_t qlen = s->dec ? b->tgt_lens[seq] : b->src_lens[seq];
+                if (i >= qlen) continue; /* padding queries */
+                for (uint32_t g = 0; g < 2; g++)
+                    for (uint32_t j = 0; j < a.lk_max; j++) o->mass[call * 2 + g] += p[r * p_ld + g * a.lk_max + j];
+            }
+        }
+    }
+    free(p);
+    return st;
+}
+
 nmt_status tft_zero_grad(tft_model *m) {
     NMT_CHECK(m != NULL, NMT_ERR_INVALID_ARGUMENT);
     return nmt_op_fill(&m->t, m->G, (uint32_t)m->n_params, 0.0f);
@@ -730,6 +776,10 @@ static nmt_status rec_forward_loss(void *m, const nmt_train_batch *b, float ls, 
 }
 static nmt_status rec_token_logprobs(void *m, const nmt_train_batch *b, float *lp) { return tft_token_logprobs(m, b, lp); }
 static nmt_status rec_grad_norm(void *m, double *norm) { return tft_grad_norm(m, norm); }
+static nmt_status rec_attention_mass(void *m, const nmt_train_batch *b, ntm_attn_mass *out, uint32_t cap,
+                                     uint32_t *n) {
+    return tft_attention_mass(m, b, out, cap, n);
+}
 static nmt_status rec_adam_step(void *m, const nmt_adam_params *ap) { return tft_adam_step(m, ap); }
 
 /* One set of calls, three records: the Transformer, MG-SA (the same model
@@ -741,6 +791,7 @@ static nmt_status rec_adam_step(void *m, const nmt_adam_params *ap) { return tft
         .d_model = rec_d_model, .add_to_writer = rec_add_to_writer, .zero_grad = rec_zero_grad,               \
         .forward_backward = rec_forward_backward, .forward_loss = rec_forward_loss,                          \
         .token_logprobs = rec_token_logprobs, .grad_norm = rec_grad_norm, .adam_step = rec_adam_step,         \
+        .attention_mass = rec_attention_mass,                                                                \
     }
 
 const nmt_train_family nmt_tf_train_family = TFT_RECORD(NMT_TF_ARCH);

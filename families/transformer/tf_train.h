@@ -89,6 +89,9 @@ nmt_status tft_forward_loss(tft_model *m, const tft_batch *b, float label_smooth
 /* Forward only, no dropout: log P(tgt_out[s, t] | ...) into
  * lp[s * tgt_len + t] for t < tgt_lens[s] (other entries 0). */
 nmt_status tft_token_logprobs(tft_model *m, const tft_batch *b, float *lp);
+/* train_model.h ntm_attention_mass: the interleaved phrase attention's
+ * sub-layers (others have no kinds of query and key to tell apart). */
+nmt_status tft_attention_mass(tft_model *m, const tft_batch *b, ntm_attn_mass *out, uint32_t cap, uint32_t *n);
 
 /* sqrt(sum G^2) (blocking). */
 nmt_status tft_grad_norm(tft_model *m, double *norm);
