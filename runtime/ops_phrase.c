@@ -187,6 +187,15 @@ nmt_status nmt_pattn_check(const nmt_pattn_args *a) {
 
 #define NMT_PATTN_MAX_DH 128 /* PATTN_MAX_DH of cl/phrase.cl */
 
+/* The key-length and causal arguments every pattn scoring kernel takes. */
+static void pattn_mask_args(args *k, const nmt_pattn_args *a) {
+    arg_mem(k, a->key_len.mem ? a->key_len.mem : a->p.mem); /* without key_len the kernel never reads it */
+    arg_u64(k, a->key_len.mem ? a->key_len.off : 0);
+    arg_i32(k, a->key_len.mem != NULL);
+    arg_u32(k, a->key_len_const);
+    arg_i32(k, a->causal ? 1 : 0);
+}
+
 /* One launch of pattn_fused (nmt_op_pattn's path for d_head <= 128). */
 static nmt_status pattn_fused(nmt_ops *ops, const nmt_pattn_args *a) {
     args k = args_begin(ops->k_pattn_fused);
@@ -198,11 +207,7 @@ static nmt_status pattn_fused(nmt_ops *ops, const nmt_pattn_args *a) {
     arg_u32(&k, a->n_heads);
     arg_u32(&k, a->d_head);
     arg_u32(&k, a->n_segs);
-    arg_mem(&k, a->key_len.mem ? a->key_len.mem : a->p.mem);
-    arg_u64(&k, a->key_len.mem ? a->key_len.off : 0);
-    arg_i32(&k, a->key_len.mem != NULL);
-    arg_u32(&k, a->key_len_const);
-    arg_i32(&k, a->causal ? 1 : 0);
+    pattn_mask_args(&k, a);
     arg_u32(&k, a->q_lo);
     cl_ulong4 q_off, qx_off, k_off, v_off, k_st, v_st;
     cl_uint4 q_ld, qx_ld, k_ld, v_ld, n_ext, lo;
@@ -280,11 +285,7 @@ nmt_status nmt_op_pattn(nmt_ops *ops, const nmt_pattn_args *a) {
         arg_u64(&k, s->k.off);
         arg_u32(&k, s->k_ld);
         arg_u64(&k, s->k_stride);
-        arg_mem(&k, a->key_len.mem ? a->key_len.mem : a->p.mem);
-        arg_u64(&k, a->key_len.mem ? a->key_len.off : 0);
-        arg_i32(&k, a->key_len.mem != NULL);
-        arg_u32(&k, a->key_len_const);
-        arg_i32(&k, a->causal ? 1 : 0);
+        pattn_mask_args(&k, a);
         arg_u32(&k, s->lo);
         arg_u32(&k, a->q_lo);
         arg_mem(&k, a->p.mem);

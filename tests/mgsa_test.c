@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "family_common.h"
 #include "family_writer.h"
 #include "format_common.h"
 #include "random_model.h"
@@ -41,17 +42,6 @@ static void base_cfg(nmt_tf_cfg *c) {
     free(img);
 }
 
-/* A model of `fam` with cfg's hyper-parameters and seeded random weights. */
-static void *write_model(const nmt_family *fam, const nmt_tf_cfg *c, uint64_t seed, size_t *size) {
-    nmtw_writer *w = nmtw_create();
-    assert_non_null(w);
-    assert_int_equal(nmtw_add_hparams(w, fam, c), NMT_OK);
-    assert_int_equal(nmtw_add_random_tensors(w, fam, c, seed, 1.0f), NMT_OK);
-    void *img;
-    assert_int_equal(nmtw_write_memory(w, &img, size), NMT_OK);
-    nmtw_destroy(w);
-    return img;
-}
 
 /* An MG-SA configuration: the base with these layers, heads and phrase
  * interaction (NMT_MG_REC_*). */
@@ -65,33 +55,8 @@ static nmt_status mg_cfg(nmt_tf_cfg *c, const char *layers, const char *heads, i
     return nmt_tf_finish(c, ~0ull, NULL, 0);
 }
 
-typedef struct model {
-    void *image;
-    size_t size;
-    nmt_file file;
-    nmt_session *s;
-    void *arena;
-} model;
 
-static void open_model(env *e, void *image, size_t size, model *m) {
-    memset(m, 0, sizeof *m);
-    m->image = image;
-    m->size = size;
-    assert_int_equal(nmt_file_open(&m->file, image, size, 1), NMT_OK);
-    nmt_session_params p = {.model_data = image, .model_size = size,
-                            .limits = {.max_src_len = 9, .max_tgt_len = 7, .max_batch = 3, .max_beam = 2}};
-    size_t bytes;
-    assert_int_equal(nmt_session_arena_size(&p, &bytes, NULL), NMT_OK);
-    m->arena = aligned_alloc(NMT_ARENA_ALIGNMENT, nmt_test_round_up(bytes, NMT_ARENA_ALIGNMENT));
-    nmt_test_assert_ok(e->dev, nmt_session_create(e->dev, &p, m->arena, bytes, &m->s));
-    assert_int_equal(nmt_session_arena_used(m->s), bytes);
-}
-
-static void close_model(model *m) {
-    nmt_session_destroy(m->s);
-    free(m->arena);
-    free(m->image);
-}
+static const nmt_limits mg_limits = {.max_src_len = 9, .max_tgt_len = 7, .max_batch = 3, .max_beam = 2};
 
 /* Sentences of lengths 4, 1 and 8 (+ EOS): phrase counts differ per
  * sentence, the shortest is padded by 7 positions. */
@@ -138,9 +103,9 @@ static void test_score_equals_reference(void **state) {
                                                         : NMT_MG_COM_MAX;
         assert_int_equal(nmt_tf_finish(&c, ~0ull, NULL, 0), NMT_OK);
         size_t size;
-        void *img = write_model(&nmt_family_mgsa, &c, 40 + k, &size);
-        model m;
-        open_model(e, img, size, &m);
+        void *img = family_image(&nmt_family_mgsa, &c, 40 + k, &size);
+        test_model m;
+        test_model_open(e->dev, img, size, &mg_limits, &m);
         nmt_model_info info;
         nmt_session_model_info(m.s, &info);
         assert_string_equal(info.arch, "mgsa");
@@ -158,17 +123,17 @@ static void test_score_equals_reference(void **state) {
                 fail_msg("%s / %s / %s / %s, sentence %u: %.6f, reference %.6f", configs[k][0], configs[k][1],
                          configs[k][3], configs[k][2], i, lp[i], want);
         }
-        close_model(&m);
+        test_model_close(&m);
         /* the same weights read as a Transformer */
         nmt_tf_cfg t;
         base_cfg(&t);
-        img = write_model(&nmt_family_transformer, &t, 40 + k, &size);
-        open_model(e, img, size, &m);
+        img = family_image(&nmt_family_transformer, &t, 40 + k, &size);
+        test_model_open(e->dev, img, size, &mg_limits, &m);
         nmt_test_assert_ok(e->dev, nmt_session_score(m.s, &src, &tgt, lp_tf));
         int differ = 0;
         for (uint32_t i = 0; i < NSENT; i++) differ |= fabsf(lp[i] - lp_tf[i]) > 1e-4f;
         assert_true(differ);
-        close_model(&m);
+        test_model_close(&m);
     }
 }
 
@@ -180,17 +145,17 @@ static void test_all_word_equals_transformer(void **state) {
     assert_int_equal(mg_cfg(&c, "1 2", "word word word word", 0), NMT_OK);
     base_cfg(&t);
     size_t s1, s2;
-    model m1, m2;
-    void *i1 = write_model(&nmt_family_mgsa, &c, 7, &s1), *i2 = write_model(&nmt_family_transformer, &t, 7, &s2);
-    open_model(e, i1, s1, &m1);
-    open_model(e, i2, s2, &m2);
+    test_model m1, m2;
+    void *i1 = family_image(&nmt_family_mgsa, &c, 7, &s1), *i2 = family_image(&nmt_family_transformer, &t, 7, &s2);
+    test_model_open(e->dev, i1, s1, &mg_limits, &m1);
+    test_model_open(e->dev, i2, s2, &mg_limits, &m2);
     nmt_batch src = {srcs, src_lens, NSENT}, tgt = {tgts, tgt_lens, NSENT};
     float a[NSENT], b[NSENT];
     nmt_test_assert_ok(e->dev, nmt_session_score(m1.s, &src, &tgt, a));
     nmt_test_assert_ok(e->dev, nmt_session_score(m2.s, &src, &tgt, b));
     assert_memory_equal(a, b, sizeof a);
-    close_model(&m1);
-    close_model(&m2);
+    test_model_close(&m1);
+    test_model_close(&m2);
 }
 
 /* Teacher-forced and incremental decoding give the same logits (the
@@ -200,32 +165,13 @@ static void test_incremental_equals_forced(void **state) {
     nmt_tf_cfg c;
     assert_int_equal(mg_cfg(&c, "1", "word ngram:2 ngram:2 ngram:3", NMT_MG_REC_LSTM), NMT_OK);
     size_t size;
-    model m;
-    void *img = write_model(&nmt_family_mgsa, &c, 9, &size);
-    open_model(e, img, size, &m);
+    test_model m;
+    void *img = family_image(&nmt_family_mgsa, &c, 9, &size);
+    test_model_open(e->dev, img, size, &mg_limits, &m);
     nmt_batch src = {srcs, src_lens, NSENT};
-    /* greedy (beam 2 runs the KV-cache reorder too): each result's logprob,
-     * summed over incremental steps, equals its teacher-forced score */
-    for (uint32_t beam = 1; beam <= 2; beam++) {
-        const nmt_decode_opts opts = {.beam = beam, .max_len = 6};
-        nmt_test_assert_ok(e->dev, nmt_session_translate(m.s, &src, &opts));
-        int32_t toks[NSENT][8];
-        uint32_t lens[NSENT];
-        float incr[NSENT];
-        for (uint32_t i = 0; i < NSENT; i++) {
-            const int32_t *t;
-            float score;
-            nmt_test_assert_ok(e->dev, nmt_session_result(m.s, i, 0, &t, &lens[i], &score, &incr[i]));
-            assert_true(lens[i] <= 6);
-            memcpy(toks[i], t, sizeof(int32_t) * lens[i]);
-        }
-        const int32_t *tp[NSENT] = {toks[0], toks[1], toks[2]};
-        nmt_batch hyp = {tp, lens, NSENT};
-        float forced[NSENT];
-        nmt_test_assert_ok(e->dev, nmt_session_score(m.s, &src, &hyp, forced));
-        for (uint32_t i = 0; i < NSENT; i++) assert_float_equal(incr[i], forced[i], 1e-4 * fmax(1.0, fabs(forced[i])));
-    }
-    close_model(&m);
+    /* greedy and beam 2 (the KV-cache reorder too) */
+    check_incremental_equals_forced(e->dev, m.s, &src, 2, 1, 6, "mgsa");
+    test_model_close(&m);
 }
 
 /* img (of configuration cfg) with every 2-D tensor stored int8 (per-row scales: q8 != 0) or as
@@ -243,12 +189,12 @@ static void test_int8_equals_dequantized(void **state) {
         /* the composition's weights int8 too */
         c.mg_compose = rec == NMT_MG_REC_LSTM ? NMT_MG_COM_SAN : rec == NMT_MG_REC_ONLSTM ? NMT_MG_COM_LSTM : 0;
         size_t size, s8, s32;
-        void *img = write_model(&nmt_family_mgsa, &c, 21, &size);
+        void *img = family_image(&nmt_family_mgsa, &c, 21, &size);
         void *i8 = requantize(&nmt_family_mgsa, &c, img, size, 1, &s8), *i32 = requantize(&nmt_family_mgsa, &c, img, size, 0, &s32);
         free(img);
-        model m8, m32;
-        open_model(e, i8, s8, &m8);
-        open_model(e, i32, s32, &m32);
+        test_model m8, m32;
+        test_model_open(e->dev, i8, s8, &mg_limits, &m8);
+        test_model_open(e->dev, i32, s32, &mg_limits, &m32);
         nmt_model_info info;
         nmt_session_model_info(m8.s, &info);
         assert_string_equal(info.dtype, "int8");
@@ -257,8 +203,8 @@ static void test_int8_equals_dequantized(void **state) {
         nmt_test_assert_ok(e->dev, nmt_session_score(m8.s, &src, &tgt, a));
         nmt_test_assert_ok(e->dev, nmt_session_score(m32.s, &src, &tgt, b));
         for (uint32_t i = 0; i < NSENT; i++) assert_float_equal(a[i], b[i], 1e-4 * fmax(1.0, fabs(b[i])));
-        close_model(&m8);
-        close_model(&m32);
+        test_model_close(&m8);
+        test_model_close(&m32);
     }
 }
 
@@ -293,7 +239,7 @@ static void test_bad_configs(void **state) {
     assert_int_equal(mg_cfg(&c, "1", "word word ngram:2 ngram:3", 0), NMT_OK);
     snprintf(c.mg_heads_text, sizeof c.mg_heads_text, "word ngram:2");
     size_t size;
-    void *img = write_model(&nmt_family_mgsa, &c, 3, &size);
+    void *img = family_image(&nmt_family_mgsa, &c, 3, &size);
     nmt_model_info info;
     assert_int_equal(nmt_model_inspect(img, size, &info), NMT_ERR_MODEL_ARCH);
     free(img);
@@ -341,7 +287,7 @@ static void test_bad_configs(void **state) {
 }
 
 /* Scores of a batch on m with these spans (NULL: none). */
-static void score_with(env *e, model *m, const nmt_batch *src, const nmt_batch *tgt, const nmt_span *const *sp,
+static void score_with(env *e, test_model *m, const nmt_batch *src, const nmt_batch *tgt, const nmt_span *const *sp,
                        const uint32_t *nsp, float *lp) {
     nmt_test_assert_ok(e->dev, nmt_session_set_spans(m->s, sp, nsp, src->n));
     nmt_test_assert_ok(e->dev, nmt_session_score(m->s, src, tgt, lp));
@@ -362,17 +308,17 @@ static void test_syntax_spans(void **state) {
     assert_int_equal(mg_cfg(&c2, "1 2", "word word ngram:2 ngram:2", 0), NMT_OK);
     assert_int_equal(mg_cfg(&c3, "1 2", "word word ngram:3 ngram:3", 0), NMT_OK);
     size_t size;
-    model ms, m2, m3;
-    void *img = write_model(&nmt_family_mgsa, &cs, 77, &size);
-    open_model(e, img, size, &ms);
+    test_model ms, m2, m3;
+    void *img = family_image(&nmt_family_mgsa, &cs, 77, &size);
+    test_model_open(e->dev, img, size, &mg_limits, &ms);
     nmt_model_info info;
     nmt_session_model_info(ms.s, &info);
     assert_non_null(strstr(info.family_config, "mg_heads word word syntax syntax;"));
     assert_non_null(strstr(info.family_config, "; mg_syntax_fallback 2"));
-    img = write_model(&nmt_family_mgsa, &c2, 77, &size);
-    open_model(e, img, size, &m2);
-    img = write_model(&nmt_family_mgsa, &c3, 77, &size);
-    open_model(e, img, size, &m3);
+    img = family_image(&nmt_family_mgsa, &c2, 77, &size);
+    test_model_open(e->dev, img, size, &mg_limits, &m2);
+    img = family_image(&nmt_family_mgsa, &c3, 77, &size);
+    test_model_open(e->dev, img, size, &mg_limits, &m3);
 
     nmt_batch src = {srcs, src_lens, NSENT}, tgt = {tgts, tgt_lens, NSENT};
     float a[NSENT], b[NSENT], c[NSENT];
@@ -387,7 +333,7 @@ static void test_syntax_spans(void **state) {
     const uint32_t n2[NSENT] = {2, 0, 4};
     score_with(e, &ms, &src, &tgt, sp2, n2, a);
     assert_memory_equal(a, b, sizeof a);
-    /* 3-gram spans over sentences of 6 and 3 tokens = the ngram:3 model */
+    /* 3-gram spans over sentences of 6 and 3 tokens = the ngram:3 test_model */
     static const int32_t t6[] = {5, 9, 11, 4, 7, 12}, t3[] = {8, 6, 13};
     const int32_t *const src3[2] = {t6, t3};
     const uint32_t len3[2] = {6, 3};
@@ -432,7 +378,7 @@ static void test_syntax_spans(void **state) {
                           desc[] = {{2, 1}, {0, 1}};
     const nmt_span *const bad[4] = {empty, past, overlap, desc};
     const uint32_t nbad[4] = {1, 1, 2, 2};
-    model *both[2] = {&ms, &m2}; /* checked whatever the model */
+    test_model *both[2] = {&ms, &m2}; /* checked whatever the test_model */
     for (int k = 0; k < 4; k++)
         for (int mi = 0; mi < 2; mi++) {
             const nmt_span *const sp[NSENT] = {bad[k], NULL, NULL};
@@ -449,9 +395,9 @@ static void test_syntax_spans(void **state) {
     /* a model without syntax heads ignores valid spans */
     score_with(e, &m2, &src, &tgt, spo, no, c);
     assert_memory_equal(c, b, sizeof c);
-    close_model(&ms);
-    close_model(&m2);
-    close_model(&m3);
+    test_model_close(&ms);
+    test_model_close(&m2);
+    test_model_close(&m3);
 }
 
 int main(void) {

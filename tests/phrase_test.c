@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "family_common.h"
 #include "family_writer.h"
 #include "format_common.h"
 #include "random_model.h"
@@ -50,14 +51,9 @@ static nmt_status ph_cfg(nmt_tf_cfg *c, const char *enc, const char *dec, const 
     return nmt_tf_finish(c, ~0ull, NULL, 0);
 }
 
+/* A random model of `fam`, int8 (every 2-D tensor quantized per row) when q8. */
 static void *write_model(const nmt_family *fam, const nmt_tf_cfg *c, uint64_t seed, int q8, size_t *size) {
-    nmtw_writer *w = nmtw_create();
-    assert_non_null(w);
-    assert_int_equal(nmtw_add_hparams(w, fam, c), NMT_OK);
-    assert_int_equal(nmtw_add_random_tensors(w, fam, c, seed, 1.0f), NMT_OK);
-    void *img;
-    assert_int_equal(nmtw_write_memory(w, &img, size), NMT_OK);
-    nmtw_destroy(w);
+    void *img = family_image(fam, c, seed, size);
     if (!q8) return img;
     size_t out_size;
     void *out = requantize(fam, c, img, *size, 1, &out_size);
@@ -66,27 +62,7 @@ static void *write_model(const nmt_family *fam, const nmt_tf_cfg *c, uint64_t se
     return out;
 }
 
-typedef struct model {
-    void *image, *arena;
-    nmt_session *s;
-} model;
-
-static void open_model(env *e, void *image, size_t size, model *m) {
-    m->image = image;
-    nmt_session_params p = {.model_data = image, .model_size = size,
-                            .limits = {.max_src_len = 9, .max_tgt_len = 7, .max_batch = 4, .max_beam = 3}};
-    size_t bytes;
-    assert_int_equal(nmt_session_arena_size(&p, &bytes, NULL), NMT_OK);
-    m->arena = aligned_alloc(NMT_ARENA_ALIGNMENT, nmt_test_round_up(bytes, NMT_ARENA_ALIGNMENT));
-    nmt_test_assert_ok(e->dev, nmt_session_create(e->dev, &p, m->arena, bytes, &m->s));
-    assert_int_equal(nmt_session_arena_used(m->s), bytes);
-}
-
-static void close_model(model *m) {
-    nmt_session_destroy(m->s);
-    free(m->arena);
-    free(m->image);
-}
+static const nmt_limits ph_limits = {.max_src_len = 9, .max_tgt_len = 7, .max_batch = 4, .max_beam = 3};
 
 #define NSENT 4
 static const int32_t src0[] = {5, 9, 11, 4}, src1[] = {7}, src2[] = {12, 3, 8, 20, 6, 15, 10, 4}, src3[] = {6, 13};
@@ -124,11 +100,10 @@ static void test_score_equals_reference(void **state) {
             for (int i = 0; i < 3; i++) snprintf(c.ph_text[i], NMT_PH_TEXT, "%s", configs[k][i]);
             assert_int_equal(nmt_tf_finish(&c, ~0ull, NULL, 0), NMT_OK);
             size_t size;
-            model m;
+            test_model m;
             void *img = write_model(&nmt_family_phrase, &c, 80 + k, 0, &size);
-            open_model(e, img, size, &m);
-            nmt_file f;
-            assert_int_equal(nmt_file_open(&f, img, size, 1), NMT_OK);
+            test_model_open(e->dev, img, size, &ph_limits, &m);
+            const nmt_file f = m.file;
             float lp[NSENT];
             nmt_test_assert_ok(e->dev, nmt_session_score(m.s, &src, &tgt, lp));
             for (uint32_t i = 0; i < NSENT; i++) {
@@ -137,7 +112,7 @@ static void test_score_equals_reference(void **state) {
                     fail_msg("%s | %s | %s %s-norm sentence %u: %.6f, reference %.6f", configs[k][0], configs[k][1],
                              configs[k][2], norm ? "pre" : "post", i, lp[i], want);
             }
-            close_model(&m);
+            test_model_close(&m);
         }
 }
 
@@ -151,9 +126,9 @@ static void test_incremental_equals_forced(void **state) {
             nmt_tf_cfg c;
             assert_int_equal(ph_cfg(&c, configs[k][0], configs[k][1], configs[k][2]), NMT_OK);
             size_t size;
-            model m;
+            test_model m;
             void *img_ = write_model(&nmt_family_phrase, &c, 60 + k, q8, &size);
-        open_model(e, img_, size, &m);
+        test_model_open(e->dev, img_, size, &ph_limits, &m);
             nmt_model_info info;
             nmt_session_model_info(m.s, &info);
             assert_string_equal(info.arch, "phrase");
@@ -162,29 +137,11 @@ static void test_incremental_equals_forced(void **state) {
                      configs[k][2]);
             assert_string_equal(info.family_config, want);
             nmt_batch src = {srcs, src_lens, NSENT};
-            for (uint32_t beam = 1; beam <= 3; beam += 2) {
-                const nmt_decode_opts opts = {.beam = beam, .max_len = 6};
-                nmt_test_assert_ok(e->dev, nmt_session_translate(m.s, &src, &opts));
-                int32_t toks[NSENT][8];
-                uint32_t lens[NSENT];
-                float incr[NSENT];
-                for (uint32_t i = 0; i < NSENT; i++) {
-                    const int32_t *t;
-                    float score;
-                    nmt_test_assert_ok(e->dev, nmt_session_result(m.s, i, 0, &t, &lens[i], &score, &incr[i]));
-                    assert_true(lens[i] <= 6);
-                    memcpy(toks[i], t, sizeof(int32_t) * lens[i]);
-                }
-                const int32_t *tp[NSENT] = {toks[0], toks[1], toks[2], toks[3]};
-                nmt_batch hyp = {tp, lens, NSENT};
-                float forced[NSENT];
-                nmt_test_assert_ok(e->dev, nmt_session_score(m.s, &src, &hyp, forced));
-                for (uint32_t i = 0; i < NSENT; i++)
-                    if (fabs(incr[i] - forced[i]) > 1e-4 * fmax(1.0, fabs(forced[i])))
-                        fail_msg("%s | %s | %s %s beam %u sentence %u: incremental %.6f, forced %.6f", configs[k][0],
-                                 configs[k][1], configs[k][2], q8 ? "int8" : "fp32", beam, i, incr[i], forced[i]);
-            }
-            close_model(&m);
+            char what[160];
+            snprintf(what, sizeof what, "%s | %s | %s %s", configs[k][0], configs[k][1], configs[k][2],
+                     q8 ? "int8" : "fp32");
+            check_incremental_equals_forced(e->dev, m.s, &src, 3, 2, 6, what);
+            test_model_close(&m);
         }
 }
 
@@ -202,20 +159,20 @@ static void test_unigram_equals_transformer(void **state) {
     nmt_tf_cfg t;
     assert_int_equal(ph_cfg(&t, NULL, NULL, NULL), NMT_OK);
     size_t size;
-    model m;
+    test_model m;
     float base[NSENT], lp[NSENT];
     void *img_ = write_model(&nmt_family_transformer, &t, 5, 0, &size);
-        open_model(e, img_, size, &m);
+        test_model_open(e->dev, img_, size, &ph_limits, &m);
     nmt_test_assert_ok(e->dev, nmt_session_score(m.s, &src, &tgt, base));
-    close_model(&m);
+    test_model_close(&m);
     for (size_t k = 0; k < NMT_ARRAY_LEN(uni); k++) {
         nmt_tf_cfg c;
         assert_int_equal(ph_cfg(&c, uni[k][0], uni[k][1], uni[k][2]), NMT_OK);
         img_ = write_model(&nmt_family_phrase, &c, 5, 0, &size);
-        open_model(e, img_, size, &m);
+        test_model_open(e->dev, img_, size, &ph_limits, &m);
         nmt_test_assert_ok(e->dev, nmt_session_score(m.s, &src, &tgt, lp));
         for (uint32_t i = 0; i < NSENT; i++) assert_float_equal(lp[i], base[i], 1e-4 * fmax(1.0, fabs(base[i])));
-        close_model(&m);
+        test_model_close(&m);
     }
     /* one bigram head in one kind: different scores */
     for (int kind = 0; kind < 3; kind++) {
@@ -224,12 +181,12 @@ static void test_unigram_equals_transformer(void **state) {
         v[kind] = "convkv:homo:31";
         assert_int_equal(ph_cfg(&c, v[0], v[1], v[2]), NMT_OK);
         img_ = write_model(&nmt_family_phrase, &c, 5, 0, &size);
-        open_model(e, img_, size, &m);
+        test_model_open(e->dev, img_, size, &ph_limits, &m);
         nmt_test_assert_ok(e->dev, nmt_session_score(m.s, &src, &tgt, lp));
         int differ = 0;
         for (uint32_t i = 0; i < NSENT; i++) differ |= fabsf(lp[i] - base[i]) > 1e-4f;
         assert_true(differ);
-        close_model(&m);
+        test_model_close(&m);
     }
 }
 

@@ -440,6 +440,18 @@ static void test_bad_input(void **state) {
 
 /* --arch mgsa: a new MG-SA model trains and is written as arch mgsa with
  * its phrase heads; bad MG-SA options are refused with their names. */
+/* nmt-edge-train with `opts` (train_argv) exits with `status`, saying `msg`. */
+static void expect_train_error(const char *dir, const char *src, const char *tgt, char **opts, int status,
+                               const char *msg) {
+    char *argv[80];
+    nmt_test_proc r;
+    train_argv(argv, dir, src, tgt, opts);
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, status);
+    if (strstr(r.err, msg) == NULL) fail_msg("expected '%s' in: %s", msg, r.err);
+    nmt_test_proc_free(&r);
+}
+
 /* --arch phrase: a new interleaved QueryK model trains and exports with
  * its keys and weights (W_o of the interleaved encoder [d, 3d], decoder
  * [d, 2d]); the --ph-* options need --arch phrase; a bad value names it. */
@@ -480,18 +492,9 @@ static void test_phrase(void **state) {
 
     char *no_arch[] = {"--ph-enc", "convkv:homo:11", NULL};
     path_in(dir, sizeof dir, "p-bad");
-    train_argv(argv, dir, src, tgt, no_arch);
-    nmt_test_run(argv, NULL, g_dir, &r);
-    expect_status(&r, 2);
-    assert_non_null(strstr(r.err, "the --ph-* options need --arch phrase"));
-    nmt_test_proc_free(&r);
-
+    expect_train_error(dir, src, tgt, no_arch, 2, "the --ph-* options need --arch phrase");
     char *bad[] = {"--arch", "phrase", "--ph-dec", "queryk:homo:3", "--d-model", "16", "--heads", "2", NULL};
-    train_argv(argv, dir, src, tgt, bad);
-    nmt_test_run(argv, NULL, g_dir, &r);
-    expect_status(&r, 1);
-    assert_non_null(strstr(r.err, "ph_dec 'queryk:homo:3'"));
-    nmt_test_proc_free(&r);
+    expect_train_error(dir, src, tgt, bad, 1, "ph_dec 'queryk:homo:3'");
 }
 
 /* nmt-edge-train attention: the interleaved sub-layers' shares over a
@@ -618,39 +621,16 @@ static void test_mgsa(void **state) {
 
     char *bad_heads[] = {"--arch", "mgsa", "--mg-heads", "word", "--d-model", "16", "--heads", "2", NULL};
     path_in(dir, sizeof dir, "m-bad"); /* m-run holds a run now */
-    train_argv(argv, dir, src, tgt, bad_heads);
-    nmt_test_run(argv, NULL, g_dir, &r);
-    expect_status(&r, 1);
-    assert_non_null(strstr(r.err, "cannot build the mgsa model: the options do not form a valid configuration of mgsa"));
-    nmt_test_proc_free(&r);
-
+    expect_train_error(dir, src, tgt, bad_heads, 1,
+                       "cannot build the mgsa model: the options do not form a valid configuration of mgsa");
     char *bad_rec[] = {"--arch", "mgsa", "--mg-interact", "gru", "--d-model", "16", "--heads", "2", NULL};
-    train_argv(argv, dir, src, tgt, bad_rec);
-    nmt_test_run(argv, NULL, g_dir, &r);
-    expect_status(&r, 1);
-    assert_non_null(strstr(r.err, "cannot build the mgsa model: invalid value for mg-interact"));
-    nmt_test_proc_free(&r);
-
+    expect_train_error(dir, src, tgt, bad_rec, 1, "cannot build the mgsa model: invalid value for mg-interact");
     char *syntax[] = {"--arch", "mgsa", "--mg-heads", "word syntax", "--d-model", "16", "--heads", "2", NULL};
-    train_argv(argv, dir, src, tgt, syntax);
-    nmt_test_run(argv, NULL, g_dir, &r);
-    expect_status(&r, 2);
-    assert_non_null(strstr(r.err, "--mg-heads: syntax heads need the phrase spans of the training corpus"));
-    nmt_test_proc_free(&r);
-
+    expect_train_error(dir, src, tgt, syntax, 2, "--mg-heads: syntax heads need the phrase spans of the training corpus");
     char *no_arch[] = {"--mg-heads", "word word", NULL};
-    train_argv(argv, dir, src, tgt, no_arch);
-    nmt_test_run(argv, NULL, g_dir, &r);
-    expect_status(&r, 2);
-    assert_non_null(strstr(r.err, "the --mg-* options need --arch mgsa"));
-    nmt_test_proc_free(&r);
-
+    expect_train_error(dir, src, tgt, no_arch, 2, "the --mg-* options need --arch mgsa");
     char *bogus[] = {"--arch", "rnn", NULL};
-    train_argv(argv, dir, src, tgt, bogus);
-    nmt_test_run(argv, NULL, g_dir, &r);
-    expect_status(&r, 2);
-    assert_non_null(strstr(r.err, "invalid value 'rnn' for --arch (transformer, mgsa or phrase)"));
-    nmt_test_proc_free(&r);
+    expect_train_error(dir, src, tgt, bogus, 2, "invalid value 'rnn' for --arch (transformer, mgsa or phrase)");
 }
 
 /* ---- issue 21: run ownership, spm_train's reason, bleu's output ----------- */

@@ -1,0 +1,40 @@
+/* family_common.h — helpers shared by the model-family tests (mgsa_test.c,
+ * phrase_test.c): a random model of any family from a configuration
+ * struct, a session over it, and the check that incremental decoding
+ * scores its own results as teacher-forced scoring does.  Every function
+ * fails the running cmocka test on error. */
+#ifndef NMT_FAMILY_COMMON_H
+#define NMT_FAMILY_COMMON_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "family.h"
+#include "nmt_edge.h"
+
+/* A model image of `fam` with cfg's hyper-parameters and seeded random
+ * weights (free() it). */
+void *family_image(const nmt_family *fam, const void *cfg, uint64_t seed, size_t *size);
+
+/* A session over an image (which the model owns from then on) with these
+ * limits; the arena is exactly what nmt_session_arena_size predicts. */
+typedef struct test_model {
+    void *image, *arena;
+    size_t size;
+    nmt_file file;
+    nmt_session *s;
+} test_model;
+void test_model_open(nmt_device *dev, void *image, size_t size, const nmt_limits *lim, test_model *m);
+void test_model_close(test_model *m);
+
+/* For beams 1 .. max_beam (step 1 or 2 as given): translate src with
+ * max_len, then score each first result teacher-forced; the incremental
+ * log-probability must equal the forced score (relative 1e-4).  `what`
+ * names the model in a failure. */
+void check_incremental_equals_forced(nmt_device *dev, nmt_session *s, const nmt_batch *src, uint32_t max_beam,
+                                     uint32_t beam_step, uint32_t max_len, const char *what);
+
+#endif
