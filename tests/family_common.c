@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "family_writer.h"
+#include "session_internal.h"
 #include "test_util.h"
 
 void *family_image(const nmt_family *fam, const void *cfg, uint64_t seed, size_t *size) {
@@ -26,11 +27,13 @@ void test_model_open(nmt_device *dev, void *image, size_t size, const nmt_limits
     assert_int_equal(nmt_file_open(&m->file, image, size, 1), NMT_OK);
     nmt_session_params p = {.model_data = image, .model_size = size, .limits = *lim};
     size_t bytes;
-    assert_int_equal(nmt_session_arena_size(&p, &bytes, NULL), NMT_OK);
+    uint64_t dev_bytes = 0;
+    assert_int_equal(nmt_session_arena_size(&p, &bytes, &dev_bytes), NMT_OK);
     m->arena = aligned_alloc(NMT_ARENA_ALIGNMENT, nmt_test_round_up(bytes, NMT_ARENA_ALIGNMENT));
     assert_non_null(m->arena);
     nmt_test_assert_ok(dev, nmt_session_create(dev, &p, m->arena, bytes, &m->s));
     assert_int_equal(nmt_session_arena_used(m->s), bytes);
+    assert_int_equal(m->s->device_bytes, dev_bytes); /* the prediction is exact on both sides */
 }
 
 void test_model_close(test_model *m) {

@@ -20,7 +20,8 @@
 void *family_image(const nmt_family *fam, const void *cfg, uint64_t seed, size_t *size);
 
 /* A session over an image (which the model owns from then on) with these
- * limits; the arena is exactly what nmt_session_arena_size predicts. */
+ * limits; its arena and device bytes are exactly what
+ * nmt_session_arena_size predicts. */
 typedef struct test_model {
     void *image, *arena;
     size_t size;
