@@ -6,6 +6,7 @@
  * (one full, one empty, one short) with padded strides and offsets; LSTM
  * (chunk 0) and ON-LSTM with chunks of 2 and 1 units. */
 #include "ops_common.h"
+#include "ref_ops.h"
 
 #include "layers.h"
 
@@ -33,16 +34,6 @@ typedef struct lstm_ref {
 
 static double sigm(double v) { return 1.0 / (1.0 + exp(-v)); }
 
-/* cumax(x)[k] = sum_{l <= k} softmax(x)_l over m values. */
-static double cumax(const double *x, uint32_t m, uint32_t k) {
-    double mx = x[0], sum = 0, pre = 0;
-    for (uint32_t l = 1; l < m; l++) mx = fmax(mx, x[l]);
-    for (uint32_t l = 0; l < m; l++) {
-        sum += exp(x[l] - mx);
-        if (l <= k) pre += exp(x[l] - mx);
-    }
-    return pre / sum;
-}
 
 /* out [N_SEQ * T_CAP, H]: h_t for t < counts[b], 0 after.  ON-LSTM
  * (Shen et al. 2019): ft = cumax(master f), it = 1 - cumax(master i) of
@@ -66,7 +57,7 @@ static void ref_lstm(const lstm_ref *p, double *out) {
             for (uint32_t j = 0; j < H; j++) {
                 double f = sigm(z[H + j]), i = sigm(z[j]);
                 if (m) {
-                    const double ft = cumax(z + 4 * H, m, j / p->chunk), it = 1 - cumax(z + 4 * H + m, m, j / p->chunk);
+                    const double ft = ref_cumax(z + 4 * H, m, j / p->chunk), it = 1 - ref_cumax(z + 4 * H + m, m, j / p->chunk);
                     const double w = ft * it;
                     f = f * w + (ft - w);
                     i = i * w + (it - w);

@@ -7,6 +7,7 @@
  * docs/ARCHITECTURES.md, reading weights from a validated .nmt image.  One sentence at a time, no padding, no cache: the
  * independent reference the OpenCL session is compared with. */
 #include "ref_model.h"
+#include "ref_ops.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -124,15 +125,6 @@ static void attend(const rm *m, const double *q, const double *k, const double *
 
 static double sigm(double x) { return 1.0 / (1.0 + exp(-x)); }
 
-static double cumax(const double *x, int n, int k) {
-    double mx = x[0], sum = 0, pre = 0;
-    for (int l = 1; l < n; l++) mx = fmax(mx, x[l]);
-    for (int l = 0; l < n; l++) {
-        sum += exp(x[l] - mx);
-        if (l <= k) pre += exp(x[l] - mx);
-    }
-    return pre / sum;
-}
 
 /* MG-SA's LSTM / ON-LSTM interaction over the M phrase rows of g (in
  * place): z = g_t W_ih^T + b + h_{t-1} W_hh^T, gates i, f, g, o, then
@@ -154,8 +146,8 @@ static void mg_lstm(const rm *m, const char *pre, const char *name, int on, doub
         for (int j = 0; j < d; j++) {
             double f = sigm(z[d + j]), i = sigm(z[j]);
             if (nm) {
-                const double ft = cumax(z + 4 * d, nm, j / m->mg_chunk);
-                const double it = 1 - cumax(z + 4 * d + nm, nm, j / m->mg_chunk), w = ft * it;
+                const double ft = ref_cumax(z + 4 * d, (uint32_t)nm, (uint32_t)(j / m->mg_chunk));
+                const double it = 1 - ref_cumax(z + 4 * d + nm, (uint32_t)nm, (uint32_t)(j / m->mg_chunk)), w = ft * it;
                 f = f * w + ft - w;
                 i = i * w + it - w;
             }

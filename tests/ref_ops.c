@@ -181,3 +181,13 @@ void ref_attention(const ref_attn_args *a) {
     }
     free(p);
 }
+
+double ref_cumax(const double *x, uint32_t n, uint32_t k) {
+    double mx = x[0], sum = 0, pre = 0;
+    for (uint32_t l = 1; l < n; l++) mx = fmax(mx, x[l]);
+    for (uint32_t l = 0; l < n; l++) {
+        sum += exp(x[l] - mx);
+        if (l <= k) pre += exp(x[l] - mx);
+    }
+    return pre / sum;
+}

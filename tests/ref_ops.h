@@ -34,6 +34,9 @@ void ref_gemm_q8(uint32_t M, uint32_t N, uint32_t K, float alpha, const float *A
  * of an odd d. */
 double ref_sinusoid(uint32_t pos, uint32_t c, uint32_t d);
 
+/* ON-LSTM's cumax: sum_{l <= k} softmax(x)_l over the n values of x. */
+double ref_cumax(const double *x, uint32_t n, uint32_t k);
+
 /* out[r,:] = E[tok[r],:] * scale + P(pos0 + r % seq_len, :), rows x d. */
 void ref_embed(const int32_t *tok, uint32_t rows, uint32_t seq_len, uint32_t pos0, const float *E, uint32_t d,
                float scale, float *out);

@@ -13,6 +13,16 @@ static nmt_status lin_bwd(tft_model *m, uint32_t rows, uint32_t out_dim, uint32_
                              dx_beta, GB(m, w.w), GB(m, w.b), 1.0f);
 }
 
+/* The attention backward's q, k, v gradients into the fused q|k|v
+ * gradient buffer `g` (row stride 3d), from column `col` of each block. */
+static void qkv_grads(nmt_attn_bwd_args *ba, nmt_buf g, size_t col, uint32_t d) {
+    ba->dq = nmt_buf_at(g, col);
+    ba->dk = nmt_buf_at(g, d + col);
+    ba->dv = nmt_buf_at(g, 2 * (size_t)d + col);
+    ba->dq_ld = ba->dk_ld = ba->dv_ld = 3 * d;
+    ba->dkv_seq_stride = (uint64_t)ba->fwd.lq * 3 * d;
+}
+
 /* MG-SA self-attention after W_o's backward (m->dctx holds d ctx; df, which
  * may be m->dtmp, is consumed): each head group's attention backward; word
  * heads into the q|k|v gradient, a phrase group's keys/values through its
@@ -33,13 +43,8 @@ static nmt_status bwd_mg(tft_model *m, sub_desc *s, nmt_attn_bwd_args *ba, nmt_b
         tft_mg_group_args(m, s, g, &ba->fwd);
         ba->d_out = nmt_buf_at(m->dctx, col);
         ba->d_out_ld = d;
-        ba->dq = nmt_buf_at(m->dqkv, col);
-        ba->dq_ld = 3 * d;
+        qkv_grads(ba, m->dqkv, col, d); /* a phrase group's k / v gradients go to its memory instead */
         if (gr->n == 0) {
-            ba->dk = nmt_buf_at(m->dqkv, d + col);
-            ba->dv = nmt_buf_at(m->dqkv, 2 * d + col);
-            ba->dk_ld = ba->dv_ld = 3 * d;
-            ba->dkv_seq_stride = (uint64_t)ba->fwd.lq * 3 * d;
             NMT_TRY(nmt_op_attention_bwd(&m->t, ba));
             continue;
         }
@@ -89,11 +94,7 @@ static nmt_status bwd_mg(tft_model *m, sub_desc *s, nmt_attn_bwd_args *ba, nmt_b
         cb.dstats = ba->dstats;
         cb.d_out = m->d_cctx;
         cb.d_out_ld = d;
-        cb.dq = m->d_cqkv;
-        cb.dk = nmt_buf_at(m->d_cqkv, d);
-        cb.dv = nmt_buf_at(m->d_cqkv, 2 * (size_t)d);
-        cb.dq_ld = cb.dk_ld = cb.dv_ld = 3 * d;
-        cb.dkv_seq_stride = (uint64_t)cb.fwd.lq * 3 * d;
+        qkv_grads(&cb, m->d_cqkv, 0, d);
         NMT_TRY(nmt_op_attention_bwd(&m->t, &cb));
         NMT_TRY(nmt_op_axpy(&m->t, m->d_cqkv_sum, m->d_cqkv, rows * 3 * d, 1.0f));
     }
@@ -301,11 +302,7 @@ static nmt_status bwd_f(tft_model *m, sub_desc *s, nmt_buf df, nmt_buf in, uint3
     if (tft_is_mg(m, s)) return bwd_mg(m, s, &ba, in, rows);
     ba.d_out = m->dctx;
     ba.d_out_ld = ld;
-    ba.dq = m->dqkv;
-    ba.dk = nmt_buf_at(m->dqkv, d);
-    ba.dv = nmt_buf_at(m->dqkv, 2 * (size_t)d);
-    ba.dq_ld = ba.dk_ld = ba.dv_ld = 3 * d;
-    ba.dkv_seq_stride = (uint64_t)ba.fwd.lq * 3 * d;
+    qkv_grads(&ba, m->dqkv, 0, d);
     NMT_TRY(nmt_op_attention_bwd(&m->t, &ba));
     return lin_bwd(m, rows, 3 * d, d, in, d, s->w->qkv, m->dqkv, 3 * d, m->dh, d, 0.0f);
 }
