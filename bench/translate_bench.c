@@ -13,6 +13,9 @@
  * Random models stop at different lengths, so decoding rows do different
  * work per model; the "score" row (teacher-forced, every sentence against
  * the same 40-token target, batches of 8) does the same work for all.
+ * --profile (with --versus): then each model's batch-1 beam-1 decoding
+ * once more with the queue drained around every launch, time per kernel
+ * per output token.
  *
  * Not a test: nothing here asserts speed. */
 #define _POSIX_C_SOURCE 200809L
@@ -24,6 +27,7 @@
 #include <unistd.h>
 
 #include "nmt_edge.h"
+#include "kernel_args.h"
 #include "random_model.h"
 
 static double now(void) {
@@ -107,7 +111,7 @@ static double median3(const double *v) {
 /* The --versus table: sess (model `name`) and each file's model, the same
  * configurations, rounds interleaved across the models, median of 3. */
 static void versus(bench *b, nmt_session *sess, const char *name, const char *const *files, int n_vs,
-                   nmt_limits lim, int32_t **toks, const uint32_t *lens, int n_sent) {
+                   nmt_limits lim, int32_t **toks, const uint32_t *lens, int n_sent, int profile) {
     nmt_session *ss[5] = {sess};
     void *arenas[5] = {NULL}, *images[5] = {NULL};
     for (int m = 1; m <= n_vs; m++) {
@@ -171,6 +175,16 @@ static void versus(bench *b, nmt_session *sess, const char *name, const char *co
         printf("  [%d] %.1f tok/s (%.3fx)", m, v, v / base);
     }
     printf("\n");
+    for (int m = 0; profile && m <= n_vs; m++) { /* where a model's decoding time goes */
+        uint64_t out = 0;
+        nmt_kernel_profile_enable(1);
+        run_config(ss[m], toks, lens, n_sent, 1, 1, &out);
+        nmt_kernel_profile_enable(0);
+        printf("\nper-kernel profile of model %d, batch 1 beam 1, per output token (%llu tokens; queue drained "
+               "around each launch):\n",
+               m, (unsigned long long)out);
+        nmt_kernel_profile_print(stdout, out ? 1.0 / (double)out : 1.0);
+    }
     for (int m = 1; m <= n_vs; m++) {
         nmt_session_destroy(ss[m]);
         free(arenas[m]);
@@ -182,16 +196,17 @@ int main(int argc, char **argv) {
     const char *spec = getenv("NMT_EDGE_DEVICE");
     int n_sent = 32;
     const char *which = "test", *model_file = NULL, *vs_files[4];
-    int n_vs = 0;
+    int n_vs = 0, profile = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--device") && i + 1 < argc) spec = argv[++i];
         else if (!strcmp(argv[i], "--sentences") && i + 1 < argc) n_sent = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--model") && i + 1 < argc) which = argv[++i];
         else if (!strcmp(argv[i], "--model-file") && i + 1 < argc) which = model_file = argv[++i];
         else if (!strcmp(argv[i], "--versus") && i + 1 < argc && n_vs < 4) vs_files[n_vs++] = argv[++i];
+        else if (!strcmp(argv[i], "--profile")) profile = 1;
         else {
             fprintf(stderr, "usage: translate_bench [--device SPEC] [--sentences N] [--model test|small | --model-file FILE]"
-                            " [--versus FILE]... (up to 4)\n");
+                            " [--versus FILE]... (up to 4) [--profile]\n");
             return 2;
         }
     }
@@ -298,7 +313,7 @@ int main(int argc, char **argv) {
     }
     printf("(%d sentences, %llu source tokens, max 40 output tokens each)\n", n_sent,
            (unsigned long long)src_tokens);
-    if (n_vs > 0) versus(&b, sess, which, vs_files, n_vs, lim, toks, lens, n_sent);
+    if (n_vs > 0) versus(&b, sess, which, vs_files, n_vs, lim, toks, lens, n_sent, profile);
     nmt_session_destroy(sess);
     nmt_device_close(b.dev);
     free(arena);
