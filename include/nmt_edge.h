@@ -379,6 +379,13 @@ typedef struct nmt_decode_opts {
     int alpha_set;        /**< nonzero: use `alpha` even if it is 0 */
     uint32_t max_len;     /**< max target tokens excluding EOS; 0 = src_len + 50 (capped by limits) */
     uint32_t n_best;      /**< hypotheses returned per sentence; default 1, <= beam */
+    uint32_t min_len;     /**< no EOS before this many target tokens (a sentence's
+                               max_len still ends it); default 0 */
+    uint32_t no_repeat_ngram; /**< > 0: no n-gram of this many tokens appears twice in a
+                               hypothesis; default 0 (off) */
+    float max_len_a, max_len_b; /**< when max_len is 0 and either is > 0: a sentence's max
+                               target tokens = a * its source tokens + b (capped by the
+                               limits); default off (source tokens + 50) */
 } nmt_decode_opts;
 
 /** A batch of source sentences given as token ids (no BOS; the runtime

@@ -26,6 +26,7 @@ nmt_status nmt_beam_plan(nmt_beam *b, nmt_arena *a, uint32_t max_batch, uint32_t
     b->cand_score = NMT_ARENA_NEW(a, float, 2 * (size_t)max_beam);
     b->cand_row = NMT_ARENA_NEW(a, int32_t, 2 * (size_t)max_beam);
     b->cand_tok = NMT_ARENA_NEW(a, int32_t, 2 * (size_t)max_beam);
+    b->banned = NMT_ARENA_NEW(a, int32_t, max_steps);
     NMT_CHECK(!a->failed, NMT_ERR_ARENA_TOO_SMALL);
     if (!nmt_arena_measuring(a))
         for (size_t i = 0; i < rows; i++) b->fin[i].tokens = fin_tokens + i * max_steps;
@@ -41,6 +42,7 @@ nmt_status nmt_beam_start(nmt_beam *b, uint32_t n, uint32_t K, uint32_t V, uint3
     b->V = V;
     b->eos = eos;
     b->alpha = alpha;
+    b->min_len = b->no_repeat = 0;
     for (uint32_t i = 0; i < n; i++) {
         NMT_CHECK(max_len[i] < b->max_steps, NMT_ERR_LIMIT_EXCEEDED);
         b->max_len[i] = max_len[i];
@@ -58,6 +60,30 @@ nmt_status nmt_beam_start(nmt_beam *b, uint32_t n, uint32_t K, uint32_t V, uint3
 
 static float length_penalty(float alpha, uint32_t len) {
     return alpha == 0.0f ? 1.0f : powf((5.0f + (float)len) / 6.0f, alpha);
+}
+
+void nmt_beam_constrain(nmt_beam *b, uint32_t min_len, uint32_t no_repeat) {
+    b->min_len = min_len;
+    b->no_repeat = no_repeat;
+}
+
+/* The tokens that would repeat an n-gram of size n = b->no_repeat in the
+ * t tokens h of a hypothesis: the token after every earlier occurrence of
+ * its last n - 1 tokens (n = 1: every token it has).  Into b->banned;
+ * returns their count. */
+static uint32_t banned_tokens(nmt_beam *b, const int32_t *h, uint32_t t) {
+    const uint32_t n = b->no_repeat;
+    uint32_t nb = 0;
+    if (n == 0 || t + 1 < n) return 0;
+    for (uint32_t i = 0; i + n <= t; i++) /* the n-gram h[i .. i + n - 1] is already there */
+        if (n == 1 || memcmp(h + i, h + t - (n - 1), sizeof(int32_t) * (n - 1)) == 0) b->banned[nb++] = h[i + n - 1];
+    return nb;
+}
+
+static int is_banned(const nmt_beam *b, uint32_t nb, int32_t v) {
+    for (uint32_t i = 0; i < nb; i++)
+        if (b->banned[i] == v) return 1;
+    return 0;
 }
 
 /* Insert (score, row, tok) into the descending candidate list of size cap;
@@ -123,12 +149,20 @@ int nmt_beam_advance(nmt_beam *b, uint32_t t, const float *logprobs) {
                 cand_insert(b, &nc, cap, b->score[r] + lp[b->eos], (int32_t)r, (int32_t)b->eos);
                 continue;
             }
+            const uint32_t nb = banned_tokens(b, b->hist + (size_t)r * M, t);
+            const int no_eos = t < b->min_len;
             for (uint32_t v = 0; v < V; v++) {
                 float sc = b->score[r] + lp[v];
                 if (nc == cap && !(sc > b->cand_score[cap - 1])) continue;
+                if (!(sc > -INFINITY) || (no_eos && v == b->eos) || (nb && is_banned(b, nb, (int32_t)v))) continue;
                 cand_insert(b, &nc, cap, sc, (int32_t)r, (int32_t)v);
             }
         }
+        if (nc == 0) /* the constraints left no continuation: end the live rows here */
+            for (uint32_t k = 0; k < K; k++)
+                if (b->score[r0 + k] > -INFINITY)
+                    cand_insert(b, &nc, cap, b->score[r0 + k] + logprobs[(size_t)(r0 + k) * V + b->eos],
+                                (int32_t)(r0 + k), (int32_t)b->eos);
         uint32_t alive = 0;
         for (uint32_t i = 0; i < nc && alive < K; i++) {
             const int32_t row = b->cand_row[i], tok = b->cand_tok[i];

@@ -9,7 +9,10 @@
  * done when K hypotheses are finished; at its length limit only EOS is
  * allowed.  Finished hypotheses are ranked by the GNMT length penalty:
  * score = logprob / ((5 + len) / 6)^alpha, len counting EOS.  K = 1 is
- * exactly greedy decoding. */
+ * exactly greedy decoding.  Constraints (nmt_beam_constrain): no EOS before
+ * min_len tokens (unless the length limit forces it), and no continuation
+ * that would make an n-gram of size no_repeat appear twice in its
+ * hypothesis (fairseq's --no-repeat-ngram-size). */
 #ifndef NMT_BEAM_H
 #define NMT_BEAM_H
 
@@ -35,6 +38,8 @@ typedef struct nmt_beam {
     int32_t *next_tok;   /* (n*K) decoder input of the next step */
     int32_t *back;       /* (n*K) row each new row continues */
     uint32_t *max_len;   /* (n) tokens allowed before the forced EOS */
+    uint32_t min_len, no_repeat; /* constraints (0: none) */
+    int32_t *banned;     /* (max_steps) scratch: the tokens a row may not take next */
     uint8_t *done;       /* (n) */
     uint32_t *n_fin;     /* (n) finished hypotheses */
     nmt_hyp *fin;        /* (n, K) finished hypotheses, sorted at the end */
@@ -52,6 +57,9 @@ nmt_status nmt_beam_plan(nmt_beam *b, nmt_arena *a, uint32_t max_batch, uint32_t
  * before EOS is forced (< max_steps).  Rows' first input is `bos`. */
 nmt_status nmt_beam_start(nmt_beam *b, uint32_t n, uint32_t K, uint32_t V, uint32_t eos,
                           uint32_t bos, float alpha, const uint32_t *max_len);
+
+/* Constraints of the search just started (both 0 after nmt_beam_start). */
+void nmt_beam_constrain(nmt_beam *b, uint32_t min_len, uint32_t no_repeat);
 
 /* Consume step t's log-probabilities (n*K rows of V).  Fills next_tok and
  * back.  Returns 1 when every sentence is done (results then sorted). */

@@ -50,6 +50,9 @@ typedef struct cli_opts {
     int skip_long;  /* translate, score: over-long sentences give empty lines */
     int with_score; /* translate: "SCORE ||| " before each translation */
     const char *input, *output; /* -i / -o FILE, NULL: standard input / output */
+    long min_len, no_repeat_ngram;  /* translate: decoding constraints (0: none) */
+    const char *max_len_ratio;      /* translate: "A,B", parsed into max_len_a / max_len_b */
+    double max_len_a, max_len_b;
 } cli_opts;
 
 /* A device and a session with the memory the program owns for them. */

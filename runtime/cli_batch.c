@@ -430,7 +430,9 @@ int cmd_translate(const cli_opts *o) {
                  .what = "translation failed", .rt = &rt, .blank_skipped = o->n_best == 1},
         .rt = &rt,
         .dopts = {.beam = (uint32_t)o->beam, .alpha = (float)o->alpha, .alpha_set = 1,
-                  .max_len = (uint32_t)o->max_len, .n_best = (uint32_t)o->n_best},
+                  .max_len = (uint32_t)o->max_len, .n_best = (uint32_t)o->n_best,
+                  .min_len = (uint32_t)o->min_len, .no_repeat_ngram = (uint32_t)o->no_repeat_ngram,
+                  .max_len_a = (float)o->max_len_a, .max_len_b = (float)o->max_len_b},
         .with_score = o->with_score,
     };
     int rc = batch_open(&t.base, o);

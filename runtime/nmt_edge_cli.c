@@ -103,6 +103,13 @@ static const opt_spec OPTIONS[] = {
      "length penalty exponent, ((5+len)/6)^A (default 0.6)"},
     {"max-len", OPT_LONG, OFF(max_len), 0, CLI_MAX_TOKENS, C_MODEL, "N",
      "max target tokens without end-of-sentence, 0 = source length + 50 (default 0, at most 8192)"},
+    {"min-len", OPT_LONG, OFF(min_len), 0, CLI_MAX_TOKENS, C_TRANSLATE, "N",
+     "no end-of-sentence before N target tokens (a sentence's max length still ends it; default 0)"},
+    {"max-len-ratio", OPT_STRING, OFF(max_len_ratio), 0, 0, C_TRANSLATE, "A,B",
+     "without --max-len: max target tokens = A * source tokens + B, capped by the session "
+     "(default: source tokens + 50)"},
+    {"no-repeat-ngram", OPT_LONG, OFF(no_repeat_ngram), 0, 64, C_TRANSLATE, "N",
+     "no n-gram of N tokens twice in a translation, 0 = off (default 0)"},
     {"skip-long", OPT_FLAG, OFF(skip_long), 0, 0, C_TRANSLATE | C_SCORE, NULL,
      "a sentence over the limits gives an empty output line and a warning instead of stopping"},
     {"with-score", OPT_FLAG, OFF(with_score), 0, 0, C_TRANSLATE, NULL,
@@ -508,6 +515,8 @@ static void print_main_help(void) {
            "  --help       show this help\n  --version    show the version\n");
 }
 
+static int parse_len_ratio(const command *cmd, cli_opts *o);
+
 static int check_combination(const command *cmd, const cli_opts *o) {
     if ((cmd->bit & C_MODEL) && o->model == NULL)
         return usage_error(cmd, "--model FILE is required");
@@ -517,6 +526,25 @@ static int check_combination(const command *cmd, const cli_opts *o) {
         return usage_error(cmd, "--target needs --model");
     if (o->n_best > o->beam)
         return usage_error(cmd, "--n-best %ld is larger than --beam %ld", o->n_best, o->beam);
+    return 0;
+}
+
+/* --max-len-ratio A,B into o->max_len_a / max_len_b: two numbers in [0, 1000]. */
+static int parse_len_ratio(const command *cmd, cli_opts *o) {
+    if (o->max_len_ratio == NULL) return 0;
+    char *end = NULL;
+    const double a = strtod(o->max_len_ratio, &end);
+    double b = -1;
+    if (end != o->max_len_ratio && *end == ',') {
+        const char *p = end + 1;
+        b = strtod(p, &end);
+        if (end == p || *end) b = -1;
+    }
+    if (!(a >= 0 && a <= 1000 && b >= 0 && b <= 1000))
+        return usage_error(cmd, "--max-len-ratio '%s': expected A,B, two numbers from 0 to 1000 (e.g. 1.5,10)",
+                           o->max_len_ratio);
+    o->max_len_a = a;
+    o->max_len_b = b;
     return 0;
 }
 
@@ -544,6 +572,6 @@ int main(int argc, char **argv) {
         print_command_help(cmd);
         return 0;
     }
-    if ((rc = check_combination(cmd, &o)) != 0) return rc;
+    if ((rc = check_combination(cmd, &o)) != 0 || (rc = parse_len_ratio(cmd, &o)) != 0) return rc;
     return cmd->run(&o);
 }

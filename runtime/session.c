@@ -389,6 +389,10 @@ nmt_status nmt_session_translate(nmt_session *s, const nmt_batch *src, const nmt
     const uint32_t n_best = opts->n_best ? opts->n_best : 1;
     float alpha = (opts->alpha_set || opts->alpha != 0.0f) ? opts->alpha : NMT_DEFAULT_ALPHA;
     NMT_CHECK(isfinite(alpha), NMT_ERR_INVALID_ARGUMENT);
+    NMT_CHECK(isfinite(opts->max_len_a) && isfinite(opts->max_len_b) && opts->max_len_a >= 0 &&
+                  opts->max_len_b >= 0,
+              NMT_ERR_INVALID_ARGUMENT);
+    const int ratio = opts->max_len == 0 && (opts->max_len_a > 0 || opts->max_len_b > 0);
     if (alpha < 0) alpha = 0;
     NMT_CHECK(K <= s->limits.max_beam && n_best <= K, NMT_ERR_LIMIT_EXCEEDED);
     s->n_results = 0;
@@ -400,13 +404,17 @@ nmt_status nmt_session_translate(nmt_session *s, const nmt_batch *src, const nmt
     uint32_t steps = 0;
     for (uint32_t i = 0; i < src->n; i++) {
         /* an empty source translates to an empty target: EOS is forced at once */
-        uint32_t m = src->lens[i] == 0 ? 0 : opts->max_len ? opts->max_len : src->lens[i] + NMT_EXTRA_TGT;
+        uint32_t m = src->lens[i] + NMT_EXTRA_TGT;
+        if (opts->max_len) m = opts->max_len;
+        else if (ratio) m = (uint32_t)fminf(opts->max_len_a * (float)src->lens[i] + opts->max_len_b, 1e9f);
+        if (src->lens[i] == 0) m = 0;
         s->h_max_len[i] = NMT_MIN(m, s->limits.max_tgt_len);
         steps = NMT_MAX(steps, s->h_max_len[i] + 1);
     }
     nmt_beam *b = &s->beam;
     NMT_TRY(nmt_beam_start(b, src->n, K, s->info.tgt_vocab, s->info.eos_id, s->info.bos_id, alpha,
                            s->h_max_len));
+    nmt_beam_constrain(b, opts->min_len, opts->no_repeat_ngram);
     const uint32_t rows = src->n * K;
     for (uint32_t t = 0; t < steps; t++) {
         NMT_TRY(upload_ints(s, s->io.step_tok, b->next_tok, rows));

@@ -199,6 +199,149 @@ static void test_start_rejects_bad_limits(void **state) {
     destroy(f);
 }
 
+/* Run with constraints (min_len, no_repeat) after nmt_beam_start. */
+static void run_constrained(fixture *f, uint32_t K, uint32_t max_len, uint32_t min_len, uint32_t no_repeat,
+                            dist_fn d) {
+    nmt_beam *b = &f->b;
+    uint32_t ml[1] = {max_len};
+    assert_int_equal(nmt_beam_start(b, 1, K, V, EOS, PAD, 0.0f, ml), NMT_OK);
+    nmt_beam_constrain(b, min_len, no_repeat);
+    for (uint32_t t = 0; t < b->max_steps; t++) {
+        for (uint32_t r = 0; r < K; r++) {
+            double p[V];
+            d(b->hist + (size_t)r * b->max_steps, t, p);
+            for (int v = 0; v < V; v++) f->lp[r * V + v] = p[v] > 0 ? (float)log(p[v]) : -INFINITY;
+        }
+        if (nmt_beam_advance(b, t, f->lp)) return;
+    }
+    fail_msg("search did not finish within max_steps");
+}
+
+/* min_len: greedy A, then EOS (0.4) is refused at step 1 and the tie
+ * A / B (0.3) goes to the lower id; at step 2 EOS is allowed. */
+static void test_min_len(void **state) {
+    (void)state;
+    fixture *f = make(1, 4, 8);
+    run_constrained(f, 1, 6, 2, 0, toy_dist);
+    static const int32_t a[] = {A, A};
+    expect_hyp(&f->b, 0, 0, a, 2, 0.5 * 0.3 * 0.4, 0.0f);
+    /* the length limit wins over min_len: EOS forced at max_len 1 */
+    run_constrained(f, 1, 1, 5, 0, toy_dist);
+    static const int32_t b1[] = {A};
+    expect_hyp(&f->b, 0, 0, b1, 1, 0.5 * 0.4, 0.0f);
+    destroy(f);
+}
+
+/* no_repeat: long_dist wants A A A ...; bigrams: A A, then A again would
+ * repeat "A A", so B (tied with EOS, lower id), then EOS; unigrams: A, B
+ * (A used), then only EOS is left. */
+static void test_no_repeat_ngram(void **state) {
+    (void)state;
+    fixture *f = make(1, 4, 8);
+    run_constrained(f, 1, 6, 0, 2, long_dist);
+    static const int32_t two[] = {A, A, B};
+    expect_hyp(&f->b, 0, 0, two, 3, 0.9 * 0.9 * 0.05 * 0.75, 0.0f);
+    run_constrained(f, 1, 6, 0, 1, long_dist);
+    static const int32_t one[] = {A, B};
+    expect_hyp(&f->b, 0, 0, one, 2, 0.9 * 0.05 * 0.05, 0.0f);
+    destroy(f);
+}
+
+/* Only A is possible and both constraints forbid everything after it:
+ * the hypothesis ends there (EOS allowed as the last resort). */
+static void only_a(const int32_t *prefix, uint32_t t, double *p) {
+    (void)prefix;
+    (void)t;
+    p[PAD] = p[B] = p[EOS] = 0.0;
+    p[A] = 1.0;
+}
+
+static void test_constraints_leave_nothing(void **state) {
+    (void)state;
+    fixture *f = make(1, 2, 8);
+    run_constrained(f, 2, 6, 4, 1, only_a);
+    const nmt_hyp *h = nmt_beam_result(&f->b, 0, 0);
+    assert_non_null(h);
+    assert_int_equal(h->len, 1);
+    assert_int_equal(h->tokens[0], A);
+    destroy(f);
+}
+
+/* Random first-order tables (the next token depends on the last one): greedy
+ * with constraints equals a naive greedy with the same rules, and beam 3's
+ * finished hypotheses all obey them. */
+static double g_table[V + 1][V];
+static void table_dist(const int32_t *prefix, uint32_t t, double *p) {
+    const int last = t == 0 ? V : prefix[t - 1];
+    for (int v = 0; v < V; v++) p[v] = g_table[last][v];
+}
+
+static int repeats(const int32_t *h, uint32_t len, uint32_t n) {
+    for (uint32_t i = 0; i + n <= len; i++)
+        for (uint32_t j = i + 1; j + n <= len; j++)
+            if (memcmp(h + i, h + j, sizeof(int32_t) * n) == 0) return 1;
+    return 0;
+}
+
+static void test_constraints_against_naive(void **state) {
+    (void)state;
+    fixture *f = make(1, 3, 12);
+    uint64_t seed = 12345;
+    for (int trial = 0; trial < 200; trial++) {
+        for (int a = 0; a <= V; a++) {
+            double sum = 0;
+            for (int v = 0; v < V; v++) {
+                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                g_table[a][v] = v == PAD ? 0.0 : 0.05 + (double)(seed >> 40) / (double)(1ull << 24);
+                sum += g_table[a][v];
+            }
+            for (int v = 0; v < V; v++) g_table[a][v] /= sum;
+        }
+        const uint32_t max_len = 3 + (uint32_t)(trial % 6), min_len = (uint32_t)(trial % 4),
+                       no_repeat = (uint32_t)(trial % 3);
+        run_constrained(f, 1, max_len, min_len, no_repeat, table_dist);
+        /* naive greedy: the best allowed token each step, lowest id on ties */
+        int32_t want[16];
+        uint32_t len = 0;
+        double lp = 0;
+        for (uint32_t t = 0;; t++) {
+            double p[V];
+            table_dist(want, t, p);
+            int best = -1;
+            for (int v = 0; v < V; v++) {
+                if (p[v] <= 0 || (t < min_len && t < max_len && v == EOS) || (t >= max_len && v != EOS)) continue;
+                int banned = 0;
+                if (no_repeat && t + 1 >= no_repeat && v != EOS) {
+                    want[t] = v;
+                    banned = repeats(want, t + 1, no_repeat);
+                }
+                if (!banned && (best < 0 || (float)log(p[v]) > (float)log(p[best]))) best = v;
+            }
+            if (best < 0) best = EOS; /* nothing allowed: end here */
+            lp += (float)log(p[best]);
+            if (best == EOS) break;
+            want[len++] = best;
+        }
+        const nmt_hyp *h = nmt_beam_result(&f->b, 0, 0);
+        assert_non_null(h);
+        assert_int_equal(h->len, len);
+        assert_memory_equal(h->tokens, want, sizeof(int32_t) * len);
+        assert_float_equal(h->logprob, lp, 1e-4);
+        run_constrained(f, 3, max_len, min_len, no_repeat, table_dist);
+        for (uint32_t r = 0; r < nmt_beam_n_results(&f->b, 0); r++) {
+            h = nmt_beam_result(&f->b, 0, r);
+            if (no_repeat) assert_false(repeats(h->tokens, h->len, no_repeat));
+            /* shorter than min_len only when the constraints leave nothing else:
+             * with unigrams banned, A and B (PAD has p = 0) give 2 tokens at most */
+            uint32_t reach = min_len < max_len ? min_len : max_len;
+            if (no_repeat == 1 && reach > 2) reach = 2;
+            assert_true(h->len >= reach);
+            assert_true(h->len <= max_len);
+        }
+    }
+    destroy(f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_greedy_takes_local_best),
@@ -208,6 +351,10 @@ int main(void) {
         cmocka_unit_test(test_max_len_forces_eos),
         cmocka_unit_test(test_batch_sentences_are_independent),
         cmocka_unit_test(test_start_rejects_bad_limits),
+        cmocka_unit_test(test_min_len),
+        cmocka_unit_test(test_no_repeat_ngram),
+        cmocka_unit_test(test_constraints_leave_nothing),
+        cmocka_unit_test(test_constraints_against_naive),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

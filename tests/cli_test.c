@@ -182,6 +182,11 @@ static void test_usage_errors(void **state) {
     expect_usage_error("1\n", "translate", "stray", NULL);
     expect_usage_error("1\n", "translate", NULL); /* --model missing */
     expect_usage_error("1\n", "score", "--model", g_model, "--n-best", "2", NULL);
+    expect_usage_error("1\n", "translate", "--model", g_model, "--max-len-ratio", "1.5", NULL);
+    expect_usage_error("1\n", "translate", "--model", g_model, "--max-len-ratio", "1,-2", NULL);
+    expect_usage_error("1\n", "translate", "--model", g_model, "--max-len-ratio", "a,b", NULL);
+    expect_usage_error("1\n", "translate", "--model", g_model, "--no-repeat-ngram", "65", NULL);
+    expect_usage_error("1\n", "score", "--model", g_model, "--min-len", "2", NULL);
     expect_usage_error(NULL, "frobnicate", NULL);
     expect_usage_error(NULL, NULL);
 }
@@ -260,6 +265,58 @@ static void test_greedy_matches_library(void **state) {
     lib_close(&L);
     free_result(&a);
     free_result(&b);
+}
+
+/* The decoding constraints: --min-len, --no-repeat-ngram and
+ * --max-len-ratio change the CLI's output as the library's options do,
+ * and the outputs obey them (the random model repeats tokens freely). */
+static void test_decoding_constraints(void **state) {
+    (void)state;
+    const char *in = join_sents("\n");
+    static const char *const opts[][4] = {{"--min-len", "9", NULL, NULL},
+                                          {"--no-repeat-ngram", "1", NULL, NULL},
+                                          {"--no-repeat-ngram", "2", "--min-len", "6"},
+                                          {"--max-len-ratio", "0.5,1", NULL, NULL}};
+    for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++) {
+        run_result r;
+        run_cli(&r, in, "translate", "--model", g_model, "--beam", "2", opts[k][0], opts[k][1], opts[k][2],
+                opts[k][3], NULL);
+        expect_status(&r, 0);
+        char *lines[MAX_LINES];
+        assert_int_equal(split_lines(&r, lines, MAX_LINES), N_SENTS);
+        lib L;
+        lib_open(&L, 8, 2);
+        ids_batch ib;
+        ids_batch_fill(&ib, SENTS, N_SENTS);
+        nmt_decode_opts o = {.beam = 2, .alpha = 0.6f, .alpha_set = 1};
+        if (k == 0) o.min_len = 9;
+        if (k == 1) o.no_repeat_ngram = 1;
+        if (k == 2) o.no_repeat_ngram = 2, o.min_len = 6;
+        if (k == 3) o.max_len_a = 0.5f, o.max_len_b = 1.0f;
+        assert_int_equal(nmt_session_translate(L.s, &ib.b, &o), NMT_OK);
+        for (uint32_t i = 0; i < N_SENTS; i++) {
+            const int32_t *t;
+            uint32_t len;
+            assert_int_equal(nmt_session_result(L.s, i, 0, &t, &len, NULL, NULL), NMT_OK);
+            char want[1024] = "";
+            for (uint32_t j = 0; j < len; j++) {
+                char num[16];
+                snprintf(num, sizeof num, j ? " %d" : "%d", (int)t[j]);
+                strcat(want, num);
+            }
+            assert_string_equal(lines[i], want);
+            uint32_t src_len = 1;
+            for (const char *c = SENTS[i]; *c; c++) src_len += *c == ' ';
+            if (k == 0 || k == 2) assert_true(len >= o.min_len);
+            if (k == 3) assert_true(len <= (uint32_t)(0.5f * (float)src_len + 1.0f));
+            const uint32_t n = o.no_repeat_ngram;
+            for (uint32_t a = 0; n && a + n <= len; a++)
+                for (uint32_t b = a + 1; b + n <= len; b++)
+                    assert_true(memcmp(t + a, t + b, sizeof(int32_t) * n) != 0);
+        }
+        lib_close(&L);
+        free_result(&r);
+    }
 }
 
 static void test_nbest(void **state) {
@@ -629,6 +686,7 @@ int main(void) {
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_translate_lines),
         cmocka_unit_test(test_greedy_matches_library),
+        cmocka_unit_test(test_decoding_constraints),
         cmocka_unit_test(test_nbest),
         cmocka_unit_test(test_score),
         cmocka_unit_test(test_missing_model),
