@@ -74,7 +74,9 @@ __kernel void xent(__global const float *X, const ulong x_off, const uint ld, co
     }
     red_m[lid] = m;
     red_x[lid] = sx;
-    barrier(CLK_LOCAL_MEM_FENCE);
+    /* the global fence orders everyone's read of x[t] before the write of
+     * dx[t] when dx aliases x (a local fence alone does not: Oclgrind) */
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     for (uint w = lsz / 2; w > 0; w >>= 1) {
         if (lid < w) {
             red_m[lid] = fmax(red_m[lid], red_m[lid + w]);

@@ -299,7 +299,12 @@ static void test_attention_arguments(void **state) {
     a.group = 1;
     a.n_heads = 1;
     a.d_head = 4;
-    a.q = a.k = a.v = a.scores = a.stats = a.out = B(m, 0);
+    /* q, k and v share rows (read only); scores, stats and the output each
+     * have their own part of the buffer (no work-item writes what another reads) */
+    a.q = a.k = a.v = B(m, 0);
+    a.scores = B(m, 16);
+    a.stats = B(m, 24);
+    a.out = B(m, 32);
     a.q_ld = a.k_ld = a.v_ld = a.out_ld = 4;
     a.key_len_const = 2;
     a.n_branches = 1;

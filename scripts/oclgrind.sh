@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# oclgrind.sh — every kernel under Oclgrind (issue 19): the kernel and
+# gradient tests, and the Transformer session tests, run on Oclgrind's
+# simulated device with out-of-bounds and data-race checking; any report
+# fails the run.  (Its --uninitialized plugin aborts on LLVM's `freeze`
+# instruction, which the kernels compile to, so it is not used.)
+#   bash scripts/oclgrind.sh [BUILD_DIR]   (default build; built first)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+bash scripts/setup.sh
+if ! command -v oclgrind > /dev/null; then
+  sudo_cmd=()
+  [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends oclgrind
+fi
+cmake -S . -B "$build" -DNMT_WERROR=ON > /dev/null
+cmake --build "$build" -j"$(nproc)"
+tests=(kernels_test kernels_gemm_test kernels_attn_test kernels_phrase_test kernels_rec_test
+       grad_test grad_attn_test grad_exact_test session_test)
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+fail=0
+for t in "${tests[@]}"; do
+  t0=$SECONDS
+  # the kernel cache would hand Oclgrind PoCL's binaries: none here
+  if ! NMT_EDGE_DEVICE=oclgrind NMT_EDGE_CACHE_DIR= oclgrind --data-races "$build/tests/$t" > "$log" 2>&1; then
+    echo "oclgrind: $t failed:"; tail -40 "$log"; fail=1; continue
+  fi
+  reports=$(grep -c $'^\tKernel: ' "$log" || true)
+  if [[ $reports -gt 0 ]]; then
+    echo "oclgrind: $t: $reports reports, the first:"; grep -m1 -B3 -A12 $'^\tKernel: ' "$log"; fail=1
+  else
+    echo "oclgrind: $t clean in $((SECONDS - t0)) s"
+  fi
+done
+exit $fail
