@@ -193,7 +193,7 @@ const nmt_family *nmt_family_at(uint32_t i);
  * is missing or names no family (f->why says which and lists the known). */
 nmt_status nmt_family_of(const nmt_file *f, const nmt_family **out);
 
-/* The registered arch names, "transformer, mgsa", into buf[cap]. */
+/* The registered arch names, "transformer, mgsa, phrase", into buf[cap]. */
 void nmt_family_names(char *buf, size_t cap);
 
 /* Read every hyper-parameter of `fam` from f into cfg (cfg_size bytes,
