@@ -1,12 +1,13 @@
 /* nmt_edge_train.c — `nmt-edge-train`: trains a model of any family with a
- * trainer record (train/train_model.h; Transformer/HySAN today:
- * families/transformer/tf_train.c) on the runtime's own kernels, with token
- * batches from
- * length buckets (train/data.c), Adam with a warm-up schedule, gradient
+ * trainer record (train/train_model.h; the Transformer, HySAN, MG-SA and
+ * phrase attention: families/transformer/tf_train.c) on the runtime's own
+ * kernels, with token batches from length buckets (train/data.c), Adam with a warm-up schedule, gradient
  * clipping and accumulation, dev loss and BLEU (decoded with the runtime's
  * beam search), atomic checkpoints and bit-exact --resume
  * (train/checkpoint.c), a live progress line, a JSON-lines log and an SVG
- * plot (train/plot.c).  docs/TRAINING.md is the user's guide. */
+ * plot (train/plot.c).  The device and tokenizer come from
+ * train/cli/train_env.c, the other commands (plot, bleu, attention) are in
+ * train/cli/train_cmds.c.  docs/TRAINING.md is the user's guide. */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -31,11 +32,10 @@
 #include "nmt_writer.h"
 #include "plot.h"
 #include "random_model.h"
-#include "tool_env.h"
-#include "tool_file.h"
-#include "tool_out.h"
 #include "schedule.h"
 #include "train_model.h"
+#include "train_cmds.h"
+#include "train_env.h"
 #include "train_opts.h"
 
 #define PROG TRAIN_PROG
@@ -55,20 +55,6 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* The whole of `path` (tool_file.h: regular files only).  NULL with errno
- * set on failure; a refusal errno cannot say (a device, a pipe) is printed
- * here, the caller adds the errno line. */
-static void *slurp(const char *path, size_t *size) {
-    char why[NMT_TOOL_WHY_BYTES];
-    void *buf = nmt_tool_read_file(path, 0, size, why, sizeof why);
-    if (buf == NULL && (errno == ENODEV || errno == EFBIG)) {
-        int e = errno;
-        fprintf(stderr, PROG ": %s\n", why);
-        errno = e;
-    }
-    return buf;
-}
-
 static int mkdir_p(const char *path) {
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp) return -1;
@@ -80,11 +66,6 @@ static int mkdir_p(const char *path) {
     }
     if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return -1;
     return 0;
-}
-
-static int fail_status(const char *what, nmt_status st) {
-    fprintf(stderr, PROG ": %s: %s\n", what, nmt_status_str(st));
-    return 1;
 }
 
 static uint64_t mix64(uint64_t x) {
@@ -101,14 +82,7 @@ static uint64_t mix64(uint64_t x) {
 typedef struct run {
     train_opts o;
     char dir[4096];
-    void *dev_mem;
-    nmt_device *dev;
-    char cache_dir[4096];
-    /* tokenizer (text mode) */
-    void *spm_bytes;
-    size_t spm_size;
-    void *tok_arena;
-    nmt_tokenizer *tok;
+    train_env env;  /* device; tokenizer (text mode) */
     /* data */
     td_corpus *train, *dev_c;
     td_batcher *tb, *db;
@@ -134,24 +108,7 @@ static void log_json(run *r, const char *fmt, ...) {
     fflush(r->log);
 }
 
-static int open_device(run *r) {
-    const train_opts *o = &r->o;
-    nmt_device_params dp;
-    memset(&dp, 0, sizeof dp);
-    nmt_tool_device_params(&dp, o->device, o->no_cache ? NULL : r->cache_dir, sizeof r->cache_dir);
-    size_t fp = (nmt_device_footprint() + 63) / 64 * 64;
-    r->dev_mem = aligned_alloc(64, fp ? fp : 64);
-    if (!r->dev_mem) return fail_status("device memory", NMT_ERR_INVALID_ARGUMENT);
-    nmt_status s = nmt_device_open(&dp, r->dev_mem, fp, &r->dev);
-    if (s != NMT_OK) {
-        r->dev = NULL;
-        return fail_status("cannot open the OpenCL device", s);
-    }
-    nmt_device_info di;
-    nmt_device_get_info(r->dev, &di);
-    fprintf(stderr, PROG ": device %s (%s)\n", di.device_name, di.platform_name);
-    return 0;
-}
+static int open_device(run *r) { return train_env_open_device(&r->env, r->o.device, r->o.no_cache); }
 
 /* The line the child writes to the log when spm_train cannot be run. */
 #define SPM_EXEC_FAILED "nmt-edge-train: cannot run spm_train: "
@@ -242,51 +199,28 @@ static int train_spm(run *r, char *path, size_t cap) {
 
 static int setup_tokenizer(run *r, const void *model_image, size_t model_size) {
     if (r->o.ids) return 0;
-    const void *p = NULL;
-    size_t n = 0;
-    if (model_image) {
-        nmt_status s = nmt_model_tokenizer(model_image, model_size, 0, &p, &n);
-        if (s != NMT_OK) return fail_status("the model has no usable embedded tokenizer (use --ids?)", s);
-        r->spm_bytes = malloc(n);
-        if (!r->spm_bytes) return fail_status("tokenizer", NMT_ERR_INVALID_ARGUMENT);
-        memcpy(r->spm_bytes, p, n);
-        r->spm_size = n;
-    } else {
-        char path[4200];
-        if (r->o.spm) {
-            snprintf(path, sizeof path, "%s", r->o.spm);
-        } else if (train_spm(r, path, sizeof path)) {
-            return 1;
-        }
-        r->spm_bytes = slurp(path, &r->spm_size);
-        if (!r->spm_bytes) {
-            fprintf(stderr, PROG ": cannot read '%s': %s\n", path, strerror(errno));
-            return 1;
-        }
+    if (model_image) return train_env_tokenizer_from_model(&r->env, model_image, model_size);
+    char path[4200];
+    if (r->o.spm) {
+        snprintf(path, sizeof path, "%s", r->o.spm);
+    } else if (train_spm(r, path, sizeof path)) {
+        return 1;
     }
-    size_t need;
-    nmt_status s = nmt_tokenizer_arena_size(r->spm_bytes, r->spm_size, 1 << 16, &need);
-    if (s != NMT_OK) return fail_status("SentencePiece model", s);
-    r->tok_arena = malloc(need + NMT_ARENA_ALIGNMENT);
-    if (!r->tok_arena) return fail_status("tokenizer", NMT_ERR_INVALID_ARGUMENT);
-    s = nmt_tokenizer_create(r->spm_bytes, r->spm_size, 1 << 16, r->tok_arena, need + NMT_ARENA_ALIGNMENT, &r->tok);
-    if (s != NMT_OK) return fail_status("SentencePiece model", s);
+    if (train_env_tokenizer_from_file(&r->env, path)) return 1;
     nmt_tokenizer_info ti;
-    nmt_tokenizer_get_info(r->tok, &ti);
-    if (!model_image) {
-        if (ti.pad_id < 0 || ti.bos_id < 0 || ti.eos_id < 0) {
-            fprintf(stderr,
-                    PROG ": the SentencePiece model needs pad, bos and eos pieces (spm_train --pad_id=3 "
-                         "--bos_id=1 --eos_id=2); it has pad %d bos %d eos %d\n",
-                    ti.pad_id, ti.bos_id, ti.eos_id);
-            return 1;
-        }
-        r->src_vocab = r->tgt_vocab = ti.vocab_size;
-        r->bos = ti.bos_id;
-        r->eos = ti.eos_id;
-        r->pad = ti.pad_id;
-        r->unk = ti.unk_id;
+    nmt_tokenizer_get_info(r->env.tok, &ti);
+    if (ti.pad_id < 0 || ti.bos_id < 0 || ti.eos_id < 0) {
+        fprintf(stderr,
+                PROG ": the SentencePiece model needs pad, bos and eos pieces (spm_train --pad_id=3 "
+                     "--bos_id=1 --eos_id=2); it has pad %d bos %d eos %d\n",
+                ti.pad_id, ti.bos_id, ti.eos_id);
+        return 1;
     }
+    r->src_vocab = r->tgt_vocab = ti.vocab_size;
+    r->bos = ti.bos_id;
+    r->eos = ti.eos_id;
+    r->pad = ti.pad_id;
+    r->unk = ti.unk_id;
     return 0;
 }
 
@@ -316,10 +250,10 @@ static int new_model_image(run *r, void **img, size_t *size) {
     c.ln_eps = 1e-5;
     c.seed = (uint64_t)o->seed;
     c.weight_scale = 1.7320508f; /* sqrt(3): U(-b, b) with variance 1/fan_in */
-    c.src_sp_model = r->spm_bytes;
-    c.src_sp_size = r->spm_size;
+    c.src_sp_model = r->env.spm_bytes;
+    c.src_sp_size = r->env.spm_size;
     nmt_status s = nmt_random_transformer_image(&c, img, size);
-    if (s != NMT_OK) return fail_status("cannot build the model (check the architecture options)", s);
+    if (s != NMT_OK) return train_fail("cannot build the model (check the architecture options)", s);
     if (strcmp(o->arch, "transformer") != 0) {
         /* the same weights as the Transformer of this seed, as `arch` */
         static const char *const keys[8] = {"mg_layers", "mg_heads", "mg_compose", "mg_interact", "mg_chunk",
@@ -357,7 +291,7 @@ static int find_resume(const char *dir, char *buf, size_t cap) {
             char path[4400];
             snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
             size_t n;
-            void *img = slurp(path, &n);
+            void *img = train_slurp(path, &n);
             nmt_file f;
             ckpt_state cs;
             if (img && nmt_file_open(&f, img, n, 1) == NMT_OK && ckpt_read_state(img, n, &cs) == NMT_OK) {
@@ -389,7 +323,7 @@ static int build_model(run *r) {
         from_file = 1;
     }
     if (from_file) {
-        img = slurp(path, &size);
+        img = train_slurp(path, &size);
         if (!img) {
             fprintf(stderr, PROG ": cannot read '%s': %s\n", path, strerror(errno));
             return 1;
@@ -442,7 +376,7 @@ static int build_model(run *r) {
         s = td_load_ids(r->o.train_src, r->o.train_tgt, r->src_vocab, r->src_vocab, &flt, &r->train, &ts, err,
                         sizeof err);
     else
-        s = td_load(r->o.train_src, r->o.train_tgt, r->tok, r->tok, &flt, &r->train, &ts, err, sizeof err);
+        s = td_load(r->o.train_src, r->o.train_tgt, r->env.tok, r->env.tok, &flt, &r->train, &ts, err, sizeof err);
     if (s != NMT_OK) {
         fprintf(stderr, PROG ": %s%s%s\n", nmt_status_str(s), *err ? ": " : "", err);
         rc = 1;
@@ -465,7 +399,7 @@ static int build_model(run *r) {
             s = td_load_ids(r->o.dev_src, r->o.dev_tgt, r->src_vocab, r->src_vocab, &dflt, &r->dev_c, &ts, err,
                             sizeof err);
         else
-            s = td_load(r->o.dev_src, r->o.dev_tgt, r->tok, r->tok, &dflt, &r->dev_c, &ts, err, sizeof err);
+            s = td_load(r->o.dev_src, r->o.dev_tgt, r->env.tok, r->env.tok, &dflt, &r->dev_c, &ts, err, sizeof err);
         if (s != NMT_OK) {
             fprintf(stderr, PROG ": %s%s%s\n", nmt_status_str(s), *err ? ": " : "", err);
             rc = 1;
@@ -479,12 +413,12 @@ static int build_model(run *r) {
         if (s == NMT_OK && r->dev_c)
             s = td_batcher_create(r->dev_c, (uint32_t)r->o.max_tokens, (uint32_t)r->o.max_seqs, 0, r->bos, r->eos,
                                   r->pad, &r->db);
-        if (s != NMT_OK) rc = fail_status("batching (is --max-tokens below 2 * (--max-len + 1)?)", s);
+        if (s != NMT_OK) rc = train_fail("batching (is --max-tokens below 2 * (--max-len + 1)?)", s);
     }
     if (!rc && r->o.resume) {
         td_position p = {r->st.epoch, r->st.index};
         s = td_seek(r->tb, p);
-        if (s != NMT_OK) rc = fail_status("the checkpoint's data position does not fit this corpus", s);
+        if (s != NMT_OK) rc = train_fail("the checkpoint's data position does not fit this corpus", s);
     }
     if (!rc) {
         nmt_train_limits lim;
@@ -498,8 +432,8 @@ static int build_model(run *r) {
             lim.max_tgt_len = NMT_MAX(lim.max_tgt_len, c);
         }
         lim.max_tokens = (uint32_t)r->o.max_tokens;
-        s = ntm_create(r->dev, img, size, &lim, &r->m);
-        if (s != NMT_OK) rc = fail_status("cannot create the model on the device", s);
+        s = ntm_create(r->env.dev, img, size, &lim, &r->m);
+        if (s != NMT_OK) rc = train_fail("cannot create the model on the device", s);
     }
     free(img);
     if (!rc && !r->o.resume) {
@@ -509,7 +443,7 @@ static int build_model(run *r) {
 }
 
 static ckpt_tokenizers run_tokenizers(const run *r) {
-    ckpt_tokenizers t = {r->spm_bytes, NULL, r->spm_size, 0};
+    ckpt_tokenizers t = {r->env.spm_bytes, NULL, r->env.spm_size, 0};
     return t;
 }
 
@@ -522,7 +456,7 @@ static int dev_loss(run *r, double *loss, double *nll) {
         nmt_status s = td_batch_at(r->db, k, &b, &nt);
         double l1 = 0, n1 = 0;
         if (s == NMT_OK) s = ntm_forward_loss(r->m, &b, (float)r->o.label_smoothing, &l1, &n1);
-        if (s != NMT_OK) return fail_status("dev loss", s);
+        if (s != NMT_OK) return train_fail("dev loss", s);
         ls += l1;
         nl += n1;
         toks += nt;
@@ -534,12 +468,12 @@ static int dev_loss(run *r, double *loss, double *nll) {
 
 /* Token ids as text: SentencePiece detokenized, or space-separated ids. */
 static char *ids_text(const run *r, const int32_t *ids, uint32_t n) {
-    if (r->tok) {
+    if (r->env.tok) {
         size_t len = 0;
-        nmt_tokenizer_decode(r->tok, ids, n, NULL, 0, &len);
+        nmt_tokenizer_decode(r->env.tok, ids, n, NULL, 0, &len);
         char *s = malloc(len + 1);
         if (!s) return NULL;
-        if (nmt_tokenizer_decode(r->tok, ids, n, s, len + 1, &len) != NMT_OK) len = 0;
+        if (nmt_tokenizer_decode(r->env.tok, ids, n, s, len + 1, &len) != NMT_OK) len = 0;
         s[len] = 0;
         return s;
     }
@@ -557,14 +491,14 @@ static char *ids_text(const run *r, const int32_t *ids, uint32_t n) {
 static int dev_bleu(run *r, double *bleu) {
     *bleu = 0;
     nmtw_writer *w = nmtw_create();
-    if (!w) return fail_status("dev BLEU", NMT_ERR_INVALID_ARGUMENT);
+    if (!w) return train_fail("dev BLEU", NMT_ERR_INVALID_ARGUMENT);
     nmt_status s = ntm_add_to_writer(r->m, w, 0);
-    if (s == NMT_OK && r->spm_bytes) s = nmtw_add_blob(w, "tokenizer.src", r->spm_bytes, (uint32_t)r->spm_size);
+    if (s == NMT_OK && r->env.spm_bytes) s = nmtw_add_blob(w, "tokenizer.src", r->env.spm_bytes, (uint32_t)r->env.spm_size);
     void *img = NULL;
     size_t size = 0;
     if (s == NMT_OK) s = nmtw_write_memory(w, &img, &size);
     nmtw_destroy(w);
-    if (s != NMT_OK) return fail_status("dev BLEU: export", s);
+    if (s != NMT_OK) return train_fail("dev BLEU: export", s);
     uint32_t n = td_size(r->dev_c);
     if (r->o.dev_bleu_max > 0 && n > (uint32_t)r->o.dev_bleu_max) n = (uint32_t)r->o.dev_bleu_max;
     const uint32_t B = 16;
@@ -581,7 +515,7 @@ static int dev_bleu(run *r, double *bleu) {
     void *arena = s == NMT_OK ? aligned_alloc(NMT_ARENA_ALIGNMENT, (arena_bytes + 63) / 64 * 64) : NULL;
     nmt_session *sess = NULL;
     if (s == NMT_OK && !arena) s = NMT_ERR_ARENA_TOO_SMALL;
-    if (s == NMT_OK) s = nmt_session_create(r->dev, &sp, arena, (arena_bytes + 63) / 64 * 64, &sess);
+    if (s == NMT_OK) s = nmt_session_create(r->env.dev, &sp, arena, (arena_bytes + 63) / 64 * 64, &sess);
     nmt_bleu_stats bs;
     memset(&bs, 0, sizeof bs);
     nmt_decode_opts dopt;
@@ -616,7 +550,7 @@ static int dev_bleu(run *r, double *bleu) {
     if (sess) nmt_session_destroy(sess);
     free(arena);
     free(img);
-    if (s != NMT_OK) return fail_status("dev BLEU: decoding", s);
+    if (s != NMT_OK) return train_fail("dev BLEU: decoding", s);
     *bleu = nmt_bleu_score(&bs).score;
     return 0;
 }
@@ -689,7 +623,7 @@ static int train_loop(run *r) {
         double gnorm = 0;
         if (s == NMT_OK) s = ntm_grad_norm(r->m, &gnorm);
         if (s != NMT_OK) {
-            rc = fail_status("training step", s);
+            rc = train_fail("training step", s);
             break;
         }
         double inv = tokens > 0 ? 1.0 / tokens : 0;
@@ -709,7 +643,7 @@ static int train_loop(run *r) {
         }
         s = ntm_adam_step(r->m, &ap);
         if (s != NMT_OK) {
-            rc = fail_status("optimiser step", s);
+            rc = train_fail("optimiser step", s);
             break;
         }
         r->st.step = step;
@@ -747,7 +681,7 @@ static int train_loop(run *r) {
             win_t0 = now_s();
         }
         if (r->db && o->eval_every && step % (uint64_t)o->eval_every == 0) {
-            double dl, dn, bleu = 0;
+            double dl = 0, dn = 0, bleu = 0;
             if (dev_loss(r, &dl, &dn) || dev_bleu(r, &bleu)) {
                 rc = 1;
                 break;
@@ -766,213 +700,6 @@ static int train_loop(run *r) {
         }
     }
     if (r->tty && !o->quiet) fputc('\n', stderr);
-    return rc;
-}
-
-static int cmd_plot(int argc, char **argv) {
-    const char *log = NULL, *out = NULL;
-    for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "--help")) {
-            printf("Usage: nmt-edge-train plot LOG.jsonl -o PLOT.svg\n\n"
-                   "Plot training loss, dev loss and dev BLEU over steps from a training log.\n");
-            return 0;
-        } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
-            out = argv[++i];
-        } else if (!log && argv[i][0] != '-') {
-            log = argv[i];
-        } else {
-            fprintf(stderr, PROG " plot: unexpected argument '%s'\n", argv[i]);
-            return EXIT_USAGE;
-        }
-    }
-    if (!log || !out) {
-        fprintf(stderr, "Usage: nmt-edge-train plot LOG.jsonl -o PLOT.svg\n");
-        return EXIT_USAGE;
-    }
-    char err[512] = "";
-    nmt_status s = plot_svg(log, out, err, sizeof err);
-    if (s != NMT_OK) {
-        fprintf(stderr, PROG " plot: %s%s%s\n", nmt_status_str(s), *err ? ": " : "", err);
-        return 1;
-    }
-    return 0;
-}
-
-/* Corpus BLEU of a hypothesis file against one reference file. */
-static int cmd_bleu(int argc, char **argv) {
-    if (argc == 3 && !strcmp(argv[2], "--help")) {
-        printf("Usage: nmt-edge-train bleu HYP REF\n\n"
-               "Corpus BLEU as sacreBLEU's default (13a tokenizer, exp smoothing, mixed case).\n");
-        return 0;
-    }
-    if (argc != 4) {
-        fprintf(stderr, "Usage: nmt-edge-train bleu HYP REF\n");
-        return EXIT_USAGE;
-    }
-    FILE *h = fopen(argv[2], "r"), *rf = fopen(argv[3], "r");
-    if (!h || !rf) {
-        fprintf(stderr, PROG " bleu: cannot open '%s': %s\n", !h ? argv[2] : argv[3], strerror(errno));
-        if (h) fclose(h);
-        if (rf) fclose(rf);
-        return 1;
-    }
-    nmt_bleu_stats bs;
-    memset(&bs, 0, sizeof bs);
-    char *a = NULL, *b = NULL;
-    size_t ca = 0, cb = 0;
-    unsigned long n = 0;
-    int rc = 0;
-    for (;;) {
-        ssize_t la = getline(&a, &ca, h), lb = getline(&b, &cb, rf);
-        if (la < 0 && lb < 0) break;
-        if (la < 0 || lb < 0) {
-            fprintf(stderr, PROG " bleu: the files have different line counts (%s ends first)\n",
-                    la < 0 ? argv[2] : argv[3]);
-            rc = 1;
-            break;
-        }
-        while (la > 0 && (a[la - 1] == '\n' || a[la - 1] == '\r')) a[--la] = 0;
-        while (lb > 0 && (b[lb - 1] == '\n' || b[lb - 1] == '\r')) b[--lb] = 0;
-        const char *refs[1] = {b};
-        nmt_bleu_add(&bs, a, refs, 1);
-        n++;
-    }
-    free(a);
-    free(b);
-    fclose(h);
-    fclose(rf);
-    if (rc) return rc;
-    nmt_bleu_result res = nmt_bleu_score(&bs);
-    printf("BLEU = %.2f %.1f/%.1f/%.1f/%.1f (BP = %.3f ratio = %.3f hyp_len = %llu ref_len = %llu) %lu sentences\n",
-           res.score, res.precisions[0], res.precisions[1], res.precisions[2], res.precisions[3], res.bp,
-           bs.ref_len ? (double)bs.sys_len / (double)bs.ref_len : 0.0, (unsigned long long)bs.sys_len,
-           (unsigned long long)bs.ref_len, n);
-    return nmt_tool_close_stdout(PROG " bleu"); /* the score reached standard output, or status 1 */
-}
-
-/* nmt-edge-train attention MODEL SRC TGT: the interleaved phrase
- * attention's activation shares (the paper's Table 3) over a parallel text,
- * teacher-forced with the model's embedded tokenizer. */
-static int cmd_attention(int argc, char **argv) {
-    static const char usage[] =
-        "Usage: nmt-edge-train attention MODEL SRC TGT [--device SPEC] [--max-len N] [--max-tokens N]\n";
-    static run r;
-    const char *pos[3] = {NULL, NULL, NULL};
-    int n_pos = 0;
-    long max_len = 250, max_tokens = 4096;
-    for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "--help")) {
-            printf("%s\n"
-                   "Attention shares by kind of query and key of a model with the interleaved phrase\n"
-                   "attention (--ph-* inter:12): for each such sub-layer, the attention mass of unigram\n"
-                   "(token) and bigram (phrase) queries on unigram and bigram keys, as percentages of\n"
-                   "their sum over the teacher-forced pairs of SRC / TGT (tokenized with the model's\n"
-                   "embedded SentencePiece model; pairs longer than --max-len tokens (250) skipped;\n"
-                   "batches of --max-tokens (4096)).\n",
-                   usage);
-            return 0;
-        } else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
-            r.o.device = argv[++i];
-        } else if ((!strcmp(argv[i], "--max-len") || !strcmp(argv[i], "--max-tokens")) && i + 1 < argc) {
-            char *end;
-            const long v = strtol(argv[i + 1], &end, 10);
-            if (*end || v < 1 || v > (1 << 24)) {
-                fprintf(stderr, PROG " attention: invalid value '%s' for %s\n", argv[i + 1], argv[i]);
-                return EXIT_USAGE;
-            }
-            *(!strcmp(argv[i], "--max-len") ? &max_len : &max_tokens) = v;
-            i++;
-        } else if (argv[i][0] != '-' && n_pos < 3) {
-            pos[n_pos++] = argv[i];
-        } else {
-            fprintf(stderr, PROG " attention: unexpected argument '%s'\n%s", argv[i], usage);
-            return EXIT_USAGE;
-        }
-    }
-    if (n_pos != 3) {
-        fprintf(stderr, "%s", usage);
-        return EXIT_USAGE;
-    }
-    size_t size = 0;
-    void *img = slurp(pos[0], &size);
-    if (!img) {
-        fprintf(stderr, PROG " attention: cannot read '%s': %s\n", pos[0], strerror(errno));
-        return 1;
-    }
-    nmt_model_info mi;
-    nmt_status s = nmt_model_inspect(img, size, &mi);
-    int rc = 0;
-    if (s != NMT_OK) {
-        fprintf(stderr, PROG " attention: '%s': %s\n", pos[0], nmt_status_str(s));
-        rc = 1;
-    }
-    if (!rc) rc = setup_tokenizer(&r, img, size);
-    if (!rc) rc = open_device(&r);
-    td_corpus *c = NULL;
-    td_batcher *b = NULL;
-    ntm_model *m = NULL;
-    if (!rc) {
-        td_stats ts;
-        char err[512] = "";
-        td_filter flt = {(uint32_t)max_len, 0};
-        s = td_load(pos[1], pos[2], r.tok, r.tok, &flt, &c, &ts, err, sizeof err);
-        if (s == NMT_OK && ts.kept == 0) {
-            fprintf(stderr, PROG " attention: no pairs of at most %ld tokens in %s / %s\n", max_len, pos[1], pos[2]);
-            rc = 1;
-        } else if (s != NMT_OK) {
-            fprintf(stderr, PROG " attention: %s%s%s\n", nmt_status_str(s), *err ? ": " : "", err);
-            rc = 1;
-        }
-    }
-    if (!rc) {
-        s = td_batcher_create(c, (uint32_t)max_tokens, 1u << 16, 0, (int32_t)mi.bos_id, (int32_t)mi.eos_id,
-                              (int32_t)mi.pad_id, &b);
-        if (s != NMT_OK) rc = fail_status("batching (is --max-tokens below 2 * (--max-len + 1)?)", s);
-    }
-    if (!rc) {
-        nmt_train_limits lim;
-        memset(&lim, 0, sizeof lim);
-        td_batcher_bounds(b, &lim.max_seqs, &lim.max_src_len, &lim.max_tgt_len);
-        lim.max_tokens = (uint32_t)max_tokens;
-        s = ntm_create(r.dev, img, size, &lim, &m);
-        if (s != NMT_OK) rc = fail_status("cannot create the model on the device", s);
-    }
-    enum { CAP = 3 * 64 };
-    static ntm_attn_mass mass[CAP];
-    uint32_t n = 0;
-    for (uint32_t k = 0; !rc && k < td_batches_per_epoch(b); k++) {
-        nmt_train_batch bt;
-        uint32_t nt;
-        s = td_batch_at(b, k, &bt, &nt);
-        if (s == NMT_OK) s = ntm_attention_mass(m, &bt, mass, CAP, &n);
-        if (s == NMT_ERR_UNSUPPORTED || (s == NMT_OK && n == 0)) {
-            fprintf(stderr, PROG " attention: '%s' (arch %s) has no interleaved phrase attention (--ph-* inter:12)\n",
-                    pos[0], mi.arch);
-            rc = 1;
-        } else if (s != NMT_OK) {
-            rc = fail_status("attention", s);
-        }
-    }
-    if (!rc) {
-        printf("%-20s %15s %15s %15s %15s\n", "sub-layer", "token-to-token", "token-to-phrase", "phrase-to-token",
-               "phrase-to-phrase");
-        for (uint32_t i = 0; i < n; i++) {
-            const double t = mass[i].mass[0] + mass[i].mass[1] + mass[i].mass[2] + mass[i].mass[3];
-            printf("%-20s", mass[i].where);
-            for (int q = 0; q < 4; q++) printf(" %15.2f", t > 0 ? 100.0 * mass[i].mass[q] / t : 0.0);
-            printf("\n");
-        }
-        printf("(%u pairs of %s / %s; percentages of each sub-layer's attention mass)\n", td_size(c), pos[1], pos[2]);
-        rc = nmt_tool_close_stdout(PROG " attention");
-    }
-    if (m) ntm_destroy(m);
-    td_batcher_free(b);
-    td_free(c);
-    if (r.dev) nmt_device_close(r.dev);
-    free(r.dev_mem);
-    free(r.tok_arena);
-    free(r.spm_bytes);
-    free(img);
     return rc;
 }
 
@@ -1019,9 +746,9 @@ static int claim_dir(const run *r) {
 }
 
 int main(int argc, char **argv) {
-    if (argc >= 2 && !strcmp(argv[1], "plot")) return cmd_plot(argc, argv);
-    if (argc >= 2 && !strcmp(argv[1], "bleu")) return cmd_bleu(argc, argv);
-    if (argc >= 2 && !strcmp(argv[1], "attention")) return cmd_attention(argc, argv);
+    if (argc >= 2 && !strcmp(argv[1], "plot")) return train_cmd_plot(argc, argv);
+    if (argc >= 2 && !strcmp(argv[1], "bleu")) return train_cmd_bleu(argc, argv);
+    if (argc >= 2 && !strcmp(argv[1], "attention")) return train_cmd_attention(argc, argv);
     static run r;
     int help = 0;
     int rc = train_opts_parse(argc, argv, &r.o, &help);
@@ -1072,7 +799,7 @@ int main(int argc, char **argv) {
                 fprintf(stderr, PROG ": %s\n", why);
                 rc = 1;
             } else if (s != NMT_OK) {
-                rc = fail_status("writing the model", s);
+                rc = train_fail("writing the model", s);
             }
             else fprintf(stderr, PROG ": wrote %s (step %llu)\n", path, (unsigned long long)r.st.step);
         }
@@ -1091,9 +818,6 @@ int main(int argc, char **argv) {
     td_batcher_free(r.db);
     td_free(r.train);
     td_free(r.dev_c);
-    if (r.dev) nmt_device_close(r.dev);
-    free(r.dev_mem);
-    free(r.tok_arena);
-    free(r.spm_bytes);
+    train_env_close(&r.env);
     return rc;
 }

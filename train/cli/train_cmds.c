@@ -1,0 +1,225 @@
+/* train_cmds.c — the analysis commands of `nmt-edge-train` besides
+ * training (train_cmds.h): `plot`, `bleu` and `attention`. */
+#include "train_cmds.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "bleu.h"
+#include "data.h"
+#include "plot.h"
+#include "tool_out.h"
+#include "train_env.h"
+#include "train_model.h"
+#include "train_opts.h"
+
+#define PROG TRAIN_PROG
+#define EXIT_USAGE TRAIN_EXIT_USAGE
+
+int train_cmd_plot(int argc, char **argv) {
+    const char *log = NULL, *out = NULL;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--help")) {
+            printf("Usage: nmt-edge-train plot LOG.jsonl -o PLOT.svg\n\n"
+                   "Plot training loss, dev loss and dev BLEU over steps from a training log.\n");
+            return 0;
+        } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+            out = argv[++i];
+        } else if (!log && argv[i][0] != '-') {
+            log = argv[i];
+        } else {
+            fprintf(stderr, PROG " plot: unexpected argument '%s'\n", argv[i]);
+            return EXIT_USAGE;
+        }
+    }
+    if (!log || !out) {
+        fprintf(stderr, "Usage: nmt-edge-train plot LOG.jsonl -o PLOT.svg\n");
+        return EXIT_USAGE;
+    }
+    char err[512] = "";
+    nmt_status s = plot_svg(log, out, err, sizeof err);
+    if (s != NMT_OK) {
+        fprintf(stderr, PROG " plot: %s%s%s\n", nmt_status_str(s), *err ? ": " : "", err);
+        return 1;
+    }
+    return 0;
+}
+
+/* Corpus BLEU of a hypothesis file against one reference file. */
+int train_cmd_bleu(int argc, char **argv) {
+    if (argc == 3 && !strcmp(argv[2], "--help")) {
+        printf("Usage: nmt-edge-train bleu HYP REF\n\n"
+               "Corpus BLEU as sacreBLEU's default (13a tokenizer, exp smoothing, mixed case).\n");
+        return 0;
+    }
+    if (argc != 4) {
+        fprintf(stderr, "Usage: nmt-edge-train bleu HYP REF\n");
+        return EXIT_USAGE;
+    }
+    FILE *h = fopen(argv[2], "r"), *rf = fopen(argv[3], "r");
+    if (!h || !rf) {
+        fprintf(stderr, PROG " bleu: cannot open '%s': %s\n", !h ? argv[2] : argv[3], strerror(errno));
+        if (h) fclose(h);
+        if (rf) fclose(rf);
+        return 1;
+    }
+    nmt_bleu_stats bs;
+    memset(&bs, 0, sizeof bs);
+    char *a = NULL, *b = NULL;
+    size_t ca = 0, cb = 0;
+    unsigned long n = 0;
+    int rc = 0;
+    for (;;) {
+        ssize_t la = getline(&a, &ca, h), lb = getline(&b, &cb, rf);
+        if (la < 0 && lb < 0) break;
+        if (la < 0 || lb < 0) {
+            fprintf(stderr, PROG " bleu: the files have different line counts (%s ends first)\n",
+                    la < 0 ? argv[2] : argv[3]);
+            rc = 1;
+            break;
+        }
+        while (la > 0 && (a[la - 1] == '\n' || a[la - 1] == '\r')) a[--la] = 0;
+        while (lb > 0 && (b[lb - 1] == '\n' || b[lb - 1] == '\r')) b[--lb] = 0;
+        const char *refs[1] = {b};
+        nmt_bleu_add(&bs, a, refs, 1);
+        n++;
+    }
+    free(a);
+    free(b);
+    fclose(h);
+    fclose(rf);
+    if (rc) return rc;
+    nmt_bleu_result res = nmt_bleu_score(&bs);
+    printf("BLEU = %.2f %.1f/%.1f/%.1f/%.1f (BP = %.3f ratio = %.3f hyp_len = %llu ref_len = %llu) %lu sentences\n",
+           res.score, res.precisions[0], res.precisions[1], res.precisions[2], res.precisions[3], res.bp,
+           bs.ref_len ? (double)bs.sys_len / (double)bs.ref_len : 0.0, (unsigned long long)bs.sys_len,
+           (unsigned long long)bs.ref_len, n);
+    return nmt_tool_close_stdout(PROG " bleu"); /* the score reached standard output, or status 1 */
+}
+
+/* nmt-edge-train attention MODEL SRC TGT: the interleaved phrase
+ * attention's activation shares (the paper's Table 3) over a parallel text,
+ * teacher-forced with the model's embedded tokenizer. */
+int train_cmd_attention(int argc, char **argv) {
+    static const char usage[] =
+        "Usage: nmt-edge-train attention MODEL SRC TGT [--device SPEC] [--max-len N] [--max-tokens N]\n";
+    static train_env r;
+    const char *device = NULL;
+    const char *pos[3] = {NULL, NULL, NULL};
+    int n_pos = 0;
+    long max_len = 250, max_tokens = 4096;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--help")) {
+            printf("%s\n"
+                   "Attention shares by kind of query and key of a model with the interleaved phrase\n"
+                   "attention (--ph-* inter:12): for each such sub-layer, the attention mass of unigram\n"
+                   "(token) and bigram (phrase) queries on unigram and bigram keys, as percentages of\n"
+                   "their sum over the teacher-forced pairs of SRC / TGT (tokenized with the model's\n"
+                   "embedded SentencePiece model; pairs longer than --max-len tokens (250) skipped;\n"
+                   "batches of --max-tokens (4096)).\n",
+                   usage);
+            return 0;
+        } else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
+            device = argv[++i];
+        } else if ((!strcmp(argv[i], "--max-len") || !strcmp(argv[i], "--max-tokens")) && i + 1 < argc) {
+            char *end;
+            const long v = strtol(argv[i + 1], &end, 10);
+            if (*end || v < 1 || v > (1 << 24)) {
+                fprintf(stderr, PROG " attention: invalid value '%s' for %s\n", argv[i + 1], argv[i]);
+                return EXIT_USAGE;
+            }
+            *(!strcmp(argv[i], "--max-len") ? &max_len : &max_tokens) = v;
+            i++;
+        } else if (argv[i][0] != '-' && n_pos < 3) {
+            pos[n_pos++] = argv[i];
+        } else {
+            fprintf(stderr, PROG " attention: unexpected argument '%s'\n%s", argv[i], usage);
+            return EXIT_USAGE;
+        }
+    }
+    if (n_pos != 3) {
+        fprintf(stderr, "%s", usage);
+        return EXIT_USAGE;
+    }
+    size_t size = 0;
+    void *img = train_slurp(pos[0], &size);
+    if (!img) {
+        fprintf(stderr, PROG " attention: cannot read '%s': %s\n", pos[0], strerror(errno));
+        return 1;
+    }
+    nmt_model_info mi;
+    nmt_status s = nmt_model_inspect(img, size, &mi);
+    int rc = 0;
+    if (s != NMT_OK) {
+        fprintf(stderr, PROG " attention: '%s': %s\n", pos[0], nmt_status_str(s));
+        rc = 1;
+    }
+    if (!rc) rc = train_env_tokenizer_from_model(&r, img, size);
+    if (!rc) rc = train_env_open_device(&r, device, 0);
+    td_corpus *c = NULL;
+    td_batcher *b = NULL;
+    ntm_model *m = NULL;
+    if (!rc) {
+        td_stats ts;
+        char err[512] = "";
+        td_filter flt = {(uint32_t)max_len, 0};
+        s = td_load(pos[1], pos[2], r.tok, r.tok, &flt, &c, &ts, err, sizeof err);
+        if (s == NMT_OK && ts.kept == 0) {
+            fprintf(stderr, PROG " attention: no pairs of at most %ld tokens in %s / %s\n", max_len, pos[1], pos[2]);
+            rc = 1;
+        } else if (s != NMT_OK) {
+            fprintf(stderr, PROG " attention: %s%s%s\n", nmt_status_str(s), *err ? ": " : "", err);
+            rc = 1;
+        }
+    }
+    if (!rc) {
+        s = td_batcher_create(c, (uint32_t)max_tokens, 1u << 16, 0, (int32_t)mi.bos_id, (int32_t)mi.eos_id,
+                              (int32_t)mi.pad_id, &b);
+        if (s != NMT_OK) rc = train_fail("batching (is --max-tokens below 2 * (--max-len + 1)?)", s);
+    }
+    if (!rc) {
+        nmt_train_limits lim;
+        memset(&lim, 0, sizeof lim);
+        td_batcher_bounds(b, &lim.max_seqs, &lim.max_src_len, &lim.max_tgt_len);
+        lim.max_tokens = (uint32_t)max_tokens;
+        s = ntm_create(r.dev, img, size, &lim, &m);
+        if (s != NMT_OK) rc = train_fail("cannot create the model on the device", s);
+    }
+    enum { CAP = 3 * 64 };
+    static ntm_attn_mass mass[CAP];
+    uint32_t n = 0;
+    for (uint32_t k = 0; !rc && k < td_batches_per_epoch(b); k++) {
+        nmt_train_batch bt;
+        uint32_t nt;
+        s = td_batch_at(b, k, &bt, &nt);
+        if (s == NMT_OK) s = ntm_attention_mass(m, &bt, mass, CAP, &n);
+        if (s == NMT_ERR_UNSUPPORTED || (s == NMT_OK && n == 0)) {
+            fprintf(stderr, PROG " attention: '%s' (arch %s) has no interleaved phrase attention (--ph-* inter:12)\n",
+                    pos[0], mi.arch);
+            rc = 1;
+        } else if (s != NMT_OK) {
+            rc = train_fail("attention", s);
+        }
+    }
+    if (!rc) {
+        printf("%-20s %15s %15s %15s %15s\n", "sub-layer", "token-to-token", "token-to-phrase", "phrase-to-token",
+               "phrase-to-phrase");
+        for (uint32_t i = 0; i < n; i++) {
+            const double t = mass[i].mass[0] + mass[i].mass[1] + mass[i].mass[2] + mass[i].mass[3];
+            printf("%-20s", mass[i].where);
+            for (int q = 0; q < 4; q++) printf(" %15.2f", t > 0 ? 100.0 * mass[i].mass[q] / t : 0.0);
+            printf("\n");
+        }
+        printf("(%u pairs of %s / %s; percentages of each sub-layer's attention mass)\n", td_size(c), pos[1], pos[2]);
+        rc = nmt_tool_close_stdout(PROG " attention");
+    }
+    if (m) ntm_destroy(m);
+    td_batcher_free(b);
+    td_free(c);
+    train_env_close(&r);
+    free(img);
+    return rc;
+}
