@@ -56,6 +56,31 @@ inline float cumax_at(__global const float *x, const uint m, const uint k) {
     return pre / sum;
 }
 
+/* Flags of the GRU kernels (cl/recurrent.cl and its training
+ * counterpart; the ops set them in runtime/ops_rec.c and train/): which
+ * optional operands are present, the direction. */
+#define GRU_HG 1u
+#define GRU_HP 2u
+#define GRU_OUT 4u
+#define GRU_COUNT 8u
+#define GRU_REVERSE 16u
+
+/* GRU step t of sequence b (cl/recurrent.cl gru_cell and its backward):
+ * 1 when the step is real (t < len, len = min(count[b], t_cap), or t_cap
+ * without count), and its data row in *row: b * t_cap + t, or
+ * b * t_cap + len - 1 - t for reverse; b * t_cap + t past the sequence. */
+inline int gru_step_row(__global const int *count, const ulong count_off, const uint has_count, const uint b,
+                        const uint t_cap, const uint t, const uint reverse, ulong *row) {
+    uint len = t_cap;
+    if (has_count) {
+        const int c = count[count_off + b];
+        len = c <= 0 ? 0u : min((uint)c, t_cap);
+    }
+    const int real = t < len;
+    *row = (ulong)b * t_cap + (real && reverse ? len - 1 - t : t);
+    return real;
+}
+
 /* Valid keys of kv sequence m, clamped to [0, lk_max]. */
 inline int attn_key_count(__global const int *key_len, const ulong kl_off, const int has_key_len,
                           const uint key_len_const, const uint m, const uint lk_max) {

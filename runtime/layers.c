@@ -34,6 +34,31 @@ nmt_status nmt_layer_lstm(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t n_seq
     return NMT_OK;
 }
 
+nmt_status nmt_layer_gru(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t n_seq, uint32_t t_cap, uint32_t in_dim,
+                         uint32_t h, int reverse, const nmt_lin *w_ih, const nmt_lin *w_hh, nmt_buf count, nmt_buf h0,
+                         uint32_t ld_h0, nmt_buf z, nmt_buf hg, nmt_buf state, nmt_buf out, uint32_t ld_out) {
+    if (n_seq == 0 || t_cap == 0) return NMT_OK;
+    const uint64_t rows = (uint64_t)n_seq * t_cap;
+    if (rows > UINT32_MAX || (uint64_t)h * 5 > UINT32_MAX || hg.mem == NULL) return NMT_ERR_INVALID_ARGUMENT;
+    const uint32_t G = 3 * h, W = nmt_gru_width(h);
+    /* z[:, 0 .. 3h) = x W_ih^T + b_ih for every step at once */
+    NMT_TRY(nmt_layer_linear(ops, x, ld_x, (uint32_t)rows, w_ih, G, in_dim, z, W, 0));
+    for (uint32_t t = 0; t < t_cap; t++) {
+        const nmt_buf prev = t ? state : h0;
+        const uint32_t ld_prev = t ? h : ld_h0;
+        nmt_buf g = w_hh->b; /* h_{-1} = 0: the recurrent pre-activations are the bias */
+        uint32_t ld_g = 0;
+        if (prev.mem) {
+            NMT_TRY(nmt_layer_matmul(ops, n_seq, G, h, prev, ld_prev, w_hh, 0.0f, hg, G, w_hh->b, 0));
+            g = hg;
+            ld_g = G;
+        }
+        NMT_TRY(nmt_op_gru_cell(ops, z, W, g, ld_g, prev, ld_prev, state, h, out, ld_out, count, n_seq, t_cap, t,
+                                reverse, h));
+    }
+    return NMT_OK;
+}
+
 nmt_status nmt_layer_conv1d(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t n_cap, nmt_buf len, uint32_t n_seq,
                             uint32_t t_out, uint32_t n, uint32_t stride, uint32_t pad, uint32_t in_dim,
                             const nmt_lin *w, uint32_t out_dim, nmt_buf cols, nmt_buf out, uint32_t ld_out) {

@@ -5,8 +5,8 @@
  *
  * Planned here for the families to come (docs/ADDING-A-FAMILY.md, "shared
  * layers"), each with its backward in train/ beside the others:
- *   - recurrent cells over time: LSTM and ON-LSTM are here
- *     (nmt_layer_lstm); GRU follows their pattern (one gate GEMM for all steps of the
+ *   - recurrent cells over time: LSTM and ON-LSTM (nmt_layer_lstm) and
+ *     GRU (nmt_layer_gru) are here (one gate GEMM for all steps of the
  *     input, one per step for the recurrence, a pointwise cell kernel in
  *     cl/recurrent.cl), MG-SA / BA-NMT;
  *   - 1-D convolution over positions: here (nmt_layer_conv1d: the window
@@ -82,5 +82,24 @@ nmt_status nmt_layer_conv1d(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t n_c
 nmt_status nmt_layer_lstm(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t n_seq, uint32_t t_cap, uint32_t in_dim,
                           uint32_t h, uint32_t chunk, const nmt_lin *w_ih, const nmt_lin *w_hh, nmt_buf count,
                           nmt_buf z, nmt_buf c, nmt_buf out, uint32_t ld_out);
+
+/* GRU over n_seq sequences of up to t_cap steps (BA-NMT's encoder and
+ * history GRUs), the cuDNN / PyTorch cell of ops.h nmt_op_gru_cell: r
+ * multiplies the projected hn, so one recurrent product per step.  Data
+ * row b * t_cap + p of x (in_dim wide, stride ld_x) and of out (h wide,
+ * stride ld_out) is position p of sequence b; count[b] (int [n_seq])
+ * positions are real, later rows of out are zero.  Forward: step t reads
+ * position t; reverse: position count[b] - 1 - t (a bidirectional encoder
+ * is two calls writing two column blocks of one out).  w_ih [3h, in_dim]
+ * with its bias, w_hh [3h, h] with its bias (optional), gate order r, z,
+ * n.  h_{-1} = h0 row b (stride ld_h0), or 0 for h0 NMT_NO_BUF.  Caller's
+ * buffers: z (float [n_seq * t_cap, 5h], nmt_gru_width) keeps what the
+ * backward reads; hg (float [n_seq, 3h]) is scratch; state (float [n_seq,
+ * h]) ends as each sequence's last state (h0, or 0, for count 0).  One
+ * product for the inputs of every step, then per step one product and one
+ * cell kernel.  Requires nmt_ops_enable_recurrent. */
+nmt_status nmt_layer_gru(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t n_seq, uint32_t t_cap, uint32_t in_dim,
+                         uint32_t h, int reverse, const nmt_lin *w_ih, const nmt_lin *w_hh, nmt_buf count, nmt_buf h0,
+                         uint32_t ld_h0, nmt_buf z, nmt_buf hg, nmt_buf state, nmt_buf out, uint32_t ld_out);
 
 #endif

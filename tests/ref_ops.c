@@ -191,3 +191,49 @@ double ref_cumax(const double *x, uint32_t n, uint32_t k) {
     }
     return pre / sum;
 }
+
+void ref_additive_attn(const ref_additive_args *a) {
+    const uint32_t S = a->s_cap, A = a->a_dim;
+    for (uint32_t b = 0; b < a->n_rows; b++) {
+        const uint32_t m = b / a->group;
+        const int32_t l = a->len[m];
+        const uint32_t n = l < 0 ? 0 : (uint32_t)l < S ? (uint32_t)l : S;
+        double *al = a->alpha + (size_t)b * S, mx = -INFINITY, sum = 0.0;
+        for (uint32_t j = 0; j < S; j++) {
+            al[j] = 0.0;
+            if (j >= n) continue;
+            const size_t rk = ((size_t)m * S + j) * A, re = ((size_t)b * S + j) * A;
+            for (uint32_t i = 0; i < A; i++) {
+                double x = a->q[(size_t)b * A + i] + a->k[rk + i];
+                if (a->e1) x += a->e1[re + i];
+                if (a->e2) x += a->e2[re + i];
+                al[j] += a->v[i] * tanh(x);
+            }
+            mx = fmax(mx, al[j]);
+        }
+        for (uint32_t j = 0; j < n; j++) sum += (al[j] = exp(al[j] - mx));
+        for (uint32_t j = 0; j < n; j++) al[j] /= sum;
+        for (uint32_t c = 0; c < a->d_h; c++) {
+            double acc = 0.0;
+            for (uint32_t j = 0; j < n; j++) acc += al[j] * a->h[((size_t)m * S + j) * a->d_h + c];
+            a->out[(size_t)b * a->d_h + c] = acc;
+        }
+    }
+}
+
+void ref_gru_cell(const double *xg, const double *hg, const double *hp, uint32_t h, double *out, double *keep) {
+    for (uint32_t j = 0; j < h; j++) {
+        const double hr = hg ? hg[j] : 0, hz = hg ? hg[h + j] : 0, hn = hg ? hg[2 * h + j] : 0;
+        const double p = hp ? hp[j] : 0;
+        const double r = 1 / (1 + exp(-(xg[j] + hr))), u = 1 / (1 + exp(-(xg[h + j] + hz)));
+        const double n = tanh(xg[2 * h + j] + r * hn);
+        out[j] = (1 - u) * n + u * p;
+        if (keep) {
+            keep[j] = r;
+            keep[h + j] = u;
+            keep[2 * h + j] = n;
+            keep[3 * h + j] = hn;
+            keep[4 * h + j] = p;
+        }
+    }
+}

@@ -37,6 +37,13 @@ double ref_sinusoid(uint32_t pos, uint32_t c, uint32_t d);
 /* ON-LSTM's cumax: sum_{l <= k} softmax(x)_l over the n values of x. */
 double ref_cumax(const double *x, uint32_t n, uint32_t k);
 
+/* One GRU step of one row in double (ops.h nmt_op_gru_cell): xg, hg (3h
+ * each, order r, z, n; hg NULL: zeros) the input and recurrent
+ * pre-activations, hp (h; NULL: zeros) the previous state; out (h) =
+ * (1 - u) n + u hp, u = sigmoid(xz + hz), n = tanh(xn + sigmoid(xr + hr) hn).
+ * keep (5h, or NULL) receives r, u, n, hn, hp as the kernel keeps them. */
+void ref_gru_cell(const double *xg, const double *hg, const double *hp, uint32_t h, double *out, double *keep);
+
 /* out[r,:] = E[tok[r],:] * scale + P(pos0 + r % seq_len, :), rows x d. */
 void ref_embed(const int32_t *tok, uint32_t rows, uint32_t seq_len, uint32_t pos0, const float *E, uint32_t d,
                float scale, float *out);
@@ -90,5 +97,20 @@ int ref_attn_allowed(const ref_attn_args *a, uint32_t s, uint32_t i, uint32_t j,
 /* out[s*lq+i, b*H*dh + h*dh + c] = sum_j softmax_j(q.k_j / sqrt(dh) over
  * allowed j) * v_j[h*dh + c]; rows without an allowed key get zeros. */
 void ref_attention(const ref_attn_args *a);
+
+/* Additive attention (nmt_op_additive_attn) in double on dense host arrays
+ * — the FD checks of its backward perturb these inputs: q [n_rows, a_dim],
+ * k [n_sent * s_cap, a_dim] (n_sent = ceil(n_rows / group)), e1 / e2
+ * [n_rows * s_cap, a_dim] or NULL, v [a_dim], h [n_sent * s_cap, d_h], len
+ * [n_sent]; alpha [n_rows, s_cap] (0 at masked positions) and out
+ * [n_rows, d_h] (0 for a row without positions) are written. */
+typedef struct ref_additive_args {
+    uint32_t n_rows, s_cap, a_dim, d_h, group;
+    const double *q, *k, *e1, *e2, *v, *h;
+    const int32_t *len;
+    double *alpha, *out;
+} ref_additive_args;
+
+void ref_additive_attn(const ref_additive_args *a);
 
 #endif

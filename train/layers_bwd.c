@@ -44,3 +44,28 @@ nmt_status nmt_layer_conv1d_bwd(nmt_ops *ops, nmt_train_ops *t, nmt_buf len, uin
                               dcols, (uint32_t)k, 0.0f, g_w, g_b, 1.0f));
     return nmt_op_window_rows_bwd(t, dcols, (uint32_t)k, len, n_seq, n_cap, t_out, n, stride, pad, in_dim, dx, ld_dx);
 }
+
+nmt_status nmt_layer_gru_bwd(nmt_ops *ops, nmt_train_ops *t, nmt_buf x, uint32_t ld_x, uint32_t n_seq, uint32_t t_cap,
+                             uint32_t in_dim, uint32_t h, int reverse, nmt_buf w_ih, nmt_buf w_hh, nmt_buf count,
+                             nmt_buf z, nmt_buf dout, uint32_t ld_dout, nmt_buf dz, nmt_buf dg, nmt_buf dh, nmt_buf dx,
+                             uint32_t ld_dx, float dx_beta, nmt_buf g_ih, nmt_buf g_ib, nmt_buf g_hh, nmt_buf g_hb) {
+    if (n_seq == 0 || t_cap == 0) return NMT_OK;
+    const uint64_t rows = (uint64_t)n_seq * t_cap;
+    if (rows > UINT32_MAX || (uint64_t)h * 5 > UINT32_MAX || w_hh.mem == NULL) return NMT_ERR_INVALID_ARGUMENT;
+    const nmt_buf none = {NULL, 0};
+    const uint32_t G = 3 * h, W = 5 * h, D = 4 * h; /* rows of z (r, u, n, hn, h_prev) and dz (3h, hn) */
+    NMT_TRY(nmt_op_fill(t, dh, n_seq * h, 0.0f));
+    for (uint32_t s = t_cap; s-- > 0;) {
+        NMT_TRY(nmt_op_gru_cell_bwd(t, z, W, dout, ld_dout, dh, dz, D, dg, count, n_seq, t_cap, s, reverse, h));
+        /* dh_{s-1} += dg_s W_hh (h_{s-1} fed step s's product) */
+        NMT_TRY(nmt_op_gemm(ops, 0, n_seq, h, G, 1.0f, dg, G, w_hh, h, 1.0f, dh, h, none, 0));
+    }
+    /* W_hh, b_hh: r and z rows from dz's first 2h columns, n rows from its hn column block */
+    const nmt_buf hp = nmt_buf_at(z, 4 * (size_t)h);
+    NMT_TRY(nmt_op_linear_bwd(ops, t, (uint32_t)rows, 2 * h, h, hp, W, none, dz, D, none, 0, 0.0f, g_hh, g_hb, 1.0f));
+    NMT_TRY(nmt_op_linear_bwd(ops, t, (uint32_t)rows, h, h, hp, W, none, nmt_buf_at(dz, G), D, none, 0, 0.0f,
+                              nmt_buf_at(g_hh, 2 * (size_t)h * h), g_hb.mem ? nmt_buf_at(g_hb, 2 * (size_t)h) : none,
+                              1.0f));
+    return nmt_op_linear_bwd(ops, t, (uint32_t)rows, G, in_dim, x, ld_x, w_ih, dz, D, dx, ld_dx, dx_beta, g_ih, g_ib,
+                             1.0f);
+}
