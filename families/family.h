@@ -101,6 +101,12 @@ typedef struct nmt_plan_dims {
     uint32_t src_cap;       /* source positions incl. EOS (max_src_len + 1) */
     uint32_t tgt_cap;       /* decoder positions incl. BOS (max_tgt_len + 1) */
     uint32_t step_rows;     /* max_batch * max_beam: rows of one decoder step */
+    /* alignments (nmt_session_params.alignment; family.alignments): align
+     * nonzero when the session wants them; the decoder layer and head
+     * (1-based; 0: the last layer, the mean over heads) as the caller gave
+     * them (the family checks them against its configuration) */
+    int align;
+    uint32_t align_layer, align_head;
 } nmt_plan_dims;
 
 /* Device buffers shared by session and family.  Int buffers hold cl_int. */
@@ -111,6 +117,7 @@ typedef struct nmt_io_bufs {
     nmt_buf reorder;   /* int [step_rows]: beam back-pointers (row -> source row) */
     nmt_buf tgt_tok;   /* int [max_batch, tgt_cap]: teacher-forced decoder inputs */
     nmt_buf logits;    /* float [step_rows, tgt_vocab] */
+    nmt_buf align;     /* float [step_rows, src_cap]: a step's alignment rows (dims.align; else absent) */
     /* host, during encode only: the batch's phrase spans (validated; NULL:
      * none) and the source lengths incl. EOS */
     const struct nmt_spans *spans;
@@ -176,6 +183,11 @@ typedef struct nmt_family {
     /* Output projection of `rows` rows of the teacher-forced hidden states
      * starting at row `first`, into io->logits. */
     nmt_status (*project)(void *state, const nmt_io_bufs *io, uint32_t first, uint32_t rows);
+    /* 1: plan honours dims->align and step writes io->align (when present):
+     * row r, column j = the probability of source position j (EOS
+     * included, 0 past a sentence's length) for the token step predicts; 0:
+     * a session asking for alignments gets NMT_ERR_UNSUPPORTED. */
+    int alignments;
     /* Release family-owned OpenCL objects other than session buffers. */
     void (*release)(void *state);
 } nmt_family;

@@ -12,7 +12,10 @@
  * exactly greedy decoding.  Constraints (nmt_beam_constrain): no EOS before
  * min_len tokens (unless the length limit forces it), and no continuation
  * that would make an n-gram of size no_repeat appear twice in its
- * hypothesis (fairseq's --no-repeat-ngram-size). */
+ * hypothesis (fairseq's --no-repeat-ngram-size).  Decoding options
+ * (nmt_beam_set_*): a forced target prefix (each sentence's first tokens),
+ * CTRL's repetition penalty on raw logits (nmt_beam_logprobs), and random
+ * top-k sampling with a per-sentence splitmix64 stream (K = 1). */
 #ifndef NMT_BEAM_H
 #define NMT_BEAM_H
 
@@ -21,10 +24,17 @@
 
 typedef struct nmt_hyp {
     int32_t *tokens;   /* (max_steps): ids, EOS excluded */
+    float *token_lp;   /* (max_steps): log-probability of each token, then of EOS (len + 1) */
     uint32_t len;
     float score;       /* length-normalised */
     float logprob;     /* sum of log-probabilities incl. EOS */
+    int32_t row;       /* the row whose EOS finished it (alignments walk back from there) */
 } nmt_hyp;
+
+typedef struct nmt_beam_cand {
+    float lp;
+    int32_t id;
+} nmt_beam_cand;
 
 typedef struct nmt_beam {
     /* planned capacity */
@@ -35,6 +45,7 @@ typedef struct nmt_beam {
     float *score;        /* (n*K) cumulative log-probability of live rows; -inf = dead */
     int32_t *hist;       /* (n*K, max_steps) tokens of live rows */
     int32_t *hist_next;  /* (n*K, max_steps) scratch for reordering */
+    float *lp_hist, *lp_hist_next; /* (n*K, max_steps) each token's log-probability, as hist */
     int32_t *next_tok;   /* (n*K) decoder input of the next step */
     int32_t *back;       /* (n*K) row each new row continues */
     uint32_t *max_len;   /* (n) tokens allowed before the forced EOS */
@@ -46,6 +57,17 @@ typedef struct nmt_beam {
     /* per-sentence candidate scratch (2K) */
     float *cand_score;
     int32_t *cand_row, *cand_tok;
+    /* decoding options (nmt_beam_set_*; off after nmt_beam_start) */
+    float rep_penalty;   /* 1: off */
+    int sampling;
+    uint32_t topk;       /* 0: every allowed token */
+    float temperature;
+    uint64_t *rng;       /* (max_batch) splitmix64 state of each sentence */
+    const int32_t *const *prefix; /* the caller's (n) forced prefixes, NULL: none */
+    const uint32_t *prefix_len;
+    int32_t *seen;       /* (max_steps) scratch: a row's tokens, sorted */
+    nmt_beam_cand *pool; /* (pool_cap) sampling scratch (nmt_beam_plan_vocab) */
+    uint32_t pool_cap;
 } nmt_beam;
 
 /* Reserve memory for up to max_batch sentences, max_beam beams and
@@ -60,6 +82,27 @@ nmt_status nmt_beam_start(nmt_beam *b, uint32_t n, uint32_t K, uint32_t V, uint3
 
 /* Constraints of the search just started (both 0 after nmt_beam_start). */
 void nmt_beam_constrain(nmt_beam *b, uint32_t min_len, uint32_t no_repeat);
+
+/* Reserve the sampling scratch for vocabularies up to V (after plan). */
+nmt_status nmt_beam_plan_vocab(nmt_beam *b, nmt_arena *a, uint32_t V);
+
+/* Options of the search just started.  Prefix: sentence i's first
+ * prefix_len[i] tokens are prefix[i] (arrays read until the search ends;
+ * max_len[i] must be >= prefix_len[i]).  Repetition penalty p > 0 (1 =
+ * off): see nmt_beam_logprobs.  Sampling (K must be 1, V <= the planned
+ * vocabulary, temperature > 0): NMT_ERR_LIMIT_EXCEEDED otherwise. */
+void nmt_beam_set_prefix(nmt_beam *b, const int32_t *const *prefix, const uint32_t *prefix_len);
+void nmt_beam_set_repetition(nmt_beam *b, float penalty);
+nmt_status nmt_beam_set_sampling(nmt_beam *b, uint32_t topk, float temperature, uint64_t seed);
+
+/* With a repetition penalty: turn step t's raw logits (n*K rows of V) into
+ * log-probabilities in place, the logit z of each distinct token of a
+ * row's history first replaced by z / p (z >= 0) or z * p (z < 0). */
+void nmt_beam_logprobs(nmt_beam *b, uint32_t t, float *logits);
+
+/* Re-rank sentence i's finished hypotheses by score (stable; after their
+ * scores changed, e.g. by a coverage penalty). */
+void nmt_beam_resort(nmt_beam *b, uint32_t i);
 
 /* Consume step t's log-probabilities (n*K rows of V).  Fills next_tok and
  * back.  Returns 1 when every sentence is done (results then sorted). */

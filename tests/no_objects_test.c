@@ -70,6 +70,23 @@ static void test_translate_creates_nothing(void **state) {
     assert_int_equal(nmt_session_score(s, &src, &src, lp), NMT_OK);
     assert_int_equal(n_created, before);
 
+    /* a session with alignments: translating and reading them creates nothing either */
+    nmt_session_params pa = p;
+    pa.alignment = 1;
+    size_t need_a;
+    assert_int_equal(nmt_session_arena_size(&pa, &need_a, NULL), NMT_OK);
+    void *arena_a = aligned_alloc(64, nmt_test_round_up(need_a, 64));
+    nmt_session *sa;
+    assert_int_equal(nmt_session_create(dev, &pa, arena_a, need_a, &sa), NMT_OK);
+    before = n_created;
+    for (int rep = 0; rep < 2; rep++) assert_int_equal(nmt_session_translate(sa, &src, &o), NMT_OK);
+    int32_t links[64];
+    uint32_t n_links;
+    assert_int_equal(nmt_session_result_links(sa, 1, 0, links, 64, &n_links), NMT_OK);
+    assert_int_equal(n_created, before);
+    nmt_session_destroy(sa);
+    free(arena_a);
+
     nmt_session_destroy(s);
     free(arena);
     free(img);

@@ -176,6 +176,16 @@ static nmt_status cross_attn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const 
     return linear(fw, a->ctx, d, rows, &w->o, d, d, a->t, d, 0);
 }
 
+/* Alignment rows of a decoder step (nmt_tf_pass.align): the probabilities
+ * of the cross-attention just run, recomputed from its q (a->qkv) and the
+ * memory's k (a->kv), averaged over heads or of one head. */
+static nmt_status cross_align(const nmt_tf_fwd *fw, const nmt_tf_acts *a, const nmt_tf_pass *p) {
+    const uint32_t d = fw->c->d;
+    return nmt_op_attn_align(fw->ops, p->n * p->len, p->group, fw->c->heads, fw->c->dh, p->align_head, a->qkv, d,
+                             a->kv, 2 * d, (uint64_t)p->src_len * 2 * d, p->key_len, p->src_len, p->align,
+                             p->align_ld);
+}
+
 /* MG-SA encoder self-attention (docs/ARCHITECTURES.md): q|k|v of the tokens
  * for every head; each phrase group's heads take their keys and values
  * from its phrase memory H_g = REC(COM(n-gram spans of the input)), COM
@@ -266,6 +276,7 @@ static nmt_status sublayer(const nmt_tf_fwd *fw, uint32_t k, const nmt_tf_pass *
     case NMT_TF_SUB_CROSS:
         if (nmt_ph_of(c, 1, 1)) NMT_TRY(nmt_ph_attn(fw, w, &a, nmt_ph_of(c, 1, 1), 1, 1, p, in));
         else NMT_TRY(cross_attn(fw, w, &a, p, in));
+        if (p->align.mem != NULL && k == p->align_k) NMT_TRY(cross_align(fw, &a, p));
         break;
     case NMT_TF_SUB_FFN: NMT_TRY(ffn(fw, w, &a, rows, in)); break;
     }

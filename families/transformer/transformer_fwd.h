@@ -81,6 +81,11 @@ typedef struct nmt_tf_pass {
     int step;            /* decoder: one incremental step at position t */
     uint32_t t;
     uint32_t cache_len;  /* step: positions per row of the K|V cache */
+    /* step, optional: alignment rows [n, align_ld] of the cross-attention
+     * of sub-layer align_k (ops.h nmt_op_attn_align; head align_head,
+     * 1-based, 0 = mean over heads); absent (mem NULL): none */
+    nmt_buf align;
+    uint32_t align_k, align_head, align_ld;
 } nmt_tf_pass;
 /* (MG-SA syntax heads read their phrase spans and counts from acts
  * mg_seg / mg_cnt, filled by the caller before the encoder runs.) */
