@@ -16,11 +16,13 @@
 extern const nmt_family nmt_family_transformer;
 extern const nmt_family nmt_family_mgsa;
 extern const nmt_family nmt_family_phrase;
+extern const nmt_family nmt_family_banmt;
 
 static const nmt_family *const registry[] = {
     &nmt_family_transformer,
     &nmt_family_mgsa,
     &nmt_family_phrase,
+    &nmt_family_banmt,
 };
 
 const nmt_family *nmt_family_find(const char *arch) {

@@ -283,7 +283,7 @@ static void test_random_refuses(void **state) {
          "nmt-edge-convert random: invalid configuration of arch 'transformer': bos_id 9999 must be < tgt_vocab 64 "
          "(nothing was written)\n"},
         {"--norm", "mid", "nmt-edge-convert random: --norm expects one of post, pre, got 'mid'\n"},
-        {"--arch", "rnn", "nmt-edge-convert random: unknown --arch 'rnn' (known: transformer, mgsa, phrase)\n"},
+        {"--arch", "rnn", "nmt-edge-convert random: unknown --arch 'rnn' (known: transformer, mgsa, phrase, banmt)\n"},
     };
     for (size_t i = 0; i < NMT_ARRAY_LEN(cases); i++) {
         nmt_test_proc r;

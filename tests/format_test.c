@@ -522,7 +522,7 @@ static void test_explain(void **state) {
     expect_why(&(model_change){.meta_key = "norm", .meta_i64 = 1}, NMT_ERR_MODEL_ARCH,
                "metadata key 'norm' is an integer (i64), expected a string");
     expect_why(&(model_change){.meta_key = "arch", .meta_str = "rnn"}, NMT_ERR_MODEL_ARCH,
-               "unsupported model architecture: arch 'rnn' (this runtime knows transformer, mgsa, phrase)");
+               "unsupported model architecture: arch 'rnn' (this runtime knows transformer, mgsa, phrase, banmt)");
     expect_why(&(model_change){.meta_drop = "d_ff"}, NMT_ERR_MODEL_ARCH,
                "unsupported model: hyper-parameter 'd_ff' is missing (required)");
     expect_why(&(model_change){.meta_drop = "arch"}, NMT_ERR_MODEL_ARCH,
