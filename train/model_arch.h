@@ -19,8 +19,11 @@
  * family has beyond the Transformer's (MG-SA's LSTM interaction) drawn at
  * random (nmtw_add_random_missing with seed and weight_scale).  *out is
  * malloc'd.
- * An arch whose configuration is not the Transformer's is
- * NMT_ERR_UNSUPPORTED. */
+ * An arch whose configuration is not the Transformer's (BA-NMT) gets a
+ * new model: its keys from keys / values, the Transformer image's
+ * vocabularies, special ids and tokenizer blobs, required widths without
+ * a value = d_model, every tensor drawn by its catalogue at weight scale 1
+ * (the family's own init; weight_scale unused). */
 nmt_status train_model_as_arch(const void *tf, size_t tf_size, const char *arch, const char *const *keys,
                                const char *const *values, size_t n, uint64_t seed, float weight_scale, void **out,
                                size_t *out_size, char *err, size_t err_cap);

@@ -9,12 +9,14 @@
 #include "family.h"
 #include "format.h"
 #include "tf_train.h"
+#include "banmt_train.h"
 
 /* Every family the trainer can train, by the runtime family's arch. */
 static const nmt_train_family *const registry[] = {
     &nmt_tf_train_family,
     &nmt_mgsa_train_family,
     &nmt_phrase_train_family,
+    &nmt_banmt_train_family,
 };
 
 struct ntm_model {
@@ -51,6 +53,15 @@ nmt_status ntm_create(nmt_device *dev, const void *image, size_t size, const nmt
     }
     *out = m;
     return NMT_OK;
+}
+
+size_t ntm_act_bytes(const void *image, size_t size, const nmt_train_limits *lim) {
+    nmt_file f;
+    const nmt_family *rt;
+    if (image == NULL || lim == NULL || nmt_file_open(&f, image, size, 0) != NMT_OK || nmt_family_of(&f, &rt) != NMT_OK)
+        return 0;
+    const nmt_train_family *fam = nmt_train_family_find(rt->arch);
+    return fam && fam->act_bytes ? fam->act_bytes(image, size, lim) : 0;
 }
 
 void ntm_destroy(ntm_model *m) {

@@ -31,6 +31,9 @@ typedef struct nmt_train_limits {
     uint32_t max_tgt_len;  /* padded target length, BOS/EOS included */
     uint32_t max_tokens;   /* n_seq * max(src_len, tgt_len) bound of one micro-batch
                               (0 = max_seqs * max(max_src_len, max_tgt_len)) */
+    uint64_t max_act_bytes; /* cap on the planned activation bytes of a family whose
+                               activations grow faster than tokens (BA-NMT: O(B*T*S*hist));
+                               0 = the device's global memory; see ntm_act_bytes */
 } nmt_train_limits;
 
 typedef struct nmt_train_batch {
@@ -40,6 +43,14 @@ typedef struct nmt_train_batch {
     const int32_t *tgt_in;    /* [n_seq * tgt_len]: BOS y ... pad */
     const int32_t *tgt_out;   /* [n_seq * tgt_len]: y ... EOS pad */
     const uint32_t *tgt_lens; /* [n_seq], 1..tgt_len */
+    /* MG-SA syntax heads (optional; NULL: every sentence gets the model's
+     * fallback n-grams; other families ignore them): sentence i's phrase
+     * spans over its source tokens (EOS not counted), checked as the
+     * runtime checks nmt_session_set_spans (families/spans.h), and their
+     * labels (train/spans_file.h, for the tag loss; may be NULL) */
+    const nmt_span *const *spans;     /* [n_seq]: n_spans[i] spans each */
+    const uint32_t *n_spans;          /* [n_seq] */
+    const uint8_t *const *span_labels; /* [n_seq]: n_spans[i] label ids each */
 } nmt_train_batch;
 
 typedef struct nmt_train_step_opts {
@@ -48,6 +59,8 @@ typedef struct nmt_train_step_opts {
     float label_smoothing;  /* eps of nmt_op_xent */
     float grad_scale;       /* multiplies the loss gradient (1 / target tokens of the step) */
     uint64_t seed;          /* dropout masks: a pure function of (seed, site, element) */
+    float tag_lambda;       /* MG-SA syntax heads: weight of the phrase-tag loss (0: none); the
+                               loss_sum of forward_backward then includes tag_lambda * L_tag */
 } nmt_train_step_opts;
 
 /* What a family with gradients provides; `m` is the family's own model.
@@ -77,6 +90,8 @@ typedef struct nmt_train_family {
     nmt_status (*token_logprobs)(void *m, const nmt_train_batch *b, float *lp);
     nmt_status (*grad_norm)(void *m, double *norm);
     nmt_status (*adam_step)(void *m, const nmt_adam_params *ap);
+    /* Optional (NULL: 0): ntm_act_bytes. */
+    size_t (*act_bytes)(const void *image, size_t size, const nmt_train_limits *lim);
     /* Optional (NULL: NMT_ERR_UNSUPPORTED): ntm_attention_mass. */
     nmt_status (*attention_mass)(void *m, const nmt_train_batch *b, struct ntm_attn_mass *out, uint32_t cap,
                                  uint32_t *n);
@@ -98,6 +113,12 @@ typedef struct ntm_model ntm_model;
 nmt_status ntm_create(nmt_device *dev, const void *image, size_t size, const nmt_train_limits *lim,
                       ntm_model **out);
 void ntm_destroy(ntm_model *m);
+
+/* Device bytes of activations and backward scratch the image's family
+ * plans for `lim`, for a family that checks lim->max_act_bytes (create
+ * fails with NMT_ERR_DEVICE_MEMORY above it); 0 for the others or a bad
+ * image. */
+size_t ntm_act_bytes(const void *image, size_t size, const nmt_train_limits *lim);
 const nmt_train_family *ntm_family(const ntm_model *m);
 /* The family's own model (e.g. a tft_model *), for the family's tests. */
 void *ntm_impl(ntm_model *m);
