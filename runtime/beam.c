@@ -4,6 +4,7 @@
 #include "common.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 nmt_status nmt_beam_plan(nmt_beam *b, nmt_arena *a, uint32_t max_batch, uint32_t max_beam,
@@ -23,13 +24,21 @@ nmt_status nmt_beam_plan(nmt_beam *b, nmt_arena *a, uint32_t max_batch, uint32_t
     b->n_fin = NMT_ARENA_NEW(a, uint32_t, max_batch);
     b->fin = NMT_ARENA_NEW(a, nmt_hyp, rows);
     int32_t *fin_tokens = NMT_ARENA_NEW(a, int32_t, rows * max_steps);
+    b->lp_hist = NMT_ARENA_NEW(a, float, rows * max_steps);
+    b->lp_hist_next = NMT_ARENA_NEW(a, float, rows * max_steps);
+    float *fin_lp = NMT_ARENA_NEW(a, float, rows * max_steps);
     b->cand_score = NMT_ARENA_NEW(a, float, 2 * (size_t)max_beam);
     b->cand_row = NMT_ARENA_NEW(a, int32_t, 2 * (size_t)max_beam);
     b->cand_tok = NMT_ARENA_NEW(a, int32_t, 2 * (size_t)max_beam);
     b->banned = NMT_ARENA_NEW(a, int32_t, max_steps);
+    b->seen = NMT_ARENA_NEW(a, int32_t, max_steps);
+    b->rng = NMT_ARENA_NEW(a, uint64_t, max_batch);
     NMT_CHECK(!a->failed, NMT_ERR_ARENA_TOO_SMALL);
     if (!nmt_arena_measuring(a))
-        for (size_t i = 0; i < rows; i++) b->fin[i].tokens = fin_tokens + i * max_steps;
+        for (size_t i = 0; i < rows; i++) {
+            b->fin[i].tokens = fin_tokens + i * max_steps;
+            b->fin[i].token_lp = fin_lp + i * max_steps;
+        }
     return NMT_OK;
 }
 
@@ -43,6 +52,10 @@ nmt_status nmt_beam_start(nmt_beam *b, uint32_t n, uint32_t K, uint32_t V, uint3
     b->eos = eos;
     b->alpha = alpha;
     b->min_len = b->no_repeat = 0;
+    b->rep_penalty = 1.0f;
+    b->sampling = 0;
+    b->prefix = NULL;
+    b->prefix_len = NULL;
     for (uint32_t i = 0; i < n; i++) {
         NMT_CHECK(max_len[i] < b->max_steps, NMT_ERR_LIMIT_EXCEEDED);
         b->max_len[i] = max_len[i];
@@ -58,9 +71,89 @@ nmt_status nmt_beam_start(nmt_beam *b, uint32_t n, uint32_t K, uint32_t V, uint3
     return NMT_OK;
 }
 
+nmt_status nmt_beam_plan_vocab(nmt_beam *b, nmt_arena *a, uint32_t V) {
+    b->pool = NMT_ARENA_NEW(a, nmt_beam_cand, V);
+    b->pool_cap = V;
+    NMT_CHECK(!a->failed, NMT_ERR_ARENA_TOO_SMALL);
+    return NMT_OK;
+}
+
+void nmt_beam_set_prefix(nmt_beam *b, const int32_t *const *prefix, const uint32_t *prefix_len) {
+    b->prefix = prefix_len ? prefix : NULL;
+    b->prefix_len = prefix ? prefix_len : NULL;
+}
+
+void nmt_beam_set_repetition(nmt_beam *b, float penalty) { b->rep_penalty = penalty > 0 ? penalty : 1.0f; }
+
+/* splitmix64 (Steele et al. 2014): the finalizer mixes a seed, next() steps. */
+static uint64_t mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static double next_uniform(uint64_t *state) { /* [0, 1) with 53 bits */
+    *state += 0x9E3779B97F4A7C15ull;
+    return (double)(mix64(*state) >> 11) * 0x1.0p-53;
+}
+
+nmt_status nmt_beam_set_sampling(nmt_beam *b, uint32_t topk, float temperature, uint64_t seed) {
+    NMT_CHECK(b->K == 1 && b->V <= b->pool_cap && temperature > 0 && isfinite(temperature), NMT_ERR_LIMIT_EXCEEDED);
+    b->sampling = 1;
+    b->topk = topk;
+    b->temperature = temperature;
+    for (uint32_t i = 0; i < b->n; i++) b->rng[i] = mix64(seed + i);
+    return NMT_OK;
+}
+
+static int cmp_int(const void *x, const void *y) {
+    const int32_t a = *(const int32_t *)x, c = *(const int32_t *)y;
+    return (a > c) - (a < c);
+}
+
+void nmt_beam_logprobs(nmt_beam *b, uint32_t t, float *logits) {
+    const uint32_t V = b->V, M = b->max_steps;
+    const float p = b->rep_penalty;
+    for (uint32_t r = 0; r < b->n * b->K; r++) {
+        float *z = logits + (size_t)r * V;
+        if (p != 1.0f && t > 0) {
+            memcpy(b->seen, b->hist + (size_t)r * M, sizeof(int32_t) * t);
+            qsort(b->seen, t, sizeof(int32_t), cmp_int);
+            for (uint32_t j = 0; j < t; j++) {
+                const int32_t v = b->seen[j];
+                if ((j > 0 && v == b->seen[j - 1]) || v < 0 || (uint32_t)v >= V) continue;
+                z[v] = z[v] < 0 ? z[v] * p : z[v] / p;
+            }
+        }
+        float mx = -INFINITY;
+        for (uint32_t v = 0; v < V; v++) mx = z[v] > mx ? z[v] : mx;
+        double sum = 0;
+        for (uint32_t v = 0; v < V; v++) sum += exp((double)z[v] - mx);
+        const float lse = mx + (float)log(sum);
+        for (uint32_t v = 0; v < V; v++) z[v] -= lse;
+    }
+}
+
+/* Pool order: log-probability descending, then id ascending. */
+static int cmp_cand(const void *x, const void *y) {
+    const nmt_beam_cand *a = x, *c = y;
+    if (a->lp != c->lp) return a->lp > c->lp ? -1 : 1;
+    return (a->id > c->id) - (a->id < c->id);
+}
+
+/* Draw sentence s's next token among the allowed tokens of its row r (the
+ * first nb banned tokens, EOS when no_eos): the topk best (0: all) in
+ * pool order, weights exp((lp - best) / temperature), the first whose
+ * cumulative weight exceeds u * total.  -1 when nothing is allowed. */
+static int32_t sample_token(nmt_beam *b, uint32_t s, const float *lp, uint32_t nb, int no_eos);
+
+static void sort_results(nmt_beam *b, uint32_t s);
+
 static float length_penalty(float alpha, uint32_t len) {
     return alpha == 0.0f ? 1.0f : powf((5.0f + (float)len) / 6.0f, alpha);
 }
+
+void nmt_beam_resort(nmt_beam *b, uint32_t i) { sort_results(b, i); }
 
 void nmt_beam_constrain(nmt_beam *b, uint32_t min_len, uint32_t no_repeat) {
     b->min_len = min_len;
@@ -86,6 +179,26 @@ static int is_banned(const nmt_beam *b, uint32_t nb, int32_t v) {
     return 0;
 }
 
+static int32_t sample_token(nmt_beam *b, uint32_t s, const float *lp, uint32_t nb, int no_eos) {
+    uint32_t n = 0;
+    for (uint32_t v = 0; v < b->V; v++) {
+        if (!(lp[v] > -INFINITY) || (no_eos && v == b->eos) || (nb && is_banned(b, nb, (int32_t)v))) continue;
+        b->pool[n++] = (nmt_beam_cand){lp[v], (int32_t)v};
+    }
+    if (n == 0) return -1;
+    qsort(b->pool, n, sizeof *b->pool, cmp_cand);
+    if (b->topk > 0 && b->topk < n) n = b->topk;
+    double total = 0;
+    for (uint32_t i = 0; i < n; i++) total += exp(((double)b->pool[i].lp - b->pool[0].lp) / b->temperature);
+    const double target = next_uniform(&b->rng[s]) * total;
+    double cum = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        cum += exp(((double)b->pool[i].lp - b->pool[0].lp) / b->temperature);
+        if (cum > target) return b->pool[i].id;
+    }
+    return b->pool[n - 1].id;
+}
+
 /* Insert (score, row, tok) into the descending candidate list of size cap;
  * ties keep the earlier (lower row, then lower token) candidate first. */
 static void cand_insert(nmt_beam *b, uint32_t *count, uint32_t cap, float s, int32_t row, int32_t tok) {
@@ -104,10 +217,13 @@ static void cand_insert(nmt_beam *b, uint32_t *count, uint32_t cap, float s, int
     if (c < cap) *count = c + 1;
 }
 
-static void finish(nmt_beam *b, uint32_t s, uint32_t t, int32_t row, float logprob) {
+static void finish(nmt_beam *b, uint32_t s, uint32_t t, int32_t row, float logprob, float eos_lp) {
     nmt_hyp *h = &b->fin[(size_t)s * b->K + b->n_fin[s]++];
     memcpy(h->tokens, b->hist + (size_t)row * b->max_steps, sizeof(int32_t) * t);
+    memcpy(h->token_lp, b->lp_hist + (size_t)row * b->max_steps, sizeof(float) * t);
+    h->token_lp[t] = eos_lp;
     h->len = t;
+    h->row = row;
     h->logprob = logprob;
     h->score = logprob / length_penalty(b->alpha, t + 1);
 }
@@ -136,6 +252,8 @@ int nmt_beam_advance(nmt_beam *b, uint32_t t, const float *logprobs) {
                 b->next_tok[r0 + k] = (int32_t)b->eos;
                 memcpy(b->hist_next + (size_t)(r0 + k) * M, b->hist + (size_t)(r0 + k) * M,
                        sizeof(int32_t) * M);
+                memcpy(b->lp_hist_next + (size_t)(r0 + k) * M, b->lp_hist + (size_t)(r0 + k) * M,
+                       sizeof(float) * M);
             }
             continue;
         }
@@ -149,8 +267,18 @@ int nmt_beam_advance(nmt_beam *b, uint32_t t, const float *logprobs) {
                 cand_insert(b, &nc, cap, b->score[r] + lp[b->eos], (int32_t)r, (int32_t)b->eos);
                 continue;
             }
+            if (b->prefix != NULL && t < b->prefix_len[s]) { /* forced: the prefix's token only */
+                const int32_t v = b->prefix[s][t];
+                if (lp[v] > -INFINITY) cand_insert(b, &nc, cap, b->score[r] + lp[v], (int32_t)r, v);
+                continue;
+            }
             const uint32_t nb = banned_tokens(b, b->hist + (size_t)r * M, t);
             const int no_eos = t < b->min_len;
+            if (b->sampling) { /* K = 1: one draw, the only candidate */
+                const int32_t v = sample_token(b, s, lp, nb, no_eos);
+                if (v >= 0) cand_insert(b, &nc, cap, b->score[r] + lp[v], (int32_t)r, v);
+                continue;
+            }
             for (uint32_t v = 0; v < V; v++) {
                 float sc = b->score[r] + lp[v];
                 if (nc == cap && !(sc > b->cand_score[cap - 1])) continue;
@@ -167,7 +295,7 @@ int nmt_beam_advance(nmt_beam *b, uint32_t t, const float *logprobs) {
         for (uint32_t i = 0; i < nc && alive < K; i++) {
             const int32_t row = b->cand_row[i], tok = b->cand_tok[i];
             if (tok == (int32_t)b->eos) {
-                if (i < K && b->n_fin[s] < K) finish(b, s, t, row, b->cand_score[i]);
+                if (i < K && b->n_fin[s] < K) finish(b, s, t, row, b->cand_score[i], logprobs[(size_t)row * V + b->eos]);
                 continue;
             }
             if (b->n_fin[s] >= K) break;
@@ -178,6 +306,9 @@ int nmt_beam_advance(nmt_beam *b, uint32_t t, const float *logprobs) {
             int32_t *dst = b->hist_next + (size_t)j * M;
             memcpy(dst, b->hist + (size_t)row * M, sizeof(int32_t) * t);
             dst[t] = tok;
+            float *dlp = b->lp_hist_next + (size_t)j * M;
+            memcpy(dlp, b->lp_hist + (size_t)row * M, sizeof(float) * t);
+            dlp[t] = logprobs[(size_t)row * V + (uint32_t)tok];
         }
         for (uint32_t j = r0 + alive; j < r0 + K; j++) { /* unused beams are dead */
             b->back[j] = (int32_t)r0;
@@ -194,6 +325,9 @@ int nmt_beam_advance(nmt_beam *b, uint32_t t, const float *logprobs) {
     int32_t *tmp = b->hist;
     b->hist = b->hist_next;
     b->hist_next = tmp;
+    float *ftmp = b->lp_hist;
+    b->lp_hist = b->lp_hist_next;
+    b->lp_hist_next = ftmp;
     return all_done;
 }
 

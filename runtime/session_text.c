@@ -88,7 +88,20 @@ nmt_status nmt_session_translate_text(nmt_session *s, const nmt_text_batch *src,
     nmt_batch b;
     NMT_TRY(tokenize_batch(s, s->tok_src, src, s->limits.max_src_len, s->txt_ids, s->txt_ptrs,
                            s->txt_lens, &b));
-    return nmt_session_translate(s, &b, opts);
+    if (opts == NULL || opts->prefix_text == NULL) return nmt_session_translate(s, &b, opts);
+    /* a forced prefix as text: target-tokenized into the second half of the scratch */
+    NMT_CHECK(opts->prefix == NULL && opts->prefix_text_len != NULL, NMT_ERR_INVALID_ARGUMENT);
+    const nmt_limits *L = &s->limits;
+    const nmt_text_batch pt = {.text = opts->prefix_text, .lens = opts->prefix_text_len, .n = src->n};
+    nmt_batch bp;
+    NMT_TRY(tokenize_batch(s, s->tok_tgt, &pt, L->max_tgt_len, s->txt_ids + (size_t)L->max_batch * L->max_src_len,
+                           s->txt_ptrs + L->max_batch, s->txt_lens + L->max_batch, &bp));
+    nmt_decode_opts o = *opts;
+    o.prefix = bp.tokens;
+    o.prefix_len = bp.lens;
+    o.prefix_text = NULL;
+    o.prefix_text_len = NULL;
+    return nmt_session_translate(s, &b, &o);
 }
 
 nmt_status nmt_session_result_text(nmt_session *s, uint32_t i, uint32_t rank, const char **text,
