@@ -19,6 +19,7 @@ int cmd_random(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
+int cmd_kernels(int argc, char **argv);  /* convert_kernels.c */
 
 /* A model file read whole into malloc'd memory (8-byte aligned). */
 typedef struct model_image {

@@ -5,6 +5,7 @@
  *   nmt-edge-convert export CKPT... -o FILE [--dtype fp32|fp16|int8]
  *   nmt-edge-convert info MODEL [--max-batch N ...]
  *   nmt-edge-convert verify MODEL [--device SPEC]
+ *   nmt-edge-convert kernels --model MODEL -o PACK.nmk [--device SPEC]   kernel pack
  *
  * One file per subcommand (convert_cmds.h).  Exit status: 0 success, 1 I/O
  * or internal error (also when standard output cannot be written), 2 bad
@@ -34,6 +35,7 @@ static const subcommand subcommands[] = {
     {"export", cmd_export, "checkpoint(s) -> deployment model (average, strip train.*, fp32/fp16/int8)"},
     {"info", cmd_info, "describe a model: hyper-parameters, metadata, tensors, checksums, memory"},
     {"verify", cmd_verify, "check structure and checksums, then run a test forward on a device"},
+    {"kernels", cmd_kernels, "write a kernel pack: a model's compiled programs for one device (.nmk)"},
 };
 
 static void usage(FILE *out) {

@@ -7,6 +7,7 @@
  * cached binaries are read and written through file mappings. */
 #include "device.h"
 
+#include "kernel_pack.h"
 #include "platform.h"
 
 #include <CL/cl_ext.h>
@@ -408,6 +409,7 @@ nmt_status nmt_device_open(const nmt_device_params *params, void *mem, size_t me
     if ((unsigned)params->gemm > (unsigned)NMT_GEMM_CLBLAST) return NMT_ERR_INVALID_ARGUMENT;
     if (params->cache_dir && strlen(params->cache_dir) >= NMT_PATH_MAX - 32) return NMT_ERR_INVALID_ARGUMENT;
     if (params->kernel_dir && strlen(params->kernel_dir) >= NMT_PATH_MAX - 48) return NMT_ERR_INVALID_ARGUMENT;
+    if (params->kernel_pack && strlen(params->kernel_pack) >= NMT_PATH_MAX) return NMT_ERR_INVALID_ARGUMENT;
 
     nmt_device *dev = (nmt_device *)mem;
     memset(dev, 0, sizeof *dev);
@@ -437,12 +439,24 @@ nmt_status nmt_device_open(const nmt_device_params *params, void *mem, size_t me
     dev->info.device_index = id;
     query_info(dev);
 
-    /* GEMM provider. */
+    /* Binaries only: asked for, or the device has no compiler (FPGA flows). */
+    cl_bool compiler = CL_TRUE;
+    if (clGetDeviceInfo(dev->device, CL_DEVICE_COMPILER_AVAILABLE, sizeof compiler, &compiler, NULL) != CL_SUCCESS)
+        compiler = CL_TRUE;
+    dev->compiler_available = compiler != CL_FALSE;
+    dev->binaries_only = params->binaries_only || !dev->compiler_available;
+
+    /* GEMM provider; with a pack or without a compiler AUTO is ours
+     * (CLBlast compiles its own programs at run time). */
     nmt_gemm_provider g = params->gemm;
-    if (g == NMT_GEMM_CLBLAST && !NMT_CLBLAST_BUILT) {
-        nmt_log(&dev->log, NMT_LOG_ERROR, "gemm provider clblast requested but this build has no CLBlast");
+    if (g == NMT_GEMM_CLBLAST && (!NMT_CLBLAST_BUILT || dev->binaries_only)) {
+        nmt_log(&dev->log, NMT_LOG_ERROR, "gemm provider clblast requested but %s",
+                dev->binaries_only ? "programs cannot be compiled here (binaries only)" : "this build has no CLBlast");
         return NMT_ERR_UNSUPPORTED;
     }
+    nmt_gemm_provider tuning_gemm = params->gemm;
+    if (tuning_gemm == NMT_GEMM_AUTO && ((params->kernel_pack && params->kernel_pack[0]) || dev->binaries_only))
+        tuning_gemm = NMT_GEMM_OWN;
     dev->info.gemm = g;  /* resolved below, once the tuning is known */
 
     cl_int e = CL_SUCCESS;
@@ -472,10 +486,25 @@ nmt_status nmt_device_open(const nmt_device_params *params, void *mem, size_t me
         }
     }
 
-    load_tuning(dev, params->gemm);
+    load_tuning(dev, tuning_gemm);
     g = (nmt_gemm_provider)dev->tuning.gemm[NMT_GOP_NT][NMT_GCLASS_BIG].provider;
     dev->info.gemm = g;
     nmt_log(&dev->log, NMT_LOG_DEBUG, "kernel parameters: %s", dev->tuning.origin);
+
+    if (params->kernel_pack && params->kernel_pack[0]) {
+        s = nmt_kpack_attach(dev, params->kernel_pack);
+        if (s != NMT_OK) {
+            clReleaseCommandQueue(dev->queue);
+            clReleaseContext(dev->context);
+            dev->queue = NULL;
+            dev->context = NULL;
+            return s;
+        }
+    }
+    if (dev->binaries_only)
+        nmt_log(&dev->log, NMT_LOG_INFO, "binaries only (%s): programs come from %s, never from source",
+                dev->compiler_available ? "asked for" : "the device has no compiler",
+                dev->kernel_pack[0] ? "the kernel pack or the cache" : "the cache");
 
     nmt_log(&dev->log, NMT_LOG_INFO,
             "device %u:%u: %s (%s; %s; driver %s) %s, %u compute units, gemm=%s%s%s",
@@ -746,14 +775,25 @@ nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *o
         return ls;
     }
     char full_opts[NMT_BUILD_OPTIONS_MAX + 32];
-    snprintf(full_opts, sizeof full_opts, "-cl-std=CL1.2%s%s", options[0] ? " " : "", options);
+    nmt_full_build_options(options, full_opts, sizeof full_opts);
+    uint64_t source_hash = NMT_FNV_OFFSET;  /* what a pack entry must have been built from */
+    for (int i = 0; i < 2; i++) {  /* lengths as u64: the same on every host */
+        const uint64_t len64 = (uint64_t)lens[i];
+        source_hash = nmt_fnv1a(source_hash, &len64, sizeof len64);
+        source_hash = nmt_fnv1a(source_hash, texts[i], lens[i]);
+    }
 
     char cache_path[NMT_PATH_MAX + 32];
     uint64_t key = 0;
     cl_program prog = NULL;
-    int from_cache = 0;
+    int from_cache = 0, from_pack = 0;
     size_t binary_size = 0;
-    if (dev->cache_dir[0]) {
+    nmt_status s = NMT_OK;
+    if (dev->kernel_pack[0]) {
+        s = nmt_kpack_program(dev, source, full_opts, source_hash, &prog);
+        from_pack = prog != NULL;
+    }
+    if (s == NMT_OK && prog == NULL && dev->cache_dir[0]) {
         const uint32_t fmt = NMT_CLBIN_FORMAT;
         key = fnv_str(dev->cache_key_base, source);
         for (int i = 0; i < 2; i++) {
@@ -770,8 +810,13 @@ nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *o
             binary_size = 0;
     }
 
-    nmt_status s = NMT_OK;
-    if (prog == NULL) {
+    if (s == NMT_OK && prog == NULL && dev->binaries_only) {
+        nmt_log(&dev->log, NMT_LOG_ERROR, "%s.cl (\"%s\") is in no kernel pack%s and cannot be compiled here "
+                "(binaries only); make a pack for this model and device (nmt-edge-convert kernels)",
+                source, full_opts, dev->kernel_pack[0] ? "" : " (none given)");
+        s = NMT_ERR_KERNEL_PACK_MISSING;
+    }
+    if (s == NMT_OK && prog == NULL) {
         cl_int e = CL_SUCCESS;
         prog = clCreateProgramWithSource(dev->context, 2, texts, lens, &e);
         if (prog == NULL || e != CL_SUCCESS) {
@@ -814,10 +859,16 @@ nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *o
     sl->from_cache = from_cache;
     sl->key = key;
     sl->binary_size = binary_size;
+    sl->source_hash = source_hash;
+    sl->from_pack = from_pack;
     nmt_log(&dev->log, NMT_LOG_DEBUG, "program %s.cl (\"%s\") %s", source, options,
-            from_cache ? "loaded from cache" : "built from source");
+            from_pack ? "created from the kernel pack" : from_cache ? "loaded from cache" : "built from source");
     *out = prog;
     return NMT_OK;
+}
+
+void nmt_full_build_options(const char *options, char *buf, size_t cap) {
+    snprintf(buf, cap, "-cl-std=CL1.2%s%s", options && options[0] ? " " : "", options ? options : "");
 }
 
 uint32_t nmt_device_cache_refresh(nmt_device *dev) {

@@ -52,6 +52,8 @@ typedef struct nmt_program_slot {
     int from_cache;                       /* 1: created from a cached binary */
     uint64_t key;                         /* cache key (0: no cache) */
     size_t binary_size;                   /* bytes of the binary last read or written */
+    uint64_t source_hash;                 /* nmt_source_hash of the texts it was built from */
+    int from_pack;                        /* 1: created from the kernel pack's binary */
 } nmt_program_slot;
 
 struct nmt_device {
@@ -75,6 +77,10 @@ struct nmt_device {
     /* statistics (for logs and tests) */
     uint32_t n_cache_hits, n_cache_misses, n_cache_rejects;
     uint32_t n_source_builds;       /* programs compiled from source */
+    uint32_t n_pack_hits;           /* programs created from the kernel pack */
+    char kernel_pack[NMT_PATH_MAX]; /* "" = no pack (kernel_pack.h) */
+    int binaries_only;              /* never compile from source: forced, or no compiler */
+    int compiler_available;         /* CL_DEVICE_COMPILER_AVAILABLE */
     uint64_t cache_key_base;        /* hash of platform/device/driver identity */
     char build_log[NMT_BUILD_LOG_MAX]; /* last build log (also extension scratch) */
 };
@@ -106,6 +112,11 @@ int nmt_device_have_clblast(void);
  * program rebuilt from source.  The program is owned by the device. */
 nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *options,
                               cl_program *out);
+
+/* The options clBuildProgram gets for a program built with `options`:
+ * "-cl-std=CL1.2" and the options (what the cache key and a kernel pack
+ * entry record).  Cut to fit buf[cap]. */
+void nmt_full_build_options(const char *options, char *buf, size_t cap);
 
 /* Store again every cached program whose driver binary changed since it was
  * built or loaded (PoCL adds the code it compiles lazily per work-group size

@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -25,6 +26,9 @@ void nmt_tool_device_params(nmt_device_params *dp, const char *device, char *cac
     dp->device = (device && *device) ? device : env_nonempty("NMT_EDGE_DEVICE");
     dp->cache_dir = cache_buf ? cache_dir(cache_buf, cap) : NULL;
     dp->kernel_dir = env_nonempty("NMT_EDGE_KERNEL_DIR");
+    dp->kernel_pack = env_nonempty("NMT_EDGE_KERNEL_PACK");
+    const char *bo = env_nonempty("NMT_EDGE_BINARIES_ONLY");
+    dp->binaries_only = bo != NULL && strcmp(bo, "0") != 0;
 }
 
 uint64_t nmt_tool_host_memory_limit(void) {

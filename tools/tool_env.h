@@ -1,6 +1,7 @@
 /* tool_env.h — what the three programs (nmt-edge, nmt-edge-train,
  * nmt-edge-convert) read from the environment, written once: the device
- * selection, the kernel cache directory and the kernel source directory,
+ * selection, the kernel cache directory, the kernel source directory, the
+ * kernel pack and binaries-only mode,
  * and the host memory the process may take.
  * Not part of libnmtedge (a library reads no environment); each program
  * links nmtedge_tool. */
@@ -19,7 +20,10 @@
  *              $NMT_EDGE_CACHE_DIR, else $XDG_CACHE_HOME/nmt-edge, else
  *              $HOME/.cache/nmt-edge (formatted into cache_buf, cap bytes),
  *              else NULL (nothing applies or it does not fit);
- *   kernel_dir $NMT_EDGE_KERNEL_DIR, else NULL (the embedded sources).
+ *   kernel_dir $NMT_EDGE_KERNEL_DIR, else NULL (the embedded sources);
+ *   kernel_pack $NMT_EDGE_KERNEL_PACK, else NULL (no pack; a program's
+ *              --kernel-pack option overrides it after this call);
+ *   binaries_only 1 when $NMT_EDGE_BINARIES_ONLY is set and not "0".
  * Empty variables count as unset.  The other fields of *dp are left as they
  * are.  The strings set point into `device`, the environment or cache_buf,
  * which must outlive the nmt_device_open call. */
