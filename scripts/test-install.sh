@@ -2,7 +2,8 @@
 # test-install.sh — the library as another program uses it (docs/INTEGRATION.md):
 # install the build into a temporary prefix, build examples/ out of tree
 # against it with CMake (find_package(nmt_edge CONFIG)) and with pkg-config,
-# then run both builds' translate_lines and tokenize on the bundled model.
+# then run both builds' translate_lines and tokenize on the bundled model;
+# then the same with the shared library (BUILD_SHARED_LIBS=ON, in BUILD_DIR-shared).
 #   bash scripts/test-install.sh [BUILD_DIR]   (default build; built first)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,3 +32,30 @@ for dir in "$tmp/cmake" "$tmp/pc"; do
   [[ $got == "▁H/511 ell/800 o/359 ▁world/5136" ]] || { echo "test-install: $dir/tokenize printed '$got'" >&2; exit 1; }
 done
 echo "test-install: the installed package builds the examples with CMake and pkg-config; both translate"
+
+# The shared library (BUILD_SHARED_LIBS=ON, docs/INTEGRATION.md): only
+# libnmtedge is built (the programs are the static build's), its exports are
+# checked against the header (ctest shared_exports), the library components
+# are installed, and translate_lines is built against them with CMake
+# (nmt_edge::nmtedge is then the shared library; CMake's build RPATH finds it)
+# and with pkg-config (-lnmtedge picks the .so; LD_LIBRARY_PATH finds it).
+shared=$build-shared
+cmake -S . -B "$shared" -DBUILD_SHARED_LIBS=ON -DNMT_WERROR=ON > /dev/null
+cmake --build "$shared" -j"$(nproc)" --target nmtedge_shared
+ctest --test-dir "$shared" -R '^shared_exports$' --output-on-failure
+for c in lib dev; do
+  cmake --install "$shared" --prefix "$tmp/shared" --component "$c" > /dev/null
+done
+cmake -S examples -B "$tmp/cmake-shared" -DCMAKE_PREFIX_PATH="$tmp/shared" -DCMAKE_C_FLAGS="$flags" > /dev/null
+cmake --build "$tmp/cmake-shared" --target translate_lines
+pc=$(PKG_CONFIG_PATH="$tmp/shared/lib/pkgconfig" pkg-config --cflags --libs nmt-edge)
+# shellcheck disable=SC2086
+cc $flags examples/translate_lines.c $pc -o "$tmp/pc/translate_lines-shared"
+for exe in "$tmp/cmake-shared/translate_lines" "$tmp/pc/translate_lines-shared"; do
+  lib=$(LD_LIBRARY_PATH="$tmp/shared/lib" ldd "$exe" | awk '/libnmtedge/{print $3}')
+  [[ $lib == "$tmp/shared/lib/libnmtedge.so".* ]] ||
+    { echo "test-install: $exe does not use the installed shared library (ldd: '$lib')" >&2; exit 1; }
+  got=$(echo "$text" | LD_LIBRARY_PATH="$tmp/shared/lib" "$exe" models/en-de.nmt)
+  [[ $got == "$want" ]] || { echo "test-install: $exe printed '$got', expected '$want'" >&2; exit 1; }
+done
+echo "test-install: the shared library exports the header's functions only; the examples translate with it"
