@@ -29,7 +29,11 @@ typedef struct rm {
     int mg_chunk;       /* ON-LSTM chunk size */
     int mg_san;         /* MG-SA: COM = self-attention inside each phrase, then max-pooling */
     int mg_com_lstm;    /* MG-SA: COM = the last state of an LSTM over each phrase */
+    int mg_fallback;    /* MG-SA syntax heads (mg_n -1): n-grams of a sentence without spans */
     char ph[3][32];     /* phrase attention: ph_enc, ph_dec, ph_cross ("none": the Transformer's) */
+    double *cap;        /* set: attend() adds its probabilities [nq, nk], mean over heads (cap_head
+                           0) or of head cap_head - 1 (ref_model_cross_attention) */
+    int cap_head;
 } rm;
 
 static const float *W(const rm *m, const char *fmt, ...) {
@@ -114,6 +118,8 @@ static void attend(const rm *m, const double *q, const double *k, const double *
                 p[j] = p[j] == -INFINITY ? 0 : exp(p[j] - mx);
                 sum += p[j];
             }
+            if (m->cap && sum > 0 && (m->cap_head == 0 || m->cap_head == h + 1))
+                for (int j = 0; j < nk; j++) m->cap[(size_t)i * nk + j] += p[j] / sum / (m->cap_head ? 1.0 : m->H);
             for (int c = 0; c < dh; c++) {
                 double acc = 0;
                 for (int j = 0; j < nk; j++) acc += p[j] * v[(size_t)j * d + h * dh + c];
@@ -192,12 +198,71 @@ static void mg_san(const rm *m, const char *pre, const double *x, int n, int g, 
 /* MG-SA: head h's output over the phrase memory of x: phrases of n_h
  * consecutive tokens (the last shorter), each the column-wise max of its
  * tokens, projected by W_k / W_v (head h's columns), attended globally. */
+/* MG-SA syntax heads: the spans of the next forward's source (NULL: none). */
+static const nmt_span *ref_spans;
+static uint32_t ref_n_spans;
+static const uint8_t *ref_labels; /* the tag loss's labels of the spans (NULL: no tag loss) */
+static double ref_tag;            /* L_tag summed since ref_model_tag_loss */
+
+void ref_model_set_spans(const nmt_span *spans, uint32_t n_spans) {
+    ref_spans = n_spans ? spans : NULL;
+    ref_n_spans = n_spans;
+    ref_labels = NULL;
+}
+
+void ref_model_set_span_labels(const uint8_t *labels) { ref_labels = labels; }
+
+double ref_model_tag_loss(void) {
+    const double t = ref_tag;
+    ref_tag = 0.0;
+    return t;
+}
+
+/* MG-SA tag loss of one layer's syntactic phrases hg [M, d] (phrase p is
+ * span lab_of[p], -1 none): -log softmax(W_t g + b_t)[label]. */
+static void ref_tag_loss(const rm *m, const char *pre, const double *hg, const int *lab_of, int M) {
+    const int d = (int)m->d, L = 8;
+    const float *Wt = W(m, "train.%s.phrase_tag.weight", pre), *b = W(m, "train.%s.phrase_tag.bias", pre);
+    for (int p = 0; p < M; p++) {
+        if (lab_of[p] < 0) continue;
+        double z[8], mx = -INFINITY, se = 0.0;
+        for (int j = 0; j < L; j++) {
+            z[j] = b[j];
+            for (int c = 0; c < d; c++) z[j] += (double)Wt[(size_t)j * d + c] * hg[(size_t)p * d + c];
+            mx = fmax(mx, z[j]);
+        }
+        for (int j = 0; j < L; j++) se += exp(z[j] - mx);
+        ref_tag -= z[ref_labels[lab_of[p]]] - mx - log(se);
+    }
+}
+
+/* Head h's phrases of n tokens as (start, length) in ph: n-grams of g, or
+ * (syntax, g < 0) the spans with every other token a phrase of its own,
+ * n-grams of mg_fallback without spans.  Returns their count. */
+static int ref_phrases(const rm *m, int g, int n, int *ph, int *lab_of) {
+    int M = 0;
+    if (g < 0 && ref_spans == NULL) g = m->mg_fallback;
+    for (int t = 0, k = 0; t < n; M++) {
+        int w = g > 0 ? (n - t < g ? n - t : g) : 1;
+        lab_of[M] = -1;
+        if (g < 0 && k < (int)ref_n_spans && (int)ref_spans[k].start == t) {
+            lab_of[M] = k;
+            w = (int)ref_spans[k++].len;
+        }
+        ph[2 * M] = t;
+        ph[2 * M + 1] = w;
+        t += w;
+    }
+    return M;
+}
+
 static void mg_phrase_heads(const rm *m, const char *pre, const double *x, int n, const double *q, double *out) {
     const int d = (int)m->d, dh = d / (int)m->H;
+    int *ph = malloc(sizeof(int) * 2 * (size_t)n), *lab_of = malloc(sizeof(int) * (size_t)n), tagged = 0;
     for (int h = 0; h < (int)m->H; h++) {
         const int g = m->mg_n[h];
         if (g == 0) continue;
-        const int M = (n + g - 1) / g;
+        const int M = ref_phrases(m, g, n, ph, lab_of);
         double *hg = malloc(sizeof(double) * (size_t)M * d), *k = malloc(sizeof(double) * (size_t)M * d);
         double *v = malloc(sizeof(double) * (size_t)M * d), *o = malloc(sizeof(double) * (size_t)n * d);
         double *tok = malloc(sizeof(double) * (size_t)n * d); /* what is pooled: x, or the composition's attention */
@@ -215,9 +280,10 @@ static void mg_phrase_heads(const rm *m, const char *pre, const double *x, int n
         for (int p = 0; p < M && !m->mg_com_lstm; p++)
             for (int c = 0; c < d; c++) {
                 double mx = -INFINITY;
-                for (int t = p * g; t < n && t < (p + 1) * g; t++) mx = fmax(mx, tok[(size_t)t * d + c]);
+                for (int t = ph[2 * p]; t < ph[2 * p] + ph[2 * p + 1]; t++) mx = fmax(mx, tok[(size_t)t * d + c]);
                 hg[(size_t)p * d + c] = mx;
             }
+        if (g < 0 && ref_labels && !tagged++) ref_tag_loss(m, pre, hg, lab_of, M); /* the first syntax head */
         if (m->mg_lstm) mg_lstm(m, pre, "phrase_lstm", m->mg_lstm == 2, hg, M);
         lin(hg, M, d, W(m, "%s.k.weight", pre), W(m, "%s.k.bias", pre), d, k);
         lin(hg, M, d, W(m, "%s.v.weight", pre), W(m, "%s.v.bias", pre), d, v);
@@ -226,6 +292,8 @@ static void mg_phrase_heads(const rm *m, const char *pre, const double *x, int n
             memcpy(out + (size_t)i * d + h * dh, o + (size_t)i * d + h * dh, sizeof(double) * (size_t)dh);
         free(hg); free(k); free(v); free(o); free(tok);
     }
+    free(ph);
+    free(lab_of);
 }
 
 /* HySAN self-attention (or cross-attention when mem != NULL); mg: an MG-SA
@@ -536,8 +604,10 @@ static void embed(const rm *m, const float *E, const int32_t *tok, int n, double
         }
 }
 
-int ref_model_logits(const nmt_file *f, const int32_t *src, uint32_t src_len, const int32_t *tgt,
-                     uint32_t tgt_len, double *logits) {
+/* The forward; cap (optional): the cross-attention probabilities of decoder
+ * layer cap_layer (1-based, 0 = last), head cap_head (0 = mean). */
+static int forward(const nmt_file *f, const int32_t *src, uint32_t src_len, const int32_t *tgt, uint32_t tgt_len,
+                   double *logits, double *cap, uint32_t cap_layer, uint32_t cap_head) {
     rm m = {0};
     m.f = f;
     m.d = (uint32_t)geti(f, "d_model", 0);
@@ -573,7 +643,8 @@ int ref_model_logits(const nmt_file *f, const int32_t *src, uint32_t src_len, co
         nmt_file_get_str_or(f, "mg_heads", "word word ngram:2 ngram:3", buf, sizeof buf);
         int h = 0;
         for (char *tok = strtok(buf, " ,"); tok && h < 64; tok = strtok(NULL, " ,"))
-            m.mg_n[h++] = strncmp(tok, "ngram:", 6) ? 0 : atoi(tok + 6);
+            m.mg_n[h++] = !strcmp(tok, "syntax") ? -1 : strncmp(tok, "ngram:", 6) ? 0 : atoi(tok + 6);
+        m.mg_fallback = (int)geti(f, "mg_syntax_fallback", 2);
         nmt_file_get_str_or(f, "mg_interact", "none", buf, sizeof buf);
         m.mg_lstm = !strcmp(buf, "lstm") ? 1 : !strcmp(buf, "onlstm") ? 2 : 0;
         m.mg_chunk = (int)geti(f, "mg_chunk", 8);
@@ -609,7 +680,11 @@ int ref_model_logits(const nmt_file *f, const int32_t *src, uint32_t src_len, co
     for (uint32_t l = 0; l < m.Ld; l++) {
         snprintf(layer, sizeof layer, "dec.%u", l);
         sub(&m, layer, 1, 0, y, nt, NULL, 0, m.brd, m.nbd, 1, 0);
+        const int capture = cap && l + 1 == (cap_layer ? cap_layer : m.Ld);
+        m.cap = capture ? cap : NULL;
+        m.cap_head = (int)cap_head;
         sub(&m, layer, 2, 1, y, nt, x, ns, NULL, 0, 0, 0);
+        m.cap = NULL;
         sub(&m, layer, 3, 2, y, nt, NULL, 0, NULL, 0, 0, 0);
     }
     if (m.pre) lnorm(y, nt, d, W(&m, "dec.ln.weight"), W(&m, "dec.ln.bias"), m.eps);
@@ -617,6 +692,21 @@ int ref_model_logits(const nmt_file *f, const int32_t *src, uint32_t src_len, co
     lin(y, nt, d, Wo, NULL, (int)m.Vt, logits);
     free(st); free(x); free(tt); free(y);
     return nt;
+}
+
+int ref_model_logits(const nmt_file *f, const int32_t *src, uint32_t src_len, const int32_t *tgt,
+                     uint32_t tgt_len, double *logits) {
+    return forward(f, src, src_len, tgt, tgt_len, logits, NULL, 0, 0);
+}
+
+int ref_model_cross_attention(const nmt_file *f, const int32_t *src, uint32_t src_len, const int32_t *tgt,
+                              uint32_t tgt_len, uint32_t layer, uint32_t head, double *probs) {
+    const uint32_t V = (uint32_t)geti(f, "tgt_vocab", 0);
+    double *lg = malloc(sizeof(double) * (size_t)(tgt_len + 1) * V);
+    memset(probs, 0, sizeof(double) * (size_t)(tgt_len + 1) * (src_len + 1));
+    const int n = forward(f, src, src_len, tgt, tgt_len, lg, probs, layer, head);
+    free(lg);
+    return n;
 }
 
 double ref_model_score(const nmt_file *f, const int32_t *src, uint32_t src_len, const int32_t *tgt, uint32_t tgt_len) {

@@ -10,6 +10,7 @@
 
 #include "common.h"
 #include "tool_file.h"
+#include "spans.h"
 
 /* ---- corpus ------------------------------------------------------------- */
 
@@ -21,6 +22,12 @@ struct td_corpus {
     uint32_t *tgt_len;  /* [n] */
     uint64_t n_tok, cap_tok;
     uint32_t cap_pairs;
+    uint64_t *line;     /* [n]: pair i's line in the files, 1-based */
+    uint64_t n_lines;   /* lines read (kept or dropped) */
+    /* MG-SA phrase spans (td_set_spans; NULL: none): pair i's at sp_first[i] */
+    nmt_span *sp;
+    uint8_t *sp_lab;
+    uint64_t *sp_first; /* [n + 1] */
 };
 
 static td_corpus *corpus_new(void) { return calloc(1, sizeof(td_corpus)); }
@@ -31,11 +38,15 @@ void td_free(td_corpus *c) {
     free(c->off);
     free(c->src_len);
     free(c->tgt_len);
+    free(c->line);
+    free(c->sp);
+    free(c->sp_lab);
+    free(c->sp_first);
     free(c);
 }
 
 /* Append one pair (copied); 0 on success, -1 out of memory. */
-static int corpus_add(td_corpus *c, const int32_t *src, uint32_t sn, const int32_t *tgt, uint32_t tn) {
+static int corpus_add(td_corpus *c, const int32_t *src, uint32_t sn, const int32_t *tgt, uint32_t tn, uint64_t line) {
     if (c->n == UINT32_MAX) return -1;
     if (c->n == c->cap_pairs) {
         uint32_t nc = c->cap_pairs ? (c->cap_pairs > UINT32_MAX / 2 ? UINT32_MAX : c->cap_pairs * 2) : 256;
@@ -48,6 +59,9 @@ static int corpus_add(td_corpus *c, const int32_t *src, uint32_t sn, const int32
         uint32_t *t = realloc(c->tgt_len, (size_t)nc * sizeof *t);
         if (!t) return -1;
         c->tgt_len = t;
+        uint64_t *l = realloc(c->line, (size_t)nc * sizeof *l);
+        if (!l) return -1;
+        c->line = l;
         c->cap_pairs = nc;
     }
     uint64_t need = c->n_tok + (uint64_t)sn + tn;
@@ -66,6 +80,7 @@ static int corpus_add(td_corpus *c, const int32_t *src, uint32_t sn, const int32
     c->off[c->n] = c->n_tok;
     c->src_len[c->n] = sn;
     c->tgt_len[c->n] = tn;
+    c->line[c->n] = line;
     c->n_tok = need;
     c->n++;
     return 0;
@@ -98,11 +113,12 @@ nmt_status td_from_tokens(const int32_t *const *src, const uint32_t *src_lens, c
     td_corpus *c = corpus_new();
     if (!c) return NMT_ERR_IO;
     for (uint32_t i = 0; i < n; i++) {
-        if (corpus_add(c, src[i], src_lens[i], tgt[i], tgt_lens[i]) != 0) {
+        if (corpus_add(c, src[i], src_lens[i], tgt[i], tgt_lens[i], (uint64_t)i + 1) != 0) {
             td_free(c);
             return NMT_ERR_IO;
         }
     }
+    c->n_lines = n;
     *out = c;
     return NMT_OK;
 }
@@ -295,7 +311,7 @@ static nmt_status load_pairs(const char *src_path, const char *tgt_path, line_en
                 continue;
             }
         }
-        if (corpus_add(c, src_copy, n_src, ids, n_tgt) != 0) {
+        if (corpus_add(c, src_copy, n_src, ids, n_tgt, acc.lines) != 0) {
             s = NMT_ERR_IO;
             nmt_errf(err, err_cap, "td_load: out of memory at line %llu", (unsigned long long)acc.lines);
             goto done;
@@ -316,6 +332,7 @@ done:
         return s;
     }
     if (st) *st = acc;
+    c->n_lines = acc.lines;
     *out = c;
     return NMT_OK;
 }
@@ -367,6 +384,9 @@ struct td_batcher {
     uint32_t max_seqs, max_src, max_tgt;
     int32_t *src, *tgt_in, *tgt_out;
     uint32_t *src_lens, *tgt_lens;
+    const nmt_span **b_sp;     /* [max_seqs]: a batch's spans (corpus with spans) */
+    const uint8_t **b_lab;
+    uint32_t *b_nsp;
 };
 
 typedef struct sort_key {
@@ -413,6 +433,9 @@ void td_batcher_free(td_batcher *b) {
     free(b->tgt_out);
     free(b->src_lens);
     free(b->tgt_lens);
+    free(b->b_sp);
+    free(b->b_lab);
+    free(b->b_nsp);
     free(b);
 }
 
@@ -484,7 +507,13 @@ nmt_status td_batcher_create(const td_corpus *c, uint32_t max_tokens, uint32_t m
     b->tgt_out = malloc((size_t)buf_tgt * sizeof(int32_t));
     b->src_lens = malloc((size_t)b->max_seqs * sizeof(uint32_t));
     b->tgt_lens = malloc((size_t)b->max_seqs * sizeof(uint32_t));
-    if (!b->perm || !b->src || !b->tgt_in || !b->tgt_out || !b->src_lens || !b->tgt_lens) {
+    if (c->sp_first) {
+        b->b_sp = malloc((size_t)b->max_seqs * sizeof *b->b_sp);
+        b->b_lab = malloc((size_t)b->max_seqs * sizeof *b->b_lab);
+        b->b_nsp = malloc((size_t)b->max_seqs * sizeof *b->b_nsp);
+    }
+    if (!b->perm || !b->src || !b->tgt_in || !b->tgt_out || !b->src_lens || !b->tgt_lens ||
+        (c->sp_first && (!b->b_sp || !b->b_lab || !b->b_nsp))) {
         td_batcher_free(b);
         return NMT_ERR_IO;
     }
@@ -537,6 +566,11 @@ static void fill_batch(td_batcher *b, uint32_t k, nmt_train_batch *out, uint32_t
         b->src_lens[s] = n + 1;
         b->tgt_lens[s] = m + 1;
         toks += m + 1;
+        if (c->sp_first) { /* the pair's spans travel with it */
+            b->b_nsp[s] = (uint32_t)(c->sp_first[p + 1] - c->sp_first[p]);
+            b->b_sp[s] = c->sp + c->sp_first[p];
+            b->b_lab[s] = c->sp_lab + c->sp_first[p];
+        }
     }
     out->n_seq = x->n_seq;
     out->src_len = x->src_len;
@@ -546,6 +580,9 @@ static void fill_batch(td_batcher *b, uint32_t k, nmt_train_batch *out, uint32_t
     out->tgt_in = b->tgt_in;
     out->tgt_out = b->tgt_out;
     out->tgt_lens = b->tgt_lens;
+    out->spans = c->sp_first ? b->b_sp : NULL;
+    out->n_spans = c->sp_first ? b->b_nsp : NULL;
+    out->span_labels = c->sp_first ? b->b_lab : NULL;
     if (tgt_tokens) *tgt_tokens = toks;
 }
 
@@ -565,4 +602,70 @@ nmt_status td_batch_at(td_batcher *b, uint32_t k, nmt_train_batch *out, uint32_t
     if (!b || !out || k >= b->n_batches) return NMT_ERR_INVALID_ARGUMENT;
     fill_batch(b, k, out, tgt_tokens);
     return NMT_OK;
+}
+
+/* ---- phrase spans ------------------------------------------------------- */
+
+nmt_status td_set_spans(td_corpus *c, const tsp_file *f, char *err, size_t err_cap) {
+    if (err && err_cap) err[0] = '\0';
+    if (!c || !f || c->sp_first) {
+        nmt_errf(err, err_cap, "td_set_spans: missing argument or spans already set");
+        return NMT_ERR_INVALID_ARGUMENT;
+    }
+    if (tsp_lines(f) != c->n_lines) {
+        nmt_errf(err, err_cap, "%s has %llu lines but the source has %llu", tsp_name(f),
+                 (unsigned long long)tsp_lines(f), (unsigned long long)c->n_lines);
+        return NMT_ERR_INVALID_ARGUMENT;
+    }
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < c->n; i++) {
+        const nmt_span *sp;
+        uint32_t k, bad = 0;
+        tsp_line(f, c->line[i] - 1, &sp, NULL, &k);
+        const nmt_status st = nmt_spans_check(sp, k, c->src_len[i], &bad);
+        if (st != NMT_OK) { /* the file's parser took everything but the sentence's length */
+            nmt_errf(err, err_cap, "%s:%llu: span %u-%u is past the sentence's %u pieces", tsp_name(f),
+                     (unsigned long long)c->line[i], sp[bad].start, sp[bad].start + sp[bad].len, c->src_len[i]);
+            return st;
+        }
+        total += k;
+    }
+    c->sp_first = malloc(((size_t)c->n + 1) * sizeof *c->sp_first);
+    c->sp = malloc((size_t)(total ? total : 1) * sizeof *c->sp);
+    c->sp_lab = malloc((size_t)(total ? total : 1));
+    if (!c->sp_first || !c->sp || !c->sp_lab) {
+        free(c->sp_first);
+        free(c->sp);
+        free(c->sp_lab);
+        c->sp_first = NULL;
+        c->sp = NULL;
+        c->sp_lab = NULL;
+        nmt_errf(err, err_cap, "td_set_spans: out of memory");
+        return NMT_ERR_IO;
+    }
+    uint64_t used = 0;
+    for (uint32_t i = 0; i < c->n; i++) {
+        const nmt_span *sp;
+        const uint8_t *lab;
+        uint32_t k;
+        tsp_line(f, c->line[i] - 1, &sp, &lab, &k);
+        c->sp_first[i] = used;
+        if (k) {
+            memcpy(c->sp + used, sp, k * sizeof *sp);
+            memcpy(c->sp_lab + used, lab, k);
+        }
+        used += k;
+    }
+    c->sp_first[c->n] = used;
+    return NMT_OK;
+}
+
+void td_pair_spans(const td_corpus *c, uint32_t i, const nmt_span **sp, const uint8_t **labels, uint32_t *n,
+                   uint64_t *line) {
+    const int ok = c && i < c->n;
+    const int has = ok && c->sp_first;
+    if (sp) *sp = has ? c->sp + c->sp_first[i] : NULL;
+    if (labels) *labels = has ? c->sp_lab + c->sp_first[i] : NULL;
+    if (n) *n = has ? (uint32_t)(c->sp_first[i + 1] - c->sp_first[i]) : 0;
+    if (line) *line = ok ? c->line[i] : 0;
 }

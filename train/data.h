@@ -25,6 +25,7 @@
 
 #include "nmt_edge.h"
 #include "train_model.h"
+#include "spans_file.h"
 
 typedef struct td_filter {
     uint32_t max_len;   /* tokens per side, EOS/BOS not counted (default 100; 0 = no limit) */
@@ -55,6 +56,19 @@ uint32_t td_size(const td_corpus *c);
 /* Pair i (in file order): token arrays without EOS/BOS. */
 void td_pair(const td_corpus *c, uint32_t i, const int32_t **src, uint32_t *src_len, const int32_t **tgt,
              uint32_t *tgt_len);
+
+/* MG-SA syntax heads: attach a spans file (spans_file.h) to a corpus
+ * loaded from its source: line L of f belongs to the pair of line L (the
+ * filters dropped the others with their pairs), its spans checked against
+ * the pair's source pieces as the runtime checks them (a span past the
+ * sentence: NMT_ERR_INVALID_SPANS, "FILE:LINE: span A-B is past the
+ * sentence's N pieces"); a line count other than the source's is
+ * NMT_ERR_INVALID_ARGUMENT.  Copied; batchers created afterwards hand each
+ * batch its sentences' spans and labels (nmt_train_batch.spans). */
+nmt_status td_set_spans(td_corpus *c, const tsp_file *f, char *err, size_t err_cap);
+/* Pair i's spans, label ids and line in the files (1-based). */
+void td_pair_spans(const td_corpus *c, uint32_t i, const nmt_span **sp, const uint8_t **labels, uint32_t *n,
+                   uint64_t *line);
 
 typedef struct td_position {
     uint64_t epoch;  /* 0-based */

@@ -17,6 +17,7 @@
 #include "common.h"
 #include "format.h"
 #include "family_writer.h"
+#include "spans.h"
 
 /* host allocation failure (the writer's convention: no dedicated status) */
 #define TFT_ERR_NOMEM NMT_ERR_IO
@@ -36,8 +37,7 @@ static nmt_status parse_cfg(const nmt_file *f, tft_model *m) {
               NMT_ERR_MODEL_ARCH);
     m->fam = fam;
     NMT_TRY(nmt_family_parse(fam, f, &m->c));
-    /* syntax heads need phrase spans of the training corpus: not yet read */
-    return nmt_mg_has_syntax(&m->c) ? NMT_ERR_UNSUPPORTED : NMT_OK;
+    return NMT_OK;
 }
 
 /* The flat layout of P: tensors in catalogue order, each a contiguous
@@ -91,6 +91,7 @@ static nmt_status layout(tft_model *m, int fill_tab, int bind) {
     lc.fill_tab = fill_tab;
     lc.bind = bind;
     NMT_TRY(nmt_tf_catalogue(&m->c, bind ? &m->w : NULL, layout_one, &lc));
+    NMT_TRY(tft_tag_catalogue(&m->c, bind ? m->tag : NULL, layout_one, &lc)); /* training-only: train.* */
     m->n_tab = lc.n;
     m->n_params = lc.total;
     return NMT_OK;
@@ -135,6 +136,10 @@ void tft_destroy(tft_model *m) {
     free(m->h_seg);
     free(m->h_segtok);
     free(m->h_count);
+    free(m->h_syn_seg);
+    free(m->h_syn_cnt);
+    free(m->h_tag);
+    free(m->tag);
     free(m->h_nll);
     free(m);
 }
@@ -334,22 +339,34 @@ static nmt_status alloc_acts(tft_model *m) {
     NMT_CHECK(m->h_src && m->h_tin && m->h_tout && m->h_klen && m->h_perm && m->h_seg && m->h_segtok &&
                   m->h_count && m->h_nll,
               TFT_ERR_NOMEM);
+    if (nmt_mg_has_syntax(c)) {
+        m->h_syn_seg = malloc(2 * R * sizeof(int32_t));
+        m->h_syn_cnt = malloc(m->lim.max_seqs * sizeof(int32_t));
+        NMT_CHECK(m->h_syn_seg && m->h_syn_cnt, TFT_ERR_NOMEM);
+    }
     return NMT_OK;
 }
 
 static void bind_forward(tft_model *m);
+
+/* Training-only tensors (train.*: the MG-SA tagger) are optional in an
+ * image and never in a deployment model. */
+static int is_train_only(const char *name) { return strncmp(name, "train.", 6) == 0; }
 
 static nmt_status create_impl(tft_model *m, const void *image, size_t size) {
     nmt_file f;
     NMT_TRY(nmt_file_open(&f, image, size, 1));
     NMT_TRY(parse_cfg(&f, m));
     const tft_cfg *c = &m->c;
+    m->tag = calloc(c->enc_layers, sizeof *m->tag);
+    NMT_CHECK(m->tag != NULL, TFT_ERR_NOMEM);
     NMT_TRY(layout(m, 0, 0));
     m->tab = calloc(m->n_tab, sizeof *m->tab);
     NMT_CHECK(m->tab != NULL, TFT_ERR_NOMEM);
     NMT_TRY(layout(m, 1, 0));
     for (uint32_t i = 0; i < m->n_tab; i++) {
         nmt_tensor_view v;
+        if (is_train_only(m->tab[i].name) && nmt_file_find(&f, m->tab[i].name, &v) != NMT_OK) continue; /* 0 */
         NMT_TRY(nmt_file_expect(&f, m->tab[i].name, m->tab[i].ndim, m->tab[i].shape, &v));
         NMT_CHECK(v.dtype == NMT_DTYPE_F32, NMT_ERR_UNSUPPORTED);
     }
@@ -377,6 +394,7 @@ static nmt_status create_impl(tft_model *m, const void *image, size_t size) {
     NMT_TRY(layout(m, 0, 1)); /* the views into P */
     bind_subs(m);
     NMT_TRY(alloc_acts(m));
+    NMT_TRY(tft_tag_alloc(m, dbuf));
     bind_forward(m);
 
     float *host = malloc(m->n_params * sizeof(float));
@@ -385,7 +403,12 @@ static nmt_status create_impl(tft_model *m, const void *image, size_t size) {
     for (uint32_t i = 0; i < m->n_tab && st == NMT_OK; i++) {
         nmt_tensor_view v;
         st = nmt_file_find(&f, m->tab[i].name, &v);
-        if (st == NMT_OK) memcpy(host + m->tab[i].off, v.data, m->tab[i].count * sizeof(float));
+        if (st != NMT_OK && is_train_only(m->tab[i].name)) { /* a new tagger starts at 0 */
+            memset(host + m->tab[i].off, 0, m->tab[i].count * sizeof(float));
+            st = NMT_OK;
+        } else if (st == NMT_OK) {
+            memcpy(host + m->tab[i].off, v.data, m->tab[i].count * sizeof(float));
+        }
     }
     if (st == NMT_OK)
         st = nmt_device_write(m->dev, m->P.mem, 0, m->n_params * sizeof(float), host);
@@ -557,6 +580,35 @@ static nmt_status forward(tft_model *m, float p, uint64_t seed) {
 /* Steps                                                                    */
 /* ------------------------------------------------------------------------ */
 
+/* MG-SA syntax heads: the batch's spans against its sentences (the
+ * runtime's check, families/spans.h: INVALID_SPANS, nothing uploaded). */
+static nmt_status check_spans(const tft_batch *b) {
+    if (b->spans == NULL) return NMT_OK;
+    NMT_CHECK(b->n_spans != NULL, NMT_ERR_INVALID_ARGUMENT);
+    for (uint32_t i = 0; i < b->n_seq; i++)
+        NMT_TRY(nmt_spans_check(b->spans[i], b->n_spans[i], b->src_lens[i] - 1, NULL));
+    return NMT_OK;
+}
+
+/* The batch's phrase partition, built by the runtime's own call
+ * (nmt_spans_partition), into every syntax group of every MG layer. */
+static nmt_status upload_partition(tft_model *m, const tft_batch *b) {
+    const nmt_spans sp = {b->spans, b->n_spans, b->n_seq};
+    nmt_spans_partition(m->c.mg_fallback, b->spans ? &sp : NULL, m->h_klen, b->n_seq, b->src_len, m->h_syn_seg,
+                        m->h_syn_cnt);
+    for (uint32_t k = 0; k < m->n_enc_sub; k++) {
+        if (!tft_is_mg(m, &m->subs[k])) continue;
+        for (uint32_t g = 0; g < m->c.mg_n_groups; g++) {
+            if (!m->c.mg_group[g].syntax) continue;
+            const nmt_tf_acts *a = &m->subs[k].a;
+            NMT_TRY(nmt_device_write(m->dev, a->mg_seg[g].mem, 0, (size_t)b->n_seq * b->src_len * 2 * sizeof(int32_t),
+                                     m->h_syn_seg));
+            NMT_TRY(nmt_device_write(m->dev, a->mg_cnt[g].mem, 0, (size_t)b->n_seq * sizeof(int32_t), m->h_syn_cnt));
+        }
+    }
+    return NMT_OK;
+}
+
 /* Validate and upload a batch. */
 static nmt_status load_batch(tft_model *m, const tft_batch *b) {
     NMT_CHECK(m != NULL && b != NULL && b->src && b->src_lens && b->tgt_in && b->tgt_out && b->tgt_lens,
@@ -583,6 +635,7 @@ static nmt_status load_batch(tft_model *m, const tft_batch *b) {
                 NMT_CHECK(b->tgt_out[r] >= 0 && (uint32_t)b->tgt_out[r] < c->tgt_vocab, NMT_ERR_TOKEN_OUT_OF_RANGE);
             m->h_tout[r] = p < b->tgt_lens[i] ? b->tgt_out[r] : -1; /* ignored by the loss */
         }
+    if (m->h_syn_seg) NMT_TRY(check_spans(b)); /* before anything is uploaded */
     memcpy(m->h_src, b->src, rs * sizeof(int32_t));
     memcpy(m->h_tin, b->tgt_in, rt * sizeof(int32_t));
     for (uint32_t i = 0; i < b->n_seq; i++) m->h_klen[i] = (int32_t)b->src_lens[i];
@@ -592,6 +645,8 @@ static nmt_status load_batch(tft_model *m, const tft_batch *b) {
     NMT_TRY(nmt_device_write(m->dev, m->src_tok.mem, 0, rs * sizeof(int32_t), m->h_src));
     NMT_TRY(nmt_device_write(m->dev, m->tgt_in.mem, 0, rt * sizeof(int32_t), m->h_tin));
     NMT_TRY(nmt_device_write(m->dev, m->tgt_out.mem, 0, rt * sizeof(int32_t), m->h_tout));
+    if (m->h_syn_seg) NMT_TRY(upload_partition(m, b));
+    if (m->h_tag) NMT_TRY(tft_tag_targets(m, b));
     return nmt_device_write(m->dev, m->klen.mem, 0, b->n_seq * sizeof(int32_t), m->h_klen);
 }
 
@@ -622,8 +677,12 @@ nmt_status tft_forward_backward(tft_model *m, const tft_batch *b, const tft_step
     NMT_TRY(load_batch(m, b));
     NMT_TRY(forward(m, o->dropout, o->seed));
     NMT_TRY(xent(m, o->label_smoothing, o->grad_scale, 1));
+    double tag = 0.0; /* MG-SA: lambda L_tag joins the objective (tf_train_tag.c) */
+    NMT_TRY(tft_tag_forward(m, o->tag_lambda, o->grad_scale, &tag));
     NMT_TRY(tft_backward(m, o->dropout, o->seed));
-    return read_sums(m, loss_sum, nll_sum);
+    NMT_TRY(read_sums(m, loss_sum, nll_sum));
+    if (loss_sum) *loss_sum += (double)o->tag_lambda * tag;
+    return NMT_OK;
 }
 
 nmt_status tft_forward_loss(tft_model *m, const tft_batch *b, float label_smoothing, double *loss_sum,
@@ -742,7 +801,8 @@ nmt_status tft_add_to_writer(tft_model *m, nmtw_writer *w, int optimizer) {
     NMT_CHECK(host != NULL, TFT_ERR_NOMEM);
     nmt_status st = tft_read_state(m, host, NULL, NULL, NULL);
     for (uint32_t i = 0; i < m->n_tab && st == NMT_OK; i++)
-        st = nmtw_add_f32(w, m->tab[i].name, m->tab[i].ndim, m->tab[i].shape, host + m->tab[i].off);
+        if (optimizer || !is_train_only(m->tab[i].name)) /* a deployment model has no tagger */
+            st = nmtw_add_f32(w, m->tab[i].name, m->tab[i].ndim, m->tab[i].shape, host + m->tab[i].off);
     if (optimizer && st == NMT_OK) {
         const uint32_t shape[1] = {(uint32_t)m->n_params};
         float *mv = host + m->n_params;

@@ -79,6 +79,7 @@ static nmt_status bwd_mg(tft_model *m, sub_desc *s, nmt_attn_bwd_args *ba, nmt_b
                                            m->dtmp, d));
             continue;
         }
+        if (gr->syntax) NMT_TRY(tft_tag_bwd(m, s, g, d_pooled)); /* + lambda dL_tag / dg (tf_train_tag.c) */
         if (c->mg_compose != NMT_MG_COM_SAN) {
             NMT_TRY(nmt_op_segment_max_bwd(&m->t, s->a.mg_arg[g], d_pooled, d, mrows, d, m->dtmp, d));
             continue;

@@ -60,6 +60,15 @@ struct tft_model {
     nmt_buf src_tok, tgt_in, tgt_out, klen, perm_s, seg_s, segtok_s, perm_t, seg_t, segtok_t;
     int32_t *h_src, *h_tin, *h_tout, *h_klen, *h_perm, *h_seg, *h_segtok;
     uint32_t *h_count;
+    int32_t *h_syn_seg, *h_syn_cnt; /* MG-SA syntax heads: a batch's partition (max_tokens, 2), (max_seqs) */
+    /* MG-SA tag supervision (tf_train_tag.c): W_t, b_t views per encoder
+     * layer, tag logits per layer (enc_layers, max_tokens, labels), targets
+     * per phrase row (-1: not a span), per-row loss */
+    nmt_lin *tag;
+    nmt_buf tag_logits, tag_tgt, tag_loss;
+    int32_t *h_tag;
+    uint32_t tag_n; /* labelled phrases of the batch */
+    int tag_on;     /* the tag loss's gradient is in tag_logits (this step) */
     float *h_nll;
     uint32_t n, S, T; /* the current batch */
 };
@@ -88,6 +97,18 @@ nmt_status tft_ph_bigram_window(const tft_model *m, const sub_desc *s, nmt_buf i
 nmt_status tft_ph_out_window(const tft_model *m, const sub_desc *s);
 /* Whether sub-layer s is an encoder self-attention with phrase heads. */
 int tft_is_mg(const tft_model *m, const sub_desc *s);
+
+/* MG-SA tag supervision (tf_train_tag.c): whether encoder layer l has a
+ * tagger; its training-only tensors (tag NULL: no binding); buffers; the
+ * batch's targets from the partition in h_syn_seg; the forward with the
+ * loss gradient (lambda * grad_scale) kept, *sum = L_tag; the backward of
+ * head group g of sub-layer s into the pooled rows' gradient d_pooled. */
+int tft_tag_layer(const tft_cfg *c, uint32_t l);
+nmt_status tft_tag_catalogue(const tft_cfg *c, nmt_lin *tag, nmt_tensor_fn fn, void *ctx);
+nmt_status tft_tag_alloc(tft_model *m, nmt_status (*dbuf)(tft_model *, size_t, nmt_buf *));
+nmt_status tft_tag_targets(tft_model *m, const tft_batch *b);
+nmt_status tft_tag_forward(tft_model *m, float lambda, float grad_scale, double *sum);
+nmt_status tft_tag_bwd(tft_model *m, const sub_desc *s, uint32_t g, nmt_buf d_pooled);
 
 /* Backward from the logits' gradient (in m->logits): adds every parameter's
  * gradient into m->G.  p and seed: the forward's dropout (same masks). */

@@ -7,6 +7,7 @@
  * agree (tested).  Everything is planned once: the entry points only
  * enqueue. */
 #include "transformer_fwd.h"
+#include "spans.h"
 
 #include <string.h>
 
@@ -35,6 +36,7 @@ typedef struct tf_state {
     nmt_buf *ph_cache, *ph_cross, *win, *win_prev;
     nmt_buf *cwin, *cwin_prev; /* interleaved cross-attention: windows of its query inputs */
     nmt_buf win_tmp;   /* spare window: beam reorder target (every window has its size) */
+    uint32_t align_k, align_head; /* alignments (dims.align): the cross sub-layer and head they read */
 } tf_state;
 
 static void tf_acts(void *user, uint32_t k, nmt_tf_acts *out) {
@@ -240,6 +242,15 @@ static nmt_status tf_plan(nmt_session *s, const nmt_file *f, const void *cfgp, c
             NMT_TRY(nmt_ops_enable_recurrent(nmt_session_ops(s)));
     }
     NMT_TRY(plan_phrase(s, a, &local, real, rows));
+    if (dims->align) {
+        /* alignments: a cross-attention over the source tokens, of a layer and
+         * head the model has; phrase cross-attention (keys are n-grams) has none */
+        NMT_CHECK(dims->align_layer <= c->dec_layers && dims->align_head <= c->heads, NMT_ERR_INVALID_ARGUMENT);
+        NMT_CHECK(nmt_ph_of(c, 1, 1) == NULL, NMT_ERR_UNSUPPORTED);
+        local.align_k = nmt_tf_n_enc_sub(c) + 3 * ((dims->align_layer ? dims->align_layer : c->dec_layers) - 1) + 1;
+        local.align_head = dims->align_head;
+        if (real) NMT_TRY(nmt_ops_enable_align(nmt_session_ops(s)));
+    }
     size_t sc = max3(B * H * S * S, B * H * T * T, B * H * T * S);
     sc = NMT_MAX(sc, R * H * NMT_MAX(S, T));
     for (int k = 0; k < NMT_PH_KINDS; k++) /* phrase attention: a column block per segment */
@@ -265,31 +276,6 @@ static nmt_status tf_plan(nmt_session *s, const nmt_file *f, const void *cfgp, c
 /* Entry points                                                             */
 /* ------------------------------------------------------------------------ */
 
-/* The phrase partition of MG-SA's syntax heads for sentences b < n of
- * padded length len (phrase row b * len + m): the caller's spans, every
- * other position (the EOS too) a phrase of its own; a sentence without
- * spans gets n-grams of mg_syntax_fallback.  Spans were validated by the
- * session (ascending, disjoint, inside the sentence). */
-static void syntax_partition(const tf_state *st, const nmt_io_bufs *io, uint32_t n, uint32_t len) {
-    const nmt_spans *src = io->spans;
-    for (uint32_t b = 0; b < n; b++) {
-        const uint32_t L = (uint32_t)io->h_src_len[b], ns = src ? src->n_spans[b] : 0;
-        const nmt_span *sp = ns ? src->spans[b] : NULL;
-        int32_t *seg = st->h_seg + (size_t)b * len * 2;
-        uint32_t m = 0, k = 0;
-        for (uint32_t t = 0; t < L; m++) {
-            uint32_t w = 1;
-            if (ns == 0) w = NMT_MIN(st->c.mg_fallback, L - t);
-            else if (k < ns && sp[k].start == t) w = sp[k++].len;
-            seg[2 * m] = (int32_t)t;
-            seg[2 * m + 1] = (int32_t)w;
-            t += w;
-        }
-        st->h_cnt[b] = (int32_t)m;
-        for (; m < len; m++) seg[2 * m] = seg[2 * m + 1] = 0;
-    }
-}
-
 static nmt_status tf_encode(void *state, const nmt_io_bufs *io, uint32_t n, uint32_t len) {
     tf_state *st = (tf_state *)state;
     NMT_CHECK(n >= 1 && n <= st->dims.max_batch && len >= 1 && len <= st->dims.src_cap, NMT_ERR_LIMIT_EXCEEDED);
@@ -298,7 +284,8 @@ static nmt_status tf_encode(void *state, const nmt_io_bufs *io, uint32_t n, uint
     if (st->h_seg != NULL) {
         uint32_t g = 0;
         while (!st->c.mg_group[g].syntax) g++;
-        syntax_partition(st, io, n, len);
+        /* the partition (families/spans.c: the trainer builds its batches' with the same call) */
+        nmt_spans_partition(st->c.mg_fallback, io->spans, io->h_src_len, n, len, st->h_seg, st->h_cnt);
         const nmt_buf seg = st->acts.mg_seg[g], cnt = st->acts.mg_cnt[g];
         nmt_device *dev = st->fw.ops->dev;
         NMT_TRY(nmt_device_write(dev, seg.mem, seg.off * sizeof(cl_int), (size_t)n * len * 2 * sizeof(cl_int),
@@ -315,7 +302,9 @@ static nmt_status tf_step(void *state, const nmt_io_bufs *io, uint32_t rows, uin
     tf_state *st = (tf_state *)state;
     NMT_CHECK(rows >= 1 && rows <= st->dims.step_rows && group >= 1 && t < st->dims.tgt_cap, NMT_ERR_LIMIT_EXCEEDED);
     const nmt_tf_pass p = {.n = rows, .len = 1, .key_len = io->src_len, .group = group,
-                           .src_len = st->src_pad_len, .step = 1, .t = t, .cache_len = st->dims.tgt_cap};
+                           .src_len = st->src_pad_len, .step = 1, .t = t, .cache_len = st->dims.tgt_cap,
+                           .align = io->align, .align_k = st->align_k, .align_head = st->align_head,
+                           .align_ld = st->dims.src_cap};
     NMT_TRY(nmt_tf_embed(&st->fw, &st->w.tgt_emb, io->step_tok, rows, 1, t, st->x, 1));
     NMT_TRY(nmt_tf_decoder(&st->fw, &p, st->x));
     for (uint32_t l = 0; l < st->c.dec_layers; l++) { /* this step's windows become the last ones */
@@ -395,7 +384,7 @@ static void tf_release(void *state) { (void)state; /* all buffers are session-ow
         .n_hparams = n_hparams_, .finish = nmt_tf_finish, .catalogue = nmt_tf_catalogue,         \
         .info = nmt_tf_info, .random_args = NMT_TF_RANDOM_ARGS, .plan = tf_plan, .encode = tf_encode, .step = tf_step,              \
         .reorder = tf_reorder, .decode_full = tf_decode_full, .project = tf_project,             \
-        .release = tf_release,                                                                   \
+        .release = tf_release, .alignments = 1,                                                  \
     }
 
 const nmt_family nmt_family_transformer =

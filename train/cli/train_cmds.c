@@ -1,5 +1,5 @@
 /* train_cmds.c — the analysis commands of `nmt-edge-train` besides
- * training (train_cmds.h): `plot`, `bleu` and `attention`. */
+ * training (train_cmds.h): `plot`, `bleu`, `attention` and `parse-spans`. */
 #include "train_cmds.h"
 
 #include <errno.h>
@@ -10,6 +10,7 @@
 
 #include "bleu.h"
 #include "data.h"
+#include "parse_spans.h"
 #include "plot.h"
 #include "tool_out.h"
 #include "train_env.h"
@@ -221,5 +222,107 @@ int train_cmd_attention(int argc, char **argv) {
     td_free(c);
     train_env_close(&r);
     free(img);
+    return rc;
+}
+
+/* `parse-spans SRC -o SPANS (--spm FILE | --model MODEL)`: one line of
+ * START-END:LABEL spans (train/spans_file.h) per line of SRC, from the
+ * link-grammar parse of each sentence mapped onto its pieces; a line the
+ * parser cannot parse gets an empty line (the n-gram fallback), counted. */
+int train_cmd_parse_spans(int argc, char **argv) {
+    static const char usage[] = "Usage: nmt-edge-train parse-spans SRC -o SPANS (--spm FILE | --model MODEL.nmt)\n";
+    const char *src = NULL, *out = NULL, *spm = NULL, *model = NULL;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--help")) {
+            printf("%s\nWrite the MG-SA phrase spans of an English source file for --train-src-spans /\n"
+                   "--dev-src-spans: the link-grammar parse of each line, its base constituents mapped\n"
+                   "onto the SentencePiece pieces of the given model (docs/TRAINING.md).\n", usage);
+            return 0;
+        } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+            out = argv[++i];
+        } else if (!strcmp(argv[i], "--spm") && i + 1 < argc) {
+            spm = argv[++i];
+        } else if (!strcmp(argv[i], "--model") && i + 1 < argc) {
+            model = argv[++i];
+        } else if (!src && argv[i][0] != '-') {
+            src = argv[i];
+        } else {
+            fprintf(stderr, PROG " parse-spans: unexpected argument '%s'\n", argv[i]);
+            return EXIT_USAGE;
+        }
+    }
+    if (!src || !out || !spm == !model) {
+        fprintf(stderr, "%s", usage);
+        return EXIT_USAGE;
+    }
+    char why[256] = "";
+    nmt_parser *p = nmt_parser_create(why, sizeof why);
+    if (p == NULL) {
+        fprintf(stderr, PROG " parse-spans: %s\n", why);
+        return 1;
+    }
+    train_env r;
+    memset(&r, 0, sizeof r);
+    int rc = 0;
+    size_t size = 0;
+    void *img = NULL;
+    if (model) {
+        img = train_slurp(model, &size);
+        if (!img) {
+            fprintf(stderr, PROG " parse-spans: cannot read '%s': %s\n", model, strerror(errno));
+            rc = 1;
+        }
+        if (!rc) rc = train_env_tokenizer_from_model(&r, img, size);
+    } else {
+        rc = train_env_tokenizer_from_file(&r, spm);
+    }
+    size_t n = 0;
+    char *text = rc ? NULL : train_slurp(src, &n);
+    if (!rc && !text) {
+        fprintf(stderr, PROG " parse-spans: cannot read '%s': %s\n", src, strerror(errno));
+        rc = 1;
+    }
+    FILE *f = rc ? NULL : fopen(out, "w");
+    if (!rc && !f) {
+        fprintf(stderr, PROG " parse-spans: cannot write '%s': %s\n", out, strerror(errno));
+        rc = 1;
+    }
+    uint64_t lines = 0, empty = 0;
+    size_t pos = n >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3) ? 3 : 0;
+    static nmt_parsed_span sp[1024];
+    while (!rc && pos < n) {
+        const char *line = text + pos, *nl = memchr(line, '\n', n - pos);
+        size_t len = nl ? (size_t)(nl - line) : n - pos;
+        pos += len + (nl != NULL);
+        if (len > 0 && line[len - 1] == '\r') len--;
+        lines++;
+        const int32_t *ids = NULL;
+        uint32_t n_ids = 0;
+        int k = -1;
+        if (nmt_tokenizer_encode(r.tok, line, len, &ids, &n_ids) == NMT_OK && n_ids == 0) {
+            empty++;
+            k = 0;
+        } else if (ids) {
+            k = nmt_parser_piece_spans(p, r.tok, ids, n_ids, sp, 1024);
+        }
+        for (int i = 0; i < k; i++)
+            fprintf(f, "%s%u-%u:%s", i ? " " : "", sp[i].start, sp[i].start + sp[i].len, sp[i].label);
+        fputc('\n', f);
+    }
+    uint64_t parsed = 0, fallback = 0;
+    nmt_parser_counts(p, &parsed, &fallback);
+    if (f && fclose(f) != 0) {
+        fprintf(stderr, PROG " parse-spans: cannot write '%s': %s\n", out, strerror(errno));
+        rc = 1;
+    }
+    if (!rc)
+        fprintf(stderr, PROG " parse-spans: %llu lines: %llu parsed, %llu empty, %llu not parsed (n-gram fallback)\n",
+                (unsigned long long)lines, (unsigned long long)parsed, (unsigned long long)empty,
+                (unsigned long long)(lines - parsed - empty));
+    (void)fallback;
+    free(text);
+    free(img);
+    train_env_close(&r);
+    nmt_parser_destroy(p);
     return rc;
 }

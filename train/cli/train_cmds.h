@@ -13,4 +13,8 @@ int train_cmd_bleu(int argc, char **argv);
 /* `attention MODEL SRC TGT`: the interleaved phrase attention's shares. */
 int train_cmd_attention(int argc, char **argv);
 
+/* `parse-spans SRC -o SPANS (--spm FILE | --model MODEL)`: MG-SA phrase
+ * spans of an English source file (tools/parse_spans.h, link-grammar). */
+int train_cmd_parse_spans(int argc, char **argv);
+
 #endif
