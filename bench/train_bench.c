@@ -261,7 +261,8 @@ int main(int argc, char **argv) {
 
     static bench_batch bb;
     make_batch(&bb);
-    tft_batch batch = {N_SEQ, SRC_LEN, TGT_LEN, bb.src, bb.src_lens, bb.tgt_in, bb.tgt_out, bb.tgt_lens};
+    tft_batch batch = {.n_seq = N_SEQ, .src_len = SRC_LEN, .tgt_len = TGT_LEN, .src = bb.src, .src_lens = bb.src_lens,
+                       .tgt_in = bb.tgt_in, .tgt_out = bb.tgt_out, .tgt_lens = bb.tgt_lens};
     const uint32_t n_tok = N_SEQ * TGT_LEN; /* no padding: every target position counts */
 
     const char *cache = getenv("NMT_EDGE_CACHE_DIR");

@@ -74,6 +74,12 @@ typedef enum nmt_status {
     NMT_ERR_NO_TOKENIZER = 21,      /**< text API used on a model without an embedded tokenizer */
     NMT_ERR_BUFFER_TOO_SMALL = 22,  /**< caller's output buffer too small; the size needed is reported */
     NMT_ERR_INVALID_SPANS = 23,     /**< phrase spans empty, out of range, overlapping or not ascending */
+    NMT_ERR_NO_ALIGNMENTS = 24,     /**< alignments asked of a session created without them */
+    NMT_ERR_KERNEL_PACK_CORRUPT = 25, /**< kernel pack: not one, truncated, checksum or layout wrong */
+    NMT_ERR_KERNEL_PACK_VERSION = 26, /**< kernel pack format version not supported */
+    NMT_ERR_KERNEL_PACK_DEVICE = 27,  /**< kernel pack made for another device, driver or platform */
+    NMT_ERR_KERNEL_PACK_TUNING = 28,  /**< kernel pack made with other kernel parameters, sources or shapes */
+    NMT_ERR_KERNEL_PACK_MISSING = 29, /**< binaries only: a program the session needs is not in the pack */
     NMT_STATUS_COUNT_               /**< not a status; keep last */
 } nmt_status;
 
@@ -125,6 +131,25 @@ typedef struct nmt_device_params {
     nmt_log_fn log;
     void *log_user;
     nmt_log_level log_level;
+    /* ---- appended fields: zero-initialised = off ------------------------ */
+    /** Kernel pack (docs/FORMAT.md, "Kernel packs"): path of a file written
+     *  by `nmt-edge-convert kernels` with the device binaries of the programs
+     *  a model's session needs on this device.  Checked whole at open (a
+     *  corrupt or truncated pack NMT_ERR_KERNEL_PACK_CORRUPT, another format
+     *  version _VERSION, another device, driver or platform _DEVICE, other
+     *  kernel parameters _TUNING) and read again, mapped for the call only,
+     *  whenever a session needs a program: programs in it are created with
+     *  clCreateProgramWithBinary, the others compiled as usual.  With a
+     *  pack, gemm AUTO means our kernels (CLBlast compiles its own).
+     *  NULL = none. */
+    const char *kernel_pack;
+    /** Nonzero: never compile OpenCL C from source; every program comes
+     *  from the kernel pack (or the binary cache), and one that is in
+     *  neither fails session creation with NMT_ERR_KERNEL_PACK_MISSING.
+     *  Also the mode of a device that reports no compiler
+     *  (CL_DEVICE_COMPILER_AVAILABLE false, e.g. FPGA flows), whatever
+     *  this says.  gemm CLBLAST is then NMT_ERR_UNSUPPORTED. */
+    int binaries_only;
 } nmt_device_params;
 
 typedef struct nmt_device nmt_device;
@@ -342,6 +367,23 @@ typedef struct nmt_session_params {
                                    only (the session keeps no pointer into it) */
     size_t model_size;
     nmt_limits limits;        /**< zero fields take the defaults above */
+    /** Nonzero: every translation also records its attention alignments
+     *  (nmt_session_result_alignment / nmt_session_result_links): the
+     *  probabilities of a decoder cross-attention over the source for each
+     *  target token, averaged over its heads.  Costs memory only when set:
+     *  a device buffer of max_batch * max_beam * (max_src_len + 1) floats
+     *  and host memory of (max_tgt_len + 1) * max_batch * max_beam *
+     *  (max_src_len + 2) 4-byte values (every step's rows and back-pointers),
+     *  all part of nmt_session_arena_size(); and one small kernel and one
+     *  read-back per decoder step.  Default 0 (off).
+     *  NMT_ERR_UNSUPPORTED for a model whose decoder cross-attention is
+     *  phrase attention (its keys are n-grams, not source tokens). */
+    int alignment;
+    /** With alignment: the decoder layer, 1-based (0 = the last, the
+     *  default), and the head, 1-based (0 = the mean over every head, the
+     *  default), whose cross-attention gives them.  Beyond the model's
+     *  layers or heads: NMT_ERR_INVALID_ARGUMENT. */
+    uint32_t align_layer, align_head;
 } nmt_session_params;
 
 typedef struct nmt_session nmt_session;
@@ -386,6 +428,47 @@ typedef struct nmt_decode_opts {
     float max_len_a, max_len_b; /**< when max_len is 0 and either is > 0: a sentence's max
                                target tokens = a * its source tokens + b (capped by the
                                limits); default off (source tokens + 50) */
+    /* ---- appended fields: zero-initialised = off ------------------------ */
+    /** GNMT coverage penalty weight beta >= 0 (Wu et al. 2016): a finished
+     *  hypothesis's score gets beta * sum_j log(min(c_j, 1)) added, c_j the
+     *  attention source token j received over the hypothesis's tokens (the
+     *  rows of nmt_session_result_alignment, EOS column excluded; c_j is
+     *  floored at 1e-6), and its n-best list is re-ranked by that score.
+     *  Needs a session created with `alignment` (else
+     *  NMT_ERR_NO_ALIGNMENTS).  Default 0 (off). */
+    float coverage_penalty;
+    /** CTRL / CTranslate2 repetition penalty > 0: before each step's
+     *  softmax, the logit z of every token already in the hypothesis
+     *  becomes z / penalty when z >= 0 and z * penalty when z < 0 (once per
+     *  distinct token; scores are those of the penalised distribution).
+     *  0 or 1 = off (default). */
+    float repetition_penalty;
+    /** Nonzero: random sampling instead of search (beam must be 1; beam 0
+     *  means 1 here, any other is NMT_ERR_INVALID_ARGUMENT).  Each step
+     *  draws the next token among the sampling_topk most probable allowed
+     *  tokens (0 = all of them, 1 = greedy: CTranslate2's sampling_topk),
+     *  with probabilities proportional to p^(1/temperature).  Sentence i of
+     *  a call draws from its own stream seeded with seed + i: the same seed
+     *  gives the same output whatever else is in the batch.  Scores are the
+     *  model's (the temperature does not change them). */
+    int sampling;
+    uint32_t sampling_topk;
+    float sampling_temperature;   /**< > 0; 0 = 1.0 (default) */
+    uint64_t seed;
+    /** Forced target prefix: prefix[i] (prefix_len[i] ids, no BOS/EOS) of
+     *  sentence i (i < the call's batch size) is decoded first, whatever
+     *  the model prefers, then the search goes on; results include it and
+     *  their scores count its log-probabilities.  A sentence's length limit
+     *  is at least its prefix.  Caller's arrays, read during the call only;
+     *  NULL = none; prefix_len[i] == 0: none for sentence i.  Longer than
+     *  max_tgt_len: NMT_ERR_INPUT_TOO_LONG. */
+    const int32_t *const *prefix;
+    const uint32_t *prefix_len;
+    /** The same as text, for nmt_session_translate_text only (tokenized
+     *  with the target tokenizer; nmt_session_translate refuses it, and
+     *  both forms at once, with NMT_ERR_INVALID_ARGUMENT). */
+    const char *const *prefix_text;
+    const size_t *prefix_text_len;
 } nmt_decode_opts;
 
 /** A batch of source sentences given as token ids (no BOS; the runtime
@@ -433,6 +516,39 @@ NMT_API uint32_t nmt_session_n_results(const nmt_session *s, uint32_t i);
 NMT_API nmt_status nmt_session_result(const nmt_session *s, uint32_t i, uint32_t rank,
                                       const int32_t **tokens, uint32_t *len, float *score,
                                       float *logprob);
+
+/** Per-token log-probabilities of the same hypothesis: *n = its tokens + 1
+ *  values (each token's, then the EOS's; they sum to *logprob), written
+ *  into lp[0, cap) (caller-owned; *n is set also when cap is too small:
+ *  then NMT_ERR_BUFFER_TOO_SMALL and nothing is written). */
+NMT_API nmt_status nmt_session_result_token_logprobs(const nmt_session *s, uint32_t i, uint32_t rank, float *lp,
+                                                     size_t cap, uint32_t *n);
+
+/** Soft alignment of hypothesis `rank` of sentence `i` of the last
+ *  translate call (a session created with `alignment`): for each of its
+ *  *tgt_len target tokens (EOS excluded; the tokens of nmt_session_result)
+ *  a row of *src_cols = source tokens + 1 probabilities, the last column
+ *  the EOS the runtime appends to the source; each row sums to 1.  Row p is
+ *  the attention of the decoder step that predicted token p, following the
+ *  hypothesis through the beam's reorderings.  Written row-major into
+ *  soft[0, cap) (caller-owned, cap in floats); *tgt_len and *src_cols are
+ *  set also when cap is too small (then NMT_ERR_BUFFER_TOO_SMALL and
+ *  nothing is written; soft may be NULL with cap 0 to ask the size).
+ *  Sentence and source positions count tokens (SentencePiece pieces for
+ *  the text API), not words.  NMT_ERR_NO_ALIGNMENTS when the session was
+ *  created without alignments; NMT_ERR_INVALID_ARGUMENT for a result that
+ *  does not exist. */
+NMT_API nmt_status nmt_session_result_alignment(const nmt_session *s, uint32_t i, uint32_t rank, float *soft,
+                                                size_t cap, uint32_t *tgt_len, uint32_t *src_cols);
+
+/** Hard alignment of the same hypothesis: src_pos[p] = the source token
+ *  (0 <= src_pos[p] < source tokens, the appended EOS never) with the
+ *  largest probability in row p of the soft alignment (the first on ties),
+ *  for its *tgt_len target tokens; -1 when the source is empty.  The
+ *  Pharaoh link of target token p is "src_pos[p]-p".  Sizes and statuses
+ *  as nmt_session_result_alignment (cap in entries). */
+NMT_API nmt_status nmt_session_result_links(const nmt_session *s, uint32_t i, uint32_t rank, int32_t *src_pos,
+                                            size_t cap, uint32_t *tgt_len);
 
 /** Forced decoding: log P(tgt | src) (natural log, EOS included) of each
  *  pair into out_logprob[i].  tgt sentences exclude BOS/EOS. */

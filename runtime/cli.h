@@ -53,6 +53,20 @@ typedef struct cli_opts {
     long min_len, no_repeat_ngram;  /* translate: decoding constraints (0: none) */
     const char *max_len_ratio;      /* translate: "A,B", parsed into max_len_a / max_len_b */
     double max_len_a, max_len_b;
+    const char *alignment;          /* translate, info: "hard" / "soft" (--alignment), NULL: none */
+    int alignment_words;            /* translate: --alignment-words */
+    long align_layer, align_head;   /* --align-layer / --align-head (0: last layer, mean of heads) */
+    /* translate: decoding options (cli_decode.c checks and parses them) */
+    double coverage_penalty, repetition_penalty; /* 0: off */
+    const char *sampling;           /* --sampling topk:K, parsed into sampling_topk */
+    double temperature;             /* --temperature (0: not given = 1) */
+    const char *seed;               /* --seed N, parsed into seed_value */
+    const char *prefix_file;        /* --prefix-file FILE */
+    const char *format;             /* --format text|marian|jsonl (NULL: text) */
+    long sampling_topk;
+    unsigned long long seed_value;
+    const char *kernel_pack;        /* --kernel-pack FILE (else $NMT_EDGE_KERNEL_PACK) */
+    int binaries_only;              /* --binaries-only (or $NMT_EDGE_BINARIES_ONLY) */
 } cli_opts;
 
 /* A device and a session with the memory the program owns for them. */
@@ -123,8 +137,9 @@ size_t round_up(size_t x, size_t a);
 /* Print "nmt-edge: WHAT: status" (+ errno / OpenCL code) and return 1. */
 int report_status(const char *what, nmt_status st, const runtime *rt);
 int model_error(const char *path, nmt_status st);
-/* Validate the model file and size the session; prints the error itself. */
-int model_sizes(const char *path, const nmt_limits *lim, size_t *arena, uint64_t *device_bytes);
+/* Validate the model file (o->model) and size the session (with o's
+ * alignment options); prints the error itself. */
+int model_sizes(const cli_opts *o, const nmt_limits *lim, size_t *arena, uint64_t *device_bytes);
 int open_device(const cli_opts *o, runtime *rt);
 void close_runtime(runtime *rt);
 nmt_limits limits_from(const cli_opts *o, long beam);
@@ -146,6 +161,72 @@ int process_lines(batch_job *job);
 /* Finish: with rc == 0 -o FILE is replaced by the output, otherwise it is
  * left as it was.  Returns rc, or 1 when finishing the output failed. */
 int batch_close(batch_job *job, int rc);
+
+/* ---- Alignments (cli_align.c) ------------------------------------------ */
+
+enum { CLI_ALIGN_NONE = 0, CLI_ALIGN_HARD = 1, CLI_ALIGN_SOFT = 2 };
+
+/* translate --alignment: the mode and the scratch of one hypothesis. */
+typedef struct cli_align {
+    int mode;                     /* CLI_ALIGN_* */
+    int words;                    /* --alignment-words */
+    uint32_t max_tgt, max_src;    /* the session's limits */
+    float *soft;                  /* (max_tgt, max_src + 1) */
+    int32_t *links;               /* (max_tgt) */
+    uint32_t *src_word, *tgt_word; /* piece -> word (--alignment-words) */
+} cli_align;
+
+/* From the options, for a live session; 1 with the message printed. */
+int cli_align_init(cli_align *a, const cli_opts *o, const runtime *rt);
+void cli_align_free(cli_align *a);
+/* Append " ||| ALIGNMENT" of hypothesis `rank` of result i of the last
+ * translate call (nothing without --alignment); src[0, src_len) is its
+ * source text (--alignment-words).  0, or 1 with the message printed. */
+int cli_align_append(cli_align *a, const runtime *rt, uint32_t i, uint32_t rank, const char *src, size_t src_len,
+                     strbuf *out);
+
+/* ---- Decoding options and output formats (cli_decode.c) ---------------- */
+
+enum { CLI_FORMAT_TEXT = 0, CLI_FORMAT_MARIAN = 1, CLI_FORMAT_JSONL = 2 };
+
+/* Check and parse the decoding options of o (beam 0 = not given: 1 with
+ * --sampling, else 4).  0, or EXIT_USAGE with the message (no newline) in
+ * err[0, cap). */
+int cli_decode_check(cli_opts *o, char *err, size_t cap);
+int cli_format(const cli_opts *o); /* CLI_FORMAT_* */
+
+/* --prefix-file: every line (text, or ids without a tokenizer / with --ids). */
+typedef struct cli_prefix {
+    unsigned long n;              /* lines */
+    cli_texts text;               /* each line's bytes (line end removed) */
+    int32_t *ids;                 /* ids mode: every line's ids back to back */
+    const int32_t **id_ptrs;      /* (n) */
+    uint32_t *id_lens;            /* (n) */
+} cli_prefix;
+
+/* Read FILE (ids: parse each line, vocab = target vocabulary); 1 with the
+ * message printed. */
+int cli_prefix_load(cli_prefix *p, const char *path, int ids, uint32_t vocab);
+void cli_prefix_free(cli_prefix *p);
+
+/* JSON string of s[0, n) with its quotes: escapes per RFC 8259, bytes that
+ * are not UTF-8 become U+FFFD. */
+void cli_json_string(strbuf *out, const char *s, size_t n);
+
+/* --format jsonl: one object for a hypothesis, and its newline. */
+typedef struct cli_json_hyp {
+    unsigned long line;           /* 0-based input line */
+    uint32_t rank;
+    const char *text;             /* what the text format prints (ids joined by spaces without a tokenizer) */
+    size_t text_len;
+    const int32_t *tokens;
+    uint32_t n_tokens;
+    float score, logprob;
+    const float *token_lp;        /* (n_tokens + 1) */
+    const char *alignment;        /* NULL: none */
+    size_t alignment_len;
+} cli_json_hyp;
+void cli_json_append(strbuf *out, const cli_json_hyp *h);
 
 /* --gemm values, indexed by nmt_gemm_provider. */
 extern const char *const GEMM_NAMES[3];

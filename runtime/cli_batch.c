@@ -26,6 +26,7 @@
  *     but a regular file (a device, a pipe, a directory). */
 #define _XOPEN_SOURCE 700 /* realpath() */
 #include "cli.h"
+#include "parse_spans.h"
 #include "tool_out.h"
 
 #include <errno.h>
@@ -356,11 +357,26 @@ typedef struct translate_job {
     int with_score;       /* --with-score */
     seq_buf src;
     cli_texts src_text;
+    uint32_t lo;          /* first sentence of the last call */
+    cli_align align;      /* --alignment */
+    unsigned long line0;  /* 0-based input line of the batch's first sentence */
+    int format;           /* CLI_FORMAT_* */
+    unsigned long long seed; /* --seed: line L samples with seed + L */
+    const char *prefix_path; /* --prefix-file, NULL: none */
+    cli_prefix prefix;
+    float *token_lp;      /* (max_tgt_len + 1) --format jsonl */
+    strbuf scratch;       /* --format jsonl: the ids text, the alignment */
+    nmt_syntax_spans syn; /* MG-SA syntax heads: link-grammar spans of text input (tools/parse_spans.h) */
 } translate_job;
 
 static int translate_parse(batch_job *job, const char *line, size_t len, unsigned long line_no,
                            char *err, size_t cap) {
     translate_job *t = (translate_job *)job;
+    if (t->prefix_path != NULL && line_no > t->prefix.n) {
+        snprintf(err, cap, "line %lu: --prefix-file '%s' has only %lu line%s", line_no, t->prefix_path, t->prefix.n,
+                 t->prefix.n == 1 ? "" : "s");
+        return LINE_BAD;
+    }
     if (t->text) {
         cli_texts_add(&t->src_text, line, len);
         return LINE_OK;
@@ -374,22 +390,71 @@ static int translate_parse(batch_job *job, const char *line, size_t len, unsigne
 
 static void translate_reset(batch_job *job) {
     translate_job *t = (translate_job *)job;
+    t->line0 += t->text ? t->src_text.n : t->src.n; /* every line of the batch had a slot */
     cli_seqs_reset(&t->src);
     cli_texts_reset(&t->src_text);
 }
 
 static nmt_status translate_call(batch_job *job, uint32_t lo, uint32_t n) {
     translate_job *t = (translate_job *)job;
+    t->lo = lo;
+    nmt_decode_opts o = t->dopts;
+    const unsigned long first = t->line0 + lo; /* input line of sentence lo */
+    o.seed = t->seed + first;
+    if (t->prefix_path != NULL && t->text) {
+        o.prefix_text = t->prefix.text.ptrs + first;
+        o.prefix_text_len = t->prefix.text.lens + first;
+    } else if (t->prefix_path != NULL) {
+        o.prefix = t->prefix.id_ptrs + first;
+        o.prefix_len = t->prefix.id_lens + first;
+    }
     if (t->text) {
         nmt_text_batch b = text_view(&t->src_text, lo, n);
-        return nmt_session_translate_text(t->rt->s, &b, &t->dopts);
+        const nmt_status st = nmt_syntax_set(&t->syn, t->rt->s, b.text, b.lens, n);
+        if (st != NMT_OK) return st;
+        return nmt_session_translate_text(t->rt->s, &b, &o);
     }
     nmt_batch b = seq_view(&t->src, lo, n);
-    return nmt_session_translate(t->rt->s, &b, &t->dopts);
+    return nmt_session_translate(t->rt->s, &b, &o);
 }
 
-/* The hypotheses of result i: one line, or with --n-best N > 1 up to N
- * lines "INDEX ||| TEXT ||| SCORE"; --with-score: "SCORE ||| TEXT". */
+/* --format jsonl: hypothesis r of result i (its text when t->text) as one
+ * JSON object (cli_json_append). */
+static int translate_json(translate_job *t, uint32_t i, uint32_t r, unsigned long index, const char *text,
+                          size_t text_len, float score, float logprob, strbuf *out) {
+    const int32_t *ids;
+    uint32_t len, n_lp;
+    nmt_status st = nmt_session_result(t->rt->s, i, r, &ids, &len, NULL, NULL);
+    if (st == NMT_OK) st = nmt_session_result_token_logprobs(t->rt->s, i, r, t->token_lp, (size_t)len + 1, &n_lp);
+    if (st != NMT_OK) return report_status("reading a translation failed", st, t->rt);
+    t->scratch.len = 0;
+    if (!t->text) { /* the text is what the text format prints: the ids */
+        append_ids(&t->scratch, ids, len);
+        text = t->scratch.p ? t->scratch.p : "";
+        text_len = t->scratch.len;
+    }
+    const size_t aln_at = t->scratch.len;
+    if (t->align.mode != CLI_ALIGN_NONE) {
+        const uint32_t k = t->lo + i;
+        if (cli_align_append(&t->align, t->rt, i, r, t->text ? t->src_text.ptrs[k] : NULL,
+                             t->text ? t->src_text.lens[k] : 0, &t->scratch) != 0)
+            return 1;
+    }
+    /* " ||| 0-0 1-1": the alignment is what follows " ||| " */
+    const char *aln = t->align.mode != CLI_ALIGN_NONE ? t->scratch.p + aln_at + 4 : NULL;
+    size_t aln_len = aln ? t->scratch.len - aln_at - 4 : 0;
+    if (aln && aln_len > 0 && aln[0] == ' ') aln++, aln_len--;
+    if (!t->text) text = t->scratch.p; /* scratch may have moved */
+    const cli_json_hyp h = {.line = index, .rank = r, .text = text, .text_len = text_len, .tokens = ids,
+                            .n_tokens = len, .score = score, .logprob = logprob, .token_lp = t->token_lp,
+                            .alignment = aln, .alignment_len = aln_len};
+    cli_json_append(out, &h);
+    return 0;
+}
+
+/* The hypotheses of result i: one line, or with --n-best N > 1 (or
+ * --format marian) up to N lines "INDEX ||| TEXT ||| SCORE";
+ * --with-score: "SCORE ||| TEXT"; --format jsonl: JSON objects. */
 static int translate_append(batch_job *job, uint32_t i, unsigned long index, strbuf *out) {
     translate_job *t = (translate_job *)job;
     for (uint32_t r = 0; r < t->dopts.n_best; r++) {
@@ -404,11 +469,21 @@ static int translate_append(batch_job *job, uint32_t i, unsigned long index, str
         /* the search may finish fewer than n_best hypotheses; print those */
         if (st == NMT_ERR_INVALID_ARGUMENT && r > 0) break;
         if (st != NMT_OK) return report_status("reading a translation failed", st, t->rt);
-        if (t->dopts.n_best > 1) sb_printf(out, "%lu ||| ", index);
+        if (t->format == CLI_FORMAT_JSONL) {
+            if (translate_json(t, i, r, index, text, text_len, score, logprob, out) != 0) return 1;
+            continue;
+        }
+        if (t->dopts.n_best > 1 || t->format == CLI_FORMAT_MARIAN) sb_printf(out, "%lu ||| ", index);
         else if (t->with_score) sb_printf(out, "%.6f ||| ", (double)score);
         if (t->text) append_text(out, text, text_len);
         else append_ids(out, ids, len);
-        if (t->dopts.n_best > 1) sb_printf(out, " ||| %.6f", (double)score);
+        if (t->dopts.n_best > 1 || t->format == CLI_FORMAT_MARIAN) sb_printf(out, " ||| %.6f", (double)score);
+        if (t->align.mode != CLI_ALIGN_NONE) {
+            const uint32_t k = t->lo + i; /* the source of result i */
+            const char *stext = t->text ? t->src_text.ptrs[k] : NULL;
+            const size_t slen = t->text ? t->src_text.lens[k] : 0;
+            if (cli_align_append(&t->align, t->rt, i, r, stext, slen, out) != 0) return 1;
+        }
         sb_printf(out, "\n");
     }
     return 0;
@@ -427,22 +502,44 @@ int cmd_translate(const cli_opts *o) {
     translate_job t = {
         .base = {.parse = translate_parse, .call = translate_call, .append = translate_append,
                  .why_long = translate_why_long, .reset = translate_reset,
-                 .what = "translation failed", .rt = &rt, .blank_skipped = o->n_best == 1},
+                 .what = "translation failed", .rt = &rt,
+                 .blank_skipped = o->n_best == 1 && cli_format(o) == CLI_FORMAT_TEXT},
         .rt = &rt,
         .dopts = {.beam = (uint32_t)o->beam, .alpha = (float)o->alpha, .alpha_set = 1,
                   .max_len = (uint32_t)o->max_len, .n_best = (uint32_t)o->n_best,
                   .min_len = (uint32_t)o->min_len, .no_repeat_ngram = (uint32_t)o->no_repeat_ngram,
-                  .max_len_a = (float)o->max_len_a, .max_len_b = (float)o->max_len_b},
+                  .max_len_a = (float)o->max_len_a, .max_len_b = (float)o->max_len_b,
+                  .coverage_penalty = (float)o->coverage_penalty, .repetition_penalty = (float)o->repetition_penalty,
+                  .sampling = o->sampling != NULL, .sampling_topk = (uint32_t)o->sampling_topk,
+                  .sampling_temperature = (float)o->temperature},
         .with_score = o->with_score,
+        .format = cli_format(o),
+        .seed = o->seed_value,
+        .prefix_path = o->prefix_file,
     };
     int rc = batch_open(&t.base, o);
     if (rc == 0) rc = open_session(o, o->beam, &rt);
     if (rc == 0) {
         t.src_rule = session_rule(&rt, 0);
         t.text = text_mode(o, &rt);
+        if (t.text) nmt_syntax_open(&t.syn, rt.s, PROG);
         cli_seqs_init(&t.src, (size_t)o->batch);
         cli_texts_init(&t.src_text, (size_t)o->batch);
-        rc = process_lines(&t.base);
+        rc = cli_align_init(&t.align, o, &rt);
+        nmt_limits lim;
+        nmt_session_limits(rt.s, &lim);
+        t.token_lp = xrealloc(NULL, sizeof(float) * ((size_t)lim.max_tgt_len + 1));
+        if (rc == 0 && t.prefix_path != NULL)
+            rc = cli_prefix_load(&t.prefix, t.prefix_path, !t.text, session_rule(&rt, 1).vocab);
+        if (rc == 0) rc = process_lines(&t.base);
+        if (rc == 0 && t.prefix_path != NULL && t.line0 < t.prefix.n)
+            fprintf(stderr, PROG ": warning: --prefix-file '%s' has %lu lines, the input %lu: the rest are unused\n",
+                    t.prefix_path, t.prefix.n, t.line0);
+        nmt_syntax_close(&t.syn, PROG);
+        cli_prefix_free(&t.prefix);
+        free(t.token_lp);
+        free(t.scratch.p);
+        cli_align_free(&t.align);
         cli_seqs_free(&t.src);
         cli_texts_free(&t.src_text);
     }

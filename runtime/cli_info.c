@@ -84,7 +84,7 @@ int cmd_info(const cli_opts *o) {
     nmt_limits lim = limits_from(o, o->beam);
     size_t arena;
     uint64_t device_bytes = 0;
-    if (model_sizes(o->model, &lim, &arena, &device_bytes) != 0) return 1;
+    if (model_sizes(o, &lim, &arena, &device_bytes) != 0) return 1;
 
     strbuf out = {0};
     describe_model(&out, o->model, &mi);

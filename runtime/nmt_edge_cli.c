@@ -98,7 +98,7 @@ static const opt_spec OPTIONS[] = {
     {"max-text-bytes", OPT_LONG, OFF(max_text_bytes), 1, CLI_MAX_TEXT_BYTES, C_MODEL | C_TOK, "N",
      "limit on the bytes of one input sentence in text mode (default 2048, at most 1 MiB)"},
     {"beam", OPT_LONG, OFF(beam), 1, 256, C_TRANSLATE | C_INFO, "N",
-     "beam width, 1 = greedy (default 4)"},
+     "beam width, 1 = greedy (default 4, with --sampling 1)"},
     {"alpha", OPT_DOUBLE, OFF(alpha), 0, 100, C_TRANSLATE, "A",
      "length penalty exponent, ((5+len)/6)^A (default 0.6)"},
     {"max-len", OPT_LONG, OFF(max_len), 0, CLI_MAX_TOKENS, C_MODEL, "N",
@@ -112,6 +112,28 @@ static const opt_spec OPTIONS[] = {
      "no n-gram of N tokens twice in a translation, 0 = off (default 0)"},
     {"skip-long", OPT_FLAG, OFF(skip_long), 0, 0, C_TRANSLATE | C_SCORE, NULL,
      "a sentence over the limits gives an empty output line and a warning instead of stopping"},
+    {"coverage-penalty", OPT_DOUBLE, OFF(coverage_penalty), 0, 100, C_TRANSLATE, "B",
+     "GNMT coverage penalty: B * sum over source pieces of log(min(attention received, 1)) added to each "
+     "finished hypothesis's score, which re-ranks them (the session records attention as --alignment does; "
+     "default 0, off)"},
+    {"repetition-penalty", OPT_DOUBLE, OFF(repetition_penalty), 0.001, 100, C_TRANSLATE, "P",
+     "CTRL/CTranslate2 repetition penalty: the logit z of each token already in a hypothesis becomes z/P "
+     "(z >= 0) or z*P (z < 0) before the softmax; 1 = off (default)"},
+    {"sampling", OPT_STRING, OFF(sampling), 0, 0, C_TRANSLATE, "topk:K",
+     "random sampling instead of beam search (implies --beam 1): each token drawn among the K most probable "
+     "(0: all, 1: greedy), with probabilities p^(1/T) (--temperature T)"},
+    {"temperature", OPT_DOUBLE, OFF(temperature), 0.001, 100, C_TRANSLATE, "T",
+     "with --sampling: sampling temperature (default 1; scores stay the model's)"},
+    {"seed", OPT_STRING, OFF(seed), 0, 0, C_TRANSLATE, "N",
+     "with --sampling: the random seed (default 0); input line L draws from seed N + L, so the output "
+     "does not depend on --batch"},
+    {"prefix-file", OPT_STRING, OFF(prefix_file), 0, 0, C_TRANSLATE, "FILE",
+     "force a target prefix: line L of FILE (text, or ids as the input) starts the translation of input "
+     "line L, which then continues; the output includes it; an empty line forces nothing"},
+    {"format", OPT_STRING, OFF(format), 0, 0, C_TRANSLATE, "text|marian|jsonl",
+     "output: text (default; --n-best > 1 gives 'INDEX ||| TRANSLATION ||| SCORE' lines), marian (those "
+     "lines also for one hypothesis, as Marian's --n-best) or jsonl (one JSON object per hypothesis: line, "
+     "rank, text, tokens, score, logprob, token_logprobs, alignment with --alignment)"},
     {"with-score", OPT_FLAG, OFF(with_score), 0, 0, C_TRANSLATE, NULL,
      "print 'SCORE ||| TRANSLATION': the best hypothesis's length-normalised score"},
     {"input", OPT_STRING, OFF(input), 0, 0, C_TRANSLATE | C_SCORE | C_TOK, "FILE",
@@ -119,6 +141,18 @@ static const opt_spec OPTIONS[] = {
     {"output", OPT_STRING, OFF(output), 0, 0, C_TRANSLATE | C_SCORE | C_TOK, "FILE",
      "write to FILE instead of standard output; FILE is replaced only when the whole run "
      "succeeds (a regular file; symbolic links are followed)"},
+    {"alignment", OPT_STRING, OFF(alignment), 0, 0, C_TRANSLATE | C_INFO, "[hard|soft]",
+     "append ' ||| ALIGNMENT' to each translation: hard (the default) Pharaoh pairs 'i-j', source piece i "
+     "most attended by target piece j; soft the attention rows, ' ; ' between target pieces, each over the "
+     "source pieces and end-of-sentence (mean of the last decoder layer's cross-attention heads; info: the "
+     "sizes with alignments)"},
+    {"alignment-words", OPT_FLAG, OFF(alignment_words), 0, 0, C_TRANSLATE, NULL,
+     "with --alignment hard: pairs between whitespace words instead of pieces (a word is linked to a word "
+     "when any of their pieces are); text mode only"},
+    {"align-layer", OPT_LONG, OFF(align_layer), 0, 1024, C_TRANSLATE | C_INFO, "N",
+     "with --alignment: the decoder layer (1-based) whose cross-attention aligns, 0 = the last (default 0)"},
+    {"align-head", OPT_LONG, OFF(align_head), 0, 1024, C_TRANSLATE | C_INFO, "N",
+     "with --alignment: that layer's head (1-based), 0 = the mean over its heads (default 0)"},
     {"n-best", OPT_LONG, OFF(n_best), 1, 256, C_TRANSLATE, "N",
      "hypotheses per sentence, <= --beam; > 1 prints 'INDEX ||| TOKENS ||| SCORE' (default 1)"},
     {"batch", OPT_LONG, OFF(batch), 1, 4096, C_MODEL | C_TOK, "N", "sentences per call (default 8)"},
@@ -132,6 +166,11 @@ static const opt_spec OPTIONS[] = {
      "do not cache compiled kernels "
      "(default dir $NMT_EDGE_CACHE_DIR, $XDG_CACHE_HOME/nmt-edge or ~/.cache/nmt-edge)"},
     {"gemm", OPT_GEMM, OFF(gemm), 0, 0, C_MODEL, "auto|own|clblast", "GEMM provider (default auto)"},
+    {"kernel-pack", OPT_STRING, OFF(kernel_pack), 0, 0, C_MODEL, "FILE",
+     "programs from this kernel pack (nmt-edge-convert kernels; default $NMT_EDGE_KERNEL_PACK)"},
+    {"binaries-only", OPT_FLAG, OFF(binaries_only), 0, 0, C_MODEL, NULL,
+     "never compile kernels from source: every program from the pack or the cache "
+     "(default: when $NMT_EDGE_BINARIES_ONLY is set, or the device has no compiler)"},
     {"no-device", OPT_FLAG, OFF(no_device), 0, 0, C_INFO, NULL, "do not open a device"},
     {"verbose", OPT_FLAG, OFF(verbose), 0, 0, C_ALL, NULL, "log progress (INFO) to stderr"},
     {"help", OPT_FLAG, OFF(help), 0, 0, C_ALL, NULL, "show this help and exit"},
@@ -238,6 +277,10 @@ static int parse_options(const command *cmd, int argc, char **argv, cli_opts *o)
         const char *val = eq ? eq + 1 : NULL;
         if (sp->kind == OPT_FLAG && val != NULL)
             return usage_error(cmd, "--%s takes no value", sp->name);
+        /* --alignment's value is optional: hard unless the next argument is a mode */
+        if (val == NULL && sp->offset == offsetof(cli_opts, alignment) &&
+            (i + 1 >= argc || (strcmp(argv[i + 1], "hard") != 0 && strcmp(argv[i + 1], "soft") != 0)))
+            val = "hard";
         if (sp->kind != OPT_FLAG && val == NULL) {
             if (i + 1 >= argc) return usage_error(cmd, "--%s needs a value", sp->name);
             val = argv[++i];
@@ -318,11 +361,46 @@ int model_error(const char *path, nmt_status st) {
     return report_status(what, st, NULL);
 }
 
-int model_sizes(const char *path, const nmt_limits *lim, size_t *arena,
-                       uint64_t *device_bytes) {
-    nmt_session_params sp = {.model_path = path, .limits = *lim};
+/* The session parameters of the options (model, limits, alignments). */
+static nmt_session_params session_params(const cli_opts *o, const nmt_limits *lim) {
+    nmt_session_params sp = {.model_path = o->model, .limits = *lim,
+                             .alignment = o->alignment != NULL || o->coverage_penalty > 0,
+                             .align_layer = (uint32_t)o->align_layer, .align_head = (uint32_t)o->align_head};
+    return sp;
+}
+
+/* --alignment on a model that cannot give them, or --align-layer /
+ * --align-head beyond it: 1 with the message printed, else 0. */
+static int alignment_refused(const cli_opts *o, nmt_status st) {
+    nmt_model_info mi;
+    if ((o->alignment == NULL && !(o->coverage_penalty > 0)) || nmt_model_inspect_file(o->model, &mi) != NMT_OK)
+        return 0;
+    if (st == NMT_ERR_UNSUPPORTED) {
+        fprintf(stderr, PROG ": %s: model '%s' (arch %s) has no token cross-attention to align with "
+                        "(phrase cross-attention: its keys are n-grams)\n",
+                o->alignment ? "--alignment" : "--coverage-penalty", o->model, mi.arch);
+        return 1;
+    }
+    if (st != NMT_ERR_INVALID_ARGUMENT) return 0;
+    if (o->align_layer > (long)mi.dec_layers) {
+        fprintf(stderr, PROG ": --align-layer %ld: model '%s' has %u decoder layer%s\n", o->align_layer, o->model,
+                mi.dec_layers, mi.dec_layers == 1 ? "" : "s");
+        return 1;
+    }
+    if (o->align_head > (long)mi.n_heads) {
+        fprintf(stderr, PROG ": --align-head %ld: model '%s' has %u head%s\n", o->align_head, o->model, mi.n_heads,
+                mi.n_heads == 1 ? "" : "s");
+        return 1;
+    }
+    return 0;
+}
+
+int model_sizes(const cli_opts *o, const nmt_limits *lim, size_t *arena, uint64_t *device_bytes) {
+    const char *path = o->model;
+    nmt_session_params sp = session_params(o, lim);
     errno = 0;
     nmt_status st = nmt_session_arena_size(&sp, arena, device_bytes);
+    if (st != NMT_OK && alignment_refused(o, st)) return 1;
     if (st == NMT_ERR_INVALID_ARGUMENT)
         return report_status("cannot plan a session for --max-src-len, --max-len, --batch and "
                              "--beam (lower them)", st, NULL);
@@ -357,6 +435,8 @@ int open_device(const cli_opts *o, runtime *rt) {
         .log_level = rt->log_level,
     };
     nmt_tool_device_params(&dp, o->device, o->no_cache ? NULL : rt->cache_dir, sizeof rt->cache_dir);
+    if (o->kernel_pack && o->kernel_pack[0]) dp.kernel_pack = o->kernel_pack;
+    if (o->binaries_only) dp.binaries_only = 1;
     size_t fp = round_up(nmt_device_footprint() ? nmt_device_footprint() : 1, 64);
     rt->dev_mem = aligned_alloc(64, fp);
     if (rt->dev_mem == NULL) {
@@ -424,7 +504,7 @@ int open_session(const cli_opts *o, long beam, runtime *rt) {
     nmt_limits lim = limits_from(o, beam);
     size_t need;
     uint64_t device_bytes = 0;
-    if (model_sizes(o->model, &lim, &need, &device_bytes) != 0) return 1;
+    if (model_sizes(o, &lim, &need, &device_bytes) != 0) return 1;
     /* what the plan takes, reported and checked before any of it is taken */
     if (o->verbose)
         fprintf(stderr, PROG ": info: session plan: %zu bytes of host memory (arena), %llu bytes of "
@@ -438,7 +518,7 @@ int open_session(const cli_opts *o, long beam, runtime *rt) {
         fprintf(stderr, PROG ": cannot allocate the %zu-byte session arena\n", size);
         return 1;
     }
-    nmt_session_params sp = {.model_path = o->model, .limits = lim};
+    nmt_session_params sp = session_params(o, &lim);
     errno = 0;
     nmt_status st = nmt_session_create(rt->dev, &sp, rt->arena, size, &rt->s);
     if (st == NMT_ERR_DEVICE_MEMORY) {
@@ -479,7 +559,12 @@ static const command COMMANDS[] = {
      "search finished fewer hypotheses).  --with-score prefixes each line with the best\n"
      "hypothesis's score: 'SCORE ||| TRANSLATION' (%.6f, length-normalised as in the n-best\n"
      "lines, which already end with it).  Lines are translated in batches of --batch; when\n"
-     "a terminal or pipe pauses, the lines read so far are translated and written at once."},
+     "a terminal or pipe pauses, the lines read so far are translated and written at once.\n"
+     "--alignment appends ' ||| ALIGNMENT' to every line (scripts/compare/aer.py reads it):\n"
+     "'i-j' pairs, source piece i (0-based, end-of-sentence never) most attended by target\n"
+     "piece j, from the mean of the last decoder layer's cross-attention heads over the\n"
+     "source (--align-layer, --align-head choose another); --batch does not change it, and\n"
+     "an empty line gives ' |||'.  --alignment soft prints the attention rows instead."},
     {"score", C_SCORE, cmd_score, "--model FILE [options] < pairs > scores",
      "log-probability of given translations (forced decoding)",
      "Forced decoding: read lines 'SOURCE<TAB>TARGET' (text with a tokenizer, else ids; --ids\n"
@@ -526,6 +611,14 @@ static int check_combination(const command *cmd, const cli_opts *o) {
         return usage_error(cmd, "--target needs --model");
     if (o->n_best > o->beam)
         return usage_error(cmd, "--n-best %ld is larger than --beam %ld", o->n_best, o->beam);
+    if (o->alignment != NULL && strcmp(o->alignment, "hard") != 0 && strcmp(o->alignment, "soft") != 0)
+        return usage_error(cmd, "--alignment: '%s' is not one of hard, soft", o->alignment);
+    if (o->alignment == NULL && (o->alignment_words || o->align_layer || o->align_head))
+        return usage_error(cmd, "--%s needs --alignment",
+                           o->alignment_words ? "alignment-words" : o->align_layer ? "align-layer" : "align-head");
+    if (o->alignment_words && strcmp(o->alignment, "hard") != 0)
+        return usage_error(cmd, "--alignment-words needs --alignment hard");
+    if (o->alignment_words && o->ids) return usage_error(cmd, "--alignment-words needs text, not --ids");
     return 0;
 }
 
@@ -564,7 +657,7 @@ int main(int argc, char **argv) {
         if (strcmp(argv[1], COMMANDS[c].name) == 0) cmd = &COMMANDS[c];
     if (cmd == NULL) return usage_error(NULL, "unknown command '%s'", argv[1]);
 
-    cli_opts o = {.beam = 4, .n_best = 1, .alpha = 0.6, .batch = 8, .max_src_len = 256,
+    cli_opts o = {.beam = 0 /* not given: cli_decode_check */, .n_best = 1, .alpha = 0.6, .batch = 8, .max_src_len = 256,
                   .max_text_bytes = 2048, .gemm = NMT_GEMM_AUTO};
     int rc = parse_options(cmd, argc - 1, argv + 1, &o);
     if (rc != 0) return rc;
@@ -572,6 +665,8 @@ int main(int argc, char **argv) {
         print_command_help(cmd);
         return 0;
     }
+    char derr[512];
+    if (cli_decode_check(&o, derr, sizeof derr) != 0) return usage_error(cmd, "%s", derr);
     if ((rc = check_combination(cmd, &o)) != 0 || (rc = parse_len_ratio(cmd, &o)) != 0) return rc;
     return cmd->run(&o);
 }

@@ -77,6 +77,13 @@ void nmt_ops_release(nmt_ops *ops) {
     if (ops->k_span_last) clReleaseKernel(ops->k_span_last);
     if (ops->k_window_rows) clReleaseKernel(ops->k_window_rows);
     if (ops->k_lstm_cell) clReleaseKernel(ops->k_lstm_cell);
+    if (ops->k_gru_cell) clReleaseKernel(ops->k_gru_cell);
+    if (ops->k_gru_scaled_input) clReleaseKernel(ops->k_gru_scaled_input);
+    if (ops->k_act_rows) clReleaseKernel(ops->k_act_rows);
+    if (ops->k_weighted_rows) clReleaseKernel(ops->k_weighted_rows);
+    if (ops->k_lookup_q8) clReleaseKernel(ops->k_lookup_q8);
+    if (ops->k_additive_attn) clReleaseKernel(ops->k_additive_attn);
+    if (ops->k_attn_align) clReleaseKernel(ops->k_attn_align);
     /* Programs belong to the device (built once, shared by sessions). */
     memset(ops, 0, sizeof *ops);
 }

@@ -6,6 +6,7 @@
  * is unmapped then). */
 #include "session_internal.h"
 #include "warmup.h"
+#include "spans.h"
 
 #include <math.h>
 #include <string.h>
@@ -167,6 +168,14 @@ static nmt_status plan_session(nmt_session *s, nmt_arena *a) {
     s->h_logits = NMT_ARENA_NEW(a, float, (size_t)d->step_rows * V);
     NMT_CHECK(!a->failed, NMT_ERR_ARENA_TOO_SMALL);
     NMT_TRY(nmt_beam_plan(&s->beam, a, d->max_batch, d->max_beam, d->tgt_cap));
+    NMT_TRY(nmt_beam_plan_vocab(&s->beam, a, (uint32_t)V));
+    NMT_CHECK(!d->align || s->fam->alignments, NMT_ERR_UNSUPPORTED);
+    if (d->align) { /* alignments: the per-step rows and back-pointers, walked back per hypothesis */
+        s->h_align = NMT_ARENA_NEW(a, float, (size_t)d->tgt_cap * d->step_rows * d->src_cap);
+        s->h_align_back = NMT_ARENA_NEW(a, int32_t, (size_t)d->tgt_cap * d->step_rows);
+        NMT_CHECK(!a->failed, NMT_ERR_ARENA_TOO_SMALL);
+        NMT_TRY(nmt_session_buffer(s, a, (size_t)d->step_rows * d->src_cap * sizeof(float), NULL, &s->io.align));
+    }
 
     NMT_TRY(int_buffer(s, a, (size_t)d->max_batch * d->src_cap, &s->io.src_tok));
     NMT_TRY(int_buffer(s, a, d->max_batch, &s->io.src_len));
@@ -187,6 +196,9 @@ static nmt_status prepare(nmt_session *s, const nmt_session_params *p, nmt_mappi
     NMT_CHECK(p != NULL, NMT_ERR_INVALID_ARGUMENT);
     NMT_CHECK((p->model_path != NULL) != (p->model_data != NULL), NMT_ERR_INVALID_ARGUMENT);
     NMT_TRY(resolve_limits(&p->limits, &s->limits));
+    s->dims.align = p->alignment != 0;
+    s->dims.align_layer = p->align_layer;
+    s->dims.align_head = p->align_head;
     const void *data = p->model_data;
     size_t size = p->model_size;
     if (p->model_path != NULL) {
@@ -329,15 +341,8 @@ nmt_status nmt_session_set_spans(nmt_session *s, const nmt_span *const *spans, c
 static nmt_status check_spans(const nmt_spans *sp, const nmt_batch *b) {
     if (sp->spans == NULL) return NMT_OK;
     NMT_CHECK(sp->n == b->n, NMT_ERR_INVALID_SPANS);
-    for (uint32_t i = 0; i < b->n; i++) {
-        NMT_CHECK(sp->n_spans[i] == 0 || sp->spans[i] != NULL, NMT_ERR_INVALID_ARGUMENT);
-        uint64_t end = 0; /* of the span before */
-        for (uint32_t k = 0; k < sp->n_spans[i]; k++) {
-            const nmt_span x = sp->spans[i][k];
-            NMT_CHECK(x.len > 0 && x.start >= end && (uint64_t)x.start + x.len <= b->lens[i], NMT_ERR_INVALID_SPANS);
-            end = (uint64_t)x.start + x.len;
-        }
-    }
+    for (uint32_t i = 0; i < b->n; i++) /* the trainer's spans files pass the same check */
+        NMT_TRY(nmt_spans_check(sp->spans[i], sp->n_spans[i], b->lens[i], NULL));
     return NMT_OK;
 }
 
@@ -381,11 +386,35 @@ static nmt_status read_logprobs(nmt_session *s, uint32_t rows, int log_softmax) 
 /* Translation                                                              */
 /* ------------------------------------------------------------------------ */
 
+/* The forced prefixes of a call (nmt_decode_opts.prefix) against its batch. */
+static nmt_status check_prefix(const nmt_session *s, const nmt_decode_opts *o, uint32_t n) {
+    NMT_CHECK(o->prefix_text == NULL, NMT_ERR_INVALID_ARGUMENT); /* the text API's, tokenized */
+    if (o->prefix == NULL) return NMT_OK;
+    NMT_CHECK(o->prefix_len != NULL, NMT_ERR_INVALID_ARGUMENT);
+    for (uint32_t i = 0; i < n; i++) {
+        NMT_CHECK(o->prefix_len[i] == 0 || o->prefix[i] != NULL, NMT_ERR_INVALID_ARGUMENT);
+        NMT_CHECK(o->prefix_len[i] <= s->limits.max_tgt_len, NMT_ERR_INPUT_TOO_LONG);
+        for (uint32_t j = 0; j < o->prefix_len[i]; j++)
+            NMT_CHECK(o->prefix[i][j] >= 0 && (uint32_t)o->prefix[i][j] < s->info.tgt_vocab,
+                      NMT_ERR_TOKEN_OUT_OF_RANGE);
+    }
+    return NMT_OK;
+}
+
 nmt_status nmt_session_translate(nmt_session *s, const nmt_batch *src, const nmt_decode_opts *opts) {
     NMT_CHECK(s != NULL && src != NULL, NMT_ERR_INVALID_ARGUMENT);
     static const nmt_decode_opts defaults;
     if (opts == NULL) opts = &defaults;
-    const uint32_t K = opts->beam ? opts->beam : NMT_MIN(NMT_DEFAULT_BEAM, s->limits.max_beam);
+    const float temperature = opts->sampling_temperature != 0.0f ? opts->sampling_temperature : 1.0f;
+    const float rep = opts->repetition_penalty != 0.0f ? opts->repetition_penalty : 1.0f;
+    NMT_CHECK(isfinite(temperature) && temperature > 0 && isfinite(rep) && rep > 0 &&
+                  isfinite(opts->coverage_penalty) && opts->coverage_penalty >= 0,
+              NMT_ERR_INVALID_ARGUMENT);
+    NMT_CHECK(!opts->sampling || opts->beam <= 1, NMT_ERR_INVALID_ARGUMENT);
+    NMT_CHECK(opts->coverage_penalty == 0.0f || s->h_align != NULL, NMT_ERR_NO_ALIGNMENTS);
+    const uint32_t K = opts->beam         ? opts->beam
+                       : opts->sampling ? 1
+                                        : NMT_MIN(NMT_DEFAULT_BEAM, s->limits.max_beam);
     const uint32_t n_best = opts->n_best ? opts->n_best : 1;
     float alpha = (opts->alpha_set || opts->alpha != 0.0f) ? opts->alpha : NMT_DEFAULT_ALPHA;
     NMT_CHECK(isfinite(alpha), NMT_ERR_INVALID_ARGUMENT);
@@ -398,6 +427,8 @@ nmt_status nmt_session_translate(nmt_session *s, const nmt_batch *src, const nmt
     s->n_results = 0;
     s->result_n_best = n_best;
     if (src->n == 0) return NMT_OK;
+    NMT_CHECK(src->n <= s->limits.max_batch, NMT_ERR_LIMIT_EXCEEDED);
+    NMT_TRY(check_prefix(s, opts, src->n));
 
     uint32_t len;
     NMT_TRY(encode_batch(s, src, &len));
@@ -408,6 +439,7 @@ nmt_status nmt_session_translate(nmt_session *s, const nmt_batch *src, const nmt
         if (opts->max_len) m = opts->max_len;
         else if (ratio) m = (uint32_t)fminf(opts->max_len_a * (float)src->lens[i] + opts->max_len_b, 1e9f);
         if (src->lens[i] == 0) m = 0;
+        if (opts->prefix != NULL) m = NMT_MAX(m, opts->prefix_len[i]); /* the prefix, at least */
         s->h_max_len[i] = NMT_MIN(m, s->limits.max_tgt_len);
         steps = NMT_MAX(steps, s->h_max_len[i] + 1);
     }
@@ -415,16 +447,28 @@ nmt_status nmt_session_translate(nmt_session *s, const nmt_batch *src, const nmt
     NMT_TRY(nmt_beam_start(b, src->n, K, s->info.tgt_vocab, s->info.eos_id, s->info.bos_id, alpha,
                            s->h_max_len));
     nmt_beam_constrain(b, opts->min_len, opts->no_repeat_ngram);
+    nmt_beam_set_prefix(b, opts->prefix, opts->prefix_len);
+    nmt_beam_set_repetition(b, rep);
+    if (opts->sampling) NMT_TRY(nmt_beam_set_sampling(b, opts->sampling_topk, temperature, opts->seed));
     const uint32_t rows = src->n * K;
     for (uint32_t t = 0; t < steps; t++) {
         NMT_TRY(upload_ints(s, s->io.step_tok, b->next_tok, rows));
         NMT_TRY(s->fam->step(s->fam_state, &s->io, rows, K, t));
-        NMT_TRY(read_logprobs(s, rows, 1));
-        if (nmt_beam_advance(b, t, s->h_logits)) break;
+        const size_t sc = s->dims.src_cap, R = s->dims.step_rows;
+        if (s->h_align != NULL)
+            NMT_TRY(nmt_device_read(s->dev, s->io.align.mem, 0, (size_t)rows * sc * sizeof(float),
+                                    s->h_align + (size_t)t * R * sc));
+        NMT_TRY(read_logprobs(s, rows, rep == 1.0f)); /* penalised: raw logits, softmax here */
+        if (rep != 1.0f) nmt_beam_logprobs(b, t, s->h_logits);
+        const int done = nmt_beam_advance(b, t, s->h_logits);
+        if (s->h_align != NULL) memcpy(s->h_align_back + (size_t)t * R, b->back, sizeof(int32_t) * rows);
+        if (done) break;
         NMT_TRY(upload_ints(s, s->io.reorder, b->back, rows));
         NMT_TRY(s->fam->reorder(s->fam_state, &s->io, rows, t));
     }
+    nmt_beam_set_prefix(b, NULL, NULL); /* the caller's arrays: not kept */
     s->n_results = src->n;
+    if (opts->coverage_penalty > 0) nmt_session_coverage(s, opts->coverage_penalty);
     return NMT_OK;
 }
 
@@ -443,6 +487,18 @@ nmt_status nmt_session_result(const nmt_session *s, uint32_t i, uint32_t rank, c
     *len = h->len;
     if (score) *score = h->score;
     if (logprob) *logprob = h->logprob;
+    return NMT_OK;
+}
+
+nmt_status nmt_session_result_token_logprobs(const nmt_session *s, uint32_t i, uint32_t rank, float *lp,
+                                             size_t cap, uint32_t *n) {
+    NMT_CHECK(s != NULL && n != NULL && (lp != NULL || cap == 0), NMT_ERR_INVALID_ARGUMENT);
+    NMT_CHECK(i < s->n_results && rank < s->result_n_best, NMT_ERR_INVALID_ARGUMENT);
+    const nmt_hyp *h = nmt_beam_result(&s->beam, i, rank);
+    NMT_CHECK(h != NULL, NMT_ERR_INVALID_ARGUMENT);
+    *n = h->len + 1;
+    NMT_CHECK(cap >= (size_t)h->len + 1, NMT_ERR_BUFFER_TOO_SMALL);
+    memcpy(lp, h->token_lp, sizeof(float) * (h->len + 1));
     return NMT_OK;
 }
 

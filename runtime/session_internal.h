@@ -37,6 +37,10 @@ struct nmt_session {
     uint32_t *h_max_len;       /* (max_batch) */
     float *h_logits;           /* (step_rows, tgt_vocab) */
     nmt_beam beam;
+    /* alignments (dims.align; NULL otherwise): every step's rows as the
+     * device wrote them, and the beam's back-pointers after each step */
+    float *h_align;            /* (tgt_cap, step_rows, src_cap) */
+    int32_t *h_align_back;     /* (tgt_cap, step_rows) */
     uint32_t n_results, result_n_best;
     /* text API (session_text.c); NULL tokenizers: the model embeds none */
     nmt_tokenizer *tok_src, *tok_tgt; /* tok_tgt == tok_src when shared */
@@ -50,6 +54,11 @@ struct nmt_session {
 /* Plan the tokenizers and text buffers (session_text.c; called by
  * plan_session on both passes). */
 nmt_status nmt_session_plan_text(nmt_session *s, nmt_arena *a);
+
+/* Add the GNMT coverage penalty beta * sum_j log(max(min(c_j, 1), 1e-6))
+ * to the score of every finished hypothesis of the last translate call and
+ * re-rank them (session_align.c; needs alignments). */
+void nmt_session_coverage(nmt_session *s, float beta);
 
 /* Per-position callback of forced decoding: sentence i, decoder position p
  * (0 = after BOS), the reference label at p, and the V logits or

@@ -34,6 +34,12 @@ const char *nmt_status_str(nmt_status s) {
         [NMT_ERR_NO_TOKENIZER] = "model has no embedded tokenizer",
         [NMT_ERR_BUFFER_TOO_SMALL] = "output buffer too small",
         [NMT_ERR_INVALID_SPANS] = "phrase spans empty, out of range, overlapping or not ascending",
+        [NMT_ERR_NO_ALIGNMENTS] = "session created without alignments",
+        [NMT_ERR_KERNEL_PACK_CORRUPT] = "kernel pack is not one, truncated or damaged",
+        [NMT_ERR_KERNEL_PACK_VERSION] = "unsupported kernel pack format version",
+        [NMT_ERR_KERNEL_PACK_DEVICE] = "kernel pack made for another device, driver or platform",
+        [NMT_ERR_KERNEL_PACK_TUNING] = "kernel pack made with other kernel parameters, sources or shapes",
+        [NMT_ERR_KERNEL_PACK_MISSING] = "a program the session needs is not in the kernel pack (binaries only)",
     };
     if ((unsigned)s >= NMT_STATUS_COUNT_ || names[s] == NULL) return "unknown status";
     return names[s];

@@ -7,7 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "banmt_train.h"
 #include "checkpoint.h"
+#include "family_writer.h"
 #include "format.h"
 #include "random_model.h"
 #include "tf_train.h"
@@ -91,9 +93,10 @@ static void test_train_registry(void **state) {
     assert_ptr_equal(nmt_train_family_find("transformer"), &nmt_tf_train_family);
     assert_ptr_equal(nmt_train_family_find("mgsa"), &nmt_mgsa_train_family);
     assert_ptr_equal(nmt_train_family_find("phrase"), &nmt_phrase_train_family);
+    assert_ptr_equal(nmt_train_family_find("banmt"), &nmt_banmt_train_family);
     assert_null(nmt_train_family_find("mg-sa-not-yet"));
     assert_null(nmt_train_family_find(NULL));
-    const nmt_train_limits lim = {2, 12, 12, 0};
+    const nmt_train_limits lim = {.max_seqs = 2, .max_src_len = 12, .max_tgt_len = 12, .max_tokens = 0};
     for (int with_arch = 0; with_arch <= 1; with_arch++) {
         nmtw_writer *w = nmtw_create();
         assert_non_null(w);
@@ -110,6 +113,78 @@ static void test_train_registry(void **state) {
     }
 }
 
+/* BA-NMT through the registry: after an Adam step (non-zero moments) a
+ * checkpoint reloads to the same parameters and moments (its writer
+ * output bitwise equal). */
+static void test_roundtrip_banmt(void **state) {
+    env *e = *state;
+    nmt_ba_cfg c;
+    memset(&c, 0, sizeof c);
+    c.src_vocab = c.tgt_vocab = 16;
+    c.emb = 8;
+    c.hidden = 6;
+    c.history = NMT_BA_BA;
+    c.bos = 1;
+    c.eos = 2;
+    c.unk = 3;
+    assert_int_equal(nmt_ba_finish(&c, (1ull << 9) | (1ull << 10), NULL, 0), NMT_OK);
+    nmtw_writer *w = nmtw_create();
+    assert_non_null(w);
+    assert_int_equal(nmtw_add_hparams(w, &nmt_family_banmt, &c), NMT_OK);
+    assert_int_equal(nmtw_add_random_tensors(w, &nmt_family_banmt, &c, 9, 1.0f), NMT_OK);
+    void *img;
+    size_t size;
+    assert_int_equal(nmtw_write_memory(w, &img, &size), NMT_OK);
+    nmtw_destroy(w);
+    const nmt_train_limits lim = {.max_seqs = 2, .max_src_len = 4, .max_tgt_len = 3, .max_tokens = 0};
+    ntm_model *m = NULL;
+    nmt_test_assert_ok(e->dev, ntm_create(e->dev, img, size, &lim, &m));
+    assert_ptr_equal(ntm_family(m), &nmt_banmt_train_family);
+    const int32_t src[8] = {5, 6, 2, 0, 7, 8, 9, 2}, tin[6] = {1, 4, 5, 1, 6, 0}, tout[6] = {4, 5, 2, 6, 2, 0};
+    const uint32_t sl[2] = {3, 4}, tl[2] = {3, 2};
+    const nmt_train_batch b = {.n_seq = 2, .src_len = 4, .tgt_len = 3, .src = src, .src_lens = sl, .tgt_in = tin,
+                               .tgt_out = tout, .tgt_lens = tl};
+    const nmt_train_step_opts o = {.dropout = 0.2f, .label_smoothing = 0.1f, .grad_scale = 0.2f, .seed = 3};
+    nmt_test_assert_ok(e->dev, ntm_forward_backward(m, &b, &o, NULL, NULL));
+    nmt_adam_params ap = nmt_adam_defaults();
+    ap.lr = 1e-2f;
+    nmt_test_assert_ok(e->dev, ntm_adam_step(m, &ap));
+    char *dir = nmt_test_make_temp_dir("ckpt-banmt");
+    ckpt_state st = {1, 0, 0, 3, 5, 0.0, 0.0};
+    ckpt_tokenizers tok = {NULL, NULL, 0, 0};
+    char err[256] = "";
+    assert_int_equal(ckpt_save(m, &tok, &st, dir, 3, err, sizeof err), NMT_OK);
+    size_t cs;
+    void *ck = read_in(dir, "ckpt-00000001.nmt", &cs);
+    ntm_model *m2 = NULL;
+    nmt_test_assert_ok(e->dev, ntm_create(e->dev, ck, cs, &lim, &m2));
+    void *out[2];
+    size_t out_size[2];
+    ntm_model *ms[2] = {m, m2};
+    for (int i = 0; i < 2; i++) {
+        nmtw_writer *ww = nmtw_create();
+        assert_non_null(ww);
+        nmt_test_assert_ok(e->dev, ntm_add_to_writer(ms[i], ww, 1));
+        assert_int_equal(nmtw_write_memory(ww, &out[i], &out_size[i]), NMT_OK);
+        nmtw_destroy(ww);
+    }
+    assert_int_equal(out_size[0], out_size[1]);
+    assert_memory_equal(out[0], out[1], out_size[0]);
+    nmt_file f;
+    nmt_tensor_view v;
+    assert_int_equal(nmt_file_open(&f, out[1], out_size[1], 1), NMT_OK);
+    assert_int_equal(nmt_file_find(&f, "train.adam_v", &v), NMT_OK);
+    assert_int_equal(v.shape[0], ntm_n_params(m2));
+    free(out[0]);
+    free(out[1]);
+    ntm_destroy(m);
+    ntm_destroy(m2);
+    free(ck);
+    free(img);
+    nmt_test_remove_tree(dir);
+    free(dir);
+}
+
 static void test_roundtrip(void **state) {
     env *e = *state;
     nmt_random_transformer_config cfg;
@@ -117,7 +192,7 @@ static void test_roundtrip(void **state) {
     void *img;
     size_t size;
     assert_int_equal(nmt_random_transformer_image(&cfg, &img, &size), NMT_OK);
-    nmt_train_limits lim = {2, 12, 12, 0};
+    nmt_train_limits lim = {.max_seqs = 2, .max_src_len = 12, .max_tgt_len = 12, .max_tokens = 0};
     ntm_model *model = NULL;  /* through the trainer's registry, as nmt-edge-train */
     nmt_test_assert_ok(e->dev, ntm_create(e->dev, img, size, &lim, &model));
     assert_ptr_equal(ntm_family(model), &nmt_tf_train_family);
@@ -301,6 +376,7 @@ int main(void) {
     const struct CMUnitTest dev[] = {
         cmocka_unit_test(test_train_registry),
         cmocka_unit_test(test_roundtrip),
+        cmocka_unit_test(test_roundtrip_banmt),
     };
     int fails = cmocka_run_group_tests(plain, NULL, NULL);
     fails += cmocka_run_group_tests(dev, setup, teardown);

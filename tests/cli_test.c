@@ -131,7 +131,8 @@ static void test_help(void **state) {
                                       "devices", "--version", NULL};
     static const char *const tr[] = {"--model",  "--beam",   "--alpha",    "--max-len",
                                      "--n-best", "--batch",  "--max-src-len", "--device",
-                                     "--no-cache", "--gemm", "--verbose",  NULL};
+                                     "--no-cache", "--gemm", "--verbose",  "--alignment [hard|soft]",
+                                     "--alignment-words", "--align-layer", "--align-head", NULL};
     static const char *const sc[] = {"--model", "--batch", "--max-src-len", "--device", NULL};
     static const char *const in[] = {"--model", "--no-device", "--max-src-len", "--batch",
                                      "--beam", NULL};
@@ -552,6 +553,201 @@ static void test_text_translate(void **state) {
     free_result(&direct);
 }
 
+/* ------------------------------------------------------------------------ */
+/* translate --alignment                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Whitespace-separated words of s[0, n). */
+static uint32_t count_words(const char *s, size_t n) {
+    uint32_t w = 0;
+    for (size_t k = 0; k < n; k++)
+        if (s[k] != ' ' && s[k] != '\t' && (k == 0 || s[k - 1] == ' ' || s[k - 1] == '\t')) w++;
+    return w;
+}
+
+/* A line "TRANSLATION ||| ALIGNMENT": split at the last " |||" into the
+ * translation (NUL-terminated in place) and the alignment after it. */
+static const char *split_alignment(char *line) {
+    char *bar = strstr(line, " |||");
+    assert_non_null(bar);
+    while (strstr(bar + 1, " |||")) bar = strstr(bar + 1, " |||");
+    *bar = '\0';
+    const char *a = bar + 4;
+    assert_true(*a == '\0' || *a == ' ');
+    return *a ? a + 1 : a;
+}
+
+/* Pharaoh pairs "i-j" with i < n_src, j < n_tgt, single spaces; with
+ * one_per_target each j in [0, n_tgt) appears exactly once, in order. */
+static void check_pairs(const char *a, uint32_t n_src, uint32_t n_tgt, int one_per_target) {
+    uint32_t k = 0;
+    while (*a) {
+        char *end;
+        const long i = strtol(a, &end, 10);
+        assert_true(end > a && *end == '-' && i >= 0 && (uint32_t)i < n_src);
+        a = end + 1;
+        const long j = strtol(a, &end, 10);
+        assert_true(end > a && j >= 0 && (uint32_t)j < n_tgt);
+        if (one_per_target) assert_int_equal(j, k);
+        k++;
+        a = end;
+        if (*a == ' ') a++;
+    }
+    if (one_per_target) assert_int_equal(k, n_src ? n_tgt : 0);
+}
+
+/* Soft rows: n_tgt rows of n_src + 1 numbers, " ; " between rows, each
+ * summing to 1 (up to the printed precision). */
+static void check_soft(const char *a, uint32_t n_src, uint32_t n_tgt) {
+    uint32_t rows = 0;
+    while (*a) {
+        double sum = 0;
+        for (uint32_t c = 0; c <= n_src; c++) {
+            char *end;
+            const double v = strtod(a, &end);
+            assert_true(end > a && v >= 0 && v <= 1);
+            sum += v;
+            a = end;
+            if (*a == ' ') a++;
+        }
+        assert_float_equal(sum, 1.0, 1e-3);
+        rows++;
+        if (*a == ';') a += 2;
+        else assert_int_equal(*a, '\0');
+    }
+    assert_int_equal(rows, n_tgt);
+}
+
+/* --alignment: hard pairs and soft rows are well-formed against the
+ * source and target pieces, the same for --batch 1 and --batch 8, and the
+ * translations are those without --alignment; --alignment-words pairs
+ * whitespace words; bad option values are usage errors. */
+static void test_alignment(void **state) {
+    (void)state;
+    const char *in = join_sents("\n");
+    const char *modes[2] = {"hard", "soft"};
+    run_result plain;
+    run_cli(&plain, in, "translate", "--model", g_model, "--max-len", "10", NULL);
+    expect_status(&plain, 0);
+    char *plain_lines[MAX_LINES];
+    assert_int_equal(split_lines(&plain, plain_lines, MAX_LINES), N_SENTS);
+    for (int m = 0; m < 2; m++) {
+        run_result r1, r8;
+        run_cli(&r1, in, "translate", "--model", g_model, "--max-len", "10", "--alignment", modes[m], "--batch",
+                "1", NULL);
+        run_cli(&r8, in, "translate", "--model", g_model, "--max-len", "10", "--alignment", modes[m], "--batch",
+                "8", NULL);
+        expect_status(&r1, 0);
+        expect_status(&r8, 0);
+        assert_string_equal(r1.out, r8.out);
+        char *lines[MAX_LINES];
+        assert_int_equal(split_lines(&r1, lines, MAX_LINES), N_SENTS);
+        for (uint32_t k = 0; k < N_SENTS; k++) {
+            const char *a = split_alignment(lines[k]);
+            assert_string_equal(lines[k], plain_lines[k]);
+            const uint32_t n_src = (uint32_t)check_ids(SENTS[k]), n_tgt = (uint32_t)check_ids(lines[k]);
+            if (m == 0) check_pairs(a, n_src, n_tgt, 1);
+            else check_soft(a, n_src, n_tgt);
+        }
+        free_result(&r1);
+        free_result(&r8);
+    }
+    free_result(&plain);
+    /* the bare flag is hard; with --n-best the alignment ends each line */
+    run_result a, b;
+    run_cli(&a, in, "translate", "--model", g_model, "--max-len", "10", "--alignment", "--beam", "3", NULL);
+    run_cli(&b, in, "translate", "--model", g_model, "--max-len", "10", "--alignment=hard", "--beam", "3",
+            "--n-best", "2", NULL);
+    expect_status(&a, 0);
+    expect_status(&b, 0);
+    char *la[MAX_LINES], *lb[MAX_LINES];
+    assert_int_equal(split_lines(&a, la, MAX_LINES), N_SENTS);
+    const int nb = split_lines(&b, lb, MAX_LINES);
+    for (int k = 0; k < nb; k++) { /* "INDEX ||| TOKENS ||| SCORE ||| PAIRS", best first */
+        const uint32_t idx = (uint32_t)strtoul(lb[k], NULL, 10);
+        assert_true(idx < N_SENTS);
+        const int best = k == 0 || strtoul(lb[k - 1], NULL, 10) != idx;
+        const char *pairs = split_alignment(lb[k]);
+        char *tokens = strstr(lb[k], " ||| ") + 5;
+        *strstr(tokens, " ||| ") = '\0';
+        check_pairs(pairs, (uint32_t)check_ids(SENTS[idx]), (uint32_t)check_ids(tokens), 1);
+        if (best) assert_string_equal(pairs, split_alignment(la[idx]));
+    }
+    free_result(&a);
+    free_result(&b);
+
+    /* text: pieces, and whitespace words with --alignment-words */
+    run_result tok, txt, words;
+    run_cli(&tok, TEXT_IN, "tokenize", "--model", g_text_model, NULL);
+    run_cli(&txt, TEXT_IN, "translate", "--model", g_text_model, "--max-len", "12", "--alignment", NULL);
+    run_cli(&words, TEXT_IN, "translate", "--model", g_text_model, "--max-len", "12", "--alignment",
+            "--alignment-words", "--batch", "1", NULL);
+    expect_status(&tok, 0);
+    expect_status(&txt, 0);
+    expect_status(&words, 0);
+    char *lt[MAX_LINES], *lx[MAX_LINES], *lw[MAX_LINES], *src[MAX_LINES];
+    char in_copy[sizeof TEXT_IN];
+    memcpy(in_copy, TEXT_IN, sizeof TEXT_IN);
+    int n_in = 0;
+    for (char *p = in_copy, *nl; (nl = strchr(p, '\n')) != NULL; p = nl + 1) {
+        *nl = '\0';
+        src[n_in++] = p;
+    }
+    const int n = split_lines(&tok, lt, MAX_LINES);
+    assert_int_equal(split_lines(&txt, lx, MAX_LINES), n);
+    assert_int_equal(split_lines(&words, lw, MAX_LINES), n);
+    assert_int_equal(n_in, n);
+    for (int k = 0; k < n; k++) {
+        const char *pa = split_alignment(lx[k]), *wa = split_alignment(lw[k]);
+        assert_string_equal(lx[k], lw[k]);
+        uint32_t n_src = 0;
+        for (const char *p = lt[k]; *p; p += strspn(p, "0123456789"), p += strspn(p, " ")) n_src++;
+        uint32_t n_tgt = 0; /* hard pairs: one per target piece */
+        for (const char *p = pa; (p = strchr(p, '-')) != NULL; p++) n_tgt++;
+        check_pairs(pa, n_src, n_tgt, 1);
+        check_pairs(wa, count_words(src[k], strlen(src[k])), n_tgt, 0); /* a word index <= its pieces' */
+        if (n_src == 0) assert_string_equal(wa, "");
+    }
+    free_result(&tok);
+    free_result(&txt);
+    free_result(&words);
+
+    /* bad values: usage errors (exit 2) with the exact message, or exit 1 when
+     * only the model tells */
+    expect_usage_error("1\n", "translate", "--model", g_model, "--alignment=fuzzy", NULL);
+    expect_usage_error("1\n", "translate", "--model", g_model, "--alignment", "fuzzy", NULL);
+    expect_usage_error("1\n", "translate", "--model", g_model, "--alignment-words", NULL);
+    expect_usage_error("1\n", "translate", "--model", g_model, "--alignment", "soft", "--alignment-words", NULL);
+    expect_usage_error("1\n", "translate", "--model", g_model, "--alignment", "--alignment-words", "--ids", NULL);
+    expect_usage_error("1\n", "translate", "--model", g_model, "--align-layer", "1", NULL);
+    expect_usage_error("1\n", "translate", "--model", g_model, "--alignment", "--align-head", "-1", NULL);
+    expect_usage_error("1\n", "score", "--model", g_model, "--alignment", NULL);
+    run_result e;
+    run_cli(&e, "1\n", "translate", "--model", g_model, "--alignment=fuzzy", NULL);
+    assert_non_null(strstr(e.err, "nmt-edge translate: --alignment: 'fuzzy' is not one of hard, soft\n"));
+    free_result(&e);
+    run_cli(&e, "1\n", "translate", "--model", g_model, "--alignment", "--align-layer", "2", NULL);
+    expect_status(&e, 1);
+    assert_int_equal(e.out_len, 0);
+    char want[512];
+    snprintf(want, sizeof want, "nmt-edge: --align-layer 2: model '%s' has 1 decoder layer\n", g_model);
+    assert_string_equal(e.err, want);
+    free_result(&e);
+    run_cli(&e, "1\n", "translate", "--model", g_model, "--alignment", "--align-layer", "1", "--align-head", "9", NULL);
+    expect_status(&e, 1);
+    snprintf(want, sizeof want, "nmt-edge: --align-head 9: model '%s' has 4 heads\n", g_model);
+    assert_string_equal(e.err, want);
+    free_result(&e);
+    run_cli(&e, "1 2\n", "translate", "--model", g_model, "--alignment", "--align-layer", "1", "--align-head", "2",
+            NULL);
+    expect_status(&e, 0);
+    free_result(&e);
+    run_cli(&e, "1\n", "translate", "--model", g_model, "--alignment", "--alignment-words", NULL);
+    expect_status(&e, 1);
+    assert_string_equal(e.err, "nmt-edge: --alignment-words needs text: a model with an embedded tokenizer, without --ids\n");
+    free_result(&e);
+}
+
 static void test_text_score(void **state) {
     (void)state;
     run_result a, b, tok_s, tok_t;
@@ -696,6 +892,7 @@ int main(void) {
         cmocka_unit_test(test_devices),
         cmocka_unit_test(test_text_translate),
         cmocka_unit_test(test_text_score),
+        cmocka_unit_test(test_alignment),
         cmocka_unit_test(test_tokenize_fixture),
         cmocka_unit_test(test_tokenize_errors),
     };

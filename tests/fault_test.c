@@ -671,7 +671,8 @@ static const uint32_t t_src_lens[] = {4, 2};
 static const int32_t t_in[] = {1, 9, 10, 1, 11, 0};
 static const int32_t t_out[] = {9, 10, 2, 11, 2, 0};
 static const uint32_t t_tgt_lens[] = {3, 2};
-static const tft_batch t_batch = {2, 4, 3, t_src, t_src_lens, t_in, t_out, t_tgt_lens};
+static const tft_batch t_batch = {.n_seq = 2, .src_len = 4, .tgt_len = 3, .src = t_src, .src_lens = t_src_lens,
+                                  .tgt_in = t_in, .tgt_out = t_out, .tgt_lens = t_tgt_lens};
 
 typedef struct step_result {
     double loss, norm;

@@ -7,6 +7,7 @@
  *     left behind validates;
  *   - SIGTERM writes a checkpoint and exits 128 + 15; --resume continues;
  *   - bad input: exact exit codes and messages. */
+#include "spans_file.h"
 #include "test_util.h"
 
 #include <dirent.h>
@@ -578,6 +579,91 @@ static void test_attention_cmd(void **state) {
     free(ph);
 }
 
+/* MG-SA syntax heads: a run with --train-src-spans and the tag loss; the
+ * checkpoint keeps the training-only tagger, the deployment model has
+ * none; a span past its sentence, and syntax heads without spans, refused. */
+static void test_mgsa_syntax(void **state) {
+    (void)state;
+    char src[512], tgt[512], spans[512], dir[512], path[600];
+    path_in(src, sizeof src, "ms.src");
+    path_in(tgt, sizeof tgt, "ms.tgt");
+    path_in(spans, sizeof spans, "ms.spans");
+    path_in(dir, sizeof dir, "ms-run");
+    write_reverse_task(src, tgt, 24, 13, NULL, NULL);
+    char text[24 * 16] = "";
+    for (int i = 0; i < 24; i++) strcat(text, i % 3 == 2 ? "\n" : i % 3 ? "1-2:VP\n" : "0-2:NP\n");
+    assert_int_equal(nmt_test_write_file(spans, text, strlen(text)), 0);
+    nmt_test_proc r;
+    char *argv[80];
+    char *ok[] = {"--arch", "mgsa", "--mg-layers", "1", "--mg-heads", "word syntax", "--train-src-spans", spans,
+                  "--mg-tag-lambda", "0.5", "--d-model", "16", "--heads", "2", "--ff", "32", "--enc-layers", "1",
+                  "--dec-layers", "1", "--max-steps", "2", "--eval-every", "0", NULL};
+    train_argv(argv, dir, src, tgt, ok);
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 0);
+    nmt_test_proc_free(&r);
+    size_t size;
+    nmt_file f;
+    nmt_tensor_view v;
+    snprintf(path, sizeof path, "%s/model.nmt", dir);
+    void *img = nmt_test_read_file(path, &size);
+    assert_non_null(img);
+    assert_int_equal(nmt_file_open(&f, img, size, 1), NMT_OK);
+    assert_int_equal(nmt_file_find(&f, "train.enc.0.self_attn.phrase_tag.weight", &v), NMT_ERR_MODEL_MISSING_TENSOR);
+    free(img);
+    snprintf(path, sizeof path, "%s/ckpt-00000002.nmt", dir);
+    img = nmt_test_read_file(path, &size);
+    assert_non_null(img);
+    assert_int_equal(nmt_file_open(&f, img, size, 1), NMT_OK);
+    assert_int_equal(nmt_file_find(&f, "train.enc.0.self_attn.phrase_tag.weight", &v), NMT_OK);
+    assert_true(v.ndim == 2 && v.shape[0] == 8 && v.shape[1] == 16);
+    free(img);
+    memcpy(text, "0-9:NP\n", 7); /* line 1: past the sentence */
+    assert_int_equal(nmt_test_write_file(spans, text, strlen(text)), 0);
+    path_in(dir, sizeof dir, "ms-bad");
+    expect_train_error(dir, src, tgt, ok, 1, "ms.spans:1: span 0-9 is past the sentence's");
+    char *none[] = {"--arch", "mgsa", "--mg-heads", "word syntax", "--d-model", "16", "--heads", "2", NULL};
+    expect_train_error(dir, src, tgt, none, 2, "--mg-heads: syntax heads need the phrase spans of the training corpus");
+}
+
+/* parse-spans: the spans file of English text (exact lines, the counts on
+ * stderr), or, built without the parser, exit 1 saying so. */
+static void test_parse_spans(void **state) {
+    (void)state;
+    char src[512], out[512];
+    path_in(src, sizeof src, "en.txt");
+    path_in(out, sizeof out, "en.spans");
+    const char text[] = "The cat sat on the mat.\n\nof of the the and\nColorless green ideas sleep furiously.\n";
+    assert_int_equal(nmt_test_write_file(src, text, strlen(text)), 0);
+    char *argv[] = {(char *)NMT_TRAIN_BIN, "parse-spans", src, "-o", out, "--spm",
+                    (char *)NMT_TEST_FIXTURES "/spm/uni_nfkc.model", NULL};
+    nmt_test_proc r;
+    nmt_test_run(argv, NULL, g_dir, &r);
+#ifdef NMT_HAVE_LINK_GRAMMAR
+    expect_status(&r, 0);
+    if (!strstr(r.err, "parse-spans: 4 lines: 2 parsed, 1 empty, 1 not parsed (n-gram fallback)"))
+        fail_msg("unexpected: %s", r.err);
+    size_t n = 0;
+    char *got = nmt_test_read_file(out, &n);
+    assert_non_null(got);
+    /* pieces ▁T h e ▁c at ▁ s at ▁on ▁the ▁m at . : NP 0-5, NP 9-12 */
+    const char *want_start = "0-5:NP 9-12:NP\n\n\n0-";
+    assert_true(n > strlen(want_start) && memcmp(got, want_start, strlen(want_start)) == 0);
+    assert_int_equal(got[n - 1], '\n');
+    free(got);
+    /* the file trains: the trainer's reader accepts every line */
+    tsp_file *f = NULL;
+    char err[256];
+    assert_int_equal(tsp_read(out, &f, err, sizeof err), NMT_OK);
+    assert_int_equal(tsp_lines(f), 4);
+    tsp_free(f);
+#else
+    expect_status(&r, 1);
+    assert_non_null(strstr(r.err, "built without link-grammar"));
+#endif
+    nmt_test_proc_free(&r);
+}
+
 static void test_mgsa(void **state) {
     (void)state;
     char src[512], tgt[512], dir[512], model[600];
@@ -630,7 +716,72 @@ static void test_mgsa(void **state) {
     char *no_arch[] = {"--mg-heads", "word word", NULL};
     expect_train_error(dir, src, tgt, no_arch, 2, "the --mg-* options need --arch mgsa");
     char *bogus[] = {"--arch", "rnn", NULL};
-    expect_train_error(dir, src, tgt, bogus, 2, "invalid value 'rnn' for --arch (transformer, mgsa or phrase)");
+    expect_train_error(dir, src, tgt, bogus, 2, "invalid value 'rnn' for --arch (transformer, mgsa, phrase or banmt)");
+}
+
+/* --arch banmt: a new BA-NMT model (the family's flags) trains, exports as
+ * arch banmt with the chosen widths, and --resume from a mid-run
+ * checkpoint ends bit-exact with the uninterrupted run; the activation
+ * cap refuses with the numbers; the BA-NMT flags need --arch banmt. */
+static void test_banmt(void **state) {
+    (void)state;
+    char src[512], tgt[512], dir[512], dir2[512], model[600], model2[600];
+    path_in(src, sizeof src, "b.src");
+    path_in(tgt, sizeof tgt, "b.tgt");
+    path_in(dir, sizeof dir, "b-run");
+    path_in(dir2, sizeof dir2, "b-run2");
+    write_reverse_task(src, tgt, 24, 13, NULL, NULL);
+    nmt_test_proc r;
+    char *argv[80];
+    char *ok[] = {"--arch", "banmt", "--emb", "12", "--hidden", "10", "--hist", "6", "--history", "ba", "--maxout",
+                  "--max-tokens", "128", "--max-steps", "4", "--save-every", "2", "--eval-every", "0", NULL};
+    train_argv(argv, dir, src, tgt, ok);
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 0);
+    assert_non_null(strstr(r.err, "activations of the largest batch"));
+    nmt_test_proc_free(&r);
+    /* the same run stopped at step 2, then resumed */
+    char *half[] = {"--arch", "banmt", "--emb", "12", "--hidden", "10", "--hist", "6", "--history", "ba", "--maxout",
+                    "--max-tokens", "128", "--max-steps", "2", "--save-every", "2", "--eval-every", "0", NULL};
+    int n = train_argv(argv, dir2, src, tgt, half);
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 0);
+    nmt_test_proc_free(&r);
+    argv[n - 5] = "4"; /* --max-steps */
+    argv[n] = "--resume";
+    argv[n + 1] = NULL;
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 0);
+    nmt_test_proc_free(&r);
+    snprintf(model, sizeof model, "%s/model.nmt", dir);
+    snprintf(model2, sizeof model2, "%s/model.nmt", dir2);
+    size_t size, size2;
+    void *img = nmt_test_read_file(model, &size), *img2 = nmt_test_read_file(model2, &size2);
+    assert_non_null(img);
+    assert_non_null(img2);
+    assert_int_equal(size, size2);
+    assert_memory_equal(img, img2, size); /* bit-exact resume */
+    nmt_model_info info;
+    assert_int_equal(nmt_model_inspect(img, size, &info), NMT_OK);
+    assert_string_equal(info.arch, "banmt");
+    nmt_file f;
+    assert_int_equal(nmt_file_open(&f, img, size, 1), NMT_OK);
+    nmt_tensor_view v;
+    assert_int_equal(nmt_file_find(&f, "hist.src.hh.weight", &v), NMT_OK);
+    assert_int_equal(v.shape[0], 18);
+    assert_int_equal(v.shape[1], 6);
+    assert_int_equal(nmt_file_find(&f, "dec.readout.weight", &v), NMT_OK);
+    assert_int_equal(v.shape[0], 24); /* maxout: 2R, R = emb */
+    free(img);
+    free(img2);
+
+    path_in(dir, sizeof dir, "b-bad");
+    char *capped[] = {"--arch", "banmt", "--emb", "12", "--hidden", "10", "--max-act-bytes", "1000", NULL};
+    expect_train_error(dir, src, tgt, capped, 1, "above --max-act-bytes 1000: lower --max-tokens or --max-len");
+    char *bad[] = {"--arch", "banmt", "--history", "both", NULL};
+    expect_train_error(dir, src, tgt, bad, 1, "cannot build the banmt model: invalid value for history");
+    char *no_arch[] = {"--hist", "8", NULL};
+    expect_train_error(dir, src, tgt, no_arch, 2, "--hist needs --arch banmt");
 }
 
 /* ---- issue 21: run ownership, spm_train's reason, bleu's output ----------- */
@@ -797,11 +948,14 @@ int main(void) {
         cmocka_unit_test(test_spm_train_reason),
         cmocka_unit_test(test_bleu_output_checked),
         cmocka_unit_test(test_mgsa),
+        cmocka_unit_test(test_mgsa_syntax),
+        cmocka_unit_test(test_parse_spans),
         cmocka_unit_test(test_phrase),
         cmocka_unit_test(test_attention_cmd),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_sigterm_checkpoints),
         cmocka_unit_test(test_sigkill_resume_bit_exact),
+        cmocka_unit_test(test_banmt),
         cmocka_unit_test(test_learns_reversal),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -95,7 +95,8 @@ static void make_batch(const sents *s, tbatch *tb) {
         tb->sl[i] = s->slen[i] + 1;
         tb->tl[i] = s->tlen[i] + 1;
     }
-    tb->b = (tft_batch){s->n, S, T, tb->src, tb->sl, tb->tin, tb->tout, tb->tl};
+    tb->b = (tft_batch){.n_seq = s->n, .src_len = S, .tgt_len = T, .src = tb->src, .src_lens = tb->sl,
+                        .tgt_in = tb->tin, .tgt_out = tb->tout, .tgt_lens = tb->tl};
 }
 
 static void *random_image(const char *norm, const char *enc_br, const char *dec_br, const char *fusion, uint32_t r,
@@ -278,14 +279,14 @@ static void test_gradients(void **state) {
                                  gc->ff, gc->layers, V, 100 + ci, &isz);
         if (gc->mg_heads) img = to_mgsa(img, &isz, gc->mg_layers, gc->mg_heads, gc->mg_rec, gc->mg_com, 100 + ci);
         if (gc->ph[0]) img = to_phrase(img, &isz, gc->ph, 100 + ci);
-        tft_limits lim = {3, 7, 7, 0};
+        tft_limits lim = {.max_seqs = 3, .max_src_len = 7, .max_tgt_len = 7, .max_tokens = 0};
         tft_model *m = NULL;
         nmt_test_assert_ok(e->dev, tft_create(e->dev, img, isz, &lim, &m));
         sents s;
         random_sents(&s, 3, slen, tlen, V, 7 + ci);
         tbatch tb;
         make_batch(&s, &tb);
-        tft_step_opts o = {0.0f, 0.0f, (float)eps, 1.0f, 1};
+        tft_step_opts o = {.dropout = 0.0f, .attn_dropout = 0.0f, .label_smoothing = (float)eps, .grad_scale = 1.0f, .seed = 1};
         double loss = 0, nll = 0;
         nmt_test_assert_ok(e->dev, tft_zero_grad(m));
         nmt_test_assert_ok(e->dev, tft_forward_backward(m, &tb.b, &o, &loss, &nll));
@@ -410,7 +411,7 @@ static void compare_with_session(env *e, tft_model *m, const void *img, size_t i
 
 /* n training steps (dropout 0.1, label smoothing 0.1, Adam lr 1e-2) on tb. */
 static void adam_steps(env *e, tft_model *m, const tbatch *tb, uint64_t n) {
-    tft_step_opts o = {0.1f, 0.0f, 0.1f, 1.0f / 20.0f, 5};
+    tft_step_opts o = {.dropout = 0.1f, .attn_dropout = 0.0f, .label_smoothing = 0.1f, .grad_scale = 1.0f / 20.0f, .seed = 5};
     for (uint64_t step = 1; step <= n; step++) {
         nmt_test_assert_ok(e->dev, tft_zero_grad(m));
         o.seed = 5 + step;
@@ -430,7 +431,7 @@ static void test_session_parity(void **state) {
         size_t isz;
         void *img = random_image(norms[ni], "global fw bw local:2", "global local:1", "gate", 2, 0, 0, 16, 32, 2, V,
                                  31 + (uint64_t)ni, &isz);
-        tft_limits lim = {MAXS, MAXL + 1, MAXL + 1, 0};
+        tft_limits lim = {.max_seqs = MAXS, .max_src_len = MAXL + 1, .max_tgt_len = MAXL + 1, .max_tokens = 0};
         tft_model *m = NULL;
         nmt_test_assert_ok(e->dev, tft_create(e->dev, img, isz, &lim, &m));
         static const uint32_t slen[4] = {5, 2, 7, 0}, tlen[4] = {3, 6, 1, 4};
@@ -493,7 +494,7 @@ static void test_mgsa_parity(void **state) {
     size_t isz;
     void *img = random_image("post", "global", "global", "sum", 4, 0, 0, 16, 32, 2, V, 61, &isz);
     img = to_mgsa(img, &isz, "1 2", "word ngram:2", NMT_MG_REC_LSTM, NMT_MG_COM_SAN, 61);
-    tft_limits lim = {MAXS, MAXL + 1, MAXL + 1, 0};
+    tft_limits lim = {.max_seqs = MAXS, .max_src_len = MAXL + 1, .max_tgt_len = MAXL + 1, .max_tokens = 0};
     tft_model *m = NULL;
     nmt_test_assert_ok(e->dev, tft_create(e->dev, img, isz, &lim, &m));
     static const uint32_t slen[4] = {5, 2, 7, 0}, tlen[4] = {3, 6, 1, 4};
@@ -534,7 +535,7 @@ static void test_phrase_parity_and_causality(void **state) {
         void *img = random_image(k % 2 ? "pre" : "post", "global", "global", "sum", 4, 0, 0, 16, 32, 2, V, 71 + k,
                                  &isz);
         img = to_phrase(img, &isz, cfgs[k], 71 + k);
-        tft_limits lim = {MAXS, MAXL + 1, MAXL + 1, 0};
+        tft_limits lim = {.max_seqs = MAXS, .max_src_len = MAXL + 1, .max_tgt_len = MAXL + 1, .max_tokens = 0};
         tft_model *m = NULL;
         nmt_test_assert_ok(e->dev, tft_create(e->dev, img, isz, &lim, &m));
         static const uint32_t slen[4] = {5, 2, 7, 1}, tlen[4] = {3, 6, 1, 4};
@@ -596,7 +597,7 @@ static void test_training_reduces_loss(void **state) {
     const uint32_t V = 13;
     size_t isz;
     void *img = random_image("pre", "global", "global", "sum", 4, 1, 1, 16, 32, 1, V, 77, &isz);
-    tft_limits lim = {3, 7, 7, 0};
+    tft_limits lim = {.max_seqs = 3, .max_src_len = 7, .max_tgt_len = 7, .max_tokens = 0};
     tft_model *m = NULL;
     nmt_test_assert_ok(e->dev, tft_create(e->dev, img, isz, &lim, &m));
     static const uint32_t slen[3] = {4, 5, 3}, tlen[3] = {4, 3, 5};
@@ -608,7 +609,7 @@ static void test_training_reduces_loss(void **state) {
     double l0 = 0, nll0 = 0, l = 0, nll = 0;
     nmt_test_assert_ok(e->dev, tft_forward_loss(m, &tb.b, 0.0f, &l0, &nll0));
     assert_true(fabs(l0 - nll0) < 1e-4 * l0); /* no smoothing: loss == nll */
-    tft_step_opts o = {0.0f, 0.0f, 0.0f, 1.0f / ntok, 1};
+    tft_step_opts o = {.dropout = 0.0f, .attn_dropout = 0.0f, .label_smoothing = 0.0f, .grad_scale = 1.0f / ntok, .seed = 1};
     double first = 0;
     for (uint64_t step = 1; step <= 30; step++) {
         nmt_test_assert_ok(e->dev, tft_zero_grad(m));
@@ -633,7 +634,7 @@ static void test_training_reduces_loss(void **state) {
 /* ---- 4. determinism --------------------------------------------------------- */
 
 static void run_steps(env *e, tft_model *m, const tbatch *tb, uint64_t seed) {
-    tft_step_opts o = {0.1f, 0.0f, 0.1f, 0.1f, 0};
+    tft_step_opts o = {.dropout = 0.1f, .attn_dropout = 0.0f, .label_smoothing = 0.1f, .grad_scale = 0.1f, .seed = 0};
     for (uint64_t step = 1; step <= 3; step++) {
         nmt_test_assert_ok(e->dev, tft_zero_grad(m));
         o.seed = seed + step;
@@ -650,7 +651,7 @@ static void test_determinism(void **state) {
     const uint32_t V = 13;
     size_t isz;
     void *img = random_image("post", "global fw local:1", "global", "gate", 2, 0, 0, 8, 16, 1, V, 5, &isz);
-    tft_limits lim = {3, 7, 7, 0};
+    tft_limits lim = {.max_seqs = 3, .max_src_len = 7, .max_tgt_len = 7, .max_tokens = 0};
     tft_model *m = NULL;
     nmt_test_assert_ok(e->dev, tft_create(e->dev, img, isz, &lim, &m));
     static const uint32_t slen[3] = {4, 6, 3}, tlen[3] = {5, 3, 2};
@@ -675,7 +676,7 @@ static void test_determinism(void **state) {
     assert_memory_not_equal(p1, p3, np * sizeof(float));
     /* gradients accumulate across micro-batches: two calls give twice one */
     nmt_test_assert_ok(e->dev, tft_write_state(m, p0, NULL, NULL));
-    tft_step_opts o = {0.0f, 0.0f, 0.1f, 0.1f, 1};
+    tft_step_opts o = {.dropout = 0.0f, .attn_dropout = 0.0f, .label_smoothing = 0.1f, .grad_scale = 0.1f, .seed = 1};
     float *g1 = malloc(np * sizeof(float)), *g2 = malloc(np * sizeof(float));
     assert_non_null(g1);
     assert_non_null(g2);
@@ -758,7 +759,7 @@ static void test_bad_input(void **state) {
     const uint32_t V = 13;
     size_t isz, sz;
     void *img = random_image("post", "global", "global", "sum", 4, 0, 0, 8, 16, 1, V, 3, &isz);
-    tft_limits lim = {2, 6, 6, 0};
+    tft_limits lim = {.max_seqs = 2, .max_src_len = 6, .max_tgt_len = 6, .max_tokens = 0};
     tft_model *m = (tft_model *)1;
 
     /* the unchanged rewrite loads */
@@ -776,18 +777,20 @@ static void test_bad_input(void **state) {
     void *arch = rewrite_image(img, isz, NULL, 0, "mgsa", &sz);
     assert_int_equal(tft_create(e->dev, arch, sz, &lim, &m), NMT_ERR_MODEL_ARCH);
     free(arch);
-    /* MG-SA syntax heads: the trainer reads no phrase spans yet */
+    /* MG-SA syntax heads train (their spans: mgsa_syntax_test) */
     void *syn = to_mgsa(rewrite_image(img, isz, NULL, 0, "transformer", &sz), &sz, "1", "word syntax",
                         NMT_MG_REC_NONE, NMT_MG_COM_MAX, 5);
-    assert_int_equal(tft_create(e->dev, syn, sz, &lim, &m), NMT_ERR_UNSUPPORTED);
+    assert_int_equal(tft_create(e->dev, syn, sz, &lim, &m), NMT_OK);
+    tft_destroy(m);
+    m = NULL;
     free(syn);
     char garbage[512];
     memset(garbage, 'x', sizeof garbage);
     assert_int_equal(tft_create(e->dev, garbage, sizeof garbage, &lim, &m), NMT_ERR_MODEL_BAD_MAGIC);
     assert_int_equal(tft_create(e->dev, img, 100, &lim, &m), NMT_ERR_MODEL_TRUNCATED);
-    tft_limits bad = {0, 6, 6, 0};
+    tft_limits bad = {.max_seqs = 0, .max_src_len = 6, .max_tgt_len = 6, .max_tokens = 0};
     assert_int_equal(tft_create(e->dev, img, isz, &bad, &m), NMT_ERR_INVALID_ARGUMENT);
-    bad = (tft_limits){2, 6, 6, 5}; /* max_tokens below one sequence */
+    bad = (tft_limits){.max_seqs = 2, .max_src_len = 6, .max_tgt_len = 6, .max_tokens = 5}; /* max_tokens below one sequence */
     assert_int_equal(tft_create(e->dev, img, isz, &bad, &m), NMT_ERR_INVALID_ARGUMENT);
     assert_int_equal(tft_create(e->dev, img, isz, NULL, &m), NMT_ERR_INVALID_ARGUMENT);
 
@@ -797,7 +800,7 @@ static void test_bad_input(void **state) {
     random_sents(&s, 3, slen, tlen, V, 1);
     tbatch tb;
     make_batch(&s, &tb);
-    tft_step_opts o = {0.0f, 0.0f, 0.1f, 1.0f, 1};
+    tft_step_opts o = {.dropout = 0.0f, .attn_dropout = 0.0f, .label_smoothing = 0.1f, .grad_scale = 1.0f, .seed = 1};
     double l = 0;
     float lp[MAXS * (MAXL + 1)];
     assert_int_equal(tft_forward_backward(m, &tb.b, &o, &l, NULL), NMT_ERR_INVALID_ARGUMENT); /* 3 > max_seqs */

@@ -256,14 +256,16 @@ static int new_model_image(run *r, void **img, size_t *size) {
     if (s != NMT_OK) return train_fail("cannot build the model (check the architecture options)", s);
     if (strcmp(o->arch, "transformer") != 0) {
         /* the same weights as the Transformer of this seed, as `arch` */
-        static const char *const keys[8] = {"mg_layers", "mg_heads", "mg_compose", "mg_interact", "mg_chunk",
-                                            "ph_enc", "ph_dec", "ph_cross"};
-        const char *const values[8] = {o->mg_layers, o->mg_heads, o->mg_compose, o->mg_interact, o->mg_chunk,
-                                       o->ph_enc, o->ph_dec, o->ph_cross};
+        static const char *const keys[15] = {"mg_layers", "mg_heads", "mg_compose", "mg_interact", "mg_chunk",
+                                             "ph_enc", "ph_dec", "ph_cross", "emb", "hidden", "att", "readout",
+                                             "hist", "history", "maxout"}; /* ba: train_opts_ba_keys */
+        const char *const values[15] = {o->mg_layers, o->mg_heads, o->mg_compose, o->mg_interact, o->mg_chunk,
+                                        o->ph_enc, o->ph_dec, o->ph_cross, o->ba[0], o->ba[1], o->ba[2], o->ba[3],
+                                        o->ba[4], o->ba[5], o->ba[6]};
         char err[160] = "";
         void *as = NULL;
         size_t as_size = 0;
-        s = train_model_as_arch(*img, *size, o->arch, keys, values, 8, c.seed, c.weight_scale, &as, &as_size, err,
+        s = train_model_as_arch(*img, *size, o->arch, keys, values, 15, c.seed, c.weight_scale, &as, &as_size, err,
                                 sizeof err);
         free(*img);
         *img = as;
@@ -305,6 +307,20 @@ static int find_resume(const char *dir, char *buf, size_t cap) {
     }
     closedir(d);
     return best < 0;
+}
+
+/* MG-SA syntax heads: a spans file onto a loaded corpus (data.h td_set_spans). */
+static int attach_spans(td_corpus *c, const char *path) {
+    char err[512] = "";
+    tsp_file *f = NULL;
+    nmt_status s = tsp_read(path, &f, err, sizeof err);
+    if (s == NMT_OK) s = td_set_spans(c, f, err, sizeof err);
+    tsp_free(f);
+    if (s != NMT_OK) {
+        fprintf(stderr, PROG ": %s%s%s\n", nmt_status_str(s), *err ? ": " : "", err);
+        return 1;
+    }
+    return 0;
 }
 
 static int build_model(run *r) {
@@ -367,6 +383,14 @@ static int build_model(run *r) {
     }
     r->o.vocab = r->src_vocab;
     int rc = 0;
+    nmt_model_info smi; /* MG-SA syntax heads (a resumed or --init model too) train on spans only */
+    if (!r->o.train_spans && nmt_model_inspect(img, size, &smi) == NMT_OK && !strcmp(smi.arch, "mgsa") &&
+        strstr(smi.family_config, "syntax")) {
+        fprintf(stderr, PROG ": the model has syntax heads: give --train-src-spans FILE (nmt-edge-train parse-spans "
+                             "writes one)\n");
+        free(img);
+        return TRAIN_EXIT_USAGE;
+    }
     /* data first: the limits come from the batches */
     td_stats ts;
     char err[512] = "";
@@ -393,6 +417,7 @@ static int build_model(run *r) {
             rc = 1;
         }
     }
+    if (!rc && r->o.train_spans) rc = attach_spans(r->train, r->o.train_spans);
     if (!rc && r->o.dev_src) {
         td_filter dflt = {(uint32_t)r->o.max_len, 0};
         if (r->o.ids)
@@ -404,6 +429,7 @@ static int build_model(run *r) {
             fprintf(stderr, PROG ": %s%s%s\n", nmt_status_str(s), *err ? ": " : "", err);
             rc = 1;
         }
+        if (!rc && r->o.dev_spans) rc = attach_spans(r->dev_c, r->o.dev_spans);
         if (!rc) fprintf(stderr, PROG ": dev: %llu pairs\n", (unsigned long long)ts.kept);
         if (!rc && ts.kept == 0) r->dev_c = (td_free(r->dev_c), NULL);
     }
@@ -432,7 +458,20 @@ static int build_model(run *r) {
             lim.max_tgt_len = NMT_MAX(lim.max_tgt_len, c);
         }
         lim.max_tokens = (uint32_t)r->o.max_tokens;
+        lim.max_act_bytes = (uint64_t)r->o.max_act_bytes;
+        const size_t act = ntm_act_bytes(img, size, &lim); /* families whose activations outgrow tokens */
+        if (act && r->o.max_act_bytes > 0 && act > (uint64_t)r->o.max_act_bytes)
+            fprintf(stderr, PROG ": the activations of a batch of %u sentences, source length %u, target length %u "
+                                 "(--max-tokens %u) need %zu bytes, above --max-act-bytes %.0f: lower --max-tokens "
+                                 "or --max-len\n", lim.max_seqs, lim.max_src_len, lim.max_tgt_len, lim.max_tokens, act,
+                    r->o.max_act_bytes);
+        else if (act)
+            fprintf(stderr, PROG ": activations of the largest batch (%u sentences, %u x %u tokens): %zu bytes\n",
+                    lim.max_seqs, lim.max_src_len, lim.max_tgt_len, act);
         s = ntm_create(r->env.dev, img, size, &lim, &r->m);
+        if (s == NMT_ERR_DEVICE_MEMORY && act && !(r->o.max_act_bytes > 0))
+            fprintf(stderr, PROG ": %zu bytes of activations do not fit the device: lower --max-tokens or --max-len "
+                                 "(or set --max-act-bytes)\n", act);
         if (s != NMT_OK) rc = train_fail("cannot create the model on the device", s);
     }
     free(img);
@@ -524,14 +563,17 @@ static int dev_bleu(run *r, double *bleu) {
     for (uint32_t i0 = 0; s == NMT_OK && i0 < n; i0 += B) {
         uint32_t nb = NMT_MIN(B, n - i0);
         const int32_t *toks[16];
-        uint32_t lens[16];
+        uint32_t lens[16], n_spans[16];
+        const nmt_span *spans[16]; /* --dev-src-spans (MG-SA syntax heads); else none */
         for (uint32_t j = 0; j < nb; j++) {
             const int32_t *t;
             uint32_t tl;
             td_pair(r->dev_c, i0 + j, &toks[j], &lens[j], &t, &tl);
+            td_pair_spans(r->dev_c, i0 + j, &spans[j], NULL, &n_spans[j], NULL);
         }
         nmt_batch batch = {toks, lens, nb};
-        s = nmt_session_translate(sess, &batch, &dopt);
+        if (r->o.dev_spans) s = nmt_session_set_spans(sess, spans, n_spans, nb);
+        if (s == NMT_OK) s = nmt_session_translate(sess, &batch, &dopt);
         for (uint32_t j = 0; s == NMT_OK && j < nb; j++) {
             const int32_t *hyp = NULL, *ref, *src;
             uint32_t hl = 0, rl, sl;
@@ -612,6 +654,7 @@ static int train_loop(run *r) {
             memset(&so, 0, sizeof so);
             so.dropout = (float)o->dropout;
             so.label_smoothing = (float)o->label_smoothing;
+            so.tag_lambda = (float)o->mg_tag_lambda; /* MG-SA syntax heads with labelled spans only */
             so.grad_scale = 1.0f;
             so.seed = mix64(r->st.seed * 0x100000001B3ull ^ mix64(step * 4096u + (uint64_t)a));
             double l1 = 0, n1 = 0;
@@ -749,6 +792,7 @@ int main(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "plot")) return train_cmd_plot(argc, argv);
     if (argc >= 2 && !strcmp(argv[1], "bleu")) return train_cmd_bleu(argc, argv);
     if (argc >= 2 && !strcmp(argv[1], "attention")) return train_cmd_attention(argc, argv);
+    if (argc >= 2 && !strcmp(argv[1], "parse-spans")) return train_cmd_parse_spans(argc, argv);
     static run r;
     int help = 0;
     int rc = train_opts_parse(argc, argv, &r.o, &help);

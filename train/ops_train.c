@@ -33,10 +33,10 @@
 #define NMT_TRAIN_WG_BUDGET 64
 #define NMT_TRAIN_POS_LIMIT (1u << 30)
 
-enum { P_GEMM_BWD, P_NORM_BWD, P_ELEM_BWD, P_ATTN_BWD, P_PHRASE_BWD, P_REC_BWD, P_LOSS, P_OPTIM, P_COUNT };
+enum { P_GEMM_BWD, P_NORM_BWD, P_ELEM_BWD, P_ATTN_BWD, P_PHRASE_BWD, P_REC_BWD, P_LOSS, P_OPTIM, P_ADD_BWD, P_COUNT };
 
 static const char *const program_names[P_COUNT] = {"gemm_bwd", "norm_bwd", "elementwise_bwd", "attention_bwd",
-                                                   "phrase_bwd", "recurrent_bwd", "loss", "optim"};
+                                                   "phrase_bwd", "recurrent_bwd", "loss", "optim", "additive_bwd"};
 
 typedef nmt_kernel_def kernel_def;
 
@@ -65,6 +65,10 @@ static const kernel_def kernel_defs[] = {
     {offsetof(nmt_train_ops, k_pattn_dv), P_PHRASE_BWD, "pattn_dv", 0},
     {offsetof(nmt_train_ops, k_lstm_cell_bwd), P_REC_BWD, "lstm_cell_bwd", 0},
     {offsetof(nmt_train_ops, k_onlstm_master_bwd), P_REC_BWD, "onlstm_master_bwd", 0},
+    {offsetof(nmt_train_ops, k_gru_cell_bwd), P_REC_BWD, "gru_cell_bwd", 0},
+    {offsetof(nmt_train_ops, k_gru_scaled_input_dp), P_REC_BWD, "gru_scaled_input_dp", 0},
+    {offsetof(nmt_train_ops, k_gru_scaled_input_da), P_REC_BWD, "gru_scaled_input_da", 0},
+    NMT_TKDEF(act_rows_bwd, P_REC_BWD), NMT_TKDEF(weighted_rows_da, P_REC_BWD), NMT_TKDEF(weighted_rows_dx, P_REC_BWD),
     {offsetof(nmt_train_ops, k_xent), P_LOSS, "xent", 1},
     {offsetof(nmt_train_ops, k_adam), P_OPTIM, "adam", 0},
     {offsetof(nmt_train_ops, k_reduce_partial), P_OPTIM, "reduce_partial", 1},
@@ -72,6 +76,8 @@ static const kernel_def kernel_defs[] = {
     {offsetof(nmt_train_ops, k_scale), P_OPTIM, "scale", 0},
     {offsetof(nmt_train_ops, k_fill), P_OPTIM, "fill", 0},
     {offsetof(nmt_train_ops, k_axpy), P_OPTIM, "axpy", 0},
+    {offsetof(nmt_train_ops, k_additive_bwd_rows), P_ADD_BWD, "additive_bwd_rows", 1},
+    {offsetof(nmt_train_ops, k_additive_bwd_dv), P_ADD_BWD, "additive_bwd_dv", 0},
 };
 
 /* ------------------------------------------------------------------------ */
@@ -121,6 +127,7 @@ nmt_status nmt_train_ops_init_gemm(nmt_train_ops *t, nmt_device *dev, uint32_t t
     opts[P_REC_BWD][0] = '\0';
     snprintf(opts[P_LOSS], sizeof opts[P_LOSS], "-DREDUCE_WG=%zu", reduce_cap);
     snprintf(opts[P_OPTIM], sizeof opts[P_OPTIM], "-DREDUCE_WG=%zu", reduce_cap);
+    snprintf(opts[P_ADD_BWD], sizeof opts[P_ADD_BWD], "-DREDUCE_WG=%zu", reduce_cap);
 
     cl_program progs[P_COUNT];
     for (int p = 0; p < P_COUNT; p++) {

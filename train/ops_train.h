@@ -34,7 +34,10 @@ typedef struct nmt_train_ops {
     cl_kernel k_attn_bwd_scores, k_attn_bwd_probs, k_attn_bwd_ds, k_attn_bwd_dq, k_attn_bwd_dkv;
     cl_kernel k_segment_max_bwd, k_span_last_bwd, k_span_tokens_bwd, k_window_rows_bwd;  /* phrase_bwd.cl */
     cl_kernel k_pattn_dp, k_pattn_ds, k_pattn_dq, k_pattn_dk, k_pattn_dv;              /* phrase_bwd.cl */
-    cl_kernel k_lstm_cell_bwd, k_onlstm_master_bwd;  /* recurrent_bwd.cl */
+    cl_kernel k_lstm_cell_bwd, k_onlstm_master_bwd, k_gru_cell_bwd;  /* recurrent_bwd.cl */
+    cl_kernel k_gru_scaled_input_dp, k_gru_scaled_input_da;          /* recurrent_bwd.cl */
+    cl_kernel k_act_rows_bwd, k_weighted_rows_da, k_weighted_rows_dx; /* recurrent_bwd.cl (BA-NMT) */
+    cl_kernel k_additive_bwd_rows, k_additive_bwd_dv;  /* additive_bwd.cl */
     cl_kernel k_xent;                                     /* loss.cl */
     cl_kernel k_adam, k_reduce_partial, k_reduce_final, k_scale, k_fill, k_axpy;  /* optim.cl */
     /* launch geometry */
@@ -47,6 +50,9 @@ typedef struct nmt_train_ops {
                                    reduce_wg (a plain field; tests set both) */
     size_t wg_max;              /* work-items per group for the other kernels */
 } nmt_train_ops;
+
+/* An entry of ops_train.c's kernel table: field k_<name>, kernel <name>. */
+#define NMT_TKDEF(name, prog) {offsetof(nmt_train_ops, k_##name), prog, #name, 0}
 
 /* The training kernel sources (cl/<op>_bwd.cl, loss.cl, optim.cl), embedded
  * in this library by cmake/embed_cl.cmake; libnmtedge carries none of them. */
@@ -160,6 +166,55 @@ nmt_status nmt_op_lstm_cell_bwd(nmt_train_ops *t, nmt_buf z, nmt_buf c, nmt_buf 
 nmt_status nmt_op_onlstm_master_bwd(nmt_train_ops *t, nmt_buf z, nmt_buf dm, nmt_buf dz, nmt_buf count,
                                     uint32_t n_seq, uint32_t t_cap, uint32_t step, uint32_t h, uint32_t chunk);
 
+/* Backward of nmt_op_gru_cell (ops.h) at step `step` (cl/recurrent_bwd.cl
+ * gru_cell_bwd; train/ops_train_rec.c), rows as the forward's (count,
+ * t_cap, reverse): z (stride ld_z) the forward's kept rows; dout (stride
+ * ld_dout) the gradient of the forward's out rows (NMT_NO_BUF: none); dh
+ * (float [n_seq, h]) in, the gradient reaching the step's new state from
+ * later steps (and from uses of hs), out, its direct part for h_prev
+ * (d u; the caller adds dg W_hh, nmt_op_gemm with trans_b 0); dz (stride
+ * ld_dz >= 4h) receives at the step's data row the gradients of x W_ih^T
+ * + b_ih (3h) and of hn (h); dg (float [n_seq, 3h]) those of h_prev
+ * W_hh^T + b_hh.  Padding steps: dz row b * t_cap + t and dg[b] zero, dh
+ * kept. */
+nmt_status nmt_op_gru_cell_bwd(nmt_train_ops *t, nmt_buf z, uint32_t ld_z, nmt_buf dout, uint32_t ld_dout, nmt_buf dh,
+                               nmt_buf dz, uint32_t ld_dz, nmt_buf dg, nmt_buf count, uint32_t n_seq, uint32_t t_cap,
+                               uint32_t step, int reverse, uint32_t h);
+
+/* Backward of nmt_op_gru_scaled_input (ops.h; train/ops_train_rec.c),
+ * operands as the forward's, dout (stride ld_dout) the gradient of out:
+ * dp (stride ld_dp) += the group rows' alpha * dout (accumulated: the
+ * projection serves every step); dalpha (stride ld_da) receives (alpha_beta
+ * 0) or gets added (1) the dot of p's row and dout's; dbias += the column
+ * sums of dout (NMT_NO_BUF: skipped). */
+nmt_status nmt_op_gru_scaled_input_bwd(nmt_train_ops *t, nmt_buf p, uint32_t ld_p, nmt_buf alpha, uint32_t ld_a,
+                                       nmt_buf dout, uint32_t ld_dout, uint32_t n_rows, uint32_t s_cap,
+                                       uint32_t group, uint32_t n, nmt_buf dp, uint32_t ld_dp, nmt_buf dalpha,
+                                       uint32_t ld_da, float alpha_beta, nmt_buf dbias);
+
+/* Backward of nmt_op_act_rows (ops.h; train/ops_train_rnn.c), rows r <
+ * rows, n outputs per row, dx (stride ld_dx) overwritten:
+ *   NMT_ACT_BWD_TANH_IN   x = tanh's input:  dx[r, c] = (1 - tanh(x)^2) dy
+ *   NMT_ACT_BWD_TANH_OUT  x = tanh's output: dx[r, c] = (1 - x^2) dy
+ *   NMT_ACT_BWD_MAXOUT    x = the 2n-wide input: dy[r, c] to the larger of
+ *                         x[r, 2c], x[r, 2c + 1] (the first on a tie), 0
+ *                         to the other.
+ * dx may be x for TANH_OUT (in place). */
+enum { NMT_ACT_BWD_TANH_IN = 1, NMT_ACT_BWD_MAXOUT = 2, NMT_ACT_BWD_TANH_OUT = 3 };
+nmt_status nmt_op_act_rows_bwd(nmt_train_ops *t, nmt_buf x, uint32_t ld_x, nmt_buf dy, uint32_t ld_dy, uint32_t rows,
+                               uint32_t n, int mode, nmt_buf dx, uint32_t ld_dx);
+
+/* Backward of nmt_op_weighted_rows (ops.h; train/ops_train_rnn.c),
+ * operands as the forward's, dout (stride ld_dout) the gradient of out:
+ *   dalpha[b * ld_da + j] += x row b * s_cap + j . dout row b   (skipped
+ *                                                   when dalpha.mem NULL)
+ *   dx row b * s_cap + j  += alpha[b * ld_a + j] * dout row b  (skipped
+ *                                                   when dx.mem NULL)
+ * Both accumulate; neither may overlap the inputs. */
+nmt_status nmt_op_weighted_rows_bwd(nmt_train_ops *t, nmt_buf x, uint32_t ld_x, nmt_buf alpha, uint32_t ld_a,
+                                    nmt_buf dout, uint32_t ld_dout, uint32_t n_rows, uint32_t s_cap, uint32_t n,
+                                    nmt_buf dx, uint32_t ld_dx, nmt_buf dalpha, uint32_t ld_da);
+
 /* dx[i] = y[i] > 0 ? dy[i] : 0, i < n, y = the ReLU's output (or input).
  * dx may be dy (in place). */
 nmt_status nmt_op_relu_bwd(nmt_train_ops *t, nmt_buf y, nmt_buf dy, nmt_buf dx, uint32_t n);
@@ -261,6 +316,34 @@ typedef struct nmt_pattn_bwd_args {
 
 nmt_status nmt_op_pattn_bwd(nmt_train_ops *t, const nmt_pattn_bwd_args *a);
 
+/* Backward of ops.h's additive attention (cl/additive_bwd.cl): fwd holds
+ * the forward call's arguments (group must be 1: training has no beams;
+ * fwd.alpha = the probabilities it wrote; fwd.out unused).  Given dc
+ * [n_rows, d_h] (stride dc_ld) and optionally dalpha (dense [n_rows,
+ * s_cap]: the gradient other consumers of alpha — the history updates —
+ * send back; NMT_NO_BUF: none), it
+ *   writes dq (stride dq_ld; added to it when dq_accumulate),
+ *   ADDS dk (rows of fwd.k's layout, stride dk_ld), de1 / de2 (when
+ *   present; the same values as dk: the terms sit in one sum), dh (H's
+ *   gradient alpha (x) dc, rows of fwd.h's layout: H also feeds other
+ *   paths) and dv ([a_dim], summed over the rows in a fixed order);
+ * masked positions receive nothing.  scratch: n_rows * (s_cap + a_dim)
+ * floats.  Gradients must not overlap the inputs or each other. */
+typedef struct nmt_additive_bwd_args {
+    nmt_additive_args fwd;
+    nmt_buf dc; uint32_t dc_ld;
+    nmt_buf dalpha;                  /* optional */
+    nmt_buf dq; uint32_t dq_ld; int dq_accumulate;
+    nmt_buf dk; uint32_t dk_ld;
+    nmt_buf de1; uint32_t de1_ld;    /* optional */
+    nmt_buf de2; uint32_t de2_ld;    /* optional */
+    nmt_buf dv;
+    nmt_buf dh; uint32_t dh_ld;
+    nmt_buf scratch;
+} nmt_additive_bwd_args;
+
+nmt_status nmt_op_additive_bwd(nmt_train_ops *t, const nmt_additive_bwd_args *a);
+
 /* ---- optimiser and gradient buffers ------------------------------------- */
 
 typedef struct nmt_adam_params {
@@ -322,5 +405,21 @@ nmt_status nmt_layer_lstm_bwd(nmt_ops *ops, nmt_train_ops *t, nmt_buf x, uint32_
                               nmt_buf count, nmt_buf z, nmt_buf c, nmt_buf out, uint32_t ld_out, nmt_buf dout,
                               uint32_t ld_dout, nmt_buf dz, nmt_buf dc, nmt_buf dm, nmt_buf dx, uint32_t ld_dx,
                               float dx_beta, nmt_buf g_ih, nmt_buf g_ib, nmt_buf g_hh);
+
+/* Backward of layers.h nmt_layer_gru with fp32 weights w_ih [3h, in_dim]
+ * and w_hh [3h, h] (train/layers_bwd.c): x, count, reverse and z are the
+ * forward's (z holds every h_prev, h0 included); dout (stride ld_dout) the
+ * gradient of out (read only); dz (float [n_seq * t_cap, 4h]) and dg
+ * (float [n_seq, 3h]) are scratch; dh (float [n_seq, h]) is zeroed and
+ * ends as the gradient of h0; dx (stride ld_dx) receives the gradient of x
+ * (dx_beta 0) or gets it added (1); the gradients of w_ih, its bias, w_hh
+ * and its bias are accumulated into g_ih, g_ib, g_hh, g_hb (g_ib, g_hb
+ * NMT_NO_BUF: skipped).  Backprop through time: per step (last first)
+ * nmt_op_gru_cell_bwd and dh += dg W_hh; then the weight gradients, each
+ * one product over all rows.  Needs nmt_ops_enable_nn. */
+nmt_status nmt_layer_gru_bwd(nmt_ops *ops, nmt_train_ops *t, nmt_buf x, uint32_t ld_x, uint32_t n_seq, uint32_t t_cap,
+                             uint32_t in_dim, uint32_t h, int reverse, nmt_buf w_ih, nmt_buf w_hh, nmt_buf count,
+                             nmt_buf z, nmt_buf dout, uint32_t ld_dout, nmt_buf dz, nmt_buf dg, nmt_buf dh, nmt_buf dx,
+                             uint32_t ld_dx, float dx_beta, nmt_buf g_ih, nmt_buf g_ib, nmt_buf g_hh, nmt_buf g_hb);
 
 #endif

@@ -14,6 +14,7 @@
 static void defaults(train_opts *o) {
     memset(o, 0, sizeof *o);
     o->arch = "transformer";
+    o->mg_tag_lambda = 0.1;
     o->d_model = 256;
     o->heads = 4;
     o->ff = 1024;
@@ -55,6 +56,8 @@ void train_opts_usage(FILE *f) {
 "       nmt-edge-train plot LOG.jsonl -o PLOT.svg\n"
 "       nmt-edge-train bleu HYP REF        (sacreBLEU-compatible corpus BLEU)\n"
 "       nmt-edge-train attention MODEL SRC TGT   (interleaved phrase attention shares)\n"
+"       nmt-edge-train parse-spans SRC -o SPANS (--spm FILE | --model MODEL)\n"
+"                      (MG-SA phrase spans of English text, link-grammar)\n"
 "\n"
 "Train a Transformer/HySAN translation model on the runtime's OpenCL kernels.\n"
 "DIR receives checkpoints (ckpt-STEP.nmt, loadable by nmt-edge), model.nmt (the\n"
@@ -81,7 +84,7 @@ void train_opts_usage(FILE *f) {
 "                      (phrase-based attentions); for mgsa and phrase the encoder\n"
 "                      and decoder branches default to global (transformer)\n"
 "  --mg-layers S       MG-SA: encoder layers with phrase heads, 1-based (\"1\")\n"
-"  --mg-heads S        MG-SA: one partition per head, word or ngram:N\n"
+"  --mg-heads S        MG-SA: one partition per head, word, ngram:N or syntax\n"
 "                      (\"word word ngram:2 ngram:3\")\n"
 "  --mg-compose C      MG-SA: phrase composition, max (max-pooling), san\n"
 "                      (self-attention inside each phrase, then max-pooling) or\n"
@@ -89,6 +92,10 @@ void train_opts_usage(FILE *f) {
 "  --mg-interact R     MG-SA: phrase interaction over each phrase sequence, none,\n"
 "                      lstm or onlstm (ordered neurons) (none)\n"
 "  --mg-chunk N        MG-SA ON-LSTM: chunk size of the master gates (8)\n"
+"  --train-src-spans FILE, --dev-src-spans FILE   MG-SA syntax heads: phrase\n"
+"                      spans of the source files, START-END:LABEL in pieces, one\n"
+"                      line per sentence (nmt-edge-train parse-spans writes them)\n"
+"  --mg-tag-lambda L   MG-SA syntax heads: weight of the phrase-tag loss (0.1)\n"
 "  --ph-enc S          phrase: the encoder self-attention, none or\n"
 "                      METHOD:STRUCTURE:DIGITS, METHOD convkv or queryk; homo:\n"
 "                      heads per n-gram size from 1 (homo:22 = 2 unigram + 2\n"
@@ -96,6 +103,19 @@ void train_opts_usage(FILE *f) {
 "                      (hetero:12) (none)\n"
 "  --ph-dec S          phrase: the decoder self-attention (causal), as --ph-enc\n"
 "  --ph-cross S        phrase: the cross-attention, as --ph-enc\n"
+"  --arch banmt        BA-NMT (RNNsearch + history attention, ARCHITECTURES.md):\n"
+"                      bi-GRU encoder, conditional-GRU decoder; initial weights\n"
+"                      U(-0.1, 0.1) and --dropout 0.2 on the readout (the paper's)\n"
+"  --emb N --hidden N  BA-NMT: embedding and GRU widths (--d-model each)\n"
+"  --att N --readout N --hist N   BA-NMT: attention, readout, history GRU widths\n"
+"                      (hidden, emb, hidden)\n"
+"  --history H         BA-NMT: none (RNNsearch), sa, ta or ba (both) (ba)\n"
+"  --maxout            BA-NMT: maxout readout instead of tanh\n"
+"  --max-act-bytes N   BA-NMT keeps every target step's history states: its\n"
+"                      activations grow as O(sentences x src len x tgt len x\n"
+"                      hist), planned from the largest batch (--max-tokens,\n"
+"                      --max-len); a plan above N bytes (0: device memory) is\n"
+"                      refused with the numbers (lower --max-tokens) (0)\n"
 "  --d-model N (256)  --heads N (4)  --ff N (1024)  --enc-layers N (2)  --dec-layers N (2)\n"
 "  --norm pre|post (post)  --fusion sum|concat|gate (gate)  --gate-reduction N (4)\n"
 "  --enc-branches S    HySAN encoder branches (\"global fw bw local:3\"; \"global\" =\n"
@@ -136,8 +156,12 @@ enum {
     O_ENC_BR, O_DEC_BR, O_SEP_EMB, O_SCHED, O_LR, O_WARMUP, O_MAX_TOKENS, O_MAX_SEQS, O_ACCUM, O_DROPOUT,
     O_LS, O_CLIP, O_WD, O_MAX_STEPS, O_MAX_EPOCHS, O_MAX_TIME, O_SEED, O_LOG_EVERY, O_EVAL_EVERY,
     O_SAVE_EVERY, O_KEEP, O_BEAM, O_DEV_BLEU_MAX, O_RESUME, O_OVERWRITE, O_DEVICE, O_NO_CACHE, O_QUIET, O_HELP, O_ARCH,
-    O_MG_LAYERS, O_MG_HEADS, O_MG_COMPOSE, O_MG_INTERACT, O_MG_CHUNK, O_PH_ENC, O_PH_DEC, O_PH_CROSS
+    O_MG_LAYERS, O_MG_HEADS, O_MG_COMPOSE, O_MG_INTERACT, O_MG_CHUNK, O_PH_ENC, O_PH_DEC, O_PH_CROSS,
+    O_TRAIN_SPANS, O_DEV_SPANS, O_MG_TAG_LAMBDA, O_BA_FIRST, O_BA_LAST = O_BA_FIRST + 6, O_MAX_ACT_BYTES
 };
+
+/* BA-NMT's options: the flags of its hyper-parameter table (banmt_cfg.c). */
+const char *const train_opts_ba_keys[7] = {"emb", "hidden", "att", "readout", "hist", "history", "maxout"};
 
 static const struct option LONG_OPTS[] = {
     {"train-src", required_argument, 0, O_TRAIN_SRC}, {"train-tgt", required_argument, 0, O_TRAIN_TGT},
@@ -167,8 +191,14 @@ static const struct option LONG_OPTS[] = {
     {"quiet", no_argument, 0, O_QUIET}, {"help", no_argument, 0, O_HELP}, {"arch", required_argument, 0, O_ARCH},
     {"mg-layers", required_argument, 0, O_MG_LAYERS}, {"mg-heads", required_argument, 0, O_MG_HEADS},
     {"mg-compose", required_argument, 0, O_MG_COMPOSE}, {"mg-interact", required_argument, 0, O_MG_INTERACT}, {"mg-chunk", required_argument, 0, O_MG_CHUNK},
+    {"train-src-spans", required_argument, 0, O_TRAIN_SPANS}, {"dev-src-spans", required_argument, 0, O_DEV_SPANS},
+    {"mg-tag-lambda", required_argument, 0, O_MG_TAG_LAMBDA},
     {"ph-enc", required_argument, 0, O_PH_ENC}, {"ph-dec", required_argument, 0, O_PH_DEC},
     {"ph-cross", required_argument, 0, O_PH_CROSS},
+    {"emb", required_argument, 0, O_BA_FIRST}, {"hidden", required_argument, 0, O_BA_FIRST + 1},
+    {"att", required_argument, 0, O_BA_FIRST + 2}, {"readout", required_argument, 0, O_BA_FIRST + 3},
+    {"hist", required_argument, 0, O_BA_FIRST + 4}, {"history", required_argument, 0, O_BA_FIRST + 5},
+    {"maxout", no_argument, 0, O_BA_LAST}, {"max-act-bytes", required_argument, 0, O_MAX_ACT_BYTES},
     {0, 0, 0, 0}};
 
 static int bad_value(const char *name, const char *val, const char *why) {
@@ -207,7 +237,7 @@ int train_opts_parse(int argc, char **argv, train_opts *o, int *help) {
     defaults(o);
     *help = 0;
     opterr = 0;
-    int c, idx = 0, br_set = 0;
+    int c, idx = 0, br_set = 0, drop_set = 0;
     const long BIG = 1L << 30;
     while ((c = getopt_long(argc, argv, "", LONG_OPTS, &idx)) != -1) {
         const char *name = NULL;
@@ -243,9 +273,14 @@ int train_opts_parse(int argc, char **argv, train_opts *o, int *help) {
         case O_MG_COMPOSE: o->mg_compose = optarg; break;
         case O_MG_INTERACT: o->mg_interact = optarg; break;
         case O_MG_CHUNK: o->mg_chunk = optarg; break;
+        case O_TRAIN_SPANS: o->train_spans = optarg; break;
+        case O_DEV_SPANS: o->dev_spans = optarg; break;
+        case O_MG_TAG_LAMBDA: r = parse_double(name, optarg, 0, 1e3, &o->mg_tag_lambda); break;
         case O_PH_ENC: o->ph_enc = optarg; break;
         case O_PH_DEC: o->ph_dec = optarg; break;
         case O_PH_CROSS: o->ph_cross = optarg; break;
+        case O_BA_LAST: o->ba[6] = "1"; break;
+        case O_MAX_ACT_BYTES: r = parse_double(name, optarg, 0, 1e18, &o->max_act_bytes); break;
         case O_SEP_EMB: o->separate_embeddings = 1; break;
         case O_SCHED: o->schedule = optarg; break;
         case O_LR: r = parse_double(name, optarg, 0, 1e3, &o->lr); break;
@@ -253,7 +288,7 @@ int train_opts_parse(int argc, char **argv, train_opts *o, int *help) {
         case O_MAX_TOKENS: r = parse_long(name, optarg, 8, 1 << 24, &o->max_tokens); break;
         case O_MAX_SEQS: r = parse_long(name, optarg, 1, 1 << 20, &o->max_seqs); break;
         case O_ACCUM: r = parse_long(name, optarg, 1, 4096, &o->accum); break;
-        case O_DROPOUT: r = parse_double(name, optarg, 0, 0.95, &o->dropout); break;
+        case O_DROPOUT: r = parse_double(name, optarg, 0, 0.95, &o->dropout), drop_set = 1; break;
         case O_LS: r = parse_double(name, optarg, 0, 0.99, &o->label_smoothing); break;
         case O_CLIP: r = parse_double(name, optarg, 0, 1e9, &o->clip_norm); break;
         case O_WD: r = parse_double(name, optarg, 0, 1, &o->weight_decay); break;
@@ -277,6 +312,10 @@ int train_opts_parse(int argc, char **argv, train_opts *o, int *help) {
             fprintf(stderr, PROG ": option '%s' needs a value\n", argv[optind - 1]);
             return EXIT_USAGE;
         default:
+            if (c >= O_BA_FIRST && c < O_BA_LAST) { /* values checked by the family's table */
+                o->ba[c - O_BA_FIRST] = optarg;
+                break;
+            }
             fprintf(stderr, PROG ": unknown option '%s' (see --help)\n", argv[optind - 1]);
             return EXIT_USAGE;
         }
@@ -312,19 +351,30 @@ int train_opts_parse(int argc, char **argv, train_opts *o, int *help) {
         return bad_value("fusion", o->fusion, "sum, concat or gate");
     if (o->d_model % o->heads) return bad_value("heads", "", "must divide --d-model");
     const int mgsa = !strcmp(o->arch, "mgsa"), phrase = !strcmp(o->arch, "phrase");
-    if (!mgsa && !phrase && strcmp(o->arch, "transformer"))
-        return bad_value("arch", o->arch, "transformer, mgsa or phrase");
+    if (!mgsa && !phrase && strcmp(o->arch, "transformer") && strcmp(o->arch, "banmt"))
+        return bad_value("arch", o->arch, "transformer, mgsa, phrase or banmt");
     if (!phrase && (o->ph_enc || o->ph_dec || o->ph_cross)) {
         fprintf(stderr, PROG ": the --ph-* options need --arch phrase\n");
         return EXIT_USAGE;
     }
+    const int banmt = !strcmp(o->arch, "banmt");
+    for (int k = 0; k < 7 && !banmt; k++)
+        if (o->ba[k]) {
+            fprintf(stderr, PROG ": --%s needs --arch banmt\n", train_opts_ba_keys[k]);
+            return EXIT_USAGE;
+        }
+    if (banmt && !drop_set) o->dropout = 0.2; /* the paper's output-layer dropout */
     if (!mgsa && (o->mg_layers || o->mg_heads || o->mg_compose || o->mg_interact || o->mg_chunk)) {
         fprintf(stderr, PROG ": the --mg-* options need --arch mgsa\n");
         return EXIT_USAGE;
     }
-    if (mgsa && o->mg_heads && strstr(o->mg_heads, "syntax")) {
-        fprintf(stderr, PROG ": --mg-heads: syntax heads need the phrase spans of the training corpus, which "
-                             "nmt-edge-train does not read yet (docs/ARCHITECTURES.md); use word and ngram:N heads\n");
+    if (mgsa && o->mg_heads && strstr(o->mg_heads, "syntax") && !o->train_spans) {
+        fprintf(stderr, PROG ": --mg-heads: syntax heads need the phrase spans of the training corpus "
+                             "(--train-src-spans FILE; nmt-edge-train parse-spans writes one)\n");
+        return EXIT_USAGE;
+    }
+    if (o->dev_spans && !o->dev_src) {
+        fprintf(stderr, PROG ": --dev-src-spans needs --dev-src\n");
         return EXIT_USAGE;
     }
     /* MG-SA and the phrase attentions are built on the vanilla Transformer */

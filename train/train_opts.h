@@ -19,6 +19,10 @@ typedef struct train_opts {
     int separate_embeddings;
     const char *mg_layers, *mg_heads, *mg_compose, *mg_interact, *mg_chunk;  /* MG-SA; NULL: defaults */
     const char *ph_enc, *ph_dec, *ph_cross;  /* phrase attention; NULL: defaults */
+    const char *train_spans, *dev_spans;     /* MG-SA syntax heads: spans files (train/spans_file.h) */
+    double mg_tag_lambda;                    /* MG-SA syntax heads: weight of the tag loss */
+    const char *ba[7];  /* BA-NMT: emb, hidden, att, readout, hist, history, maxout (train_opts_ba_keys); NULL: defaults */
+    double max_act_bytes;                    /* cap on a batch's planned activation bytes (0: device memory) */
     /* optimisation */
     const char *schedule;
     double lr, dropout, label_smoothing, clip_norm, weight_decay;
@@ -38,6 +42,9 @@ typedef struct train_opts {
  * defaults first.  0 on success (*help set for --help), else
  * TRAIN_EXIT_USAGE after a message on stderr naming the option. */
 int train_opts_parse(int argc, char **argv, train_opts *o, int *help);
+
+/* The BA-NMT keys of train_opts.ba, in its order (the family's table keys). */
+extern const char *const train_opts_ba_keys[7];
 
 /* The --help text. */
 void train_opts_usage(FILE *f);
