@@ -46,19 +46,25 @@ __kernel void xent(__global const float *X, const ulong x_off, const uint ld, co
     __global const float *x = X + x_off + row * ld;
     __global float *dx = DX + dx_off + row * ld_dx;
     const int t = T[t_off + row];
-
-    if (t == ignore_id || t < 0 || t >= (int)n_cls) {  /* uniform over the group */
+    /* An ignored row (uniform over the group) still passes every barrier
+     * below, with nothing to reduce: no early return before a barrier.
+     * Intel's CPU runtime 2026.2 (intel-opencl-rt from PyPI) compiled the
+     * early return so that the group went on to read x[t] with t = -1
+     * (a segfault); OpenCL C 1.2 only allows barriers that every
+     * work-item reaches. */
+    const int valid = !(t == ignore_id || t < 0 || t >= (int)n_cls);
+    if (!valid) {
         if (has_dx)
             for (uint c = lid; c < n_cls; c += lsz) dx[c] = 0.0f;
         if (lid == 0) {
             L[l_off + row] = 0.0f;
             if (has_nll) NLL[nll_off + row] = 0.0f;
         }
-        return;
     }
+    const uint n_red = valid ? n_cls : 0u;  /* the elements this row reduces over */
 
-    const float xt = x[t];  /* read by everyone before the first barrier (dx may alias x) */
-    const uint nv = n_cls / 16u, tail0 = nv * 16u;
+    const float xt = valid ? x[t] : 0.0f;  /* read by everyone before the first barrier (dx may alias x) */
+    const uint nv = n_red / 16u, tail0 = nv * 16u;
     float16 mv = (float16)(-INFINITY), sv = (float16)(0.0f);
     for (uint v = lid; v < nv; v += lsz) {
         const float16 x16 = vload16(v, x);
@@ -68,7 +74,7 @@ __kernel void xent(__global const float *X, const ulong x_off, const uint ld, co
     float8 m8 = fmax(mv.lo, mv.hi), s8 = sv.lo + sv.hi;
     float4 m4 = fmax(m8.lo, m8.hi), s4 = s8.lo + s8.hi;
     float m = fmax(fmax(m4.x, m4.y), fmax(m4.z, m4.w)), sx = (s4.x + s4.y) + (s4.z + s4.w);
-    for (uint c = tail0 + lid; c < n_cls; c += lsz) {
+    for (uint c = tail0 + lid; c < n_red; c += lsz) {
         m = fmax(m, x[c]);
         sx += x[c];
     }
@@ -90,7 +96,7 @@ __kernel void xent(__global const float *X, const ulong x_off, const uint ld, co
         float16 e16 = (float16)(0.0f);
         for (uint v = lid; v < nv; v += lsz) e16 += exp(vload16(v, x) - mx);
         s = vsum16(e16);
-        for (uint c = tail0 + lid; c < n_cls; c += lsz) s += exp(x[c] - mx);
+        for (uint c = tail0 + lid; c < n_red; c += lsz) s += exp(x[c] - mx);
     }
     red_s[lid] = s;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -102,13 +108,13 @@ __kernel void xent(__global const float *X, const ulong x_off, const uint ld, co
     const float off = n_cls > 1 ? eps / (float)(n_cls - 1) : 0.0f;
     const float on = n_cls > 1 ? 1.0f - eps : 1.0f;
 
-    if (lid == 0) {
+    if (valid && lid == 0) {
         const float lp_t = xt - lse;
         const float sum_lp = red_x[0] - (float)n_cls * lse;
         L[l_off + row] = -on * lp_t - off * (sum_lp - lp_t);
         if (has_nll) NLL[nll_off + row] = -lp_t;
     }
-    if (has_dx) {
+    if (valid && has_dx) {
         const int16 lane = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
         for (uint v = lid; v < nv; v += lsz) {
             const float16 q = select((float16)(off), (float16)(on), lane + (int)(v * 16u) == (int16)(t));

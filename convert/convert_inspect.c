@@ -2,6 +2,7 @@
  * file, and check it on a device with a test forward. */
 #include "convert_cmds.h"
 #include "tool_env.h"
+#include "tool_out.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -246,7 +247,10 @@ int cmd_verify(int argc, char **argv) {
         fprintf(stderr, PROG " verify: out of memory\n");
         goto done;
     }
+    nmt_tool_signals sigs;
+    nmt_tool_signals_save(&sigs);
     s = nmt_device_open(&dp, dev_mem, fp, &dev);
+    nmt_tool_signals_restore(&sigs); /* the OpenCL runtime may have installed its own (tool_out.h) */
     if (s != NMT_OK) {
         dev = NULL;
         rc = verify_fail(&m, "device", s);

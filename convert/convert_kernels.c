@@ -8,6 +8,7 @@
 #include "convert_cmds.h"
 #include "kernel_pack.h"
 #include "tool_env.h"
+#include "tool_out.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -143,7 +144,10 @@ int cmd_kernels(int argc, char **argv) {
         fprintf(stderr, PROG " kernels: out of memory\n");
         return 1;
     }
+    nmt_tool_signals sigs;
+    nmt_tool_signals_save(&sigs);
     nmt_status s = nmt_device_open(&dp, dev_mem, fp, &dev);
+    nmt_tool_signals_restore(&sigs); /* the OpenCL runtime may have installed its own (tool_out.h) */
     if (s != NMT_OK) {
         dev = NULL;
         fprintf(stderr, PROG " kernels: cannot open device '%s': %s\n", dp.device ? dp.device : "default",

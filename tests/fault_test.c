@@ -711,7 +711,28 @@ static void clean_step(tft_model *m, const float *init, const float *zeros, step
 
 static void test_train_create_faults(void **state) {
     (void)state;
-    nmt_device_params dp = device_params(NULL);
+    /* A fresh device for each k: with the program cache, filled first, so
+     * that each k loads the training programs' binaries instead of
+     * compiling them again.  Without it this test did not finish within
+     * ctest's 900 s on Intel's CPU runtime (2026.2), whose compiler keeps no
+     * cache of its own (PoCL's does): seconds of JIT for each of the
+     * hundreds of k.  Source
+     * builds failing are covered by test_create_faults_no_cache (the same
+     * nmt_device_program path); a cached binary the driver rejects is
+     * rebuilt from source here. */
+    char *dir = nmt_test_make_temp_dir("fault-train-cache");
+    nmt_device_params dp = device_params(dir);
+    {
+        void *dmem;
+        nmt_device *dev;
+        tft_model *m;
+        reset_injection(0);
+        nmt_test_assert_ok(NULL, nmt_test_device_open_with(&dp, &dmem, &dev));
+        nmt_test_assert_ok(dev, tft_create(dev, model_img, model_size, &tlim, &m));
+        tft_destroy(m);
+        nmt_test_device_close(dev, dmem);
+        assert_true(nmt_test_count_files(dir, ".clbin", NULL, 0) > 0);
+    }
     long k, tried = 0;
     for (k = 1;; k++) {
         void *dmem;
@@ -724,10 +745,10 @@ static void test_train_create_faults(void **state) {
         nmt_status st = tft_create(dev, model_img, model_size, &tlim, &m);
         int failed = check_outcome(st, nmt_device_last_cl_error(dev), "tft_create", k);
         if (!failed) {
-            assert_null(fired_fn);
             tft_destroy(m);
             nmt_test_device_close(dev, dmem);
             assert_no_live("tft_create, clean", k, 0);
+            if (fired_fn != NULL) continue; /* a rejected cached binary, rebuilt */
             break;
         }
         assert_null(m); /* nothing handed out */
@@ -743,6 +764,8 @@ static void test_train_create_faults(void **state) {
     }
     fprintf(stderr, "fault_test: tft_create: %ld fallible OpenCL calls each failed once\n", tried - 1);
     assert_true(tried > 50);
+    nmt_test_remove_tree(dir);
+    free(dir);
 }
 
 static void test_train_step_faults(void **state) {

@@ -18,11 +18,13 @@ static void remove_tmp_and_die(int sig) {
     raise(sig); /* SA_RESETHAND: the default action, once the handler returns */
 }
 
+static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGXFSZ};
+_Static_assert(sizeof sigs / sizeof sigs[0] == sizeof((nmt_tool_signals *)0)->saved, "one slot per signal");
+
 static void install_handlers(void) {
     static int done;
     if (done) return;
     done = 1;
-    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGXFSZ};
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
         struct sigaction old, sa;
         memset(&sa, 0, sizeof sa);
@@ -42,6 +44,16 @@ void nmt_tool_tmp_begin(const char *path) {
 }
 
 void nmt_tool_tmp_end(void) { g_tmp_live = 0; }
+
+void nmt_tool_signals_save(nmt_tool_signals *s) {
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        s->saved[i] = sigaction(sigs[i], NULL, &s->action[i]) == 0;
+}
+
+void nmt_tool_signals_restore(const nmt_tool_signals *s) {
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        if (s->saved[i]) sigaction(sigs[i], &s->action[i], NULL);
+}
 
 int nmt_tool_close_stdout(const char *prog) {
     errno = 0;

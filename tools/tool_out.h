@@ -6,6 +6,8 @@
 #ifndef NMT_TOOL_OUT_H
 #define NMT_TOOL_OUT_H
 
+#include <signal.h>
+
 /* The temporary file a writer is filling (`path`, copied; at most 4 KiB):
  * until nmt_tool_tmp_end(), SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE and
  * SIGXFSZ remove it before the program dies of the signal.  Handlers are
@@ -15,6 +17,19 @@
  * keeps its action.  One temporary at a time (writes are sequential). */
 void nmt_tool_tmp_begin(const char *path);
 void nmt_tool_tmp_end(void);
+
+/* The actions of those six signals, to put back after nmt_device_open: an
+ * OpenCL implementation may install handlers of its own while a device
+ * opens (its LLVM-based compiler registers crash handlers: PoCL 3.1 and
+ * Intel's CPU runtime 2026.2 both do, over an inherited "ignore" too; on
+ * SIGXFSZ, Intel's printed "PLEASE submit a bug report" before the write
+ * failed).  Save before the open, restore right after. */
+typedef struct nmt_tool_signals {
+    struct sigaction action[6];
+    unsigned char saved[6];
+} nmt_tool_signals;
+void nmt_tool_signals_save(nmt_tool_signals *s);
+void nmt_tool_signals_restore(const nmt_tool_signals *s);
 
 /* Flush and close standard output at the end of a program: 0 when every
  * byte was written, else "PROG: error writing standard output: REASON" on

@@ -9,6 +9,7 @@
 
 #include "tool_env.h"
 #include "tool_file.h"
+#include "tool_out.h"
 #include "train_opts.h"
 
 #define PROG TRAIN_PROG
@@ -36,7 +37,10 @@ int train_env_open_device(train_env *e, const char *spec, int no_cache) {
     size_t fp = (nmt_device_footprint() + 63) / 64 * 64;
     e->dev_mem = aligned_alloc(64, fp ? fp : 64);
     if (!e->dev_mem) return train_fail("device memory", NMT_ERR_INVALID_ARGUMENT);
+    nmt_tool_signals sigs;
+    nmt_tool_signals_save(&sigs);
     nmt_status s = nmt_device_open(&dp, e->dev_mem, fp, &e->dev);
+    nmt_tool_signals_restore(&sigs); /* the OpenCL runtime may have installed its own (tool_out.h) */
     if (s != NMT_OK) {
         e->dev = NULL;
         return train_fail("cannot open the OpenCL device", s);
