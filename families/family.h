@@ -87,8 +87,29 @@ typedef struct nmt_tensor_decl {
     uint32_t part, n_parts;
 } nmt_tensor_decl;
 
+/* For a family's finish(cfg, present, why, why_cap): unless cond, return
+ * NMT_ERR_MODEL_ARCH with the reason (printf format and arguments) in why. */
+#define NMT_FINISH_CHECK(cond, ...)                                            \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            nmt_why(why, why_cap, __VA_ARGS__);                                \
+            return NMT_ERR_MODEL_ARCH;                                         \
+        }                                                                      \
+    } while (0)
+
 /* Called once per tensor in file order; a non-OK status stops the walk. */
 typedef nmt_status (*nmt_tensor_fn)(void *ctx, const nmt_tensor_decl *t);
+
+/* For a catalogue walker: fn(ctx, decl) of the tensor named by fmt, of
+ * shape [d0] (ndim 1) or [d0, d1] (ndim 2; only these are quantizable),
+ * with its init, fan_in, dst / role and part of n_parts (families/weights.c). */
+nmt_status nmt_tensor_emit(nmt_tensor_fn fn, void *ctx, nmt_lin *dst, nmt_role role, uint32_t ndim, uint32_t d0,
+                           uint32_t d1, nmt_init init, uint32_t fan_in, uint32_t part, uint32_t n_parts,
+                           const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 12, 13)))
+#endif
+    ;
 
 /* ------------------------------------------------------------------------ */
 /* Runtime                                                                  */
@@ -253,6 +274,14 @@ const nmt_hparam *nmt_hparam_find(const nmt_family *fam, const char *key_or_flag
  * (optional) is copied in. */
 nmt_status nmt_session_buffer(nmt_session *s, nmt_arena *a, size_t bytes, const void *init,
                               nmt_buf *out);
+
+/* nmt_session_buffer of `floats` fp32 elements (or 4-byte ints), no initial
+ * data; a byte count that overflows is NMT_ERR_DEVICE_MEMORY. */
+static inline nmt_status nmt_session_floats(nmt_session *s, nmt_arena *a, size_t floats, nmt_buf *out) {
+    size_t bytes;
+    NMT_CHECK(nmt_mul_ok(floats, sizeof(float), &bytes), NMT_ERR_DEVICE_MEMORY);
+    return nmt_session_buffer(s, a, bytes, NULL, out);
+}
 
 /* The session's op layer and device (valid in both passes; ops kernels are
  * NULL in the measuring pass). */

@@ -1,11 +1,36 @@
 /* weights.c — loading a family's tensors into session buffers, driven by its
- * catalogue (family.h: nmt_family_load_weights).  No allocation: F16 and I8
+ * catalogue (family.h: nmt_family_load_weights), and the catalogues' one
+ * way to declare a tensor (nmt_tensor_emit).  No allocation: F16 and I8
  * tensors that become fp32 are converted through a stack buffer. */
 #include "family.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common.h"
+
+nmt_status nmt_tensor_emit(nmt_tensor_fn fn, void *ctx, nmt_lin *dst, nmt_role role, uint32_t ndim, uint32_t d0,
+                           uint32_t d1, nmt_init init, uint32_t fan_in, uint32_t part, uint32_t n_parts,
+                           const char *fmt, ...) {
+    nmt_tensor_decl t;
+    memset(&t, 0, sizeof t);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t.name, sizeof t.name, fmt, ap);
+    va_end(ap);
+    t.ndim = ndim;
+    t.shape[0] = d0;
+    t.shape[1] = ndim == 2 ? d1 : 0;
+    t.quantizable = ndim == 2;
+    t.init = init;
+    t.fan_in = fan_in;
+    t.dst = dst;
+    t.role = role;
+    t.part = part;
+    t.n_parts = n_parts;
+    return fn(ctx, &t);
+}
 
 /* Write tensor v as fp32 into mem at byte offset `off`: F32 directly, F16
  * and I8 (dequantized, w = q * scale[row]) converted through a stack buffer

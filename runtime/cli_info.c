@@ -30,19 +30,22 @@ static void describe_model(strbuf *out, const char *path, const nmt_model_info *
     kv(out, "format_version", "%u", m->format_version);
     kv(out, "architecture", "%s", m->arch);
     kv(out, "d_model", "%u", m->d_model);
-    kv(out, "n_heads", "%u", m->n_heads);
-    kv(out, "d_ff", "%u", m->d_ff);
+    /* the fields a family's info hook leaves unset (0, "") are not its own:
+     * a recurrent family (BA-NMT) has no heads, FFN, branches, fusion or
+     * norm; its hyper-parameters are in family_config */
+    if (m->n_heads) kv(out, "n_heads", "%u", m->n_heads);
+    if (m->d_ff) kv(out, "d_ff", "%u", m->d_ff);
     kv(out, "enc_layers", "%u", m->enc_layers);
     kv(out, "dec_layers", "%u", m->dec_layers);
     kv(out, "src_vocab", "%u", m->src_vocab);
     kv(out, "tgt_vocab", "%u", m->tgt_vocab);
-    kv(out, "enc_branches", "%s", m->enc_branches);
-    kv(out, "dec_branches", "%s", m->dec_branches);
+    if (m->enc_branches[0]) kv(out, "enc_branches", "%s", m->enc_branches);
+    if (m->dec_branches[0]) kv(out, "dec_branches", "%s", m->dec_branches);
     if (strcmp(m->fusion, "gate") == 0)
         kv(out, "fusion", "gate (reduction %u)", m->gate_reduction);
-    else
+    else if (m->fusion[0])
         kv(out, "fusion", "%s", m->fusion);
-    kv(out, "norm", "%s", m->norm);
+    if (m->norm[0]) kv(out, "norm", "%s", m->norm);
     kv(out, "shared_embeddings", "%s", yes_no(m->shared_embeddings));
     kv(out, "tied_output", "%s", yes_no(m->tied_output));
     if (m->family_config[0]) kv(out, "family_config", "%s", m->family_config);

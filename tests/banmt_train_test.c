@@ -22,6 +22,7 @@
 
 #include "banmt_cfg.h"
 #include "banmt_train.h"
+#include "family_common.h"
 #include "family_writer.h"
 #include "nmt_writer.h"
 #include "ops_common.h"
@@ -340,24 +341,9 @@ static void test_model_grad(void **state) {
 /* ---- 3. parity with the runtime ----------------------------------------- */
 
 static void session_scores(env *e, const void *img, size_t isz, float *out) {
-    nmt_session_params sp;
-    memset(&sp, 0, sizeof sp);
-    sp.model_data = img;
-    sp.model_size = isz;
-    sp.limits.max_src_len = MAXS;
-    sp.limits.max_tgt_len = MAXT;
-    sp.limits.max_batch = NS;
-    sp.limits.max_beam = 1;
-    size_t need = 0;
-    assert_int_equal(nmt_session_arena_size(&sp, &need, NULL), NMT_OK);
-    void *arena = aligned_alloc(NMT_ARENA_ALIGNMENT, nmt_test_round_up(need, NMT_ARENA_ALIGNMENT));
-    assert_non_null(arena);
-    nmt_session *ss = NULL;
-    nmt_test_assert_ok(e->dev, nmt_session_create(e->dev, &sp, arena, need, &ss));
+    const nmt_limits sl = {.max_src_len = MAXS, .max_tgt_len = MAXT, .max_batch = NS, .max_beam = 1};
     nmt_batch sb = {srcs, slen, NS}, tb = {tgts, tlen, NS};
-    nmt_test_assert_ok(e->dev, nmt_session_score(ss, &sb, &tb, out));
-    nmt_session_destroy(ss);
-    free(arena);
+    family_session_scores(e->dev, img, isz, &sl, &sb, &tb, NULL, NULL, out);
 }
 
 /* The trainer's summed log-probabilities of each sentence against the

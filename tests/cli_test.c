@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "nmt_edge.h"
+#include "nmt_writer.h"
+#include "random_model.h"
 #include "cli_common.h"
 #include "test_util.h"
 
@@ -492,6 +494,28 @@ static void test_info(void **state) {
     expect_status(&r, 0);
     assert_non_null(field(r.out, "arena_bytes"));
     assert_null(field(r.out, "device"));
+    assert_int_equal(strtol(field(r.out, "n_heads"), NULL, 10), 4);
+    assert_non_null(field(r.out, "norm"));
+    free_result(&r);
+
+    /* each family prints its own fields: a BA-NMT model has no heads, FFN,
+     * branches, fusion or norm, and its hyper-parameters in family_config */
+    char ba[400], why[NMT_MODEL_WHY_BYTES] = "";
+    snprintf(ba, sizeof ba, "%s/banmt.nmt", g_dir);
+    nmt_random_model rm;
+    assert_int_equal(nmt_random_model_init(&rm, "banmt", why, sizeof why), NMT_OK);
+    nmtw_writer *w = nmtw_create();
+    assert_non_null(w);
+    assert_int_equal(nmt_random_model_build(&rm, w, why, sizeof why), NMT_OK);
+    assert_int_equal(nmtw_write_file(w, ba), NMT_OK);
+    nmtw_destroy(w);
+    run_cli(&r, NULL, "info", "--model", ba, "--no-device", NULL);
+    expect_status(&r, 0);
+    static const char *const absent[] = {"n_heads", "d_ff", "enc_branches", "dec_branches", "fusion", "norm"};
+    for (size_t i = 0; i < sizeof absent / sizeof absent[0]; i++) assert_null(field(r.out, absent[i]));
+    assert_int_equal(strncmp(field(r.out, "architecture"), "banmt\n", 6), 0);
+    assert_non_null(strstr(field(r.out, "family_config"), "history "));
+    assert_non_null(field(r.out, "d_model"));
     free_result(&r);
 }
 

@@ -42,6 +42,35 @@ void test_model_close(test_model *m) {
     free(m->image);
 }
 
+void family_session_scores(nmt_device *dev, const void *img, size_t size, const nmt_limits *lim, const nmt_batch *src,
+                           const nmt_batch *tgt, const nmt_span *const *spans, const uint32_t *n_spans, float *out) {
+    nmt_session_params sp;
+    memset(&sp, 0, sizeof sp);
+    sp.model_data = img;
+    sp.model_size = size;
+    sp.limits = *lim;
+    size_t need = 0;
+    assert_int_equal(nmt_session_arena_size(&sp, &need, NULL), NMT_OK);
+    void *arena = aligned_alloc(NMT_ARENA_ALIGNMENT, nmt_test_round_up(need, NMT_ARENA_ALIGNMENT));
+    assert_non_null(arena);
+    nmt_session *ss = NULL;
+    nmt_test_assert_ok(dev, nmt_session_create(dev, &sp, arena, need, &ss));
+    if (spans) nmt_test_assert_ok(dev, nmt_session_set_spans(ss, spans, n_spans, src->n));
+    nmt_test_assert_ok(dev, nmt_session_score(ss, src, tgt, out));
+    nmt_session_destroy(ss);
+    free(arena);
+}
+
+void *tft_export_image(tft_model *m, int optimizer, size_t *size) {
+    nmtw_writer *w = nmtw_create();
+    assert_non_null(w);
+    assert_int_equal(tft_add_to_writer(m, w, optimizer), NMT_OK);
+    void *img = NULL;
+    assert_int_equal(nmtw_write_memory(w, &img, size), NMT_OK);
+    nmtw_destroy(w);
+    return img;
+}
+
 void check_incremental_equals_forced(nmt_device *dev, nmt_session *s, const nmt_batch *src, uint32_t max_beam,
                                      uint32_t beam_step, uint32_t max_len, const char *what) {
     enum { MAXN = 16, MAXL = 64 };

@@ -1,6 +1,8 @@
 /* family_common.h — helpers shared by the model-family tests (mgsa_test.c,
- * phrase_test.c): a random model of any family from a configuration
- * struct, a session over it, and the check that incremental decoding
+ * phrase_test.c, and the trainers' tests train_model_test.c,
+ * mgsa_syntax_test.c, banmt_train_test.c): a random model of any family
+ * from a configuration struct, a session over it, teacher-forced session
+ * scores, a trainer model's image, and the check that incremental decoding
  * scores its own results as teacher-forced scoring does.  Every function
  * fails the running cmocka test on error. */
 #ifndef NMT_FAMILY_COMMON_H
@@ -14,6 +16,7 @@
 
 #include "family.h"
 #include "nmt_edge.h"
+#include "tf_train.h"
 
 /* A model image of `fam` with cfg's hyper-parameters and seeded random
  * weights (free() it). */
@@ -30,6 +33,16 @@ typedef struct test_model {
 } test_model;
 void test_model_open(nmt_device *dev, void *image, size_t size, const nmt_limits *lim, test_model *m);
 void test_model_close(test_model *m);
+
+/* nmt_session_score of tgt given src (out: src->n scores) from a fresh
+ * session over img with lim; spans / n_spans (NULL: none) are set first
+ * (nmt_session_set_spans). */
+void family_session_scores(nmt_device *dev, const void *img, size_t size, const nmt_limits *lim, const nmt_batch *src,
+                           const nmt_batch *tgt, const nmt_span *const *spans, const uint32_t *n_spans, float *out);
+
+/* A Transformer-family trainer model as an image (tft_add_to_writer; with
+ * `optimizer` a checkpoint) (free() it). */
+void *tft_export_image(tft_model *m, int optimizer, size_t *size);
 
 /* For beams 1 .. max_beam (step 1 or 2 as given): translate src with
  * max_len, then score each first result teacher-forced; the incremental

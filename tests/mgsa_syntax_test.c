@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "data.h"
+#include "family_common.h"
 #include "family_writer.h"
 #include "format.h"
 #include "nmt_writer.h"
@@ -29,26 +30,7 @@
 #include "tf_train_internal.h"
 #include "transformer_cfg.h"
 
-typedef struct env {
-    nmt_device *dev;
-    void *dev_mem;
-} env;
-
-static int setup(void **state) {
-    env *e = calloc(1, sizeof *e);
-    if (e == NULL) return -1;
-    e->dev = nmt_test_device_open(&e->dev_mem);
-    if (e->dev == NULL) return -1;
-    *state = e;
-    return 0;
-}
-
-static int teardown(void **state) {
-    env *e = *state;
-    nmt_test_device_close(e->dev, e->dev_mem);
-    free(e);
-    return 0;
-}
+typedef nmt_test_dev_env env; /* the group fixture of test_util.h */
 
 /* ---- 1. spans files ------------------------------------------------------ */
 
@@ -363,42 +345,16 @@ static void *syntax_image(const char *heads, const char *layers, int rec, uint32
     return out;
 }
 
-static void *export_image(tft_model *m, int optimizer, size_t *size) {
-    nmtw_writer *w = nmtw_create();
-    assert_non_null(w);
-    assert_int_equal(tft_add_to_writer(m, w, optimizer), NMT_OK);
-    void *img = NULL;
-    assert_int_equal(nmtw_write_memory(w, &img, size), NMT_OK);
-    nmtw_destroy(w);
-    return img;
-}
-
 /* The session's scores of s given its spans (nmt_session_set_spans). */
 static void session_scores(env *e, const void *img, size_t isz, const sents *s, float *out) {
-    nmt_session_params sp;
-    memset(&sp, 0, sizeof sp);
-    sp.model_data = img;
-    sp.model_size = isz;
-    sp.limits.max_src_len = MAXL;
-    sp.limits.max_tgt_len = MAXL;
-    sp.limits.max_batch = MAXS;
-    sp.limits.max_beam = 1;
-    size_t need = 0;
-    assert_int_equal(nmt_session_arena_size(&sp, &need, NULL), NMT_OK);
-    void *arena = aligned_alloc(NMT_ARENA_ALIGNMENT, nmt_test_round_up(need, NMT_ARENA_ALIGNMENT));
-    assert_non_null(arena);
-    nmt_session *ss = NULL;
-    nmt_test_assert_ok(e->dev, nmt_session_create(e->dev, &sp, arena, need, &ss));
+    const nmt_limits lim = {.max_src_len = MAXL, .max_tgt_len = MAXL, .max_batch = MAXS, .max_beam = 1};
     const int32_t *sp_[MAXS], *tp_[MAXS];
     for (uint32_t i = 0; i < s->n; i++) {
         sp_[i] = s->src[i];
         tp_[i] = s->tgt[i];
     }
     nmt_batch sb = {sp_, s->slen, s->n}, tb = {tp_, s->tlen, s->n};
-    nmt_test_assert_ok(e->dev, nmt_session_set_spans(ss, s->spans, s->n_spans, s->n));
-    nmt_test_assert_ok(e->dev, nmt_session_score(ss, &sb, &tb, out));
-    nmt_session_destroy(ss);
-    free(arena);
+    family_session_scores(e->dev, img, isz, &lim, &sb, &tb, s->spans, s->n_spans, out);
 }
 
 /* Summed label-smoothed loss in double through the reference forward, each
@@ -487,7 +443,7 @@ static void test_parity(void **state) {
     assert_int_equal(layers, 2);
     /* the tagger is training-only: in a checkpoint, not in a deployment model (which the runtime loads) */
     size_t csz, dsz;
-    void *ck = export_image(m, 1, &csz), *dep = export_image(m, 0, &dsz);
+    void *ck = tft_export_image(m, 1, &csz), *dep = tft_export_image(m, 0, &dsz);
     nmt_file fc, fd;
     nmt_tensor_view v;
     assert_int_equal(nmt_file_open(&fc, ck, csz, 0), NMT_OK);
@@ -574,7 +530,7 @@ static void test_gradients(void **state) {
         assert_non_null(g);
         nmt_test_assert_ok(e->dev, tft_read_state(m, NULL, g, NULL, NULL));
         size_t esz;
-        void *eimg = export_image(m, 1, &esz); /* with the train.* tagger */
+        void *eimg = tft_export_image(m, 1, &esz); /* with the train.* tagger */
         nmt_file f;
         assert_int_equal(nmt_file_open(&f, eimg, esz, 0), NMT_OK);
         const double l0 = ref_loss(&f, &s, V, eps, lambda);
@@ -646,5 +602,5 @@ int main(void) {
         cmocka_unit_test(test_parity),
         cmocka_unit_test(test_gradients),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, nmt_test_dev_setup, nmt_test_dev_teardown);
 }

@@ -7,8 +7,6 @@
 #include "ref_ops.h"
 
 #include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,25 +16,9 @@ typedef struct rb {
     int32_t bos, eos;
 } rb;
 
-static const float *W(const rb *m, const char *fmt, ...) {
-    char name[128];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(name, sizeof name, fmt, ap);
-    va_end(ap);
-    nmt_tensor_view v;
-    if (nmt_file_find(m->f, name, &v) != NMT_OK) {
-        fprintf(stderr, "ref_banmt: missing %s\n", name);
-        abort();
-    }
-    return (const float *)v.data;
-}
-
-static int geti(const nmt_file *f, const char *k, int64_t def) {
-    int64_t v = def;
-    nmt_file_get_i64_or(f, k, def, &v);
-    return (int)v;
-}
+/* W(m, fmt, ...): the fp32 tensor of that name; geti: a metadata integer */
+#define W(m, ...) ref_tensor((m)->f, "ref_banmt", __VA_ARGS__)
+#define geti(f, k, def) ((int)ref_meta_i64(f, k, def))
 
 /* y[out] = W x + b (b may be NULL) */
 static void mv(const float *w, const float *b, const double *x, int in, int out, double *y) {

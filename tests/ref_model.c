@@ -10,7 +10,6 @@
 #include "ref_ops.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,25 +35,9 @@ typedef struct rm {
     int cap_head;
 } rm;
 
-static const float *W(const rm *m, const char *fmt, ...) {
-    char name[128];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(name, sizeof name, fmt, ap);
-    va_end(ap);
-    nmt_tensor_view v;
-    if (nmt_file_find(m->f, name, &v) != NMT_OK) {
-        fprintf(stderr, "ref_model: missing %s\n", name);
-        abort();
-    }
-    return (const float *)v.data;
-}
-
-static int64_t geti(const nmt_file *f, const char *k, int64_t def) {
-    int64_t v = def;
-    nmt_file_get_i64_or(f, k, def, &v);
-    return v;
-}
+/* W(m, fmt, ...): the fp32 tensor of that name; geti: a metadata integer */
+#define W(m, ...) ref_tensor((m)->f, "ref_model", __VA_ARGS__)
+#define geti ref_meta_i64
 
 static uint32_t parse_br(const char *s, int *out) {
     uint32_t n = 0;

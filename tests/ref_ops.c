@@ -2,7 +2,29 @@
 #include "ref_ops.h"
 
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
+
+const float *ref_tensor(const nmt_file *f, const char *who, const char *fmt, ...) {
+    char name[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    nmt_tensor_view v;
+    if (nmt_file_find(f, name, &v) != NMT_OK) {
+        fprintf(stderr, "%s: missing %s\n", who, name);
+        abort();
+    }
+    return (const float *)v.data;
+}
+
+int64_t ref_meta_i64(const nmt_file *f, const char *key, int64_t def) {
+    int64_t v = def;
+    nmt_file_get_i64_or(f, key, def, &v);
+    return v;
+}
 
 void ref_gemm(int trans_b, uint32_t M, uint32_t N, uint32_t K, float alpha, const float *A, uint32_t lda,
               const float *B, uint32_t ldb, float beta, float *C, uint32_t ldc, const float *bias, int relu) {

@@ -15,7 +15,18 @@
 
 #include <stdint.h>
 
+#include "format.h"
 #include "ops.h"
+
+/* For the whole-model references (ref_model.c, ref_banmt.c): the fp32 data
+ * of the tensor named printf(fmt, ...) in f; a missing tensor aborts with
+ * "<who>: missing <name>".  And a metadata integer of f (def when absent). */
+const float *ref_tensor(const nmt_file *f, const char *who, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+int64_t ref_meta_i64(const nmt_file *f, const char *key, int64_t def);
 
 /* C[M,N] = alpha * A[M,K] * op(B) + beta * C (+ bias[N]) (then ReLU).
  * trans_b: B is [N,K] (row n = weights of output n), else [K,N].

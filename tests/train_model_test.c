@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "family_common.h"
 #include "family_writer.h"
 #include "format.h"
 #include "nmt_writer.h"
@@ -24,26 +25,7 @@
 #include "tf_train.h"
 #include "transformer_cfg.h"
 
-typedef struct env {
-    nmt_device *dev;
-    void *dev_mem;
-} env;
-
-static int setup(void **state) {
-    env *e = calloc(1, sizeof *e);
-    if (e == NULL) return -1;
-    e->dev = nmt_test_device_open(&e->dev_mem);
-    if (e->dev == NULL) return -1;
-    *state = e;
-    return 0;
-}
-
-static int teardown(void **state) {
-    env *e = *state;
-    nmt_test_device_close(e->dev, e->dev_mem);
-    free(e);
-    return 0;
-}
+typedef nmt_test_dev_env env; /* the group fixture of test_util.h */
 
 /* ---- data --------------------------------------------------------------- */
 
@@ -123,16 +105,6 @@ static void *random_image(const char *norm, const char *enc_br, const char *dec_
     c.seed = seed;
     void *img = NULL;
     assert_int_equal(nmt_random_transformer_image(&c, &img, size), NMT_OK);
-    return img;
-}
-
-static void *export_image(tft_model *m, int optimizer, size_t *size) {
-    nmtw_writer *w = nmtw_create();
-    assert_non_null(w);
-    assert_int_equal(tft_add_to_writer(m, w, optimizer), NMT_OK);
-    void *img = NULL;
-    assert_int_equal(nmtw_write_memory(w, &img, size), NMT_OK);
-    nmtw_destroy(w);
     return img;
 }
 
@@ -296,7 +268,7 @@ static void test_gradients(void **state) {
         nmt_test_assert_ok(e->dev, tft_read_state(m, NULL, g, NULL, NULL));
 
         size_t esz;
-        void *eimg = export_image(m, 0, &esz);
+        void *eimg = tft_export_image(m, 0, &esz);
         nmt_file f;
         assert_int_equal(nmt_file_open(&f, eimg, esz, 0), NMT_OK);
         const double l0 = ref_loss(&f, &s, V, eps);
@@ -366,29 +338,14 @@ static void test_gradients(void **state) {
 /* ---- 2. parity with the runtime ------------------------------------------ */
 
 static void session_scores(env *e, const void *img, size_t isz, const sents *s, float *out) {
-    nmt_session_params sp;
-    memset(&sp, 0, sizeof sp);
-    sp.model_data = img;
-    sp.model_size = isz;
-    sp.limits.max_src_len = MAXL;
-    sp.limits.max_tgt_len = MAXL;
-    sp.limits.max_batch = MAXS;
-    sp.limits.max_beam = 1;
-    size_t need = 0;
-    assert_int_equal(nmt_session_arena_size(&sp, &need, NULL), NMT_OK);
-    void *arena = aligned_alloc(NMT_ARENA_ALIGNMENT, nmt_test_round_up(need, NMT_ARENA_ALIGNMENT));
-    assert_non_null(arena);
-    nmt_session *ss = NULL;
-    nmt_test_assert_ok(e->dev, nmt_session_create(e->dev, &sp, arena, need, &ss));
+    const nmt_limits lim = {.max_src_len = MAXL, .max_tgt_len = MAXL, .max_batch = MAXS, .max_beam = 1};
     const int32_t *sp_[MAXS], *tp_[MAXS];
     for (uint32_t i = 0; i < s->n; i++) {
         sp_[i] = s->src[i];
         tp_[i] = s->tgt[i];
     }
     nmt_batch sb = {sp_, s->slen, s->n}, tb = {tp_, s->tlen, s->n};
-    nmt_test_assert_ok(e->dev, nmt_session_score(ss, &sb, &tb, out));
-    nmt_session_destroy(ss);
-    free(arena);
+    family_session_scores(e->dev, img, isz, &lim, &sb, &tb, NULL, NULL, out);
 }
 
 static void compare_with_session(env *e, tft_model *m, const void *img, size_t isz, const sents *s,
@@ -464,7 +421,7 @@ static void test_session_parity(void **state) {
         /* a few Adam steps, then the exported image in the runtime */
         adam_steps(e, m, &tb, 3);
         size_t esz;
-        void *eimg = export_image(m, 1, &esz);
+        void *eimg = tft_export_image(m, 1, &esz);
         compare_with_session(e, m, eimg, esz, &s, &tb, "trained");
         /* the exported image (with the optimiser state) reloads to the same state */
         tft_model *m2 = NULL;
@@ -505,7 +462,7 @@ static void test_mgsa_parity(void **state) {
     compare_with_session(e, m, img, isz, &s, &tb, "mgsa");
     adam_steps(e, m, &tb, 3);
     size_t esz;
-    void *eimg = export_image(m, 0, &esz);
+    void *eimg = tft_export_image(m, 0, &esz);
     nmt_model_info info;
     assert_int_equal(nmt_model_inspect(eimg, esz, &info), NMT_OK);
     assert_string_equal(info.arch, "mgsa");
@@ -579,7 +536,7 @@ static void test_phrase_parity_and_causality(void **state) {
         }
         adam_steps(e, m, &tb, 3);
         size_t esz;
-        void *eimg = export_image(m, 0, &esz);
+        void *eimg = tft_export_image(m, 0, &esz);
         nmt_model_info info;
         assert_int_equal(nmt_model_inspect(eimg, esz, &info), NMT_OK);
         assert_string_equal(info.arch, "phrase");
@@ -844,5 +801,5 @@ int main(void) {
         cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_bad_input),
     };
-    return cmocka_run_group_tests_name("train_model", tests, setup, teardown);
+    return cmocka_run_group_tests_name("train_model", tests, nmt_test_dev_setup, nmt_test_dev_teardown);
 }

@@ -8,6 +8,7 @@
 #include "ops_train.h"
 
 #include "kernel_args.h"
+#include "ops_train_launch.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -164,20 +165,6 @@ static void arg_buf(args *a, nmt_buf b) {
     arg_u64(a, b.off);
 }
 
-/* n[0..dims) work-items; local sizes fill dimension 0 first, global sizes
- * padded to multiples of them.  Any n[d] == 0 is a no-op. */
-static nmt_status launch(nmt_train_ops *t, cl_kernel k, cl_uint dims, const size_t *n, const char *kernel) {
-    size_t gws[3], lws[3];
-    size_t budget = pow2_floor(t->wg_max ? t->wg_max : 1);
-    for (cl_uint d = 0; d < dims; d++) {
-        if (n[d] == 0) return NMT_OK;
-        lws[d] = NMT_MIN(pow2_ceil(n[d]), budget);
-        budget /= lws[d];
-        gws[d] = (n[d] + lws[d] - 1) / lws[d] * lws[d];
-    }
-    return nmt_enqueue(t->dev, k, dims, gws, lws, kernel);
-}
-
 /* `groups` work-groups of reduce_wg work-items. */
 static nmt_status launch_groups(nmt_train_ops *t, cl_kernel k, size_t groups, const char *kernel) {
     if (groups == 0) return NMT_OK;
@@ -239,7 +226,7 @@ nmt_status nmt_op_gemm_tn(nmt_train_ops *t, uint32_t M, uint32_t N, uint32_t K, 
         arg_u32(&a, ldc);
         NMT_TRY(args_end(t->dev, &a, "gemm_tn"));
         const size_t n[2] = {(N + t->gemm_tn - 1) / t->gemm_tn, (M + t->gemm_tm - 1) / t->gemm_tm};
-        NMT_TRY(launch(t, t->k_gemm_tn, 2, n, "gemm_tn"));
+        NMT_TRY(nmt_train_launch(t, t->k_gemm_tn, 2, n, "gemm_tn"));
         if (K == 0) break;
     }
     return NMT_OK;
@@ -261,7 +248,7 @@ nmt_status nmt_op_col_sum(nmt_train_ops *t, uint32_t rows, uint32_t cols, float 
     arg_buf(&a, out);
     NMT_TRY(args_end(t->dev, &a, "col_sum"));
     const size_t n[1] = {(cols + 15u) / 16u}; /* 16 columns per work-item */
-    return launch(t, t->k_col_sum, 1, n, "col_sum");
+    return nmt_train_launch(t, t->k_col_sum, 1, n, "col_sum");
 }
 
 nmt_status nmt_op_linear_bwd(nmt_ops *ops, nmt_train_ops *t, uint32_t rows, uint32_t out_dim, uint32_t in_dim,
@@ -331,7 +318,7 @@ nmt_status nmt_op_layernorm_bwd(nmt_train_ops *t, nmt_buf x, nmt_buf res, nmt_bu
     arg_i32(&a, param_accumulate ? 1 : 0);
     NMT_TRY(args_end(t->dev, &a, "layernorm_bwd_params"));
     const size_t g[1] = {(d + 15u) / 16u}; /* 16 columns per work-item */
-    return launch(t, t->k_layernorm_bwd_params, 1, g, "layernorm_bwd_params");
+    return nmt_train_launch(t, t->k_layernorm_bwd_params, 1, g, "layernorm_bwd_params");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -354,7 +341,7 @@ nmt_status nmt_op_segment_max_bwd(nmt_train_ops *t, nmt_buf arg, nmt_buf dg, uin
     arg_u32(&a, ld_x);
     NMT_TRY(args_end(t->dev, &a, "segment_max_bwd"));
     const size_t g[2] = {d, rows};
-    return launch(t, t->k_segment_max_bwd, 2, g, "segment_max_bwd");
+    return nmt_train_launch(t, t->k_segment_max_bwd, 2, g, "segment_max_bwd");
 }
 
 nmt_status nmt_op_span_last_bwd(nmt_train_ops *t, nmt_buf dg, uint32_t ld_g, nmt_buf seg, uint32_t rows,
@@ -375,7 +362,7 @@ nmt_status nmt_op_span_last_bwd(nmt_train_ops *t, nmt_buf dg, uint32_t ld_g, nmt
     arg_u32(&a, ld_h);
     NMT_TRY(args_end(t->dev, &a, "span_last_bwd"));
     const size_t g[2] = {d, (size_t)rows * t_cap};
-    return launch(t, t->k_span_last_bwd, 2, g, "span_last_bwd");
+    return nmt_train_launch(t, t->k_span_last_bwd, 2, g, "span_last_bwd");
 }
 
 nmt_status nmt_op_span_tokens_bwd(nmt_train_ops *t, nmt_buf dp, nmt_buf seg, uint32_t n_sent, uint32_t m_cap,
@@ -398,7 +385,7 @@ nmt_status nmt_op_span_tokens_bwd(nmt_train_ops *t, nmt_buf dp, nmt_buf seg, uin
     arg_u32(&a, ld_x);
     NMT_TRY(args_end(t->dev, &a, "span_tokens_bwd"));
     const size_t g[2] = {d, (size_t)(rows * t_cap)};
-    return launch(t, t->k_span_tokens_bwd, 2, g, "span_tokens_bwd");
+    return nmt_train_launch(t, t->k_span_tokens_bwd, 2, g, "span_tokens_bwd");
 }
 
 nmt_status nmt_op_window_rows_bwd(nmt_train_ops *t, nmt_buf dy, uint32_t ld_y, nmt_buf len, uint32_t n_seq,
@@ -426,7 +413,7 @@ nmt_status nmt_op_window_rows_bwd(nmt_train_ops *t, nmt_buf dy, uint32_t ld_y, n
     arg_u32(&a, ld_x);
     NMT_TRY(args_end(t->dev, &a, "window_rows_bwd"));
     const size_t g[2] = {d, (size_t)n_seq * n_cap};
-    return launch(t, t->k_window_rows_bwd, 2, g, "window_rows_bwd");
+    return nmt_train_launch(t, t->k_window_rows_bwd, 2, g, "window_rows_bwd");
 }
 
 nmt_status nmt_op_pattn_bwd(nmt_train_ops *t, const nmt_pattn_bwd_args *b) {
@@ -462,7 +449,7 @@ nmt_status nmt_op_pattn_bwd(nmt_train_ops *t, const nmt_pattn_bwd_args *b) {
         arg_buf(&k, b->ds);
         NMT_TRY(args_end(t->dev, &k, "pattn_dp"));
         const size_t n[2] = {(size_t)a->n_seq * a->n_heads, a->lq};
-        NMT_TRY(launch(t, t->k_pattn_dp, 2, n, "pattn_dp"));
+        NMT_TRY(nmt_train_launch(t, t->k_pattn_dp, 2, n, "pattn_dp"));
     }
     args k = args_begin(t->k_pattn_ds);
     arg_u32(&k, rows);
@@ -471,7 +458,7 @@ nmt_status nmt_op_pattn_bwd(nmt_train_ops *t, const nmt_pattn_bwd_args *b) {
     arg_buf(&k, b->ds);
     NMT_TRY(args_end(t->dev, &k, "pattn_ds"));
     const size_t nr[1] = {rows};
-    NMT_TRY(launch(t, t->k_pattn_ds, 1, nr, "pattn_ds"));
+    NMT_TRY(nmt_train_launch(t, t->k_pattn_ds, 1, nr, "pattn_ds"));
     for (uint32_t g = 0; g < a->n_segs; g++) {
         const nmt_pattn_seg *s = &a->seg[g], *d = &b->grad[g];
         const uint32_t n_win = nmt_pattn_n_win(s), col0 = g * a->lk_max;
@@ -498,7 +485,7 @@ nmt_status nmt_op_pattn_bwd(nmt_train_ops *t, const nmt_pattn_bwd_args *b) {
         arg_u32(&q, s->n_ext);
         NMT_TRY(args_end(t->dev, &q, "pattn_dq"));
         const size_t nq[2] = {(size_t)a->n_seq * a->n_heads, a->lq};
-        NMT_TRY(launch(t, t->k_pattn_dq, 2, nq, "pattn_dq"));
+        NMT_TRY(nmt_train_launch(t, t->k_pattn_dq, 2, nq, "pattn_dq"));
         args kk = args_begin(t->k_pattn_dk);
         arg_u32(&kk, a->n_seq);
         arg_u32(&kk, a->lq);
@@ -521,7 +508,7 @@ nmt_status nmt_op_pattn_bwd(nmt_train_ops *t, const nmt_pattn_bwd_args *b) {
         arg_u64(&kk, d->k_stride);
         NMT_TRY(args_end(t->dev, &kk, "pattn_dk"));
         const size_t nk[2] = {n_kv * a->n_heads, a->lk_max};
-        NMT_TRY(launch(t, t->k_pattn_dk, 2, nk, "pattn_dk"));
+        NMT_TRY(nmt_train_launch(t, t->k_pattn_dk, 2, nk, "pattn_dk"));
         args v = args_begin(t->k_pattn_dv);
         arg_u32(&v, a->n_seq);
         arg_u32(&v, a->lq);
@@ -538,7 +525,7 @@ nmt_status nmt_op_pattn_bwd(nmt_train_ops *t, const nmt_pattn_bwd_args *b) {
         arg_u32(&v, d->v_ld);
         arg_u64(&v, d->v_stride);
         NMT_TRY(args_end(t->dev, &v, "pattn_dv"));
-        NMT_TRY(launch(t, t->k_pattn_dv, 2, nk, "pattn_dv"));
+        NMT_TRY(nmt_train_launch(t, t->k_pattn_dv, 2, nk, "pattn_dv"));
     }
     return NMT_OK;
 }
@@ -569,7 +556,7 @@ nmt_status nmt_op_lstm_cell_bwd(nmt_train_ops *t, nmt_buf z, nmt_buf c, nmt_buf 
     arg_u32(&a, chunk);
     NMT_TRY(args_end(t->dev, &a, "lstm_cell_bwd"));
     const size_t g[2] = {h, n_seq};
-    return launch(t, t->k_lstm_cell_bwd, 2, g, "lstm_cell_bwd");
+    return nmt_train_launch(t, t->k_lstm_cell_bwd, 2, g, "lstm_cell_bwd");
 }
 
 nmt_status nmt_op_onlstm_master_bwd(nmt_train_ops *t, nmt_buf z, nmt_buf dm, nmt_buf dz, nmt_buf count,
@@ -591,7 +578,7 @@ nmt_status nmt_op_onlstm_master_bwd(nmt_train_ops *t, nmt_buf z, nmt_buf dm, nmt
     arg_u32(&a, chunk);
     NMT_TRY(args_end(t->dev, &a, "onlstm_master_bwd"));
     const size_t g[1] = {n_seq};
-    return launch(t, t->k_onlstm_master_bwd, 1, g, "onlstm_master_bwd");
+    return nmt_train_launch(t, t->k_onlstm_master_bwd, 1, g, "onlstm_master_bwd");
 }
 
 nmt_status nmt_op_relu_bwd(nmt_train_ops *t, nmt_buf y, nmt_buf dy, nmt_buf dx, uint32_t n) {
@@ -605,7 +592,7 @@ nmt_status nmt_op_relu_bwd(nmt_train_ops *t, nmt_buf y, nmt_buf dy, nmt_buf dx, 
     arg_u32(&a, n);
     NMT_TRY(args_end(t->dev, &a, "relu_bwd"));
     const size_t g[1] = {n};
-    return launch(t, t->k_relu_bwd, 1, g, "relu_bwd");
+    return nmt_train_launch(t, t->k_relu_bwd, 1, g, "relu_bwd");
 }
 
 nmt_status nmt_op_gate_bwd(nmt_train_ops *t, nmt_buf x, uint32_t ld_x, nmt_buf g, uint32_t ld_g, nmt_buf dout,
@@ -632,7 +619,7 @@ nmt_status nmt_op_gate_bwd(nmt_train_ops *t, nmt_buf x, uint32_t ld_x, nmt_buf g
     arg_i32(&a, accumulate_dx ? 1 : 0);
     NMT_TRY(args_end(t->dev, &a, "gate_bwd"));
     const size_t n[2] = {d, rows};
-    return launch(t, t->k_gate_bwd, 2, n, "gate_bwd");
+    return nmt_train_launch(t, t->k_gate_bwd, 2, n, "gate_bwd");
 }
 
 nmt_status nmt_op_dropout(nmt_train_ops *t, nmt_buf x, nmt_buf out, uint32_t n, float p, uint64_t seed,
@@ -656,7 +643,7 @@ nmt_status nmt_op_dropout(nmt_train_ops *t, nmt_buf x, nmt_buf out, uint32_t n, 
     NMT_TRY(args_end(t->dev, &a, "dropout"));
     const uint64_t counters = ((offset + n - 1) >> 2) - (offset >> 2) + 1; /* Philox counters spanned */
     const size_t g[1] = {(size_t)((counters + 7) / 8)};                     /* 8 per work-item */
-    return launch(t, t->k_dropout, 1, g, "dropout");
+    return nmt_train_launch(t, t->k_dropout, 1, g, "dropout");
 }
 
 nmt_status nmt_embed_bwd_plan(const int32_t *tok, uint32_t rows, uint32_t vocab, int32_t skip_id, uint32_t *count,
@@ -704,7 +691,7 @@ nmt_status nmt_op_embed_bwd(nmt_train_ops *t, nmt_buf dy, uint32_t d, nmt_buf pe
     arg_buf(&a, dE);
     NMT_TRY(args_end(t->dev, &a, "embed_bwd"));
     const size_t n[2] = {d, n_seg};
-    return launch(t, t->k_embed_bwd, 2, n, "embed_bwd");
+    return nmt_train_launch(t, t->k_embed_bwd, 2, n, "embed_bwd");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -801,7 +788,7 @@ nmt_status nmt_op_attention_bwd(nmt_train_ops *t, const nmt_attn_bwd_args *ba) {
     arg_buf(&a, p->scores);
     NMT_TRY(args_end(t->dev, &a, "attn_bwd_scores"));
     const size_t n_s[3] = {p->lk_max, p->lq, rows_sh};
-    NMT_TRY(launch(t, t->k_attn_bwd_scores, 3, n_s, "attn_bwd_scores"));
+    NMT_TRY(nmt_train_launch(t, t->k_attn_bwd_scores, 3, n_s, "attn_bwd_scores"));
 
     /* 2. per branch: P_b and D_b */
     for (uint32_t b = 0; b < p->n_branches; b++) {
@@ -828,7 +815,7 @@ nmt_status nmt_op_attention_bwd(nmt_train_ops *t, const nmt_attn_bwd_args *ba) {
         arg_buf(&a, ba->dstats);
         NMT_TRY(args_end(t->dev, &a, "attn_bwd_probs"));
         const size_t n_p[2] = {p->lq, rows_sh};
-        NMT_TRY(launch(t, t->k_attn_bwd_probs, 2, n_p, "attn_bwd_probs"));
+        NMT_TRY(nmt_train_launch(t, t->k_attn_bwd_probs, 2, n_p, "attn_bwd_probs"));
     }
 
     /* 3. dS over S */
@@ -852,7 +839,7 @@ nmt_status nmt_op_attention_bwd(nmt_train_ops *t, const nmt_attn_bwd_args *ba) {
     arg_buf(&a, ba->dstats);
     arg_buf(&a, p->scores);
     NMT_TRY(args_end(t->dev, &a, "attn_bwd_ds"));
-    NMT_TRY(launch(t, t->k_attn_bwd_ds, 3, n_s, "attn_bwd_ds"));
+    NMT_TRY(nmt_train_launch(t, t->k_attn_bwd_ds, 3, n_s, "attn_bwd_ds"));
 
     /* 4. dQ */
     a = args_begin(t->k_attn_bwd_dq);
@@ -873,7 +860,7 @@ nmt_status nmt_op_attention_bwd(nmt_train_ops *t, const nmt_attn_bwd_args *ba) {
     /* channels per work-item: attention_bwd.cl bwd_cv() */
     const size_t cv = p->d_head % 16u == 0 ? 16u : 1u;
     const size_t n_q[3] = {p->d_head / cv, p->lq, rows_sh};
-    NMT_TRY(launch(t, t->k_attn_bwd_dq, 3, n_q, "attn_bwd_dq"));
+    NMT_TRY(nmt_train_launch(t, t->k_attn_bwd_dq, 3, n_q, "attn_bwd_dq"));
 
     /* 5. dK, dV */
     a = args_begin(t->k_attn_bwd_dkv);
@@ -899,7 +886,7 @@ nmt_status nmt_op_attention_bwd(nmt_train_ops *t, const nmt_attn_bwd_args *ba) {
     arg_u64(&a, ba->dkv_seq_stride);
     NMT_TRY(args_end(t->dev, &a, "attn_bwd_dkv"));
     const size_t n_kvw[3] = {p->d_head / cv, p->lk_max, (size_t)n_kv * p->n_heads};
-    return launch(t, t->k_attn_bwd_dkv, 3, n_kvw, "attn_bwd_dkv");
+    return nmt_train_launch(t, t->k_attn_bwd_dkv, 3, n_kvw, "attn_bwd_dkv");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -938,7 +925,7 @@ nmt_status nmt_op_adam(nmt_train_ops *t, nmt_buf p, nmt_buf g, nmt_buf m, nmt_bu
     arg_f32(&a, ap->weight_decay);
     NMT_TRY(args_end(t->dev, &a, "adam"));
     const size_t gsz[1] = {n};
-    return launch(t, t->k_adam, 1, gsz, "adam");
+    return nmt_train_launch(t, t->k_adam, 1, gsz, "adam");
 }
 
 nmt_status nmt_op_reduce_sum(nmt_train_ops *t, nmt_buf x, uint32_t n, int square, nmt_buf partial, nmt_buf out) {
@@ -973,7 +960,7 @@ static nmt_status flat_op(nmt_train_ops *t, cl_kernel k, const char *name, nmt_b
     arg_f32(&a, v);
     NMT_TRY(args_end(t->dev, &a, name));
     const size_t g[1] = {n};
-    return launch(t, k, 1, g, name);
+    return nmt_train_launch(t, k, 1, g, name);
 }
 
 nmt_status nmt_op_scale(nmt_train_ops *t, nmt_buf x, uint32_t n, float a) {
@@ -995,5 +982,5 @@ nmt_status nmt_op_axpy(nmt_train_ops *t, nmt_buf y, nmt_buf x, uint32_t n, float
     arg_f32(&ar, a);
     NMT_TRY(args_end(t->dev, &ar, "axpy"));
     const size_t g[1] = {n};
-    return launch(t, t->k_axpy, 1, g, "axpy");
+    return nmt_train_launch(t, t->k_axpy, 1, g, "axpy");
 }

@@ -1,27 +1,14 @@
 /* ops_train_rec.c — the GRU's backward ops (ops_train.h
  * nmt_op_gru_cell_bwd, nmt_op_gru_scaled_input_bwd) over
  * cl/recurrent_bwd.cl, whose kernels ops_train.c creates with the others.  Kept apart so ops_train.c stays
- * one file of the general ops; launched as ops_train.c launches. */
+ * one file of the general ops; launched by ops_train_launch.h, like ops_train.c. */
 #include "ops_train.h"
 
 #include "kernel_args.h"
+#include "ops_train_launch.h"
 
 /* gru_cell_bwd's flags (cl/common.cl GRU_*) */
 enum { GRU_OUT = 4u, GRU_COUNT = 8u, GRU_REVERSE = 16u };
-
-/* ops_train.c's launch for two dimensions: local sizes fill dimension 0
- * first within wg_max, global sizes padded to multiples of them. */
-static nmt_status launch_2d(nmt_train_ops *t, cl_kernel k, const size_t *n, const char *kernel) {
-    size_t gws[2], lws[2];
-    size_t budget = pow2_floor(t->wg_max ? t->wg_max : 1);
-    for (int d = 0; d < 2; d++) {
-        if (n[d] == 0) return NMT_OK;
-        lws[d] = NMT_MIN(pow2_ceil(n[d]), budget);
-        budget /= lws[d];
-        gws[d] = (n[d] + lws[d] - 1) / lws[d] * lws[d];
-    }
-    return nmt_enqueue(t->dev, k, 2, gws, lws, kernel);
-}
 
 nmt_status nmt_op_gru_cell_bwd(nmt_train_ops *t, nmt_buf z, uint32_t ld_z, nmt_buf dout, uint32_t ld_dout, nmt_buf dh,
                                nmt_buf dz, uint32_t ld_dz, nmt_buf dg, nmt_buf count, uint32_t n_seq, uint32_t t_cap,
@@ -56,7 +43,7 @@ nmt_status nmt_op_gru_cell_bwd(nmt_train_ops *t, nmt_buf z, uint32_t ld_z, nmt_b
     arg_u32(&a, flags);
     NMT_TRY(args_end(t->dev, &a, "gru_cell_bwd"));
     const size_t g[2] = {h, n_seq};
-    return launch_2d(t, t->k_gru_cell_bwd, g, "gru_cell_bwd");
+    return nmt_train_launch(t, t->k_gru_cell_bwd, 2, g, "gru_cell_bwd");
 }
 
 nmt_status nmt_op_gru_scaled_input_bwd(nmt_train_ops *t, nmt_buf p, uint32_t ld_p, nmt_buf alpha, uint32_t ld_a,
@@ -86,7 +73,7 @@ nmt_status nmt_op_gru_scaled_input_bwd(nmt_train_ops *t, nmt_buf p, uint32_t ld_
     arg_u32(&a, n);
     NMT_TRY(args_end(t->dev, &a, "gru_scaled_input_dp"));
     const size_t gp[2] = {n, (size_t)n_sent * s_cap};
-    NMT_TRY(launch_2d(t, t->k_gru_scaled_input_dp, gp, "gru_scaled_input_dp"));
+    NMT_TRY(nmt_train_launch(t, t->k_gru_scaled_input_dp, 2, gp, "gru_scaled_input_dp"));
     a = args_begin(t->k_gru_scaled_input_da);
     arg_mem(&a, p.mem);
     arg_u64(&a, p.off);
@@ -104,7 +91,7 @@ nmt_status nmt_op_gru_scaled_input_bwd(nmt_train_ops *t, nmt_buf p, uint32_t ld_
     arg_u32(&a, n);
     NMT_TRY(args_end(t->dev, &a, "gru_scaled_input_da"));
     const size_t ga[2] = {s_cap, n_rows};
-    NMT_TRY(launch_2d(t, t->k_gru_scaled_input_da, ga, "gru_scaled_input_da"));
+    NMT_TRY(nmt_train_launch(t, t->k_gru_scaled_input_da, 2, ga, "gru_scaled_input_da"));
     if (dbias.mem) NMT_TRY(nmt_op_col_sum(t, n_rows * s_cap, n, 1.0f, dout, ld_dout, 1.0f, dbias));
     return NMT_OK;
 }

@@ -1,24 +1,11 @@
 /* ops_train_rnn.c — backward of the RNN helpers of ops.h (nmt_op_act_rows,
  * nmt_op_weighted_rows; BA-NMT, issue 17) over cl/recurrent_bwd.cl
  * (ops_train.h nmt_op_act_rows_bwd, nmt_op_weighted_rows_bwd).  Launched
- * as ops_train.c launches. */
+ * by ops_train_launch.h, like ops_train.c. */
 #include "ops_train.h"
 
 #include "kernel_args.h"
-
-/* Two-dimensional launch: local sizes fill dimension 0 first within
- * wg_max, global sizes padded to multiples of them. */
-static nmt_status launch_2d(nmt_train_ops *t, cl_kernel k, const size_t *n, const char *kernel) {
-    size_t gws[2], lws[2];
-    size_t budget = pow2_floor(t->wg_max ? t->wg_max : 1);
-    for (int d = 0; d < 2; d++) {
-        if (n[d] == 0) return NMT_OK;
-        lws[d] = NMT_MIN(pow2_ceil(n[d]), budget);
-        budget /= lws[d];
-        gws[d] = (n[d] + lws[d] - 1) / lws[d] * lws[d];
-    }
-    return nmt_enqueue(t->dev, k, 2, gws, lws, kernel);
-}
+#include "ops_train_launch.h"
 
 nmt_status nmt_op_act_rows_bwd(nmt_train_ops *t, nmt_buf x, uint32_t ld_x, nmt_buf dy, uint32_t ld_dy, uint32_t rows,
                                uint32_t n, int mode, nmt_buf dx, uint32_t ld_dx) {
@@ -45,7 +32,7 @@ nmt_status nmt_op_act_rows_bwd(nmt_train_ops *t, nmt_buf x, uint32_t ld_x, nmt_b
     arg_u32(&a, (uint32_t)mode);
     NMT_TRY(args_end(t->dev, &a, "act_rows_bwd"));
     const size_t g[2] = {n, rows};
-    return launch_2d(t, t->k_act_rows_bwd, g, "act_rows_bwd");
+    return nmt_train_launch(t, t->k_act_rows_bwd, 2, g, "act_rows_bwd");
 }
 
 nmt_status nmt_op_weighted_rows_bwd(nmt_train_ops *t, nmt_buf x, uint32_t ld_x, nmt_buf alpha, uint32_t ld_a,
@@ -73,7 +60,7 @@ nmt_status nmt_op_weighted_rows_bwd(nmt_train_ops *t, nmt_buf x, uint32_t ld_x, 
         arg_u32(&a, n);
         NMT_TRY(args_end(t->dev, &a, "weighted_rows_da"));
         const size_t g[2] = {s_cap, n_rows};
-        NMT_TRY(launch_2d(t, t->k_weighted_rows_da, g, "weighted_rows_da"));
+        NMT_TRY(nmt_train_launch(t, t->k_weighted_rows_da, 2, g, "weighted_rows_da"));
     }
     if (dx.mem) {
         args a = args_begin(t->k_weighted_rows_dx);
@@ -91,7 +78,7 @@ nmt_status nmt_op_weighted_rows_bwd(nmt_train_ops *t, nmt_buf x, uint32_t ld_x, 
         arg_u32(&a, n);
         NMT_TRY(args_end(t->dev, &a, "weighted_rows_dx"));
         const size_t g[2] = {n, (size_t)n_rows * s_cap};
-        NMT_TRY(launch_2d(t, t->k_weighted_rows_dx, g, "weighted_rows_dx"));
+        NMT_TRY(nmt_train_launch(t, t->k_weighted_rows_dx, 2, g, "weighted_rows_dx"));
     }
     return NMT_OK;
 }

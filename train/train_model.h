@@ -97,6 +97,27 @@ typedef struct nmt_train_family {
                                  uint32_t *n);
 } nmt_train_family;
 
+/* A family's create: lim checked (1 <= max_seqs, max_src_len, max_tgt_len
+ * <= 65536) and completed into *L: max_tokens 0 becomes a full batch
+ * (max_seqs * max(max_src_len, max_tgt_len)), then must lie in
+ * [max(max_src_len, max_tgt_len), 2^24] and is cut to a full batch.
+ * NMT_ERR_INVALID_ARGUMENT otherwise. */
+nmt_status nmt_train_limits_resolve(nmt_train_limits *L);
+
+/* For a family's steps: whether b's arrays are set and its shape (n_seq,
+ * padded lengths, tokens) fits L; each sentence's lengths and token ids
+ * are the family's to check. */
+int nmt_train_batch_fits(const nmt_train_batch *b, const nmt_train_limits *L);
+/* Whether o is valid for forward_backward: dropout and label_smoothing in
+ * [0, 1), attn_dropout 0, a finite grad_scale. */
+int nmt_train_step_opts_ok(const nmt_train_step_opts *o);
+
+/* For a family's steps: the sums over `rows` rows of nmt_op_xent's per-row
+ * loss and NLL, reduced into red[0], red[1] (partial: the reduction's
+ * scratch) and read back (blocking); either output may be NULL. */
+nmt_status nmt_train_loss_sums(nmt_train_ops *t, nmt_buf loss, nmt_buf nll, uint32_t rows, nmt_buf partial,
+                               nmt_buf red, double *loss_sum, double *nll_sum);
+
 /* The trainer's record of an arch string; NULL when no family with that
  * arch can be trained. */
 const nmt_train_family *nmt_train_family_find(const char *arch);

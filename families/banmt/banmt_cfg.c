@@ -4,7 +4,6 @@
  * nowhere else. */
 #include "banmt_cfg.h"
 
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -49,13 +48,7 @@ const nmt_hparam nmt_ba_hparams[NMT_BA_N_HPARAMS] = {
     ID("unk_id", "unk-id", unk, "unknown-piece id (< both vocabularies)"),
 };
 
-#define BA_CHECK(cond, ...)                                                    \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
-            nmt_why(why, why_cap, __VA_ARGS__);                                \
-            return NMT_ERR_MODEL_ARCH;                                         \
-        }                                                                      \
-    } while (0)
+#define BA_CHECK NMT_FINISH_CHECK /* finish's contract: MODEL_ARCH, the reason in why */
 
 nmt_status nmt_ba_finish(void *cfgp, uint64_t present, char *why, size_t why_cap) {
     nmt_ba_cfg *c = (nmt_ba_cfg *)cfgp;
@@ -111,28 +104,9 @@ typedef struct cat {
     void *ctx;
 } cat;
 
-static nmt_status emit(cat *k, nmt_lin *dst, nmt_role role, uint32_t ndim, uint32_t d0, uint32_t d1,
-                       const char *fmt, ...) __attribute__((format(printf, 7, 8)));
-
-static nmt_status emit(cat *k, nmt_lin *dst, nmt_role role, uint32_t ndim, uint32_t d0, uint32_t d1,
-                       const char *fmt, ...) {
-    nmt_tensor_decl t;
-    memset(&t, 0, sizeof t);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(t.name, sizeof t.name, fmt, ap);
-    va_end(ap);
-    t.ndim = ndim;
-    t.shape[0] = d0;
-    t.shape[1] = ndim == 2 ? d1 : 0;
-    t.quantizable = ndim == 2;
-    t.init = NMT_INIT_UNIFORM;
-    t.fan_in = BA_FAN_IN;
-    t.dst = dst;
-    t.role = role;
-    t.n_parts = 1;
-    return k->fn(k->ctx, &t);
-}
+/* emit(k, dst, role, ndim, d0, d1, fmt, ...): one unfused tensor, U(-0.1, 0.1) */
+#define emit(k, dst, role, ndim, d0, d1, ...) \
+    nmt_tensor_emit((k)->fn, (k)->ctx, dst, role, ndim, d0, d1, NMT_INIT_UNIFORM, BA_FAN_IN, 0, 1, __VA_ARGS__)
 
 /* <name>.weight [out, in] (and <name>.bias [out] when bias). */
 static nmt_status lin(cat *k, nmt_lin *dst, uint32_t out, uint32_t in, int bias, const char *name) {

@@ -5,11 +5,11 @@
  * position, history states h~^i, s~^i of every source position per step),
  * with dropout on the readout; the backward through time is
  * banmt_train_bwd.c.  Parameters, gradients and Adam moments are four flat
- * device buffers laid out by the family's tensor catalogue. */
+ * device buffers laid out by the family's tensor catalogue
+ * (train/param_store.h). */
 #include "banmt_train.h"
 #include "banmt_train_internal.h"
 
-#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,38 +25,10 @@
 /* Parameter layout: the family's catalogue                                 */
 /* ------------------------------------------------------------------------ */
 
-typedef struct layout_ctx {
-    bat_model *m;
-    int fill_tab, bind;
-    uint32_t n;
-    size_t total;
-} layout_ctx;
-
-static nmt_status layout_one(void *ctx, const nmt_tensor_decl *t) {
-    layout_ctx *lc = (layout_ctx *)ctx;
-    const size_t count = (size_t)t->shape[0] * (t->ndim == 2 ? t->shape[1] : 1);
-    const size_t off = lc->total;
-    lc->total += count;
-    if (lc->fill_tab) {
-        bat_tinfo *ti = &lc->m->tab[lc->n];
-        nmt_strlcpy(ti->name, t->name, sizeof ti->name);
-        ti->ndim = t->ndim;
-        ti->shape[0] = t->shape[0];
-        ti->shape[1] = t->shape[1];
-        ti->off = off;
-        ti->count = count;
-    }
-    if (lc->bind && t->dst) *(t->role == NMT_ROLE_BIAS ? &t->dst->b : &t->dst->w) = nmt_buf_at(lc->m->P, off);
-    lc->n++;
-    return NMT_OK;
-}
-
-static nmt_status layout(bat_model *m, int fill_tab, int bind) {
-    layout_ctx lc = {.m = m, .fill_tab = fill_tab, .bind = bind};
-    NMT_TRY(nmt_ba_catalogue(&m->c, bind ? &m->w : NULL, layout_one, &lc));
-    m->n_tab = lc.n;
-    m->n_params = lc.total;
-    return NMT_OK;
+/* The tensors of P (train/param_store.h lays them out). */
+static nmt_status walk(void *mp, int bind, nmt_tensor_fn fn, void *ctx) {
+    bat_model *m = (bat_model *)mp;
+    return nmt_ba_catalogue(&m->c, bind ? &m->w : NULL, fn, ctx);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -215,12 +187,6 @@ static void alloc_one(void *ctx, nmt_buf *b, size_t floats) {
     *b = (nmt_buf){mem, 0};
 }
 
-static nmt_status dbuf(bat_model *m, size_t floats, nmt_buf *out) {
-    alloc_ctx a = {m, NMT_OK};
-    alloc_one(&a, out, floats);
-    return a.st;
-}
-
 /* ------------------------------------------------------------------------ */
 /* The model                                                                */
 /* ------------------------------------------------------------------------ */
@@ -231,7 +197,7 @@ static void destroy(bat_model *m) {
     if (m->ops_ok) nmt_ops_release(&m->ops);
     for (size_t i = 0; i < m->n_mems; i++)
         if (m->mems[i]) clReleaseMemObject(m->mems[i]);
-    free(m->tab);
+    nmt_pstore_release(&m->ps);
     free(m->h_src);
     free(m->h_tin);
     free(m->h_tout);
@@ -301,16 +267,7 @@ static nmt_status create_impl(bat_model *m, const void *image, size_t size) {
     NMT_TRY(nmt_family_of(&f, &fam));
     NMT_CHECK(fam == &nmt_family_banmt, NMT_ERR_MODEL_ARCH);
     NMT_TRY(nmt_family_parse(fam, &f, &m->c));
-    NMT_TRY(layout(m, 0, 0));
-    m->tab = calloc(m->n_tab, sizeof *m->tab);
-    NMT_CHECK(m->tab != NULL, BAT_ERR_NOMEM);
-    NMT_TRY(layout(m, 1, 0));
-    for (uint32_t i = 0; i < m->n_tab; i++) {
-        nmt_tensor_view v;
-        NMT_TRY(nmt_file_expect(&f, m->tab[i].name, m->tab[i].ndim, m->tab[i].shape, &v));
-        NMT_CHECK(v.dtype == NMT_DTYPE_F32, NMT_ERR_UNSUPPORTED);
-    }
-    NMT_CHECK(m->n_params <= UINT32_MAX, NMT_ERR_UNSUPPORTED);
+    NMT_TRY(nmt_pstore_plan(&m->ps, m->dev, &m->t, &f, walk, m));
     /* the activation plan against the cap: O(B * T * S * hist) */
     m->act_bytes = nmt_ba_train_act_bytes(&m->c, &m->lim);
     const uint64_t cap = m->lim.max_act_bytes ? m->lim.max_act_bytes : m->dev->info.global_mem_bytes;
@@ -324,11 +281,7 @@ static nmt_status create_impl(bat_model *m, const void *image, size_t size) {
     NMT_TRY(nmt_train_ops_init(&m->t, m->dev));
     m->t_ok = 1;
 
-    NMT_TRY(dbuf(m, m->n_params, &m->P));
-    NMT_TRY(dbuf(m, m->n_params, &m->G));
-    NMT_TRY(dbuf(m, m->n_params, &m->M));
-    NMT_TRY(dbuf(m, m->n_params, &m->V));
-    NMT_TRY(layout(m, 0, 1));
+    NMT_TRY(nmt_pstore_alloc(&m->ps, walk, m)); /* P, G, M, V and the views into P */
     alloc_ctx ac = {m, NMT_OK};
     walk_bufs(&m->c, &m->lim, m, alloc_one, &ac);
     NMT_TRY(ac.st);
@@ -350,30 +303,7 @@ static nmt_status create_impl(bat_model *m, const void *image, size_t size) {
               BAT_ERR_NOMEM);
     m->fw = (nmt_ba_fwd){.ops = &m->ops, .c = &m->c, .w = &m->w, .acts = bat_step_acts, .drop = NULL, .user = m};
 
-    float *host = malloc(m->n_params * sizeof(float));
-    NMT_CHECK(host != NULL, BAT_ERR_NOMEM);
-    nmt_status st = NMT_OK;
-    for (uint32_t i = 0; i < m->n_tab && st == NMT_OK; i++) {
-        nmt_tensor_view v;
-        st = nmt_file_find(&f, m->tab[i].name, &v);
-        if (st == NMT_OK) memcpy(host + m->tab[i].off, v.data, m->tab[i].count * sizeof(float));
-    }
-    if (st == NMT_OK) st = nmt_device_write(m->dev, m->P.mem, 0, m->n_params * sizeof(float), host);
-    free(host);
-    NMT_TRY(st);
-    const uint32_t np = (uint32_t)m->n_params;
-    NMT_TRY(nmt_op_fill(&m->t, m->G, np, 0.0f));
-    static const char *const mv[2] = {"train.adam_m", "train.adam_v"};
-    for (int i = 0; i < 2; i++) {
-        nmt_buf dst = i ? m->V : m->M;
-        nmt_tensor_view v;
-        if (nmt_file_find(&f, mv[i], &v) == NMT_OK && v.dtype == NMT_DTYPE_F32 && v.ndim == 1 &&
-            v.shape[0] == m->n_params)
-            NMT_TRY(nmt_device_write(m->dev, dst.mem, 0, m->n_params * sizeof(float), v.data));
-        else
-            NMT_TRY(nmt_op_fill(&m->t, dst, np, 0.0f));
-    }
-    return nmt_device_finish(m->dev);
+    return nmt_pstore_load(&m->ps, &f);
 }
 
 static nmt_status rec_create(nmt_device *dev, const void *image, size_t size, const nmt_train_limits *lim,
@@ -382,14 +312,10 @@ static nmt_status rec_create(nmt_device *dev, const void *image, size_t size, co
     *out = NULL;
     NMT_CHECK(dev != NULL && image != NULL && lim != NULL, NMT_ERR_INVALID_ARGUMENT);
     nmt_train_limits L = *lim;
-    NMT_CHECK(L.max_seqs >= 1 && L.max_seqs <= (1u << 16) && L.max_src_len >= 1 && L.max_src_len <= (1u << 16) &&
-                  L.max_tgt_len >= 1 && L.max_tgt_len <= (1u << 16),
-              NMT_ERR_INVALID_ARGUMENT);
-    const uint64_t full = (uint64_t)L.max_seqs * NMT_MAX(L.max_src_len, L.max_tgt_len);
-    if (L.max_tokens == 0 || (uint64_t)L.max_tokens > full)
-        L.max_tokens = (uint32_t)NMT_MIN(full, (uint64_t)UINT32_MAX);
-    NMT_CHECK(L.max_tokens >= NMT_MAX(L.max_src_len, L.max_tgt_len) && L.max_tokens <= (1u << 24),
-              NMT_ERR_INVALID_ARGUMENT);
+    /* BA-NMT takes a max_tokens above a full batch as 0 (a full batch)
+     * before the range check, where the Transformer refuses one above 2^24 */
+    if ((uint64_t)L.max_tokens > (uint64_t)L.max_seqs * NMT_MAX(L.max_src_len, L.max_tgt_len)) L.max_tokens = 0;
+    NMT_TRY(nmt_train_limits_resolve(&L));
     bat_model *m = calloc(1, sizeof *m);
     NMT_CHECK(m != NULL, BAT_ERR_NOMEM);
     m->dev = dev;
@@ -409,13 +335,7 @@ static nmt_status rec_create(nmt_device *dev, const void *image, size_t size, co
 
 /* Validate and upload a batch; decoder rows step-major (row t * n + b). */
 static nmt_status load_batch(bat_model *m, const nmt_train_batch *b) {
-    NMT_CHECK(b != NULL && b->src && b->src_lens && b->tgt_in && b->tgt_out && b->tgt_lens, NMT_ERR_INVALID_ARGUMENT);
-    const nmt_train_limits *L = &m->lim;
-    NMT_CHECK(b->n_seq >= 1 && b->n_seq <= L->max_seqs && b->src_len >= 1 && b->src_len <= L->max_src_len &&
-                  b->tgt_len >= 1 && b->tgt_len <= L->max_tgt_len &&
-                  (uint64_t)b->n_seq * b->src_len <= L->max_tokens &&
-                  (uint64_t)b->n_seq * b->tgt_len <= L->max_tokens,
-              NMT_ERR_INVALID_ARGUMENT);
+    NMT_CHECK(nmt_train_batch_fits(b, &m->lim), NMT_ERR_INVALID_ARGUMENT);
     const nmt_ba_cfg *c = &m->c;
     const uint32_t n = b->n_seq, S = b->src_len, T = b->tgt_len;
     for (uint32_t i = 0; i < n; i++) {
@@ -473,14 +393,7 @@ static nmt_status xent(bat_model *m, float eps, float grad_scale, int grad) {
 }
 
 static nmt_status read_sums(bat_model *m, double *loss_sum, double *nll_sum) {
-    const uint32_t rt = m->n * m->T;
-    NMT_TRY(nmt_op_reduce_sum(&m->t, m->loss, rt, 0, m->partial, m->red));
-    NMT_TRY(nmt_op_reduce_sum(&m->t, m->nll, rt, 0, m->partial, nmt_buf_at(m->red, 1)));
-    float s[2];
-    NMT_TRY(nmt_device_read(m->dev, m->red.mem, 0, sizeof s, s));
-    if (loss_sum) *loss_sum = s[0];
-    if (nll_sum) *nll_sum = s[1];
-    return NMT_OK;
+    return nmt_train_loss_sums(&m->t, m->loss, m->nll, m->n * m->T, m->partial, m->red, loss_sum, nll_sum);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -491,9 +404,7 @@ static nmt_status rec_forward_backward(void *mp, const nmt_train_batch *b, const
                                        double *loss_sum, double *nll_sum) {
     bat_model *m = (bat_model *)mp;
     NMT_CHECK(m != NULL && o != NULL, NMT_ERR_INVALID_ARGUMENT);
-    NMT_CHECK(o->dropout >= 0.0f && o->dropout < 1.0f && o->attn_dropout == 0.0f && o->label_smoothing >= 0.0f &&
-                  o->label_smoothing < 1.0f && isfinite(o->grad_scale),
-              NMT_ERR_INVALID_ARGUMENT);
+    NMT_CHECK(nmt_train_step_opts_ok(o), NMT_ERR_INVALID_ARGUMENT);
     NMT_TRY(load_batch(m, b));
     NMT_TRY(forward(m, o->dropout, o->seed));
     NMT_TRY(xent(m, o->label_smoothing, o->grad_scale, 1));
@@ -527,46 +438,26 @@ static nmt_status rec_token_logprobs(void *mp, const nmt_train_batch *b, float *
 static nmt_status rec_zero_grad(void *mp) {
     bat_model *m = (bat_model *)mp;
     NMT_CHECK(m != NULL, NMT_ERR_INVALID_ARGUMENT);
-    return nmt_op_fill(&m->t, m->G, (uint32_t)m->n_params, 0.0f);
+    return nmt_pstore_zero_grad(&m->ps);
 }
 
 static nmt_status rec_grad_norm(void *mp, double *norm) {
     bat_model *m = (bat_model *)mp;
     NMT_CHECK(m != NULL && norm != NULL, NMT_ERR_INVALID_ARGUMENT);
-    NMT_TRY(nmt_op_reduce_sum(&m->t, m->G, (uint32_t)m->n_params, 1, m->partial, m->red));
-    float s;
-    NMT_TRY(nmt_device_read(m->dev, m->red.mem, 0, sizeof s, &s));
-    *norm = sqrt((double)s);
-    return NMT_OK;
+    return nmt_pstore_grad_norm(&m->ps, m->partial, m->red, norm);
 }
 
 static nmt_status rec_adam_step(void *mp, const nmt_adam_params *ap) {
     bat_model *m = (bat_model *)mp;
     NMT_CHECK(m != NULL && ap != NULL, NMT_ERR_INVALID_ARGUMENT);
-    return nmt_op_adam(&m->t, m->P, m->G, m->M, m->V, (uint32_t)m->n_params, ap);
-}
-
-static nmt_status read_flat(bat_model *m, nmt_buf b, float *host) {
-    NMT_TRY(nmt_device_read(m->dev, b.mem, 0, m->n_params * sizeof(float), host));
-    return nmt_device_finish(m->dev);
+    return nmt_pstore_adam_step(&m->ps, ap);
 }
 
 static nmt_status rec_add_to_writer(void *mp, nmtw_writer *w, int optimizer) {
     bat_model *m = (bat_model *)mp;
     NMT_CHECK(m != NULL && w != NULL, NMT_ERR_INVALID_ARGUMENT);
     NMT_TRY(nmtw_add_hparams(w, &nmt_family_banmt, &m->c));
-    float *host = malloc(m->n_params * sizeof(float));
-    NMT_CHECK(host != NULL, BAT_ERR_NOMEM);
-    nmt_status st = read_flat(m, m->P, host);
-    for (uint32_t i = 0; i < m->n_tab && st == NMT_OK; i++)
-        st = nmtw_add_f32(w, m->tab[i].name, m->tab[i].ndim, m->tab[i].shape, host + m->tab[i].off);
-    const uint32_t shape[1] = {(uint32_t)m->n_params};
-    if (optimizer && st == NMT_OK) st = read_flat(m, m->M, host);
-    if (optimizer && st == NMT_OK) st = nmtw_add_f32(w, "train.adam_m", 1, shape, host);
-    if (optimizer && st == NMT_OK) st = read_flat(m, m->V, host);
-    if (optimizer && st == NMT_OK) st = nmtw_add_f32(w, "train.adam_v", 1, shape, host);
-    free(host);
-    return st;
+    return nmt_pstore_add_to_writer(&m->ps, w, optimizer);
 }
 
 static size_t rec_act_bytes(const void *image, size_t size, const nmt_train_limits *lim) {
@@ -577,25 +468,23 @@ static size_t rec_act_bytes(const void *image, size_t size, const nmt_train_limi
 }
 
 static void rec_destroy(void *m) { destroy((bat_model *)m); }
-static size_t rec_n_params(const void *m) { return m ? ((const bat_model *)m)->n_params : 0; }
+static size_t rec_n_params(const void *m) { return m ? ((const bat_model *)m)->ps.n_params : 0; }
 static uint32_t rec_d_model(const void *m) { return m ? ((const bat_model *)m)->c.hidden : 0; }
 
-uint32_t nmt_ba_train_n_tensors(void *m) { return m ? ((bat_model *)m)->n_tab : 0; }
+uint32_t nmt_ba_train_n_tensors(void *m) { return m ? ((bat_model *)m)->ps.n_tab : 0; }
 
 void nmt_ba_train_tensor(void *mp, uint32_t i, const char **name, size_t *offset, size_t *count) {
     const bat_model *m = (const bat_model *)mp;
-    if (m == NULL || i >= m->n_tab) return;
-    if (name) *name = m->tab[i].name;
-    if (offset) *offset = m->tab[i].off;
-    if (count) *count = m->tab[i].count;
+    if (m == NULL || i >= m->ps.n_tab) return;
+    if (name) *name = m->ps.tab[i].name;
+    if (offset) *offset = m->ps.tab[i].off;
+    if (count) *count = m->ps.tab[i].count;
 }
 
 nmt_status nmt_ba_train_read(void *mp, float *params, float *grads) {
     bat_model *m = (bat_model *)mp;
     NMT_CHECK(m != NULL, NMT_ERR_INVALID_ARGUMENT);
-    if (params) NMT_TRY(read_flat(m, m->P, params));
-    if (grads) NMT_TRY(read_flat(m, m->G, grads));
-    return NMT_OK;
+    return nmt_pstore_read(&m->ps, params, grads, NULL, NULL);
 }
 
 const nmt_train_family nmt_banmt_train_family = {

@@ -8,13 +8,8 @@
 
 #include "banmt_fwd.h"
 #include "ops_train.h"
+#include "param_store.h"
 #include "train_model.h"
-
-typedef struct bat_tinfo {
-    char name[64];
-    uint32_t ndim, shape[2];
-    size_t off, count;
-} bat_tinfo;
 
 typedef struct bat_model {
     nmt_device *dev;
@@ -24,12 +19,9 @@ typedef struct bat_model {
     nmt_ops ops;
     nmt_train_ops t;
     int ops_ok, t_ok;
-    bat_tinfo *tab;
-    uint32_t n_tab;
-    size_t n_params;
-    cl_mem mems[96];
+    nmt_pstore ps;          /* parameters P, gradients G, Adam moments M, V (one layout) and their table */
+    cl_mem mems[96];        /* every other device buffer */
     size_t n_mems;
-    nmt_buf P, G, M, V;     /* parameters, gradients, Adam moments (one layout) */
     nmt_ba_weights w;       /* views into P */
     nmt_ba_fwd fw;
     float drop_p;
@@ -52,7 +44,7 @@ typedef struct bat_model {
 } bat_model;
 
 /* The gradient of a parameter view (the same slice of G as of P). */
-static inline nmt_buf bat_grad(const bat_model *m, nmt_buf p) { return nmt_buf_at(m->G, p.off); }
+static inline nmt_buf bat_grad(const bat_model *m, nmt_buf p) { return nmt_buf_at(m->ps.G, p.off); }
 
 /* The forward's buffers of step t and its pass (banmt_fwd.h). */
 void bat_step_acts(void *user, uint32_t t, nmt_ba_acts *out);

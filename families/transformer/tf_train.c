@@ -4,11 +4,10 @@
  * that keep every activation the backward needs per sub-layer, with
  * dropout; the backward (tf_train_bwd.c) chains ops_train.h as
  * docs/TRAINING-OPS.md describes.  Parameters, gradients and Adam moments
- * are four flat device buffers with one layout (the tensor table). */
+ * are four flat device buffers with one layout (train/param_store.h). */
 #include "tf_train.h"
 #include "tf_train_internal.h"
 
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,63 +39,15 @@ static nmt_status parse_cfg(const nmt_file *f, tft_model *m) {
     return NMT_OK;
 }
 
-/* The flat layout of P: tensors in catalogue order, each a contiguous
- * slice; the parts of a fused block (self q|k|v, cross k|v) adjacent, the
- * block reserved at its first part, so the forward runs them as one
- * product.  One walk counts, one fills the table, one binds the views. */
-typedef struct layout_ctx {
-    tft_model *m;
-    int fill_tab, bind;
-    uint32_t n;
-    size_t total;
-    size_t fused[2]; /* base of the current fused block: weights, biases */
-} layout_ctx;
-
-static nmt_status layout_one(void *ctx, const nmt_tensor_decl *t) {
-    layout_ctx *lc = (layout_ctx *)ctx;
-    const size_t count = (size_t)t->shape[0] * (t->ndim == 2 ? t->shape[1] : 1);
-    size_t off;
-    if (t->n_parts > 1) {
-        size_t *base = &lc->fused[t->role == NMT_ROLE_BIAS];
-        if (t->part == 0) {
-            *base = lc->total;
-            lc->total += count * t->n_parts;
-        }
-        off = *base + count * t->part;
-    } else {
-        off = lc->total;
-        lc->total += count;
-    }
-    if (lc->fill_tab) {
-        tft_tinfo *ti = &lc->m->tab[lc->n];
-        nmt_strlcpy(ti->name, t->name, sizeof ti->name);
-        ti->ndim = t->ndim;
-        ti->shape[0] = t->shape[0];
-        ti->shape[1] = t->shape[1];
-        ti->off = off;
-        ti->count = count;
-    }
-    if (lc->bind && t->dst && (t->n_parts == 1 || t->part == 0)) {
-        nmt_buf *view = t->role == NMT_ROLE_BIAS ? &t->dst->b : &t->dst->w;
-        *view = nmt_buf_at(lc->m->P, off);
-    }
-    lc->n++;
-    return NMT_OK;
+/* The tensors of P (train/param_store.h lays them out): the catalogue,
+ * then the training-only train.* ones (the MG-SA tagger). */
+static nmt_status walk(void *mp, int bind, nmt_tensor_fn fn, void *ctx) {
+    tft_model *m = (tft_model *)mp;
+    NMT_TRY(nmt_tf_catalogue(&m->c, bind ? &m->w : NULL, fn, ctx));
+    return tft_tag_catalogue(&m->c, bind ? m->tag : NULL, fn, ctx);
 }
 
-static nmt_status layout(tft_model *m, int fill_tab, int bind) {
-    layout_ctx lc;
-    memset(&lc, 0, sizeof lc);
-    lc.m = m;
-    lc.fill_tab = fill_tab;
-    lc.bind = bind;
-    NMT_TRY(nmt_tf_catalogue(&m->c, bind ? &m->w : NULL, layout_one, &lc));
-    NMT_TRY(tft_tag_catalogue(&m->c, bind ? m->tag : NULL, layout_one, &lc)); /* training-only: train.* */
-    m->n_tab = lc.n;
-    m->n_params = lc.total;
-    return NMT_OK;
-}
-
+/* ------------------------------------------------------------------------ */
 /* The model (its types: tf_train_internal.h)                              */
 /* ------------------------------------------------------------------------ */
 
@@ -125,7 +76,7 @@ void tft_destroy(tft_model *m) {
     for (size_t i = 0; i < m->n_mems; i++)
         if (m->mems[i]) clReleaseMemObject(m->mems[i]);
     free(m->mems);
-    free(m->tab);
+    nmt_pstore_release(&m->ps);
     free(m->subs);
     free(m->w.sub);
     free(m->h_src);
@@ -144,7 +95,7 @@ void tft_destroy(tft_model *m) {
     free(m);
 }
 
-/* Every sub-layer's kind and weights (the views bound by layout()). */
+/* Every sub-layer's kind and weights (the views bound by nmt_pstore_alloc). */
 static void bind_subs(tft_model *m) {
     const tft_cfg *c = &m->c;
     for (uint32_t k = 0; k < m->n_enc_sub + m->n_dec_sub; k++) {
@@ -349,10 +300,6 @@ static nmt_status alloc_acts(tft_model *m) {
 
 static void bind_forward(tft_model *m);
 
-/* Training-only tensors (train.*: the MG-SA tagger) are optional in an
- * image and never in a deployment model. */
-static int is_train_only(const char *name) { return strncmp(name, "train.", 6) == 0; }
-
 static nmt_status create_impl(tft_model *m, const void *image, size_t size) {
     nmt_file f;
     NMT_TRY(nmt_file_open(&f, image, size, 1));
@@ -360,17 +307,7 @@ static nmt_status create_impl(tft_model *m, const void *image, size_t size) {
     const tft_cfg *c = &m->c;
     m->tag = calloc(c->enc_layers, sizeof *m->tag);
     NMT_CHECK(m->tag != NULL, TFT_ERR_NOMEM);
-    NMT_TRY(layout(m, 0, 0));
-    m->tab = calloc(m->n_tab, sizeof *m->tab);
-    NMT_CHECK(m->tab != NULL, TFT_ERR_NOMEM);
-    NMT_TRY(layout(m, 1, 0));
-    for (uint32_t i = 0; i < m->n_tab; i++) {
-        nmt_tensor_view v;
-        if (is_train_only(m->tab[i].name) && nmt_file_find(&f, m->tab[i].name, &v) != NMT_OK) continue; /* 0 */
-        NMT_TRY(nmt_file_expect(&f, m->tab[i].name, m->tab[i].ndim, m->tab[i].shape, &v));
-        NMT_CHECK(v.dtype == NMT_DTYPE_F32, NMT_ERR_UNSUPPORTED);
-    }
-    NMT_CHECK(m->n_params <= UINT32_MAX, NMT_ERR_UNSUPPORTED);
+    NMT_TRY(nmt_pstore_plan(&m->ps, m->dev, &m->t, &f, walk, m)); /* a tagger may be absent (0) */
 
     m->n_enc_sub = 2 * c->enc_layers;
     m->n_dec_sub = 3 * c->dec_layers;
@@ -387,46 +324,13 @@ static nmt_status create_impl(tft_model *m, const void *image, size_t size) {
     NMT_TRY(nmt_train_ops_init(&m->t, m->dev));
     m->t_ok = 1;
 
-    NMT_TRY(dbuf(m, m->n_params, &m->P));
-    NMT_TRY(dbuf(m, m->n_params, &m->G));
-    NMT_TRY(dbuf(m, m->n_params, &m->M));
-    NMT_TRY(dbuf(m, m->n_params, &m->V));
-    NMT_TRY(layout(m, 0, 1)); /* the views into P */
+    NMT_TRY(nmt_pstore_alloc(&m->ps, walk, m)); /* P, G, M, V and the views into P */
     bind_subs(m);
     NMT_TRY(alloc_acts(m));
     NMT_TRY(tft_tag_alloc(m, dbuf));
     bind_forward(m);
 
-    float *host = malloc(m->n_params * sizeof(float));
-    NMT_CHECK(host != NULL, TFT_ERR_NOMEM);
-    nmt_status st = NMT_OK;
-    for (uint32_t i = 0; i < m->n_tab && st == NMT_OK; i++) {
-        nmt_tensor_view v;
-        st = nmt_file_find(&f, m->tab[i].name, &v);
-        if (st != NMT_OK && is_train_only(m->tab[i].name)) { /* a new tagger starts at 0 */
-            memset(host + m->tab[i].off, 0, m->tab[i].count * sizeof(float));
-            st = NMT_OK;
-        } else if (st == NMT_OK) {
-            memcpy(host + m->tab[i].off, v.data, m->tab[i].count * sizeof(float));
-        }
-    }
-    if (st == NMT_OK)
-        st = nmt_device_write(m->dev, m->P.mem, 0, m->n_params * sizeof(float), host);
-    free(host);
-    NMT_TRY(st);
-    const uint32_t np = (uint32_t)m->n_params;
-    NMT_TRY(nmt_op_fill(&m->t, m->G, np, 0.0f));
-    static const char *const mv[2] = {"train.adam_m", "train.adam_v"};
-    for (int i = 0; i < 2; i++) {
-        nmt_buf dst = i ? m->V : m->M;
-        nmt_tensor_view v;
-        if (nmt_file_find(&f, mv[i], &v) == NMT_OK && v.dtype == NMT_DTYPE_F32 && v.ndim == 1 &&
-            v.shape[0] == m->n_params)
-            NMT_TRY(nmt_device_write(m->dev, dst.mem, 0, m->n_params * sizeof(float), v.data));
-        else
-            NMT_TRY(nmt_op_fill(&m->t, dst, np, 0.0f));
-    }
-    return nmt_device_finish(m->dev);
+    return nmt_pstore_load(&m->ps, &f); /* a new tagger starts at 0 */
 }
 
 nmt_status tft_create(nmt_device *dev, const void *image, size_t size, const tft_limits *lim, tft_model **out) {
@@ -434,14 +338,7 @@ nmt_status tft_create(nmt_device *dev, const void *image, size_t size, const tft
     *out = NULL;
     NMT_CHECK(dev != NULL && image != NULL && lim != NULL, NMT_ERR_INVALID_ARGUMENT);
     tft_limits L = *lim;
-    NMT_CHECK(L.max_seqs >= 1 && L.max_seqs <= (1u << 16) && L.max_src_len >= 1 && L.max_src_len <= (1u << 16) &&
-                  L.max_tgt_len >= 1 && L.max_tgt_len <= (1u << 16),
-              NMT_ERR_INVALID_ARGUMENT);
-    const uint64_t full = (uint64_t)L.max_seqs * NMT_MAX(L.max_src_len, L.max_tgt_len);
-    if (L.max_tokens == 0) L.max_tokens = (uint32_t)NMT_MIN(full, (uint64_t)UINT32_MAX);
-    NMT_CHECK(L.max_tokens >= NMT_MAX(L.max_src_len, L.max_tgt_len) && L.max_tokens <= (1u << 24),
-              NMT_ERR_INVALID_ARGUMENT);
-    if ((uint64_t)L.max_tokens > full) L.max_tokens = (uint32_t)full;
+    NMT_TRY(nmt_train_limits_resolve(&L));
     tft_model *m = calloc(1, sizeof *m);
     NMT_CHECK(m != NULL, TFT_ERR_NOMEM);
     m->dev = dev;
@@ -455,13 +352,13 @@ nmt_status tft_create(nmt_device *dev, const void *image, size_t size, const tft
     return NMT_OK;
 }
 
-size_t tft_n_params(const tft_model *m) { return m ? m->n_params : 0; }
-uint32_t tft_n_tensors(const tft_model *m) { return m ? m->n_tab : 0; }
+size_t tft_n_params(const tft_model *m) { return m ? m->ps.n_params : 0; }
+uint32_t tft_n_tensors(const tft_model *m) { return m ? m->ps.n_tab : 0; }
 
 void tft_tensor(const tft_model *m, uint32_t i, const char **name, uint32_t *ndim, uint32_t shape[2], size_t *offset,
                 size_t *count) {
-    if (m == NULL || i >= m->n_tab) return;
-    const tft_tinfo *t = &m->tab[i];
+    if (m == NULL || i >= m->ps.n_tab) return;
+    const nmt_pstore_tensor *t = &m->ps.tab[i];
     if (name) *name = t->name;
     if (ndim) *ndim = t->ndim;
     if (shape) {
@@ -611,14 +508,7 @@ static nmt_status upload_partition(tft_model *m, const tft_batch *b) {
 
 /* Validate and upload a batch. */
 static nmt_status load_batch(tft_model *m, const tft_batch *b) {
-    NMT_CHECK(m != NULL && b != NULL && b->src && b->src_lens && b->tgt_in && b->tgt_out && b->tgt_lens,
-              NMT_ERR_INVALID_ARGUMENT);
-    const tft_limits *L = &m->lim;
-    NMT_CHECK(b->n_seq >= 1 && b->n_seq <= L->max_seqs && b->src_len >= 1 && b->src_len <= L->max_src_len &&
-                  b->tgt_len >= 1 && b->tgt_len <= L->max_tgt_len &&
-                  (uint64_t)b->n_seq * b->src_len <= L->max_tokens &&
-                  (uint64_t)b->n_seq * b->tgt_len <= L->max_tokens,
-              NMT_ERR_INVALID_ARGUMENT);
+    NMT_CHECK(m != NULL && nmt_train_batch_fits(b, &m->lim), NMT_ERR_INVALID_ARGUMENT);
     for (uint32_t i = 0; i < b->n_seq; i++)
         NMT_CHECK(b->src_lens[i] >= 1 && b->src_lens[i] <= b->src_len && b->tgt_lens[i] >= 1 &&
                       b->tgt_lens[i] <= b->tgt_len,
@@ -658,22 +548,13 @@ static nmt_status xent(tft_model *m, float eps, float grad_scale, int grad) {
 }
 
 static nmt_status read_sums(tft_model *m, double *loss_sum, double *nll_sum) {
-    const uint32_t rt = m->n * m->T;
-    NMT_TRY(nmt_op_reduce_sum(&m->t, m->loss, rt, 0, m->partial, m->red));
-    NMT_TRY(nmt_op_reduce_sum(&m->t, m->nll, rt, 0, m->partial, nmt_buf_at(m->red, 1)));
-    float s[2];
-    NMT_TRY(nmt_device_read(m->dev, m->red.mem, 0, sizeof s, s));
-    if (loss_sum) *loss_sum = s[0];
-    if (nll_sum) *nll_sum = s[1];
-    return NMT_OK;
+    return nmt_train_loss_sums(&m->t, m->loss, m->nll, m->n * m->T, m->partial, m->red, loss_sum, nll_sum);
 }
 
 nmt_status tft_forward_backward(tft_model *m, const tft_batch *b, const tft_step_opts *o, double *loss_sum,
                                 double *nll_sum) {
     NMT_CHECK(m != NULL && o != NULL, NMT_ERR_INVALID_ARGUMENT);
-    NMT_CHECK(o->dropout >= 0.0f && o->dropout < 1.0f && o->attn_dropout == 0.0f && o->label_smoothing >= 0.0f &&
-                  o->label_smoothing < 1.0f && isfinite(o->grad_scale),
-              NMT_ERR_INVALID_ARGUMENT);
+    NMT_CHECK(nmt_train_step_opts_ok(o), NMT_ERR_INVALID_ARGUMENT);
     NMT_TRY(load_batch(m, b));
     NMT_TRY(forward(m, o->dropout, o->seed));
     NMT_TRY(xent(m, o->label_smoothing, o->grad_scale, 1));
@@ -757,62 +638,33 @@ nmt_status tft_attention_mass(tft_model *m, const tft_batch *b, ntm_attn_mass *o
 
 nmt_status tft_zero_grad(tft_model *m) {
     NMT_CHECK(m != NULL, NMT_ERR_INVALID_ARGUMENT);
-    return nmt_op_fill(&m->t, m->G, (uint32_t)m->n_params, 0.0f);
+    return nmt_pstore_zero_grad(&m->ps);
 }
 
 nmt_status tft_grad_norm(tft_model *m, double *norm) {
     NMT_CHECK(m != NULL && norm != NULL, NMT_ERR_INVALID_ARGUMENT);
-    NMT_TRY(nmt_op_reduce_sum(&m->t, m->G, (uint32_t)m->n_params, 1, m->partial, m->red));
-    float s;
-    NMT_TRY(nmt_device_read(m->dev, m->red.mem, 0, sizeof s, &s));
-    *norm = sqrt((double)s);
-    return NMT_OK;
+    return nmt_pstore_grad_norm(&m->ps, m->partial, m->red, norm);
 }
 
 nmt_status tft_adam_step(tft_model *m, const nmt_adam_params *ap) {
     NMT_CHECK(m != NULL && ap != NULL, NMT_ERR_INVALID_ARGUMENT);
-    return nmt_op_adam(&m->t, m->P, m->G, m->M, m->V, (uint32_t)m->n_params, ap);
+    return nmt_pstore_adam_step(&m->ps, ap);
 }
 
 nmt_status tft_read_state(tft_model *m, float *params, float *grads, float *adam_m, float *adam_v) {
     NMT_CHECK(m != NULL, NMT_ERR_INVALID_ARGUMENT);
-    const size_t bytes = m->n_params * sizeof(float);
-    if (params) NMT_TRY(nmt_device_read(m->dev, m->P.mem, 0, bytes, params));
-    if (grads) NMT_TRY(nmt_device_read(m->dev, m->G.mem, 0, bytes, grads));
-    if (adam_m) NMT_TRY(nmt_device_read(m->dev, m->M.mem, 0, bytes, adam_m));
-    if (adam_v) NMT_TRY(nmt_device_read(m->dev, m->V.mem, 0, bytes, adam_v));
-    return nmt_device_finish(m->dev);
+    return nmt_pstore_read(&m->ps, params, grads, adam_m, adam_v);
 }
 
 nmt_status tft_write_state(tft_model *m, const float *params, const float *adam_m, const float *adam_v) {
     NMT_CHECK(m != NULL && params != NULL, NMT_ERR_INVALID_ARGUMENT);
-    const size_t bytes = m->n_params * sizeof(float);
-    NMT_TRY(nmt_device_write(m->dev, m->P.mem, 0, bytes, params));
-    if (adam_m) NMT_TRY(nmt_device_write(m->dev, m->M.mem, 0, bytes, adam_m));
-    if (adam_v) NMT_TRY(nmt_device_write(m->dev, m->V.mem, 0, bytes, adam_v));
-    return NMT_OK;
+    return nmt_pstore_write(&m->ps, params, adam_m, adam_v);
 }
 
 nmt_status tft_add_to_writer(tft_model *m, nmtw_writer *w, int optimizer) {
     NMT_CHECK(m != NULL && w != NULL, NMT_ERR_INVALID_ARGUMENT);
-    const tft_cfg *c = &m->c;
-    NMT_TRY(nmtw_add_hparams(w, m->fam, c));
-    float *host = malloc(m->n_params * sizeof(float) * (optimizer ? 2 : 1));
-    NMT_CHECK(host != NULL, TFT_ERR_NOMEM);
-    nmt_status st = tft_read_state(m, host, NULL, NULL, NULL);
-    for (uint32_t i = 0; i < m->n_tab && st == NMT_OK; i++)
-        if (optimizer || !is_train_only(m->tab[i].name)) /* a deployment model has no tagger */
-            st = nmtw_add_f32(w, m->tab[i].name, m->tab[i].ndim, m->tab[i].shape, host + m->tab[i].off);
-    if (optimizer && st == NMT_OK) {
-        const uint32_t shape[1] = {(uint32_t)m->n_params};
-        float *mv = host + m->n_params;
-        st = tft_read_state(m, NULL, NULL, mv, NULL);
-        if (st == NMT_OK) st = nmtw_add_f32(w, "train.adam_m", 1, shape, mv);
-        if (st == NMT_OK) st = tft_read_state(m, NULL, NULL, NULL, mv);
-        if (st == NMT_OK) st = nmtw_add_f32(w, "train.adam_v", 1, shape, mv);
-    }
-    free(host);
-    return st;
+    NMT_TRY(nmtw_add_hparams(w, m->fam, &m->c));
+    return nmt_pstore_add_to_writer(&m->ps, w, optimizer); /* a deployment model has no tagger */
 }
 
 /* ------------------------------------------------------------------------ */

@@ -29,8 +29,6 @@
 #include "ops_train.h"
 #include "train_model.h"
 
-#define TFT_NAME_MAX 80
-
 /* The family-independent trainer types (train/train_model.h). */
 typedef nmt_train_limits tft_limits;
 typedef nmt_train_batch tft_batch;

@@ -4,17 +4,11 @@
 #ifndef NMT_TF_TRAIN_INTERNAL_H
 #define NMT_TF_TRAIN_INTERNAL_H
 
+#include "param_store.h"
 #include "tf_train.h"
 #include "transformer_fwd.h"
 
 typedef nmt_tf_cfg tft_cfg;
-
-/* One tensor of the catalogue: its name, shape and place in the flat buffers. */
-typedef struct tft_tinfo {
-    char name[TFT_NAME_MAX];
-    uint32_t ndim, shape[2];
-    size_t off, count;
-} tft_tinfo;
 
 enum { SUB_SELF = NMT_TF_SUB_SELF, SUB_CROSS = NMT_TF_SUB_CROSS, SUB_FFN = NMT_TF_SUB_FFN };
 
@@ -34,12 +28,9 @@ struct tft_model {
     nmt_ops ops;
     nmt_train_ops t;
     int ops_ok, t_ok;
-    tft_tinfo *tab;
-    uint32_t n_tab;
-    size_t n_params;
-    cl_mem *mems;
+    nmt_pstore ps;           /* parameters P, gradients G, Adam moments M, V and their table */
+    cl_mem *mems;            /* every other device buffer */
     size_t n_mems, cap_mems;
-    nmt_buf P, G, M, V;
     nmt_tf_weights w;        /* views into P (the catalogue's struct) */
     nmt_tf_fwd fw;           /* the shared forward over this model's buffers */
     float drop_p;            /* dropout of the running forward */
@@ -76,7 +67,7 @@ struct tft_model {
 static const nmt_buf NO_BUF = {NULL, 0};
 
 /* The gradient of a parameter view (the same slice of G as of P). */
-static inline nmt_buf GB(const tft_model *m, nmt_buf p) { return nmt_buf_at(m->G, p.off); }
+static inline nmt_buf GB(const tft_model *m, nmt_buf p) { return nmt_buf_at(m->ps.G, p.off); }
 
 /* Attention arguments of a self-/cross-attention sub-layer for the current
  * batch (the forward's; the backward takes them as its `fwd`). */

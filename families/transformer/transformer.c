@@ -61,12 +61,6 @@ static void tf_acts(void *user, uint32_t k, nmt_tf_acts *out) {
     }
 }
 
-static nmt_status scratch(nmt_session *s, nmt_arena *a, size_t floats, nmt_buf *out) {
-    size_t bytes;
-    NMT_CHECK(nmt_mul_ok(floats, sizeof(float), &bytes), NMT_ERR_DEVICE_MEMORY);
-    return nmt_session_buffer(s, a, bytes, NULL, out);
-}
-
 /* Phrase attention buffers (transformer_phrase.c): scratch shared by the
  * sub-layers, per-layer caches, windows and memory segments. */
 static nmt_status plan_phrase(nmt_session *s, nmt_arena *a, tf_state *local, int real, size_t rows) {
@@ -86,14 +80,14 @@ static nmt_status plan_phrase(nmt_session *s, nmt_arena *a, tf_state *local, int
     int inter = 0;
     for (int k = 0; k < NMT_PH_KINDS; k++) inter |= c->ph[k].structure == NMT_PH_INTER;
     /* window rows: n_max inputs, or the interleaved encoder's output pairs (4d) */
-    NMT_TRY(scratch(s, a, rows * NMT_MAX(n_max, inter ? 4u : 0u) * d, &ac->ph_cols));
-    for (uint32_t g = 0; g < segs; g++) NMT_TRY(scratch(s, a, rows * n_max * d, &ac->ph_qx[g]));
+    NMT_TRY(nmt_session_floats(s, a, rows * NMT_MAX(n_max, inter ? 4u : 0u) * d, &ac->ph_cols));
+    for (uint32_t g = 0; g < segs; g++) NMT_TRY(nmt_session_floats(s, a, rows * n_max * d, &ac->ph_qx[g]));
     if (inter) {
-        NMT_TRY(scratch(s, a, rows * d, &ac->ph_qb));
-        NMT_TRY(scratch(s, a, rows * 2 * d, &ac->ph_qbx));
+        NMT_TRY(nmt_session_floats(s, a, rows * d, &ac->ph_qb));
+        NMT_TRY(nmt_session_floats(s, a, rows * 2 * d, &ac->ph_qbx));
     }
     if (enc && enc->structure != NMT_PH_HOMO)
-        for (uint32_t g = 0; g < enc->n_segs; g++) NMT_TRY(scratch(s, a, B * S * 2 * d, &ac->ph_kv[g]));
+        for (uint32_t g = 0; g < enc->n_segs; g++) NMT_TRY(nmt_session_floats(s, a, B * S * 2 * d, &ac->ph_kv[g]));
     nmt_buf *bufs = NMT_ARENA_NEW(a, nmt_buf, 2 * L * nseg + 4 * L);
     NMT_CHECK(bufs != NULL, NMT_ERR_ARENA_TOO_SMALL);
     if (real) memset(bufs, 0, sizeof *bufs * (2 * L * nseg + 4 * L));
@@ -103,11 +97,11 @@ static nmt_status plan_phrase(nmt_session *s, nmt_arena *a, tf_state *local, int
         for (uint32_t g = 0; g < nseg; g++) {
             nmt_buf b = {NULL, 0};
             if (dec && dec->structure != NMT_PH_HOMO && g < dec->n_segs && nmt_ph_own(&dec->seg[g])) {
-                NMT_TRY(scratch(s, a, R * T * 2 * d, &b)); /* the K|V cache's size: reorder swaps them */
+                NMT_TRY(nmt_session_floats(s, a, R * T * 2 * d, &b)); /* the K|V cache's size: reorder swaps them */
                 if (real) local->ph_cache[l * nseg + g] = b;
             }
             if (cross && cross->structure != NMT_PH_HOMO && g < cross->n_segs && nmt_ph_own(&cross->seg[g])) {
-                NMT_TRY(scratch(s, a, B * S * 2 * d, &b));
+                NMT_TRY(nmt_session_floats(s, a, B * S * 2 * d, &b));
                 if (real) local->ph_cross[l * nseg + g] = b;
             }
         }
@@ -122,15 +116,15 @@ static nmt_status plan_phrase(nmt_session *s, nmt_arena *a, tf_state *local, int
         else local->win = cur, local->win_prev = prev;
         for (size_t l = 0; l < L; l++) {
             nmt_buf w0, w1;
-            NMT_TRY(scratch(s, a, wsz, &w0));
-            NMT_TRY(scratch(s, a, wsz, &w1));
+            NMT_TRY(nmt_session_floats(s, a, wsz, &w0));
+            NMT_TRY(nmt_session_floats(s, a, wsz, &w1));
             if (real) {
                 cur[l] = w0;
                 prev[l] = w1;
             }
         }
     }
-    if (self_win || cross_win) NMT_TRY(scratch(s, a, wsz, &local->win_tmp));
+    if (self_win || cross_win) NMT_TRY(nmt_session_floats(s, a, wsz, &local->win_tmp));
     return NMT_OK;
 }
 
@@ -166,8 +160,8 @@ static nmt_status tf_plan(nmt_session *s, const nmt_file *f, const void *cfgp, c
     const size_t B = dims->max_batch, S = dims->src_cap, T = dims->tgt_cap, R = dims->step_rows, d = c->d;
     for (uint32_t l = 0; l < c->dec_layers; l++) {
         nmt_buf cache, kv;
-        NMT_TRY(scratch(s, a, R * T * 2 * d, &cache));
-        NMT_TRY(scratch(s, a, B * S * 2 * d, &kv));
+        NMT_TRY(nmt_session_floats(s, a, R * T * 2 * d, &cache));
+        NMT_TRY(nmt_session_floats(s, a, B * S * 2 * d, &kv));
         if (real) {
             local.cache[l] = cache;
             local.cross_kv[l] = kv;
@@ -177,31 +171,31 @@ static nmt_status tf_plan(nmt_session *s, const nmt_file *f, const void *cfgp, c
     const size_t nbr = NMT_MAX(c->n_enc_br, c->n_dec_br);
     const size_t H = c->heads;
     nmt_tf_acts *ac = &local.acts;
-    NMT_TRY(scratch(s, a, rows * d, &local.x));
+    NMT_TRY(nmt_session_floats(s, a, rows * d, &local.x));
     ac->x = ac->out = local.x;
-    NMT_TRY(scratch(s, a, rows * d, &ac->h));
-    NMT_TRY(scratch(s, a, rows * d, &ac->t));
-    NMT_TRY(scratch(s, a, rows * 3 * d, &ac->qkv));
+    NMT_TRY(nmt_session_floats(s, a, rows * d, &ac->h));
+    NMT_TRY(nmt_session_floats(s, a, rows * d, &ac->t));
+    NMT_TRY(nmt_session_floats(s, a, rows * 3 * d, &ac->qkv));
     int ph_inter = 0;
     for (int k = 0; k < NMT_PH_KINDS; k++) ph_inter |= c->ph[k].structure == NMT_PH_INTER;
-    NMT_TRY(scratch(s, a, rows * NMT_MAX(nbr, ph_inter ? 2u : 1u) * d, &ac->ctx));
+    NMT_TRY(nmt_session_floats(s, a, rows * NMT_MAX(nbr, ph_inter ? 2u : 1u) * d, &ac->ctx));
     if (c->fusion == NMT_TF_FUSE_GATE && nbr > 1) {
-        NMT_TRY(scratch(s, a, rows * d, &ac->fused));
-        NMT_TRY(scratch(s, a, rows * (d / c->gate_r), &ac->gh[0]));
-        NMT_TRY(scratch(s, a, rows * d, &ac->g[0]));
+        NMT_TRY(nmt_session_floats(s, a, rows * d, &ac->fused));
+        NMT_TRY(nmt_session_floats(s, a, rows * (d / c->gate_r), &ac->gh[0]));
+        NMT_TRY(nmt_session_floats(s, a, rows * d, &ac->g[0]));
         for (size_t b = 1; b < nbr; b++) {
             ac->gh[b] = ac->gh[0];
             ac->g[b] = ac->g[0];
         }
     }
-    NMT_TRY(scratch(s, a, rows * c->ff, &ac->ffh));
+    NMT_TRY(nmt_session_floats(s, a, rows * c->ff, &ac->ffh));
     if (c->mg_mask) {
         /* MG-SA phrase memories, shared by the encoder layers that use them */
         if (real) NMT_TRY(nmt_ops_enable_phrase(nmt_session_ops(s)));
         if (c->mg_compose == NMT_MG_COM_SAN) {
             /* the composition's q|k|v and its output, shared by the groups in turn */
-            NMT_TRY(scratch(s, a, B * S * 3 * d, &ac->mg_cqkv));
-            NMT_TRY(scratch(s, a, B * S * d, &ac->mg_cctx[0]));
+            NMT_TRY(nmt_session_floats(s, a, B * S * 3 * d, &ac->mg_cqkv));
+            NMT_TRY(nmt_session_floats(s, a, B * S * d, &ac->mg_cctx[0]));
             for (uint32_t g = 1; g < c->mg_n_groups; g++) ac->mg_cctx[g] = ac->mg_cctx[0];
         }
         nmt_buf syn_seg = {NULL, 0}, syn_cnt = {NULL, 0};
@@ -209,8 +203,8 @@ static nmt_status tf_plan(nmt_session *s, const nmt_file *f, const void *cfgp, c
             local.h_seg = NMT_ARENA_NEW(a, int32_t, B * S * 2);
             local.h_cnt = NMT_ARENA_NEW(a, int32_t, B);
             NMT_CHECK(local.h_seg != NULL && local.h_cnt != NULL, NMT_ERR_ARENA_TOO_SMALL);
-            NMT_TRY(scratch(s, a, B * S * 2, &syn_seg));
-            NMT_TRY(scratch(s, a, B, &syn_cnt));
+            NMT_TRY(nmt_session_floats(s, a, B * S * 2, &syn_seg));
+            NMT_TRY(nmt_session_floats(s, a, B, &syn_cnt));
         }
         for (uint32_t g = 0; g < c->mg_n_groups; g++) {
             if (c->mg_group[g].n == 0) continue;
@@ -219,23 +213,23 @@ static nmt_status tf_plan(nmt_session *s, const nmt_file *f, const void *cfgp, c
                 ac->mg_seg[g] = syn_seg;
                 ac->mg_cnt[g] = syn_cnt;
             } else {
-                NMT_TRY(scratch(s, a, m * 2, &ac->mg_seg[g]));
-                NMT_TRY(scratch(s, a, B, &ac->mg_cnt[g]));
+                NMT_TRY(nmt_session_floats(s, a, m * 2, &ac->mg_seg[g]));
+                NMT_TRY(nmt_session_floats(s, a, B, &ac->mg_cnt[g]));
             }
-            NMT_TRY(scratch(s, a, m * d, &ac->mg_hg[g]));
-            NMT_TRY(scratch(s, a, m * 2 * w, &ac->mg_kv[g]));
+            NMT_TRY(nmt_session_floats(s, a, m * d, &ac->mg_hg[g]));
+            NMT_TRY(nmt_session_floats(s, a, m * 2 * w, &ac->mg_kv[g]));
             if (c->mg_compose == NMT_MG_COM_LSTM) {
                 const size_t pr = m * c->mg_group[g].n; /* the phrases as sequences */
-                NMT_TRY(scratch(s, a, pr * d, &ac->mg_ptok[g]));
-                NMT_TRY(scratch(s, a, m, &ac->mg_pcnt[g]));
-                NMT_TRY(scratch(s, a, pr * 4 * d, &ac->mg_pz[g]));
-                NMT_TRY(scratch(s, a, pr * d, &ac->mg_pc[g]));
-                NMT_TRY(scratch(s, a, pr * d, &ac->mg_ph[g]));
+                NMT_TRY(nmt_session_floats(s, a, pr * d, &ac->mg_ptok[g]));
+                NMT_TRY(nmt_session_floats(s, a, m, &ac->mg_pcnt[g]));
+                NMT_TRY(nmt_session_floats(s, a, pr * 4 * d, &ac->mg_pz[g]));
+                NMT_TRY(nmt_session_floats(s, a, pr * d, &ac->mg_pc[g]));
+                NMT_TRY(nmt_session_floats(s, a, pr * d, &ac->mg_ph[g]));
             }
             if (c->mg_interact != NMT_MG_REC_NONE) {
-                NMT_TRY(scratch(s, a, m * d, &ac->mg_pool[g]));
-                NMT_TRY(scratch(s, a, m * nmt_mg_rec_gates(c), &ac->mg_z[g]));
-                NMT_TRY(scratch(s, a, m * d, &ac->mg_c[g]));
+                NMT_TRY(nmt_session_floats(s, a, m * d, &ac->mg_pool[g]));
+                NMT_TRY(nmt_session_floats(s, a, m * nmt_mg_rec_gates(c), &ac->mg_z[g]));
+                NMT_TRY(nmt_session_floats(s, a, m * d, &ac->mg_c[g]));
             }
         }
         if (real && (c->mg_interact != NMT_MG_REC_NONE || c->mg_compose == NMT_MG_COM_LSTM))
@@ -256,9 +250,9 @@ static nmt_status tf_plan(nmt_session *s, const nmt_file *f, const void *cfgp, c
     for (int k = 0; k < NMT_PH_KINDS; k++) /* phrase attention: a column block per segment */
         sc = NMT_MAX(sc, max3(B * H * S * S, B * H * T * T, NMT_MAX(B * H * T * S, R * H * NMT_MAX(S, T))) *
                              NMT_MAX(c->ph[k].n_segs, 1u));
-    NMT_TRY(scratch(s, a, sc, &local.fw.scores));
-    NMT_TRY(scratch(s, a, 2 * max3(B * H * S, B * H * T, R * H), &local.fw.stats));
-    NMT_TRY(scratch(s, a, R * T * 2 * d, &local.cache_tmp));
+    NMT_TRY(nmt_session_floats(s, a, sc, &local.fw.scores));
+    NMT_TRY(nmt_session_floats(s, a, 2 * max3(B * H * S, B * H * T, R * H), &local.fw.stats));
+    NMT_TRY(nmt_session_floats(s, a, R * T * 2 * d, &local.cache_tmp));
 
     if (real) {
         *st = local;

@@ -293,13 +293,7 @@ void nmt_tf_branches_str(const nmt_branch *br, uint32_t n, char *buf, size_t cap
 }
 
 /* Return NMT_ERR_MODEL_ARCH with the reason in why (finish's contract). */
-#define TF_CHECK(cond, ...)                                                    \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
-            nmt_why(why, why_cap, __VA_ARGS__);                                \
-            return NMT_ERR_MODEL_ARCH;                                         \
-        }                                                                      \
-    } while (0)
+#define TF_CHECK NMT_FINISH_CHECK
 
 nmt_status nmt_tf_finish(void *cfgp, uint64_t present, char *why, size_t why_cap) {
     nmt_tf_cfg *c = (nmt_tf_cfg *)cfgp;
@@ -410,30 +404,8 @@ typedef struct cat {
     char prefix[64];
 } cat;
 
-static nmt_status emit(cat *k, nmt_lin *dst, nmt_role role, uint32_t ndim, uint32_t d0, uint32_t d1,
-                       nmt_init init, uint32_t fan_in, uint32_t part, uint32_t n_parts, const char *fmt, ...)
-    __attribute__((format(printf, 11, 12)));
-
-static nmt_status emit(cat *k, nmt_lin *dst, nmt_role role, uint32_t ndim, uint32_t d0, uint32_t d1,
-                       nmt_init init, uint32_t fan_in, uint32_t part, uint32_t n_parts, const char *fmt, ...) {
-    nmt_tensor_decl t;
-    memset(&t, 0, sizeof t);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(t.name, sizeof t.name, fmt, ap);
-    va_end(ap);
-    t.ndim = ndim;
-    t.shape[0] = d0;
-    t.shape[1] = ndim == 2 ? d1 : 0;
-    t.quantizable = ndim == 2;
-    t.init = init;
-    t.fan_in = fan_in;
-    t.dst = dst;
-    t.role = role;
-    t.part = part;
-    t.n_parts = n_parts;
-    return k->fn(k->ctx, &t);
-}
+/* emit(k, dst, role, ndim, d0, d1, init, fan_in, part, n_parts, fmt, ...): nmt_tensor_emit to k's walker */
+#define emit(k, ...) nmt_tensor_emit((k)->fn, (k)->ctx, __VA_ARGS__)
 
 /* <prefix>.weight [out, in] and <prefix>.bias [out]; part i of n fused. */
 static nmt_status lin(cat *k, nmt_lin *dst, uint32_t out, uint32_t in, uint32_t part, uint32_t n, const char *name) {
