@@ -5,6 +5,7 @@
 #define NMT_CLI_H
 
 #include "cli_input.h"
+#include "cli_progress.h"
 #include "nmt_edge.h"
 
 #include <stddef.h>
@@ -67,6 +68,7 @@ typedef struct cli_opts {
     unsigned long long seed_value;
     const char *kernel_pack;        /* --kernel-pack FILE (else $NMT_EDGE_KERNEL_PACK) */
     int binaries_only;              /* --binaries-only (or $NMT_EDGE_BINARIES_ONLY) */
+    int quiet;                      /* translate, score: no progress line on a terminal */
 } cli_opts;
 
 /* A device and a session with the memory the program owns for them. */
@@ -111,6 +113,7 @@ typedef struct batch_job {
     const runtime *rt;  /* for OpenCL error codes (NULL: none) */
     int keep_cr;        /* a CR before LF is text (tokenize: as spm_encode reads lines) */
     int blank_skipped;  /* a line skipped by --skip-long is an empty output line */
+    int show_progress;  /* a progress line on a terminal unless --quiet (cli_progress.h) */
 
     /* runner state */
     uint32_t pending;   /* lines parsed into the current batch */
@@ -123,6 +126,7 @@ typedef struct batch_job {
     int out_fd;         /* 1 or the temporary file of -o */
     char *out_path;     /* -o FILE, symbolic links resolved (malloc'd); NULL: stdout */
     char *tmp_path;     /* the temporary beside it (malloc'd) */
+    cli_progress progress;
 } batch_job;
 
 #if defined(__GNUC__)

@@ -23,7 +23,11 @@
  *     beside FILE (symbolic links followed), renamed over it only when the
  *     whole run succeeded; a failed run leaves FILE as it was and says so,
  *     and a terminating signal removes the temporary.  -o refuses anything
- *     but a regular file (a device, a pipe, a directory). */
+ *     but a regular file (a device, a pipe, a directory).
+ *
+ * translate and score draw a progress line on standard error after each
+ * batch when it is a terminal (cli_progress.h; --quiet turns it off); it is
+ * erased before any message and at the end. */
 #define _XOPEN_SOURCE 700 /* realpath() */
 #include "cli.h"
 #include "parse_spans.h"
@@ -99,6 +103,7 @@ static int write_batch(batch_job *job, strbuf *b) {
         ssize_t k = write(job->out_fd, p, n);
         if (k < 0 && errno == EINTR) continue;
         if (k <= 0) {
+            cli_progress_clear(&job->progress);
             fprintf(stderr, PROG ": error writing %s: %s\n", job->out_name,
                     strerror(k < 0 ? errno : EIO));
             return 1;
@@ -128,6 +133,7 @@ int batch_open(batch_job *job, const cli_opts *o) {
     }
     if (o->output != NULL && open_output(job, o->output) != 0) return 1;
     cli_reader_init(&job->in, job->in_fd);
+    cli_progress_init(&job->progress, job->show_progress && !o->quiet, job->in_fd, job->out_fd);
     return 0;
 }
 
@@ -190,7 +196,10 @@ static int run_batch(batch_job *job, unsigned long first, strbuf *out) {
         }
         return 0;
     }
-    if (st != NMT_ERR_INPUT_TOO_LONG) return report_status(job->what, st, job->rt);
+    if (st != NMT_ERR_INPUT_TOO_LONG) {
+        cli_progress_clear(&job->progress);
+        return report_status(job->what, st, job->rt);
+    }
     /* Text over the limits is only seen once tokenized: run the batch one
      * sentence at a time to find it, keeping every other output. */
     for (uint32_t i = 0; i < n; i++) {
@@ -202,6 +211,7 @@ static int run_batch(batch_job *job, unsigned long first, strbuf *out) {
         if (st == NMT_ERR_INPUT_TOO_LONG) {
             char why[512];
             job->why_long(job, i, first + i + 1, why, sizeof why);
+            cli_progress_clear(&job->progress);
             if (!job->skip_long) {
                 fprintf(stderr, PROG ": %s\n", why);
                 return 1;
@@ -210,7 +220,10 @@ static int run_batch(batch_job *job, unsigned long first, strbuf *out) {
             skipped_output(job, out);
             continue;
         }
-        if (st != NMT_OK) return report_status(job->what, st, job->rt);
+        if (st != NMT_OK) {
+            cli_progress_clear(&job->progress);
+            return report_status(job->what, st, job->rt);
+        }
         if ((rc = job->append(job, 0, first + i, out)) != 0) return rc;
     }
     return 0;
@@ -220,7 +233,9 @@ int process_lines(batch_job *job) {
     strbuf out = {0};
     char err[512];
     unsigned long line_no = 0, first = 0;
+    uint64_t bytes = 0; /* input bytes of the lines read (the progress line's ETA) */
     int rc = 0;
+    cli_progress_start(&job->progress);
     for (;;) {
         const char *line;
         size_t n;
@@ -230,7 +245,9 @@ int process_lines(batch_job *job) {
         } else if (got > 0) {
             size_t len = job->keep_cr ? n - (n > 0 && line[n - 1] == '\n') : cli_line_len(line, n);
             int v = job->parse(job, line, len, ++line_no, err, sizeof err);
+            bytes += n;
             if (v == LINE_LONG && job->skip_long) {
+                cli_progress_clear(&job->progress);
                 fprintf(stderr, PROG ": %s; %s\n", err, skip_note(job));
                 job->skipped[job->pending] = 1;
                 v = LINE_OK;
@@ -241,13 +258,16 @@ int process_lines(batch_job *job) {
         if (job->pending > 0 && (got <= 0 || stop || job->pending == job->batch ||
                                  !cli_reader_ready(&job->in))) {
             rc = run_batch(job, first, &out);
+            if (job->progress.out_tty && out.len > 0) cli_progress_clear(&job->progress);
             if (write_batch(job, &out) != 0) rc = 1;
             first += job->pending;
             memset(job->skipped, 0, job->pending);
             job->pending = 0;
             job->reset(job);
             if (rc != 0) break;
+            cli_progress_update(&job->progress, first, bytes);
         }
+        if (stop) cli_progress_clear(&job->progress);
         if (stop && got < 0)
             fprintf(stderr, PROG ": error reading %s: %s\n", job->in_name, strerror(read_errno));
         else if (stop)
@@ -255,6 +275,7 @@ int process_lines(batch_job *job) {
         rc |= stop;
         if (stop || got == 0) break;
     }
+    cli_progress_clear(&job->progress);
     free(out.p);
     return rc;
 }
@@ -502,7 +523,7 @@ int cmd_translate(const cli_opts *o) {
     translate_job t = {
         .base = {.parse = translate_parse, .call = translate_call, .append = translate_append,
                  .why_long = translate_why_long, .reset = translate_reset,
-                 .what = "translation failed", .rt = &rt,
+                 .what = "translation failed", .rt = &rt, .show_progress = 1,
                  .blank_skipped = o->n_best == 1 && cli_format(o) == CLI_FORMAT_TEXT},
         .rt = &rt,
         .dopts = {.beam = (uint32_t)o->beam, .alpha = (float)o->alpha, .alpha_set = 1,
@@ -625,7 +646,7 @@ int cmd_score(const cli_opts *o) {
     score_job sj = {
         .base = {.parse = score_parse, .call = score_call, .append = score_append,
                  .why_long = score_why_long, .reset = score_reset, .what = "scoring failed",
-                 .rt = &rt, .blank_skipped = 1},
+                 .rt = &rt, .blank_skipped = 1, .show_progress = 1},
         .rt = &rt,
     };
     int rc = batch_open(&sj.base, o);

@@ -21,6 +21,7 @@
 #include "cli.h"
 #include "tool_env.h"
 #include "tool_file.h"
+#include "tool_out.h"
 
 #include <errno.h>
 #include <math.h>
@@ -172,6 +173,9 @@ static const opt_spec OPTIONS[] = {
      "never compile kernels from source: every program from the pack or the cache "
      "(default: when $NMT_EDGE_BINARIES_ONLY is set, or the device has no compiler)"},
     {"no-device", OPT_FLAG, OFF(no_device), 0, 0, C_INFO, NULL, "do not open a device"},
+    {"quiet", OPT_FLAG, OFF(quiet), 0, 0, C_TRANSLATE | C_SCORE, NULL,
+     "no progress line (lines done, rate, ETA) on stderr; it is drawn only when stderr is a terminal "
+     "and the input is not"},
     {"verbose", OPT_FLAG, OFF(verbose), 0, 0, C_ALL, NULL, "log progress (INFO) to stderr"},
     {"help", OPT_FLAG, OFF(help), 0, 0, C_ALL, NULL, "show this help and exit"},
 };
@@ -445,7 +449,10 @@ int open_device(const cli_opts *o, runtime *rt) {
     }
     char what[300];
     snprintf(what, sizeof what, "cannot open device '%.200s'", dp.device ? dp.device : "default");
+    nmt_tool_signals sigs;
+    nmt_tool_signals_save(&sigs);
     nmt_status st = nmt_device_open(&dp, rt->dev_mem, fp, &rt->dev);
+    nmt_tool_signals_restore(&sigs); /* the OpenCL runtime may have installed its own (tool_out.h) */
     if (st != NMT_OK) {
         rt->dev = NULL;
         return report_status(what, st, rt);

@@ -8,9 +8,14 @@
  *   - a sentence typed into a pipe is translated and written before the next
  *     one arrives (and the line reader's look-ahead, driven directly);
  *   - --with-score, -i / -o: -o FILE replaced only by a successful run, a
- *     device refused, write errors and signals leave FILE as it was.
+ *     device refused, write errors and signals leave FILE as it was;
+ *   - the progress line (issue 20, item 6): its text (cli_progress_format,
+ *     called directly), drawn on a terminal (a pseudo-terminal as stderr):
+ *     percentage and ETA for a file, count and rate for a pipe, cleared at
+ *     the end; nothing with --quiet, nothing when stderr is a pipe.
  * Expected outputs are the program's own outputs for the good lines alone,
  * compared byte for byte; messages are compared whole. */
+#define _XOPEN_SOURCE 700 /* posix_openpt */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -34,6 +39,7 @@
 
 #include "cli_common.h"
 #include "cli_input.h"
+#include "cli_progress.h"
 #include "test_util.h"
 
 /* ------------------------------------------------------------------------ */
@@ -675,6 +681,214 @@ static void test_output_signal(void **state) {
     expect_file(out_path, "old\n");
 }
 
+/* The signal actions the program inherited and set stay its own once the
+ * device is open: LLVM-based OpenCL compilers (PoCL 3.1, Intel's CPU
+ * runtime 2026.2) install crash handlers over them, an inherited "ignore"
+ * of SIGXFSZ included (then Intel's printed "PLEASE submit a bug report"
+ * on a write past the file size limit).  Read from /proc/PID/status while
+ * the program, its first translation written, waits for more input. */
+static void test_signal_actions_kept(void **state) {
+    (void)state;
+    char path[64], line[4096];
+    const char *args[] = {"translate", "--model", g_model, "--beam", "1", "--batch", "8", NULL};
+    child c = start(args, NULL, 1L << 30); /* SIGXFSZ ignored */
+    assert_int_equal(write(c.in, "1 2 3\n", 6), 6);
+    if (!read_line_within(c.out, line, sizeof line, 120)) fail_msg("no translation (got '%s')", line);
+    snprintf(path, sizeof path, "/proc/%d/status", (int)c.pid);
+    static char st[8192]; /* a /proc file has no size to read up to */
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    st[fread(st, 1, sizeof st - 1, f)] = '\0';
+    fclose(f);
+    const char *ign = strstr(st, "SigIgn:"), *cgt = strstr(st, "SigCgt:");
+    assert_true(ign != NULL && cgt != NULL);
+    const unsigned long long ignored = strtoull(ign + 7, NULL, 16), caught = strtoull(cgt + 7, NULL, 16);
+    const unsigned long long xfsz = 1ull << (SIGXFSZ - 1);
+    close(c.in);
+    assert_int_equal(read_line_within(c.out, line, sizeof line, 120), 0);
+    close(c.out);
+    close(c.err);
+    assert_int_equal(wait_status(c.pid), 0);
+    if (!(ignored & xfsz) || (caught & xfsz))
+        fail_msg("SIGXFSZ is %s after the device opened, not ignored as inherited",
+                 caught & xfsz ? "caught by a handler" : "at its default action");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Issue 20, item 6: the progress line on a terminal                        */
+/* ------------------------------------------------------------------------ */
+
+static void expect_progress_text(unsigned long lines, uint64_t bytes, uint64_t total, double elapsed,
+                                 const char *want) {
+    char buf[160];
+    size_t n = cli_progress_format(buf, sizeof buf, lines, bytes, total, elapsed);
+    assert_string_equal(buf, want);
+    assert_int_equal(n, strlen(want));
+}
+
+/* The text of the line: count, percentage of the input's bytes, rate, ETA
+ * (from bytes: the rest goes as fast per byte as what was read). */
+static void test_progress_format(void **state) {
+    (void)state;
+    /* 370 of 1000 bytes in 9.6 s: 630 bytes left take 9.6 * 630 / 370 = 16.3 s */
+    expect_progress_text(120, 370, 1000, 9.6, "nmt-edge: 120 lines, 37%, 12.5 lines/s, ETA 0:00:16");
+    /* a pipe: the total is unknown */
+    expect_progress_text(120, 370, 0, 9.6, "nmt-edge: 120 lines, 12.5 lines/s");
+    expect_progress_text(1, 40, 0, 0.5, "nmt-edge: 1 line, 2.0 lines/s");
+    /* nothing read yet, no time: no rate, ETA unknown */
+    expect_progress_text(0, 0, 1000, 0, "nmt-edge: 0 lines, 0%, 0.0 lines/s, ETA ?");
+    /* hours: 100 of 100000 bytes in 36 s leave 35964 s */
+    expect_progress_text(10, 100, 100000, 36, "nmt-edge: 10 lines, 0%, 0.3 lines/s, ETA 9:59:24");
+    /* an ETA past 1e8 s is unknown */
+    expect_progress_text(1, 1, 1000000000000ull, 1, "nmt-edge: 1 line, 0%, 1.0 lines/s, ETA ?");
+    /* done, and a file that grew while read: 100%, nothing left */
+    expect_progress_text(30, 1000, 1000, 2, "nmt-edge: 30 lines, 100%, 15.0 lines/s, ETA 0:00:00");
+    expect_progress_text(31, 1200, 1000, 2, "nmt-edge: 31 lines, 100%, 15.5 lines/s, ETA 0:00:00");
+    /* truncated to the buffer, NUL-terminated */
+    char small[10];
+    assert_int_equal(cli_progress_format(small, sizeof small, 120, 370, 1000, 9.6), 9);
+    assert_string_equal(small, "nmt-edge:");
+}
+
+/* Run nmt-edge with stderr on a pseudo-terminal, stdout to /dev/null and
+ * `in` on a pipe as stdin (NULL: /dev/null): what it wrote on the terminal
+ * (malloc'd) and *status; NULL when this machine gives no pseudo-terminal. */
+static char *run_on_pty(const char *const *args, const char *in, int *status) {
+    int m = posix_openpt(O_RDWR | O_NOCTTY);
+    if (m < 0) return NULL;
+    const char *name = grantpt(m) == 0 && unlockpt(m) == 0 ? ptsname(m) : NULL;
+    /* the test keeps the terminal open too: reading the master never ends
+     * in EIO before the program has opened it */
+    int s = name ? open(name, O_RDWR | O_NOCTTY) : -1;
+    if (s < 0) {
+        close(m);
+        return NULL;
+    }
+    int to[2];
+    assert_int_equal(pipe(to), 0);
+    if (in) assert_int_equal(write(to[1], in, strlen(in)), (ssize_t)strlen(in)); /* fits the pipe */
+    close(to[1]);
+    const char *argv[40];
+    int n = 0;
+    argv[n++] = NMT_EDGE_BIN;
+    while (*args) argv[n++] = *args++;
+    argv[n] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int nul = open("/dev/null", O_RDWR);
+        if (nul < 0 || dup2(in ? to[0] : nul, 0) < 0 || dup2(nul, 1) < 0 || dup2(s, 2) < 0) _exit(126);
+        close(m);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(to[0]);
+    size_t len = 0, cap = 4096;
+    char *got = malloc(cap);
+    assert_non_null(got);
+    for (int exited = 0;;) {
+        struct pollfd p = {.fd = m, .events = POLLIN};
+        int ready = poll(&p, 1, exited ? 0 : 100);
+        if (ready > 0) {
+            if (len + 1024 > cap) assert_non_null(got = realloc(got, cap *= 2));
+            ssize_t k = read(m, got + len, cap - len - 1);
+            if (k > 0) {
+                len += (size_t)k;
+                continue;
+            }
+        }
+        if (exited) break; /* drained */
+        int ws;
+        pid_t w = waitpid(pid, &ws, WNOHANG);
+        assert_true(w >= 0);
+        if (w == pid) {
+            *status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+            exited = 1;
+        }
+    }
+    got[len] = '\0';
+    close(s);
+    close(m);
+    return got;
+}
+
+/* The progress line is drawn after every batch (the first at once, then at
+ * most every CLI_PROGRESS_INTERVAL) and erased at the end: "\rTEXT" draws,
+ * then "\r", as many spaces as the longest text drawn, "\r". */
+static void expect_drawn(const char *got, const char *first) {
+    assert_int_equal(got[0], '\r');
+    if (strncmp(got + 1, first, strlen(first)) != 0)
+        fail_msg("progress line '%s', expected it to start '%s'", got, first);
+    assert_null(strchr(got, '\n'));
+    const size_t len = strlen(got);
+    assert_true(len > 2 && got[len - 1] == '\r');
+    size_t sp = 0;
+    while (sp + 2 < len && got[len - 2 - sp] == ' ') sp++;
+    assert_int_equal(got[len - 2 - sp], '\r'); /* "\r" + spaces + "\r" */
+    size_t longest = 0;
+    for (const char *p = got; (p = strchr(p, '\r')) != NULL && p < got + len - 2 - sp; p++) {
+        size_t w = strcspn(p + 1, "\r");
+        while (w > 0 && p[w] == ' ') w--; /* padding over a longer line before */
+        if (w > longest) longest = w;
+    }
+    assert_int_equal(sp, longest);
+}
+
+static void test_progress_on_terminal(void **state) {
+    (void)state;
+    char in_path[400];
+    path_in_dir(in_path, sizeof in_path, "progress.txt");
+    const char *in = "1 2 3\n4 5 6\n7 8 9\n"; /* three lines of 6 bytes */
+    assert_int_equal(nmt_test_write_file(in_path, in, strlen(in)), 0);
+    int status = -1;
+    const char *file_args[] = {"translate", "--model", g_model, "--beam", "1", "--batch", "1", "-i", in_path, NULL};
+    char *got = run_on_pty(file_args, NULL, &status);
+    if (got == NULL) skip(); /* no pseudo-terminals here */
+    assert_int_equal(status, 0);
+    expect_drawn(got, "nmt-edge: 1 line, 33%, ");
+    assert_non_null(strstr(got, " lines/s, ETA "));
+    free(got);
+    /* score from a pipe: the count and the rate, no percentage */
+    const char *pipe_args[] = {"score", "--model", g_model, "--batch", "1", NULL};
+    got = run_on_pty(pipe_args, "1 2\t3 4\n5 6\t7 8\n", &status);
+    assert_int_equal(status, 0);
+    expect_drawn(got, "nmt-edge: 1 line, ");
+    assert_null(strchr(got, '%'));
+    assert_null(strstr(got, "ETA"));
+    free(got);
+    /* --quiet: nothing at all */
+    const char *quiet_args[] = {"translate", "--model", g_model, "--beam", "1", "--batch", "1", "-i", in_path,
+                                "--quiet", NULL};
+    got = run_on_pty(quiet_args, NULL, &status);
+    assert_int_equal(status, 0);
+    assert_string_equal(got, "");
+    free(got);
+}
+
+/* stderr on a pipe (as every other test here runs the program): never a
+ * progress line, for a file or a pipe as input, translate or score. */
+static void test_progress_never_on_pipe(void **state) {
+    (void)state;
+    char in_path[400];
+    path_in_dir(in_path, sizeof in_path, "progress-pipe.txt");
+    const char *in = "1 2 3\n4 5 6\n7 8 9\n";
+    assert_int_equal(nmt_test_write_file(in_path, in, strlen(in)), 0);
+    run_result r;
+    run_cli(&r, NULL, "translate", "--model", g_model, "--batch", "1", "-i", in_path, NULL);
+    expect_status(&r, 0);
+    assert_string_equal(r.err, "");
+    free_result(&r);
+    run_cli(&r, in, "translate", "--model", g_model, "--batch", "1", NULL);
+    expect_status(&r, 0);
+    assert_string_equal(r.err, "");
+    free_result(&r);
+    run_cli(&r, "1 2\t3 4\n5 6\t7 8\n", "score", "--model", g_model, "--batch", "1", NULL);
+    expect_status(&r, 0);
+    assert_string_equal(r.err, "");
+    free_result(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_score_line_without_tab),
@@ -690,6 +904,10 @@ int main(void) {
         cmocka_unit_test(test_output_not_regular),
         cmocka_unit_test(test_output_write_errors),
         cmocka_unit_test(test_output_signal),
+        cmocka_unit_test(test_signal_actions_kept),
+        cmocka_unit_test(test_progress_format),
+        cmocka_unit_test(test_progress_on_terminal),
+        cmocka_unit_test(test_progress_never_on_pipe),
     };
     return cmocka_run_group_tests(tests, cli_group_setup, cli_group_teardown);
 }

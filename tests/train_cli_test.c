@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -322,16 +323,25 @@ static void test_sigterm_checkpoints(void **state) {
     char jl[600];
     snprintf(jl, sizeof jl, "%s/log.jsonl", dir);
     /* up to 20 min: under qemu the cold kernel builds alone take minutes */
-    int reached = 0;
-    for (int t = 0; t < 120000 && !reached; t++) {
+    int reached = 0, ended = 0;
+    for (int t = 0; t < 120000 && !reached && !ended; t++) {
         size_t sz = 0;
         char *txt = nmt_test_read_file(jl, &sz);
         reached = txt && strstr(txt, "\"step\":3,") != NULL;
         free(txt);
         if (!reached) sleep_us(10000);
+        /* a run that ended (crashed) fails the test now, not after 20 min
+         * (WNOWAIT: nmt_test_wait still reaps it) */
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        ended = !reached && waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid;
     }
     kill(pid, SIGTERM);
-    assert_true(reached); /* else the run never logged step 3 */
+    if (!reached) {
+        size_t sz = 0;
+        char *txt = nmt_test_read_file(log_path, &sz);
+        fail_msg("the run never logged step 3%s; its output:\n%s", ended ? " (it ended)" : "", txt ? txt : "");
+    }
     assert_int_equal(nmt_test_wait(pid), 128 + SIGTERM);
     assert_true(check_checkpoints(dir) == 1);
     /* resume for 2 more steps than the checkpoint has */

@@ -1,0 +1,83 @@
+/* cli_progress.c — the progress line of `nmt-edge translate` and `score`
+ * on a terminal (cli_progress.h).  The formatting is a pure function
+ * (tested in tests/cli_batch_test.c); the rest decides whether to draw and
+ * when, and writes to standard error. */
+#include "cli_progress.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+size_t cli_progress_format(char *buf, size_t cap, unsigned long lines, uint64_t bytes, uint64_t total,
+                           double elapsed) {
+    if (cap == 0) return 0;
+    const double rate = elapsed > 0 ? (double)lines / elapsed : 0;
+    int n;
+    if (total == 0) {
+        n = snprintf(buf, cap, "nmt-edge: %lu line%s, %.1f lines/s", lines, lines == 1 ? "" : "s", rate);
+    } else {
+        const uint64_t done = bytes < total ? bytes : total; /* a file that grew: 100% */
+        const unsigned pct = (unsigned)(done * 100.0 / (double)total);
+        char eta[32] = "?";
+        if (done > 0 && elapsed > 0) {
+            const double left = elapsed * (double)(total - done) / (double)done;
+            if (left < 1e8) {
+                const long t = (long)(left + 0.5);
+                snprintf(eta, sizeof eta, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+            }
+        }
+        n = snprintf(buf, cap, "nmt-edge: %lu line%s, %u%%, %.1f lines/s, ETA %s", lines, lines == 1 ? "" : "s",
+                     pct, rate, eta);
+    }
+    if (n < 0) {
+        buf[0] = '\0';
+        return 0;
+    }
+    return (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void cli_progress_init(cli_progress *p, int want, int in_fd, int out_fd) {
+    memset(p, 0, sizeof *p);
+    /* a user typing the input sees each translation; no line then */
+    p->on = want && isatty(2) && !isatty(in_fd);
+    if (!p->on) return;
+    p->out_tty = isatty(out_fd);
+    struct stat st;
+    if (fstat(in_fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        const off_t at = lseek(in_fd, 0, SEEK_CUR); /* `cmd < file` may start past 0 */
+        if (st.st_size > 0 && at >= 0 && at < st.st_size) p->total = (uint64_t)(st.st_size - at);
+    }
+}
+
+void cli_progress_start(cli_progress *p) {
+    p->t0 = now_s();
+    p->shown = -1; /* the first update draws */
+}
+
+void cli_progress_update(cli_progress *p, unsigned long lines, uint64_t bytes) {
+    if (!p->on) return;
+    const double t = now_s();
+    if (p->shown >= 0 && t - p->shown < CLI_PROGRESS_INTERVAL) return;
+    p->shown = t;
+    char line[160];
+    const size_t n = cli_progress_format(line, sizeof line, lines, bytes, p->total, t - p->t0);
+    /* pad over the rest of a longer previous line */
+    fprintf(stderr, "\r%s%*s", line, p->width > n ? (int)(p->width - n) : 0, "");
+    fflush(stderr);
+    if (n > p->width) p->width = n;
+}
+
+void cli_progress_clear(cli_progress *p) {
+    if (!p->on || p->width == 0) return;
+    fprintf(stderr, "\r%*s\r", (int)p->width, "");
+    fflush(stderr);
+    p->width = 0;
+}

@@ -1,0 +1,49 @@
+/* cli_progress.h — the progress line of `nmt-edge translate` and `score`
+ * (issue 20, item 6), as nmt-edge-train draws its own: on standard error,
+ * only when that is a terminal and --quiet is not given, never on a pipe or
+ * a file.  With a regular file as input its size gives a percentage and an
+ * ETA; from a pipe the line shows the count and the rate only.  Redrawn in
+ * place ("\r") after a batch, at most 4 times a second, and cleared at the
+ * end and before any other message.  Part of the program, not of the
+ * library. */
+#ifndef NMT_CLI_PROGRESS_H
+#define NMT_CLI_PROGRESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Seconds between two redraws, at least. */
+#define CLI_PROGRESS_INTERVAL 0.25
+
+typedef struct cli_progress {
+    int on;             /* draw at all: stderr a terminal, input not one, no --quiet */
+    int out_tty;        /* standard output is a terminal too: clear before output */
+    uint64_t total;     /* bytes of a regular-file input from where reading starts; 0: unknown */
+    double t0, shown;   /* start of the line loop, last redraw (CLOCK_MONOTONIC seconds) */
+    size_t width;       /* characters of the line on the screen; 0: none */
+} cli_progress;
+
+/* The progress line, without "\r" or line end, for `lines` lines done in
+ * `elapsed` seconds, with `bytes` of the input's `total` bytes read (total
+ * 0: unknown, the line has the count and rate only), in buf[0, cap)
+ * (NUL-terminated, truncated to fit).  Returns its length.  E.g.
+ *   "nmt-edge: 120 lines, 37%, 12.5 lines/s, ETA 0:00:16"
+ *   "nmt-edge: 120 lines, 12.5 lines/s"
+ * The ETA assumes the rest of the input goes as fast per byte as what was
+ * read; "?" before anything was read. */
+size_t cli_progress_format(char *buf, size_t cap, unsigned long lines, uint64_t bytes, uint64_t total,
+                           double elapsed);
+
+/* Decide whether to draw (want: the subcommand shows progress and --quiet
+ * is not given) for input descriptor in_fd and output descriptor out_fd. */
+void cli_progress_init(cli_progress *p, int want, int in_fd, int out_fd);
+/* The line loop starts: the clock for the rate and the ETA. */
+void cli_progress_start(cli_progress *p);
+/* After a batch: redraw, unless the last redraw was less than
+ * CLI_PROGRESS_INTERVAL ago (the first one comes after the first batch). */
+void cli_progress_update(cli_progress *p, unsigned long lines, uint64_t bytes);
+/* Erase the line (before a message or output to the same terminal, and at
+ * the end); the next update that the interval allows draws it again. */
+void cli_progress_clear(cli_progress *p);
+
+#endif
