@@ -7,14 +7,16 @@
  *
  *   nmt-edge-tune [--device SPEC] [--cache DIR] [--model test|small|base]
  *                 [--d D --ff F --vocab V] [--no-clblast] [--reps-time S]
- *                 [--dry-run]
+ *                 [--only OP:CLASS] [--dry-run]
  *
  * The cache directory defaults to the CLI's: $NMT_EDGE_CACHE_DIR,
  * $XDG_CACHE_HOME/nmt-edge or ~/.cache/nmt-edge.  Score of a candidate: the
  * summed time of one call on each of the model's product shapes (q|k|v,
  * output, FFN in and out, vocabulary) at the class's representative row
  * counts (1; 4 and 8; 64 and 512), each the best of 3 batches of repeated
- * calls.  --dry-run prints the result without writing it. */
+ * calls.  --only times one product and class (OP nt|nn|q8, CLASS m2|m16|big)
+ * and keeps the table's choice for the others; --dry-run prints the result
+ * without writing it. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -24,6 +26,7 @@
 
 #include "nmt_edge.h"
 #include "ops.h"
+#include "tune_plan.h"
 
 static double now(void) {
     struct timespec ts;
@@ -37,27 +40,6 @@ typedef struct tuner {
     uint32_t d, ff, V;
     int clblast;
 } tuner;
-
-typedef struct shape {
-    uint32_t M, N, K;
-} shape;
-
-static const uint32_t class_rows[NMT_GCLASS_COUNT][2] = {{1, 0}, {4, 8}, {64, 512}};
-
-static size_t class_shapes(const tuner *t, nmt_gemm_op op, nmt_gemm_class cls, shape *out) {
-    const uint32_t nk[5][2] = {{3 * t->d, t->d}, {t->d, t->d}, {t->ff, t->d}, {t->d, t->ff}, {t->V, t->d}};
-    size_t n = 0;
-    for (int r = 0; r < 2; r++) {
-        uint32_t M = class_rows[cls][r];
-        if (M == 0) continue;
-        for (int j = 0; j < 5; j++) {
-            if (op == NMT_GOP_NN && j != 1 && j != 2) continue; /* NN: training-side shapes only */
-            shape s = {M, nk[j][0], nk[j][1]};
-            out[n++] = s;
-        }
-    }
-    return n;
-}
 
 static void fill(float *x, size_t n, uint64_t seed) {
     for (size_t i = 0; i < n; i++) {
@@ -80,33 +62,28 @@ static double score(const tuner *tu, const nmt_tuning *t, nmt_gemm_op op, nmt_ge
     double total = -1;
     if (nmt_ops_init_tuned(&ops, dev, t) != NMT_OK) goto out_dev;
     if (op == NMT_GOP_Q8 && nmt_ops_enable_q8(&ops) != NMT_OK) goto out_ops;
-    shape sh[10];
-    size_t ns = class_shapes(tu, op, cls, sh);
-    size_t maxa = 0, maxb = 0, maxc = 0;
-    for (size_t i = 0; i < ns; i++) {
-        maxa = NMT_MAX(maxa, (size_t)sh[i].M * sh[i].K);
-        maxb = NMT_MAX(maxb, (size_t)sh[i].N * sh[i].K);
-        maxc = NMT_MAX(maxc, (size_t)sh[i].M * sh[i].N);
-    }
-    float *host = malloc(NMT_MAX(NMT_MAX(maxa, maxb), maxc) * sizeof(float));
+    nmt_tune_plan plan;
+    if (nmt_tune_plan_make(tu->d, tu->ff, tu->V, op, cls, &plan) != 0) goto out_ops;
+    /* staging for A, B and the scales in turn (C starts uninitialised) */
+    float *host = malloc(plan.host * sizeof(float));
     if (host == NULL) goto out_ops;
     cl_mem A = NULL, B = NULL, C = NULL, S = NULL;
-    fill(host, maxa, 1);
-    nmt_status st = nmt_device_buffer(dev, maxa * 4, host, &A);
-    fill(host, maxb, 2);
+    fill(host, plan.a, 1);
+    nmt_status st = nmt_device_buffer(dev, plan.a * 4, host, &A);
+    fill(host, plan.b, 2);
     if (op == NMT_GOP_Q8) {
-        for (size_t i = 0; i < maxb; i++) ((signed char *)host)[i] = (signed char)(host[i] * 127.0f);
-        if (st == NMT_OK) st = nmt_device_buffer(dev, maxb, host, &B);
-        fill(host, NMT_MAX(maxb / 64, (size_t)16384), 3);
-        if (st == NMT_OK) st = nmt_device_buffer(dev, NMT_MAX(maxb / 64, (size_t)16384) * 4, host, &S);
+        for (size_t i = 0; i < plan.b; i++) ((signed char *)host)[i] = (signed char)(host[i] * 127.0f);
+        if (st == NMT_OK) st = nmt_device_buffer(dev, plan.b, host, &B);
+        fill(host, plan.scales, 3);
+        if (st == NMT_OK) st = nmt_device_buffer(dev, plan.scales * 4, host, &S);
     } else if (st == NMT_OK) {
-        st = nmt_device_buffer(dev, maxb * 4, host, &B);
+        st = nmt_device_buffer(dev, plan.b * 4, host, &B);
     }
-    if (st == NMT_OK) st = nmt_device_buffer(dev, maxc * 4, NULL, &C);
+    if (st == NMT_OK) st = nmt_device_buffer(dev, plan.c * 4, NULL, &C);
     if (st == NMT_OK) {
         total = 0;
-        for (size_t i = 0; i < ns && total >= 0; i++) {
-            const shape *s = &sh[i];
+        for (size_t i = 0; i < plan.n && total >= 0; i++) {
+            const nmt_tune_shape *s = &plan.shape[i];
             nmt_buf a = {A, 0}, b = {B, 0}, c = {C, 0}, sc = {S, 0}, none = {NULL, 0};
             double best = 1e30;
             long reps = 1;
@@ -161,17 +138,32 @@ static void describe(const nmt_gemm_cfg *c, char *buf, size_t cap) {
         snprintf(buf, cap, "own tm=%u tn=%u vw=%u mfast=%u wg=%u", c->tm, c->tn, c->vw, c->mfast, c->wg);
 }
 
+/* "OP:CLASS" by the tuning file's names; 1 if both are known. */
+static int parse_only(const char *s, int *op, int *cls) {
+    const char *colon = strchr(s, ':');
+    if (colon == NULL) return 0;
+    *op = *cls = -1;
+    for (int o = 0; o < NMT_GOP_COUNT; o++) {
+        const char *name = nmt_gemm_op_name((nmt_gemm_op)o);
+        if (strlen(name) == (size_t)(colon - s) && !strncmp(s, name, (size_t)(colon - s))) *op = o;
+    }
+    for (int c = 0; c < NMT_GCLASS_COUNT; c++)
+        if (!strcmp(colon + 1, nmt_gemm_class_name((nmt_gemm_class)c))) *cls = c;
+    return *op >= 0 && *cls >= 0;
+}
+
 static int usage(void) {
     fprintf(stderr,
             "usage: nmt-edge-tune [--device SPEC] [--cache DIR] [--model test|small|base]\n"
-            "                     [--d D --ff F --vocab V] [--no-clblast] [--reps-time S] [--dry-run]\n");
+            "                     [--d D --ff F --vocab V] [--no-clblast] [--reps-time S]\n"
+            "                     [--only OP:CLASS] [--dry-run]\n");
     return 2;
 }
 
 int main(int argc, char **argv) {
     tuner tu = {getenv("NMT_EDGE_DEVICE"), 0.1, 256, 1024, 8000, nmt_device_have_clblast()};
     const char *cache = NULL;
-    int dry = 0;
+    int dry = 0, only_op = -1, only_cls = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--device") && i + 1 < argc) tu.spec = argv[++i];
@@ -182,6 +174,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--vocab") && i + 1 < argc) tu.V = (uint32_t)atoi(argv[++i]);
         else if (!strcmp(a, "--no-clblast")) tu.clblast = 0;
         else if (!strcmp(a, "--dry-run")) dry = 1;
+        else if (!strcmp(a, "--only") && i + 1 < argc) {
+            if (!parse_only(argv[++i], &only_op, &only_cls)) return usage();
+        }
         else if (!strcmp(a, "--model") && i + 1 < argc) {
             const char *m = argv[++i];
             if (!strcmp(m, "test")) tu.d = 64, tu.ff = 128, tu.V = 64;
@@ -227,6 +222,7 @@ int main(int argc, char **argv) {
     double t_start = now();
     for (int op = 0; op < NMT_GOP_COUNT; op++)
         for (int c = 0; c < NMT_GCLASS_COUNT; c++) {
+            if (only_op >= 0 && (op != only_op || c != only_cls)) continue;
             nmt_gemm_cfg cand[40];
             size_t n = 0;
             cand[n++] = best.gemm[op][c];

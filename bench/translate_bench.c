@@ -4,8 +4,11 @@
  * measured in the same run (machines are shared and noisy).
  *
  *   translate_bench [--device SPEC] [--sentences N] [--model small|test | --model-file FILE]
- *                   [--versus FILE]...
+ *                   [--versus FILE]... [--cache DIR]
  *
+ * --cache DIR: the device of the throughput rows reads its tuning file
+ * (nmt-edge-tune's, docs/PERFORMANCE.md) and program cache from DIR; by
+ * default it has no cache directory and runs the built-in table's choice.
  * --versus FILE (up to 4): after the table, the same sentences and
  * configurations through each FILE's model on the same device, timed in
  * interleaved rounds (median of 3), as output tokens per second relative to
@@ -195,7 +198,7 @@ static void versus(bench *b, nmt_session *sess, const char *name, const char *co
 int main(int argc, char **argv) {
     const char *spec = getenv("NMT_EDGE_DEVICE");
     int n_sent = 32;
-    const char *which = "test", *model_file = NULL, *vs_files[4];
+    const char *which = "test", *model_file = NULL, *vs_files[4], *tuned_cache = NULL;
     int n_vs = 0, profile = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--device") && i + 1 < argc) spec = argv[++i];
@@ -204,9 +207,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--model-file") && i + 1 < argc) which = model_file = argv[++i];
         else if (!strcmp(argv[i], "--versus") && i + 1 < argc && n_vs < 4) vs_files[n_vs++] = argv[++i];
         else if (!strcmp(argv[i], "--profile")) profile = 1;
+        else if (!strcmp(argv[i], "--cache") && i + 1 < argc) tuned_cache = argv[++i];
         else {
             fprintf(stderr, "usage: translate_bench [--device SPEC] [--sentences N] [--model test|small | --model-file FILE]"
-                            " [--versus FILE]... (up to 4) [--profile]\n");
+                            " [--versus FILE]... (up to 4) [--profile] [--cache DIR]\n");
             return 2;
         }
     }
@@ -258,7 +262,7 @@ int main(int argc, char **argv) {
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache);
     if (system(cmd) != 0) fprintf(stderr, "translate_bench: could not remove %s\n", cache);
 
-    open_device(&b, spec, NULL);
+    open_device(&b, spec, tuned_cache);
     nmt_device_info di;
     nmt_device_get_info(b.dev, &di);
     void *arena;

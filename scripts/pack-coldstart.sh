@@ -9,8 +9,11 @@
 #
 #   bash scripts/pack-coldstart.sh [BUILD_DIR] [RUNS] [MODEL...]
 #   default: build 3 build/models/test-model.nmt models/en-de.nmt
-# Also runs under qemu: EMU="qemu-aarch64 -L /usr/aarch64-linux-gnu" with an
-# aarch64 BUILD_DIR (docs/CROSS.md).
+# Also runs under qemu with an aarch64 BUILD_DIR (scripts/cross-setup.sh arm64,
+# docs/CROSS.md): EMU set to the toolchain's emulator command, i.e. with
+# d=~/.cache/nmt-edge-cross/arm64 and t=aarch64-linux-gnu
+#   EMU="env OCL_ICD_VENDORS=$d/pocl.icd LD_LIBRARY_PATH=$d/root/usr/lib/$t:$d/root/lib/$t qemu-aarch64-static -L /"
+# (-L /usr/aarch64-linux-gnu mixes two glibc builds and hangs PoCL).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
