@@ -95,6 +95,8 @@ typedef struct nmt_train_family {
     /* Optional (NULL: NMT_ERR_UNSUPPORTED): ntm_attention_mass. */
     nmt_status (*attention_mass)(void *m, const nmt_train_batch *b, struct ntm_attn_mass *out, uint32_t cap,
                                  uint32_t *n);
+    /* The model's parameter store (train/param_store.h): ntm_grads_read / ntm_grads_write. */
+    struct nmt_pstore *(*store)(void *m);
 } nmt_train_family;
 
 /* A family's create: lim checked (1 <= max_seqs, max_src_len, max_tgt_len
@@ -179,5 +181,12 @@ nmt_status ntm_grad_norm(ntm_model *m, double *norm);
 
 /* One Adam step (ap->grad_scale applies clipping / averaging). */
 nmt_status ntm_adam_step(ntm_model *m, const nmt_adam_params *ap);
+
+/* Gradients [off, off + n) of the flat layout (param_store.h) to host memory
+ * (blocking) and back: the data-parallel trainer sums them across processes
+ * (train/cli/train_dist.c).  NMT_ERR_INVALID_ARGUMENT for a range past
+ * ntm_n_params. */
+nmt_status ntm_grads_read(ntm_model *m, size_t off, size_t n, float *dst);
+nmt_status ntm_grads_write(ntm_model *m, size_t off, size_t n, const float *src);
 
 #endif
