@@ -645,8 +645,8 @@ static int train_loop(run *r) {
         if (o->max_time > 0 && elapsed >= o->max_time) stop = 1;
         if (g_signal) stop = 2;
         if (r->dist.size > 1) { /* every rank stops at the same step (time and signals differ) */
-            int sig = train_dist_max_int(&r->dist, (int)g_signal, "the stop check");
-            stop = train_dist_max_int(&r->dist, stop, "the stop check");
+            int sig = train_dist_max_int(&r->dist, (int)g_signal, "the stop check", 0);
+            stop = train_dist_max_int(&r->dist, stop, "the stop check", 0);
             if (sig) g_signal = sig;
         }
         if (stop) {
@@ -848,7 +848,9 @@ static int run_main(run *r) {
     rc = open_device(r);
     if (!rc) rc = build_model(r);
     if (lead && r->dist.size > 1) train_dist_bcast_int(&r->dist, rc, "the start");
-    if (rc) return lead ? rc : train_dist_fail(&r->dist, rc);
+    if (!lead || rc == 0) /* every rank's model built (a failing one said why) */
+        rc = train_dist_max_int(&r->dist, rc, "the start (every rank building its model)", 1);
+    if (rc) return rc;
     r->sp.kind = (sched_kind)sched_parse(r->o.schedule);
     r->sp.lr = r->o.lr;
     r->sp.warmup = (uint32_t)r->o.warmup;

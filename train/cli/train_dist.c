@@ -74,18 +74,19 @@ static void mpi_died(const train_dist *d, int err, const char *what) {
 
 /* Waits for reqs[0..n) for at most the timeout: the rank that sees no
  * answer names itself, what it waited for, and stops the job. */
-static void wait_all(const train_dist *d, int n, MPI_Request *reqs, const char *what, uint64_t step) {
+static void wait_all(const train_dist *d, int n, MPI_Request *reqs, const char *what, uint64_t step, double limit) {
     const double t0 = now_s();
     for (;;) {
         int done = 0;
         int err = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
         if (err != MPI_SUCCESS) mpi_died(d, err, what);
         if (done) return;
-        if (now_s() - t0 > d->timeout_s) {
+        if (now_s() - t0 > limit) {
             fprintf(stderr,
                     "\n" PROG ": rank %d of %d: %s (step %llu): no answer from the other ranks within %g s "
-                    "(--dist-timeout): a rank died, hangs or lost its device; stopping the job\n",
-                    d->rank, d->size, what, (unsigned long long)step, d->timeout_s);
+                    "(%s): a rank died, hangs or lost its device; stopping the job\n",
+                    d->rank, d->size, what, (unsigned long long)step, limit,
+                    limit > d->timeout_s ? "the start's limit" : "--dist-timeout");
             fflush(stderr);
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
@@ -117,21 +118,25 @@ int train_dist_init(train_dist *d, int *argc, char ***argv, double timeout_s, do
     return 0;
 }
 
+/* The start (data, model, kernels: minutes on a cold kernel cache or a
+ * large corpus) may take longer than a step. */
+static double start_limit(const train_dist *d) { return d->timeout_s > 3600 ? d->timeout_s : 3600; }
+
 int train_dist_bcast_int(train_dist *d, int v, const char *what) {
     if (!d->mpi) return v;
     MPI_Request r;
     int err = MPI_Ibcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD, &r);
     if (err != MPI_SUCCESS) mpi_died(d, err, what);
-    wait_all(d, 1, &r, what, 0);
+    wait_all(d, 1, &r, what, 0, start_limit(d));
     return v;
 }
 
-int train_dist_max_int(train_dist *d, int v, const char *what) {
+int train_dist_max_int(train_dist *d, int v, const char *what, int start) {
     if (!d->mpi) return v;
     MPI_Request r;
     int err = MPI_Iallreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &r);
     if (err != MPI_SUCCESS) mpi_died(d, err, what);
-    wait_all(d, 1, &r, what, 0);
+    wait_all(d, 1, &r, what, 0, start ? start_limit(d) : d->timeout_s);
     return v;
 }
 
@@ -163,7 +168,7 @@ nmt_status train_dist_allreduce(train_dist *d, ntm_model *m, double sums[2], uin
         MPI_Testall((int)k + 2, reqs, &done, MPI_STATUSES_IGNORE);
     }
     double t1 = now_s();
-    wait_all(d, (int)nb + 1, reqs, what, step);
+    wait_all(d, (int)nb + 1, reqs, what, step, d->timeout_s);
     double t2 = now_s();
     nmt_status s = ntm_grads_write(m, 0, n, d->host);
     d->t_read += t1 - t0;
@@ -213,9 +218,10 @@ int train_dist_bcast_int(train_dist *d, int v, const char *what) {
     return v;
 }
 
-int train_dist_max_int(train_dist *d, int v, const char *what) {
+int train_dist_max_int(train_dist *d, int v, const char *what, int start) {
     (void)d;
     (void)what;
+    (void)start;
     return v;
 }
 

@@ -51,10 +51,12 @@ int train_dist_init(train_dist *d, int *argc, char ***argv, double timeout_s, do
  * GPUs found, as "P:D" in buf; NULL (the default device) otherwise. */
 const char *train_dist_device(const train_dist *d, const char *spec, char *buf, size_t cap);
 
-/* Rank 0's value of v on every rank (v on rank 0, the broadcast elsewhere). */
+/* Rank 0's value of v on every rank (v on rank 0, the broadcast elsewhere);
+ * for the start: waits up to max(timeout, 3600 s). */
 int train_dist_bcast_int(train_dist *d, int v, const char *what);
-/* The largest v over the ranks. */
-int train_dist_max_int(train_dist *d, int v, const char *what);
+/* The largest v over the ranks; `start`: waits as train_dist_bcast_int,
+ * else up to the timeout. */
+int train_dist_max_int(train_dist *d, int v, const char *what, int start);
 
 /* Sums, over the ranks, of the model's gradients and of sums[0..1] (the
  * step's loss and NLL sums), in place; nothing with one rank outside MPI. */
