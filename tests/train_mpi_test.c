@@ -272,8 +272,9 @@ static char *read_proc(const char *path, size_t *n) {
 /* The pid of the nmt-edge-train rank `rank` writing into `out` (its command
  * line names out, its environment the rank), or -1. */
 static int find_rank(const char *out, int rank) {
-    char want[64];
+    char want[64], want_pmi[64]; /* Open MPI; MPICH's Hydra */
     snprintf(want, sizeof want, "OMPI_COMM_WORLD_RANK=%d", rank);
+    snprintf(want_pmi, sizeof want_pmi, "PMI_RANK=%d", rank);
     DIR *d = opendir("/proc");
     assert_non_null(d);
     int found = -1;
@@ -292,7 +293,7 @@ static int find_rank(const char *out, int rank) {
         snprintf(p, sizeof p, "/proc/%s/environ", e->d_name);
         char *env = read_proc(p, &n);
         for (size_t i = 0; env && i < n; i += strlen(env + i) + 1)
-            if (strcmp(env + i, want) == 0) found = atoi(e->d_name);
+            if (strcmp(env + i, want) == 0 || strcmp(env + i, want_pmi) == 0) found = atoi(e->d_name);
         free(env);
     }
     closedir(d);
