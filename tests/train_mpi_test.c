@@ -254,6 +254,63 @@ static void test_two_ranks_match_one(void **state) {
     assert_true(max_param_diff(pa, pc, &kb) == 0.0 && kb == 0.0);
 }
 
+/* ---- the all-reduce during the backward ----------------------------------- */
+
+/* The sum over DIR/log.jsonl's train lines of the integer field `key`
+ * (e.g. "\"slices\":"); -1 when a train line lacks it. */
+static long log_sum(const char *dir, const char *key) {
+    char p[700];
+    snprintf(p, sizeof p, "%s/log.jsonl", dir);
+    size_t n;
+    char *text = nmt_test_read_file(p, &n);
+    assert_non_null(text);
+    long sum = 0;
+    for (char *q = text; (q = strstr(q, "\"kind\":\"train\"")) != NULL; q++) {
+        char *end = strchr(q, '\n'), *f = strstr(q, key);
+        if (f == NULL || (end != NULL && f > end)) {
+            sum = -1;
+            break;
+        }
+        sum += atol(f + strlen(key));
+    }
+    free(text);
+    return sum;
+}
+
+/* 2 ranks with the all-reduce started during the backward (the default)
+ * and after it (--no-overlap): the same slices in the same order, so the
+ * same bytes; small buckets (1024 floats) cut the layers into several.
+ * Each run checks that every gradient element is reduced exactly once
+ * (train_dist.c: a step fails otherwise). */
+static void test_overlap_same_bytes(void **state) {
+    (void)state;
+    char src[512], tgt[512], ov[512], no[512];
+    path_in(src, sizeof src, "t.src");
+    path_in(tgt, sizeof tgt, "t.tgt");
+    write_task(src, tgt, 300, 7);
+    path_in(ov, sizeof ov, "overlap");
+    path_in(no, sizeof no, "no-overlap");
+    char *extra[] = {"--max-steps", "12", "--save-every", "12", "--bucket-mb", "0.001", NULL};
+    char *extra_no[] = {"--max-steps", "12", "--save-every", "12", "--bucket-mb", "0.001", "--no-overlap", NULL};
+    run_ok(2, ov, extra);
+    run_ok(2, no, extra_no);
+    const long s_ov = log_sum(ov, "\"slices\":"), s_no = log_sum(no, "\"slices\":");
+    const long e_ov = log_sum(ov, "\"slices_in_backward\":"), e_no = log_sum(no, "\"slices_in_backward\":");
+    fprintf(stderr, "overlap: %ld slices in 12 steps, %ld started during the backward; --no-overlap: %ld, %ld\n", s_ov,
+            e_ov, s_no, e_no);
+    assert_true(s_ov == s_no && s_ov > 12 * 4); /* every layer cut in buckets, the same plan */
+    assert_int_equal(e_no, 0);
+    assert_true(e_ov > 0); /* the embeddings' uploads wait for the queue: the layers above are read by then */
+    char pa[600], pb[600];
+    snprintf(pa, sizeof pa, "%s/model.nmt", ov);
+    snprintf(pb, sizeof pb, "%s/model.nmt", no);
+    assert_true(files_equal(pa, pb));
+    snprintf(pa, sizeof pa, "%s/ckpt-00000012.nmt", ov);
+    snprintf(pb, sizeof pb, "%s/ckpt-00000012.nmt", no);
+    double kb = 0;
+    assert_true(max_param_diff(pa, pb, &kb) == 0.0 && kb == 0.0); /* Adam moments too */
+}
+
 /* ---- faults ------------------------------------------------------------------ */
 
 /* A /proc file (its size reads as 0: read to the end), NUL-terminated; *n bytes. */
@@ -475,6 +532,7 @@ static void test_too_few_micro_batches(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_ranks_match_one),
+        cmocka_unit_test(test_overlap_same_bytes),
         cmocka_unit_test(test_killed_rank_stops_job_and_resumes),
         cmocka_unit_test(test_hung_rank_times_out),
         cmocka_unit_test(test_too_few_micro_batches),

@@ -663,6 +663,8 @@ static int train_loop(run *r) {
             if (s != NMT_OK) break;
             tokens += nt;
             if (a % r->dist.size != r->dist.rank) continue; /* another rank's micro-batch */
+            if (a == r->dist.rank) s = train_dist_step_begin(&r->dist, r->m, step);
+            if (s != NMT_OK) break;
             nmt_train_step_opts so;
             memset(&so, 0, sizeof so);
             so.dropout = (float)o->dropout;
@@ -670,6 +672,7 @@ static int train_loop(run *r) {
             so.tag_lambda = (float)o->mg_tag_lambda; /* MG-SA syntax heads with labelled spans only */
             so.grad_scale = 1.0f;
             so.seed = mix64(r->st.seed * 0x100000001B3ull ^ mix64(step * 4096u + (uint64_t)a));
+            if (a + r->dist.size >= o->accum) train_dist_hook(&r->dist, &so); /* this rank's last */
             double l1 = 0, n1 = 0, t0 = now_s();
             s = ntm_forward_backward(r->m, &b, &so, &l1, &n1);
             r->dist.t_compute += now_s() - t0;
@@ -720,9 +723,11 @@ static int train_loop(run *r) {
             if (r->dist.mpi)
                 snprintf(dist, sizeof dist,
                          ",\"ranks\":%d,\"compute_s\":%.4f,\"readback_s\":%.4f,\"allreduce_wait_s\":%.4f,"
-                         "\"write_s\":%.4f,\"window_s\":%.4f",
-                         r->dist.size, r->dist.t_compute, r->dist.t_read, r->dist.t_wait, r->dist.t_write, dt);
+                         "\"write_s\":%.4f,\"window_s\":%.4f,\"slices\":%zu,\"slices_in_backward\":%zu",
+                         r->dist.size, r->dist.t_compute, r->dist.t_read, r->dist.t_wait, r->dist.t_write, dt,
+                         r->dist.slices, r->dist.n_early);
             r->dist.t_compute = r->dist.t_read = r->dist.t_wait = r->dist.t_write = 0;
+            r->dist.slices = r->dist.n_early = 0;
             log_json(r,
                      "{\"kind\":\"train\",\"step\":%llu,\"epoch\":%.4f,\"loss\":%.6f,\"nll\":%.6f,\"lr\":%.6g,"
                      "\"gnorm\":%.6g,\"tokens_per_s\":%.1f,\"tokens\":%llu,\"elapsed_s\":%.1f%s}",
@@ -912,7 +917,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (rc) return rc;
-    if (train_dist_init(&r.dist, &argc, &argv, r.o.dist_timeout, r.o.bucket_mb)) return 1;
+    if (train_dist_init(&r.dist, &argc, &argv, r.o.dist_timeout, r.o.bucket_mb, !r.o.no_overlap)) return 1;
     rc = run_main(&r);
     if (r.m) ntm_destroy(r.m);
     td_batcher_free(r.tb);

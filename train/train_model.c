@@ -176,3 +176,12 @@ nmt_status ntm_grads_write(ntm_model *m, size_t off, size_t n, const float *src)
     if (n == 0) return NMT_OK;
     return nmt_device_write(s->dev, s->G.mem, (s->G.off + off) * sizeof(float), n * sizeof(float), src);
 }
+
+nmt_status ntm_grads_read_async(ntm_model *m, size_t off, size_t n, float *dst, void **ev) {
+    nmt_pstore *s = grads_range(m, off, n);
+    NMT_CHECK(s != NULL && dst != NULL && n > 0 && ev != NULL, NMT_ERR_INVALID_ARGUMENT);
+    cl_event e = NULL;
+    NMT_TRY(nmt_device_read_async(s->dev, s->G.mem, (s->G.off + off) * sizeof(float), n * sizeof(float), dst, &e));
+    *ev = e;
+    return NMT_OK;
+}

@@ -152,6 +152,7 @@ void train_opts_usage(FILE *f) {
 "Several devices and machines (under mpirun / srun; builds with MPI):\n"
 "  --dist-timeout S    stop the job when a collective waits longer (1800)\n"
 "  --bucket-mb X       gradient all-reduce bucket size in MiB (4)\n"
+"  --no-overlap        start the all-reduce after the backward, not during it\n"
 "  --quiet             no progress line\n"
 "  --help              show this help\n");
 }
@@ -164,7 +165,7 @@ enum {
     O_SAVE_EVERY, O_KEEP, O_BEAM, O_DEV_BLEU_MAX, O_RESUME, O_OVERWRITE, O_DEVICE, O_NO_CACHE, O_QUIET, O_HELP, O_ARCH,
     O_MG_LAYERS, O_MG_HEADS, O_MG_COMPOSE, O_MG_INTERACT, O_MG_CHUNK, O_PH_ENC, O_PH_DEC, O_PH_CROSS,
     O_TRAIN_SPANS, O_DEV_SPANS, O_MG_TAG_LAMBDA, O_BA_FIRST, O_BA_LAST = O_BA_FIRST + 6, O_MAX_ACT_BYTES,
-    O_DIST_TIMEOUT, O_BUCKET_MB
+    O_DIST_TIMEOUT, O_BUCKET_MB, O_NO_OVERLAP
 };
 
 /* BA-NMT's options: the flags of its hyper-parameter table (banmt_cfg.c). */
@@ -194,7 +195,7 @@ static const struct option LONG_OPTS[] = {
     {"keep", required_argument, 0, O_KEEP}, {"beam", required_argument, 0, O_BEAM},
     {"dev-bleu-max", required_argument, 0, O_DEV_BLEU_MAX}, {"resume", no_argument, 0, O_RESUME},
     {"overwrite", no_argument, 0, O_OVERWRITE}, {"dist-timeout", required_argument, 0, O_DIST_TIMEOUT},
-    {"bucket-mb", required_argument, 0, O_BUCKET_MB},
+    {"bucket-mb", required_argument, 0, O_BUCKET_MB}, {"no-overlap", no_argument, 0, O_NO_OVERLAP},
     {"device", required_argument, 0, O_DEVICE}, {"no-cache", no_argument, 0, O_NO_CACHE},
     {"quiet", no_argument, 0, O_QUIET}, {"help", no_argument, 0, O_HELP}, {"arch", required_argument, 0, O_ARCH},
     {"mg-layers", required_argument, 0, O_MG_LAYERS}, {"mg-heads", required_argument, 0, O_MG_HEADS},
@@ -291,6 +292,7 @@ int train_opts_parse(int argc, char **argv, train_opts *o, int *help) {
         case O_MAX_ACT_BYTES: r = parse_double(name, optarg, 0, 1e18, &o->max_act_bytes); break;
         case O_DIST_TIMEOUT: r = parse_double(name, optarg, 1, 1e7, &o->dist_timeout); break;
         case O_BUCKET_MB: r = parse_double(name, optarg, 0.001, 1024, &o->bucket_mb); break;
+        case O_NO_OVERLAP: o->no_overlap = 1; break;
         case O_SEP_EMB: o->separate_embeddings = 1; break;
         case O_SCHED: o->schedule = optarg; break;
         case O_LR: r = parse_double(name, optarg, 0, 1e3, &o->lr); break;

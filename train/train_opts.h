@@ -39,6 +39,7 @@ typedef struct train_opts {
     /* several ranks (train/cli/train_dist.h) */
     double dist_timeout; /* seconds a collective may wait */
     double bucket_mb;    /* gradient all-reduce bucket */
+    int no_overlap;      /* all-reduce only after the backward */
 } train_opts;
 
 /* Parse argv (after the program name; subcommands are the caller's) into o,

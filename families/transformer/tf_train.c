@@ -560,7 +560,7 @@ nmt_status tft_forward_backward(tft_model *m, const tft_batch *b, const tft_step
     NMT_TRY(xent(m, o->label_smoothing, o->grad_scale, 1));
     double tag = 0.0; /* MG-SA: lambda L_tag joins the objective (tf_train_tag.c) */
     NMT_TRY(tft_tag_forward(m, o->tag_lambda, o->grad_scale, &tag));
-    NMT_TRY(tft_backward(m, o->dropout, o->seed));
+    NMT_TRY(tft_backward(m, o));
     NMT_TRY(read_sums(m, loss_sum, nll_sum));
     if (loss_sum) *loss_sum += (double)o->tag_lambda * tag;
     return NMT_OK;

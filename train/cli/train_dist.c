@@ -13,6 +13,8 @@
 
 #ifdef NMT_WITH_MPI
 #include <mpi.h>
+
+#include "device.h"
 #endif
 
 #define PROG TRAIN_PROG
@@ -95,10 +97,11 @@ static void wait_all(const train_dist *d, int n, MPI_Request *reqs, const char *
     }
 }
 
-int train_dist_init(train_dist *d, int *argc, char ***argv, double timeout_s, double bucket_mb) {
+int train_dist_init(train_dist *d, int *argc, char ***argv, double timeout_s, double bucket_mb, int overlap) {
     memset(d, 0, sizeof *d);
     d->size = 1;
     d->timeout_s = timeout_s;
+    d->overlap = overlap;
     d->bucket = (size_t)(bucket_mb * 1048576.0 / sizeof(float));
     if (d->bucket < 1024) d->bucket = 1024;
     if (!launched_by_mpi()) return 0;
@@ -140,40 +143,171 @@ int train_dist_max_int(train_dist *d, int v, const char *what, int start) {
     return v;
 }
 
-nmt_status train_dist_allreduce(train_dist *d, ntm_model *m, double sums[2], uint64_t step) {
+/* ---- the gradient all-reduce ------------------------------------------- */
+
+/* The step's slices so far: grown by doubling (host memory, as param_store.c). */
+static int add_slice(train_dist *d, size_t off, size_t n) {
+    if (d->n_sl == d->cap_sl) {
+        size_t cap = d->cap_sl ? 2 * d->cap_sl : 64;
+        size_t *so = realloc(d->sl_off, cap * sizeof *so);
+        if (so) d->sl_off = so;
+        size_t *sn = realloc(d->sl_n, cap * sizeof *sn);
+        if (sn) d->sl_n = sn;
+        void **ev = realloc(d->sl_ev, cap * sizeof *ev);
+        if (ev) d->sl_ev = ev;
+        MPI_Request *r = realloc(d->reqs, (cap + 1) * sizeof *r);
+        if (r) d->reqs = r;
+        if (!so || !sn || !ev || !r) return 1;
+        d->cap_sl = cap;
+    }
+    d->sl_off[d->n_sl] = off;
+    d->sl_n[d->n_sl] = n;
+    d->sl_ev[d->n_sl] = NULL;
+    d->n_sl++;
+    return 0;
+}
+
+static void start_slice(train_dist *d, size_t i, uint64_t step) {
+    (void)step;
+    MPI_Request *reqs = (MPI_Request *)d->reqs;
+    int err = MPI_Iallreduce(MPI_IN_PLACE, d->host + d->sl_off[i], (int)d->sl_n[i], MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                             &reqs[i]);
+    if (err != MPI_SUCCESS) mpi_died(d, err, "the gradient all-reduce");
+    d->reduced += d->sl_n[i];
+}
+
+/* Starts, in slice order, the all-reduce of every slice whose read-back has
+ * completed (no waiting) and lets MPI progress the started ones. */
+static void poll_slices(train_dist *d, uint64_t step) {
+    while (d->n_started < d->n_sl && d->sl_ev[d->n_started] != NULL) {
+        cl_event ev = (cl_event)d->sl_ev[d->n_started];
+        cl_int st = CL_QUEUED;
+        if (clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL) != CL_SUCCESS || st < 0) {
+            d->err = NMT_ERR_OPENCL;
+            return;
+        }
+        if (st != CL_COMPLETE) break;
+        clReleaseEvent(ev);
+        d->sl_ev[d->n_started] = NULL;
+        start_slice(d, d->n_started++, step);
+        d->n_early++;
+    }
+    if (d->n_started > 0) {
+        int done;
+        MPI_Testall((int)d->n_started, (MPI_Request *)d->reqs, &done, MPI_STATUSES_IGNORE);
+    }
+}
+
+/* The backward's report (nmt_grads_ready_fn): [off, off + n) is final.
+ * Cut into buckets, marked (a slice reported twice is an error), and with
+ * overlap read back without waiting; the all-reduces start when polled. */
+static void on_ready(void *user, size_t off, size_t n) {
+    train_dist *d = (train_dist *)user;
+    if (d->err != NMT_OK) return;
+    if (off > d->n || n > d->n - off) {
+        d->err = NMT_ERR_INVALID_ARGUMENT;
+        return;
+    }
+    for (size_t i = off; i < off + n; i++)
+        if (d->mark[i]++) {
+            d->err = NMT_ERR_INVALID_ARGUMENT; /* reported twice: not reduced exactly once */
+            return;
+        }
+    for (size_t o = off; o < off + n; o += d->bucket) {
+        const size_t cnt = (off + n - o < d->bucket) ? off + n - o : d->bucket;
+        if (add_slice(d, o, cnt)) {
+            d->err = NMT_ERR_IO;
+            return;
+        }
+        if (!d->overlap) continue;
+        nmt_status s = ntm_grads_read_async(d->model, o, cnt, d->host + o, &d->sl_ev[d->n_sl - 1]);
+        if (s != NMT_OK) {
+            d->err = s;
+            return;
+        }
+    }
+    if (d->overlap) poll_slices(d, d->step);
+}
+
+nmt_status train_dist_step_begin(train_dist *d, ntm_model *m, uint64_t step) {
     if (!d->mpi) return NMT_OK;
-    const size_t n = ntm_n_params(m), nb = (n + d->bucket - 1) / d->bucket;
+    const size_t n = ntm_n_params(m);
     if (d->host == NULL || d->n != n) {
         free(d->host);
-        free(d->reqs);
+        free(d->mark);
         d->host = malloc(n * sizeof(float));
-        d->reqs = malloc((nb + 1) * sizeof(MPI_Request));
+        d->mark = malloc(n);
         d->n = n;
-        if (d->host == NULL || d->reqs == NULL) return NMT_ERR_IO; /* host memory, as param_store.c */
+        if (d->host == NULL || d->mark == NULL) return NMT_ERR_IO; /* host memory, as param_store.c */
+    }
+    memset(d->mark, 0, n);
+    d->model = m;
+    d->step = step;
+    d->n_sl = d->n_started = 0;
+    d->reduced = 0;
+    d->err = NMT_OK;
+    return NMT_OK;
+}
+
+void train_dist_hook(train_dist *d, nmt_train_step_opts *so) {
+    if (!d->mpi || d->model == NULL) return;
+    so->grads_ready = on_ready;
+    so->grads_user = d;
+}
+
+nmt_status train_dist_allreduce(train_dist *d, ntm_model *m, double sums[2], uint64_t step) {
+    if (!d->mpi) return NMT_OK;
+    const char *what = "the gradient all-reduce";
+    if (d->model != m || d->n != ntm_n_params(m)) return NMT_ERR_INVALID_ARGUMENT; /* no train_dist_step_begin */
+    double t0 = now_s();
+    /* what the backward did not report (all of it for a family without
+     * reports): runs of unmarked parameters, the last first */
+    for (size_t hi = d->n; hi > 0 && d->err == NMT_OK;) {
+        while (hi > 0 && d->mark[hi - 1]) hi--;
+        size_t lo = hi;
+        while (lo > 0 && !d->mark[lo - 1]) lo--;
+        if (lo < hi) {
+            int ov = d->overlap;
+            d->overlap = 0; /* read below, in slice order */
+            on_ready(d, lo, hi - lo);
+            d->overlap = ov;
+        }
+        hi = lo;
+    }
+    for (size_t i = d->n_started; i < d->n_sl && d->err == NMT_OK; i++) {
+        if (d->sl_ev[i] != NULL) { /* its read is queued: wait for it */
+            cl_event ev = (cl_event)d->sl_ev[i];
+            if (clWaitForEvents(1, &ev) != CL_SUCCESS) d->err = NMT_ERR_OPENCL;
+            clReleaseEvent(ev);
+            d->sl_ev[i] = NULL;
+        } else {
+            nmt_status s = ntm_grads_read(m, d->sl_off[i], d->sl_n[i], d->host + d->sl_off[i]);
+            if (s != NMT_OK) d->err = s;
+        }
+        if (d->err != NMT_OK) break;
+        start_slice(d, i, step);
+        d->n_started = i + 1;
+        int done;
+        MPI_Testall((int)d->n_started, (MPI_Request *)d->reqs, &done, MPI_STATUSES_IGNORE);
+    }
+    if (d->err == NMT_OK && d->reduced != d->n) d->err = NMT_ERR_INVALID_ARGUMENT; /* each element exactly once */
+    if (d->err != NMT_OK) {
+        fprintf(stderr, "\n" PROG ": rank %d of %d: step %llu: the gradient slices failed (%s; %zu of %zu reduced)\n",
+                d->rank, d->size, (unsigned long long)step, nmt_status_str(d->err), d->reduced, d->n);
+        return d->err;
     }
     MPI_Request *reqs = (MPI_Request *)d->reqs;
-    const char *what = "the gradient all-reduce";
-    double t0 = now_s();
-    int err = MPI_Iallreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &reqs[0]);
+    int err = MPI_Iallreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &reqs[d->n_sl]);
     if (err != MPI_SUCCESS) mpi_died(d, err, what);
-    /* last bucket first (the backward's order: output layers first); each
-     * started before the next is read back, and progressed meanwhile */
-    for (size_t k = 0; k < nb; k++) {
-        const size_t b = nb - 1 - k, off = b * d->bucket, cnt = (b + 1 == nb) ? n - off : d->bucket;
-        nmt_status s = ntm_grads_read(m, off, cnt, d->host + off);
-        if (s != NMT_OK) return s;
-        err = MPI_Iallreduce(MPI_IN_PLACE, d->host + off, (int)cnt, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &reqs[k + 1]);
-        if (err != MPI_SUCCESS) mpi_died(d, err, what);
-        int done;
-        MPI_Testall((int)k + 2, reqs, &done, MPI_STATUSES_IGNORE);
-    }
     double t1 = now_s();
-    wait_all(d, (int)nb + 1, reqs, what, step, d->timeout_s);
+    wait_all(d, (int)d->n_sl + 1, reqs, what, step, d->timeout_s);
     double t2 = now_s();
-    nmt_status s = ntm_grads_write(m, 0, n, d->host);
+    nmt_status s = ntm_grads_write(m, 0, d->n, d->host);
     d->t_read += t1 - t0;
     d->t_wait += t2 - t1;
     d->t_write += now_s() - t2;
+    d->slices += d->n_sl;
+    d->model = NULL;
     return s;
 }
 
@@ -186,17 +320,23 @@ int train_dist_fail(train_dist *d, int rc) {
 }
 
 void train_dist_finish(train_dist *d) {
+    for (size_t i = 0; i < d->n_sl; i++)
+        if (d->sl_ev[i] != NULL) clReleaseEvent((cl_event)d->sl_ev[i]);
     free(d->host);
     free(d->reqs);
-    d->host = NULL;
-    d->reqs = NULL;
-    if (d->mpi) MPI_Finalize();
-    d->mpi = 0;
+    free(d->mark);
+    free(d->sl_off);
+    free(d->sl_n);
+    free(d->sl_ev);
+    const int mpi = d->mpi;
+    memset(d, 0, sizeof *d);
+    if (mpi) MPI_Finalize();
 }
 
 #else /* !NMT_WITH_MPI: one process */
 
-int train_dist_init(train_dist *d, int *argc, char ***argv, double timeout_s, double bucket_mb) {
+int train_dist_init(train_dist *d, int *argc, char ***argv, double timeout_s, double bucket_mb, int overlap) {
+    (void)overlap;
     (void)argc;
     (void)argv;
     (void)bucket_mb;
@@ -223,6 +363,18 @@ int train_dist_max_int(train_dist *d, int v, const char *what, int start) {
     (void)what;
     (void)start;
     return v;
+}
+
+nmt_status train_dist_step_begin(train_dist *d, ntm_model *m, uint64_t step) {
+    (void)d;
+    (void)m;
+    (void)step;
+    return NMT_OK;
+}
+
+void train_dist_hook(train_dist *d, nmt_train_step_opts *so) {
+    (void)d;
+    (void)so;
 }
 
 nmt_status train_dist_allreduce(train_dist *d, ntm_model *m, double sums[2], uint64_t step) {

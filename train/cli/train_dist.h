@@ -31,9 +31,21 @@ typedef struct train_dist {
     int mpi;                    /* MPI was initialised here (finalise at the end) */
     double timeout_s;           /* longest wait in a collective */
     size_t bucket;              /* floats per all-reduce bucket */
+    int overlap;                /* read slices back as the backward reports them (else after it) */
     float *host;                /* [n]: the gradients on their way (owned) */
-    void *reqs;                 /* MPI requests, one per bucket + 1 (owned) */
+    void *reqs;                 /* MPI requests, one per slice + 1 (owned) */
     size_t n;                   /* parameters */
+    /* the step in progress (train_dist_step_begin .. train_dist_allreduce) */
+    ntm_model *model;           /* NULL outside a step */
+    uint64_t step;
+    unsigned char *mark;        /* [n]: 1 once the element's slice is planned (owned) */
+    size_t *sl_off, *sl_n;      /* the step's slices, in all-reduce order (owned) */
+    void **sl_ev;               /* their queued read-backs (cl_event; NULL: none pending) */
+    size_t n_sl, cap_sl, n_started;
+    size_t n_early;             /* slices whose all-reduce started during the backward (since the last log) */
+    size_t slices;              /* slices all-reduced (since the last log) */
+    size_t reduced;             /* elements all-reduced this step: n, each exactly once */
+    nmt_status err;
     /* seconds accumulated since the last train_dist_times call */
     double t_compute; /* forward/backward of this rank's micro-batches */
     double t_read;    /* device to host, with the first buckets' all-reduce running */
@@ -44,7 +56,7 @@ typedef struct train_dist {
 /* MPI_Init when an MPI launcher started the process (Open MPI's
  * OMPI_COMM_WORLD_SIZE, PMI_SIZE of MPICH / Slurm PMI2, PMIX_RANK) and the
  * build has MPI; else a single rank.  0, or 1 after a message. */
-int train_dist_init(train_dist *d, int *argc, char ***argv, double timeout_s, double bucket_mb);
+int train_dist_init(train_dist *d, int *argc, char ***argv, double timeout_s, double bucket_mb, int overlap);
 
 /* The device spec of this rank when --device and $NMT_EDGE_DEVICE say
  * nothing and there are several ranks: GPU number local_rank modulo the
@@ -58,8 +70,21 @@ int train_dist_bcast_int(train_dist *d, int v, const char *what);
  * else up to the timeout. */
 int train_dist_max_int(train_dist *d, int v, const char *what, int start);
 
+/* A step's gradient all-reduce, in three calls (each nothing with one rank
+ * outside MPI): train_dist_step_begin before the step's first
+ * micro-batch; train_dist_hook into the step options of this rank's last
+ * micro-batch (its backward then reports each layer's gradients as final:
+ * with overlap each such slice, cut into buckets, is read back without
+ * waiting and its MPI_Iallreduce started once the read is done, while the
+ * backward of the earlier layers runs); train_dist_allreduce after it: the
+ * slices not reported, then the waits.  The slices, their buckets and their
+ * order are the same with and without overlap, so both sum the same fp32
+ * values by the same MPI calls.  Every element is all-reduced exactly once
+ * (checked: NMT_ERR_INVALID_ARGUMENT otherwise). */
+nmt_status train_dist_step_begin(train_dist *d, ntm_model *m, uint64_t step);
+void train_dist_hook(train_dist *d, nmt_train_step_opts *so);
 /* Sums, over the ranks, of the model's gradients and of sums[0..1] (the
- * step's loss and NLL sums), in place; nothing with one rank outside MPI. */
+ * step's loss and NLL sums), in place. */
 nmt_status train_dist_allreduce(train_dist *d, ntm_model *m, double sums[2], uint64_t step);
 
 /* Stop every rank after this one failed (the reason already printed):
