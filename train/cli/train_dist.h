@@ -7,9 +7,11 @@
  * the same batch sequence and rank r runs micro-batches r, r+N, r+2N, ...
  * (dropout masks keyed by (seed, step, micro-batch), as in one process);
  * the summed gradients and loss sums are then all-reduced in fp32 (buckets
- * of --bucket-mb, read back from the device last tensor first and each
- * started as a non-blocking MPI_Iallreduce while the next is read back)
- * and every rank applies the same Adam step.  So N ranks with --accum K
+ * of at most --bucket-mb, each a non-blocking MPI_Iallreduce; during the
+ * rank's last micro-batch the family's backward reports each layer's
+ * gradients as final, and their buckets are read back and all-reduced
+ * while the backward of the layers below runs) and every rank applies the
+ * same Adam step.  So N ranks with --accum K
  * train as one process with --accum K; the result differs only by the
  * order of the fp32 sums.
  *
@@ -47,9 +49,11 @@ typedef struct train_dist {
     size_t reduced;             /* elements all-reduced this step: n, each exactly once */
     nmt_status err;
     /* seconds accumulated since the last train_dist_times call */
-    double t_compute; /* forward/backward of this rank's micro-batches */
-    double t_read;    /* device to host, with the first buckets' all-reduce running */
-    double t_wait;    /* waiting for the all-reduce after the last read-back */
+    double t_compute; /* forward/backward of this rank's micro-batches (with overlap: and the
+                         enqueued read-backs and all-reduces of the layers reported so far) */
+    double t_read;    /* after the backward: the read-backs not yet done (the slices it did not
+                         report; all of them without overlap), the first all-reduces running */
+    double t_wait;    /* waiting for the all-reduces after the last read-back */
     double t_write;   /* host to device */
 } train_dist;
 
