@@ -19,12 +19,6 @@
 
 #define PROG TRAIN_PROG
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* A launcher's rank variables (Open MPI, MPICH / Slurm PMI, PMIx). */
 static int launched_by_mpi(void) {
     static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"};
@@ -63,6 +57,12 @@ const char *train_dist_device(const train_dist *d, const char *spec, char *buf, 
 #ifdef NMT_WITH_MPI
 
 /* ---- MPI ------------------------------------------------------------------ */
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 /* An MPI error on this rank: the message, then the whole job stops. */
 static void mpi_died(const train_dist *d, int err, const char *what) {
@@ -167,8 +167,7 @@ static int add_slice(train_dist *d, size_t off, size_t n) {
     return 0;
 }
 
-static void start_slice(train_dist *d, size_t i, uint64_t step) {
-    (void)step;
+static void start_slice(train_dist *d, size_t i) {
     MPI_Request *reqs = (MPI_Request *)d->reqs;
     int err = MPI_Iallreduce(MPI_IN_PLACE, d->host + d->sl_off[i], (int)d->sl_n[i], MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
                              &reqs[i]);
@@ -178,7 +177,7 @@ static void start_slice(train_dist *d, size_t i, uint64_t step) {
 
 /* Starts, in slice order, the all-reduce of every slice whose read-back has
  * completed (no waiting) and lets MPI progress the started ones. */
-static void poll_slices(train_dist *d, uint64_t step) {
+static void poll_slices(train_dist *d) {
     while (d->n_started < d->n_sl && d->sl_ev[d->n_started] != NULL) {
         cl_event ev = (cl_event)d->sl_ev[d->n_started];
         cl_int st = CL_QUEUED;
@@ -189,7 +188,7 @@ static void poll_slices(train_dist *d, uint64_t step) {
         if (st != CL_COMPLETE) break;
         clReleaseEvent(ev);
         d->sl_ev[d->n_started] = NULL;
-        start_slice(d, d->n_started++, step);
+        start_slice(d, d->n_started++);
         d->n_early++;
     }
     if (d->n_started > 0) {
@@ -226,7 +225,7 @@ static void on_ready(void *user, size_t off, size_t n) {
             return;
         }
     }
-    if (d->overlap) poll_slices(d, d->step);
+    if (d->overlap) poll_slices(d);
 }
 
 nmt_status train_dist_step_begin(train_dist *d, ntm_model *m, uint64_t step) {
@@ -285,7 +284,7 @@ nmt_status train_dist_allreduce(train_dist *d, ntm_model *m, double sums[2], uin
             if (s != NMT_OK) d->err = s;
         }
         if (d->err != NMT_OK) break;
-        start_slice(d, i, step);
+        start_slice(d, i);
         d->n_started = i + 1;
         int done;
         MPI_Testall((int)d->n_started, (MPI_Request *)d->reqs, &done, MPI_STATUSES_IGNORE);
