@@ -386,7 +386,8 @@ nmt_status tft_backward(tft_model *m, const tft_step_opts *o) {
     NMT_TRY(nmt_op_fill(&m->t, m->d_enc, rs * d, 0.0f));
     for (uint32_t k = m->n_enc_sub + m->n_dec_sub; k-- > m->n_enc_sub;) {
         NMT_TRY(bwd_sub(m, &m->subs[k], rt, p, seed, 2 + k, &cur, &spare));
-        if ((k - m->n_enc_sub) % 3 == 0) ready_layer(m, o, "dec", (k - m->n_enc_sub) / 3); /* self-attention: its last */
+        /* after a layer's self-attention, the last of its 3 sub-layers */
+        if ((k - m->n_enc_sub) % 3 == 0) ready_layer(m, o, "dec", (k - m->n_enc_sub) / 3);
     }
     nmt_buf dy = cur;
     if (p > 0.0f) {
@@ -406,7 +407,7 @@ nmt_status tft_backward(tft_model *m, const tft_step_opts *o) {
     }
     for (uint32_t k = m->n_enc_sub; k-- > 0;) {
         NMT_TRY(bwd_sub(m, &m->subs[k], rs, p, seed, 2 + k, &cur, &spare));
-        if (k % 2 == 0) ready_layer(m, o, "enc", k / 2); /* self-attention: its last */
+        if (k % 2 == 0) ready_layer(m, o, "enc", k / 2); /* after the self-attention, the last of 2 */
     }
     dy = cur;
     if (p > 0.0f) {
