@@ -972,6 +972,13 @@ nmt_status nmt_device_read(nmt_device *dev, cl_mem buf, size_t offset, size_t by
     return NMT_OK;
 }
 
+nmt_status nmt_device_read_async(nmt_device *dev, cl_mem buf, size_t offset, size_t bytes, void *dst, cl_event *ev) {
+    if (dev == NULL || buf == NULL || ev == NULL || dst == NULL || bytes == 0) return NMT_ERR_INVALID_ARGUMENT;
+    NMT_CL(dev, clEnqueueReadBuffer(dev->queue, buf, CL_FALSE, offset, bytes, dst, 0, NULL, ev));
+    clFlush(dev->queue);
+    return NMT_OK;
+}
+
 nmt_status nmt_device_finish(nmt_device *dev) {
     if (dev == NULL || dev->queue == NULL) return NMT_ERR_INVALID_ARGUMENT;
     NMT_CL(dev, clFinish(dev->queue));

@@ -144,6 +144,10 @@ nmt_status nmt_device_buffer(nmt_device *dev, size_t bytes, const void *host, cl
 /* Blocking host<->device transfers and queue completion. */
 nmt_status nmt_device_write(nmt_device *dev, cl_mem buf, size_t offset, size_t bytes, const void *src);
 nmt_status nmt_device_read(nmt_device *dev, cl_mem buf, size_t offset, size_t bytes, void *dst);
+/* The read enqueued without waiting (the queue runs it after the commands
+ * before it); *ev completes when dst holds the bytes (the caller releases
+ * it).  dst must stay valid until then. */
+nmt_status nmt_device_read_async(nmt_device *dev, cl_mem buf, size_t offset, size_t bytes, void *dst, cl_event *ev);
 nmt_status nmt_device_finish(nmt_device *dev);
 
 /* 64-bit FNV-1a, used for cache keys (chain by passing the previous value;

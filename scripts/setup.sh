@@ -3,13 +3,16 @@
 # Idempotent: installs only what is missing; safe to run again.
 #   build:   gcc make cmake, OpenCL ICD loader + headers, CLBlast, cmocka
 #   device:  PoCL (OpenCL on the CPU) for machines without a GPU driver
+#   MPI:     Open MPI (libopenmpi-dev, openmpi-bin): nmt-edge-train on several
+#            devices and machines (docs/TRAINING.md); the build turns
+#            NMT_WITH_MPI on when it is installed, and train_mpi_test runs
 #   optional (--with-link-grammar): link-grammar's English parser for MG-SA
 #            syntax heads (nmt-edge translate, nmt-edge-train parse-spans);
 #            the build turns NMT_WITH_LINK_GRAMMAR on when it is installed
 set -euo pipefail
 
 packages=(gcc make cmake pkg-config ocl-icd-opencl-dev opencl-c-headers libclblast-dev
-          libcmocka-dev pocl-opencl-icd clinfo)
+          libcmocka-dev pocl-opencl-icd clinfo libopenmpi-dev openmpi-bin)
 if [ "${1:-}" = "--with-link-grammar" ]; then
   packages+=(liblink-grammar-dev link-grammar)
 fi

@@ -35,6 +35,7 @@
 #include "schedule.h"
 #include "train_model.h"
 #include "train_cmds.h"
+#include "train_dist.h"
 #include "train_env.h"
 #include "train_opts.h"
 
@@ -95,6 +96,8 @@ typedef struct run {
     sched_params sp;
     double t_start, elapsed0;
     int tty;
+    train_dist dist; /* this process's rank among several (train_dist.h); rank 0 of 1 alone */
+    char dev_spec[32];
 } run;
 
 static void log_json(run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -108,7 +111,10 @@ static void log_json(run *r, const char *fmt, ...) {
     fflush(r->log);
 }
 
-static int open_device(run *r) { return train_env_open_device(&r->env, r->o.device, r->o.no_cache); }
+static int open_device(run *r) {
+    const char *spec = train_dist_device(&r->dist, r->o.device, r->dev_spec, sizeof r->dev_spec);
+    return train_env_open_device(&r->env, spec, r->o.no_cache);
+}
 
 /* The line the child writes to the log when spm_train cannot be run. */
 #define SPM_EXEC_FAILED "nmt-edge-train: cannot run spm_train: "
@@ -638,6 +644,11 @@ static int train_loop(run *r) {
         if (o->max_epochs && pos.epoch >= (uint64_t)o->max_epochs) stop = 1;
         if (o->max_time > 0 && elapsed >= o->max_time) stop = 1;
         if (g_signal) stop = 2;
+        if (r->dist.size > 1) { /* every rank stops at the same step (time and signals differ) */
+            int sig = train_dist_max_int(&r->dist, (int)g_signal, "the stop check", 0);
+            stop = train_dist_max_int(&r->dist, stop, "the stop check", 0);
+            if (sig) g_signal = sig;
+        }
         if (stop) {
             if (stop == 2 && !o->quiet) fprintf(stderr, "\n" PROG ": signal %d: saving a checkpoint\n", (int)g_signal);
             break;
@@ -650,6 +661,10 @@ static int train_loop(run *r) {
             uint32_t nt;
             s = td_next(r->tb, &b, &nt);
             if (s != NMT_OK) break;
+            tokens += nt;
+            if (a % r->dist.size != r->dist.rank) continue; /* another rank's micro-batch */
+            if (a == r->dist.rank) s = train_dist_step_begin(&r->dist, r->m, step);
+            if (s != NMT_OK) break;
             nmt_train_step_opts so;
             memset(&so, 0, sizeof so);
             so.dropout = (float)o->dropout;
@@ -657,12 +672,17 @@ static int train_loop(run *r) {
             so.tag_lambda = (float)o->mg_tag_lambda; /* MG-SA syntax heads with labelled spans only */
             so.grad_scale = 1.0f;
             so.seed = mix64(r->st.seed * 0x100000001B3ull ^ mix64(step * 4096u + (uint64_t)a));
-            double l1 = 0, n1 = 0;
+            if (a + r->dist.size >= o->accum) train_dist_hook(&r->dist, &so); /* this rank's last */
+            double l1 = 0, n1 = 0, t0 = now_s();
             s = ntm_forward_backward(r->m, &b, &so, &l1, &n1);
+            r->dist.t_compute += now_s() - t0;
             loss += l1;
             nll += n1;
-            tokens += nt;
         }
+        double sums[2] = {loss, nll};
+        if (s == NMT_OK) s = train_dist_allreduce(&r->dist, r->m, sums, step); /* several ranks: the sums of all */
+        loss = sums[0];
+        nll = sums[1];
         double gnorm = 0;
         if (s == NMT_OK) s = ntm_grad_norm(r->m, &gnorm);
         if (s != NMT_OK) {
@@ -699,11 +719,20 @@ static int train_loop(run *r) {
             double tps = dt > 0 ? win_tok / dt : 0;
             td_position p = td_tell(r->tb);
             double ep = (double)p.epoch + (per_epoch ? (double)p.index / per_epoch : 0);
+            char dist[200] = ""; /* several ranks: rank 0's time split of the window, in seconds */
+            if (r->dist.mpi)
+                snprintf(dist, sizeof dist,
+                         ",\"ranks\":%d,\"compute_s\":%.4f,\"readback_s\":%.4f,\"allreduce_wait_s\":%.4f,"
+                         "\"write_s\":%.4f,\"window_s\":%.4f,\"slices\":%zu,\"slices_in_backward\":%zu",
+                         r->dist.size, r->dist.t_compute, r->dist.t_read, r->dist.t_wait, r->dist.t_write, dt,
+                         r->dist.slices, r->dist.n_early);
+            r->dist.t_compute = r->dist.t_read = r->dist.t_wait = r->dist.t_write = 0;
+            r->dist.slices = r->dist.n_early = 0;
             log_json(r,
                      "{\"kind\":\"train\",\"step\":%llu,\"epoch\":%.4f,\"loss\":%.6f,\"nll\":%.6f,\"lr\":%.6g,"
-                     "\"gnorm\":%.6g,\"tokens_per_s\":%.1f,\"tokens\":%llu,\"elapsed_s\":%.1f}",
+                     "\"gnorm\":%.6g,\"tokens_per_s\":%.1f,\"tokens\":%llu,\"elapsed_s\":%.1f%s}",
                      (unsigned long long)step, ep, win_loss / win_tok, win_nll / win_tok, (double)ap.lr, gn, tps,
-                     (unsigned long long)r->st.tokens, r->elapsed0 + (t - r->t_start));
+                     (unsigned long long)r->st.tokens, r->elapsed0 + (t - r->t_start), dist);
             if (!o->quiet) {
                 double left = -1;
                 double run_s = t - r->t_start;
@@ -723,7 +752,7 @@ static int train_loop(run *r) {
             win_loss = win_nll = win_tok = 0;
             win_t0 = now_s();
         }
-        if (r->db && o->eval_every && step % (uint64_t)o->eval_every == 0) {
+        if (r->db && r->dist.rank == 0 && o->eval_every && step % (uint64_t)o->eval_every == 0) {
             double dl = 0, dn = 0, bleu = 0;
             if (dev_loss(r, &dl, &dn) || dev_bleu(r, &bleu)) {
                 rc = 1;
@@ -737,7 +766,7 @@ static int train_loop(run *r) {
                         (unsigned long long)step, dl, dn, exp(dn), bleu);
             win_t0 = now_s(); /* evaluation time is not training speed */
         }
-        if (o->save_every && step % (uint64_t)o->save_every == 0 && save(r)) {
+        if (r->dist.rank == 0 && o->save_every && step % (uint64_t)o->save_every == 0 && save(r)) {
             rc = 1;
             break;
         }
@@ -788,6 +817,93 @@ static int claim_dir(const run *r) {
     return 1;
 }
 
+/* The run of this rank (of one, alone): rank 0 claims the directory and
+ * builds first (spm_train, kernels compiled into the cache), and alone
+ * writes checkpoints, the log, the plot and the model.  A failure every
+ * rank shares returns; one of this rank alone stops the job
+ * (train_dist_fail). */
+static int run_main(run *r) {
+    const int lead = r->dist.rank == 0;
+    if (r->o.accum < r->dist.size) {
+        if (lead)
+            fprintf(stderr, PROG ": %d ranks need --accum N of at least %d (rank r runs micro-batches r, r + %d, ... "
+                                 "of each step's N)\n", r->dist.size, r->dist.size, r->dist.size);
+        return EXIT_USAGE;
+    }
+    snprintf(r->dir, sizeof r->dir, "%s", r->o.out_dir);
+    int rc = 0;
+    if (lead && mkdir_p(r->dir)) {
+        fprintf(stderr, PROG ": cannot create '%s': %s\n", r->dir, strerror(errno));
+        rc = 1;
+    }
+    if (lead && !rc && !r->o.resume && claim_dir(r)) rc = EXIT_USAGE;
+    rc = train_dist_bcast_int(&r->dist, rc, "the start");
+    if (rc) return rc;
+    if (!lead) r->o.quiet = 1; /* one progress line: rank 0's, with the global rate */
+    r->tty = isatty(2);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    /* rank 0 first; the others start once it has (or stop with it) */
+    if (!lead && train_dist_bcast_int(&r->dist, 0, "waiting for rank 0's start")) return 1;
+    rc = open_device(r);
+    if (!rc) rc = build_model(r);
+    if (lead && r->dist.size > 1) train_dist_bcast_int(&r->dist, rc, "the start");
+    if (!lead || rc == 0) /* every rank's model built (a failing one said why) */
+        rc = train_dist_max_int(&r->dist, rc, "the start (every rank building its model)", 1);
+    if (rc) return rc;
+    r->sp.kind = (sched_kind)sched_parse(r->o.schedule);
+    r->sp.lr = r->o.lr;
+    r->sp.warmup = (uint32_t)r->o.warmup;
+    r->sp.d_model = ntm_d_model(r->m);
+    r->elapsed0 = r->st.elapsed_s;
+    r->t_start = now_s();
+    char path[4200];
+    snprintf(path, sizeof path, "%s/log.jsonl", r->dir);
+    if (lead) {
+        r->log = fopen(path, "a");
+        if (!r->log) fprintf(stderr, PROG ": warning: cannot write the log %s: %s\n", path, strerror(errno));
+        fprintf(stderr, PROG ": %zu parameters, %u batches an epoch, schedule %s (lr %g, warm-up %ld)%s\n",
+                ntm_n_params(r->m), td_batches_per_epoch(r->tb), sched_name(r->sp.kind), r->o.lr, r->o.warmup,
+                r->dist.size > 1 ? ", data-parallel" : "");
+        if (r->dist.size > 1)
+            fprintf(stderr, PROG ": %d ranks, %ld micro-batches a step (rank r runs r, r + %d, ...)\n", r->dist.size,
+                    r->o.accum, r->dist.size);
+    }
+    rc = train_loop(r);
+    /* a checkpoint at the end (also after a signal or an error past step 0) */
+    uint64_t last_saved = r->o.save_every ? r->st.step / (uint64_t)r->o.save_every * (uint64_t)r->o.save_every : 0;
+    if (lead && r->st.step > 0 && (last_saved != r->st.step || g_signal) && save(r)) rc = 1;
+    if (lead && !rc && !g_signal) {
+        snprintf(path, sizeof path, "%s/model.nmt", r->dir);
+        ckpt_tokenizers t = run_tokenizers(r);
+        char why[4400];
+        nmt_status s = ckpt_export_why(r->m, &t, path, why, sizeof why);
+        if (s != NMT_OK && why[0]) {
+            fprintf(stderr, PROG ": %s\n", why);
+            rc = 1;
+        } else if (s != NMT_OK) {
+            rc = train_fail("writing the model", s);
+        } else {
+            fprintf(stderr, PROG ": wrote %s (step %llu)\n", path, (unsigned long long)r->st.step);
+        }
+    }
+    if (r->log) {
+        fclose(r->log);
+        char svg[4200], err[256] = "";
+        snprintf(path, sizeof path, "%s/log.jsonl", r->dir);
+        snprintf(svg, sizeof svg, "%s/plot.svg", r->dir);
+        if (plot_svg(path, svg, err, sizeof err) != NMT_OK) fprintf(stderr, PROG ": warning: no plot: %s\n", err);
+    }
+    if (rc) return train_dist_fail(&r->dist, rc);
+    if (g_signal) rc = 128 + (int)g_signal;
+    return rc;
+}
+
 int main(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "plot")) return train_cmd_plot(argc, argv);
     if (argc >= 2 && !strcmp(argv[1], "bleu")) return train_cmd_bleu(argc, argv);
@@ -801,67 +917,14 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (rc) return rc;
-    snprintf(r.dir, sizeof r.dir, "%s", r.o.out_dir);
-    if (mkdir_p(r.dir)) {
-        fprintf(stderr, PROG ": cannot create '%s': %s\n", r.dir, strerror(errno));
-        return 1;
-    }
-    if (!r.o.resume && claim_dir(&r)) return EXIT_USAGE;
-    r.tty = isatty(2);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-
-    rc = open_device(&r);
-    if (!rc) rc = build_model(&r);
-    if (!rc) {
-        r.sp.kind = (sched_kind)sched_parse(r.o.schedule);
-        r.sp.lr = r.o.lr;
-        r.sp.warmup = (uint32_t)r.o.warmup;
-        r.sp.d_model = ntm_d_model(r.m);
-        r.elapsed0 = r.st.elapsed_s;
-        r.t_start = now_s();
-        char path[4200];
-        snprintf(path, sizeof path, "%s/log.jsonl", r.dir);
-        r.log = fopen(path, "a");
-        if (!r.log) fprintf(stderr, PROG ": warning: cannot write the log %s: %s\n", path, strerror(errno));
-        fprintf(stderr, PROG ": %zu parameters, %u batches an epoch, schedule %s (lr %g, warm-up %ld)\n",
-                ntm_n_params(r.m), td_batches_per_epoch(r.tb), sched_name(r.sp.kind), r.o.lr, r.o.warmup);
-        rc = train_loop(&r);
-        /* a checkpoint at the end (also after a signal or an error past step 0) */
-        uint64_t last_saved = r.o.save_every ? r.st.step / (uint64_t)r.o.save_every * (uint64_t)r.o.save_every : 0;
-        if (r.st.step > 0 && (last_saved != r.st.step || g_signal) && save(&r)) rc = 1;
-        if (!rc && !g_signal) {
-            snprintf(path, sizeof path, "%s/model.nmt", r.dir);
-            ckpt_tokenizers t = run_tokenizers(&r);
-            char why[4400];
-            nmt_status s = ckpt_export_why(r.m, &t, path, why, sizeof why);
-            if (s != NMT_OK && why[0]) {
-                fprintf(stderr, PROG ": %s\n", why);
-                rc = 1;
-            } else if (s != NMT_OK) {
-                rc = train_fail("writing the model", s);
-            }
-            else fprintf(stderr, PROG ": wrote %s (step %llu)\n", path, (unsigned long long)r.st.step);
-        }
-        if (r.log) {
-            fclose(r.log);
-            char svg[4200], err[256] = "";
-            snprintf(path, sizeof path, "%s/log.jsonl", r.dir);
-            snprintf(svg, sizeof svg, "%s/plot.svg", r.dir);
-            if (plot_svg(path, svg, err, sizeof err) != NMT_OK)
-                fprintf(stderr, PROG ": warning: no plot: %s\n", err);
-        }
-        if (g_signal && !rc) rc = 128 + (int)g_signal;
-    }
+    if (train_dist_init(&r.dist, &argc, &argv, r.o.dist_timeout, r.o.bucket_mb, !r.o.no_overlap)) return 1;
+    rc = run_main(&r);
     if (r.m) ntm_destroy(r.m);
     td_batcher_free(r.tb);
     td_batcher_free(r.db);
     td_free(r.train);
     td_free(r.dev_c);
     train_env_close(&r.env);
+    train_dist_finish(&r.dist);
     return rc;
 }

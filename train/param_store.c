@@ -195,3 +195,18 @@ nmt_status nmt_pstore_write(nmt_pstore *s, const float *params, const float *ada
     if (adam_v) NMT_TRY(nmt_device_write(s->dev, s->V.mem, 0, bytes, adam_v));
     return NMT_OK;
 }
+
+int nmt_pstore_span(const nmt_pstore *s, const char *prefix, size_t *off, size_t *n) {
+    size_t lo = SIZE_MAX, hi = 0;
+    const size_t len = strlen(prefix);
+    for (uint32_t i = 0; s != NULL && i < s->n_tab; i++) {
+        const nmt_pstore_tensor *t = &s->tab[i];
+        if (strncmp(t->name, prefix, len) != 0) continue;
+        if (t->off < lo) lo = t->off;
+        if (t->off + t->count > hi) hi = t->off + t->count;
+    }
+    if (lo >= hi) return 0;
+    *off = lo;
+    *n = hi - lo;
+    return 1;
+}

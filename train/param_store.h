@@ -82,6 +82,11 @@ nmt_status nmt_pstore_grad_norm(nmt_pstore *s, nmt_buf partial, nmt_buf red, dou
 /* One Adam step over P with G, M, V. */
 nmt_status nmt_pstore_adam_step(nmt_pstore *s, const nmt_adam_params *ap);
 
+/* The slice [*off, *off + *n) of the layout spanned by the tensors whose
+ * names start with `prefix` (walk order keeps a layer's tensors adjacent);
+ * 0 when no tensor has it (*off, *n untouched), else 1. */
+int nmt_pstore_span(const nmt_pstore *s, const char *prefix, size_t *off, size_t *n);
+
 /* Host copies of P, G, M, V (n_params floats each; NULL = skipped). Blocks. */
 nmt_status nmt_pstore_read(nmt_pstore *s, float *params, float *grads, float *adam_m, float *adam_v);
 /* Upload P (and M, V when not NULL). */

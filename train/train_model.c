@@ -10,6 +10,7 @@
 #include "device.h"
 #include "family.h"
 #include "format.h"
+#include "param_store.h"
 #include "tf_train.h"
 #include "banmt_train.h"
 
@@ -154,4 +155,33 @@ nmt_status ntm_grad_norm(ntm_model *m, double *norm) {
 nmt_status ntm_adam_step(ntm_model *m, const nmt_adam_params *ap) {
     NMT_CHECK(m != NULL, NMT_ERR_INVALID_ARGUMENT);
     return m->fam->adam_step(m->impl, ap);
+}
+
+/* The store of m and whether [off, off + n) lies in its gradients. */
+static nmt_pstore *grads_range(ntm_model *m, size_t off, size_t n) {
+    nmt_pstore *s = (m != NULL && m->fam->store != NULL) ? m->fam->store(m->impl) : NULL;
+    return (s != NULL && off <= s->n_params && n <= s->n_params - off) ? s : NULL;
+}
+
+nmt_status ntm_grads_read(ntm_model *m, size_t off, size_t n, float *dst) {
+    nmt_pstore *s = grads_range(m, off, n);
+    NMT_CHECK(s != NULL && (dst != NULL || n == 0), NMT_ERR_INVALID_ARGUMENT);
+    if (n == 0) return NMT_OK;
+    return nmt_device_read(s->dev, s->G.mem, (s->G.off + off) * sizeof(float), n * sizeof(float), dst);
+}
+
+nmt_status ntm_grads_write(ntm_model *m, size_t off, size_t n, const float *src) {
+    nmt_pstore *s = grads_range(m, off, n);
+    NMT_CHECK(s != NULL && (src != NULL || n == 0), NMT_ERR_INVALID_ARGUMENT);
+    if (n == 0) return NMT_OK;
+    return nmt_device_write(s->dev, s->G.mem, (s->G.off + off) * sizeof(float), n * sizeof(float), src);
+}
+
+nmt_status ntm_grads_read_async(ntm_model *m, size_t off, size_t n, float *dst, void **ev) {
+    nmt_pstore *s = grads_range(m, off, n);
+    NMT_CHECK(s != NULL && dst != NULL && n > 0 && ev != NULL, NMT_ERR_INVALID_ARGUMENT);
+    cl_event e = NULL;
+    NMT_TRY(nmt_device_read_async(s->dev, s->G.mem, (s->G.off + off) * sizeof(float), n * sizeof(float), dst, &e));
+    *ev = e;
+    return NMT_OK;
 }

@@ -53,6 +53,14 @@ typedef struct nmt_train_batch {
     const uint8_t *const *span_labels; /* [n_seq]: n_spans[i] label ids each */
 } nmt_train_batch;
 
+/* A backward's report that gradients G[off, off + n) of the flat layout
+ * (param_store.h) are final for this call: later kernels of the backward do
+ * not write them.  Called on the calling thread, between enqueues (the
+ * kernels that computed them may still be queued); the data-parallel
+ * trainer reads the slice back and starts its all-reduce while the rest of
+ * the backward runs (train/cli/train_dist.c). */
+typedef void (*nmt_grads_ready_fn)(void *user, size_t off, size_t n);
+
 typedef struct nmt_train_step_opts {
     float dropout;          /* residual dropout (after each sub-layer, on embeddings) */
     float attn_dropout;     /* reserved: must be 0 (attention probabilities are not kept) */
@@ -61,6 +69,8 @@ typedef struct nmt_train_step_opts {
     uint64_t seed;          /* dropout masks: a pure function of (seed, site, element) */
     float tag_lambda;       /* MG-SA syntax heads: weight of the phrase-tag loss (0: none); the
                                loss_sum of forward_backward then includes tag_lambda * L_tag */
+    nmt_grads_ready_fn grads_ready; /* optional (NULL: none); families that do not report ignore it */
+    void *grads_user;               /* its first argument */
 } nmt_train_step_opts;
 
 /* What a family with gradients provides; `m` is the family's own model.
@@ -95,6 +105,8 @@ typedef struct nmt_train_family {
     /* Optional (NULL: NMT_ERR_UNSUPPORTED): ntm_attention_mass. */
     nmt_status (*attention_mass)(void *m, const nmt_train_batch *b, struct ntm_attn_mass *out, uint32_t cap,
                                  uint32_t *n);
+    /* The model's parameter store (train/param_store.h): ntm_grads_read / ntm_grads_write. */
+    struct nmt_pstore *(*store)(void *m);
 } nmt_train_family;
 
 /* A family's create: lim checked (1 <= max_seqs, max_src_len, max_tgt_len
@@ -179,5 +191,15 @@ nmt_status ntm_grad_norm(ntm_model *m, double *norm);
 
 /* One Adam step (ap->grad_scale applies clipping / averaging). */
 nmt_status ntm_adam_step(ntm_model *m, const nmt_adam_params *ap);
+
+/* Gradients [off, off + n) of the flat layout (param_store.h) to host memory
+ * (blocking) and back: the data-parallel trainer sums them across processes
+ * (train/cli/train_dist.c).  NMT_ERR_INVALID_ARGUMENT for a range past
+ * ntm_n_params. */
+nmt_status ntm_grads_read(ntm_model *m, size_t off, size_t n, float *dst);
+nmt_status ntm_grads_write(ntm_model *m, size_t off, size_t n, const float *src);
+/* The read of ntm_grads_read enqueued without waiting; *ev (a cl_event,
+ * released by the caller) completes when dst holds the values. */
+nmt_status ntm_grads_read_async(ntm_model *m, size_t off, size_t n, float *dst, void **ev);
 
 #endif

@@ -48,6 +48,8 @@ static void defaults(train_opts *o) {
     o->keep = 5;
     o->beam = 4;
     o->dev_bleu_max = 500;
+    o->dist_timeout = 1800;
+    o->bucket_mb = 4;
 }
 
 void train_opts_usage(FILE *f) {
@@ -146,6 +148,11 @@ void train_opts_usage(FILE *f) {
 "                      (without --resume or --overwrite such a DIR is refused)\n"
 "  --device SPEC       OpenCL device (as nmt-edge; default $NMT_EDGE_DEVICE)\n"
 "  --no-cache          do not cache compiled kernels\n"
+"\n"
+"Several devices and machines (under mpirun / srun; builds with MPI):\n"
+"  --dist-timeout S    stop the job when a collective waits longer (1800)\n"
+"  --bucket-mb X       gradient all-reduce bucket size in MiB (4)\n"
+"  --no-overlap        start the all-reduce after the backward, not during it\n"
 "  --quiet             no progress line\n"
 "  --help              show this help\n");
 }
@@ -157,7 +164,8 @@ enum {
     O_LS, O_CLIP, O_WD, O_MAX_STEPS, O_MAX_EPOCHS, O_MAX_TIME, O_SEED, O_LOG_EVERY, O_EVAL_EVERY,
     O_SAVE_EVERY, O_KEEP, O_BEAM, O_DEV_BLEU_MAX, O_RESUME, O_OVERWRITE, O_DEVICE, O_NO_CACHE, O_QUIET, O_HELP, O_ARCH,
     O_MG_LAYERS, O_MG_HEADS, O_MG_COMPOSE, O_MG_INTERACT, O_MG_CHUNK, O_PH_ENC, O_PH_DEC, O_PH_CROSS,
-    O_TRAIN_SPANS, O_DEV_SPANS, O_MG_TAG_LAMBDA, O_BA_FIRST, O_BA_LAST = O_BA_FIRST + 6, O_MAX_ACT_BYTES
+    O_TRAIN_SPANS, O_DEV_SPANS, O_MG_TAG_LAMBDA, O_BA_FIRST, O_BA_LAST = O_BA_FIRST + 6, O_MAX_ACT_BYTES,
+    O_DIST_TIMEOUT, O_BUCKET_MB, O_NO_OVERLAP
 };
 
 /* BA-NMT's options: the flags of its hyper-parameter table (banmt_cfg.c). */
@@ -186,7 +194,8 @@ static const struct option LONG_OPTS[] = {
     {"eval-every", required_argument, 0, O_EVAL_EVERY}, {"save-every", required_argument, 0, O_SAVE_EVERY},
     {"keep", required_argument, 0, O_KEEP}, {"beam", required_argument, 0, O_BEAM},
     {"dev-bleu-max", required_argument, 0, O_DEV_BLEU_MAX}, {"resume", no_argument, 0, O_RESUME},
-    {"overwrite", no_argument, 0, O_OVERWRITE},
+    {"overwrite", no_argument, 0, O_OVERWRITE}, {"dist-timeout", required_argument, 0, O_DIST_TIMEOUT},
+    {"bucket-mb", required_argument, 0, O_BUCKET_MB}, {"no-overlap", no_argument, 0, O_NO_OVERLAP},
     {"device", required_argument, 0, O_DEVICE}, {"no-cache", no_argument, 0, O_NO_CACHE},
     {"quiet", no_argument, 0, O_QUIET}, {"help", no_argument, 0, O_HELP}, {"arch", required_argument, 0, O_ARCH},
     {"mg-layers", required_argument, 0, O_MG_LAYERS}, {"mg-heads", required_argument, 0, O_MG_HEADS},
@@ -281,6 +290,9 @@ int train_opts_parse(int argc, char **argv, train_opts *o, int *help) {
         case O_PH_CROSS: o->ph_cross = optarg; break;
         case O_BA_LAST: o->ba[6] = "1"; break;
         case O_MAX_ACT_BYTES: r = parse_double(name, optarg, 0, 1e18, &o->max_act_bytes); break;
+        case O_DIST_TIMEOUT: r = parse_double(name, optarg, 1, 1e7, &o->dist_timeout); break;
+        case O_BUCKET_MB: r = parse_double(name, optarg, 0.001, 1024, &o->bucket_mb); break;
+        case O_NO_OVERLAP: o->no_overlap = 1; break;
         case O_SEP_EMB: o->separate_embeddings = 1; break;
         case O_SCHED: o->schedule = optarg; break;
         case O_LR: r = parse_double(name, optarg, 0, 1e3, &o->lr); break;

@@ -36,6 +36,10 @@ typedef struct train_opts {
     long spm_vocab;
     /* reporting */
     long log_every, eval_every, save_every, keep, beam, dev_bleu_max;
+    /* several ranks (train/cli/train_dist.h) */
+    double dist_timeout; /* seconds a collective may wait */
+    double bucket_mb;    /* gradient all-reduce bucket */
+    int no_overlap;      /* all-reduce only after the backward */
 } train_opts;
 
 /* Parse argv (after the program name; subcommands are the caller's) into o,

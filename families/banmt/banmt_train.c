@@ -468,6 +468,7 @@ static size_t rec_act_bytes(const void *image, size_t size, const nmt_train_limi
 }
 
 static void rec_destroy(void *m) { destroy((bat_model *)m); }
+static nmt_pstore *rec_store(void *m) { return m ? &((bat_model *)m)->ps : NULL; }
 static size_t rec_n_params(const void *m) { return m ? ((const bat_model *)m)->ps.n_params : 0; }
 static uint32_t rec_d_model(const void *m) { return m ? ((const bat_model *)m)->c.hidden : 0; }
 
@@ -502,4 +503,5 @@ const nmt_train_family nmt_banmt_train_family = {
     .adam_step = rec_adam_step,
     .act_bytes = rec_act_bytes,
     .attention_mass = NULL,
+    .store = rec_store,
 };

@@ -560,7 +560,7 @@ nmt_status tft_forward_backward(tft_model *m, const tft_batch *b, const tft_step
     NMT_TRY(xent(m, o->label_smoothing, o->grad_scale, 1));
     double tag = 0.0; /* MG-SA: lambda L_tag joins the objective (tf_train_tag.c) */
     NMT_TRY(tft_tag_forward(m, o->tag_lambda, o->grad_scale, &tag));
-    NMT_TRY(tft_backward(m, o->dropout, o->seed));
+    NMT_TRY(tft_backward(m, o));
     NMT_TRY(read_sums(m, loss_sum, nll_sum));
     if (loss_sum) *loss_sum += (double)o->tag_lambda * tag;
     return NMT_OK;
@@ -693,6 +693,7 @@ static nmt_status rec_attention_mass(void *m, const nmt_train_batch *b, ntm_attn
     return tft_attention_mass(m, b, out, cap, n);
 }
 static nmt_status rec_adam_step(void *m, const nmt_adam_params *ap) { return tft_adam_step(m, ap); }
+static nmt_pstore *rec_store(void *m) { return m ? &((tft_model *)m)->ps : NULL; }
 
 /* One set of calls, three records: the Transformer, MG-SA (the same model
  * with phrase heads) and the phrase-based attentions (n-gram keys in its
@@ -703,7 +704,7 @@ static nmt_status rec_adam_step(void *m, const nmt_adam_params *ap) { return tft
         .d_model = rec_d_model, .add_to_writer = rec_add_to_writer, .zero_grad = rec_zero_grad,               \
         .forward_backward = rec_forward_backward, .forward_loss = rec_forward_loss,                          \
         .token_logprobs = rec_token_logprobs, .grad_norm = rec_grad_norm, .adam_step = rec_adam_step,         \
-        .attention_mass = rec_attention_mass,                                                                \
+        .attention_mass = rec_attention_mass, .store = rec_store,                                            \
     }
 
 const nmt_train_family nmt_tf_train_family = TFT_RECORD(NMT_TF_ARCH);

@@ -2,6 +2,7 @@
  * model (tf_train_internal.h): each sub-layer's backward chains
  * ops_train.h in the reverse order of the shared forward (transformer_fwd.c), as
  * docs/TRAINING-OPS.md describes. */
+#include <stdio.h>
 #include <string.h>
 
 #include "common.h"
@@ -352,8 +353,23 @@ static nmt_status embed_bwd(tft_model *m, const int32_t *tok, uint32_t rows, uin
     return nmt_op_embed_bwd(&m->t, dy, m->c.d, perm, seg, segtok, n_seg, m->c.emb_scale, GB(m, emb));
 }
 
-nmt_status tft_backward(tft_model *m, float p, uint64_t seed) {
+/* The gradients of the tensors named prefix* are final: tell o->grads_ready. */
+static void ready(const tft_model *m, const tft_step_opts *o, const char *prefix) {
+    size_t off, n;
+    if (o->grads_ready != NULL && nmt_pstore_span(&m->ps, prefix, &off, &n)) o->grads_ready(o->grads_user, off, n);
+}
+
+/* Layer l of the stack ("enc" / "dec"): its tensors are named stack.l.* */
+static void ready_layer(const tft_model *m, const tft_step_opts *o, const char *stack, uint32_t l) {
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "%s.%u.", stack, l);
+    ready(m, o, prefix);
+}
+
+nmt_status tft_backward(tft_model *m, const tft_step_opts *o) {
     const tft_cfg *c = &m->c;
+    const float p = o->dropout;
+    const uint64_t seed = o->seed;
     const uint32_t d = c->d, rs = m->n * m->S, rt = m->n * m->T;
     nmt_buf cur = m->g_a, spare = m->g_b;
     if (c->pre_norm) {
@@ -361,28 +377,38 @@ nmt_status tft_backward(tft_model *m, float p, uint64_t seed) {
                                   c->tgt_vocab, m->dtmp, d, 0.0f, GB(m, m->w.out.w), NO_BUF, 1.0f));
         NMT_TRY(nmt_op_layernorm_bwd(&m->t, m->dec_top, NO_BUF, m->dtmp, cur, 0, rt, d, m->w.dec_ln.w, c->eps,
                                      GB(m, m->w.dec_ln.w), GB(m, m->w.dec_ln.b), 1, m->lnstats));
+        ready(m, o, "dec.ln.");
     } else {
         NMT_TRY(nmt_op_linear_bwd(&m->ops, &m->t, rt, c->tgt_vocab, d, m->y_fin, d, m->w.out.w, m->logits,
                                   c->tgt_vocab, cur, d, 0.0f, GB(m, m->w.out.w), NO_BUF, 1.0f));
     }
+    if (!c->tied_out) ready(m, o, "out_proj"); /* tied: the target embedding's gradient, not final yet */
     NMT_TRY(nmt_op_fill(&m->t, m->d_enc, rs * d, 0.0f));
-    for (uint32_t k = m->n_enc_sub + m->n_dec_sub; k-- > m->n_enc_sub;)
+    for (uint32_t k = m->n_enc_sub + m->n_dec_sub; k-- > m->n_enc_sub;) {
         NMT_TRY(bwd_sub(m, &m->subs[k], rt, p, seed, 2 + k, &cur, &spare));
+        /* after a layer's self-attention, the last of its 3 sub-layers */
+        if ((k - m->n_enc_sub) % 3 == 0) ready_layer(m, o, "dec", (k - m->n_enc_sub) / 3);
+    }
     nmt_buf dy = cur;
     if (p > 0.0f) {
         NMT_TRY(nmt_op_dropout(&m->t, cur, m->dtmp, rt * d, p, seed, (uint64_t)1 << 32));
         dy = m->dtmp;
     }
     NMT_TRY(embed_bwd(m, m->h_tin, rt, c->tgt_vocab, dy, m->perm_t, m->seg_t, m->segtok_t, m->w.tgt_emb.w));
+    if (!c->shared_emb) ready(m, o, "tgt_embed"); /* shared: the source embedding's, not final yet */
     /* encoder: the gradient of its output summed over the decoder layers */
     if (c->pre_norm) {
         NMT_TRY(nmt_op_layernorm_bwd(&m->t, m->enc_top, NO_BUF, m->d_enc, cur, 0, rs, d, m->w.enc_ln.w, c->eps,
                                      GB(m, m->w.enc_ln.w), GB(m, m->w.enc_ln.b), 1, m->lnstats));
+        ready(m, o, "enc.ln.");
     } else {
         spare = cur;
         cur = m->d_enc;
     }
-    for (uint32_t k = m->n_enc_sub; k-- > 0;) NMT_TRY(bwd_sub(m, &m->subs[k], rs, p, seed, 2 + k, &cur, &spare));
+    for (uint32_t k = m->n_enc_sub; k-- > 0;) {
+        NMT_TRY(bwd_sub(m, &m->subs[k], rs, p, seed, 2 + k, &cur, &spare));
+        if (k % 2 == 0) ready_layer(m, o, "enc", k / 2); /* after the self-attention, the last of 2 */
+    }
     dy = cur;
     if (p > 0.0f) {
         NMT_TRY(nmt_op_dropout(&m->t, cur, m->dtmp, rs * d, p, seed, 0));

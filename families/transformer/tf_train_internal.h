@@ -103,6 +103,9 @@ nmt_status tft_tag_bwd(tft_model *m, const sub_desc *s, uint32_t g, nmt_buf d_po
 
 /* Backward from the logits' gradient (in m->logits): adds every parameter's
  * gradient into m->G.  p and seed: the forward's dropout (same masks). */
-nmt_status tft_backward(tft_model *m, float p, uint64_t seed);
+/* o->grads_ready (when set) hears of each layer's gradients once final:
+ * the decoder's layers top down, then the encoder's; the embeddings (and
+ * any tagger) are left to the caller's end of step. */
+nmt_status tft_backward(tft_model *m, const tft_step_opts *o);
 
 #endif
