@@ -4,10 +4,12 @@
  * measured in the same run (machines are shared and noisy).
  *
  *   translate_bench [--device SPEC] [--sentences N] [--model small|test | --model-file FILE]
- *                   [--batch N] [--versus FILE]...
+ *                   [--batch N] [--fixed-len] [--versus FILE]...
  *
  * --batch N (2..64, default 8): the larger batch of the configurations
  * (batch 1 and N, beam 1 and 4) and the sessions' max_batch.
+ * --fixed-len: every hypothesis exactly 40 tokens (end-of-sentence barred
+ * before 40, forced at 40), so that every model does the same decoding work.
  *
  * --versus FILE (up to 4): after the table, the same sentences and
  * configurations through each FILE's model on the same device, timed in
@@ -75,11 +77,15 @@ static void *read_file(const char *path, size_t *size) {
     return img;
 }
 
+/* --fixed-len: every hypothesis exactly 40 tokens (min_len = max_len), so
+ * that models that stop at different lengths do the same decoding work. */
+static int g_fixed_len;
+
 /* All n_sent sentences through sess in batches of `batch` with beam `beam`:
  * seconds, and the output tokens (EOS included) added to *out_tokens. */
 static double run_config(nmt_session *sess, int32_t **toks, const uint32_t *lens, int n_sent, uint32_t batch,
                          uint32_t beam, uint64_t *out_tokens) {
-    nmt_decode_opts o = {.beam = beam, .max_len = 40};
+    nmt_decode_opts o = {.beam = beam, .max_len = 40, .min_len = g_fixed_len ? 40 : 0};
     double t0 = now();
     for (int i = 0; i < n_sent; i += (int)batch) {
         uint32_t n = (uint32_t)(n_sent - i) < batch ? (uint32_t)(n_sent - i) : batch;
@@ -210,9 +216,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--versus") && i + 1 < argc && n_vs < 4) vs_files[n_vs++] = argv[++i];
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc) big = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--profile")) profile = 1;
+        else if (!strcmp(argv[i], "--fixed-len")) g_fixed_len = 1;
         else {
             fprintf(stderr, "usage: translate_bench [--device SPEC] [--sentences N] [--model test|small | --model-file FILE]"
-                            " [--batch N] [--versus FILE]... (up to 4) [--profile]\n");
+                            " [--batch N] [--fixed-len] [--versus FILE]... (up to 4) [--profile]\n");
             return 2;
         }
     }
@@ -305,7 +312,7 @@ int main(int argc, char **argv) {
     double base = 0;
     /* warm-up: PoCL compiles each kernel lazily per work-group size */
     for (size_t c = 0; c < n_configs; c++) {
-        nmt_decode_opts o = {.beam = configs[c][1], .max_len = 40};
+        nmt_decode_opts o = {.beam = configs[c][1], .max_len = 40, .min_len = g_fixed_len ? 40 : 0};
         uint32_t n = configs[c][0] < (uint32_t)n_sent ? configs[c][0] : (uint32_t)n_sent;
         nmt_batch bt = {(const int32_t *const *)toks, lens, n};
         s = nmt_session_translate(sess, &bt, &o);
@@ -318,8 +325,8 @@ int main(int argc, char **argv) {
         if (c == 0) base = sps;
         printf("%-6u %-6u %12.3f %12.2f %14.1f %9.2fx\n", batch, beam, dt, sps, out_tokens / dt, sps / base);
     }
-    printf("(%d sentences, %llu source tokens, max 40 output tokens each)\n", n_sent,
-           (unsigned long long)src_tokens);
+    printf("(%d sentences, %llu source tokens, %s 40 output tokens each)\n", n_sent,
+           (unsigned long long)src_tokens, g_fixed_len ? "exactly" : "max");
     if (n_vs > 0) versus(&b, sess, which, vs_files, n_vs, lim, toks, lens, n_sent, profile, configs, n_configs);
     nmt_session_destroy(sess);
     nmt_device_close(b.dev);
