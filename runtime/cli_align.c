@@ -103,8 +103,10 @@ int cli_align_append(cli_align *a, const runtime *rt, uint32_t i, uint32_t rank,
     if (st == NMT_OK && n_src + 1 != cols) st = NMT_ERR_INVALID_ARGUMENT; /* cannot happen: the same text */
     if (st != NMT_OK) return report_status("reading an alignment failed", st, rt);
     const uint32_t sw = word_map(nmt_session_tokenizer(rt->s, 0), ids, n_src, a->src_word); /* before ids moves */
-    if (tgt_text != NULL) st = nmt_tokenizer_encode(nmt_session_tokenizer(rt->s, 1), tgt_text, tgt_text_len, &tgt, &n_tgt);
-    else st = nmt_session_result(rt->s, i, rank, &tgt, &n_tgt, NULL, NULL);
+    if (tgt_text != NULL)
+        st = nmt_tokenizer_encode(nmt_session_tokenizer(rt->s, 1), tgt_text, tgt_text_len, &tgt, &n_tgt);
+    else
+        st = nmt_session_result(rt->s, i, rank, &tgt, &n_tgt, NULL, NULL);
     if (st == NMT_OK && n_tgt != len) st = NMT_ERR_INVALID_ARGUMENT; /* cannot happen either */
     if (st != NMT_OK) return report_status("reading an alignment failed", st, rt);
     const uint32_t tw = word_map(nmt_session_tokenizer(rt->s, 1), tgt, n_tgt, a->tgt_word);

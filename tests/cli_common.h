@@ -1,8 +1,9 @@
 /* cli_common.h — what the tests that run the built `nmt-edge` share
- * (cli_test.c, cli_batch_test.c, cli_decode_test.c, cli_align_test.c): a scratch directory with two small random
- * models made by `nmt-edge-convert random`, running the program on a given
- * stdin, and checks of its exit status and output lines.  Each test program
- * compiles cli_common.c with its own NMT_EDGE_BIN / NMT_CONVERT_BIN. */
+ * (cli_test.c, cli_batch_test.c, cli_decode_test.c, cli_align_test.c): a
+ * scratch directory with two small random models made by `nmt-edge-convert
+ * random`, running the program on a given stdin, checks of its exit status
+ * and output lines, and of --alignment output.  Each test program compiles
+ * cli_common.c with its own NMT_EDGE_BIN / NMT_CONVERT_BIN. */
 #ifndef NMT_CLI_COMMON_H
 #define NMT_CLI_COMMON_H
 
@@ -14,29 +15,9 @@
 
 #ifndef NMT_EDGE_BIN
 #error "NMT_EDGE_BIN must name the nmt-edge executable"
-/* --alignment output: a line "TEXT ||| ALIGNMENT" split at the last " |||"
- * (TEXT NUL-terminated in place; returns the alignment); Pharaoh pairs
- * "i-j" with i < n_src, j < n_tgt (one_per_target: each j once, in order,
- * none when n_src is 0); soft rows, n_tgt of n_src + 1 numbers summing to
- * 1; the whitespace words of s[0, n). */
-const char *split_alignment(char *line);
-void check_pairs(const char *a, uint32_t n_src, uint32_t n_tgt, int one_per_target);
-void check_soft(const char *a, uint32_t n_src, uint32_t n_tgt);
-uint32_t count_words(const char *s, size_t n);
-
 #endif
 #ifndef NMT_CONVERT_BIN
 #error "NMT_CONVERT_BIN must name the nmt-edge-convert executable"
-/* --alignment output: a line "TEXT ||| ALIGNMENT" split at the last " |||"
- * (TEXT NUL-terminated in place; returns the alignment); Pharaoh pairs
- * "i-j" with i < n_src, j < n_tgt (one_per_target: each j once, in order,
- * none when n_src is 0); soft rows, n_tgt of n_src + 1 numbers summing to
- * 1; the whitespace words of s[0, n). */
-const char *split_alignment(char *line);
-void check_pairs(const char *a, uint32_t n_src, uint32_t n_tgt, int one_per_target);
-void check_soft(const char *a, uint32_t n_src, uint32_t n_tgt);
-uint32_t count_words(const char *s, size_t n);
-
 #endif
 
 #define SPM_FIXTURE NMT_TEST_FIXTURES "/spm/uni_nfkc.model"
