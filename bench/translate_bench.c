@@ -4,7 +4,12 @@
  * measured in the same run (machines are shared and noisy).
  *
  *   translate_bench [--device SPEC] [--sentences N] [--model small|test | --model-file FILE]
- *                   [--versus FILE]... [--cache DIR]
+ *                   [--batch N] [--fixed-len] [--versus FILE]... [--cache DIR]
+ *
+ * --batch N (2..64, default 8): the larger batch of the configurations
+ * (batch 1 and N, beam 1 and 4) and the sessions' max_batch.
+ * --fixed-len: every hypothesis exactly 40 tokens (end-of-sentence barred
+ * before 40, forced at 40), so that every model does the same decoding work.
  *
  * --cache DIR: the device of the throughput rows reads its tuning file
  * (nmt-edge-tune's, docs/PERFORMANCE.md) and program cache from DIR; by
@@ -15,7 +20,8 @@
  * the first model (e.g. MG-SA against the Transformer of the same shape).
  * Random models stop at different lengths, so decoding rows do different
  * work per model; the "score" row (teacher-forced, every sentence against
- * the same 40-token target, batches of 8) does the same work for all.
+ * the same 40-token target, batches of 8, or --batch when smaller) does
+ * the same work for all.
  * --profile (with --versus): then each model's batch-1 beam-1 decoding
  * once more with the queue drained around every launch, time per kernel
  * per output token.
@@ -74,11 +80,15 @@ static void *read_file(const char *path, size_t *size) {
     return img;
 }
 
+/* --fixed-len: every hypothesis exactly 40 tokens (min_len = max_len), so
+ * that models that stop at different lengths do the same decoding work. */
+static int g_fixed_len;
+
 /* All n_sent sentences through sess in batches of `batch` with beam `beam`:
  * seconds, and the output tokens (EOS included) added to *out_tokens. */
 static double run_config(nmt_session *sess, int32_t **toks, const uint32_t *lens, int n_sent, uint32_t batch,
                          uint32_t beam, uint64_t *out_tokens) {
-    nmt_decode_opts o = {.beam = beam, .max_len = 40};
+    nmt_decode_opts o = {.beam = beam, .max_len = 40, .min_len = g_fixed_len ? 40 : 0};
     double t0 = now();
     for (int i = 0; i < n_sent; i += (int)batch) {
         uint32_t n = (uint32_t)(n_sent - i) < batch ? (uint32_t)(n_sent - i) : batch;
@@ -114,7 +124,8 @@ static double median3(const double *v) {
 /* The --versus table: sess (model `name`) and each file's model, the same
  * configurations, rounds interleaved across the models, median of 3. */
 static void versus(bench *b, nmt_session *sess, const char *name, const char *const *files, int n_vs,
-                   nmt_limits lim, int32_t **toks, const uint32_t *lens, int n_sent, int profile) {
+                   nmt_limits lim, int32_t **toks, const uint32_t *lens, int n_sent, int profile,
+                   const uint32_t (*configs)[2], size_t n_configs) {
     nmt_session *ss[5] = {sess};
     void *arenas[5] = {NULL}, *images[5] = {NULL};
     for (int m = 1; m <= n_vs; m++) {
@@ -126,11 +137,10 @@ static void versus(bench *b, nmt_session *sess, const char *name, const char *co
         size_t bytes;
         ss[m] = open_session(&vb, lim, &arenas[m], &bytes);
     }
-    static const uint32_t configs[][2] = {{1, 1}, {1, 4}, {8, 1}, {8, 4}};
     printf("\nversus (same device and sentences; out tok/s, median of 3 interleaved rounds; ratio to the first)\n");
     printf("model 0: %s\n", name);
     for (int m = 1; m <= n_vs; m++) printf("model %d: %s\n", m, files[m - 1]);
-    for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++) {
+    for (size_t c = 0; c < n_configs; c++) {
         double tps[5][3];
         for (int m = 0; m <= n_vs; m++) { /* warm-up: lazy kernel builds */
             uint64_t t = 0;
@@ -161,8 +171,9 @@ static void versus(bench *b, nmt_session *sess, const char *name, const char *co
     for (int r = 0; r < 4; r++)
         for (int m = 0; m <= n_vs; m++) {
             const double t0 = now();
-            for (int i = 0; i < n_sent; i += 8) {
-                const uint32_t n = n_sent - i < 8 ? (uint32_t)(n_sent - i) : 8;
+            const int sb = lim.max_batch < 8 ? (int)lim.max_batch : 8; /* --batch below 8 */
+            for (int i = 0; i < n_sent; i += sb) {
+                const uint32_t n = n_sent - i < sb ? (uint32_t)(n_sent - i) : (uint32_t)sb;
                 nmt_batch src = {(const int32_t *const *)toks + i, lens + i, n}, tb = {tg, tl, n};
                 float lp[8];
                 nmt_status s = nmt_session_score(ss[m], &src, &tb, lp);
@@ -199,25 +210,29 @@ int main(int argc, char **argv) {
     const char *spec = getenv("NMT_EDGE_DEVICE");
     int n_sent = 32;
     const char *which = "test", *model_file = NULL, *vs_files[4], *tuned_cache = NULL;
-    int n_vs = 0, profile = 0;
+    int n_vs = 0, profile = 0, big = 8;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--device") && i + 1 < argc) spec = argv[++i];
         else if (!strcmp(argv[i], "--sentences") && i + 1 < argc) n_sent = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--model") && i + 1 < argc) which = argv[++i];
         else if (!strcmp(argv[i], "--model-file") && i + 1 < argc) which = model_file = argv[++i];
         else if (!strcmp(argv[i], "--versus") && i + 1 < argc && n_vs < 4) vs_files[n_vs++] = argv[++i];
+        else if (!strcmp(argv[i], "--batch") && i + 1 < argc) big = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--profile")) profile = 1;
         else if (!strcmp(argv[i], "--cache") && i + 1 < argc) tuned_cache = argv[++i];
+        else if (!strcmp(argv[i], "--fixed-len")) g_fixed_len = 1;
         else {
             fprintf(stderr, "usage: translate_bench [--device SPEC] [--sentences N] [--model test|small | --model-file FILE]"
-                            " [--versus FILE]... (up to 4) [--profile] [--cache DIR]\n");
+                            " [--batch N] [--fixed-len] [--versus FILE]... (up to 4) [--profile] [--cache DIR]\n");
             return 2;
         }
     }
-    if (n_sent < 1 || n_sent > 4096) {
-        fprintf(stderr, "translate_bench: --sentences must be 1..4096\n");
+    if (n_sent < 1 || n_sent > 4096 || big < 2 || big > 64) {
+        fprintf(stderr, "translate_bench: --sentences must be 1..4096, --batch 2..64\n");
         return 2;
     }
+    const uint32_t configs[4][2] = {{1, 1}, {1, 4}, {(uint32_t)big, 1}, {(uint32_t)big, 4}};
+    const size_t n_configs = 4;
     nmt_random_transformer_config cfg;
     nmt_random_transformer_defaults(&cfg);
     cfg.enc_branches = "global fw bw local:3";
@@ -244,7 +259,7 @@ int main(int argc, char **argv) {
     /* start-up: fresh cache directory (cold) vs the same directory again (warm) */
     char cache[] = "/tmp/nmt-bench-cache-XXXXXX";
     if (!mkdtemp(cache)) return 1;
-    nmt_limits lim = {.max_src_len = 64, .max_batch = 8, .max_beam = 4};
+    nmt_limits lim = {.max_src_len = 64, .max_batch = (uint32_t)big, .max_beam = 4};
     double t_cold = 0, t_warm = 0;
     for (int pass = 0; pass < 2; pass++) {
         double t0 = now();
@@ -299,25 +314,24 @@ int main(int argc, char **argv) {
            t_cold, t_warm, t_cold / t_warm);
     printf("%-6s %-6s %12s %12s %14s %10s\n", "batch", "beam", "seconds", "sent/s", "out tok/s", "vs b1k1");
     double base = 0;
-    static const uint32_t configs[][2] = {{1, 1}, {1, 4}, {8, 1}, {8, 4}};
     /* warm-up: PoCL compiles each kernel lazily per work-group size */
-    for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++) {
-        nmt_decode_opts o = {.beam = configs[c][1], .max_len = 40};
+    for (size_t c = 0; c < n_configs; c++) {
+        nmt_decode_opts o = {.beam = configs[c][1], .max_len = 40, .min_len = g_fixed_len ? 40 : 0};
         uint32_t n = configs[c][0] < (uint32_t)n_sent ? configs[c][0] : (uint32_t)n_sent;
         nmt_batch bt = {(const int32_t *const *)toks, lens, n};
         s = nmt_session_translate(sess, &bt, &o);
         if (s) die("translate", s);
     }
-    for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++) {
+    for (size_t c = 0; c < n_configs; c++) {
         uint32_t batch = configs[c][0], beam = configs[c][1];
         uint64_t out_tokens = 0;
         double dt = run_config(sess, toks, lens, n_sent, batch, beam, &out_tokens), sps = n_sent / dt;
         if (c == 0) base = sps;
         printf("%-6u %-6u %12.3f %12.2f %14.1f %9.2fx\n", batch, beam, dt, sps, out_tokens / dt, sps / base);
     }
-    printf("(%d sentences, %llu source tokens, max 40 output tokens each)\n", n_sent,
-           (unsigned long long)src_tokens);
-    if (n_vs > 0) versus(&b, sess, which, vs_files, n_vs, lim, toks, lens, n_sent, profile);
+    printf("(%d sentences, %llu source tokens, %s 40 output tokens each)\n", n_sent,
+           (unsigned long long)src_tokens, g_fixed_len ? "exactly" : "max");
+    if (n_vs > 0) versus(&b, sess, which, vs_files, n_vs, lim, toks, lens, n_sent, profile, configs, n_configs);
     nmt_session_destroy(sess);
     nmt_device_close(b.dev);
     free(arena);

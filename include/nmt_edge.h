@@ -535,9 +535,14 @@ NMT_API nmt_status nmt_session_result_token_logprobs(const nmt_session *s, uint3
  *  set also when cap is too small (then NMT_ERR_BUFFER_TOO_SMALL and
  *  nothing is written; soft may be NULL with cap 0 to ask the size).
  *  Sentence and source positions count tokens (SentencePiece pieces for
- *  the text API), not words.  NMT_ERR_NO_ALIGNMENTS when the session was
- *  created without alignments; NMT_ERR_INVALID_ARGUMENT for a result that
- *  does not exist. */
+ *  the text API), not words.  After nmt_session_score() (or _score_text)
+ *  on such a session, the results are its pairs instead: pair i is result
+ *  (i, 0), its rows those of the reference's tokens under teacher forcing
+ *  (row p: the attention of the step that predicts reference token p).
+ *  Both kinds use the memory alignments already plan (nothing more).
+ *  NMT_ERR_NO_ALIGNMENTS when the session was created without alignments;
+ *  NMT_ERR_INVALID_ARGUMENT for a result that does not exist (a rank other
+ *  than 0 after a score call). */
 NMT_API nmt_status nmt_session_result_alignment(const nmt_session *s, uint32_t i, uint32_t rank, float *soft,
                                                 size_t cap, uint32_t *tgt_len, uint32_t *src_cols);
 
@@ -551,7 +556,12 @@ NMT_API nmt_status nmt_session_result_links(const nmt_session *s, uint32_t i, ui
                                             size_t cap, uint32_t *tgt_len);
 
 /** Forced decoding: log P(tgt | src) (natural log, EOS included) of each
- *  pair into out_logprob[i].  tgt sentences exclude BOS/EOS. */
+ *  pair into out_logprob[i].  tgt sentences exclude BOS/EOS.  A session
+ *  created with `alignment` decodes the targets position by position (the
+ *  path beam search takes; equal to the whole-target pass up to rounding)
+ *  and keeps each pair's alignment: read it with
+ *  nmt_session_result_alignment / nmt_session_result_links (i, rank 0)
+ *  until the next translate/score call. */
 NMT_API nmt_status nmt_session_score(nmt_session *s, const nmt_batch *src, const nmt_batch *tgt,
                                      float *out_logprob);
 

@@ -54,8 +54,8 @@ typedef struct cli_opts {
     long min_len, no_repeat_ngram;  /* translate: decoding constraints (0: none) */
     const char *max_len_ratio;      /* translate: "A,B", parsed into max_len_a / max_len_b */
     double max_len_a, max_len_b;
-    const char *alignment;          /* translate, info: "hard" / "soft" (--alignment), NULL: none */
-    int alignment_words;            /* translate: --alignment-words */
+    const char *alignment;          /* translate, score, info: "hard" / "soft" (--alignment), NULL: none */
+    int alignment_words;            /* translate, score: --alignment-words */
     long align_layer, align_head;   /* --align-layer / --align-head (0: last layer, mean of heads) */
     /* translate: decoding options (cli_decode.c checks and parses them) */
     double coverage_penalty, repetition_penalty; /* 0: off */
@@ -170,7 +170,7 @@ int batch_close(batch_job *job, int rc);
 
 enum { CLI_ALIGN_NONE = 0, CLI_ALIGN_HARD = 1, CLI_ALIGN_SOFT = 2 };
 
-/* translate --alignment: the mode and the scratch of one hypothesis. */
+/* translate / score --alignment: the mode and the scratch of one result. */
 typedef struct cli_align {
     int mode;                     /* CLI_ALIGN_* */
     int words;                    /* --alignment-words */
@@ -184,10 +184,13 @@ typedef struct cli_align {
 int cli_align_init(cli_align *a, const cli_opts *o, const runtime *rt);
 void cli_align_free(cli_align *a);
 /* Append " ||| ALIGNMENT" of hypothesis `rank` of result i of the last
- * translate call (nothing without --alignment); src[0, src_len) is its
- * source text (--alignment-words).  0, or 1 with the message printed. */
+ * translate call, or of pair i (rank 0) of the last score call (nothing
+ * without --alignment); src[0, src_len) is its source text, tgt[0,
+ * tgt_len) the reference text of a score call (NULL after translate: the
+ * hypothesis's tokens), both read for --alignment-words only.  0, or 1
+ * with the message printed. */
 int cli_align_append(cli_align *a, const runtime *rt, uint32_t i, uint32_t rank, const char *src, size_t src_len,
-                     strbuf *out);
+                     const char *tgt, size_t tgt_len, strbuf *out);
 
 /* ---- Decoding options and output formats (cli_decode.c) ---------------- */
 

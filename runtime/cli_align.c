@@ -1,6 +1,7 @@
-/* cli_align.c — `nmt-edge translate --alignment`: the alignment of each
- * printed hypothesis, appended to its line after " ||| " (the form
- * scripts/compare/aer.py reads), from the library's
+/* cli_align.c — `nmt-edge translate --alignment` and `score --alignment`:
+ * the alignment of each printed hypothesis (translate) or of each given
+ * pair under teacher forcing (score), appended to its line after " ||| "
+ * (the form scripts/compare/aer.py reads), from the library's
  * nmt_session_result_alignment / nmt_session_result_links.
  *
  *   hard   Pharaoh pairs "i-j", 0-based: target piece j is linked to the
@@ -74,7 +75,7 @@ void cli_align_free(cli_align *a) {
 }
 
 int cli_align_append(cli_align *a, const runtime *rt, uint32_t i, uint32_t rank, const char *src, size_t src_len,
-                     strbuf *out) {
+                     const char *tgt_text, size_t tgt_text_len, strbuf *out) {
     if (a->mode == CLI_ALIGN_NONE) return 0;
     uint32_t len, cols;
     nmt_status st = nmt_session_result_alignment(rt->s, i, rank, a->soft,
@@ -94,14 +95,20 @@ int cli_align_append(cli_align *a, const runtime *rt, uint32_t i, uint32_t rank,
             if (a->links[p] >= 0) sb_printf(out, " %d-%u", (int)a->links[p], p);
         return 0;
     }
-    /* words: the source pieces again (the session's tokenizer, as the translation did) */
+    /* words: the source pieces again (the session's tokenizer, as the translation did), then the target's:
+     * the hypothesis's tokens, or the reference text tokenized again (score) */
     const int32_t *ids, *tgt;
     uint32_t n_src, n_tgt;
     st = nmt_tokenizer_encode(nmt_session_tokenizer(rt->s, 0), src, src_len, &ids, &n_src);
     if (st == NMT_OK && n_src + 1 != cols) st = NMT_ERR_INVALID_ARGUMENT; /* cannot happen: the same text */
-    if (st == NMT_OK) st = nmt_session_result(rt->s, i, rank, &tgt, &n_tgt, NULL, NULL);
     if (st != NMT_OK) return report_status("reading an alignment failed", st, rt);
-    const uint32_t sw = word_map(nmt_session_tokenizer(rt->s, 0), ids, n_src, a->src_word);
+    const uint32_t sw = word_map(nmt_session_tokenizer(rt->s, 0), ids, n_src, a->src_word); /* before ids moves */
+    if (tgt_text != NULL)
+        st = nmt_tokenizer_encode(nmt_session_tokenizer(rt->s, 1), tgt_text, tgt_text_len, &tgt, &n_tgt);
+    else
+        st = nmt_session_result(rt->s, i, rank, &tgt, &n_tgt, NULL, NULL);
+    if (st == NMT_OK && n_tgt != len) st = NMT_ERR_INVALID_ARGUMENT; /* cannot happen either */
+    if (st != NMT_OK) return report_status("reading an alignment failed", st, rt);
     const uint32_t tw = word_map(nmt_session_tokenizer(rt->s, 1), tgt, n_tgt, a->tgt_word);
     uint8_t *link = calloc((size_t)sw * tw + 1, 1);
     if (link == NULL) return report_status("reading an alignment failed", NMT_ERR_ARENA_TOO_SMALL, rt);

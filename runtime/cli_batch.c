@@ -458,7 +458,7 @@ static int translate_json(translate_job *t, uint32_t i, uint32_t r, unsigned lon
     if (t->align.mode != CLI_ALIGN_NONE) {
         const uint32_t k = t->lo + i;
         if (cli_align_append(&t->align, t->rt, i, r, t->text ? t->src_text.ptrs[k] : NULL,
-                             t->text ? t->src_text.lens[k] : 0, &t->scratch) != 0)
+                             t->text ? t->src_text.lens[k] : 0, NULL, 0, &t->scratch) != 0)
             return 1;
     }
     /* " ||| 0-0 1-1": the alignment is what follows " ||| " */
@@ -503,7 +503,7 @@ static int translate_append(batch_job *job, uint32_t i, unsigned long index, str
             const uint32_t k = t->lo + i; /* the source of result i */
             const char *stext = t->text ? t->src_text.ptrs[k] : NULL;
             const size_t slen = t->text ? t->src_text.lens[k] : 0;
-            if (cli_align_append(&t->align, t->rt, i, r, stext, slen, out) != 0) return 1;
+            if (cli_align_append(&t->align, t->rt, i, r, stext, slen, NULL, 0, out) != 0) return 1;
         }
         sb_printf(out, "\n");
     }
@@ -580,6 +580,8 @@ typedef struct score_job {
     seq_buf seqs[2];
     cli_texts texts[2];
     float *logprob;       /* (batch) of the last call */
+    uint32_t lo;          /* first pair of the last call */
+    cli_align align;      /* --alignment */
 } score_job;
 
 static int score_parse(batch_job *job, const char *line, size_t len, unsigned long line_no,
@@ -618,6 +620,7 @@ static void score_reset(batch_job *job) {
 
 static nmt_status score_call(batch_job *job, uint32_t lo, uint32_t n) {
     score_job *sj = (score_job *)job;
+    sj->lo = lo;
     if (sj->text) {
         nmt_text_batch src = text_view(&sj->texts[0], lo, n), tgt = text_view(&sj->texts[1], lo, n);
         return nmt_session_score_text(sj->rt->s, &src, &tgt, sj->logprob);
@@ -626,9 +629,20 @@ static nmt_status score_call(batch_job *job, uint32_t lo, uint32_t n) {
     return nmt_session_score(sj->rt->s, &src, &tgt, sj->logprob);
 }
 
+/* "LOGPROB", with --alignment "LOGPROB ||| ALIGNMENT" (the pair's, under
+ * teacher forcing). */
 static int score_append(batch_job *job, uint32_t i, unsigned long index, strbuf *out) {
     (void)index;
-    sb_printf(out, "%.6f\n", (double)((score_job *)job)->logprob[i]);
+    score_job *sj = (score_job *)job;
+    sb_printf(out, "%.6f", (double)sj->logprob[i]);
+    if (sj->align.mode != CLI_ALIGN_NONE) {
+        const uint32_t k = sj->lo + i; /* the pair of result i */
+        const int t = sj->text;
+        if (cli_align_append(&sj->align, sj->rt, i, 0, t ? sj->texts[0].ptrs[k] : NULL, t ? sj->texts[0].lens[k] : 0,
+                             t ? sj->texts[1].ptrs[k] : NULL, t ? sj->texts[1].lens[k] : 0, out) != 0)
+            return 1;
+    }
+    sb_printf(out, "\n");
     return 0;
 }
 
@@ -659,7 +673,9 @@ int cmd_score(const cli_opts *o) {
             cli_texts_init(&sj.texts[k], (size_t)o->batch);
         }
         sj.logprob = xrealloc(NULL, (size_t)o->batch * sizeof *sj.logprob);
-        rc = process_lines(&sj.base);
+        rc = cli_align_init(&sj.align, o, &rt);
+        if (rc == 0) rc = process_lines(&sj.base);
+        cli_align_free(&sj.align);
         for (int k = 0; k < 2; k++) {
             cli_seqs_free(&sj.seqs[k]);
             cli_texts_free(&sj.texts[k]);

@@ -142,17 +142,18 @@ static const opt_spec OPTIONS[] = {
     {"output", OPT_STRING, OFF(output), 0, 0, C_TRANSLATE | C_SCORE | C_TOK, "FILE",
      "write to FILE instead of standard output; FILE is replaced only when the whole run "
      "succeeds (a regular file; symbolic links are followed)"},
-    {"alignment", OPT_STRING, OFF(alignment), 0, 0, C_TRANSLATE | C_INFO, "[hard|soft]",
-     "append ' ||| ALIGNMENT' to each translation: hard (the default) Pharaoh pairs 'i-j', source piece i "
+    {"alignment", OPT_STRING, OFF(alignment), 0, 0, C_TRANSLATE | C_SCORE | C_INFO, "[hard|soft]",
+     "append ' ||| ALIGNMENT' to each translation (score: to each log-probability, the pair's alignment "
+     "under teacher forcing): hard (the default) Pharaoh pairs 'i-j', source piece i "
      "most attended by target piece j; soft the attention rows, ' ; ' between target pieces, each over the "
      "source pieces and end-of-sentence (mean of the last decoder layer's cross-attention heads; info: the "
      "sizes with alignments)"},
-    {"alignment-words", OPT_FLAG, OFF(alignment_words), 0, 0, C_TRANSLATE, NULL,
+    {"alignment-words", OPT_FLAG, OFF(alignment_words), 0, 0, C_TRANSLATE | C_SCORE, NULL,
      "with --alignment hard: pairs between whitespace words instead of pieces (a word is linked to a word "
      "when any of their pieces are); text mode only"},
-    {"align-layer", OPT_LONG, OFF(align_layer), 0, 1024, C_TRANSLATE | C_INFO, "N",
+    {"align-layer", OPT_LONG, OFF(align_layer), 0, 1024, C_TRANSLATE | C_SCORE | C_INFO, "N",
      "with --alignment: the decoder layer (1-based) whose cross-attention aligns, 0 = the last (default 0)"},
-    {"align-head", OPT_LONG, OFF(align_head), 0, 1024, C_TRANSLATE | C_INFO, "N",
+    {"align-head", OPT_LONG, OFF(align_head), 0, 1024, C_TRANSLATE | C_SCORE | C_INFO, "N",
      "with --alignment: that layer's head (1-based), 0 = the mean over its heads (default 0)"},
     {"n-best", OPT_LONG, OFF(n_best), 1, 256, C_TRANSLATE, "N",
      "hypotheses per sentence, <= --beam; > 1 prints 'INDEX ||| TOKENS ||| SCORE' (default 1)"},
@@ -576,7 +577,12 @@ static const command COMMANDS[] = {
      "log-probability of given translations (forced decoding)",
      "Forced decoding: read lines 'SOURCE<TAB>TARGET' (text with a tokenizer, else ids; --ids\n"
      "forces ids) and print the natural-log\n"
-     "probability log P(target | source), end-of-sentence included, one per line (%.6f)."},
+     "probability log P(target | source), end-of-sentence included, one per line (%.6f).\n"
+     "--alignment appends ' ||| ALIGNMENT' to every line, as translate does, for the given\n"
+     "target under teacher forcing: 'i-j' pairs, source piece i most attended when the\n"
+     "decoder predicts target piece j (--alignment-words, --align-layer, --align-head,\n"
+     "--alignment soft as in translate; an empty source or target gives ' |||').  With it\n"
+     "the targets are decoded position by position, as beam search does."},
     {"tokenize", C_TOKENIZE, cmd_tokenize, "(--sp-model FILE | --model FILE) [options] < text > ids",
      "text to SentencePiece ids (or pieces), as spm_encode does",
      "Tokenize standard input, one sentence per line, with a SentencePiece model: a .model\n"

@@ -425,6 +425,7 @@ nmt_status nmt_session_translate(nmt_session *s, const nmt_batch *src, const nmt
     if (alpha < 0) alpha = 0;
     NMT_CHECK(K <= s->limits.max_beam && n_best <= K, NMT_ERR_LIMIT_EXCEEDED);
     s->n_results = 0;
+    s->n_scored = 0;
     s->result_n_best = n_best;
     if (src->n == 0) return NMT_OK;
     NMT_CHECK(src->n <= s->limits.max_batch, NMT_ERR_LIMIT_EXCEEDED);
@@ -570,5 +571,7 @@ nmt_status nmt_session_score(nmt_session *s, const nmt_batch *src, const nmt_bat
     NMT_CHECK(src->n == tgt->n, NMT_ERR_INVALID_ARGUMENT);
     for (uint32_t i = 0; i < src->n; i++) out_logprob[i] = 0.0f;
     s->n_results = 0;
+    s->n_scored = 0;
+    if (s->h_align != NULL) return nmt_session_score_aligned(s, src, tgt, out_logprob); /* session_align.c */
     return nmt_session_forced(s, src, tgt, 0, 1, add_logprob, out_logprob);
 }

@@ -42,6 +42,11 @@ struct nmt_session {
     float *h_align;            /* (tgt_cap, step_rows, src_cap) */
     int32_t *h_align_back;     /* (tgt_cap, step_rows) */
     uint32_t n_results, result_n_best;
+    /* alignments of the last nmt_session_score call (session_align.c): its
+     * pairs, 0 after a translate call; step p's rows hold pair i's row p in
+     * row i of h_align, and h_max_len[i] (translate's scratch) the length
+     * of reference i */
+    uint32_t n_scored;
     /* text API (session_text.c); NULL tokenizers: the model embeds none */
     nmt_tokenizer *tok_src, *tok_tgt; /* tok_tgt == tok_src when shared */
     int32_t *txt_ids;          /* (max_batch, max_src_len) then (max_batch, max_tgt_len) */
@@ -59,6 +64,12 @@ nmt_status nmt_session_plan_text(nmt_session *s, nmt_arena *a);
  * to the score of every finished hypothesis of the last translate call and
  * re-rank them (session_align.c; needs alignments). */
 void nmt_session_coverage(nmt_session *s, float beta);
+
+/* nmt_session_score on a session with alignments (session_align.c):
+ * forced decoding position by position (the incremental path), keeping
+ * every step's alignment rows for nmt_session_result_alignment. */
+nmt_status nmt_session_score_aligned(nmt_session *s, const nmt_batch *src, const nmt_batch *tgt,
+                                     float *out_logprob);
 
 /* Per-position callback of forced decoding: sentence i, decoder position p
  * (0 = after BOS), the reference label at p, and the V logits or

@@ -7,7 +7,10 @@
  * tokens, for greedy and for every n-best hypothesis of a beam (so the
  * walk back along the beam's back-pointers is right); rows sum to 1; the
  * hard links are the rows' argmax over the source tokens; batch 1 and
- * batch 4, beam 1 and greedy give the same alignments; the arena and device
+ * batch 4, beam 1 and greedy give the same alignments; nmt_session_score
+ * gives a pair's alignment under teacher forcing (equal to translate's for
+ * the model's own greedy output, to the reference's attention for any
+ * target, batch 1 equal to batch 4); the arena and device
  * predictions stay exact with alignments on and cost nothing when off;
  * bad requests give their statuses. */
 #include <setjmp.h>
@@ -260,6 +263,95 @@ static void test_beam_batch_invariant(void **state) {
     close_model(&m);
 }
 
+/* Score's alignment of pair i as the API gives it (result (i, 0) after
+ * nmt_session_score), its reference tokens in a->tok. */
+static void read_scored(const model *m, uint32_t i, uint32_t src_len, const int32_t *tok, uint32_t n, align *a) {
+    uint32_t len, cols, len2;
+    assert_true(n <= MAXT);
+    memcpy(a->tok, tok, sizeof(int32_t) * n);
+    a->len = n;
+    assert_int_equal(nmt_session_result_alignment(m->s, i, 0, a->soft, NMT_ARRAY_LEN(a->soft), &len, &cols), NMT_OK);
+    assert_int_equal(nmt_session_result_links(m->s, i, 0, a->hard, MAXT, &len2), NMT_OK);
+    assert_int_equal(len, n);
+    assert_int_equal(len2, n);
+    assert_int_equal(cols, src_len + 1);
+    a->cols = cols;
+}
+
+static void assert_same_align(const align *a, const align *b) {
+    assert_int_equal(a->len, b->len);
+    assert_int_equal(a->cols, b->cols);
+    assert_memory_equal(a->hard, b->hard, sizeof(int32_t) * a->len);
+    for (uint32_t k = 0; k < a->len * a->cols; k++) assert_float_equal(a->soft[k], b->soft[k], 1e-5);
+}
+
+/* nmt_session_score with alignments, every family: scoring the model's own
+ * greedy output gives translate's alignment (the same tokens, the same
+ * attention) and its log-probability; scoring other references gives the
+ * reference's cross-attention of those tokens (teacher forcing), the same
+ * in batch 4 and batch 1, and the same scores as a session without
+ * alignments (which decodes the whole target at once). */
+static void test_score_alignment(void **state) {
+    env *e = *state;
+    const int fams[3] = {FAM_TF, FAM_MGSA, FAM_PHRASE};
+    const uint32_t sel[2][2] = {{0, 0}, {1, 3}}; /* layer, head */
+    static const int32_t r0[] = {3, 17, 8}, r1[] = {21}, r2[] = {4, 4, 9, 28, 12, 6, 5}, r3[] = {0};
+    const int32_t *const refs[NSENT] = {r0, r1, r2, r3};
+    const uint32_t ref_lens[NSENT] = {3, 1, 7, 0}; /* an empty reference too */
+    const nmt_batch src = {srcs, src_lens, NSENT}, ref = {refs, ref_lens, NSENT};
+    double worst = 0;
+    for (int f = 0; f < 3; f++)
+        for (int k = 0; k < 2; k++) {
+            model m;
+            open_model(e, fams[f], 70 + f, limits, sel[k][0], sel[k][1], &m);
+            /* the model's own greedy output */
+            const nmt_decode_opts o = {.beam = 1, .max_len = MAXT};
+            nmt_test_assert_ok(e->dev, nmt_session_translate(m.s, &src, &o));
+            align g[NSENT];
+            float g_lp[NSENT], lp[NSENT], lp_full[NSENT];
+            const int32_t *own[NSENT];
+            uint32_t own_len[NSENT];
+            for (uint32_t i = 0; i < NSENT; i++) {
+                read_align(&m, i, 0, &g[i]);
+                float score;
+                const int32_t *t;
+                assert_int_equal(nmt_session_result(m.s, i, 0, &t, &own_len[i], &score, &g_lp[i]), NMT_OK);
+                own[i] = g[i].tok;
+            }
+            const nmt_batch own_b = {own, own_len, NSENT};
+            nmt_test_assert_ok(e->dev, nmt_session_score(m.s, &src, &own_b, lp));
+            for (uint32_t i = 0; i < NSENT; i++) {
+                align a;
+                read_scored(&m, i, src_lens[i], g[i].tok, g[i].len, &a);
+                assert_same_align(&a, &g[i]);
+                assert_float_equal(lp[i], g_lp[i], 1e-4);
+            }
+            /* given references: the reference model's attention over them; batch 1 = batch 4 */
+            nmt_test_assert_ok(e->dev, nmt_session_score(m.s, &src, &ref, lp));
+            align all[NSENT];
+            for (uint32_t i = 0; i < NSENT; i++) {
+                read_scored(&m, i, src_lens[i], refs[i], ref_lens[i], &all[i]);
+                worst = fmax(worst, check_against_reference(&m, i, &all[i], sel[k][0], sel[k][1]));
+            }
+            for (uint32_t i = 0; i < NSENT; i++) {
+                const nmt_batch s1 = {batch_of(i), &src_lens[i], 1}, t1 = {&refs[i], &ref_lens[i], 1};
+                float lp1;
+                nmt_test_assert_ok(e->dev, nmt_session_score(m.s, &s1, &t1, &lp1));
+                align a;
+                read_scored(&m, 0, src_lens[i], refs[i], ref_lens[i], &a);
+                assert_same_align(&a, &all[i]);
+                assert_float_equal(lp1, lp[i], 1e-4);
+            }
+            /* the scores equal those of a session without alignments */
+            close_session(&m);
+            open_session(e, &m, limits, 0, 0, 0);
+            nmt_test_assert_ok(e->dev, nmt_session_score(m.s, &src, &ref, lp_full));
+            for (uint32_t i = 0; i < NSENT; i++) assert_float_equal(lp_full[i], lp[i], 1e-4);
+            close_model(&m);
+        }
+    printf("score: largest |soft - reference| %.3g\n", worst);
+}
+
 /* The arena and device predictions stay exact with alignments (open_session
  * asserts it); alignments cost exactly their buffers, and nothing when off. */
 static void test_arena_exact(void **state) {
@@ -313,14 +405,32 @@ static void test_bad_requests(void **state) {
     assert_int_equal(nmt_session_result_links(m.s, 0, 2, hard, MAXT, &len), NMT_ERR_INVALID_ARGUMENT);
     assert_int_equal(nmt_session_result_links(m.s, 0, 0, NULL, 4, &len), NMT_ERR_INVALID_ARGUMENT);
     assert_int_equal(nmt_session_result_links(NULL, 0, 0, hard, MAXT, &len), NMT_ERR_INVALID_ARGUMENT);
-    /* scoring leaves no results */
+    /* scoring leaves no translations; its pairs are results (i, 0) of the alignment calls only */
     float lp[NSENT];
     assert_int_equal(nmt_session_score(m.s, &src, &src, lp), NMT_OK);
+    assert_int_equal(nmt_session_result(m.s, 0, 0, &t, &tl, NULL, NULL), NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(nmt_session_result_links(m.s, 0, 0, hard, MAXT, &len), NMT_OK);
+    assert_int_equal(len, src_lens[0]);
+    assert_int_equal(nmt_session_result_links(m.s, 0, 1, hard, MAXT, &len), NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(nmt_session_result_links(m.s, NSENT, 0, hard, MAXT, &len), NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(nmt_session_result_alignment(m.s, 2, 0, NULL, 0, &len, &cols), NMT_ERR_BUFFER_TOO_SMALL);
+    assert_int_equal(len, src_lens[2]);
+    assert_int_equal(cols, src_lens[2] + 1);
+    /* a translate call after it: its results again, the pairs gone */
+    const nmt_batch two = {srcs, src_lens, 2};
+    nmt_test_assert_ok(e->dev, nmt_session_translate(m.s, &two, &o));
+    assert_int_equal(nmt_session_result_links(m.s, 2, 0, hard, MAXT, &len), NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(nmt_session_result_links(m.s, 1, 1, hard, MAXT, &len), NMT_OK);
+    /* an empty batch scored: no pairs */
+    const nmt_batch none = {srcs, src_lens, 0};
+    assert_int_equal(nmt_session_score(m.s, &none, &none, lp), NMT_OK);
     assert_int_equal(nmt_session_result_links(m.s, 0, 0, hard, MAXT, &len), NMT_ERR_INVALID_ARGUMENT);
     close_session(&m);
     /* a session without alignments */
     open_session(e, &m, limits, 0, 0, 0);
     nmt_test_assert_ok(e->dev, nmt_session_translate(m.s, &src, &o));
+    assert_int_equal(nmt_session_result_links(m.s, 0, 0, hard, MAXT, &len), NMT_ERR_NO_ALIGNMENTS);
+    assert_int_equal(nmt_session_score(m.s, &src, &src, lp), NMT_OK);
     assert_int_equal(nmt_session_result_links(m.s, 0, 0, hard, MAXT, &len), NMT_ERR_NO_ALIGNMENTS);
     float soft[100];
     assert_int_equal(nmt_session_result_alignment(m.s, 0, 0, soft, 100, &len, &cols), NMT_ERR_NO_ALIGNMENTS);
@@ -354,6 +464,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_greedy_matches_reference),
         cmocka_unit_test(test_beam_batch_invariant),
+        cmocka_unit_test(test_score_alignment),
         cmocka_unit_test(test_arena_exact),
         cmocka_unit_test(test_bad_requests),
     };

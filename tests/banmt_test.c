@@ -4,7 +4,8 @@
  * maxout, non-default widths) over a padded batch; incremental (greedy,
  * beam) and teacher-forced decoding agree in fp32 and int8; the histories
  * with their contributions zeroed equal RNNsearch; causality; n-best
- * scores; alignments; bad configurations and missing tensors. */
+ * scores; alignments, of translations and of scored pairs; bad
+ * configurations and missing tensors. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -381,6 +382,54 @@ static void test_alignments(void **state) {
     free(img);
 }
 
+/* Score with alignments (nmt_session_score on an alignment session): each
+ * pair's rows are the reference's attention over the given target under
+ * teacher forcing, its links their argmax over the source tokens, and the
+ * scores equal those of a session without alignments. */
+static void test_score_alignments(void **state) {
+    env *e = *state;
+    nmt_ba_cfg c;
+    assert_int_equal(ba_cfg(&c, NMT_BA_BA), NMT_OK);
+    size_t size;
+    void *img = image(&c, 62, &size);
+    nmt_file f;
+    assert_int_equal(nmt_file_open(&f, img, size, 1), NMT_OK);
+    const nmt_batch src = {srcs, src_lens, NSENT}, tgt = {tgts, tgt_lens, NSENT};
+    float lp[2][NSENT];
+    for (int align = 0; align < 2; align++) {
+        test_model m;
+        nmt_session_params p = {.model_data = img, .model_size = size, .limits = lim, .alignment = align};
+        size_t bytes;
+        assert_int_equal(nmt_session_arena_size(&p, &bytes, NULL), NMT_OK);
+        void *arena = aligned_alloc(NMT_ARENA_ALIGNMENT, nmt_test_round_up(bytes, NMT_ARENA_ALIGNMENT));
+        nmt_test_assert_ok(e->dev, nmt_session_create(e->dev, &p, arena, bytes, &m.s));
+        nmt_test_assert_ok(e->dev, nmt_session_score(m.s, &src, &tgt, lp[align]));
+        for (uint32_t i = 0; i < NSENT && align; i++) {
+            float soft[8 * 10];
+            int32_t hard[8];
+            uint32_t tl, sc, tl2;
+            nmt_test_assert_ok(e->dev, nmt_session_result_alignment(m.s, i, 0, soft, 80, &tl, &sc));
+            nmt_test_assert_ok(e->dev, nmt_session_result_links(m.s, i, 0, hard, 8, &tl2));
+            assert_int_equal(tl, tgt_lens[i]);
+            assert_int_equal(tl2, tgt_lens[i]);
+            assert_int_equal(sc, src_lens[i] + 1);
+            double logits[8 * VOCAB], alpha[8 * 10];
+            ref_banmt_logits(&f, srcs[i], src_lens[i], tgts[i], tgt_lens[i], logits, alpha);
+            for (uint32_t r = 0; r < tl * sc; r++) assert_float_equal(soft[r], alpha[r], 1e-4);
+            for (uint32_t q = 0; q < tl; q++) {
+                uint32_t best = 0;
+                for (uint32_t j = 1; j + 1 < sc; j++)
+                    if (soft[q * sc + j] > soft[q * sc + best]) best = j;
+                assert_int_equal(hard[q], (int32_t)best);
+            }
+        }
+        nmt_session_destroy(m.s);
+        free(arena);
+    }
+    for (uint32_t i = 0; i < NSENT; i++) assert_float_equal(lp[1][i], lp[0][i], 1e-4);
+    free(img);
+}
+
 /* Bad hyper-parameters: NMT_ERR_MODEL_ARCH (by hand and from a file); a
  * history's tensor left out: NMT_ERR_MODEL_MISSING_TENSOR, named. */
 static void test_bad_configs(void **state) {
@@ -463,6 +512,7 @@ int main(void) {
         cmocka_unit_test(test_causality),
         cmocka_unit_test(test_beam_consistent),
         cmocka_unit_test(test_alignments),
+        cmocka_unit_test(test_score_alignments),
     };
     int fails = cmocka_run_group_tests(plain, NULL, NULL);
     return fails + cmocka_run_group_tests(dev, nmt_test_dev_setup, nmt_test_dev_teardown);

@@ -94,3 +94,66 @@ int cli_group_teardown(void **state) {
     nmt_test_remove_tree(g_dir);
     return 0;
 }
+
+/* ---- alignments (translate / score --alignment) -------------------------- */
+
+/* Whitespace-separated words of s[0, n). */
+uint32_t count_words(const char *s, size_t n) {
+    uint32_t w = 0;
+    for (size_t k = 0; k < n; k++)
+        if (s[k] != ' ' && s[k] != '\t' && (k == 0 || s[k - 1] == ' ' || s[k - 1] == '\t')) w++;
+    return w;
+}
+
+/* A line "TRANSLATION ||| ALIGNMENT": split at the last " |||" into the
+ * translation (NUL-terminated in place) and the alignment after it. */
+const char *split_alignment(char *line) {
+    char *bar = strstr(line, " |||");
+    assert_non_null(bar);
+    while (strstr(bar + 1, " |||")) bar = strstr(bar + 1, " |||");
+    *bar = '\0';
+    const char *a = bar + 4;
+    assert_true(*a == '\0' || *a == ' ');
+    return *a ? a + 1 : a;
+}
+
+/* Pharaoh pairs "i-j" with i < n_src, j < n_tgt, single spaces; with
+ * one_per_target each j in [0, n_tgt) appears exactly once, in order. */
+void check_pairs(const char *a, uint32_t n_src, uint32_t n_tgt, int one_per_target) {
+    uint32_t k = 0;
+    while (*a) {
+        char *end;
+        const long i = strtol(a, &end, 10);
+        assert_true(end > a && *end == '-' && i >= 0 && (uint32_t)i < n_src);
+        a = end + 1;
+        const long j = strtol(a, &end, 10);
+        assert_true(end > a && j >= 0 && (uint32_t)j < n_tgt);
+        if (one_per_target) assert_int_equal(j, k);
+        k++;
+        a = end;
+        if (*a == ' ') a++;
+    }
+    if (one_per_target) assert_int_equal(k, n_src ? n_tgt : 0);
+}
+
+/* Soft rows: n_tgt rows of n_src + 1 numbers, " ; " between rows, each
+ * summing to 1 (up to the printed precision). */
+void check_soft(const char *a, uint32_t n_src, uint32_t n_tgt) {
+    uint32_t rows = 0;
+    while (*a) {
+        double sum = 0;
+        for (uint32_t c = 0; c <= n_src; c++) {
+            char *end;
+            const double v = strtod(a, &end);
+            assert_true(end > a && v >= 0 && v <= 1);
+            sum += v;
+            a = end;
+            if (*a == ' ') a++;
+        }
+        assert_float_equal(sum, 1.0, 1e-3);
+        rows++;
+        if (*a == ';') a += 2;
+        else assert_int_equal(*a, '\0');
+    }
+    assert_int_equal(rows, n_tgt);
+}

@@ -581,66 +581,7 @@ static void test_text_translate(void **state) {
 /* translate --alignment                                                    */
 /* ------------------------------------------------------------------------ */
 
-/* Whitespace-separated words of s[0, n). */
-static uint32_t count_words(const char *s, size_t n) {
-    uint32_t w = 0;
-    for (size_t k = 0; k < n; k++)
-        if (s[k] != ' ' && s[k] != '\t' && (k == 0 || s[k - 1] == ' ' || s[k - 1] == '\t')) w++;
-    return w;
-}
-
-/* A line "TRANSLATION ||| ALIGNMENT": split at the last " |||" into the
- * translation (NUL-terminated in place) and the alignment after it. */
-static const char *split_alignment(char *line) {
-    char *bar = strstr(line, " |||");
-    assert_non_null(bar);
-    while (strstr(bar + 1, " |||")) bar = strstr(bar + 1, " |||");
-    *bar = '\0';
-    const char *a = bar + 4;
-    assert_true(*a == '\0' || *a == ' ');
-    return *a ? a + 1 : a;
-}
-
-/* Pharaoh pairs "i-j" with i < n_src, j < n_tgt, single spaces; with
- * one_per_target each j in [0, n_tgt) appears exactly once, in order. */
-static void check_pairs(const char *a, uint32_t n_src, uint32_t n_tgt, int one_per_target) {
-    uint32_t k = 0;
-    while (*a) {
-        char *end;
-        const long i = strtol(a, &end, 10);
-        assert_true(end > a && *end == '-' && i >= 0 && (uint32_t)i < n_src);
-        a = end + 1;
-        const long j = strtol(a, &end, 10);
-        assert_true(end > a && j >= 0 && (uint32_t)j < n_tgt);
-        if (one_per_target) assert_int_equal(j, k);
-        k++;
-        a = end;
-        if (*a == ' ') a++;
-    }
-    if (one_per_target) assert_int_equal(k, n_src ? n_tgt : 0);
-}
-
-/* Soft rows: n_tgt rows of n_src + 1 numbers, " ; " between rows, each
- * summing to 1 (up to the printed precision). */
-static void check_soft(const char *a, uint32_t n_src, uint32_t n_tgt) {
-    uint32_t rows = 0;
-    while (*a) {
-        double sum = 0;
-        for (uint32_t c = 0; c <= n_src; c++) {
-            char *end;
-            const double v = strtod(a, &end);
-            assert_true(end > a && v >= 0 && v <= 1);
-            sum += v;
-            a = end;
-            if (*a == ' ') a++;
-        }
-        assert_float_equal(sum, 1.0, 1e-3);
-        rows++;
-        if (*a == ';') a += 2;
-        else assert_int_equal(*a, '\0');
-    }
-    assert_int_equal(rows, n_tgt);
-}
+/* (the alignment checks: cli_common.c) */
 
 /* --alignment: hard pairs and soft rows are well-formed against the
  * source and target pieces, the same for --batch 1 and --batch 8, and the
@@ -745,7 +686,6 @@ static void test_alignment(void **state) {
     expect_usage_error("1\n", "translate", "--model", g_model, "--alignment", "--alignment-words", "--ids", NULL);
     expect_usage_error("1\n", "translate", "--model", g_model, "--align-layer", "1", NULL);
     expect_usage_error("1\n", "translate", "--model", g_model, "--alignment", "--align-head", "-1", NULL);
-    expect_usage_error("1\n", "score", "--model", g_model, "--alignment", NULL);
     run_result e;
     run_cli(&e, "1\n", "translate", "--model", g_model, "--alignment=fuzzy", NULL);
     assert_non_null(strstr(e.err, "nmt-edge translate: --alignment: 'fuzzy' is not one of hard, soft\n"));
