@@ -24,21 +24,28 @@ nmt_status nmt_beam_plan(nmt_beam *b, nmt_arena *a, uint32_t max_batch, uint32_t
     b->n_fin = NMT_ARENA_NEW(a, uint32_t, max_batch);
     b->fin = NMT_ARENA_NEW(a, nmt_hyp, rows);
     int32_t *fin_tokens = NMT_ARENA_NEW(a, int32_t, rows * max_steps);
-    b->lp_hist = NMT_ARENA_NEW(a, float, rows * max_steps);
-    b->lp_hist_next = NMT_ARENA_NEW(a, float, rows * max_steps);
-    float *fin_lp = NMT_ARENA_NEW(a, float, rows * max_steps);
     b->cand_score = NMT_ARENA_NEW(a, float, 2 * (size_t)max_beam);
     b->cand_row = NMT_ARENA_NEW(a, int32_t, 2 * (size_t)max_beam);
     b->cand_tok = NMT_ARENA_NEW(a, int32_t, 2 * (size_t)max_beam);
     b->banned = NMT_ARENA_NEW(a, int32_t, max_steps);
     b->seen = NMT_ARENA_NEW(a, int32_t, max_steps);
-    b->rng = NMT_ARENA_NEW(a, uint64_t, max_batch);
     NMT_CHECK(!a->failed, NMT_ERR_ARENA_TOO_SMALL);
     if (!nmt_arena_measuring(a))
         for (size_t i = 0; i < rows; i++) {
             b->fin[i].tokens = fin_tokens + i * max_steps;
-            b->fin[i].token_lp = fin_lp + i * max_steps;
+            b->fin[i].token_lp = NULL;
         }
+    return NMT_OK;
+}
+
+nmt_status nmt_beam_plan_token_lp(nmt_beam *b, nmt_arena *a) {
+    const size_t rows = (size_t)b->max_batch * b->max_beam, M = b->max_steps;
+    b->lp_hist = NMT_ARENA_NEW(a, float, rows * M);
+    b->lp_hist_next = NMT_ARENA_NEW(a, float, rows * M);
+    float *fin_lp = NMT_ARENA_NEW(a, float, rows * M);
+    NMT_CHECK(!a->failed, NMT_ERR_ARENA_TOO_SMALL);
+    if (!nmt_arena_measuring(a))
+        for (size_t i = 0; i < rows; i++) b->fin[i].token_lp = fin_lp + i * M;
     return NMT_OK;
 }
 
@@ -72,6 +79,7 @@ nmt_status nmt_beam_start(nmt_beam *b, uint32_t n, uint32_t K, uint32_t V, uint3
 }
 
 nmt_status nmt_beam_plan_vocab(nmt_beam *b, nmt_arena *a, uint32_t V) {
+    b->rng = NMT_ARENA_NEW(a, uint64_t, b->max_batch);
     b->pool = NMT_ARENA_NEW(a, nmt_beam_cand, V);
     b->pool_cap = V;
     NMT_CHECK(!a->failed, NMT_ERR_ARENA_TOO_SMALL);
@@ -220,8 +228,10 @@ static void cand_insert(nmt_beam *b, uint32_t *count, uint32_t cap, float s, int
 static void finish(nmt_beam *b, uint32_t s, uint32_t t, int32_t row, float logprob, float eos_lp) {
     nmt_hyp *h = &b->fin[(size_t)s * b->K + b->n_fin[s]++];
     memcpy(h->tokens, b->hist + (size_t)row * b->max_steps, sizeof(int32_t) * t);
-    memcpy(h->token_lp, b->lp_hist + (size_t)row * b->max_steps, sizeof(float) * t);
-    h->token_lp[t] = eos_lp;
+    if (h->token_lp != NULL) {
+        memcpy(h->token_lp, b->lp_hist + (size_t)row * b->max_steps, sizeof(float) * t);
+        h->token_lp[t] = eos_lp;
+    }
     h->len = t;
     h->row = row;
     h->logprob = logprob;
@@ -252,8 +262,9 @@ int nmt_beam_advance(nmt_beam *b, uint32_t t, const float *logprobs) {
                 b->next_tok[r0 + k] = (int32_t)b->eos;
                 memcpy(b->hist_next + (size_t)(r0 + k) * M, b->hist + (size_t)(r0 + k) * M,
                        sizeof(int32_t) * M);
-                memcpy(b->lp_hist_next + (size_t)(r0 + k) * M, b->lp_hist + (size_t)(r0 + k) * M,
-                       sizeof(float) * M);
+                if (b->lp_hist != NULL)
+                    memcpy(b->lp_hist_next + (size_t)(r0 + k) * M, b->lp_hist + (size_t)(r0 + k) * M,
+                           sizeof(float) * M);
             }
             continue;
         }
@@ -306,9 +317,11 @@ int nmt_beam_advance(nmt_beam *b, uint32_t t, const float *logprobs) {
             int32_t *dst = b->hist_next + (size_t)j * M;
             memcpy(dst, b->hist + (size_t)row * M, sizeof(int32_t) * t);
             dst[t] = tok;
-            float *dlp = b->lp_hist_next + (size_t)j * M;
-            memcpy(dlp, b->lp_hist + (size_t)row * M, sizeof(float) * t);
-            dlp[t] = logprobs[(size_t)row * V + (uint32_t)tok];
+            if (b->lp_hist != NULL) {
+                float *dlp = b->lp_hist_next + (size_t)j * M;
+                memcpy(dlp, b->lp_hist + (size_t)row * M, sizeof(float) * t);
+                dlp[t] = logprobs[(size_t)row * V + (uint32_t)tok];
+            }
         }
         for (uint32_t j = r0 + alive; j < r0 + K; j++) { /* unused beams are dead */
             b->back[j] = (int32_t)r0;

@@ -24,7 +24,8 @@
 
 typedef struct nmt_hyp {
     int32_t *tokens;   /* (max_steps): ids, EOS excluded */
-    float *token_lp;   /* (max_steps): log-probability of each token, then of EOS (len + 1) */
+    float *token_lp;   /* (max_steps): log-probability of each token, then of EOS (len + 1);
+                          NULL unless nmt_beam_plan_token_lp */
     uint32_t len;
     float score;       /* length-normalised */
     float logprob;     /* sum of log-probabilities incl. EOS */
@@ -45,7 +46,8 @@ typedef struct nmt_beam {
     float *score;        /* (n*K) cumulative log-probability of live rows; -inf = dead */
     int32_t *hist;       /* (n*K, max_steps) tokens of live rows */
     int32_t *hist_next;  /* (n*K, max_steps) scratch for reordering */
-    float *lp_hist, *lp_hist_next; /* (n*K, max_steps) each token's log-probability, as hist */
+    float *lp_hist, *lp_hist_next; /* (n*K, max_steps) each token's log-probability, as hist
+                                      (nmt_beam_plan_token_lp; NULL: not kept) */
     int32_t *next_tok;   /* (n*K) decoder input of the next step */
     int32_t *back;       /* (n*K) row each new row continues */
     uint32_t *max_len;   /* (n) tokens allowed before the forced EOS */
@@ -62,7 +64,7 @@ typedef struct nmt_beam {
     int sampling;
     uint32_t topk;       /* 0: every allowed token */
     float temperature;
-    uint64_t *rng;       /* (max_batch) splitmix64 state of each sentence */
+    uint64_t *rng;       /* (max_batch) splitmix64 state of each sentence (nmt_beam_plan_vocab) */
     const int32_t *const *prefix; /* the caller's (n) forced prefixes, NULL: none */
     const uint32_t *prefix_len;
     int32_t *seen;       /* (max_steps) scratch: a row's tokens, sorted */
@@ -83,8 +85,13 @@ nmt_status nmt_beam_start(nmt_beam *b, uint32_t n, uint32_t K, uint32_t V, uint3
 /* Constraints of the search just started (both 0 after nmt_beam_start). */
 void nmt_beam_constrain(nmt_beam *b, uint32_t min_len, uint32_t no_repeat);
 
-/* Reserve the sampling scratch for vocabularies up to V (after plan). */
+/* Reserve the sampling scratch for vocabularies up to V (after plan; without
+ * it nmt_beam_set_sampling refuses with NMT_ERR_LIMIT_EXCEEDED). */
 nmt_status nmt_beam_plan_vocab(nmt_beam *b, nmt_arena *a, uint32_t V);
+
+/* Keep every hypothesis's per-token log-probabilities (after plan; without
+ * it results' token_lp is NULL): 3 * max_batch * max_beam * max_steps floats. */
+nmt_status nmt_beam_plan_token_lp(nmt_beam *b, nmt_arena *a);
 
 /* Options of the search just started.  Prefix: sentence i's first
  * prefix_len[i] tokens are prefix[i] (arrays read until the search ends;

@@ -168,7 +168,8 @@ static nmt_status plan_session(nmt_session *s, nmt_arena *a) {
     s->h_logits = NMT_ARENA_NEW(a, float, (size_t)d->step_rows * V);
     NMT_CHECK(!a->failed, NMT_ERR_ARENA_TOO_SMALL);
     NMT_TRY(nmt_beam_plan(&s->beam, a, d->max_batch, d->max_beam, d->tgt_cap));
-    NMT_TRY(nmt_beam_plan_vocab(&s->beam, a, (uint32_t)V));
+    if (s->want_sampling) NMT_TRY(nmt_beam_plan_vocab(&s->beam, a, (uint32_t)V));
+    if (s->want_token_lp) NMT_TRY(nmt_beam_plan_token_lp(&s->beam, a));
     NMT_CHECK(!d->align || s->fam->alignments, NMT_ERR_UNSUPPORTED);
     if (d->align) { /* alignments: the per-step rows and back-pointers, walked back per hypothesis */
         s->h_align = NMT_ARENA_NEW(a, float, (size_t)d->tgt_cap * d->step_rows * d->src_cap);
@@ -199,6 +200,8 @@ static nmt_status prepare(nmt_session *s, const nmt_session_params *p, nmt_mappi
     s->dims.align = p->alignment != 0;
     s->dims.align_layer = p->align_layer;
     s->dims.align_head = p->align_head;
+    s->want_token_lp = p->token_logprobs != 0;
+    s->want_sampling = p->sampling != 0;
     const void *data = p->model_data;
     size_t size = p->model_size;
     if (p->model_path != NULL) {
@@ -496,6 +499,7 @@ nmt_status nmt_session_result_token_logprobs(const nmt_session *s, uint32_t i, u
     NMT_CHECK(i < s->n_results && rank < s->result_n_best, NMT_ERR_INVALID_ARGUMENT);
     const nmt_hyp *h = nmt_beam_result(&s->beam, i, rank);
     NMT_CHECK(h != NULL, NMT_ERR_INVALID_ARGUMENT);
+    NMT_CHECK(h->token_lp != NULL, NMT_ERR_LIMIT_EXCEEDED); /* a session created without token_logprobs */
     *n = h->len + 1;
     NMT_CHECK(cap >= (size_t)h->len + 1, NMT_ERR_BUFFER_TOO_SMALL);
     memcpy(lp, h->token_lp, sizeof(float) * (h->len + 1));

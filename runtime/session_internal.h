@@ -37,6 +37,7 @@ struct nmt_session {
     uint32_t *h_max_len;       /* (max_batch) */
     float *h_logits;           /* (step_rows, tgt_vocab) */
     nmt_beam beam;
+    int want_token_lp, want_sampling; /* nmt_session_params.token_logprobs / .sampling */
     /* alignments (dims.align; NULL otherwise): every step's rows as the
      * device wrote them, and the beam's back-pointers after each step */
     float *h_align;            /* (tgt_cap, step_rows, src_cap) */
