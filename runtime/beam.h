@@ -59,6 +59,8 @@ typedef struct nmt_beam {
     /* per-sentence candidate scratch (2K) */
     float *cand_score;
     int32_t *cand_row, *cand_tok;
+    float *cand_lp;      /* the candidate token's log-probability */
+    nmt_beam_cand *row_cand; /* (2K + 1) scratch: one row's top-k candidates, id order */
     /* decoding options (nmt_beam_set_*; off after nmt_beam_start) */
     float rep_penalty;   /* 1: off */
     int sampling;
@@ -114,6 +116,21 @@ void nmt_beam_resort(nmt_beam *b, uint32_t i);
 /* Consume step t's log-probabilities (n*K rows of V).  Fills next_tok and
  * back.  Returns 1 when every sentence is done (results then sorted). */
 int nmt_beam_advance(nmt_beam *b, uint32_t t, const float *logprobs);
+
+/* How many candidates per row step t needs when it is given only each
+ * row's best ones (nmt_beam_advance_topk): 2K (the sentence's 2K best
+ * continuations come from its rows' 2K best), 2K + 1 while EOS is barred
+ * (min_len); 0 when the step needs the whole distribution: sampling, a
+ * repetition penalty, no-repeat n-grams (banned tokens), a forced prefix
+ * still running. */
+uint32_t nmt_beam_topk_width(const nmt_beam *b, uint32_t t);
+
+/* Consume step t given each row's k best continuations (k >= the width
+ * above): lp and id (n*K rows of k, ranked by score + lp, ties to the
+ * lower id; id -1: none) and every row's EOS log-probability.  The same
+ * result as nmt_beam_advance on the whole distribution. */
+int nmt_beam_advance_topk(nmt_beam *b, uint32_t t, const float *lp, const int32_t *id, uint32_t k,
+                          const float *eos_lp);
 
 /* Hypothesis `rank` of sentence i (after the search finished). */
 const nmt_hyp *nmt_beam_result(const nmt_beam *b, uint32_t i, uint32_t rank);

@@ -166,6 +166,9 @@ static nmt_status plan_session(nmt_session *s, nmt_arena *a) {
     s->h_max_len = NMT_ARENA_NEW(a, uint32_t, d->max_batch);
     s->h_col = NMT_ARENA_NEW(a, int32_t, d->step_rows);
     s->h_logits = NMT_ARENA_NEW(a, float, (size_t)d->step_rows * V);
+    s->topk_cap = NMT_MIN(2 * d->max_beam + 1, NMT_TOPK_MAX);
+    s->h_step = NMT_ARENA_NEW(a, int32_t, 2 * (size_t)d->step_rows);
+    s->h_cand = NMT_ARENA_NEW(a, uint32_t, (size_t)d->step_rows * (2 * s->topk_cap + 1));
     NMT_CHECK(!a->failed, NMT_ERR_ARENA_TOO_SMALL);
     NMT_TRY(nmt_beam_plan(&s->beam, a, d->max_batch, d->max_beam, d->tgt_cap));
     if (s->want_sampling) NMT_TRY(nmt_beam_plan_vocab(&s->beam, a, (uint32_t)V));
@@ -180,7 +183,12 @@ static nmt_status plan_session(nmt_session *s, nmt_arena *a) {
 
     NMT_TRY(int_buffer(s, a, (size_t)d->max_batch * d->src_cap, &s->io.src_tok));
     NMT_TRY(int_buffer(s, a, d->max_batch, &s->io.src_len));
-    NMT_TRY(int_buffer(s, a, d->step_rows, &s->io.step_tok));
+    NMT_TRY(int_buffer(s, a, 2 * (size_t)d->step_rows, &s->io.step_tok));
+    NMT_TRY(int_buffer(s, a, (size_t)d->step_rows * (2 * s->topk_cap + 1), &s->d_cand));
+    if (!nmt_arena_measuring(a)) { /* a device whose kernel cannot take the local size: the whole distribution */
+        const nmt_status st = nmt_ops_enable_topk(&s->ops);
+        NMT_CHECK(st == NMT_OK || st == NMT_ERR_UNSUPPORTED, st);
+    }
     NMT_TRY(int_buffer(s, a, d->step_rows, &s->io.reorder));
     NMT_TRY(int_buffer(s, a, (size_t)d->max_batch * d->tgt_cap, &s->io.tgt_tok));
     NMT_TRY(nmt_session_buffer(s, a, (size_t)d->step_rows * V * sizeof(float), NULL, &s->io.logits));
@@ -455,15 +463,36 @@ nmt_status nmt_session_translate(nmt_session *s, const nmt_batch *src, const nmt
     if (opts->sampling) NMT_TRY(nmt_beam_set_sampling(b, opts->sampling_topk, temperature, opts->seed));
     const uint32_t rows = src->n * K;
     for (uint32_t t = 0; t < steps; t++) {
-        NMT_TRY(upload_ints(s, s->io.step_tok, b->next_tok, rows));
+        /* k candidates per row when the step allows it (device top-k), else every log-probability */
+        uint32_t k = s->ops.k_topk != NULL ? nmt_beam_topk_width(b, t) : 0;
+        if (k > s->topk_cap) k = 0;
+        if (k) { /* one upload: the tokens, then the scores the kernel ranks by */
+            memcpy(s->h_step, b->next_tok, sizeof(int32_t) * rows);
+            memcpy(s->h_step + rows, b->score, sizeof(float) * rows);
+            NMT_TRY(upload_ints(s, s->io.step_tok, s->h_step, 2 * (size_t)rows));
+        } else {
+            NMT_TRY(upload_ints(s, s->io.step_tok, b->next_tok, rows));
+        }
         NMT_TRY(s->fam->step(s->fam_state, &s->io, rows, K, t));
         const size_t sc = s->dims.src_cap, R = s->dims.step_rows;
         if (s->h_align != NULL)
             NMT_TRY(nmt_device_read(s->dev, s->io.align.mem, 0, (size_t)rows * sc * sizeof(float),
                                     s->h_align + (size_t)t * R * sc));
-        NMT_TRY(read_logprobs(s, rows, rep == 1.0f)); /* penalised: raw logits, softmax here */
-        if (rep != 1.0f) nmt_beam_logprobs(b, t, s->h_logits);
-        const int done = nmt_beam_advance(b, t, s->h_logits);
+        int done;
+        if (k) {
+            const uint32_t V = s->info.tgt_vocab;
+            NMT_TRY(nmt_op_topk_logprobs(&s->ops, s->io.logits, rows, V, V, nmt_buf_at(s->io.step_tok, rows), k,
+                                         s->info.eos_id, s->d_cand));
+            NMT_TRY(nmt_device_read(s->dev, s->d_cand.mem, 0, (size_t)rows * (2 * k + 1) * sizeof(uint32_t),
+                                    s->h_cand));
+            const uint32_t *c = s->h_cand;
+            done = nmt_beam_advance_topk(b, t, (const float *)c, (const int32_t *)(c + (size_t)rows * k), k,
+                                         (const float *)(c + 2 * (size_t)rows * k));
+        } else {
+            NMT_TRY(read_logprobs(s, rows, rep == 1.0f)); /* penalised: raw logits, softmax here */
+            if (rep != 1.0f) nmt_beam_logprobs(b, t, s->h_logits);
+            done = nmt_beam_advance(b, t, s->h_logits);
+        }
         if (s->h_align != NULL) memcpy(s->h_align_back + (size_t)t * R, b->back, sizeof(int32_t) * rows);
         if (done) break;
         NMT_TRY(upload_ints(s, s->io.reorder, b->back, rows));
