@@ -495,6 +495,9 @@ nmt_status nmt_session_translate(nmt_session *s, const nmt_batch *src, const nmt
         }
         if (s->h_align != NULL) memcpy(s->h_align_back + (size_t)t * R, b->back, sizeof(int32_t) * rows);
         if (done) break;
+        uint32_t moved = 0; /* greedy, and finished sentences, keep their rows: nothing to reorder */
+        for (uint32_t r = 0; r < rows && !moved; r++) moved = b->back[r] != (int32_t)r;
+        if (!moved) continue;
         NMT_TRY(upload_ints(s, s->io.reorder, b->back, rows));
         NMT_TRY(s->fam->reorder(s->fam_state, &s->io, rows, t));
     }

@@ -15,6 +15,8 @@
  *                     nmt_session_score scores them;
  *   optional plans    per-token log-probabilities and the sampling scratch
  *                     cost exactly their buffers, only when asked for;
+ *   device top-k      the same results, bit for bit, as the search over
+ *                     every log-probability;
  * and the statuses of bad values. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -406,9 +408,52 @@ static void test_optional_plans(void **state) {
     close_model(&full);
 }
 
+/* ---- device top-k ----------------------------------------------------------- */
+
+/* The search reading k candidates per row (cl/topk.cl) gives the results of
+ * the search reading every log-probability (the same session with the
+ * kernel taken away), bit for bit: greedy, beam 3 with 3-best lists, a
+ * minimum length, alignments on. */
+static void test_device_topk(void **state) {
+    env *e = *state;
+    model m;
+    open_model(e, 1, &m);
+    assert_non_null(m.s->ops.k_topk); /* the default path of this device */
+    const nmt_batch src = {srcs, src_lens, NSENT};
+    const nmt_decode_opts opts[] = {
+        {.beam = 1, .max_len = MAXT},
+        {.beam = 3, .n_best = 3, .max_len = MAXT, .alpha = 0.6f, .alpha_set = 1},
+        {.beam = 3, .n_best = 2, .max_len = MAXT, .min_len = 3},
+    };
+    for (size_t c = 0; c < NMT_ARRAY_LEN(opts); c++) {
+        hyp top[NSENT][3], full[NSENT][3];
+        uint32_t n[NSENT];
+        nmt_test_assert_ok(e->dev, nmt_session_translate(m.s, &src, &opts[c]));
+        for (uint32_t i = 0; i < NSENT; i++) {
+            n[i] = nmt_session_n_results(m.s, i);
+            for (uint32_t r = 0; r < n[i]; r++) get(&m, i, r, &top[i][r]);
+        }
+        const cl_kernel k = m.s->ops.k_topk;
+        m.s->ops.k_topk = NULL;
+        nmt_test_assert_ok(e->dev, nmt_session_translate(m.s, &src, &opts[c]));
+        m.s->ops.k_topk = k;
+        for (uint32_t i = 0; i < NSENT; i++) {
+            assert_int_equal(nmt_session_n_results(m.s, i), n[i]);
+            for (uint32_t r = 0; r < n[i]; r++) {
+                get(&m, i, r, &full[i][r]);
+                same_tokens(&top[i][r], &full[i][r]);
+                assert_true(top[i][r].score == full[i][r].score && top[i][r].logprob == full[i][r].logprob);
+                assert_memory_equal(top[i][r].lps, full[i][r].lps, sizeof(float) * (full[i][r].len + 1));
+            }
+        }
+    }
+    close_model(&m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_optional_plans),
+        cmocka_unit_test(test_device_topk),
         cmocka_unit_test(test_coverage_penalty),
         cmocka_unit_test(test_repetition_penalty),
         cmocka_unit_test(test_sampling),
