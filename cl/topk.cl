@@ -5,10 +5,10 @@
  *
  *   topk_logprobs  row r of X (n logits, stride ld), one work-group of
  *                  REDUCE_WG (or fewer, a power of two) work-items per row:
- *                  lse = max + log(sum exp(x - max)) by exactly the passes
- *                  of elementwise.cl's log_softmax (the same strided online
- *                  pass and tree, so the same bits at the same local size;
- *                  a row without a finite entry has lse = 0), lp_v = x_v - lse,
+ *                  lse = max + log(sum exp(x - max)) by common.cl's
+ *                  row_logsumexp, as elementwise.cl's log_softmax (the same
+ *                  bits at the same local size; a row without a finite
+ *                  entry has lse = 0), lp_v = x_v - lse,
  *                  key_v = score[r] + lp_v (the beam's cumulative score of
  *                  the row: the same float sum the host forms, so the
  *                  ranking is the host's).  The k entries of largest key,
@@ -20,11 +20,19 @@
  *                  its lp_eos missing.
  *                  NDRange (rows * lsz), local size lsz.
  *
+ *                  The k-th largest of the work-items' maxima bounds the
+ *                  keys worth ranking; each work-item keeps the best k of
+ *                  its strided entries above it (private, sorted), writes
+ *                  them to local memory, and
+ *                  work-item 0 merges the lists: one barrier, no per-rank
+ *                  reduction rounds.
+ *
  * Defines: REDUCE_WG (the local buffers' capacity, the largest local size),
- * TOPK_MAX (the largest k). */
+ * TOPK_MAX (the largest k; local memory holds REDUCE_WG * TOPK_MAX keys and
+ * ids, runtime/ops_topk.c sizes it to the device). */
 
 #ifndef TOPK_MAX
-#define TOPK_MAX 33
+#define TOPK_MAX 17
 #endif
 
 /* (a, ia) ranks before (b, ib): larger key, then lower id. */
@@ -37,7 +45,10 @@ __kernel void topk_logprobs(__global const float *X, const ulong x_off, const ui
                             const uint eos, __global uint *out, const ulong out_off) {
     __local float red_m[REDUCE_WG];
     __local float red_s[REDUCE_WG];
-    __local int red_i[REDUCE_WG];
+    __local float list_k[REDUCE_WG * TOPK_MAX]; /* each work-item's best k: keys, ids */
+    __local int list_i[REDUCE_WG * TOPK_MAX];
+    __local float item_max[REDUCE_WG]; /* each work-item's largest logit */
+    __local float thr[1];              /* the bound on the keys worth ranking */
     const uint lid = (uint)get_local_id(0), lsz = (uint)get_local_size(0);
     const uint r = (uint)get_group_id(0);
     __global const float *x = X + x_off + (ulong)r * ld;
@@ -53,41 +64,43 @@ __kernel void topk_logprobs(__global const float *X, const ulong x_off, const ui
         return;
     }
 
-    /* lse: elementwise.cl's log_softmax, pass for pass. */
-    float m = -INFINITY, s = 0.0f;
-    for (uint c = lid; c < n; c += lsz) {
-        const float v = x[c];
-        if (v > m) {
-            s = s * exp(m - v) + 1.0f;
-            m = v;
-        } else {
-            s += exp(v - m);
-        }
-    }
-    if (m == -INFINITY) s = 0.0f;
-    red_m[lid] = m;
-    red_s[lid] = s;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint w = lsz / 2; w > 0; w >>= 1) {
-        if (lid < w) {
-            const float m1 = red_m[lid], m2 = red_m[lid + w];
-            const float mm = fmax(m1, m2);
-            if (mm != -INFINITY) red_s[lid] = red_s[lid] * exp(m1 - mm) + red_s[lid + w] * exp(m2 - mm);
-            red_m[lid] = mm;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    const float mx = red_m[0];
-    const float lse = mx == -INFINITY ? 0.0f : mx + log(red_s[0]);
-    barrier(CLK_LOCAL_MEM_FENCE); /* everyone has read red_m[0] before it is reused */
+    /* lse: common.cl's row_logsumexp, as log_softmax (0 for a row without a finite entry, which
+     * log_softmax leaves as it is) */
+    float mw;
+    float lse = row_logsumexp(x, n, red_m, red_s, &mw);
+    if (lse == -INFINITY) lse = 0.0f;
 
-    /* Each work-item's best k of its strided entries, sorted. */
+    /* A bound: the k-th largest of the work-items' maxima T is an entry, and
+     * at least k entries are >= T, so an entry whose key is below key(T)
+     * cannot be among the k best (keys are monotone in x).  Only the
+     * entries at or above it are ranked (few: the pass stays a compare). */
+    item_max[lid] = mw; /* from row_logsumexp's pass */
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid == 0) {
+        float best[TOPK_MAX];
+        uint nb = 0;
+        for (uint w = 0; w < lsz; w++) {
+            const float v = item_max[w];
+            if (nb == k && !(v > best[k - 1])) continue;
+            uint i = nb < k ? nb++ : k - 1;
+            while (i > 0 && v > best[i - 1]) {
+                best[i] = best[i - 1];
+                i--;
+            }
+            best[i] = v;
+        }
+        thr[0] = nb == k ? s0 + (best[k - 1] - lse) : -INFINITY;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const float key_min = thr[0];
+
+    /* Each work-item's best k of its strided entries at or above the bound, sorted. */
     float tk[TOPK_MAX];
     int ti[TOPK_MAX];
     uint cnt = 0;
     for (uint c = lid; c < n; c += lsz) {
         const float key = s0 + (x[c] - lse);
-        if (key != key) continue; /* NaN */
+        if (!(key >= key_min)) continue; /* below the bound, or NaN */
         if (cnt == k && !ranks_before(key, (int)c, tk[k - 1], ti[k - 1])) continue;
         uint i = cnt < k ? cnt++ : k - 1;
         while (i > 0 && ranks_before(key, (int)c, tk[i - 1], ti[i - 1])) {
@@ -99,26 +112,33 @@ __kernel void topk_logprobs(__global const float *X, const ulong x_off, const ui
         ti[i] = (int)c;
     }
 
-    /* k rounds: the best head of all lists wins, its owner moves on. */
-    uint head = 0;
-    for (uint j = 0; j < k; j++) {
-        red_m[lid] = head < cnt ? tk[head] : -INFINITY;
-        red_i[lid] = head < cnt ? ti[head] : INT_MAX;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (uint w = lsz / 2; w > 0; w >>= 1) {
-            if (lid < w && ranks_before(red_m[lid + w], red_i[lid + w], red_m[lid], red_i[lid])) {
-                red_m[lid] = red_m[lid + w];
-                red_i[lid] = red_i[lid + w];
+    /* The lists into local memory (missing entries: key -inf, id INT_MAX),
+     * then work-item 0 merges them: each list is sorted, so a list is left
+     * at its first entry that does not beat the k-th best so far. */
+    for (uint i = 0; i < k; i++) {
+        list_k[lid * k + i] = i < cnt ? tk[i] : -INFINITY;
+        list_i[lid * k + i] = i < cnt ? ti[i] : INT_MAX;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid != 0) return;
+    uint m = 0;
+    for (uint w = 0; w < lsz; w++)
+        for (uint j = 0; j < k; j++) {
+            const float key = list_k[w * k + j];
+            const int id = list_i[w * k + j];
+            if (id == INT_MAX || (m == k && !ranks_before(key, id, tk[k - 1], ti[k - 1]))) break;
+            uint i = m < k ? m++ : k - 1;
+            while (i > 0 && ranks_before(key, id, tk[i - 1], ti[i - 1])) {
+                tk[i] = tk[i - 1];
+                ti[i] = ti[i - 1];
+                i--;
             }
-            barrier(CLK_LOCAL_MEM_FENCE);
+            tk[i] = key;
+            ti[i] = id;
         }
-        const int win = red_i[0];
-        if (lid == 0) {
-            o_lp[j] = as_uint(win == INT_MAX ? -INFINITY : x[win] - lse);
-            o_id[j] = win == INT_MAX ? (uint)-1 : (uint)win;
-        }
-        if (head < cnt && ti[head] == win) head++;
-        barrier(CLK_LOCAL_MEM_FENCE); /* red_i[0] read by all before the next round */
+    for (uint j = 0; j < k; j++) {
+        o_lp[j] = as_uint(j < m ? x[ti[j]] - lse : -INFINITY);
+        o_id[j] = j < m ? (uint)ti[j] : (uint)-1;
     }
     if (lid == 0) out[out_off + 2 * (ulong)rows * k + r] = as_uint(eos < n ? x[eos] - lse : -INFINITY);
 }

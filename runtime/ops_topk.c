@@ -11,21 +11,27 @@
 nmt_status nmt_ops_enable_topk(nmt_ops *ops) {
     if (ops == NULL || ops->dev == NULL || ops->reduce_wg == 0) return NMT_ERR_INVALID_ARGUMENT;
     if (ops->k_topk != NULL) return NMT_OK;
+    /* local memory: reduce_wg * max_k (key, id) pairs and two floats per work-item */
+    const size_t wg = ops->reduce_wg, lm = ops->dev->info.local_mem_bytes ? ops->dev->info.local_mem_bytes : 32768;
+    const size_t fit = lm > 8 * wg + 256 ? (lm - 8 * wg - 256) / (8 * wg) : 0;
+    const uint32_t max_k = (uint32_t)NMT_MIN(fit, (size_t)NMT_TOPK_MAX);
+    if (max_k < 3) return NMT_ERR_UNSUPPORTED; /* not even beam 1 with min_len */
     char opts[64];
-    snprintf(opts, sizeof opts, "-DREDUCE_WG=%zu -DTOPK_MAX=%u", ops->reduce_wg, (unsigned)NMT_TOPK_MAX);
+    snprintf(opts, sizeof opts, "-DREDUCE_WG=%zu -DTOPK_MAX=%u", wg, (unsigned)max_k);
     cl_program prog;
     NMT_TRY(nmt_device_program(ops->dev, "topk", opts, &prog));
     cl_kernel k;
     NMT_TRY(nmt_device_kernel(ops->dev, prog, "topk_logprobs", &k));
-    size_t wg;
-    nmt_status st = nmt_kernel_wg(ops->dev, k, ops->reduce_wg, &wg);
+    size_t got;
+    nmt_status st = nmt_kernel_wg(ops->dev, k, wg, &got);
     /* the log-probabilities must be log_softmax's bits: its local size or none */
-    if (st == NMT_OK && wg != ops->reduce_wg) st = NMT_ERR_UNSUPPORTED;
+    if (st == NMT_OK && got != wg) st = NMT_ERR_UNSUPPORTED;
     if (st != NMT_OK) {
         clReleaseKernel(k);
         return st;
     }
     ops->k_topk = k;
+    ops->topk_max = max_k;
     return NMT_OK;
 }
 
@@ -34,7 +40,7 @@ nmt_status nmt_op_topk_logprobs(nmt_ops *ops, nmt_buf x, uint32_t rows, uint32_t
     if (ops == NULL || ops->k_topk == NULL) return NMT_ERR_INVALID_ARGUMENT;
     if (rows == 0) return NMT_OK;
     if (x.mem == NULL || score.mem == NULL || out.mem == NULL || n == 0 || ld < n || k == 0 ||
-        k > NMT_TOPK_MAX || n > (uint32_t)INT32_MAX - 1)
+        k > ops->topk_max || n > (uint32_t)INT32_MAX - 1)
         return NMT_ERR_INVALID_ARGUMENT;
     args a = args_begin(ops->k_topk);
     arg_mem(&a, x.mem);

@@ -465,7 +465,7 @@ nmt_status nmt_session_translate(nmt_session *s, const nmt_batch *src, const nmt
     for (uint32_t t = 0; t < steps; t++) {
         /* k candidates per row when the step allows it (device top-k), else every log-probability */
         uint32_t k = s->ops.k_topk != NULL ? nmt_beam_topk_width(b, t) : 0;
-        if (k > s->topk_cap) k = 0;
+        if (k > s->topk_cap || k > s->ops.topk_max) k = 0;
         if (k) { /* one upload: the tokens, then the scores the kernel ranks by */
             memcpy(s->h_step, b->next_tok, sizeof(int32_t) * rows);
             memcpy(s->h_step + rows, b->score, sizeof(float) * rows);

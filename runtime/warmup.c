@@ -39,7 +39,8 @@ nmt_status nmt_session_warm(nmt_session *s) {
             for (uint32_t r = 0; r < rows; r++) tok[r] = 0;
             NMT_TRY(upload(s, nmt_buf_at(s->io.step_tok, rows), tok, rows));
             NMT_TRY(nmt_op_topk_logprobs(&s->ops, s->io.logits, rows, s->info.tgt_vocab, s->info.tgt_vocab,
-                                         nmt_buf_at(s->io.step_tok, rows), s->topk_cap, s->info.eos_id, s->d_cand));
+                                         nmt_buf_at(s->io.step_tok, rows), NMT_MIN(s->topk_cap, s->ops.topk_max),
+                                         s->info.eos_id, s->d_cand));
         }
         for (uint32_t r = 0; r < rows; r++) tok[r] = 0;
         NMT_TRY(upload(s, s->io.reorder, tok, rows));

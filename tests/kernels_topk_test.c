@@ -7,7 +7,7 @@
  * the kernel and checked here on rows of many equal logits), NaN keys never,
  * missing entries -inf / -1; a dead row (score -inf) gives nothing; the EOS
  * log-probability of every live row.  Rows of 1 to 32,000 logits, k from 1
- * to NMT_TOPK_MAX, -inf and NaN logits, operands at offsets, and the
+ * to ops.topk_max (NMT_TOPK_MAX where local memory allows), -inf and NaN logits, operands at offsets, and the
  * statuses of bad arguments. */
 #include "ops_common.h"
 
@@ -24,6 +24,7 @@ static int setup(void **state) {
         fprintf(stderr, "nmt_ops_enable_topk: %s\n", nmt_status_str(st));
         return -1;
     }
+    fprintf(stderr, "topk: reduce_wg %zu, topk_max %u\n", e->ops.reduce_wg, e->ops.topk_max);
     return 0;
 }
 
@@ -148,13 +149,13 @@ static void test_topk_random(void **state) {
     run_topk(e, 6, 1001, 1010, 9, 2, LOGITS_RANDOM, 1);
     run_topk(e, 4, 32000, 32000, 9, 2, LOGITS_RANDOM, 2); /* a base-shape vocabulary */
     run_topk(e, 3, 8000, 8000, 1, 2, LOGITS_RANDOM, 3);   /* greedy: k = 2 * 1, or 1 */
-    run_topk(e, 5, 300, 301, NMT_TOPK_MAX, 7, LOGITS_RANDOM, 4);
+    run_topk(e, 5, 300, 301, e->ops.topk_max, 7, LOGITS_RANDOM, 4);
 }
 
 static void test_topk_ties(void **state) {
     env *e = *state;
     run_topk(e, 4, 997, 997, 9, 2, LOGITS_TIES, 5);
-    run_topk(e, 3, 64, 64, NMT_TOPK_MAX, 0, LOGITS_TIES, 6);
+    run_topk(e, 3, 64, 64, e->ops.topk_max, 0, LOGITS_TIES, 6);
 }
 
 static void test_topk_special(void **state) {
@@ -170,7 +171,7 @@ static void test_topk_bad_args(void **state) {
     cl_mem d = nmt_test_buffer(e->dev, 4096, NULL);
     assert_int_equal(nmt_op_topk_logprobs(&e->ops, B(d, 0), 2, 10, 10, B(d, 0), 0, 2, B(d, 0)),
                      NMT_ERR_INVALID_ARGUMENT); /* k = 0 */
-    assert_int_equal(nmt_op_topk_logprobs(&e->ops, B(d, 0), 2, 10, 10, B(d, 0), NMT_TOPK_MAX + 1, 2, B(d, 0)),
+    assert_int_equal(nmt_op_topk_logprobs(&e->ops, B(d, 0), 2, 10, 10, B(d, 0), e->ops.topk_max + 1, 2, B(d, 0)),
                      NMT_ERR_INVALID_ARGUMENT);
     assert_int_equal(nmt_op_topk_logprobs(&e->ops, B(d, 0), 2, 10, 9, B(d, 0), 3, 2, B(d, 0)),
                      NMT_ERR_INVALID_ARGUMENT); /* ld < n */
