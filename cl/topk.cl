@@ -31,6 +31,9 @@
  * TOPK_MAX (the largest k; local memory holds REDUCE_WG * TOPK_MAX keys and
  * ids, runtime/ops_topk.c sizes it to the device). */
 
+#ifndef REDUCE_WG
+#define REDUCE_WG 64
+#endif
 #ifndef TOPK_MAX
 #define TOPK_MAX 17
 #endif
