@@ -15,7 +15,8 @@ Every sentence is decoded to exactly --out-len tokens in both engines
 checked identical.  Each (batch, beam) row times N and 2N sentences in a
 fresh process of each engine, interleaved, and takes the difference, so
 process start-up, model loading and kernel compilation drop out:
-tokens/s = out_len * N / (t(2N) - t(N)), the median of --rounds rounds.
+tokens/s = out_len * N / (t(2N) - t(N)), the median of --rounds rounds
+(after one untimed run of each engine).
 Peak RSS is the 2N run's (wait4's ru_maxrss).
 
     pip install ctranslate2==4.8.5   # benchmark-only dependency
@@ -250,6 +251,8 @@ def main():
                         os.path.join(work, f"base.{dt}.{row}.{n}.txt")]
             rates = {e: [] for e in engines}
             rss = {e: 0 for e in engines}
+            for eng in engines:  # untimed: kernel compilation, caches, page cache
+                run_timed(cmds[(eng, N)], ct2_env if eng == "ct2" else None)
             for _ in range(args.rounds):
                 for eng in engines:
                     env = ct2_env if eng == "ct2" else None
