@@ -104,3 +104,42 @@ inline int2 attn_range(const int pos, const int n_keys, const int causal, const 
     }
     return (int2)(lo, hi);
 }
+
+/* Log-sum-exp of the n values of row x over the work-group (local size a
+ * power of two; red_m, red_s hold at least that many floats): an online
+ * (max, sum of exp) pass per work-item over its strided entries, then a
+ * tree.  Every work-item must call it (barriers); all receive the result,
+ * -INFINITY for a row without a finite entry; red_m/red_s may be reused
+ * after a barrier.  *item_max: the largest of the calling work-item's own
+ * entries (NaN skipped; -INFINITY when none).  log_softmax (elementwise.cl) and topk_logprobs
+ * (topk.cl) both use it: their log-probabilities are the same bits. */
+inline float row_logsumexp(__global const float *x, const uint n, __local float *red_m, __local float *red_s,
+                           float *item_max) {
+    const uint lid = (uint)get_local_id(0), lsz = (uint)get_local_size(0);
+    float m = -INFINITY, s = 0.0f;
+    for (uint c = lid; c < n; c += lsz) {
+        const float v = x[c];
+        if (v > m) {
+            s = s * exp(m - v) + 1.0f;  /* exp(-INF) = 0 on the first element */
+            m = v;
+        } else {
+            s += exp(v - m);  /* v == m == -INF gives exp(NaN): guarded below */
+        }
+    }
+    if (m == -INFINITY) s = 0.0f;
+    *item_max = m;
+    red_m[lid] = m;
+    red_s[lid] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint w = lsz / 2; w > 0; w >>= 1) {
+        if (lid < w) {
+            const float m1 = red_m[lid], m2 = red_m[lid + w];
+            const float mm = fmax(m1, m2);
+            if (mm != -INFINITY) red_s[lid] = red_s[lid] * exp(m1 - mm) + red_s[lid + w] * exp(m2 - mm);
+            red_m[lid] = mm;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const float mx = red_m[0];
+    return mx == -INFINITY ? -INFINITY : mx + log(red_s[0]);
+}

@@ -116,33 +116,8 @@ __kernel void log_softmax(__global float *X, const ulong x_off, const uint n, co
     __local float red_s[REDUCE_WG];
     const uint lid = (uint)get_local_id(0), lsz = (uint)get_local_size(0);
     __global float *x = X + x_off + (ulong)get_group_id(0) * ld;
-
-    /* Online (max, sum of exp) per work-item: one pass over the row. */
-    float m = -INFINITY, s = 0.0f;
-    for (uint c = lid; c < n; c += lsz) {
-        const float v = x[c];
-        if (v > m) {
-            s = s * exp(m - v) + 1.0f;  /* exp(-INF) = 0 on the first element */
-            m = v;
-        } else {
-            s += exp(v - m);  /* v == m == -INF gives exp(NaN): guarded below */
-        }
-    }
-    if (m == -INFINITY) s = 0.0f;
-    red_m[lid] = m;
-    red_s[lid] = s;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (uint w = lsz / 2; w > 0; w >>= 1) {
-        if (lid < w) {
-            const float m1 = red_m[lid], m2 = red_m[lid + w];
-            const float mm = fmax(m1, m2);
-            if (mm != -INFINITY) red_s[lid] = red_s[lid] * exp(m1 - mm) + red_s[lid + w] * exp(m2 - mm);
-            red_m[lid] = mm;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    const float mx = red_m[0];
-    if (mx == -INFINITY) return;  /* no finite entry: leave the row as is */
-    const float lse = mx + log(red_s[0]);
+    float item_max;
+    const float lse = row_logsumexp(x, n, red_m, red_s, &item_max);
+    if (lse == -INFINITY) return;  /* no finite entry: leave the row as is */
     for (uint c = lid; c < n; c += lsz) x[c] -= lse;
 }

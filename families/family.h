@@ -134,7 +134,8 @@ typedef struct nmt_plan_dims {
 typedef struct nmt_io_bufs {
     nmt_buf src_tok;   /* int [max_batch, src_cap]: padded source ids (+EOS) */
     nmt_buf src_len;   /* int [max_batch]: source length incl. EOS */
-    nmt_buf step_tok;  /* int [step_rows]: decoder input token per row */
+    nmt_buf step_tok;  /* int [2 * step_rows]: decoder input token per row (the first
+                          step_rows), then the rows' beam scores as float bits (topk) */
     nmt_buf reorder;   /* int [step_rows]: beam back-pointers (row -> source row) */
     nmt_buf tgt_tok;   /* int [max_batch, tgt_cap]: teacher-forced decoder inputs */
     nmt_buf logits;    /* float [step_rows, tgt_vocab] */

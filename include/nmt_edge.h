@@ -384,6 +384,15 @@ typedef struct nmt_session_params {
      *  default), whose cross-attention gives them.  Beyond the model's
      *  layers or heads: NMT_ERR_INVALID_ARGUMENT. */
     uint32_t align_layer, align_head;
+    /** Nonzero: keep each hypothesis's per-token log-probabilities for
+     *  nmt_session_result_token_logprobs (else that call is
+     *  NMT_ERR_LIMIT_EXCEEDED).  Costs 3 * max_batch * max_beam *
+     *  (max_tgt_len + 1) floats of the arena.  Default 0 (off). */
+    int token_logprobs;
+    /** Nonzero: plan the scratch of random sampling (nmt_decode_opts.sampling;
+     *  without it a sampling call is NMT_ERR_LIMIT_EXCEEDED): tgt_vocab * 8 +
+     *  max_batch * 8 bytes of the arena.  Default 0 (off). */
+    int sampling;
 } nmt_session_params;
 
 typedef struct nmt_session nmt_session;
@@ -520,7 +529,8 @@ NMT_API nmt_status nmt_session_result(const nmt_session *s, uint32_t i, uint32_t
 /** Per-token log-probabilities of the same hypothesis: *n = its tokens + 1
  *  values (each token's, then the EOS's; they sum to *logprob), written
  *  into lp[0, cap) (caller-owned; *n is set also when cap is too small:
- *  then NMT_ERR_BUFFER_TOO_SMALL and nothing is written). */
+ *  then NMT_ERR_BUFFER_TOO_SMALL and nothing is written).  Needs a session
+ *  created with `token_logprobs` (else NMT_ERR_LIMIT_EXCEEDED). */
 NMT_API nmt_status nmt_session_result_token_logprobs(const nmt_session *s, uint32_t i, uint32_t rank, float *lp,
                                                      size_t cap, uint32_t *n);
 

@@ -24,21 +24,30 @@ nmt_status nmt_beam_plan(nmt_beam *b, nmt_arena *a, uint32_t max_batch, uint32_t
     b->n_fin = NMT_ARENA_NEW(a, uint32_t, max_batch);
     b->fin = NMT_ARENA_NEW(a, nmt_hyp, rows);
     int32_t *fin_tokens = NMT_ARENA_NEW(a, int32_t, rows * max_steps);
-    b->lp_hist = NMT_ARENA_NEW(a, float, rows * max_steps);
-    b->lp_hist_next = NMT_ARENA_NEW(a, float, rows * max_steps);
-    float *fin_lp = NMT_ARENA_NEW(a, float, rows * max_steps);
     b->cand_score = NMT_ARENA_NEW(a, float, 2 * (size_t)max_beam);
     b->cand_row = NMT_ARENA_NEW(a, int32_t, 2 * (size_t)max_beam);
     b->cand_tok = NMT_ARENA_NEW(a, int32_t, 2 * (size_t)max_beam);
+    b->cand_lp = NMT_ARENA_NEW(a, float, 2 * (size_t)max_beam);
+    b->row_cand = NMT_ARENA_NEW(a, nmt_beam_cand, 2 * (size_t)max_beam + 1);
     b->banned = NMT_ARENA_NEW(a, int32_t, max_steps);
     b->seen = NMT_ARENA_NEW(a, int32_t, max_steps);
-    b->rng = NMT_ARENA_NEW(a, uint64_t, max_batch);
     NMT_CHECK(!a->failed, NMT_ERR_ARENA_TOO_SMALL);
     if (!nmt_arena_measuring(a))
         for (size_t i = 0; i < rows; i++) {
             b->fin[i].tokens = fin_tokens + i * max_steps;
-            b->fin[i].token_lp = fin_lp + i * max_steps;
+            b->fin[i].token_lp = NULL;
         }
+    return NMT_OK;
+}
+
+nmt_status nmt_beam_plan_token_lp(nmt_beam *b, nmt_arena *a) {
+    const size_t rows = (size_t)b->max_batch * b->max_beam, M = b->max_steps;
+    b->lp_hist = NMT_ARENA_NEW(a, float, rows * M);
+    b->lp_hist_next = NMT_ARENA_NEW(a, float, rows * M);
+    float *fin_lp = NMT_ARENA_NEW(a, float, rows * M);
+    NMT_CHECK(!a->failed, NMT_ERR_ARENA_TOO_SMALL);
+    if (!nmt_arena_measuring(a))
+        for (size_t i = 0; i < rows; i++) b->fin[i].token_lp = fin_lp + i * M;
     return NMT_OK;
 }
 
@@ -72,6 +81,7 @@ nmt_status nmt_beam_start(nmt_beam *b, uint32_t n, uint32_t K, uint32_t V, uint3
 }
 
 nmt_status nmt_beam_plan_vocab(nmt_beam *b, nmt_arena *a, uint32_t V) {
+    b->rng = NMT_ARENA_NEW(a, uint64_t, b->max_batch);
     b->pool = NMT_ARENA_NEW(a, nmt_beam_cand, V);
     b->pool_cap = V;
     NMT_CHECK(!a->failed, NMT_ERR_ARENA_TOO_SMALL);
@@ -201,7 +211,7 @@ static int32_t sample_token(nmt_beam *b, uint32_t s, const float *lp, uint32_t n
 
 /* Insert (score, row, tok) into the descending candidate list of size cap;
  * ties keep the earlier (lower row, then lower token) candidate first. */
-static void cand_insert(nmt_beam *b, uint32_t *count, uint32_t cap, float s, int32_t row, int32_t tok) {
+static void cand_insert(nmt_beam *b, uint32_t *count, uint32_t cap, float s, int32_t row, int32_t tok, float lp) {
     uint32_t c = *count;
     if (c == cap && !(s > b->cand_score[c - 1])) return;
     uint32_t i = c < cap ? c : cap - 1;
@@ -209,19 +219,23 @@ static void cand_insert(nmt_beam *b, uint32_t *count, uint32_t cap, float s, int
         b->cand_score[i] = b->cand_score[i - 1];
         b->cand_row[i] = b->cand_row[i - 1];
         b->cand_tok[i] = b->cand_tok[i - 1];
+        b->cand_lp[i] = b->cand_lp[i - 1];
         i--;
     }
     b->cand_score[i] = s;
     b->cand_row[i] = row;
     b->cand_tok[i] = tok;
+    b->cand_lp[i] = lp;
     if (c < cap) *count = c + 1;
 }
 
 static void finish(nmt_beam *b, uint32_t s, uint32_t t, int32_t row, float logprob, float eos_lp) {
     nmt_hyp *h = &b->fin[(size_t)s * b->K + b->n_fin[s]++];
     memcpy(h->tokens, b->hist + (size_t)row * b->max_steps, sizeof(int32_t) * t);
-    memcpy(h->token_lp, b->lp_hist + (size_t)row * b->max_steps, sizeof(float) * t);
-    h->token_lp[t] = eos_lp;
+    if (h->token_lp != NULL) {
+        memcpy(h->token_lp, b->lp_hist + (size_t)row * b->max_steps, sizeof(float) * t);
+        h->token_lp[t] = eos_lp;
+    }
     h->len = t;
     h->row = row;
     h->logprob = logprob;
@@ -241,7 +255,57 @@ static void sort_results(nmt_beam *b, uint32_t s) {
     }
 }
 
-int nmt_beam_advance(nmt_beam *b, uint32_t t, const float *logprobs) {
+/* What one step gives the search: every row's whole distribution (full,
+ * rows of V) or its k best candidates and its EOS log-probability. */
+typedef struct step_in {
+    const float *full;
+    const float *lp;     /* (rows, k) */
+    const int32_t *id;   /* (rows, k) */
+    const float *eos_lp; /* (rows) */
+    uint32_t k;
+} step_in;
+
+static float eos_of(const nmt_beam *b, const step_in *in, uint32_t row) {
+    return in->full ? in->full[(size_t)row * b->V + b->eos] : in->eos_lp[row];
+}
+
+static int cmp_cand_id(const void *x, const void *y) {
+    const nmt_beam_cand *a = x, *c = y;
+    return (a->id > c->id) - (a->id < c->id);
+}
+
+/* Row r's unconstrained continuations (the banned tokens, EOS when no_eos,
+ * -inf ones skipped), offered in id order as the full scan offers them:
+ * the candidate list's ties then resolve the same way. */
+static void offer_row(nmt_beam *b, const step_in *in, uint32_t r, uint32_t *nc, uint32_t cap, uint32_t nb,
+                      int no_eos) {
+    if (in->full) {
+        const float *lp = in->full + (size_t)r * b->V;
+        for (uint32_t v = 0; v < b->V; v++) {
+            float sc = b->score[r] + lp[v];
+            if (*nc == cap && !(sc > b->cand_score[cap - 1])) continue;
+            if (!(sc > -INFINITY) || (no_eos && v == b->eos) || (nb && is_banned(b, nb, (int32_t)v))) continue;
+            cand_insert(b, nc, cap, sc, (int32_t)r, (int32_t)v, lp[v]);
+        }
+        return;
+    }
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < in->k; i++) {
+        const int32_t v = in->id[(size_t)r * in->k + i];
+        if (v < 0 || (uint32_t)v >= b->V) continue;
+        b->row_cand[m++] = (nmt_beam_cand){in->lp[(size_t)r * in->k + i], v};
+    }
+    qsort(b->row_cand, m, sizeof *b->row_cand, cmp_cand_id);
+    for (uint32_t i = 0; i < m; i++) {
+        const int32_t v = b->row_cand[i].id;
+        const float sc = b->score[r] + b->row_cand[i].lp;
+        if (*nc == cap && !(sc > b->cand_score[cap - 1])) continue;
+        if (!(sc > -INFINITY) || (no_eos && v == (int32_t)b->eos) || (nb && is_banned(b, nb, v))) continue;
+        cand_insert(b, nc, cap, sc, (int32_t)r, v, b->row_cand[i].lp);
+    }
+}
+
+static int advance(nmt_beam *b, uint32_t t, const step_in *in) {
     const uint32_t K = b->K, V = b->V, M = b->max_steps;
     int all_done = 1;
     for (uint32_t s = 0; s < b->n; s++) {
@@ -252,8 +316,9 @@ int nmt_beam_advance(nmt_beam *b, uint32_t t, const float *logprobs) {
                 b->next_tok[r0 + k] = (int32_t)b->eos;
                 memcpy(b->hist_next + (size_t)(r0 + k) * M, b->hist + (size_t)(r0 + k) * M,
                        sizeof(int32_t) * M);
-                memcpy(b->lp_hist_next + (size_t)(r0 + k) * M, b->lp_hist + (size_t)(r0 + k) * M,
-                       sizeof(float) * M);
+                if (b->lp_hist != NULL)
+                    memcpy(b->lp_hist_next + (size_t)(r0 + k) * M, b->lp_hist + (size_t)(r0 + k) * M,
+                           sizeof(float) * M);
             }
             continue;
         }
@@ -262,40 +327,37 @@ int nmt_beam_advance(nmt_beam *b, uint32_t t, const float *logprobs) {
         for (uint32_t k = 0; k < K; k++) {
             const uint32_t r = r0 + k;
             if (!(b->score[r] > -INFINITY)) continue;
-            const float *lp = logprobs + (size_t)r * V;
             if (force_eos) {
-                cand_insert(b, &nc, cap, b->score[r] + lp[b->eos], (int32_t)r, (int32_t)b->eos);
+                const float e = eos_of(b, in, r);
+                cand_insert(b, &nc, cap, b->score[r] + e, (int32_t)r, (int32_t)b->eos, e);
                 continue;
             }
+            const float *lp = in->full ? in->full + (size_t)r * V : NULL; /* the options below need it */
             if (b->prefix != NULL && t < b->prefix_len[s]) { /* forced: the prefix's token only */
                 const int32_t v = b->prefix[s][t];
-                if (lp[v] > -INFINITY) cand_insert(b, &nc, cap, b->score[r] + lp[v], (int32_t)r, v);
+                if (lp[v] > -INFINITY) cand_insert(b, &nc, cap, b->score[r] + lp[v], (int32_t)r, v, lp[v]);
                 continue;
             }
             const uint32_t nb = banned_tokens(b, b->hist + (size_t)r * M, t);
             const int no_eos = t < b->min_len;
             if (b->sampling) { /* K = 1: one draw, the only candidate */
                 const int32_t v = sample_token(b, s, lp, nb, no_eos);
-                if (v >= 0) cand_insert(b, &nc, cap, b->score[r] + lp[v], (int32_t)r, v);
+                if (v >= 0) cand_insert(b, &nc, cap, b->score[r] + lp[v], (int32_t)r, v, lp[v]);
                 continue;
             }
-            for (uint32_t v = 0; v < V; v++) {
-                float sc = b->score[r] + lp[v];
-                if (nc == cap && !(sc > b->cand_score[cap - 1])) continue;
-                if (!(sc > -INFINITY) || (no_eos && v == b->eos) || (nb && is_banned(b, nb, (int32_t)v))) continue;
-                cand_insert(b, &nc, cap, sc, (int32_t)r, (int32_t)v);
-            }
+            offer_row(b, in, r, &nc, cap, nb, no_eos);
         }
         if (nc == 0) /* the constraints left no continuation: end the live rows here */
             for (uint32_t k = 0; k < K; k++)
-                if (b->score[r0 + k] > -INFINITY)
-                    cand_insert(b, &nc, cap, b->score[r0 + k] + logprobs[(size_t)(r0 + k) * V + b->eos],
-                                (int32_t)(r0 + k), (int32_t)b->eos);
+                if (b->score[r0 + k] > -INFINITY) {
+                    const float e = eos_of(b, in, r0 + k);
+                    cand_insert(b, &nc, cap, b->score[r0 + k] + e, (int32_t)(r0 + k), (int32_t)b->eos, e);
+                }
         uint32_t alive = 0;
         for (uint32_t i = 0; i < nc && alive < K; i++) {
             const int32_t row = b->cand_row[i], tok = b->cand_tok[i];
             if (tok == (int32_t)b->eos) {
-                if (i < K && b->n_fin[s] < K) finish(b, s, t, row, b->cand_score[i], logprobs[(size_t)row * V + b->eos]);
+                if (i < K && b->n_fin[s] < K) finish(b, s, t, row, b->cand_score[i], b->cand_lp[i]);
                 continue;
             }
             if (b->n_fin[s] >= K) break;
@@ -306,9 +368,11 @@ int nmt_beam_advance(nmt_beam *b, uint32_t t, const float *logprobs) {
             int32_t *dst = b->hist_next + (size_t)j * M;
             memcpy(dst, b->hist + (size_t)row * M, sizeof(int32_t) * t);
             dst[t] = tok;
-            float *dlp = b->lp_hist_next + (size_t)j * M;
-            memcpy(dlp, b->lp_hist + (size_t)row * M, sizeof(float) * t);
-            dlp[t] = logprobs[(size_t)row * V + (uint32_t)tok];
+            if (b->lp_hist != NULL) {
+                float *dlp = b->lp_hist_next + (size_t)j * M;
+                memcpy(dlp, b->lp_hist + (size_t)row * M, sizeof(float) * t);
+                dlp[t] = b->cand_lp[i];
+            }
         }
         for (uint32_t j = r0 + alive; j < r0 + K; j++) { /* unused beams are dead */
             b->back[j] = (int32_t)r0;
@@ -329,6 +393,25 @@ int nmt_beam_advance(nmt_beam *b, uint32_t t, const float *logprobs) {
     b->lp_hist = b->lp_hist_next;
     b->lp_hist_next = ftmp;
     return all_done;
+}
+
+int nmt_beam_advance(nmt_beam *b, uint32_t t, const float *logprobs) {
+    const step_in in = {.full = logprobs};
+    return advance(b, t, &in);
+}
+
+uint32_t nmt_beam_topk_width(const nmt_beam *b, uint32_t t) {
+    if (b->sampling || b->no_repeat > 0 || b->rep_penalty != 1.0f) return 0;
+    if (b->prefix != NULL)
+        for (uint32_t s = 0; s < b->n; s++)
+            if (t < b->prefix_len[s]) return 0;
+    return 2 * b->K + (t < b->min_len ? 1 : 0);
+}
+
+int nmt_beam_advance_topk(nmt_beam *b, uint32_t t, const float *lp, const int32_t *id, uint32_t k,
+                          const float *eos_lp) {
+    const step_in in = {.lp = lp, .id = id, .eos_lp = eos_lp, .k = k};
+    return advance(b, t, &in);
 }
 
 const nmt_hyp *nmt_beam_result(const nmt_beam *b, uint32_t i, uint32_t rank) {

@@ -24,7 +24,8 @@
 
 typedef struct nmt_hyp {
     int32_t *tokens;   /* (max_steps): ids, EOS excluded */
-    float *token_lp;   /* (max_steps): log-probability of each token, then of EOS (len + 1) */
+    float *token_lp;   /* (max_steps): log-probability of each token, then of EOS (len + 1);
+                          NULL unless nmt_beam_plan_token_lp */
     uint32_t len;
     float score;       /* length-normalised */
     float logprob;     /* sum of log-probabilities incl. EOS */
@@ -45,7 +46,8 @@ typedef struct nmt_beam {
     float *score;        /* (n*K) cumulative log-probability of live rows; -inf = dead */
     int32_t *hist;       /* (n*K, max_steps) tokens of live rows */
     int32_t *hist_next;  /* (n*K, max_steps) scratch for reordering */
-    float *lp_hist, *lp_hist_next; /* (n*K, max_steps) each token's log-probability, as hist */
+    float *lp_hist, *lp_hist_next; /* (n*K, max_steps) each token's log-probability, as hist
+                                      (nmt_beam_plan_token_lp; NULL: not kept) */
     int32_t *next_tok;   /* (n*K) decoder input of the next step */
     int32_t *back;       /* (n*K) row each new row continues */
     uint32_t *max_len;   /* (n) tokens allowed before the forced EOS */
@@ -57,12 +59,14 @@ typedef struct nmt_beam {
     /* per-sentence candidate scratch (2K) */
     float *cand_score;
     int32_t *cand_row, *cand_tok;
+    float *cand_lp;      /* the candidate token's log-probability */
+    nmt_beam_cand *row_cand; /* (2K + 1) scratch: one row's top-k candidates, id order */
     /* decoding options (nmt_beam_set_*; off after nmt_beam_start) */
     float rep_penalty;   /* 1: off */
     int sampling;
     uint32_t topk;       /* 0: every allowed token */
     float temperature;
-    uint64_t *rng;       /* (max_batch) splitmix64 state of each sentence */
+    uint64_t *rng;       /* (max_batch) splitmix64 state of each sentence (nmt_beam_plan_vocab) */
     const int32_t *const *prefix; /* the caller's (n) forced prefixes, NULL: none */
     const uint32_t *prefix_len;
     int32_t *seen;       /* (max_steps) scratch: a row's tokens, sorted */
@@ -83,8 +87,13 @@ nmt_status nmt_beam_start(nmt_beam *b, uint32_t n, uint32_t K, uint32_t V, uint3
 /* Constraints of the search just started (both 0 after nmt_beam_start). */
 void nmt_beam_constrain(nmt_beam *b, uint32_t min_len, uint32_t no_repeat);
 
-/* Reserve the sampling scratch for vocabularies up to V (after plan). */
+/* Reserve the sampling scratch for vocabularies up to V (after plan; without
+ * it nmt_beam_set_sampling refuses with NMT_ERR_LIMIT_EXCEEDED). */
 nmt_status nmt_beam_plan_vocab(nmt_beam *b, nmt_arena *a, uint32_t V);
+
+/* Keep every hypothesis's per-token log-probabilities (after plan; without
+ * it results' token_lp is NULL): 3 * max_batch * max_beam * max_steps floats. */
+nmt_status nmt_beam_plan_token_lp(nmt_beam *b, nmt_arena *a);
 
 /* Options of the search just started.  Prefix: sentence i's first
  * prefix_len[i] tokens are prefix[i] (arrays read until the search ends;
@@ -107,6 +116,21 @@ void nmt_beam_resort(nmt_beam *b, uint32_t i);
 /* Consume step t's log-probabilities (n*K rows of V).  Fills next_tok and
  * back.  Returns 1 when every sentence is done (results then sorted). */
 int nmt_beam_advance(nmt_beam *b, uint32_t t, const float *logprobs);
+
+/* How many candidates per row step t needs when it is given only each
+ * row's best ones (nmt_beam_advance_topk): 2K (the sentence's 2K best
+ * continuations come from its rows' 2K best), 2K + 1 while EOS is barred
+ * (min_len); 0 when the step needs the whole distribution: sampling, a
+ * repetition penalty, no-repeat n-grams (banned tokens), a forced prefix
+ * still running. */
+uint32_t nmt_beam_topk_width(const nmt_beam *b, uint32_t t);
+
+/* Consume step t given each row's k best continuations (k >= the width
+ * above): lp and id (n*K rows of k, ranked by score + lp, ties to the
+ * lower id; id -1: none) and every row's EOS log-probability.  The same
+ * result as nmt_beam_advance on the whole distribution. */
+int nmt_beam_advance_topk(nmt_beam *b, uint32_t t, const float *lp, const int32_t *id, uint32_t k,
+                          const float *eos_lp);
 
 /* Hypothesis `rank` of sentence i (after the search finished). */
 const nmt_hyp *nmt_beam_result(const nmt_beam *b, uint32_t i, uint32_t rank);

@@ -370,7 +370,8 @@ int model_error(const char *path, nmt_status st) {
 static nmt_session_params session_params(const cli_opts *o, const nmt_limits *lim) {
     nmt_session_params sp = {.model_path = o->model, .limits = *lim,
                              .alignment = o->alignment != NULL || o->coverage_penalty > 0,
-                             .align_layer = (uint32_t)o->align_layer, .align_head = (uint32_t)o->align_head};
+                             .align_layer = (uint32_t)o->align_layer, .align_head = (uint32_t)o->align_head,
+                             .token_logprobs = cli_format(o) == CLI_FORMAT_JSONL, .sampling = o->sampling != NULL};
     return sp;
 }
 

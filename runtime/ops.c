@@ -84,6 +84,7 @@ void nmt_ops_release(nmt_ops *ops) {
     if (ops->k_lookup_q8) clReleaseKernel(ops->k_lookup_q8);
     if (ops->k_additive_attn) clReleaseKernel(ops->k_additive_attn);
     if (ops->k_attn_align) clReleaseKernel(ops->k_attn_align);
+    if (ops->k_topk) clReleaseKernel(ops->k_topk);
     /* Programs belong to the device (built once, shared by sessions). */
     memset(ops, 0, sizeof *ops);
 }

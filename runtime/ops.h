@@ -58,6 +58,9 @@ typedef struct nmt_ops {
     cl_kernel k_additive_attn;
     /* attention alignments (cl/align.cl), created by nmt_ops_enable_align */
     cl_kernel k_attn_align;
+    /* the beam's candidates (cl/topk.cl), created by nmt_ops_enable_topk */
+    cl_kernel k_topk;
+    uint32_t topk_max;          /* its largest k (<= NMT_TOPK_MAX, what local memory holds) */
     size_t additive_wg;         /* local size of additive_attn: a power of two <= reduce_wg
                                    (a plain field; tests lower it) */
     /* launch geometry chosen by nmt_ops_init: every kernel is launched with
@@ -437,5 +440,21 @@ nmt_status nmt_ops_enable_align(nmt_ops *ops);
 nmt_status nmt_op_attn_align(nmt_ops *ops, uint32_t rows, uint32_t group, uint32_t n_heads, uint32_t d_head,
                              uint32_t head, nmt_buf q, uint32_t q_ld, nmt_buf k, uint32_t k_ld, uint64_t kv_stride,
                              nmt_buf key_len, uint32_t lk_max, nmt_buf out, uint32_t out_ld);
+
+/* The beam search's candidates (cl/topk.cl, runtime/ops_topk.c): per row r
+ * of x (n logits, stride ld) the log-softmax, bit for bit nmt_op_log_softmax's,
+ * fused with the k <= ops->topk_max entries of largest score[r] + lp (ties:
+ * the lower id first; NaN never), written into out as uint32 words: lp bits
+ * at [r*k + i], ids at [rows*k + r*k + i] (rank order; missing: -inf, -1),
+ * the EOS's lp bits at [2*rows*k + r].  A row whose score is not > -inf is
+ * not searched (all missing).  One work-group of ops->reduce_wg per row.
+ * nmt_ops_enable_topk sets topk_max: NMT_TOPK_MAX or less, as the device's
+ * local memory holds reduce_wg * topk_max candidates; NMT_ERR_UNSUPPORTED
+ * when it holds fewer than 3 or the kernel cannot take that local size
+ * (the caller then reads the whole distribution). */
+#define NMT_TOPK_MAX 17u
+nmt_status nmt_ops_enable_topk(nmt_ops *ops);
+nmt_status nmt_op_topk_logprobs(nmt_ops *ops, nmt_buf x, uint32_t rows, uint32_t n, uint32_t ld, nmt_buf score,
+                                uint32_t k, uint32_t eos, nmt_buf out);
 
 #endif

@@ -166,9 +166,13 @@ static nmt_status plan_session(nmt_session *s, nmt_arena *a) {
     s->h_max_len = NMT_ARENA_NEW(a, uint32_t, d->max_batch);
     s->h_col = NMT_ARENA_NEW(a, int32_t, d->step_rows);
     s->h_logits = NMT_ARENA_NEW(a, float, (size_t)d->step_rows * V);
+    s->topk_cap = NMT_MIN(2 * d->max_beam + 1, NMT_TOPK_MAX);
+    s->h_step = NMT_ARENA_NEW(a, int32_t, 2 * (size_t)d->step_rows);
+    s->h_cand = NMT_ARENA_NEW(a, uint32_t, (size_t)d->step_rows * (2 * s->topk_cap + 1));
     NMT_CHECK(!a->failed, NMT_ERR_ARENA_TOO_SMALL);
     NMT_TRY(nmt_beam_plan(&s->beam, a, d->max_batch, d->max_beam, d->tgt_cap));
-    NMT_TRY(nmt_beam_plan_vocab(&s->beam, a, (uint32_t)V));
+    if (s->want_sampling) NMT_TRY(nmt_beam_plan_vocab(&s->beam, a, (uint32_t)V));
+    if (s->want_token_lp) NMT_TRY(nmt_beam_plan_token_lp(&s->beam, a));
     NMT_CHECK(!d->align || s->fam->alignments, NMT_ERR_UNSUPPORTED);
     if (d->align) { /* alignments: the per-step rows and back-pointers, walked back per hypothesis */
         s->h_align = NMT_ARENA_NEW(a, float, (size_t)d->tgt_cap * d->step_rows * d->src_cap);
@@ -179,7 +183,12 @@ static nmt_status plan_session(nmt_session *s, nmt_arena *a) {
 
     NMT_TRY(int_buffer(s, a, (size_t)d->max_batch * d->src_cap, &s->io.src_tok));
     NMT_TRY(int_buffer(s, a, d->max_batch, &s->io.src_len));
-    NMT_TRY(int_buffer(s, a, d->step_rows, &s->io.step_tok));
+    NMT_TRY(int_buffer(s, a, 2 * (size_t)d->step_rows, &s->io.step_tok));
+    NMT_TRY(int_buffer(s, a, (size_t)d->step_rows * (2 * s->topk_cap + 1), &s->d_cand));
+    if (!nmt_arena_measuring(a)) { /* a device whose kernel cannot take the local size: the whole distribution */
+        const nmt_status st = nmt_ops_enable_topk(&s->ops);
+        NMT_CHECK(st == NMT_OK || st == NMT_ERR_UNSUPPORTED, st);
+    }
     NMT_TRY(int_buffer(s, a, d->step_rows, &s->io.reorder));
     NMT_TRY(int_buffer(s, a, (size_t)d->max_batch * d->tgt_cap, &s->io.tgt_tok));
     NMT_TRY(nmt_session_buffer(s, a, (size_t)d->step_rows * V * sizeof(float), NULL, &s->io.logits));
@@ -199,6 +208,8 @@ static nmt_status prepare(nmt_session *s, const nmt_session_params *p, nmt_mappi
     s->dims.align = p->alignment != 0;
     s->dims.align_layer = p->align_layer;
     s->dims.align_head = p->align_head;
+    s->want_token_lp = p->token_logprobs != 0;
+    s->want_sampling = p->sampling != 0;
     const void *data = p->model_data;
     size_t size = p->model_size;
     if (p->model_path != NULL) {
@@ -453,17 +464,41 @@ nmt_status nmt_session_translate(nmt_session *s, const nmt_batch *src, const nmt
     if (opts->sampling) NMT_TRY(nmt_beam_set_sampling(b, opts->sampling_topk, temperature, opts->seed));
     const uint32_t rows = src->n * K;
     for (uint32_t t = 0; t < steps; t++) {
-        NMT_TRY(upload_ints(s, s->io.step_tok, b->next_tok, rows));
+        /* k candidates per row when the step allows it (device top-k), else every log-probability */
+        uint32_t k = s->ops.k_topk != NULL ? nmt_beam_topk_width(b, t) : 0;
+        if (k > s->topk_cap || k > s->ops.topk_max) k = 0;
+        if (k) { /* one upload: the tokens, then the scores the kernel ranks by */
+            memcpy(s->h_step, b->next_tok, sizeof(int32_t) * rows);
+            memcpy(s->h_step + rows, b->score, sizeof(float) * rows);
+            NMT_TRY(upload_ints(s, s->io.step_tok, s->h_step, 2 * (size_t)rows));
+        } else {
+            NMT_TRY(upload_ints(s, s->io.step_tok, b->next_tok, rows));
+        }
         NMT_TRY(s->fam->step(s->fam_state, &s->io, rows, K, t));
         const size_t sc = s->dims.src_cap, R = s->dims.step_rows;
         if (s->h_align != NULL)
             NMT_TRY(nmt_device_read(s->dev, s->io.align.mem, 0, (size_t)rows * sc * sizeof(float),
                                     s->h_align + (size_t)t * R * sc));
-        NMT_TRY(read_logprobs(s, rows, rep == 1.0f)); /* penalised: raw logits, softmax here */
-        if (rep != 1.0f) nmt_beam_logprobs(b, t, s->h_logits);
-        const int done = nmt_beam_advance(b, t, s->h_logits);
+        int done;
+        if (k) {
+            const uint32_t V = s->info.tgt_vocab;
+            NMT_TRY(nmt_op_topk_logprobs(&s->ops, s->io.logits, rows, V, V, nmt_buf_at(s->io.step_tok, rows), k,
+                                         s->info.eos_id, s->d_cand));
+            NMT_TRY(nmt_device_read(s->dev, s->d_cand.mem, 0, (size_t)rows * (2 * k + 1) * sizeof(uint32_t),
+                                    s->h_cand));
+            const uint32_t *c = s->h_cand;
+            done = nmt_beam_advance_topk(b, t, (const float *)c, (const int32_t *)(c + (size_t)rows * k), k,
+                                         (const float *)(c + 2 * (size_t)rows * k));
+        } else {
+            NMT_TRY(read_logprobs(s, rows, rep == 1.0f)); /* penalised: raw logits, softmax here */
+            if (rep != 1.0f) nmt_beam_logprobs(b, t, s->h_logits);
+            done = nmt_beam_advance(b, t, s->h_logits);
+        }
         if (s->h_align != NULL) memcpy(s->h_align_back + (size_t)t * R, b->back, sizeof(int32_t) * rows);
         if (done) break;
+        uint32_t moved = 0; /* greedy, and finished sentences, keep their rows: nothing to reorder */
+        for (uint32_t r = 0; r < rows && !moved; r++) moved = b->back[r] != (int32_t)r;
+        if (!moved) continue;
         NMT_TRY(upload_ints(s, s->io.reorder, b->back, rows));
         NMT_TRY(s->fam->reorder(s->fam_state, &s->io, rows, t));
     }
@@ -497,6 +532,7 @@ nmt_status nmt_session_result_token_logprobs(const nmt_session *s, uint32_t i, u
     NMT_CHECK(i < s->n_results && rank < s->result_n_best, NMT_ERR_INVALID_ARGUMENT);
     const nmt_hyp *h = nmt_beam_result(&s->beam, i, rank);
     NMT_CHECK(h != NULL, NMT_ERR_INVALID_ARGUMENT);
+    NMT_CHECK(h->token_lp != NULL, NMT_ERR_LIMIT_EXCEEDED); /* a session created without token_logprobs */
     *n = h->len + 1;
     NMT_CHECK(cap >= (size_t)h->len + 1, NMT_ERR_BUFFER_TOO_SMALL);
     memcpy(lp, h->token_lp, sizeof(float) * (h->len + 1));

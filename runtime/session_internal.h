@@ -36,7 +36,14 @@ struct nmt_session {
     int32_t *h_col;            /* (step_rows) */
     uint32_t *h_max_len;       /* (max_batch) */
     float *h_logits;           /* (step_rows, tgt_vocab) */
+    /* device top-k (cl/topk.cl; unused when ops.k_topk is NULL): a step's
+     * upload (next tokens, then the rows' scores) and its k candidates */
+    int32_t *h_step;           /* (2 * step_rows) */
+    uint32_t topk_cap;         /* largest k: min(2 * max_beam + 1, NMT_TOPK_MAX) */
+    uint32_t *h_cand;          /* (step_rows * (2 * topk_cap + 1)) words, nmt_op_topk_logprobs's layout */
+    nmt_buf d_cand;            /* the same on the device */
     nmt_beam beam;
+    int want_token_lp, want_sampling; /* nmt_session_params.token_logprobs / .sampling */
     /* alignments (dims.align; NULL otherwise): every step's rows as the
      * device wrote them, and the beam's back-pointers after each step */
     float *h_align;            /* (tgt_cap, step_rows, src_cap) */

@@ -35,6 +35,13 @@ nmt_status nmt_session_warm(nmt_session *s) {
         NMT_TRY(upload(s, s->io.step_tok, tok, rows));
         NMT_TRY(s->fam->step(s->fam_state, &s->io, rows, rows, 0));
         NMT_TRY(nmt_op_log_softmax(&s->ops, s->io.logits, rows, s->info.tgt_vocab, s->info.tgt_vocab));
+        if (s->ops.k_topk != NULL) { /* the beam's device top-k, scores 0 */
+            for (uint32_t r = 0; r < rows; r++) tok[r] = 0;
+            NMT_TRY(upload(s, nmt_buf_at(s->io.step_tok, rows), tok, rows));
+            NMT_TRY(nmt_op_topk_logprobs(&s->ops, s->io.logits, rows, s->info.tgt_vocab, s->info.tgt_vocab,
+                                         nmt_buf_at(s->io.step_tok, rows), NMT_MIN(s->topk_cap, s->ops.topk_max),
+                                         s->info.eos_id, s->d_cand));
+        }
         for (uint32_t r = 0; r < rows; r++) tok[r] = 0;
         NMT_TRY(upload(s, s->io.reorder, tok, rows));
         NMT_TRY(s->fam->reorder(s->fam_state, &s->io, rows, 0));

@@ -1,6 +1,8 @@
 /* beam_test.c — beam search (runtime/beam.c) against hand-built
  * distributions whose best hypotheses are known, with no device involved:
- * the "model" is a table of next-token probabilities keyed by the prefix. */
+ * the "model" is a table of next-token probabilities keyed by the prefix;
+ * and the search fed each row's top-k candidates against the search fed
+ * the whole distribution. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -342,6 +344,140 @@ static void test_constraints_against_naive(void **state) {
     destroy(f);
 }
 
+/* ---- top-k input (nmt_beam_advance_topk) ---------------------------------- */
+
+#define TV 37u    /* vocabulary of the top-k cases */
+#define TSTEPS 9u
+
+static uint64_t mixh(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* A row's log-probabilities from its sentence and history alone; logits on
+ * a coarse grid so that equal log-probabilities (ties) are common. */
+static void row_lp(uint32_t sent, const int32_t *hist, uint32_t t, float *lp) {
+    uint64_t h = mixh(sent + 1);
+    for (uint32_t j = 0; j < t; j++) h = mixh(h ^ (uint64_t)(hist[j] + 7));
+    float z[TV], mx = -INFINITY;
+    for (uint32_t v = 0; v < TV; v++) {
+        h = mixh(h + v);
+        z[v] = (float)(h % 9) * 0.5f;
+        mx = z[v] > mx ? z[v] : mx;
+    }
+    double sum = 0;
+    for (uint32_t v = 0; v < TV; v++) sum += exp((double)z[v] - mx);
+    const float lse = mx + (float)log(sum);
+    for (uint32_t v = 0; v < TV; v++) lp[v] = z[v] - lse;
+}
+
+static nmt_beam *plan_topk_beam(void **mem, uint32_t batch, uint32_t beam) {
+    nmt_arena a;
+    nmt_beam probe;
+    nmt_arena_init_measure(&a);
+    assert_int_equal(nmt_beam_plan(&probe, &a, batch, beam, TSTEPS), NMT_OK);
+    assert_int_equal(nmt_beam_plan_token_lp(&probe, &a), NMT_OK);
+    const size_t need = nmt_arena_required(&a) + sizeof(nmt_beam);
+    *mem = aligned_alloc(NMT_ARENA_ALIGN, (need + NMT_ARENA_ALIGN) / NMT_ARENA_ALIGN * NMT_ARENA_ALIGN);
+    nmt_beam *b = calloc(1, sizeof *b);
+    nmt_arena_init(&a, *mem, need);
+    assert_int_equal(nmt_beam_plan(b, &a, batch, beam, TSTEPS), NMT_OK);
+    assert_int_equal(nmt_beam_plan_token_lp(b, &a), NMT_OK);
+    return b;
+}
+
+/* The naive top-k of one row: every id with a non-NaN key score + lp,
+ * sorted by key descending then id ascending, the first k (id -1 beyond);
+ * a dead row (score -inf) has none. */
+static void naive_topk(float score, const float *lp, uint32_t k, float *out_lp, int32_t *out_id) {
+    uint32_t n = 0;
+    int32_t ids[TV];
+    if (score > -INFINITY)
+        for (uint32_t v = 0; v < TV; v++)
+            if (score + lp[v] == score + lp[v]) ids[n++] = (int32_t)v;
+    for (uint32_t i = 1; i < n; i++) { /* insertion sort, stable on ids */
+        const int32_t x = ids[i];
+        uint32_t j = i;
+        while (j > 0 && score + lp[x] > score + lp[ids[j - 1]]) {
+            ids[j] = ids[j - 1];
+            j--;
+        }
+        ids[j] = x;
+    }
+    for (uint32_t i = 0; i < k; i++) {
+        out_id[i] = i < n ? ids[i] : -1;
+        out_lp[i] = i < n ? lp[ids[i]] : -INFINITY;
+    }
+}
+
+/* The search given only each row's nmt_beam_topk_width best candidates
+ * equals the search over the whole distribution, step by step (tokens,
+ * back-pointers, scores) and in its results, bit for bit: beams 1-5, a
+ * batch whose sentences end at different steps, ties everywhere, min_len
+ * (EOS barred: one candidate more), and the widths of the options that
+ * need the whole distribution (0). */
+static void test_topk_equals_full(void **state) {
+    (void)state;
+    enum { N = 3 };
+    static const uint32_t beams[] = {1, 2, 4, 5};
+    for (size_t bi = 0; bi < sizeof beams / sizeof beams[0]; bi++)
+        for (uint32_t min_len = 0; min_len <= 3; min_len += 3) {
+            const uint32_t K = beams[bi], R = N * K;
+            void *m1, *m2;
+            nmt_beam *full = plan_topk_beam(&m1, N, K), *top = plan_topk_beam(&m2, N, K);
+            const uint32_t ml[N] = {TSTEPS - 1, 3, 5};
+            assert_int_equal(nmt_beam_start(full, N, K, TV, EOS, PAD, 0.6f, ml), NMT_OK);
+            assert_int_equal(nmt_beam_start(top, N, K, TV, EOS, PAD, 0.6f, ml), NMT_OK);
+            nmt_beam_constrain(full, min_len, 0);
+            nmt_beam_constrain(top, min_len, 0);
+            float lp[N * 5 * TV], klp[N * 5 * 12], eos[N * 5];
+            int32_t kid[N * 5 * 12];
+            int done = 0;
+            for (uint32_t t = 0; t < TSTEPS && !done; t++) {
+                const uint32_t k = nmt_beam_topk_width(top, t);
+                assert_int_equal(k, 2 * K + (t < min_len ? 1 : 0));
+                for (uint32_t r = 0; r < R; r++) {
+                    row_lp(r / K, full->hist + (size_t)r * TSTEPS, t, lp + (size_t)r * TV);
+                    naive_topk(top->score[r], lp + (size_t)r * TV, k, klp + (size_t)r * k, kid + (size_t)r * k);
+                    eos[r] = lp[(size_t)r * TV + EOS];
+                }
+                done = nmt_beam_advance(full, t, lp);
+                assert_int_equal(nmt_beam_advance_topk(top, t, klp, kid, k, eos), done);
+                assert_memory_equal(top->next_tok, full->next_tok, sizeof(int32_t) * R);
+                assert_memory_equal(top->back, full->back, sizeof(int32_t) * R);
+                assert_memory_equal(top->score, full->score, sizeof(float) * R);
+            }
+            assert_true(done);
+            for (uint32_t i = 0; i < N; i++) {
+                assert_int_equal(nmt_beam_n_results(top, i), nmt_beam_n_results(full, i));
+                for (uint32_t r = 0; r < nmt_beam_n_results(full, i); r++) {
+                    const nmt_hyp *a = nmt_beam_result(full, i, r), *c = nmt_beam_result(top, i, r);
+                    assert_int_equal(c->len, a->len);
+                    assert_memory_equal(c->tokens, a->tokens, sizeof(int32_t) * a->len);
+                    assert_memory_equal(c->token_lp, a->token_lp, sizeof(float) * (a->len + 1));
+                    assert_true(c->score == a->score && c->logprob == a->logprob);
+                }
+            }
+            /* options that need every log-probability */
+            nmt_beam_constrain(top, 0, 2);
+            assert_int_equal(nmt_beam_topk_width(top, 0), 0);
+            nmt_beam_constrain(top, 0, 0);
+            nmt_beam_set_repetition(top, 1.2f);
+            assert_int_equal(nmt_beam_topk_width(top, 0), 0);
+            nmt_beam_set_repetition(top, 1.0f);
+            const int32_t p0[1] = {A}, *pp[N] = {p0, p0, p0};
+            const uint32_t pl[N] = {0, 1, 0};
+            nmt_beam_set_prefix(top, pp, pl);
+            assert_int_equal(nmt_beam_topk_width(top, 0), 0);
+            assert_int_equal(nmt_beam_topk_width(top, 1), 2 * K);
+            free(full);
+            free(top);
+            free(m1);
+            free(m2);
+        }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_greedy_takes_local_best),
@@ -355,6 +491,7 @@ int main(void) {
         cmocka_unit_test(test_no_repeat_ngram),
         cmocka_unit_test(test_constraints_leave_nothing),
         cmocka_unit_test(test_constraints_against_naive),
+        cmocka_unit_test(test_topk_equals_full),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

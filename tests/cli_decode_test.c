@@ -63,7 +63,7 @@ static void lib_open(lib *L, uint32_t beam, int align) {
     assert_int_equal(nmt_device_open(&dp, L->dev_mem, fp, &L->dev), NMT_OK);
     nmt_session_params sp = {.model_path = g_model,
                              .limits = {.max_src_len = 256, .max_batch = 8, .max_beam = beam},
-                             .alignment = align};
+                             .alignment = align, .sampling = 1};
     size_t need;
     assert_int_equal(nmt_session_arena_size(&sp, &need, NULL), NMT_OK);
     const size_t size = (need + NMT_ARENA_ALIGNMENT - 1) / NMT_ARENA_ALIGNMENT * NMT_ARENA_ALIGNMENT;

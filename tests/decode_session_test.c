@@ -13,6 +13,10 @@
  *   prefix            results start with it, continue greedily (argmax of
  *                     the forced log-probabilities), and score as
  *                     nmt_session_score scores them;
+ *   optional plans    per-token log-probabilities and the sampling scratch
+ *                     cost exactly their buffers, only when asked for;
+ *   device top-k      the same results, bit for bit, as the search over
+ *                     every log-probability;
  * and the statuses of bad values. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -45,7 +49,9 @@ typedef struct model {
     nmt_session *s;
 } model;
 
-static void open_model(env *e, int align, model *m) {
+/* A session with or without the optional plans (alignments, per-token
+ * log-probabilities, sampling scratch); the arena prediction is exact. */
+static void open_model_with(env *e, int align, int token_lp, int sampling, model *m) {
     memset(m, 0, sizeof *m);
     nmt_random_transformer_config rc;
     nmt_random_transformer_defaults(&rc);
@@ -54,12 +60,15 @@ static void open_model(env *e, int align, model *m) {
     rc.seed = 77;
     assert_int_equal(nmt_random_transformer_image(&rc, &m->image, &m->size), NMT_OK);
     const nmt_session_params p = {.model_data = m->image, .model_size = m->size, .limits = limits,
-                                  .alignment = align};
+                                  .alignment = align, .token_logprobs = token_lp, .sampling = sampling};
     size_t need;
     assert_int_equal(nmt_session_arena_size(&p, &need, NULL), NMT_OK);
     m->arena = aligned_alloc(NMT_ARENA_ALIGNMENT, nmt_test_round_up(need, NMT_ARENA_ALIGNMENT));
     nmt_test_assert_ok(e->dev, nmt_session_create(e->dev, &p, m->arena, need, &m->s));
+    assert_int_equal(nmt_session_arena_used(m->s), need);
 }
+
+static void open_model(env *e, int align, model *m) { open_model_with(e, align, 1, 1, m); }
 
 static void close_model(model *m) {
     nmt_session_destroy(m->s);
@@ -349,8 +358,102 @@ static void test_prefix(void **state) {
     close_model(&m);
 }
 
+/* ---- optional plans -------------------------------------------------------- */
+
+/* Per-token log-probabilities and the sampling scratch cost arena memory
+ * only when the session asks for them (exactly their buffers: 3 * R * T
+ * floats; V candidates of 8 bytes + a 64-bit state per sentence), a session
+ * without them refuses those requests with NMT_ERR_LIMIT_EXCEEDED, and its
+ * searches give the same results. */
+static void test_optional_plans(void **state) {
+    env *e = *state;
+    model full, bare, lp_only;
+    open_model_with(e, 0, 1, 1, &full);
+    open_model_with(e, 0, 0, 0, &bare);
+    open_model_with(e, 0, 1, 0, &lp_only);
+    const size_t a_full = nmt_session_arena_used(full.s), a_bare = nmt_session_arena_used(bare.s),
+                 a_lp = nmt_session_arena_used(lp_only.s);
+    const size_t R = (size_t)limits.max_batch * limits.max_beam, T = MAXT + 1;
+    const size_t lp_bytes = 3 * R * T * sizeof(float), samp_bytes = VOCAB * 8 + (size_t)limits.max_batch * 8;
+    assert_true(a_lp - a_bare >= lp_bytes && a_lp - a_bare < lp_bytes + 3 * 64); /* alignment padding */
+    assert_true(a_full - a_lp >= samp_bytes && a_full - a_lp < samp_bytes + 2 * 64);
+    assert_null(bare.s->beam.lp_hist);
+    assert_null(bare.s->beam.pool);
+    const nmt_batch src = {srcs, src_lens, NSENT};
+    const nmt_decode_opts o = {.beam = 3, .n_best = 2, .max_len = MAXT};
+    nmt_test_assert_ok(e->dev, nmt_session_translate(full.s, &src, &o));
+    nmt_test_assert_ok(e->dev, nmt_session_translate(bare.s, &src, &o));
+    for (uint32_t i = 0; i < NSENT; i++) {
+        assert_int_equal(nmt_session_n_results(bare.s, i), nmt_session_n_results(full.s, i));
+        for (uint32_t r = 0; r < nmt_session_n_results(full.s, i); r++) {
+            hyp h;
+            get(&full, i, r, &h);
+            const int32_t *t;
+            uint32_t len, n = 99;
+            float score, logprob, lp[MAXT + 1];
+            assert_int_equal(nmt_session_result(bare.s, i, r, &t, &len, &score, &logprob), NMT_OK);
+            assert_int_equal(len, h.len);
+            assert_memory_equal(t, h.tok, sizeof(int32_t) * len);
+            assert_true(score == h.score && logprob == h.logprob);
+            assert_int_equal(nmt_session_result_token_logprobs(bare.s, i, r, lp, MAXT + 1, &n),
+                             NMT_ERR_LIMIT_EXCEEDED);
+        }
+    }
+    const nmt_decode_opts so = {.sampling = 1, .seed = 3, .max_len = MAXT};
+    assert_int_equal(nmt_session_translate(bare.s, &src, &so), NMT_ERR_LIMIT_EXCEEDED);
+    assert_int_equal(nmt_session_translate(lp_only.s, &src, &so), NMT_ERR_LIMIT_EXCEEDED);
+    nmt_test_assert_ok(e->dev, nmt_session_translate(full.s, &src, &so));
+    close_model(&lp_only);
+    close_model(&bare);
+    close_model(&full);
+}
+
+/* ---- device top-k ----------------------------------------------------------- */
+
+/* The search reading k candidates per row (cl/topk.cl) gives the results of
+ * the search reading every log-probability (the same session with the
+ * kernel taken away), bit for bit: greedy, beam 3 with 3-best lists, a
+ * minimum length, alignments on. */
+static void test_device_topk(void **state) {
+    env *e = *state;
+    model m;
+    open_model(e, 1, &m);
+    assert_non_null(m.s->ops.k_topk); /* the default path of this device */
+    const nmt_batch src = {srcs, src_lens, NSENT};
+    const nmt_decode_opts opts[] = {
+        {.beam = 1, .max_len = MAXT},
+        {.beam = 3, .n_best = 3, .max_len = MAXT, .alpha = 0.6f, .alpha_set = 1},
+        {.beam = 3, .n_best = 2, .max_len = MAXT, .min_len = 3},
+    };
+    for (size_t c = 0; c < NMT_ARRAY_LEN(opts); c++) {
+        hyp top[NSENT][3], full[NSENT][3];
+        uint32_t n[NSENT];
+        nmt_test_assert_ok(e->dev, nmt_session_translate(m.s, &src, &opts[c]));
+        for (uint32_t i = 0; i < NSENT; i++) {
+            n[i] = nmt_session_n_results(m.s, i);
+            for (uint32_t r = 0; r < n[i]; r++) get(&m, i, r, &top[i][r]);
+        }
+        const cl_kernel k = m.s->ops.k_topk;
+        m.s->ops.k_topk = NULL;
+        nmt_test_assert_ok(e->dev, nmt_session_translate(m.s, &src, &opts[c]));
+        m.s->ops.k_topk = k;
+        for (uint32_t i = 0; i < NSENT; i++) {
+            assert_int_equal(nmt_session_n_results(m.s, i), n[i]);
+            for (uint32_t r = 0; r < n[i]; r++) {
+                get(&m, i, r, &full[i][r]);
+                same_tokens(&top[i][r], &full[i][r]);
+                assert_true(top[i][r].score == full[i][r].score && top[i][r].logprob == full[i][r].logprob);
+                assert_memory_equal(top[i][r].lps, full[i][r].lps, sizeof(float) * (full[i][r].len + 1));
+            }
+        }
+    }
+    close_model(&m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_optional_plans),
+        cmocka_unit_test(test_device_topk),
         cmocka_unit_test(test_coverage_penalty),
         cmocka_unit_test(test_repetition_penalty),
         cmocka_unit_test(test_sampling),

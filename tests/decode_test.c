@@ -47,11 +47,13 @@ static fixture *make(void) {
     nmt_arena_init_measure(&a);
     assert_int_equal(nmt_beam_plan(&probe, &a, MAX_BATCH, MAX_BEAM, MAX_STEPS), NMT_OK);
     assert_int_equal(nmt_beam_plan_vocab(&probe, &a, V), NMT_OK);
+    assert_int_equal(nmt_beam_plan_token_lp(&probe, &a), NMT_OK);
     const size_t need = nmt_arena_required(&a);
     f->mem = aligned_alloc(NMT_ARENA_ALIGN, (need + NMT_ARENA_ALIGN) / NMT_ARENA_ALIGN * NMT_ARENA_ALIGN);
     nmt_arena_init(&a, f->mem, need);
     assert_int_equal(nmt_beam_plan(&f->b, &a, MAX_BATCH, MAX_BEAM, MAX_STEPS), NMT_OK);
     assert_int_equal(nmt_beam_plan_vocab(&f->b, &a, V), NMT_OK);
+    assert_int_equal(nmt_beam_plan_token_lp(&f->b, &a), NMT_OK);
     assert_int_equal(a.high, need); /* planning is exact */
     f->lp = calloc((size_t)MAX_BATCH * MAX_BEAM * V, sizeof(float));
     return f;

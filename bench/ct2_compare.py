@@ -1,0 +1,289 @@
+#!/usr/bin/env python3
+"""ct2_compare.py — `nmt-edge translate` beside CTranslate2 on the same
+random-weight vanilla Transformer (issue 22).
+
+One model is written with `nmt-edge-convert random` (post-norm, shared
+source/target embeddings, an output projection without bias, sinusoidal
+positions); its fp32 tensors are read back from the .nmt file (the byte
+layout of docs/FORMAT.md) and written as a CTranslate2 model through its
+Python `TransformerSpec` API: the same weights, the same position table,
+the same layer-norm epsilon.  int8 runs use `nmt-edge-convert export
+--dtype int8` on our side and compute_type "int8" on CTranslate2's.
+
+Every sentence is decoded to exactly --out-len tokens in both engines
+(min = max length), so both do the same work; greedy fp32 outputs are
+checked identical.  Each (batch, beam) row times N and 2N sentences in a
+fresh process of each engine, interleaved, and takes the difference, so
+process start-up, model loading and kernel compilation drop out:
+tokens/s = out_len * N / (t(2N) - t(N)), the median of --rounds rounds
+(after one untimed run of each engine).
+Peak RSS is the 2N run's (wait4's ru_maxrss).
+
+    pip install ctranslate2==4.8.5   # benchmark-only dependency
+    python3 bench/ct2_compare.py --build build [--shape small|base] [--dtype fp32 int8]
+        [--rows 1x1 1x4 16x1 16x4] [--sentences N] [--rounds R] [--threads 2]
+        [--baseline OTHER/nmt-edge] [--omp-active]
+
+Not a test: nothing here asserts speed.
+"""
+import argparse
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+SHAPES = {  # d, heads, ffn, enc+dec layers, shared vocabulary
+    "small": (256, 4, 1024, 2, 8000),
+    "base": (512, 8, 2048, 6, 32000),
+}
+PAD, BOS, EOS, UNK = 0, 1, 2, 3
+
+
+def read_nmt(path):
+    """Metadata and fp32 tensors of an .nmt file (docs/FORMAT.md)."""
+    b = open(path, "rb").read()
+    if b[:8] != b"NMTEDGE\x1a":
+        sys.exit(f"{path}: not an .nmt file")
+    meta_off, _meta_size, table_off = struct.unpack_from("<QQQ", b, 24)
+    n_t, n_m = struct.unpack_from("<II", b, 48)
+    meta, p = {}, meta_off
+    for _ in range(n_m):
+        kl, ty, _r, cnt = struct.unpack_from("<HBBI", b, p)
+        key = b[p + 8:p + 8 + kl].decode()
+        q = p + 8 + (kl + 7) // 8 * 8
+        if ty == 1:
+            v, vl = struct.unpack_from("<q", b, q)[0], 8
+        elif ty == 2:
+            v, vl = struct.unpack_from("<d", b, q)[0], 8
+        else:
+            v, vl = b[q:q + cnt].decode(), (cnt + 7) // 8 * 8
+        meta[key] = v
+        p = q + vl
+    tensors = {}
+    for i in range(n_t):
+        e = table_off + 128 * i
+        name = b[e:e + 80].split(b"\0")[0].decode()
+        dtype, ndim = struct.unpack_from("<II", b, e + 80)
+        shape = struct.unpack_from("<4I", b, e + 88)[:ndim]
+        off = struct.unpack_from("<Q", b, e + 104)[0]
+        if dtype != 0:
+            sys.exit(f"{path}: tensor {name} is not fp32")
+        tensors[name] = np.frombuffer(b, "<f4", int(np.prod(shape)), off).reshape(shape).copy()
+    return meta, tensors
+
+
+def positions(n, d):
+    """cl/elementwise.cl's pos_term: sin on the first d/2 columns, cos on the rest."""
+    half = d // 2
+    w = np.exp(-np.log(10000.0) * np.arange(half) / max(half - 1, 1))
+    a = np.arange(n)[:, None] * w[None, :]
+    return np.concatenate([np.sin(a), np.cos(a)], axis=1).astype(np.float32)
+
+
+def vocabulary(v):
+    return ["<blank>", "<s>", "</s>", "<unk>"] + [f"w{i}" for i in range(4, v)]
+
+
+def write_ct2(nmt_path, out_dir):
+    import ctranslate2
+    from ctranslate2.specs import transformer_spec
+
+    meta, t = read_nmt(nmt_path)
+    d, heads, L = meta["d_model"], meta["n_heads"], meta["enc_layers"]
+    spec = transformer_spec.TransformerSpec.from_config((L, meta["dec_layers"]), heads, pre_norm=False)
+    spec.config.layer_norm_epsilon = float(meta["ln_eps"])
+    pe = positions(1024, d)
+
+    def linear(ls, w, b=None):
+        ls.weight = w
+        if b is not None:
+            ls.bias = b
+
+    def ln(ls, pfx):
+        ls.gamma, ls.beta = t[pfx + ".weight"], t[pfx + ".bias"]
+
+    def qkv(p, names):
+        return (np.concatenate([t[f"{p}.{n}.weight"] for n in names]),
+                np.concatenate([t[f"{p}.{n}.bias"] for n in names]))
+
+    for side, n_layers in (("enc", L), ("dec", meta["dec_layers"])):
+        s = spec.encoder if side == "enc" else spec.decoder
+        emb = t["src_embed"] if side == "enc" or meta["shared_embeddings"] else t["tgt_embed"]
+        (s.embeddings[0] if side == "enc" else s.embeddings).weight = emb
+        s.scale_embeddings = True  # sqrt(d), our embed_scale default
+        s.position_encodings.encodings = pe
+        for i in range(n_layers):
+            ly, p = s.layer[i], f"{side}.{i}"
+            linear(ly.self_attention.linear[0], *qkv(p + ".self_attn", "qkv"))
+            linear(ly.self_attention.linear[1], t[p + ".self_attn.o.weight"], t[p + ".self_attn.o.bias"])
+            ln(ly.self_attention.layer_norm, p + ".ln1")
+            if side == "dec":
+                linear(ly.attention.linear[0], t[p + ".cross_attn.q.weight"], t[p + ".cross_attn.q.bias"])
+                linear(ly.attention.linear[1], *qkv(p + ".cross_attn", "kv"))
+                linear(ly.attention.linear[2], t[p + ".cross_attn.o.weight"], t[p + ".cross_attn.o.bias"])
+                ln(ly.attention.layer_norm, p + ".ln2")
+            linear(ly.ffn.linear_0, t[p + ".ffn.fc1.weight"], t[p + ".ffn.fc1.bias"])
+            linear(ly.ffn.linear_1, t[p + ".ffn.fc2.weight"], t[p + ".ffn.fc2.bias"])
+            ln(ly.ffn.layer_norm, p + (".ln3" if side == "dec" else ".ln2"))
+    spec.decoder.projection.weight = t["out_proj"]
+    spec.register_source_vocabulary(vocabulary(meta["src_vocab"]))
+    spec.register_target_vocabulary(vocabulary(meta["tgt_vocab"]))
+    spec.validate()
+    spec.optimize(quantization=None)
+    os.makedirs(out_dir, exist_ok=True)
+    spec.save(out_dir)
+    del ctranslate2
+
+
+def ct2_worker(args):
+    """Child process: translate a file of id lines with CTranslate2, write ids."""
+    import ctranslate2
+
+    tr = ctranslate2.Translator(args.ct2_model, device="cpu", compute_type=args.ct2_type, inter_threads=1,
+                                intra_threads=args.threads)
+    voc = vocabulary(int(args.vocab))
+    src = [[voc[int(x)] for x in line.split()] + ["</s>"] for line in open(args.input)]  # our encoder adds EOS
+    res = tr.translate_batch(src, beam_size=args.beam, max_batch_size=args.batch, min_decoding_length=args.out_len,
+                             max_decoding_length=args.out_len, length_penalty=0.0)
+    with open(args.output, "w") as f:
+        for r in res:
+            f.write(" ".join(tok[1:] if tok.startswith("w") else str(voc.index(tok)) for tok in r.hypotheses[0]) + "\n")
+
+
+def run_timed(cmd, env=None):
+    """Wall seconds and peak RSS (KiB) of one child process."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    err = p.stderr.read().decode()
+    p.stderr.close()
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"failed: {' '.join(cmd)}\n{err}")
+    return wall, ru.ru_maxrss
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--shape", choices=SHAPES, default="small")
+    ap.add_argument("--dtype", nargs="+", default=["fp32", "int8"], choices=["fp32", "int8"])
+    ap.add_argument("--rows", nargs="+", default=["1x1", "1x4", "16x1", "16x4"], help="BATCHxBEAM")
+    ap.add_argument("--sentences", type=int, default=16, help="N (the runs decode N and 2N)")
+    ap.add_argument("--src-len", type=int, default=20)
+    ap.add_argument("--out-len", type=int, default=40)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--workdir", default=None)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--baseline", help="another nmt-edge program (e.g. the previous commit's), timed in the same rounds")
+    ap.add_argument("--omp-active", action="store_true",
+                    help="leave CTranslate2's OpenMP threads spinning (default: OMP_WAIT_POLICY=PASSIVE; on a "
+                         "loaded 2-core machine spinning threads made it 10x slower)")
+    # worker mode (internal)
+    ap.add_argument("--ct2-worker", action="store_true", help=argparse.SUPPRESS)
+    for a in ("--ct2-model", "--ct2-type", "--input", "--output", "--vocab"):
+        ap.add_argument(a, help=argparse.SUPPRESS)
+    ap.add_argument("--beam", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--batch", type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.ct2_worker:
+        return ct2_worker(args)
+
+    d, heads, ffn, layers, vocab = SHAPES[args.shape]
+    work = args.workdir or tempfile.mkdtemp(prefix="ct2cmp.")
+    os.makedirs(work, exist_ok=True)
+    conv, nmt = os.path.join(args.build, "nmt-edge-convert"), os.path.join(args.build, "nmt-edge")
+    model = os.path.join(work, f"{args.shape}.nmt")
+    subprocess.run([conv, "random", "-o", model, "--d-model", str(d), "--heads", str(heads), "--ff", str(ffn),
+                    "--enc-layers", str(layers), "--dec-layers", str(layers), "--src-vocab", str(vocab),
+                    "--tgt-vocab", str(vocab), "--shared-embeddings", "--seed", str(args.seed)], check=True,
+                   stdout=subprocess.DEVNULL)
+    models = {"fp32": model}
+    if "int8" in args.dtype:
+        models["int8"] = os.path.join(work, f"{args.shape}.int8.nmt")
+        subprocess.run([conv, "export", model, "-o", models["int8"], "--dtype", "int8"], check=True,
+                       stdout=subprocess.DEVNULL)
+    ct2_dir = os.path.join(work, f"{args.shape}.ct2")
+    write_ct2(model, ct2_dir)
+    rng = np.random.default_rng(args.seed)
+    N = args.sentences
+    lines = rng.integers(4, vocab, size=(2 * N, args.src_len))  # the 2N run: the N run's lines, then N more
+    for n in (N, 2 * N):
+        with open(os.path.join(work, f"in{n}.txt"), "w") as f:
+            f.writelines(" ".join(map(str, line)) + "\n" for line in lines[:n])
+
+    env_cache = os.environ.get("POCL_CACHE_DIR")
+    print(f"# shape {args.shape}: d {d}, {heads} heads, FFN {ffn}, {layers}+{layers} layers, shared vocabulary "
+          f"{vocab}; {N} and {2 * N} sentences of {args.src_len} ids, each decoded to {args.out_len} tokens; "
+          f"CTranslate2 {__import__('ctranslate2').__version__} with {args.threads} threads; median of "
+          f"{args.rounds} rounds; CT2 OMP_WAIT_POLICY={'(default)' if args.omp_active else 'PASSIVE'}; "
+          f"POCL_CACHE_DIR={env_cache}; baseline {args.baseline}")
+    ct2_env = dict(os.environ)
+    if not args.omp_active:
+        ct2_env["OMP_WAIT_POLICY"] = "PASSIVE"
+    engines = ["nmt", "ct2"] + (["base"] if args.baseline else [])
+    base_cols = " baseline tok/s | baseline / CT2 |" if args.baseline else ""
+    print(f"| dtype | batch | beam | nmt-edge tok/s | CTranslate2 tok/s | nmt-edge / CT2 |{base_cols} "
+          "peak RSS nmt-edge / CT2 (MiB) |")
+    print("|---|---|---|---|---|---|" + ("---|---|" if args.baseline else "") + "---|")
+    greedy_checked = []
+    for dt in args.dtype:
+        for row in args.rows:
+            B, K = map(int, row.split("x"))
+            cmds = {}
+            for n in (N, 2 * N):
+                inp = os.path.join(work, f"in{n}.txt")
+                cmds[("nmt", n)] = [nmt, "translate", "--model", models[dt], "--ids", "--beam", str(K), "--batch",
+                                    str(B), "--min-len", str(args.out_len), "--max-len", str(args.out_len),
+                                    "--quiet", "-i", inp, "-o", os.path.join(work, f"nmt.{dt}.{row}.{n}.txt")]
+                cmds[("ct2", n)] = [sys.executable, os.path.abspath(__file__), "--ct2-worker", "--ct2-model", ct2_dir,
+                                    "--ct2-type", "float32" if dt == "fp32" else "int8", "--vocab", str(vocab), "--threads",
+                                    str(args.threads), "--beam", str(K), "--batch", str(B), "--out-len",
+                                    str(args.out_len), "--input", inp, "--output",
+                                    os.path.join(work, f"ct2.{dt}.{row}.{n}.txt")]
+                if args.baseline:
+                    cmds[("base", n)] = [args.baseline] + cmds[("nmt", n)][1:-1] + [
+                        os.path.join(work, f"base.{dt}.{row}.{n}.txt")]
+            rates = {e: [] for e in engines}
+            rss = {e: 0 for e in engines}
+            for eng in engines:  # untimed: kernel compilation, caches, page cache
+                run_timed(cmds[(eng, N)], ct2_env if eng == "ct2" else None)
+            for _ in range(args.rounds):
+                for eng in engines:
+                    env = ct2_env if eng == "ct2" else None
+                    t1, _ = run_timed(cmds[(eng, N)], env)
+                    t2, r2 = run_timed(cmds[(eng, 2 * N)], env)
+                    rates[eng].append(args.out_len * N / (t2 - t1) if t2 > t1 else float("nan"))
+                    rss[eng] = max(rss[eng], r2)
+            for eng in engines:  # equal output lengths
+                for line in open(os.path.join(work, f"{eng}.{dt}.{row}.{2 * N}.txt")):
+                    if len(line.split()) != args.out_len:
+                        sys.exit(f"{eng} {dt} {row}: an output of {len(line.split())} tokens, not {args.out_len}")
+            if dt == "fp32" and K == 1:
+                a = open(os.path.join(work, f"nmt.{dt}.{row}.{2 * N}.txt")).read()
+                b = open(os.path.join(work, f"ct2.{dt}.{row}.{2 * N}.txt")).read()
+                greedy_checked.append((row, a == b))
+            if args.baseline and open(os.path.join(work, f"base.{dt}.{row}.{2 * N}.txt")).read() != open(
+                    os.path.join(work, f"nmt.{dt}.{row}.{2 * N}.txt")).read():
+                print(f"# {dt} {row}: the baseline's outputs differ")
+            mn, mc = float(np.median(rates["nmt"])), float(np.median(rates["ct2"]))
+            base = ""
+            if args.baseline:
+                mb = float(np.median(rates["base"]))
+                base = f" {mb:.0f} | {mb / mc:.2f} |"
+            print(f"| {dt} | {B} | {K} | {mn:.0f} | {mc:.0f} | {mn / mc:.2f} |{base} {rss['nmt'] / 1024:.0f} / "
+                  f"{rss['ct2'] / 1024:.0f} |", flush=True)
+    for row, same in greedy_checked:
+        print(f"# greedy fp32 {row}: outputs {'identical' if same else 'DIFFER'}")
+    if not all(s for _, s in greedy_checked):
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
