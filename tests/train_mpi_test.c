@@ -296,11 +296,22 @@ static void test_overlap_same_bytes(void **state) {
     run_ok(2, no, extra_no);
     const long s_ov = log_sum(ov, "\"slices\":"), s_no = log_sum(no, "\"slices\":");
     const long e_ov = log_sum(ov, "\"slices_in_backward\":"), e_no = log_sum(no, "\"slices_in_backward\":");
-    fprintf(stderr, "overlap: %ld slices in 12 steps, %ld started during the backward; --no-overlap: %ld, %ld\n", s_ov,
-            e_ov, s_no, e_no);
+    const long q_ov = log_sum(ov, "\"slices_queued_in_backward\":"),
+               q_no = log_sum(no, "\"slices_queued_in_backward\":");
+    fprintf(stderr,
+            "overlap: %ld slices in 12 steps, %ld read back and %ld all-reduced while the backward ran; "
+            "--no-overlap: %ld, %ld, %ld\n",
+            s_ov, q_ov, e_ov, s_no, q_no, e_no);
     assert_true(s_ov == s_no && s_ov > 12 * 4); /* every layer cut in buckets, the same plan */
+    assert_int_equal(q_no, 0);
     assert_int_equal(e_no, 0);
-    assert_true(e_ov > 0); /* the embeddings' uploads wait for the queue: the layers above are read by then */
+    /* Every layer's slices are queued for read-back during the backward (all
+     * but the shared embeddings, reported after it): a fixed number.  How
+     * many all-reduces also start before the backward ends depends on the
+     * device's timing (often most on PoCL, none on a loaded Intel runtime),
+     * so it is printed, not asserted. */
+    assert_true(q_ov > 0 && q_ov < s_ov);
+    assert_true(e_ov <= q_ov);
     char pa[600], pb[600];
     snprintf(pa, sizeof pa, "%s/model.nmt", ov);
     snprintf(pb, sizeof pb, "%s/model.nmt", no);

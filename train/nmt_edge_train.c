@@ -723,11 +723,12 @@ static int train_loop(run *r) {
             if (r->dist.mpi)
                 snprintf(dist, sizeof dist,
                          ",\"ranks\":%d,\"compute_s\":%.4f,\"readback_s\":%.4f,\"allreduce_wait_s\":%.4f,"
-                         "\"write_s\":%.4f,\"window_s\":%.4f,\"slices\":%zu,\"slices_in_backward\":%zu",
+                         "\"write_s\":%.4f,\"window_s\":%.4f,\"slices\":%zu,\"slices_queued_in_backward\":%zu,"
+                         "\"slices_in_backward\":%zu",
                          r->dist.size, r->dist.t_compute, r->dist.t_read, r->dist.t_wait, r->dist.t_write, dt,
-                         r->dist.slices, r->dist.n_early);
+                         r->dist.slices, r->dist.n_queued, r->dist.n_early);
             r->dist.t_compute = r->dist.t_read = r->dist.t_wait = r->dist.t_write = 0;
-            r->dist.slices = r->dist.n_early = 0;
+            r->dist.slices = r->dist.n_early = r->dist.n_queued = 0;
             log_json(r,
                      "{\"kind\":\"train\",\"step\":%llu,\"epoch\":%.4f,\"loss\":%.6f,\"nll\":%.6f,\"lr\":%.6g,"
                      "\"gnorm\":%.6g,\"tokens_per_s\":%.1f,\"tokens\":%llu,\"elapsed_s\":%.1f%s}",

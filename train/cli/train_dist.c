@@ -224,6 +224,7 @@ static void on_ready(void *user, size_t off, size_t n) {
             d->err = s;
             return;
         }
+        d->n_queued++;
     }
     if (d->overlap) poll_slices(d);
 }

@@ -45,6 +45,8 @@ typedef struct train_dist {
     void **sl_ev;               /* their queued read-backs (cl_event; NULL: none pending) */
     size_t n_sl, cap_sl, n_started;
     size_t n_early;             /* slices whose all-reduce started during the backward (since the last log) */
+    size_t n_queued;            /* slices whose read-back was queued during the backward (since the last log):
+                                 * fixed by the model and --bucket-mb, while n_early depends on timing */
     size_t slices;              /* slices all-reduced (since the last log) */
     size_t reduced;             /* elements all-reduced this step: n, each exactly once */
     nmt_status err;
