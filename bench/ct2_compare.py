@@ -28,7 +28,6 @@ Not a test: nothing here asserts speed.
 """
 import argparse
 import os
-import struct
 import subprocess
 import sys
 import tempfile
@@ -36,44 +35,13 @@ import time
 
 import numpy as np
 
+from nmt_reader import read_nmt
+
 SHAPES = {  # d, heads, ffn, enc+dec layers, shared vocabulary
     "small": (256, 4, 1024, 2, 8000),
     "base": (512, 8, 2048, 6, 32000),
 }
 PAD, BOS, EOS, UNK = 0, 1, 2, 3
-
-
-def read_nmt(path):
-    """Metadata and fp32 tensors of an .nmt file (docs/FORMAT.md)."""
-    b = open(path, "rb").read()
-    if b[:8] != b"NMTEDGE\x1a":
-        sys.exit(f"{path}: not an .nmt file")
-    meta_off, _meta_size, table_off = struct.unpack_from("<QQQ", b, 24)
-    n_t, n_m = struct.unpack_from("<II", b, 48)
-    meta, p = {}, meta_off
-    for _ in range(n_m):
-        kl, ty, _r, cnt = struct.unpack_from("<HBBI", b, p)
-        key = b[p + 8:p + 8 + kl].decode()
-        q = p + 8 + (kl + 7) // 8 * 8
-        if ty == 1:
-            v, vl = struct.unpack_from("<q", b, q)[0], 8
-        elif ty == 2:
-            v, vl = struct.unpack_from("<d", b, q)[0], 8
-        else:
-            v, vl = b[q:q + cnt].decode(), (cnt + 7) // 8 * 8
-        meta[key] = v
-        p = q + vl
-    tensors = {}
-    for i in range(n_t):
-        e = table_off + 128 * i
-        name = b[e:e + 80].split(b"\0")[0].decode()
-        dtype, ndim = struct.unpack_from("<II", b, e + 80)
-        shape = struct.unpack_from("<4I", b, e + 88)[:ndim]
-        off = struct.unpack_from("<Q", b, e + 104)[0]
-        if dtype != 0:
-            sys.exit(f"{path}: tensor {name} is not fp32")
-        tensors[name] = np.frombuffer(b, "<f4", int(np.prod(shape)), off).reshape(shape).copy()
-    return meta, tensors
 
 
 def positions(n, d):

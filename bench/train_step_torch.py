@@ -130,25 +130,9 @@ def read_pairs(path, vocab, bos, eos, pad):
 
 
 def read_nmt_f32(path, torch):
-    """The F32 tensors of a .nmt file (docs/FORMAT.md) by name; no checks
-    beyond the magic (verification aid, not a loader for untrusted files)."""
-    import struct
-    with open(path, "rb") as f:
-        data = f.read()
-    if data[:8] != b"NMTEDGE\x1a":
-        raise SystemExit("train_step_torch: %s: not a .nmt file" % path)
-    (table,) = struct.unpack_from("<Q", data, 40)
-    (n,) = struct.unpack_from("<I", data, 48)
-    out = {}
-    for i in range(n):
-        e = table + 128 * i
-        name = data[e:e + 80].split(b"\0")[0].decode()
-        dtype, ndim = struct.unpack_from("<II", data, e + 80)
-        shape = struct.unpack_from("<4I", data, e + 88)[:ndim]
-        off, nbytes = struct.unpack_from("<QQ", data, e + 104)
-        if dtype == 0:
-            out[name] = torch.frombuffer(bytearray(data[off:off + nbytes]), dtype=torch.float32).view(*shape)
-    return out
+    """The fp32 tensors of a .nmt file by name, as torch tensors."""
+    from nmt_reader import read_nmt
+    return {k: torch.from_numpy(v) for k, v in read_nmt(path, fp32_only=False)[1].items()}
 
 
 def main():

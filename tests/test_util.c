@@ -1,6 +1,8 @@
 /* test_util.c — see test_util.h. */
 #include "test_util.h"
 
+#include "format.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -391,4 +393,28 @@ int nmt_test_spawn(char *const *argv, const char *log_path) {
     pid_t pid = spawn_redirected(argv, "/dev/null", log_path, NULL);
     assert_true(pid > 0);
     return (int)pid;
+}
+
+int nmt_test_check_checkpoints(const char *dir) {
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d)) != NULL) {
+        size_t l = strlen(e->d_name);
+        if (strncmp(e->d_name, "ckpt-", 5) != 0 || l < 4 || strcmp(e->d_name + l - 4, ".nmt") != 0) continue;
+        char p[1024];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        size_t size;
+        void *img = nmt_test_read_file(p, &size);
+        assert_non_null(img);
+        nmt_file f;
+        nmt_status s = nmt_file_open(&f, img, size, 1);
+        if (s != NMT_OK) fprintf(stderr, "%s: %s\n", p, nmt_status_str(s));
+        assert_int_equal(s, NMT_OK);
+        free(img);
+        n++;
+    }
+    closedir(d);
+    return n;
 }

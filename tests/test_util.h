@@ -122,6 +122,9 @@ void *nmt_test_read_file(const char *path, size_t *n);
 /* Number of directory entries whose name ends with `suffix`; the first
  * match's full path goes to first_path (if non-NULL, cap bytes). */
 int nmt_test_count_files(const char *dir, const char *suffix, char *first_path, size_t cap);
+/* Every ckpt-*.nmt in dir opens with all CRCs checked (the test fails
+ * otherwise, naming the file and the status); returns their count. */
+int nmt_test_check_checkpoints(const char *dir);
 
 /* ---- programs ----------------------------------------------------------- */
 

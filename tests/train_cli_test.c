@@ -220,31 +220,6 @@ static long max_ckpt_step(const char *dir) {
     return best;
 }
 
-/* Every ckpt-*.nmt in dir opens with all CRCs checked; returns the count. */
-static int check_checkpoints(const char *dir) {
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    struct dirent *e;
-    int n = 0;
-    while ((e = readdir(d)) != NULL) {
-        size_t l = strlen(e->d_name);
-        if (strncmp(e->d_name, "ckpt-", 5) != 0 || l < 4 || strcmp(e->d_name + l - 4, ".nmt") != 0) continue;
-        char p[1024];
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        size_t size;
-        void *img = nmt_test_read_file(p, &size);
-        assert_non_null(img);
-        nmt_file f;
-        nmt_status s = nmt_file_open(&f, img, size, 1);
-        if (s != NMT_OK) fprintf(stderr, "%s: %s\n", p, nmt_status_str(s));
-        assert_int_equal(s, NMT_OK);
-        free(img);
-        n++;
-    }
-    closedir(d);
-    return n;
-}
-
 static void test_sigkill_resume_bit_exact(void **state) {
     (void)state;
     char src[512], tgt[512], ref_dir[512], kill_dir[512];
@@ -278,7 +253,7 @@ static void test_sigkill_resume_bit_exact(void **state) {
         kill(pid, SIGKILL);
         int st = nmt_test_wait(pid);
         if (st == 128 + SIGKILL) kills++;
-        assert_true(check_checkpoints(kill_dir) >= 1);
+        assert_true(nmt_test_check_checkpoints(kill_dir) >= 1);
     }
     assert_true(kills >= 3);
     argv[n] = "--resume";
@@ -300,7 +275,7 @@ static void test_sigkill_resume_bit_exact(void **state) {
     free(a);
     free(b);
     /* keep-K: at most 3 numbered checkpoints remain, all valid */
-    int left = check_checkpoints(kill_dir);
+    int left = nmt_test_check_checkpoints(kill_dir);
     assert_true(left >= 1 && left <= 3);
 }
 
@@ -343,7 +318,7 @@ static void test_sigterm_checkpoints(void **state) {
         fail_msg("the run never logged step 3%s; its output:\n%s", ended ? " (it ended)" : "", txt ? txt : "");
     }
     assert_int_equal(nmt_test_wait(pid), 128 + SIGTERM);
-    assert_true(check_checkpoints(dir) == 1);
+    assert_true(nmt_test_check_checkpoints(dir) == 1);
     /* resume for 2 more steps than the checkpoint has */
     long step = max_ckpt_step(dir);
     assert_true(step >= 3);

@@ -425,27 +425,6 @@ static int start_long_run(const char *out, const char *log, char *timeout, int *
     return pid;
 }
 
-/* Whether every ckpt-*.nmt in dir validates; their count into *n. */
-static void check_checkpoints(const char *dir, int *n) {
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    struct dirent *e;
-    *n = 0;
-    while ((e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, "ckpt-", 5) != 0 || strlen(e->d_name) != 17) continue;
-        char p[1024];
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        size_t size;
-        void *img = nmt_test_read_file(p, &size);
-        assert_non_null(img);
-        nmt_file f;
-        assert_int_equal(nmt_file_open(&f, img, size, 1), NMT_OK);
-        free(img);
-        (*n)++;
-    }
-    closedir(d);
-}
-
 static void test_killed_rank_stops_job_and_resumes(void **state) {
     (void)state;
     char src[512], tgt[512], out[512], log[512];
@@ -471,8 +450,7 @@ static void test_killed_rank_stops_job_and_resumes(void **state) {
     free(text);
 
     /* every checkpoint left validates; a plain resume (N = 1) continues */
-    int n_ckpt = 0;
-    check_checkpoints(out, &n_ckpt);
+    int n_ckpt = nmt_test_check_checkpoints(out);
     assert_true(n_ckpt >= 1);
     long last = last_logged_step(out);
     char steps[32];
@@ -517,8 +495,7 @@ static void test_hung_rank_times_out(void **state) {
     fprintf(stderr, "%.*s\n", (int)strcspn(msg, "\n"), msg);
     assert_true(took < 30);
     free(text);
-    int n_ckpt = 0;
-    check_checkpoints(out, &n_ckpt);
+    int n_ckpt = nmt_test_check_checkpoints(out);
     assert_true(n_ckpt >= 1);
 }
 

@@ -14,12 +14,13 @@
 # MODEL OPTIONS  what makes the variant, e.g. --enc-branches global
 #                --dec-branches global (the vanilla Transformer baseline)
 # Environment: STEPS (default 1200: about 35 min a run on this 2-core machine
-# alone), BUILD (default build).
+# alone), BUILD (default build), EVAL (default 1; 0 trains only, for a
+# machine that evaluates elsewhere or in its own order).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 if [[ $# -lt 2 ]]; then
-  sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 name=$1 seed=$2
@@ -49,4 +50,4 @@ resume=()
   --schedule inverse-sqrt --lr 1e-3 --warmup 600 --max-tokens 4096 --dropout 0.1 --label-smoothing 0.1 \
   --clip-norm 1 --max-steps "$steps" --eval-every 500 --save-every 100 --keep 5 --dev-bleu-max 300 \
   --log-every 20 --quiet "$@" "${resume[@]}"
-BUILD=$build bash scripts/eval-model.sh "$run" "$run/eval" 5 4
+[[ ${EVAL:-1} == 0 ]] || BUILD=$build bash scripts/eval-model.sh "$run" "$run/eval" 5 4

@@ -145,7 +145,10 @@ int train_dist_max_int(train_dist *d, int v, const char *what, int start) {
 
 /* ---- the gradient all-reduce ------------------------------------------- */
 
-/* The step's slices so far: grown by doubling (host memory, as param_store.c). */
+/* The step's slices so far: grown by doubling (host memory, as param_store.c).
+ * A failed realloc leaves that array as it was, still holding cap_sl
+ * entries, and cap_sl only grows once all four have grown, so a failure
+ * never leaves an array shorter than cap_sl. */
 static int add_slice(train_dist *d, size_t off, size_t n) {
     if (d->n_sl == d->cap_sl) {
         size_t cap = d->cap_sl ? 2 * d->cap_sl : 64;
