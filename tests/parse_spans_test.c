@@ -244,6 +244,41 @@ static void test_session(void **state) {
     nmt_test_device_close(dev, dev_mem);
 }
 
+/* `nmt-edge translate` on a syntax-head model: one output line per input
+ * line and nothing of link-grammar's on stdout (its default handler printed
+ * a dictionary locale line there, which shifted every translation of a
+ * file by one line); the parse counts on stderr. */
+static void test_cli_stdout(void **state) {
+    (void)state;
+    size_t spm_size = 0, size = 0;
+    void *spm = nmt_test_read_file(NMT_TEST_FIXTURES "/spm/uni_nfkc.model", &spm_size);
+    assert_non_null(spm);
+    void *img = syntax_model(spm, spm_size, &size);
+    char *dir = nmt_test_make_temp_dir("parse-cli");
+    char model[600];
+    snprintf(model, sizeof model, "%s/syntax.nmt", dir);
+    assert_int_equal(nmt_test_write_file(model, img, size), 0);
+    char *argv[] = {(char *)NMT_EDGE_BIN, "translate", "--model", model, "--beam", "1", "--max-len", "8", NULL};
+    /* a locale the machine may lack: link-grammar then says so at debug level */
+    setenv("LANG", "en_US.UTF-8", 1);
+    unsetenv("LC_ALL");
+    nmt_test_proc r;
+    nmt_test_run(argv, "The cat sat on the mat.\nof of the the and\nThe quick brown fox jumps over the lazy dog.\n", dir,
+                 &r);
+    if (r.status != 0) fail_msg("status %d: %s", r.status, r.err);
+    size_t lines = 0;
+    for (size_t i = 0; i < r.out_len; i++) lines += r.out[i] == '\n';
+    if (lines != 3 || strstr(r.out, "Debug") || strstr(r.out, "link-grammar") || strstr(r.out, "Dictionary"))
+        fail_msg("stdout (%zu lines): %s", lines, r.out);
+    if (!strstr(r.err, "syntax heads: 2 sentences parsed, 1 not parsed (n-gram phrases)"))
+        fail_msg("stderr: %s", r.err);
+    nmt_test_proc_free(&r);
+    nmt_test_remove_tree(dir);
+    free(dir);
+    free(img);
+    free(spm);
+}
+
 #else
 
 static void test_stub(void **state) {
@@ -261,6 +296,7 @@ int main(void) {
         cmocka_unit_test(test_words),
         cmocka_unit_test(test_pieces),
         cmocka_unit_test(test_session),
+        cmocka_unit_test(test_cli_stdout),
 #else
         cmocka_unit_test(test_stub),
 #endif

@@ -17,12 +17,26 @@ struct nmt_parser {
     uint64_t parsed, fallback;
 };
 
+/* link-grammar's own messages: its default handler prints debug and info
+ * lines (a dictionary's locale, say) on stdout, which is where `nmt-edge
+ * translate` writes translations; warnings and errors go to stderr here,
+ * the rest nowhere. */
+static void lg_message(lg_errinfo *e, void *data) {
+    (void)data;
+    if (e == NULL || e->severity > lg_Warn || e->text == NULL) return;
+    const char *t = e->text;
+    size_t n = strlen(t);
+    while (n > 0 && (t[n - 1] == '\n' || t[n - 1] == ' ')) n--;
+    fprintf(stderr, "link-grammar: %s: %.*s\n", e->severity_label ? e->severity_label : "message", (int)n, t);
+}
+
 nmt_parser *nmt_parser_create(char *why, size_t why_cap) {
     nmt_parser *p = calloc(1, sizeof *p);
     if (p == NULL) {
         if (why) snprintf(why, why_cap, "out of memory");
         return NULL;
     }
+    lg_error_set_handler(lg_message, NULL);
     parse_options_set_verbosity(p->opts = parse_options_create(), 0);
     p->dict = dictionary_create_lang("en");
     if (p->dict == NULL) {
