@@ -399,22 +399,25 @@ typedef struct nmt_session_params {
      *  them (linear maps, embedding, output projection) read half weights
      *  and half-rounded activations with fp32 accumulation; softmax, layer
      *  norm, attention and the log-softmax stay fp32.
-     *  NMT_FP16_AUTO (0, default): on when the device reports cl_khr_fp16;
-     *  NMT_FP16_OFF: the weights become fp32 at load (the portable path);
-     *  NMT_FP16_ON: as AUTO, but NMT_ERR_UNSUPPORTED from
+     *  NMT_FP16_OFF (0, default): the weights become fp32 at load (the
+     *  portable path, and what nmt_session_arena_size() counts exactly);
+     *  NMT_FP16_AUTO: fp16 compute when the device reports cl_khr_fp16
+     *  (what `nmt-edge` asks for unless --no-fp16 or NMT_EDGE_NO_FP16=1);
+     *  NMT_FP16_ON: fp16 compute, NMT_ERR_UNSUPPORTED from
      *  nmt_session_create() on a device without cl_khr_fp16.  Models with
      *  no fp16 2-D weights, and families that read weights other than
      *  through the shared layers (BA-NMT), load as before whatever this
      *  says.  nmt_session_arena_size() has no device: its device_bytes
-     *  count fp16 weights at 2 bytes for ON and at 4 for AUTO and OFF
-     *  (exact for ON and OFF; AUTO's is the fp32 upper bound).  The host
+     *  count fp16 weights at 2 bytes for ON and at 4 for OFF and AUTO
+     *  (exact for ON and OFF; AUTO's is fp32's, an upper bound: ask with
+     *  ON when nmt_device_info.has_fp16 for the exact count).  The host
      *  arena is the same in every mode.  Other values:
      *  NMT_ERR_INVALID_ARGUMENT. */
     int fp16_compute;
 } nmt_session_params;
 
 /** Values of nmt_session_params.fp16_compute. */
-enum { NMT_FP16_AUTO = 0, NMT_FP16_OFF = 1, NMT_FP16_ON = 2 };
+enum { NMT_FP16_OFF = 0, NMT_FP16_AUTO = 1, NMT_FP16_ON = 2 };
 
 typedef struct nmt_session nmt_session;
 

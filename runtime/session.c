@@ -232,7 +232,8 @@ static nmt_status prepare(nmt_session *s, const nmt_session_params *p, nmt_mappi
     }
     nmt_status st = open_model(data, size, &s->file, &s->fam, s->cfg, &s->info, why, why_cap);
     /* fp16 compute: nmt_session_arena_size has no device (s->dev NULL) and
-     * counts ON only; a session asks its device */
+     * counts it for ON only (AUTO: fp32's upper bound); a session asks its
+     * device */
     const int want = p->fp16_compute;
     if (st == NMT_OK && want != NMT_FP16_AUTO && want != NMT_FP16_OFF && want != NMT_FP16_ON)
         st = NMT_ERR_INVALID_ARGUMENT;
