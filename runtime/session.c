@@ -319,8 +319,9 @@ nmt_status nmt_session_create(nmt_device *dev, const nmt_session_params *params,
     s->mapped = 0;
     memset(&s->file, 0, sizeof s->file);
     *out = s;
-    nmt_log(&dev->log, NMT_LOG_INFO, "session: %zu arena bytes, %llu device bytes", a.high,
-            (unsigned long long)s->device_bytes);
+    nmt_log(&dev->log, NMT_LOG_INFO, "session: %zu arena bytes, %llu device bytes%s", a.high,
+            (unsigned long long)s->device_bytes,
+            s->fp16 ? "; fp16 compute (half weights, fp32 accumulation)" : "");
     return NMT_OK;
 }
 
