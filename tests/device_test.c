@@ -500,31 +500,6 @@ static void test_added_sources(void **state) {
     close_dev(&o);
 }
 
-/* The first extension a source enables (`#pragma OPENCL EXTENSION NAME :
- * enable`, a fast path's file) that the device does not report, into
- * name[cap]; 0 when it needs none or the device has them all. */
-static int missing_extension(nmt_device *dev, const char *text, char *name, size_t cap) {
-    static const char pragma[] = "#pragma OPENCL EXTENSION ";
-    size_t n = 0;
-    assert_int_equal(clGetDeviceInfo(dev->device, CL_DEVICE_EXTENSIONS, 0, NULL, &n), CL_SUCCESS);
-    char *ext = malloc(n + 2);
-    assert_non_null(ext);
-    assert_int_equal(clGetDeviceInfo(dev->device, CL_DEVICE_EXTENSIONS, n, ext + 1, NULL), CL_SUCCESS);
-    ext[0] = ' '; /* " list " so that " name " finds whole tokens */
-    ext[n] = ' ';
-    ext[n + 1] = '\0';
-    int missing = 0;
-    for (const char *p = strstr(text, pragma); p != NULL && !missing; p = strstr(p + 1, pragma)) {
-        const char *s = p + sizeof pragma - 1, *e = s;
-        while (*e && *e != ' ' && *e != ':') e++;
-        assert_true((size_t)(e - s) + 3 <= cap);
-        snprintf(name, cap, " %.*s ", (int)(e - s), s);
-        missing = strstr(ext, name) == NULL;
-    }
-    free(ext);
-    return missing;
-}
-
 /* Every embedded source compiles without a single warning, with the
  * defaults and with other values of its knobs (-Werror turns warnings into
  * build failures; PoCL's own cache keys on the options, so a cached success
@@ -545,7 +520,7 @@ static void test_sources_compile_clean(void **state) {
             continue;
         }
         char ext[96];
-        if (missing_extension(o.dev, nmt_embedded_sources[i].text, ext, sizeof ext)) {
+        if (nmt_test_missing_extension(o.dev, nmt_embedded_sources[i].text, ext, sizeof ext)) {
             printf("%s: not built here (the device lacks%s)\n", nmt_embedded_sources[i].name, ext);
             continue;
         }
