@@ -18,7 +18,12 @@
  * is the best of 3 runs of as many repetitions as fill --reps-time seconds
  * (machines are shared and noisy).  int8 timings count the same 2*M*N*K
  * flops as fp32 for the same shape.  --queue N enqueues N products per
- * finish, the pattern of a decoder step, and reports the time per product. */
+ * finish, the pattern of a decoder step, and reports the time per product.
+ * On a device with cl_khr_fp16 the fp16-compute product (half weights,
+ * half-rounded activations, fp32 accumulation: nmt_op_gemm_f16) runs on
+ * the same shapes in the same run; its ratio "xfp32" is its speed over our
+ * fp32 product's (the portable path it replaces), its error to OpenBLAS on the half-rounded
+ * operands.  --no-fp16 leaves it out. */
 #define _POSIX_C_SOURCE 200809L
 #include <cblas.h>
 #if defined(__x86_64__) || defined(__i386__)
@@ -32,6 +37,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "format.h"
 #include "nmt_edge.h"
 #include "ops.h"
 #include "ops_train.h"
@@ -152,6 +158,7 @@ typedef struct own_args {
     const shape *s;
     cl_mem A, B, C, Q, scale;
     int q8, trans_b, reps;
+    cl_mem H; /* half weights: nmt_op_gemm_f16 instead (NULL: not) */
 } own_args;
 
 static void run_own(void *user) {
@@ -162,7 +169,10 @@ static void run_own(void *user) {
     /* `reps` products back to back on the in-order queue, then one finish:
      * 1 measures a call's round trip, more the pipelined rate a decoder sees */
     for (int r = 0; r < a->reps && st == NMT_OK; r++) {
-    if (a->q8) {
+    if (a->H) {
+        nmt_buf H = {a->H, 0};
+        st = nmt_op_gemm_f16(&a->c->ops, s->M, s->N, s->K, 1.0f, A, s->K, H, s->K, 0.0f, C, s->N, none, 0);
+    } else if (a->q8) {
         nmt_buf Q = {a->Q, 0}, S = {a->scale, 0};
         st = nmt_op_gemm_q8(&a->c->ops, s->M, s->N, s->K, 1.0f, A, s->K, Q, s->K, S, 0.0f, C, s->N, none, 0);
     } else if (a->trans_b == OP_TN) {
@@ -217,6 +227,28 @@ static double rel_err(nmt_device *dev, cl_mem C, const float *ref, size_t n) {
     return md / (mx + 1e-30);
 }
 
+/* The fp16-compute product of the shape: prints its GFLOP/s and the ratio
+ * to our fp32 product's time t_fp32; returns its error against OpenBLAS on
+ * the half-rounded operands (A, B, C host scratch, overwritten). */
+static double bench_f16(ctx *c, const shape *s, const own_args *fp32, float *A, float *B, float *C, double t_fp32) {
+    const size_t na = (size_t)s->M * s->K, nb = (size_t)s->N * s->K;
+    uint16_t *h = malloc(nb * sizeof *h);
+    if (h == NULL) exit(1);
+    for (size_t i = 0; i < nb; i++) h[i] = nmt_float_to_half(B[i]), B[i] = nmt_half_to_float(h[i]);
+    for (size_t i = 0; i < na; i++) A[i] = nmt_half_to_float(nmt_float_to_half(A[i]));
+    own_args ha = *fp32;
+    ha.H = upload(c->dev, h, nb * sizeof *h);
+    const double t = time_calls(run_own, &ha, c->reps_time) / c->queue;
+    const double g = 2.0 * s->M * s->N * s->K / t / 1e9;
+    printf(" %8.2f %6.2f |", g, t_fp32 / t);
+    blas_args bh = {s, A, B, C, 1};
+    run_blas(&bh);
+    const double err = rel_err(c->dev, ha.C, C, (size_t)s->M * s->N);
+    clReleaseMemObject(ha.H);
+    free(h);
+    return err;
+}
+
 static void bench_shape(ctx *c, const shape *s, double peak, int trans_b) {
     const size_t na = (size_t)s->M * s->K, nb = (size_t)s->N * s->K, nc = (size_t)s->M * s->N;
     float *A = malloc(na * 4), *B = malloc(nb * 4), *C = malloc(nc * 4), *Bq = malloc(nb * 4);
@@ -243,7 +275,7 @@ static void bench_shape(ctx *c, const shape *s, double peak, int trans_b) {
 
     blas_args ba = {s, A, B, C, trans_b};
     double t_blas = time_calls(run_blas, &ba, c->reps_time);
-    own_args oa = {c, s, dA, dB, dC, dQ, dS, 0, trans_b, c->queue};
+    own_args oa = {c, s, dA, dB, dC, dQ, dS, 0, trans_b, c->queue, NULL};
     double t_own = time_calls(run_own, &oa, c->reps_time) / c->queue;
     double err = rel_err(c->dev, dC, C, nc);
     double g_blas = flops / t_blas / 1e9, g_own = flops / t_own / 1e9;
@@ -263,8 +295,12 @@ static void bench_shape(ctx *c, const shape *s, double peak, int trans_b) {
     } else {
         printf(" %8s %6s |", "-", "-");
     }
+    double err_h = -1;
+    if (trans_b == OP_NT && c->ops.k_gemm_f16[0] != NULL) err_h = bench_f16(c, s, &oa, A, B, C, t_own);
+    else printf(" %8s %6s |", "-", "-");
     printf(" %.0e", err);
     if (err_q >= 0) printf(" %.0e", err_q);
+    if (err_h >= 0) printf(" %.0e", err_h);
     printf("\n");
     fflush(stdout);
     free(A), free(B), free(C), free(Q), free(scale), free(Bq);
@@ -279,7 +315,7 @@ static void print_floor(ctx *c) {
     static const shape tiny = {1, 16, 16, "floor"};
     float host[256] = {0};
     cl_mem dA = upload(c->dev, host, 64), dB = upload(c->dev, host, 1024), dC = upload(c->dev, host, 64);
-    own_args a = {c, &tiny, dA, dB, dC, NULL, NULL, 0, OP_NT, 1};
+    own_args a = {c, &tiny, dA, dB, dC, NULL, NULL, 0, OP_NT, 1, NULL};
     double t1 = time_calls(run_own, &a, c->reps_time);
     a.reps = 64;
     double t64 = time_calls(run_own, &a, c->reps_time) / 64;
@@ -302,7 +338,7 @@ static const model_dims models[] = {
 int main(int argc, char **argv) {
     const char *spec = getenv("NMT_EDGE_DEVICE"), *which = "small", *tuning = "table", *cache = NULL;
     double reps_time = 0.15;
-    int nn = 0, train = 0, queue = 1;
+    int nn = 0, train = 0, queue = 1, fp16 = 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--device") && i + 1 < argc) spec = argv[++i];
         else if (!strcmp(argv[i], "--model") && i + 1 < argc) which = argv[++i];
@@ -310,12 +346,14 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--tuning") && i + 1 < argc) tuning = argv[++i];
         else if (!strcmp(argv[i], "--cache") && i + 1 < argc) cache = argv[++i];
         else if (!strcmp(argv[i], "--nn")) nn = 1;
+        else if (!strcmp(argv[i], "--no-fp16")) fp16 = 0;
         else if (!strcmp(argv[i], "--train")) train = 1;
         else if (!strcmp(argv[i], "--queue") && i + 1 < argc) queue = atoi(argv[++i]);
         else {
             fprintf(stderr,
                     "usage: gemm_bench [--device SPEC] [--model test|small|base|all] [--reps-time S]\n"
                     "                  [--tuning default|table] [--cache DIR] [--nn] [--train] [--queue N]\n"
+                    "                  [--no-fp16]\n"
                     "  --train: instead of the decoding/inference shapes, the products of a training\n"
                     "  step on a 4096-token batch: forward (NT), input gradient (NN), weight gradient (TN)\n"
                     "  --tuning default: the portable row of the table; table: the device's row, or the\n"
@@ -346,6 +384,12 @@ int main(int argc, char **argv) {
     if (st == NMT_OK) st = nmt_ops_enable_q8(&c.ops);
     if (st == NMT_OK && train) st = nmt_train_ops_init(&c.t, c.dev);
     if (st != NMT_OK) die("ops", st);
+    /* fp16 compute where the device has it (the column stays "-" otherwise) */
+    st = fp16 ? nmt_ops_enable_f16(&c.ops) : NMT_ERR_UNSUPPORTED;
+    if (st != NMT_OK && st != NMT_ERR_UNSUPPORTED) die("fp16 ops", st);
+    printf("fp16 compute: %s\n", st == NMT_OK                 ? "measured (cl_khr_fp16)"
+                                : !c.dev->info.has_fp16 ? "not available (no cl_khr_fp16)"
+                                                        : "off (--no-fp16)");
 
     int lanes = 0;
     int n_threads = (int)(c.dev->info.compute_units ? c.dev->info.compute_units : 1);
@@ -369,10 +413,10 @@ int main(int argc, char **argv) {
            c.queue);
     print_floor(&c);
     printf("\n");
-    printf("%-3s %-6s %4s %5s %5s | %8s %8s %6s %6s | %8s %6s | %s\n", "op", "shape", "M", "N", "K", "ours",
-           "OpenBLAS", "ratio", "peak", "int8", "ratio", "max rel err (fp32, int8)");
-    printf("%-3s %-6s %4s %5s %5s | %8s %8s %6s %6s | %8s %6s |\n", "", "", "", "", "", "GFLOP/s", "GFLOP/s",
-           "", "", "GFLOP/s", "");
+    printf("%-3s %-6s %4s %5s %5s | %8s %8s %6s %6s | %8s %6s | %8s %6s | %s\n", "op", "shape", "M", "N", "K",
+           "ours", "OpenBLAS", "ratio", "peak", "int8", "ratio", "fp16", "xfp32", "max rel err (fp32, int8, fp16)");
+    printf("%-3s %-6s %4s %5s %5s | %8s %8s %6s %6s | %8s %6s | %8s %6s |\n", "", "", "", "", "", "GFLOP/s",
+           "GFLOP/s", "", "", "GFLOP/s", "", "GFLOP/s", "");
     static const uint32_t Ms[] = {1, 4, 8, 64, 512};
     for (size_t mi = 0; mi < sizeof models / sizeof models[0]; mi++) {
         const model_dims *md = &models[mi];

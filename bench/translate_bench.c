@@ -25,6 +25,12 @@
  * --profile (with --versus): then each model's batch-1 beam-1 decoding
  * once more with the queue drained around every launch, time per kernel
  * per output token.
+ * Sessions use fp16 compute where the device has cl_khr_fp16 and the model
+ * fp16 weights (NMT_FP16_AUTO, as nmt-edge), unless $NMT_EDGE_NO_FP16=1.
+ * --fp16-versus: the first model runs with fp16 compute off (the portable
+ * path) and the versus table adds the same model with it on (AUTO), so
+ * that the two paths are timed interleaved in one run (with an fp16
+ * --model-file; alone or with --versus FILEs).
  *
  * Not a test: nothing here asserts speed. */
 #define _POSIX_C_SOURCE 200809L
@@ -105,8 +111,11 @@ static double run_config(nmt_session *sess, int32_t **toks, const uint32_t *lens
     return now() - t0;
 }
 
-static nmt_session *open_session(bench *b, nmt_limits lim, void **arena, size_t *bytes) {
-    nmt_session_params p = {.model_data = b->image, .model_size = b->size, .limits = lim};
+/* fp16_compute of the sessions (the first model's under --fp16-versus). */
+static int g_fp16 = NMT_FP16_AUTO;
+
+static nmt_session *open_session_mode(bench *b, nmt_limits lim, void **arena, size_t *bytes, int fp16) {
+    nmt_session_params p = {.model_data = b->image, .model_size = b->size, .limits = lim, .fp16_compute = fp16};
     nmt_status s = nmt_session_arena_size(&p, bytes, NULL);
     if (s) die("arena size", s);
     *arena = aligned_alloc(64, (*bytes + 63) / 64 * 64);
@@ -115,6 +124,14 @@ static nmt_session *open_session(bench *b, nmt_limits lim, void **arena, size_t 
     if (s) die("session", s);
     return sess;
 }
+
+static nmt_session *open_session(bench *b, nmt_limits lim, void **arena, size_t *bytes) {
+    return open_session_mode(b, lim, arena, bytes, g_fp16);
+}
+
+/* --fp16-versus: the versus table's last model is the first one with fp16
+ * compute on. */
+static int g_fp16_versus;
 
 static double median3(const double *v) {
     const double lo = fmin(v[0], v[1]), hi = fmax(v[0], v[1]);
@@ -128,7 +145,16 @@ static void versus(bench *b, nmt_session *sess, const char *name, const char *co
                    const uint32_t (*configs)[2], size_t n_configs) {
     nmt_session *ss[5] = {sess};
     void *arenas[5] = {NULL}, *images[5] = {NULL};
-    for (int m = 1; m <= n_vs; m++) {
+    const char *labels[5] = {name};
+    for (int m = 1; m <= n_vs; m++) labels[m] = files[m - 1];
+    if (g_fp16_versus) { /* the same image, fp16 compute on */
+        n_vs++;
+        size_t bytes;
+        ss[n_vs] = open_session_mode(b, lim, &arenas[n_vs], &bytes, NMT_FP16_AUTO);
+        labels[n_vs] = nmt_session_fp16_compute(ss[n_vs]) ? "the same, fp16 compute on"
+                                                          : "the same, fp16 compute asked (not available: fp32)";
+    }
+    for (int m = 1; m <= n_vs - (g_fp16_versus ? 1 : 0); m++) {
         bench vb = *b;
         if ((images[m] = vb.image = read_file(files[m - 1], &vb.size)) == NULL) {
             fprintf(stderr, "translate_bench: cannot read '%s'\n", files[m - 1]);
@@ -138,8 +164,8 @@ static void versus(bench *b, nmt_session *sess, const char *name, const char *co
         ss[m] = open_session(&vb, lim, &arenas[m], &bytes);
     }
     printf("\nversus (same device and sentences; out tok/s, median of 3 interleaved rounds; ratio to the first)\n");
-    printf("model 0: %s\n", name);
-    for (int m = 1; m <= n_vs; m++) printf("model %d: %s\n", m, files[m - 1]);
+    printf("model 0: %s%s\n", name, g_fp16_versus ? " (fp16 compute off)" : "");
+    for (int m = 1; m <= n_vs; m++) printf("model %d: %s\n", m, labels[m]);
     for (size_t c = 0; c < n_configs; c++) {
         double tps[5][3];
         for (int m = 0; m <= n_vs; m++) { /* warm-up: lazy kernel builds */
@@ -221,12 +247,16 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--profile")) profile = 1;
         else if (!strcmp(argv[i], "--cache") && i + 1 < argc) tuned_cache = argv[++i];
         else if (!strcmp(argv[i], "--fixed-len")) g_fixed_len = 1;
+        else if (!strcmp(argv[i], "--fp16-versus")) g_fp16_versus = 1;
         else {
             fprintf(stderr, "usage: translate_bench [--device SPEC] [--sentences N] [--model test|small | --model-file FILE]"
-                            " [--batch N] [--fixed-len] [--versus FILE]... (up to 4) [--profile] [--cache DIR]\n");
+                            " [--batch N] [--fixed-len] [--versus FILE]... (up to 4) [--profile] [--cache DIR]"
+                            " [--fp16-versus]\n");
             return 2;
         }
     }
+    const char *no16 = getenv("NMT_EDGE_NO_FP16");
+    if (g_fp16_versus || (no16 != NULL && *no16 && strcmp(no16, "0") != 0)) g_fp16 = NMT_FP16_OFF;
     if (n_sent < 1 || n_sent > 4096 || big < 2 || big > 64) {
         fprintf(stderr, "translate_bench: --sentences must be 1..4096, --batch 2..64\n");
         return 2;
@@ -283,7 +313,7 @@ int main(int argc, char **argv) {
     void *arena;
     size_t bytes;
     uint64_t dev_bytes = 0;
-    nmt_session_params sp = {.model_data = b.image, .model_size = b.size, .limits = lim};
+    nmt_session_params sp = {.model_data = b.image, .model_size = b.size, .limits = lim, .fp16_compute = g_fp16};
     nmt_session_arena_size(&sp, &bytes, &dev_bytes);
     nmt_session *sess = open_session(&b, lim, &arena, &bytes);
     nmt_model_info mi;
@@ -331,7 +361,8 @@ int main(int argc, char **argv) {
     }
     printf("(%d sentences, %llu source tokens, %s 40 output tokens each)\n", n_sent,
            (unsigned long long)src_tokens, g_fixed_len ? "exactly" : "max");
-    if (n_vs > 0) versus(&b, sess, which, vs_files, n_vs, lim, toks, lens, n_sent, profile, configs, n_configs);
+    printf("fp16 compute: %s\n", nmt_session_fp16_compute(sess) ? "on" : "off");
+    if (n_vs > 0 || g_fp16_versus) versus(&b, sess, which, vs_files, n_vs, lim, toks, lens, n_sent, profile, configs, n_configs);
     nmt_session_destroy(sess);
     nmt_device_close(b.dev);
     free(arena);

@@ -17,6 +17,21 @@ inline float vsum4(const float4 v) { return (v.x + v.y) + (v.z + v.w); }
 inline float vsum8(const float8 v) { return vsum4(v.lo + v.hi); }
 inline float vsum16(const float16 v) { return vsum8(v.lo + v.hi); }
 
+/* Sinusoidal position term of column c (of d) at position pos (the
+ * embeddings: elementwise.cl, gemm_f16.cl). */
+inline float pos_term(const uint c, const uint d, const float pos) {
+    const uint half_d = d / 2;
+    float p = 0.0f;
+    if (c < 2 * half_d) {
+        const uint i = c < half_d ? c : c - half_d;
+        const float denom = half_d > 1 ? (float)(half_d - 1) : 1.0f;
+        /* 10000^(-i/denom) = exp(-ln(10000) * i / denom) */
+        const float w = exp(-9.210340371976184f * (float)i / denom);
+        p = c < half_d ? sin(pos * w) : cos(pos * w);
+    }
+    return p;
+}
+
 /* Float16 vector v of a row (elements 16v .. 16v + 15), plus the same
  * vector of a residual row when has_res. */
 inline float16 load16_res(__global const float *x, __global const float *r, const int has_res, const uint v) {

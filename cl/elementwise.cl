@@ -30,20 +30,6 @@
 #define REDUCE_WG 256
 #endif
 
-/* Sinusoidal position term of column c (of d) at position pos. */
-inline float pos_term(const uint c, const uint d, const float pos) {
-    const uint half_d = d / 2;
-    float p = 0.0f;
-    if (c < 2 * half_d) {
-        const uint i = c < half_d ? c : c - half_d;
-        const float denom = half_d > 1 ? (float)(half_d - 1) : 1.0f;
-        /* 10000^(-i/denom) = exp(-ln(10000) * i / denom) */
-        const float w = exp(-9.210340371976184f * (float)i / denom);
-        p = c < half_d ? sin(pos * w) : cos(pos * w);
-    }
-    return p;
-}
-
 __kernel void embed(__global const int *tok, const ulong tok_off, const uint rows, const uint seq_len,
                     const uint pos0, __global const float *E, const ulong e_off, const uint d,
                     const float scale, __global float *out, const ulong out_off) {

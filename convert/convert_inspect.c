@@ -264,6 +264,7 @@ int cmd_verify(int argc, char **argv) {
     p.limits.max_beam = 2;
     p.limits.max_src_len = 16;
     p.limits.max_tgt_len = 8;
+    p.fp16_compute = nmt_tool_fp16_compute(0); /* the products nmt-edge would run */
     size_t need = 0;
     s = nmt_session_arena_size(&p, &need, NULL);
     if (s == NMT_OK) {

@@ -172,6 +172,7 @@ int cmd_kernels(int argc, char **argv) {
     p.limits.max_src_len = a.max_src_len;
     p.limits.max_tgt_len = a.max_tgt_len;
     p.alignment = a.alignment;
+    p.fp16_compute = nmt_tool_fp16_compute(0); /* as nmt-edge: the fp16 programs too where it uses them */
     size_t need = 0;
     s = nmt_session_arena_size(&p, &need, NULL);
     if (s == NMT_OK) {

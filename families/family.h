@@ -58,10 +58,13 @@ typedef struct nmt_hparam {
 
 /* Weights of a linear map w [out, in], b [out] as device buffers.  q8: w is
  * int8 (offsets in bytes) with per-row fp32 scales in s (same buffer, after
- * the int8 data); else w is fp32.  For a layer norm w is the gain. */
+ * the int8 data); f16: w is half (offsets in halves; fp16 compute, the
+ * session's fp16 flag); else w is fp32.  b is fp32.  For a layer norm w is
+ * the gain (fp32). */
 typedef struct nmt_lin {
     nmt_buf w, b, s;
     int q8;
+    int f16;
 } nmt_lin;
 
 typedef enum nmt_init {
@@ -212,6 +215,10 @@ typedef struct nmt_family {
     int alignments;
     /* Release family-owned OpenCL objects other than session buffers. */
     void (*release)(void *state);
+    /* 1: every 2-D weight is read through nmt_layer_matmul / nmt_layer_embed
+     * (layers.h), so fp16 weights may stay fp16 on the device (fp16
+     * compute, nmt_session_params.fp16_compute); 0: they become fp32. */
+    int fp16_weights;
 } nmt_family;
 
 /* ------------------------------------------------------------------------ */
@@ -288,9 +295,16 @@ static inline nmt_status nmt_session_floats(nmt_session *s, nmt_arena *a, size_t
  * NULL in the measuring pass). */
 nmt_ops *nmt_session_ops(nmt_session *s);
 
+/* 1 when the session keeps fp16 weights fp16 on the device (fp16 compute:
+ * the family's fp16_weights, the session's fp16_compute and the device's
+ * cl_khr_fp16 agree; the same in both passes), else 0. */
+int nmt_session_fp16(const nmt_session *s);
+
 /* Load every tensor of the catalogue into the weight struct the catalogue
  * points into: one session buffer per tensor (fused parts into one), 2-D
- * I8 kept int8 (with its scales), everything else as fp32.  Runs in both
+ * I8 kept int8 (with its scales), 2-D F16 kept half under fp16 compute
+ * (nmt_session_fp16; fused parts only when all are F16), everything else
+ * as fp32.  Runs in both
  * passes like plan; `weights` is NULL in the measuring pass (the arena's
  * pointers are not memory yet). */
 nmt_status nmt_family_load_weights(const nmt_family *fam, const void *cfg, void *weights, nmt_session *s,

@@ -1,7 +1,8 @@
 /* weights.c — loading a family's tensors into session buffers, driven by its
  * catalogue (family.h: nmt_family_load_weights), and the catalogues' one
  * way to declare a tensor (nmt_tensor_emit).  No allocation: F16 and I8
- * tensors that become fp32 are converted through a stack buffer. */
+ * tensors that become fp32 are converted through a stack buffer.  With fp16
+ * compute (nmt_session_fp16) 2-D F16 tensors are uploaded as they are. */
 #include "family.h"
 
 #include <stdarg.h>
@@ -68,11 +69,19 @@ typedef struct load_ctx {
     nmt_arena *a;
     nmt_tensor_view pend_w[MAX_PARTS], pend_b[MAX_PARTS]; /* parts of the fused block being read */
     nmt_lin dummy;
+    int f16; /* nmt_session_fp16: 2-D F16 tensors stay half */
 } load_ctx;
 
 /* One tensor into its own device buffer: 2-D I8 as is (int8 data then the
- * fp32 scales: q8 = 1), everything else as fp32. */
-static nmt_status load_single(load_ctx *lc, const nmt_tensor_view *v, nmt_buf *out, nmt_buf *scales, int *q8) {
+ * fp32 scales: q8 = 1), 2-D F16 as is under fp16 compute (f16 = 1),
+ * everything else as fp32. */
+static nmt_status load_single(load_ctx *lc, const nmt_tensor_view *v, nmt_buf *out, nmt_buf *scales, int *q8,
+                              int *f16) {
+    *f16 = lc->f16 && v->dtype == NMT_DTYPE_F16 && v->ndim == 2;
+    if (*f16) {
+        *q8 = 0;
+        return nmt_session_buffer(lc->s, lc->a, (size_t)v->nbytes, v->data, out);
+    }
     if (v->dtype == NMT_DTYPE_I8 && v->ndim == 2) {
         NMT_TRY(nmt_session_buffer(lc->s, lc->a, (size_t)v->nbytes, v->data, out));
         *scales = *out;
@@ -89,18 +98,22 @@ static nmt_status load_single(load_ctx *lc, const nmt_tensor_view *v, nmt_buf *o
 
 /* n weight parts [rows, cols] stacked into one [n*rows, cols] weight.  When
  * every part is I8 the result stays int8: the n int8 blocks, then the n*rows
- * scales (the layout of one I8 tensor of the stacked shape); otherwise all
- * parts become fp32. */
+ * scales (the layout of one I8 tensor of the stacked shape); when every part
+ * is F16 under fp16 compute it stays half; otherwise all parts become fp32. */
 static nmt_status load_fused_w(load_ctx *lc, uint32_t n, nmt_lin *out) {
-    int all_q8 = 1;
-    for (uint32_t i = 0; i < n; i++)
+    int all_q8 = 1, all_f16 = lc->f16;
+    for (uint32_t i = 0; i < n; i++) {
         if (lc->pend_w[i].dtype != NMT_DTYPE_I8) all_q8 = 0;
+        if (lc->pend_w[i].dtype != NMT_DTYPE_F16) all_f16 = 0;
+    }
     const size_t part = (size_t)lc->pend_w[0].n_elements, rows = lc->pend_w[0].shape[0];
     const size_t sbytes = rows * sizeof(float);
     const size_t qbytes = nmt_align_up(part * n, 4);
-    const size_t wbytes = all_q8 ? qbytes + sbytes * n : part * sizeof(float) * n;
+    const size_t ebytes = all_f16 ? 2 : sizeof(float); /* per element when not int8 */
+    const size_t wbytes = all_q8 ? qbytes + sbytes * n : part * ebytes * n;
     NMT_TRY(nmt_session_buffer(lc->s, lc->a, wbytes, NULL, &out->w));
     out->q8 = all_q8;
+    out->f16 = all_f16;
     out->s = out->w;
     out->s.off = all_q8 ? qbytes / sizeof(float) : 0;
     if (nmt_arena_measuring(lc->a)) return NMT_OK;
@@ -110,6 +123,8 @@ static nmt_status load_fused_w(load_ctx *lc, uint32_t n, nmt_lin *out) {
         if (all_q8) {
             NMT_TRY(nmt_device_write(dev, out->w.mem, part * i, part, v->data));
             NMT_TRY(nmt_device_write(dev, out->w.mem, qbytes + sbytes * i, sbytes, v->scales));
+        } else if (all_f16) {
+            NMT_TRY(nmt_device_write(dev, out->w.mem, part * 2 * i, part * 2, v->data));
         } else {
             NMT_TRY(upload_as_f32(dev, out->w.mem, part * sizeof(float) * i, v));
         }
@@ -136,11 +151,12 @@ static nmt_status load_one(void *ctx, const nmt_tensor_decl *t) {
     const int bias = t->role == NMT_ROLE_BIAS;
     if (t->n_parts == 1) {
         nmt_buf scales = {NULL, 0};
-        int q8 = 0;
-        NMT_TRY(load_single(lc, &v, bias ? &dst->b : &dst->w, &scales, &q8));
+        int q8 = 0, f16 = 0;
+        NMT_TRY(load_single(lc, &v, bias ? &dst->b : &dst->w, &scales, &q8, &f16));
         if (!bias) {
             dst->s = scales;
             dst->q8 = q8;
+            dst->f16 = f16;
         }
         return NMT_OK;
     }
@@ -156,5 +172,6 @@ nmt_status nmt_family_load_weights(const nmt_family *fam, const void *cfg, void 
     lc.s = s;
     lc.f = f;
     lc.a = a;
+    lc.f16 = nmt_session_fp16(s);
     return fam->catalogue(cfg, weights, load_one, &lc);
 }

@@ -393,7 +393,31 @@ typedef struct nmt_session_params {
      *  without it a sampling call is NMT_ERR_LIMIT_EXCEEDED): tgt_vocab * 8 +
      *  max_batch * 8 bytes of the arena.  Default 0 (off). */
     int sampling;
+    /** fp16 compute, for models whose 2-D weights are stored fp16
+     *  (docs/PORTING.md, "Fast paths: fp16 compute"): the weights stay fp16
+     *  in device memory (half the weight bytes) and the products against
+     *  them (linear maps, embedding, output projection) read half weights
+     *  and half-rounded activations with fp32 accumulation; softmax, layer
+     *  norm, attention and the log-softmax stay fp32.
+     *  NMT_FP16_OFF (0, default): the weights become fp32 at load (the
+     *  portable path, and what nmt_session_arena_size() counts exactly);
+     *  NMT_FP16_AUTO: fp16 compute when the device reports cl_khr_fp16
+     *  (what `nmt-edge` asks for unless --no-fp16 or NMT_EDGE_NO_FP16=1);
+     *  NMT_FP16_ON: fp16 compute, NMT_ERR_UNSUPPORTED from
+     *  nmt_session_create() on a device without cl_khr_fp16.  Models with
+     *  no fp16 2-D weights, and families that read weights other than
+     *  through the shared layers (BA-NMT), load as before whatever this
+     *  says.  nmt_session_arena_size() has no device: its device_bytes
+     *  count fp16 weights at 2 bytes for ON and at 4 for OFF and AUTO
+     *  (exact for ON and OFF; AUTO's is fp32's, an upper bound: ask with
+     *  ON when nmt_device_info.has_fp16 for the exact count).  The host
+     *  arena is the same in every mode.  Other values:
+     *  NMT_ERR_INVALID_ARGUMENT. */
+    int fp16_compute;
 } nmt_session_params;
+
+/** Values of nmt_session_params.fp16_compute. */
+enum { NMT_FP16_OFF = 0, NMT_FP16_AUTO = 1, NMT_FP16_ON = 2 };
 
 typedef struct nmt_session nmt_session;
 
@@ -416,6 +440,10 @@ NMT_API void nmt_session_destroy(nmt_session *s);
 /** Bytes of the arena in use at the high-water mark, not counting the
  *  alignment padding at its start (== nmt_session_arena_size()). */
 NMT_API size_t nmt_session_arena_used(const nmt_session *s);
+
+/** 1 when the session's products use fp16 weights (fp16 compute, see
+ *  nmt_session_params.fp16_compute), 0 when they are fp32 or int8. */
+NMT_API int nmt_session_fp16_compute(const nmt_session *s);
 
 /** The model summary of a live session. */
 NMT_API void nmt_session_model_info(const nmt_session *s, nmt_model_info *info);

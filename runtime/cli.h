@@ -68,6 +68,7 @@ typedef struct cli_opts {
     unsigned long long seed_value;
     const char *kernel_pack;        /* --kernel-pack FILE (else $NMT_EDGE_KERNEL_PACK) */
     int binaries_only;              /* --binaries-only (or $NMT_EDGE_BINARIES_ONLY) */
+    int no_fp16;                    /* --no-fp16 (or $NMT_EDGE_NO_FP16): no fp16 compute */
     int quiet;                      /* translate, score: no progress line on a terminal */
 } cli_opts;
 
@@ -144,6 +145,8 @@ int model_error(const char *path, nmt_status st);
 /* Validate the model file (o->model) and size the session (with o's
  * alignment options); prints the error itself. */
 int model_sizes(const cli_opts *o, const nmt_limits *lim, size_t *arena, uint64_t *device_bytes);
+/* The session parameters of the options (model, limits, alignments, fp16 compute). */
+nmt_session_params session_params(const cli_opts *o, const nmt_limits *lim);
 int open_device(const cli_opts *o, runtime *rt);
 void close_runtime(runtime *rt);
 nmt_limits limits_from(const cli_opts *o, long beam);

@@ -79,6 +79,42 @@ static void describe_device(strbuf *out, const nmt_device_info *d) {
     kv(out, "gemm", "%s", GEMM_NAMES[(unsigned)d->gemm < 3 ? d->gemm : 0]);
 }
 
+/* The precision of the products (docs/PORTING.md, "Fast paths: fp16
+ * compute"): fp16 compute is on exactly when its plan needs fewer device
+ * bytes than fp32's (fp16 weights that stay half), on a device with
+ * cl_khr_fp16 (di NULL: no device) unless turned off.  Then *device_bytes
+ * (device_bytes above: fp32 weights, what nmt_session_arena_size counts
+ * without a device) becomes the fp16 plan's exact count, printed as
+ * fp16_device_bytes. */
+static void describe_products(strbuf *out, const cli_opts *o, const nmt_limits *lim, const nmt_model_info *m,
+                              const nmt_device_info *di, uint64_t *device_bytes) {
+    nmt_session_params sp = session_params(o, lim);
+    const int off = sp.fp16_compute == NMT_FP16_OFF;
+    size_t arena;
+    uint64_t half_bytes = 0;
+    sp.fp16_compute = NMT_FP16_ON;
+    const int saves = nmt_session_arena_size(&sp, &arena, &half_bytes) == NMT_OK && half_bytes < *device_bytes;
+    const char *why = NULL;
+    if (!saves)
+        why = strcmp(m->dtype, "int8") == 0 ? "int8 weights (per-row scales) x fp32 activations, fp32 accumulation"
+                                            : "fp32";
+    else if (off)
+        why = "fp32 (fp16 weights converted at load: --no-fp16 or NMT_EDGE_NO_FP16)";
+    else if (di == NULL)
+        why = "fp32 without a device; fp16 compute on a device with cl_khr_fp16";
+    else if (!di->has_fp16)
+        why = "fp32 (fp16 weights converted at load: the device has no cl_khr_fp16)";
+    if (why != NULL) {
+        kv(out, "products", "%s", why);
+    } else {
+        kv(out, "products", "fp16 compute: half weights and half-rounded activations, fp32 accumulation "
+                            "(cl_khr_fp16; off: --no-fp16 or NMT_EDGE_NO_FP16=1)");
+        *device_bytes = half_bytes;
+        kv(out, "fp16_device_bytes", "%llu", (unsigned long long)half_bytes);
+    }
+    kv(out, "softmax_norm_loss", "fp32 (attention softmax, layer norm, log-softmax)");
+}
+
 int cmd_info(const cli_opts *o) {
     nmt_model_info mi;
     errno = 0;
@@ -104,6 +140,7 @@ int cmd_info(const cli_opts *o) {
             nmt_device_info di;
             nmt_device_get_info(rt.dev, &di);
             describe_device(&out, &di);
+            describe_products(&out, o, &lim, &mi, &di, &device_bytes);
             kv(&out, "max_alloc_bytes", "%llu", (unsigned long long)di.max_alloc_bytes);
             fits = di.global_mem_bytes == 0 || device_bytes <= di.global_mem_bytes;
             kv(&out, "session_fits", "%s", fits ? "yes" : "no (device_bytes > global_mem_bytes)");
@@ -114,6 +151,7 @@ int cmd_info(const cli_opts *o) {
             rc = check_memory("session arena", arena, device_bytes, rt.dev, CLI_SESSION_OPTIONS);
         close_runtime(&rt);
     } else {
+        describe_products(&out, o, &lim, &mi, NULL, &device_bytes);
         rc = write_out(&out);
     }
     /* likewise an arena larger than this host lets the process take */

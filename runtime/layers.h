@@ -23,7 +23,7 @@
 static const nmt_buf NMT_NO_BUF = {NULL, 0};
 
 /* out[rows, N] = in[rows, K] W^T (+ beta out) (+ bias) (ReLU); W [N, K] of
- * w, fp32 or int8 with per-row scales. */
+ * w, fp32, int8 with per-row scales, or half (fp16 compute). */
 nmt_status nmt_layer_matmul(nmt_ops *ops, uint32_t rows, uint32_t N, uint32_t K, nmt_buf in, uint32_t ld_in,
                             const nmt_lin *w, float beta, nmt_buf out, uint32_t ld_out, nmt_buf bias, int relu);
 
@@ -37,7 +37,7 @@ static inline nmt_status nmt_layer_linear(nmt_ops *ops, nmt_buf in, uint32_t ld_
  * or int8: the int8 data, its scales and the bias move together). */
 static inline nmt_lin nmt_lin_rows(const nmt_lin *w, uint32_t row0, uint32_t in_dim) {
     nmt_lin r = *w;
-    r.w.off += (size_t)row0 * in_dim;  /* elements: floats, or int8 bytes when q8 */
+    r.w.off += (size_t)row0 * in_dim;  /* elements: floats, int8 bytes when q8, halves when f16 */
     if (r.q8) r.s.off += row0;
     if (r.b.mem) r.b.off += row0;
     return r;

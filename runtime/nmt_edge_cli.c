@@ -173,6 +173,9 @@ static const opt_spec OPTIONS[] = {
     {"binaries-only", OPT_FLAG, OFF(binaries_only), 0, 0, C_MODEL, NULL,
      "never compile kernels from source: every program from the pack or the cache "
      "(default: when $NMT_EDGE_BINARIES_ONLY is set, or the device has no compiler)"},
+    {"no-fp16", OPT_FLAG, OFF(no_fp16), 0, 0, C_MODEL, NULL,
+     "keep fp32 products: fp16 weights become fp32 at load even on a device with cl_khr_fp16 "
+     "(default: fp16 compute there, unless $NMT_EDGE_NO_FP16=1)"},
     {"no-device", OPT_FLAG, OFF(no_device), 0, 0, C_INFO, NULL, "do not open a device"},
     {"quiet", OPT_FLAG, OFF(quiet), 0, 0, C_TRANSLATE | C_SCORE, NULL,
      "no progress line (lines done, rate, ETA) on stderr; it is drawn only when stderr is a terminal "
@@ -367,11 +370,12 @@ int model_error(const char *path, nmt_status st) {
 }
 
 /* The session parameters of the options (model, limits, alignments). */
-static nmt_session_params session_params(const cli_opts *o, const nmt_limits *lim) {
+nmt_session_params session_params(const cli_opts *o, const nmt_limits *lim) {
     nmt_session_params sp = {.model_path = o->model, .limits = *lim,
                              .alignment = o->alignment != NULL || o->coverage_penalty > 0,
                              .align_layer = (uint32_t)o->align_layer, .align_head = (uint32_t)o->align_head,
-                             .token_logprobs = cli_format(o) == CLI_FORMAT_JSONL, .sampling = o->sampling != NULL};
+                             .token_logprobs = cli_format(o) == CLI_FORMAT_JSONL, .sampling = o->sampling != NULL,
+                             .fp16_compute = nmt_tool_fp16_compute(o->no_fp16)};
     return sp;
 }
 

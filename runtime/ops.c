@@ -85,6 +85,7 @@ void nmt_ops_release(nmt_ops *ops) {
     if (ops->k_additive_attn) clReleaseKernel(ops->k_additive_attn);
     if (ops->k_attn_align) clReleaseKernel(ops->k_attn_align);
     if (ops->k_topk) clReleaseKernel(ops->k_topk);
+    nmt_ops_release_f16(ops);
     /* Programs belong to the device (built once, shared by sessions). */
     memset(ops, 0, sizeof *ops);
 }
@@ -736,4 +737,24 @@ nmt_status nmt_op_attention(nmt_ops *ops, const nmt_attn_args *p) {
         NMT_TRY(launch_local(ops, ops->k_attn_apply, 3, n_apply, l_apply, "attn_apply"));
     }
     return NMT_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* For the op files with products of their own (ops_f16.c)                  */
+/* ------------------------------------------------------------------------ */
+
+nmt_status nmt_ops_gemm_check(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, nmt_buf A, uint32_t lda, nmt_buf W,
+                              uint32_t ldw, float beta, nmt_buf C, uint32_t ldc, nmt_buf bias) {
+    if (W.mem == NULL || ldw < K) return NMT_ERR_INVALID_ARGUMENT;
+    NMT_TRY(check_gemm_common(ops, M, N, K, A, lda, beta, C, ldc, bias));
+    if (extent(W.off, N, ldw, K) > (uint64_t)UINT32_MAX) {
+        nmt_log(&ops->dev->log, NMT_LOG_ERROR, "gemm operands beyond 32-bit element indexing");
+        return NMT_ERR_UNSUPPORTED;
+    }
+    return NMT_OK;
+}
+
+nmt_status nmt_ops_gemm_launch(nmt_ops *ops, cl_kernel k, const nmt_gemm_cfg *cfg, uint32_t M, uint32_t N,
+                               const char *kname) {
+    return launch_gemm(ops, k, cfg, M, N, kname);
 }

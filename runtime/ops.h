@@ -58,6 +58,10 @@ typedef struct nmt_ops {
     cl_kernel k_additive_attn;
     /* attention alignments (cl/align.cl), created by nmt_ops_enable_align */
     cl_kernel k_attn_align;
+    /* fp16 compute (cl/gemm_f16.cl, ops_f16.c), created by nmt_ops_enable_f16:
+     * products per shape class with the int8 product's knobs, and the embedding */
+    cl_kernel k_gemm_f16[NMT_GCLASS_COUNT], k_embed_f16;
+    nmt_gemm_cfg cfg_f16[NMT_GCLASS_COUNT];  /* their knobs, wg clamped to the kernel */
     /* the beam's candidates (cl/topk.cl), created by nmt_ops_enable_topk */
     cl_kernel k_topk;
     uint32_t topk_max;          /* its largest k (<= NMT_TOPK_MAX, what local memory holds) */
@@ -107,6 +111,12 @@ nmt_status nmt_ops_enable_nn(nmt_ops *ops);
  * weights; call at session creation (it creates OpenCL objects).  Idempotent. */
 nmt_status nmt_ops_enable_q8(nmt_ops *ops);
 
+/* Build the fp16-compute kernels (cl/gemm_f16.cl: products with half
+ * weights, the half embedding) for models whose fp16 weights stay fp16 on
+ * the device; call at session creation.  NMT_ERR_UNSUPPORTED when the
+ * device does not report cl_khr_fp16 (nothing built).  Idempotent. */
+nmt_status nmt_ops_enable_f16(nmt_ops *ops);
+
 /* Build the phrase-memory kernels (cl/phrase.cl) for the families that
  * pool tokens into phrases (MG-SA); call at session creation (it creates
  * OpenCL objects), so families without phrases never compile them.
@@ -123,6 +133,8 @@ nmt_status nmt_ops_enable_recurrent(nmt_ops *ops);
 nmt_status nmt_ops_enable_additive(nmt_ops *ops);
 
 void nmt_ops_release(nmt_ops *ops);
+/* The fp16-compute kernels' part of it (ops_f16.c). */
+void nmt_ops_release_f16(nmt_ops *ops);
 
 /* Enqueue kernel k over n[0..dims) work-items with the op layer's fixed
  * local size (ops->wg_max in dimension 0, 1 elsewhere; global sizes padded
@@ -149,6 +161,23 @@ nmt_status nmt_op_gemm_q8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, floa
                           uint32_t lda, nmt_buf Q, uint32_t ldq, nmt_buf scale, float beta, nmt_buf C,
                           uint32_t ldc, nmt_buf bias, int relu);
 
+/* fp16 weights (fp16 compute, ops_f16.c): nmt_op_gemm_q8's product with
+ * W a buffer of half [N,K] (row stride ldw, offset in halves): each A
+ * value is rounded to half, products are formed and accumulated in fp32.
+ * Requires nmt_ops_enable_f16 (else NMT_ERR_INVALID_ARGUMENT). */
+nmt_status nmt_op_gemm_f16(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, float alpha, nmt_buf A,
+                           uint32_t lda, nmt_buf W, uint32_t ldw, float beta, nmt_buf C, uint32_t ldc,
+                           nmt_buf bias, int relu);
+
+/* For op files with products of their own (ops_f16.c): the checks of
+ * nmt_op_gemm_q8 with a weight W [N, K] (stride ldw, in elements), and the
+ * launch of a product kernel whose arguments are set (cfg's blocks and
+ * local size). */
+nmt_status nmt_ops_gemm_check(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, nmt_buf A, uint32_t lda, nmt_buf W,
+                              uint32_t ldw, float beta, nmt_buf C, uint32_t ldc, nmt_buf bias);
+nmt_status nmt_ops_gemm_launch(nmt_ops *ops, cl_kernel k, const nmt_gemm_cfg *cfg, uint32_t M, uint32_t N,
+                               const char *kname);
+
 /* out[r, :] = E[tok[r], :] * scale + P(pos(r)) for r < rows, where
  * pos(r) = pos0 + (r % seq_len) and P is the sinusoidal table (sin in
  * columns [0, d/2), cos in [d/2, d); inv_freq_i = 10000^(-i/(d/2-1)) as in
@@ -156,6 +185,11 @@ nmt_status nmt_op_gemm_q8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, floa
  * host before upload. */
 nmt_status nmt_op_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_len, uint32_t pos0,
                         nmt_buf E, uint32_t d, float scale, nmt_buf out);
+
+/* nmt_op_embed with a half table E [V, d] (offset in halves); requires
+ * nmt_ops_enable_f16. */
+nmt_status nmt_op_embed_f16(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_len, uint32_t pos0,
+                            nmt_buf E, uint32_t d, float scale, nmt_buf out);
 
 /* nmt_op_embed with an int8 table: E[t, c] = Q[t, c] * qscale[t], Q int8
  * [V, d] row-major (offset in elements = bytes), qscale V floats (the

@@ -49,6 +49,15 @@ static void summarise(const nmt_file *f, nmt_model_info *info) {
     nmt_strlcpy(info->dtype, dt, sizeof info->dtype);
 }
 
+/* 1 when some 2-D tensor of f is stored F16. */
+static int has_f16_weights(const nmt_file *f) {
+    for (uint32_t i = 0; i < f->h.n_tensors; i++) {
+        nmt_tensor_view v;
+        if (nmt_file_tensor_at(f, i, &v) == NMT_OK && v.ndim == 2 && v.dtype == NMT_DTYPE_F16) return 1;
+    }
+    return 0;
+}
+
 /* Validate an image completely and parse its configuration. */
 static nmt_status open_model(const void *data, size_t size, nmt_file *f, const nmt_family **fam,
                              void *cfg, nmt_model_info *info, char *why, size_t why_cap) {
@@ -145,6 +154,10 @@ nmt_status nmt_session_buffer(nmt_session *s, nmt_arena *a, size_t bytes, const 
 
 nmt_ops *nmt_session_ops(nmt_session *s) { return &s->ops; }
 
+int nmt_session_fp16(const nmt_session *s) { return s->fp16; }
+
+int nmt_session_fp16_compute(const nmt_session *s) { return s ? s->fp16 : 0; }
+
 static nmt_status int_buffer(nmt_session *s, nmt_arena *a, size_t n, nmt_buf *out) {
     return nmt_session_buffer(s, a, n * sizeof(cl_int), NULL, out);
 }
@@ -218,6 +231,16 @@ static nmt_status prepare(nmt_session *s, const nmt_session_params *p, nmt_mappi
         size = map->size;
     }
     nmt_status st = open_model(data, size, &s->file, &s->fam, s->cfg, &s->info, why, why_cap);
+    /* fp16 compute: nmt_session_arena_size has no device (s->dev NULL) and
+     * counts it for ON only (AUTO: fp32's upper bound); a session asks its
+     * device */
+    const int want = p->fp16_compute;
+    if (st == NMT_OK && want != NMT_FP16_AUTO && want != NMT_FP16_OFF && want != NMT_FP16_ON)
+        st = NMT_ERR_INVALID_ARGUMENT;
+    if (st == NMT_OK && want == NMT_FP16_ON && s->dev != NULL && !s->dev->info.has_fp16) st = NMT_ERR_UNSUPPORTED;
+    const int dev_fp16 = s->dev != NULL ? s->dev->info.has_fp16 : want == NMT_FP16_ON;
+    if (st == NMT_OK)
+        s->fp16 = want != NMT_FP16_OFF && dev_fp16 && s->fam->fp16_weights && has_f16_weights(&s->file);
     if (st != NMT_OK && p->model_path != NULL) nmt_unmap_file(map);
     return st;
 }
@@ -296,8 +319,9 @@ nmt_status nmt_session_create(nmt_device *dev, const nmt_session_params *params,
     s->mapped = 0;
     memset(&s->file, 0, sizeof s->file);
     *out = s;
-    nmt_log(&dev->log, NMT_LOG_INFO, "session: %zu arena bytes, %llu device bytes", a.high,
-            (unsigned long long)s->device_bytes);
+    nmt_log(&dev->log, NMT_LOG_INFO, "session: %zu arena bytes, %llu device bytes%s", a.high,
+            (unsigned long long)s->device_bytes,
+            s->fp16 ? "; fp16 compute (half weights, fp32 accumulation)" : "");
     return NMT_OK;
 }
 

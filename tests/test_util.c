@@ -418,3 +418,25 @@ int nmt_test_check_checkpoints(const char *dir) {
     closedir(d);
     return n;
 }
+
+int nmt_test_missing_extension(nmt_device *dev, const char *text, char *name, size_t cap) {
+    static const char pragma[] = "#pragma OPENCL EXTENSION ";
+    size_t n = 0;
+    assert_int_equal(clGetDeviceInfo(dev->device, CL_DEVICE_EXTENSIONS, 0, NULL, &n), CL_SUCCESS);
+    char *ext = malloc(n + 2);
+    assert_non_null(ext);
+    assert_int_equal(clGetDeviceInfo(dev->device, CL_DEVICE_EXTENSIONS, n, ext + 1, NULL), CL_SUCCESS);
+    ext[0] = ' '; /* " list " so that " name " finds whole tokens */
+    ext[n] = ' ';
+    ext[n + 1] = '\0';
+    int missing = 0;
+    for (const char *p = strstr(text, pragma); p != NULL && !missing; p = strstr(p + 1, pragma)) {
+        const char *s = p + sizeof pragma - 1, *e = s;
+        while (*e && *e != ' ' && *e != ':') e++;
+        assert_true((size_t)(e - s) + 3 <= cap);
+        snprintf(name, cap, " %.*s ", (int)(e - s), s);
+        missing = strstr(ext, name) == NULL;
+    }
+    free(ext);
+    return missing;
+}

@@ -47,6 +47,10 @@ nmt_device *nmt_test_device_open(void **mem);
 
 /* nmt_device_close(dev) + free(mem); either may be NULL. */
 void nmt_test_device_close(nmt_device *dev, void *mem);
+/* 1 when kernel source `text` enables an extension (`#pragma OPENCL
+ * EXTENSION NAME : enable`, a fast path's file) that dev does not report,
+ * with " NAME " in name[cap]; 0 when it needs none or dev has them all. */
+int nmt_test_missing_extension(nmt_device *dev, const char *text, char *name, size_t cap);
 
 /* A cmocka group fixture holding the test device: setup stores a
  * malloc'd nmt_test_dev_env in *state (-1 when no device opens), teardown

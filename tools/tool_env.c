@@ -31,6 +31,11 @@ void nmt_tool_device_params(nmt_device_params *dp, const char *device, char *cac
     dp->binaries_only = bo != NULL && strcmp(bo, "0") != 0;
 }
 
+int nmt_tool_fp16_compute(int off) {
+    const char *v = env_nonempty("NMT_EDGE_NO_FP16");
+    return off || (v != NULL && strcmp(v, "0") != 0) ? NMT_FP16_OFF : NMT_FP16_AUTO;
+}
+
 uint64_t nmt_tool_host_memory_limit(void) {
     uint64_t limit = UINT64_MAX;
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);

@@ -29,6 +29,11 @@
  * which must outlive the nmt_device_open call. */
 void nmt_tool_device_params(nmt_device_params *dp, const char *device, char *cache_buf, size_t cap);
 
+/* nmt_session_params.fp16_compute for a program: NMT_FP16_OFF when `off`
+ * (its --no-fp16) or $NMT_EDGE_NO_FP16 is set to anything but "0", else
+ * NMT_FP16_AUTO (fp16 compute where the device has cl_khr_fp16). */
+int nmt_tool_fp16_compute(int off);
+
 /* Bytes of host memory this process may take: the least of the physical
  * memory and the soft address-space and data limits (ulimit -v, ulimit -d);
  * UINT64_MAX when none is known.  The programs refuse a session arena larger

@@ -155,6 +155,7 @@ static nmt_status tf_plan(nmt_session *s, const nmt_file *f, const void *cfgp, c
     int any_q8 = 0;
     NMT_TRY(nmt_family_check_tensors(&nmt_family_transformer, c, f, &any_q8));
     if (real && any_q8) NMT_TRY(nmt_ops_enable_q8(nmt_session_ops(s)));
+    if (real && nmt_session_fp16(s)) NMT_TRY(nmt_ops_enable_f16(nmt_session_ops(s))); /* fp16 compute */
     NMT_TRY(nmt_family_load_weights(&nmt_family_transformer, c, real ? &local.w : NULL, s, f, a));
 
     const size_t B = dims->max_batch, S = dims->src_cap, T = dims->tgt_cap, R = dims->step_rows, d = c->d;
@@ -378,7 +379,7 @@ static void tf_release(void *state) { (void)state; /* all buffers are session-ow
         .n_hparams = n_hparams_, .finish = nmt_tf_finish, .catalogue = nmt_tf_catalogue,         \
         .info = nmt_tf_info, .random_args = NMT_TF_RANDOM_ARGS, .plan = tf_plan, .encode = tf_encode, .step = tf_step,              \
         .reorder = tf_reorder, .decode_full = tf_decode_full, .project = tf_project,             \
-        .release = tf_release, .alignments = 1,                                                  \
+        .release = tf_release, .alignments = 1, .fp16_weights = 1,                               \
     }
 
 const nmt_family nmt_family_transformer =
