@@ -81,6 +81,8 @@ struct nmt_device {
     char kernel_pack[NMT_PATH_MAX]; /* "" = no pack (kernel_pack.h) */
     int binaries_only;              /* never compile from source: forced, or no compiler */
     int compiler_available;         /* CL_DEVICE_COMPILER_AVAILABLE */
+    int no_subgroups;               /* NMT_EDGE_NO_SUBGROUPS=1 at open: portable reductions
+                                       (runtime/ops_sg.c); a plain field, tests set it */
     uint64_t cache_key_base;        /* hash of platform/device/driver identity */
     char build_log[NMT_BUILD_LOG_MAX]; /* last build log (also extension scratch) */
 };

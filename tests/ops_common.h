@@ -46,6 +46,21 @@ int ops_teardown(void **state);
 void open_clblast_env(env *ce, int train);
 void close_env(env *e);
 
+/* ---- reduction paths (issue 23, runtime/ops_sg.c) ------------------------- */
+
+/* Fails unless the fixture's ops use the subgroup reductions exactly when
+ * the device reports subgroups and dev->no_subgroups is 0 (a device that
+ * offers them without the path taken is a failure, not a skip), with the
+ * define in the norm program's options and a subgroup size; prints the
+ * path. */
+void check_reduce_path(env *e);
+
+/* body(e) again with e->ops replaced by ops built with subgroups off
+ * (dev->no_subgroups = 1; topk: nmt_ops_enable_topk too), then the
+ * fixture's ops back.  Nothing to run (0) when the fixture's ops are
+ * already the portable ones (PoCL); 1 when body ran. */
+int with_portable_ops(env *e, int topk, void (*body)(env *e));
+
 /* ---- buffers -------------------------------------------------------------- */
 
 nmt_buf B(cl_mem m, size_t off);
