@@ -449,7 +449,7 @@ nmt_status nmt_device_open(const nmt_device_params *params, void *mem, size_t me
     dev->binaries_only = params->binaries_only || !dev->compiler_available;
     /* issue 23's off switch for the subgroup reductions (runtime/ops_sg.c) */
     const char *no_sg = getenv("NMT_EDGE_NO_SUBGROUPS");
-    dev->no_subgroups = no_sg != NULL && no_sg[0] != '\0' && strcmp(no_sg, "0") != 0;
+    dev->sg_mode = no_sg != NULL && no_sg[0] != '\0' && strcmp(no_sg, "0") != 0 ? NMT_SG_OFF : NMT_SG_AUTO;
 
     /* GEMM provider; with a pack or without a compiler AUTO is ours
      * (CLBlast compiles its own programs at run time). */

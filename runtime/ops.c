@@ -129,9 +129,11 @@ nmt_status nmt_ops_init_tuned(nmt_ops *ops, nmt_device *dev, const nmt_tuning *t
     char opts[P_COUNT][96];
     opts[P_ATTENTION][0] = '\0';
     ops->subgroups = nmt_ops_sg_wanted(dev);
-    const char *sg = ops->subgroups ? " -DNMT_SUBGROUPS=1" : "";
-    snprintf(opts[P_NORM], sizeof opts[P_NORM], "-DREDUCE_WG=%zu%s", reduce_cap, sg);
-    snprintf(opts[P_ELEMENTWISE], sizeof opts[P_ELEMENTWISE], "-DREDUCE_WG=%zu%s", reduce_cap, sg);
+    ops->norm_subgroups = ops->subgroups && (!dev->info.is_cpu || dev->sg_mode == NMT_SG_ALL);
+    const char *sg = " -DNMT_SUBGROUPS=1";
+    snprintf(opts[P_NORM], sizeof opts[P_NORM], "-DREDUCE_WG=%zu%s", reduce_cap, ops->norm_subgroups ? sg : "");
+    snprintf(opts[P_ELEMENTWISE], sizeof opts[P_ELEMENTWISE], "-DREDUCE_WG=%zu%s", reduce_cap,
+             ops->subgroups ? sg : "");
 
     nmt_status s = NMT_OK;
     /* fp32 NT products of every class; NN ones (no model family uses them)
@@ -166,7 +168,7 @@ nmt_status nmt_ops_init_tuned(nmt_ops *ops, nmt_device *dev, const nmt_tuning *t
     }
     ops->reduce_wg = reduce_wg;
     ops->wg_max = pow2_floor(wg_max);
-    ops->norm_wg = dev->info.is_cpu ? 1 : ops->reduce_wg;
+    ops->norm_wg = dev->info.is_cpu && !ops->norm_subgroups ? 1 : ops->reduce_wg;
     ops->k_chunk = dev->info.is_cpu ? NMT_OPS_K_CHUNK_CPU : 0;
     ops->a_tile_bytes = dev->info.is_cpu ? NMT_OPS_A_TILE_BYTES : 0;
     s = nmt_ops_sg_setup(ops);

@@ -17,7 +17,7 @@ static clGetKernelSubGroupInfoKHR_fn sg_info_fn(const nmt_device *dev) {
 
 int nmt_ops_sg_wanted(const nmt_device *dev) {
     /* the size query is required: topk_logprobs must match log_softmax's size */
-    return dev != NULL && dev->info.has_subgroups && !dev->no_subgroups && sg_info_fn(dev) != NULL;
+    return dev != NULL && dev->info.has_subgroups && dev->sg_mode != NMT_SG_OFF && sg_info_fn(dev) != NULL;
 }
 
 nmt_status nmt_kernel_sg_size(nmt_device *dev, cl_kernel k, size_t lws, uint32_t *out) {

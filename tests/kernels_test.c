@@ -260,7 +260,8 @@ static void layernorm_cases(env *e) {
 static void test_layernorm(void **state) {
     env *e = *state;
     layernorm_cases(e);
-    with_portable_ops(e, 0, layernorm_cases);
+    with_ops_mode(e, NMT_SG_OFF, 0, layernorm_cases);
+    with_ops_mode(e, NMT_SG_ALL, 0, layernorm_cases); /* CPUs: the subgroup layernorm too */
 }
 
 /* ---- add, relu, gate_accum, copy_rows, gather_rows ------------------------ */
@@ -423,7 +424,7 @@ static void log_softmax_cases(env *e) {
 static void test_log_softmax(void **state) {
     env *e = *state;
     log_softmax_cases(e);
-    with_portable_ops(e, 0, log_softmax_cases);
+    with_ops_mode(e, NMT_SG_OFF, 0, log_softmax_cases);
 }
 
 /* ---- reduction path ------------------------------------------------------ */

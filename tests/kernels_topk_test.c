@@ -180,7 +180,7 @@ static void topk_cases(env *e) {
 static void test_topk_portable(void **state) {
     env *e = *state;
     check_reduce_path(e);
-    if (!with_portable_ops(e, 1, topk_cases)) fprintf(stderr, "subgroup reductions not available: portable only\n");
+    if (!with_ops_mode(e, NMT_SG_OFF, 1, topk_cases)) fprintf(stderr, "subgroup reductions not available: portable only\n");
 }
 
 static void test_topk_bad_args(void **state) {

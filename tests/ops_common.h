@@ -48,18 +48,20 @@ void close_env(env *e);
 
 /* ---- reduction paths (issue 23, runtime/ops_sg.c) ------------------------- */
 
-/* Fails unless the fixture's ops use the subgroup reductions exactly when
- * the device reports subgroups and dev->no_subgroups is 0 (a device that
- * offers them without the path taken is a failure, not a skip), with the
- * define in the norm program's options and a subgroup size; prints the
- * path. */
+/* Fails unless e->ops use the subgroup reductions exactly when the device
+ * reports subgroups and dev->sg_mode is not NMT_SG_OFF (a device that
+ * offers them without the path taken is a failure, not a skip), layernorm
+ * too unless on a CPU in NMT_SG_AUTO, with the define in those programs'
+ * options, norm_wg to match and a subgroup size; prints the path. */
 void check_reduce_path(env *e);
 
-/* body(e) again with e->ops replaced by ops built with subgroups off
- * (dev->no_subgroups = 1; topk: nmt_ops_enable_topk too), then the
- * fixture's ops back.  Nothing to run (0) when the fixture's ops are
- * already the portable ones (PoCL); 1 when body ran. */
-int with_portable_ops(env *e, int topk, void (*body)(env *e));
+/* body(e) again with e->ops replaced by ops built in subgroup mode `mode`
+ * (NMT_SG_OFF: the portable kernels; NMT_SG_ALL: layernorm's subgroup
+ * kernel on CPUs too; topk: nmt_ops_enable_topk as well), checked by
+ * check_reduce_path, then the fixture's ops back.  Nothing to run (0) on a
+ * device without subgroups (PoCL: the fixture's ops are the portable ones)
+ * or when NMT_EDGE_NO_SUBGROUPS set the mode; 1 when body ran. */
+int with_ops_mode(env *e, int mode, int topk, void (*body)(env *e));
 
 /* ---- buffers -------------------------------------------------------------- */
 
