@@ -4,7 +4,11 @@
  * (docs/PERFORMANCE.md, "Subgroup reductions").  Not a test: it asserts
  * nothing about speed; it does check that both paths' results agree.
  *
- *   reduce_bench [--device SPEC] [--cache DIR] [--reps-time S] [--queue N]
+ *   reduce_bench [--device SPEC] [--cache DIR] [--reps-time S] [--queue N] [--launch]
+ *
+ * --launch: instead, the cost of one launch (issue 23 item 4: what a
+ * recorded command buffer would save per launch): nmt_op_add on 16
+ * floats, 1, 8 and 64 launches per finish, best of 5 rounds.
  *
  * Two nmt_ops on one device: one as nmt_ops_init builds it (subgroups where
  * the device has them, in mode NMT_SG_ALL: layernorm's subgroup kernel on
@@ -109,14 +113,15 @@ static double agree(nmt_ops *fast, nmt_ops *port, const row *r, const bufs *bf, 
 int main(int argc, char **argv) {
     const char *spec = NULL, *cache = NULL;
     double reps_time = 0.2;
-    int queue = 8;
+    int queue = 8, launch_only = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--device") && i + 1 < argc) spec = argv[++i];
         else if (!strcmp(argv[i], "--cache") && i + 1 < argc) cache = argv[++i];
         else if (!strcmp(argv[i], "--reps-time") && i + 1 < argc) reps_time = atof(argv[++i]);
         else if (!strcmp(argv[i], "--queue") && i + 1 < argc) queue = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--launch")) launch_only = 1;
         else {
-            fprintf(stderr, "usage: reduce_bench [--device SPEC] [--cache DIR] [--reps-time S] [--queue N]\n");
+            fprintf(stderr, "usage: reduce_bench [--device SPEC] [--cache DIR] [--reps-time S] [--queue N] [--launch]\n");
             return 2;
         }
     }
@@ -145,7 +150,9 @@ int main(int argc, char **argv) {
            "NMT_SG_ALL: %s\n",
            fast.subgroups ? "yes" : "NO (both columns are the portable kernels)", (unsigned)fast.sg_size,
            fast.reduce_wg, dev->info.is_cpu ? "1 (CPU), portable" : "reduce_wg");
-    printf("timing: best of 5 interleaved rounds of %.2f s per path, %d launches per finish\n\n", reps_time, queue);
+    if (!launch_only)
+        printf("timing: best of 5 interleaved rounds of %.2f s per path, %d launches per finish\n\n", reps_time,
+               queue);
 
     const uint32_t V = 32000, D = 512, maxr = 64;
     const size_t cap = (size_t)maxr * V;
@@ -162,6 +169,29 @@ int main(int argc, char **argv) {
     if (st == NMT_OK) st = nmt_device_buffer(dev, (size_t)maxr * 19 * sizeof(float), NULL, &bf.out);
     if (st != NMT_OK) die("buffers", st);
 
+    if (launch_only) {
+        printf("%-8s %14s\n", "queue", "us per launch");
+        static const int qs[] = {1, 8, 64};
+        for (size_t qi = 0; qi < sizeof qs / sizeof qs[0]; qi++) {
+            double best = INFINITY;
+            for (int round = 0; round < 5; round++) {
+                long n = 0;
+                const double t0 = now();
+                double t = t0;
+                do {
+                    for (int q = 0; q < qs[qi]; q++)
+                        if ((st = nmt_op_add(&port, B(bf.y), B(bf.x), 16)) != NMT_OK) die("add", st);
+                    if (nmt_device_finish(dev) != NMT_OK) die("finish", NMT_ERR_OPENCL);
+                    n += qs[qi];
+                    t = now();
+                } while (t - t0 < reps_time);
+                const double us = (t - t0) / (double)n * 1e6;
+                best = us < best ? us : best;
+            }
+            printf("%-8d %14.2f\n", qs[qi], best);
+        }
+        queue = 0; /* skip the table */
+    }
     static const char *const names[] = {"layernorm", "log_softmax", "topk_logprobs"};
     const row rows[] = {
         {K_LAYERNORM, 1, D, 1},    {K_LAYERNORM, 4, D, 1},    {K_LAYERNORM, 64, D, 1},
@@ -171,10 +201,12 @@ int main(int argc, char **argv) {
         {K_LOG_SOFTMAX, 4, 8000, 0}, {K_TOPK, 1, V, 0},      {K_TOPK, 4, V, 0},
         {K_TOPK, 16, V, 0},
     };
-    printf("%-14s %5s %6s %9s | %10s %10s %7s | %s\n", "kernel", "rows", "n", "local", "subgroups", "portable",
+    if (queue > 0)
+        printf("%-14s %5s %6s %9s | %10s %10s %7s | %s\n", "kernel", "rows", "n", "local", "subgroups", "portable",
            "ratio", "max rel diff");
-    printf("%-14s %5s %6s %9s | %10s %10s %7s |\n", "", "", "", "", "us/launch", "us/launch", "");
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    if (queue > 0)
+        printf("%-14s %5s %6s %9s | %10s %10s %7s |\n", "", "", "", "", "us/launch", "us/launch", "");
+    for (size_t i = 0; queue > 0 && i < sizeof rows / sizeof rows[0]; i++) {
         const row *r = &rows[i];
         double best_f = INFINITY, best_p = INFINITY;
         for (int round = 0; round < 5; round++) {
