@@ -13,7 +13,8 @@
  * NDRange is padded up to a multiple of the local size (PoCL and OpenCL 1.2
  * devices reject non-uniform work-groups) and the kernels discard surplus
  * work-items.  Per-row reductions (layernorm, log_softmax) run one
- * work-group of ops->reduce_wg work-items per row.
+ * work-group of ops->reduce_wg work-items per row (layernorm on CPUs: one
+ * work-item), reducing by subgroups where the device has them (ops_sg.c).
  *
  * Index limits: the GEMM kernels use 32-bit element indices, so a GEMM whose
  * operands reach past 2^32 - 1 elements of their buffer is refused with
