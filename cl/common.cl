@@ -40,11 +40,43 @@ inline float16 load16_res(__global const float *x, __global const float *r, cons
     return t;
 }
 
+/* Subgroup reductions (issue 23): with -DNMT_SUBGROUPS=1, which the host
+ * passes to the reduction programs of runtime/ops.c and ops_topk.c only
+ * when the device reports cl_khr_subgroups or cl_intel_subgroups and
+ * NMT_EDGE_NO_SUBGROUPS is not set (runtime/ops_sg.c), wg_sum and
+ * row_logsumexp reduce each subgroup with sub_group_reduce_add/max and
+ * combine the subgroups' partials through local memory in subgroup order:
+ * no barrier at all when the work-group is one subgroup, two otherwise
+ * (the tree below takes 2 log2(local size) + 1).  Every work-item still
+ * receives the same total; the summation order is the device's, fixed per
+ * subgroup size (ops_sg.c checks log_softmax and topk_logprobs share it). */
+#ifdef NMT_SUBGROUPS
+#ifdef cl_khr_subgroups
+#pragma OPENCL EXTENSION cl_khr_subgroups : enable
+#endif
+/* wg_sum by subgroups: each subgroup's sum, then (more than one subgroup)
+ * their sum in subgroup order through red[0 .. get_num_sub_groups()). */
+inline float sg_wg_sum(float v, __local float *red) {
+    v = sub_group_reduce_add(v);
+    const uint nsg = get_num_sub_groups();
+    if (nsg == 1) return v; /* uniform over the work-group */
+    if (get_sub_group_local_id() == 0) red[get_sub_group_id()] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float t = 0.0f;
+    for (uint i = 0; i < nsg; i++) t += red[i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return t;
+}
+#endif
+
 /* Sum of v over the work-group; red holds at least get_local_size(0)
  * floats and the local size is a power of two.  Every work-item must call
  * it (it contains barriers); all receive the total, and red may be reused
  * right after. */
 inline float wg_sum(float v, __local float *red) {
+#ifdef NMT_SUBGROUPS
+    return sg_wg_sum(v, red);
+#else
     const uint lid = (uint)get_local_id(0);
     red[lid] = v;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -55,6 +87,7 @@ inline float wg_sum(float v, __local float *red) {
     const float total = red[0];
     barrier(CLK_LOCAL_MEM_FENCE);
     return total;
+#endif
 }
 
 /* cumax(x)[k] of m values (ON-LSTM's master gates): sum_{l <= k} of
@@ -137,12 +170,33 @@ inline float row_logsumexp(__global const float *x, const uint n, __local float 
         if (v > m) {
             s = s * exp(m - v) + 1.0f;  /* exp(-INF) = 0 on the first element */
             m = v;
-        } else {
-            s += exp(v - m);  /* v == m == -INF gives exp(NaN): guarded below */
+        } else if (m != -INFINITY) {
+            s += exp(v - m);  /* not for v == m == -INF: exp(NaN) would poison s */
         }
     }
-    if (m == -INFINITY) s = 0.0f;
     *item_max = m;
+#ifdef NMT_SUBGROUPS
+    {
+        /* the subgroup's (max, sum) first, then the subgroups' in order */
+        const float sm = sub_group_reduce_max(m);
+        const float ss = sub_group_reduce_add(m == -INFINITY ? 0.0f : s * exp(m - sm));
+        const uint nsg = get_num_sub_groups();
+        float mx = sm, tot = ss;
+        if (nsg > 1) {
+            if (get_sub_group_local_id() == 0) {
+                red_m[get_sub_group_id()] = sm;
+                red_s[get_sub_group_id()] = ss;
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            mx = -INFINITY;
+            for (uint i = 0; i < nsg; i++) mx = fmax(mx, red_m[i]);
+            tot = 0.0f;
+            if (mx != -INFINITY)
+                for (uint i = 0; i < nsg; i++) tot += red_s[i] * exp(red_m[i] - mx);
+        }
+        return mx == -INFINITY ? -INFINITY : mx + log(tot);
+    }
+#else
     red_m[lid] = m;
     red_s[lid] = s;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -157,4 +211,5 @@ inline float row_logsumexp(__global const float *x, const uint n, __local float 
     }
     const float mx = red_m[0];
     return mx == -INFINITY ? -INFINITY : mx + log(red_s[0]);
+#endif
 }

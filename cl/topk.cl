@@ -29,7 +29,8 @@
  *
  * Defines: REDUCE_WG (the local buffers' capacity, the largest local size),
  * TOPK_MAX (the largest k; local memory holds REDUCE_WG * TOPK_MAX keys and
- * ids, runtime/ops_topk.c sizes it to the device). */
+ * ids, runtime/ops_topk.c sizes it to the device), NMT_SUBGROUPS (defined:
+ * row_logsumexp by subgroups, as log_softmax's program; runtime/ops_sg.c). */
 
 #ifndef REDUCE_WG
 #define REDUCE_WG 64

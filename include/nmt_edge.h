@@ -176,6 +176,12 @@ typedef struct nmt_device_info {
     int has_fp16;                  /**< cl_khr_fp16 */
     int has_subgroups;             /**< cl_khr_subgroups or OpenCL 2.1+ subgroups */
     nmt_gemm_provider gemm;        /**< resolved provider (never AUTO) */
+    /** Issue 23: 1 when the per-row reductions (log-softmax, the beam's
+     *  top-k, and layer norm except on CPUs, where a work-item normalises a
+     *  row) use subgroups: has_subgroups, the driver answers
+     *  clGetKernelSubGroupInfoKHR, and NMT_EDGE_NO_SUBGROUPS was not set at
+     *  open.  0: the portable work-group reductions. */
+    int subgroup_reductions;
 } nmt_device_info;
 
 /** Bytes of caller memory nmt_device_open() needs (a constant of the build). */

@@ -76,6 +76,13 @@ static void describe_device(strbuf *out, const nmt_device_info *d) {
        d->local_mem_is_global ? " (emulated in global memory)" : "");
     kv(out, "global_mem_bytes", "%llu", (unsigned long long)d->global_mem_bytes);
     kv(out, "fp16", "%s", yes_no(d->has_fp16));
+    kv(out, "subgroups", "%s", yes_no(d->has_subgroups));
+    kv(out, "reductions", "%s",
+       d->subgroup_reductions && d->is_cpu
+           ? "subgroups (log_softmax, topk_logprobs); layernorm a work-item per row (CPU)"
+       : d->subgroup_reductions ? "subgroups (layernorm, log_softmax, topk_logprobs)"
+       : d->has_subgroups       ? "work-group (subgroups off: NMT_EDGE_NO_SUBGROUPS, or no size query)"
+                                : "work-group (the device has no subgroups)");
     kv(out, "gemm", "%s", GEMM_NAMES[(unsigned)d->gemm < 3 ? d->gemm : 0]);
 }
 

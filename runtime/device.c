@@ -8,10 +8,12 @@
 #include "device.h"
 
 #include "kernel_pack.h"
+#include "ops.h"
 #include "platform.h"
 
 #include <CL/cl_ext.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(NMT_HAVE_CLBLAST) && NMT_HAVE_CLBLAST
@@ -445,6 +447,9 @@ nmt_status nmt_device_open(const nmt_device_params *params, void *mem, size_t me
         compiler = CL_TRUE;
     dev->compiler_available = compiler != CL_FALSE;
     dev->binaries_only = params->binaries_only || !dev->compiler_available;
+    /* issue 23's off switch for the subgroup reductions (runtime/ops_sg.c) */
+    const char *no_sg = getenv("NMT_EDGE_NO_SUBGROUPS");
+    dev->sg_mode = no_sg != NULL && no_sg[0] != '\0' && strcmp(no_sg, "0") != 0 ? NMT_SG_OFF : NMT_SG_AUTO;
 
     /* GEMM provider; with a pack or without a compiler AUTO is ours
      * (CLBlast compiles its own programs at run time). */
@@ -532,6 +537,7 @@ void nmt_device_close(nmt_device *dev) {
 void nmt_device_get_info(const nmt_device *dev, nmt_device_info *info) {
     if (dev == NULL || info == NULL) return;
     *info = dev->info;
+    info->subgroup_reductions = nmt_ops_sg_wanted(dev);
 }
 
 int32_t nmt_device_last_cl_error(const nmt_device *dev) { return dev ? dev->last_cl_error : 0; }

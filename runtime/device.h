@@ -81,9 +81,18 @@ struct nmt_device {
     char kernel_pack[NMT_PATH_MAX]; /* "" = no pack (kernel_pack.h) */
     int binaries_only;              /* never compile from source: forced, or no compiler */
     int compiler_available;         /* CL_DEVICE_COMPILER_AVAILABLE */
+    int sg_mode;                    /* NMT_SG_AUTO, or NMT_SG_OFF (NMT_EDGE_NO_SUBGROUPS=1 at
+                                       open), or NMT_SG_ALL: runtime/ops_sg.c; a plain
+                                       field, tests and reduce_bench set it */
     uint64_t cache_key_base;        /* hash of platform/device/driver identity */
     char build_log[NMT_BUILD_LOG_MAX]; /* last build log (also extension scratch) */
 };
+
+/* dev->sg_mode, read by nmt_ops_init (runtime/ops_sg.c): AUTO, subgroup
+ * reductions where the device has them and a work-group reduces (layernorm
+ * on CPUs runs a work-item per row, portable); OFF, none; ALL, layernorm
+ * too, one work-group of reduce_wg per row (tests and benchmarks). */
+enum { NMT_SG_AUTO = 0, NMT_SG_OFF = 1, NMT_SG_ALL = 2 };
 
 /* Record a failing cl_int, log it with `what`, and map it to a status:
  * CL_MEM_OBJECT_ALLOCATION_FAILURE / CL_OUT_OF_RESOURCES / CL_INVALID_BUFFER_SIZE

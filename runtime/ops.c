@@ -13,7 +13,8 @@
  * NDRange is padded up to a multiple of the local size (PoCL and OpenCL 1.2
  * devices reject non-uniform work-groups) and the kernels discard surplus
  * work-items.  Per-row reductions (layernorm, log_softmax) run one
- * work-group of ops->reduce_wg work-items per row.
+ * work-group of ops->reduce_wg work-items per row (layernorm on CPUs: one
+ * work-item), reducing by subgroups where the device has them (ops_sg.c).
  *
  * Index limits: the GEMM kernels use 32-bit element indices, so a GEMM whose
  * operands reach past 2^32 - 1 elements of their buffer is refused with
@@ -129,8 +130,12 @@ nmt_status nmt_ops_init_tuned(nmt_ops *ops, nmt_device *dev, const nmt_tuning *t
 
     char opts[P_COUNT][96];
     opts[P_ATTENTION][0] = '\0';
-    snprintf(opts[P_NORM], sizeof opts[P_NORM], "-DREDUCE_WG=%zu", reduce_cap);
-    snprintf(opts[P_ELEMENTWISE], sizeof opts[P_ELEMENTWISE], "-DREDUCE_WG=%zu", reduce_cap);
+    ops->subgroups = nmt_ops_sg_wanted(dev);
+    ops->norm_subgroups = ops->subgroups && (!dev->info.is_cpu || dev->sg_mode == NMT_SG_ALL);
+    const char *sg = " -DNMT_SUBGROUPS=1";
+    snprintf(opts[P_NORM], sizeof opts[P_NORM], "-DREDUCE_WG=%zu%s", reduce_cap, ops->norm_subgroups ? sg : "");
+    snprintf(opts[P_ELEMENTWISE], sizeof opts[P_ELEMENTWISE], "-DREDUCE_WG=%zu%s", reduce_cap,
+             ops->subgroups ? sg : "");
 
     nmt_status s = NMT_OK;
     /* fp32 NT products of every class; NN ones (no model family uses them)
@@ -165,9 +170,14 @@ nmt_status nmt_ops_init_tuned(nmt_ops *ops, nmt_device *dev, const nmt_tuning *t
     }
     ops->reduce_wg = reduce_wg;
     ops->wg_max = pow2_floor(wg_max);
-    ops->norm_wg = dev->info.is_cpu ? 1 : ops->reduce_wg;
+    ops->norm_wg = dev->info.is_cpu && !ops->norm_subgroups ? 1 : ops->reduce_wg;
     ops->k_chunk = dev->info.is_cpu ? NMT_OPS_K_CHUNK_CPU : 0;
     ops->a_tile_bytes = dev->info.is_cpu ? NMT_OPS_A_TILE_BYTES : 0;
+    s = nmt_ops_sg_setup(ops);
+    if (s != NMT_OK) {
+        nmt_ops_release(ops);
+        return s;
+    }
     const nmt_gemm_cfg *b = &ops->cfg[NMT_GOP_NT][NMT_GCLASS_BIG], *r = &ops->cfg[NMT_GOP_NT][NMT_GCLASS_M2];
     nmt_log(&dev->log, NMT_LOG_DEBUG,
             "ops: gemm nt big %s %ux%u vw%u%s wg%u, nt m2 %ux%u vw%u wg%u; reduce_wg=%zu, wg=%zu (%s)",

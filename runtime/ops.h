@@ -73,7 +73,8 @@ typedef struct nmt_ops {
     nmt_gemm_cfg cfg[NMT_GOP_COUNT][NMT_GCLASS_COUNT];  /* wg clamped to the kernel */
     size_t reduce_wg;           /* local size of the per-row reductions (power of two) */
     size_t norm_wg;             /* local size of layernorm: 1 on CPUs (a work-item per
-                                   row, no barrier work), else reduce_wg; a plain
+                                   row, no barrier work) unless norm_subgroups, else
+                                   reduce_wg; a plain
                                    field (tests set both) */
     size_t wg_max;              /* local size (dimension 0) of the other kernels */
     int attn_mode;              /* NMT_ATTN_AUTO / _FUSED / _SPLIT (tests force one) */
@@ -82,6 +83,13 @@ typedef struct nmt_ops {
      * into tiles of about a_tile_bytes of A (whole work-groups of rows) */
     uint32_t k_chunk;           /* CPUs: NMT_OPS_K_CHUNK_CPU */
     uint32_t a_tile_bytes;      /* CPUs: NMT_OPS_A_TILE_BYTES */
+    /* subgroup reductions (runtime/ops_sg.c, issue 23): 1 when log_softmax
+     * and topk_logprobs were built with -DNMT_SUBGROUPS=1; norm_subgroups,
+     * layernorm (not on CPUs, whose layernorm is a work-item per row: no
+     * reduction across work-items; unless dev->sg_mode is NMT_SG_ALL, which
+     * also makes norm_wg reduce_wg) */
+    int subgroups, norm_subgroups;
+    uint32_t sg_size;           /* log_softmax's subgroup size at reduce_wg (0: none) */
 } nmt_ops;
 
 #define NMT_OPS_K_CHUNK_CPU 256u
@@ -90,6 +98,16 @@ typedef struct nmt_ops {
 /* Attention path: AUTO uses attn_fused when d_head <= 128, else the
  * scores / stats / apply kernels. */
 enum { NMT_ATTN_AUTO = 0, NMT_ATTN_FUSED = 1, NMT_ATTN_SPLIT = 2 };
+
+/* Subgroup reductions (runtime/ops_sg.c).  nmt_ops_sg_wanted: 1 when the
+ * device reports subgroups (and the driver answers
+ * clGetKernelSubGroupInfoKHR) and dev->sg_mode is not NMT_SG_OFF.
+ * nmt_kernel_sg_size: k's largest subgroup size at local size lws
+ * (NMT_ERR_UNSUPPORTED without the query).  nmt_ops_sg_setup: sets
+ * ops->sg_size once the kernels exist (nmt_ops_init calls it). */
+int nmt_ops_sg_wanted(const nmt_device *dev);
+nmt_status nmt_kernel_sg_size(nmt_device *dev, cl_kernel k, size_t lws, uint32_t *out);
+nmt_status nmt_ops_sg_setup(nmt_ops *ops);
 
 /* Build the programs and create every kernel above.  Called at session
  * creation; on failure everything created so far is released.  Kernel

@@ -16,8 +16,9 @@ nmt_status nmt_ops_enable_topk(nmt_ops *ops) {
     const size_t fit = lm > 8 * wg + 256 ? (lm - 8 * wg - 256) / (8 * wg) : 0;
     const uint32_t max_k = (uint32_t)NMT_MIN(fit, (size_t)NMT_TOPK_MAX);
     if (max_k < 3) return NMT_ERR_UNSUPPORTED; /* not even beam 1 with min_len */
-    char opts[64];
-    snprintf(opts, sizeof opts, "-DREDUCE_WG=%zu -DTOPK_MAX=%u", wg, (unsigned)max_k);
+    char opts[96];
+    snprintf(opts, sizeof opts, "-DREDUCE_WG=%zu -DTOPK_MAX=%u%s", wg, (unsigned)max_k,
+             ops->subgroups ? " -DNMT_SUBGROUPS=1" : "");
     cl_program prog;
     NMT_TRY(nmt_device_program(ops->dev, "topk", opts, &prog));
     cl_kernel k;
@@ -26,6 +27,14 @@ nmt_status nmt_ops_enable_topk(nmt_ops *ops) {
     nmt_status st = nmt_kernel_wg(ops->dev, k, wg, &got);
     /* the log-probabilities must be log_softmax's bits: its local size or none */
     if (st == NMT_OK && got != wg) st = NMT_ERR_UNSUPPORTED;
+    /* and, with subgroup reductions, its subgroup size (ops_sg.c) */
+    uint32_t sg = 0;
+    if (st == NMT_OK && ops->subgroups) st = nmt_kernel_sg_size(ops->dev, k, wg, &sg);
+    if (st == NMT_OK && sg != ops->sg_size) {
+        nmt_log(&ops->dev->log, NMT_LOG_WARN, "topk_logprobs: subgroup size %u, log_softmax's %u: no device top-k",
+                (unsigned)sg, (unsigned)ops->sg_size);
+        st = NMT_ERR_UNSUPPORTED;
+    }
     if (st != NMT_OK) {
         clReleaseKernel(k);
         return st;

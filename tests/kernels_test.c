@@ -235,13 +235,12 @@ static void run_layernorm(env *e, uint32_t rows, uint32_t d, int with_res, int a
     free(got);
 }
 
-static void test_layernorm(void **state) {
-    env *e = *state;
+static void layernorm_cases(env *e) {
     /* both launch shapes: a work-item per row (CPUs) and a work-group of
-     * reduce_wg per row (elsewhere), whatever the device chose */
+     * reduce_wg per row (elsewhere), whatever the device chose, and 16 */
     const size_t chosen = e->ops.norm_wg;
-    const size_t wgs[2] = {1, e->ops.reduce_wg};
-    for (int w = 0; w < 2; w++) {
+    const size_t wgs[3] = {1, NMT_MIN((size_t)16, e->ops.reduce_wg), e->ops.reduce_wg}; /* 16: one subgroup (Intel) */
+    for (int w = 0; w < 3; w++) {
         e->ops.norm_wg = wgs[w];
         run_layernorm(e, 5, 37, 0, LN_OUT_SEPARATE, 0, 1);
         run_layernorm(e, 5, 37, 1, LN_OUT_SEPARATE, 0, 2);
@@ -254,6 +253,15 @@ static void test_layernorm(void **state) {
         run_layernorm(e, 3, 48, 1, LN_OUT_IS_X, 0, 9);        /* whole float16 vectors only */
     }
     e->ops.norm_wg = chosen;
+}
+
+/* The fixture's path (subgroups where the device has them), then the
+ * portable one against the same reference (issue 23). */
+static void test_layernorm(void **state) {
+    env *e = *state;
+    layernorm_cases(e);
+    with_ops_mode(e, NMT_SG_OFF, 0, layernorm_cases);
+    with_ops_mode(e, NMT_SG_ALL, 0, layernorm_cases); /* CPUs: the subgroup layernorm too */
 }
 
 /* ---- add, relu, gate_accum, copy_rows, gather_rows ------------------------ */
@@ -398,18 +406,35 @@ static void run_log_softmax(env *e, uint32_t rows, uint32_t n, uint32_t ld, floa
     free(got);
 }
 
-static void test_log_softmax(void **state) {
-    env *e = *state;
+static void log_softmax_cases(env *e) {
     run_log_softmax(e, 7, 1001, 1010, 30.0f, 0, 1);
     run_log_softmax(e, 3, 1, 1, 5.0f, 0, 2);         /* n = 1: log 1 = 0 */
     run_log_softmax(e, 5, 37, 40, 5.0f, 1, 3);       /* -INF entries, an all -INF row */
     run_log_softmax(e, 2, 32000, 32000, 20.0f, 0, 4);  /* vocabulary-sized rows */
     run_log_softmax(e, 4, 17, 17, 1000.0f, 0, 5);    /* huge logits: must not overflow */
+    /* local sizes below the chosen one: one subgroup, or fewer work-items than a subgroup */
+    const size_t chosen = e->ops.reduce_wg;
+    for (size_t w = 1; w < chosen; w *= 4) {
+        e->ops.reduce_wg = w;
+        run_log_softmax(e, 3, 1001, 1001, 30.0f, 1, 10 + w);
+    }
+    e->ops.reduce_wg = chosen;
 }
+
+static void test_log_softmax(void **state) {
+    env *e = *state;
+    log_softmax_cases(e);
+    with_ops_mode(e, NMT_SG_OFF, 0, log_softmax_cases);
+}
+
+/* ---- reduction path ------------------------------------------------------ */
+
+static void test_reduce_path(void **state) { check_reduce_path(*state); }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ops_init),
+        cmocka_unit_test(test_reduce_path),
         cmocka_unit_test(test_embed),
         cmocka_unit_test(test_embed_q8),
         cmocka_unit_test(test_layernorm),

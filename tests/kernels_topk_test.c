@@ -24,7 +24,8 @@ static int setup(void **state) {
         fprintf(stderr, "nmt_ops_enable_topk: %s\n", nmt_status_str(st));
         return -1;
     }
-    fprintf(stderr, "topk: reduce_wg %zu, topk_max %u\n", e->ops.reduce_wg, e->ops.topk_max);
+    fprintf(stderr, "topk: reduce_wg %zu, topk_max %u, %s reductions\n", e->ops.reduce_wg, e->ops.topk_max,
+            e->ops.subgroups ? "subgroup" : "work-group");
     return 0;
 }
 
@@ -166,6 +167,22 @@ static void test_topk_special(void **state) {
     run_topk(e, 3, 20, 20, 4, 25, LOGITS_RANDOM, 10); /* EOS id beyond the row: -inf */
 }
 
+/* The cases above on the portable reductions when the fixture's use
+ * subgroups (issue 23): the same naive ranking, log_softmax's bits. */
+static void topk_cases(env *e) {
+    run_topk(e, 6, 1001, 1010, 9, 2, LOGITS_RANDOM, 1);
+    run_topk(e, 4, 32000, 32000, 9, 2, LOGITS_RANDOM, 2);
+    run_topk(e, 4, 997, 997, 9, 2, LOGITS_TIES, 5);
+    run_topk(e, 5, 37, 40, 9, 2, LOGITS_SPECIAL, 7);
+    run_topk(e, 4, 5, 5, 9, 4, LOGITS_SPECIAL, 8);
+}
+
+static void test_topk_portable(void **state) {
+    env *e = *state;
+    check_reduce_path(e);
+    if (!with_ops_mode(e, NMT_SG_OFF, 1, topk_cases)) fprintf(stderr, "subgroup reductions not available: portable only\n");
+}
+
 static void test_topk_bad_args(void **state) {
     env *e = *state;
     cl_mem d = nmt_test_buffer(e->dev, 4096, NULL);
@@ -195,6 +212,7 @@ int main(void) {
         cmocka_unit_test(test_topk_random),
         cmocka_unit_test(test_topk_ties),
         cmocka_unit_test(test_topk_special),
+        cmocka_unit_test(test_topk_portable),
         cmocka_unit_test(test_topk_bad_args),
     };
     return cmocka_run_group_tests(tests, setup, ops_teardown);

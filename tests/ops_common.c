@@ -63,6 +63,58 @@ void open_clblast_env(env *ce, int train) {
     }
 }
 
+/* ---- reduction paths (issue 23) ------------------------------------------- */
+
+/* 1 when a program of cl/<source>.cl was built with -DREDUCE_WG and with
+ * (sg) or without -DNMT_SUBGROUPS=1. */
+static int built(const env *e, const char *source, int sg) {
+    for (uint32_t i = 0; i < e->dev->n_programs; i++) {
+        const nmt_program_slot *p = &e->dev->programs[i];
+        if (strcmp(p->source, source) != 0 || strstr(p->options, "-DREDUCE_WG=") == NULL) continue;
+        if ((strstr(p->options, "-DNMT_SUBGROUPS=1") != NULL) == sg) return 1;
+    }
+    return 0;
+}
+
+void check_reduce_path(env *e) {
+    const int want = e->dev->info.has_subgroups && e->dev->sg_mode != NMT_SG_OFF;
+    const int want_norm = want && (!e->dev->info.is_cpu || e->dev->sg_mode == NMT_SG_ALL);
+    fprintf(stderr, "reductions: %s, layernorm %s (device subgroups %s, mode %d), subgroup size %u\n",
+            e->ops.subgroups ? "subgroups" : "work-group", e->ops.norm_subgroups ? "subgroups" : "portable",
+            e->dev->info.has_subgroups ? "yes" : "no", e->dev->sg_mode, (unsigned)e->ops.sg_size);
+    if (e->ops.subgroups != want)
+        fail_msg("subgroup reductions %s, but the device %s subgroups", e->ops.subgroups ? "taken" : "not taken",
+                 e->dev->info.has_subgroups ? "reports" : "does not report");
+    assert_int_equal(e->ops.norm_subgroups, want_norm);
+    assert_int_equal(e->ops.norm_wg, e->dev->info.is_cpu && !want_norm ? 1 : e->ops.reduce_wg);
+    nmt_device_info di;
+    nmt_device_get_info(e->dev, &di);
+    assert_int_equal(di.subgroup_reductions, want);
+    if (!built(e, "elementwise", want)) fail_msg("no elementwise program built %s subgroups", want ? "with" : "without");
+    if (!built(e, "norm", want_norm)) fail_msg("no norm program built %s subgroups", want_norm ? "with" : "without");
+    if (want) assert_true(e->ops.sg_size >= 1 && e->ops.sg_size <= e->ops.reduce_wg);
+    else assert_int_equal(e->ops.sg_size, 0);
+}
+
+int with_ops_mode(env *e, int mode, int topk, void (*body)(env *e)) {
+    if (!e->dev->info.has_subgroups || e->dev->sg_mode != NMT_SG_AUTO) return 0;
+    nmt_ops fixture = e->ops;
+    e->dev->sg_mode = mode;
+    nmt_status s = nmt_ops_init(&e->ops, e->dev);
+    if (s == NMT_OK && topk) s = nmt_ops_enable_topk(&e->ops);
+    if (s == NMT_OK) check_reduce_path(e);
+    e->dev->sg_mode = NMT_SG_AUTO;
+    if (s != NMT_OK) {
+        nmt_ops_release(&e->ops);
+        e->ops = fixture;
+        fail_msg("ops in subgroup mode %d: %s", mode, nmt_status_str(s));
+    }
+    body(e);
+    nmt_ops_release(&e->ops);
+    e->ops = fixture;
+    return 1;
+}
+
 /* ---- buffers -------------------------------------------------------------- */
 
 nmt_buf B(cl_mem m, size_t off) {

@@ -46,6 +46,23 @@ int ops_teardown(void **state);
 void open_clblast_env(env *ce, int train);
 void close_env(env *e);
 
+/* ---- reduction paths (issue 23, runtime/ops_sg.c) ------------------------- */
+
+/* Fails unless e->ops use the subgroup reductions exactly when the device
+ * reports subgroups and dev->sg_mode is not NMT_SG_OFF (a device that
+ * offers them without the path taken is a failure, not a skip), layernorm
+ * too unless on a CPU in NMT_SG_AUTO, with the define in those programs'
+ * options, norm_wg to match and a subgroup size; prints the path. */
+void check_reduce_path(env *e);
+
+/* body(e) again with e->ops replaced by ops built in subgroup mode `mode`
+ * (NMT_SG_OFF: the portable kernels; NMT_SG_ALL: layernorm's subgroup
+ * kernel on CPUs too; topk: nmt_ops_enable_topk as well), checked by
+ * check_reduce_path, then the fixture's ops back.  Nothing to run (0) on a
+ * device without subgroups (PoCL: the fixture's ops are the portable ones)
+ * or when NMT_EDGE_NO_SUBGROUPS set the mode; 1 when body ran. */
+int with_ops_mode(env *e, int mode, int topk, void (*body)(env *e));
+
 /* ---- buffers -------------------------------------------------------------- */
 
 nmt_buf B(cl_mem m, size_t off);
