@@ -77,6 +77,8 @@ static void describe_device(strbuf *out, const nmt_device_info *d) {
     kv(out, "global_mem_bytes", "%llu", (unsigned long long)d->global_mem_bytes);
     kv(out, "fp16", "%s", yes_no(d->has_fp16));
     kv(out, "gemm", "%s", GEMM_NAMES[(unsigned)d->gemm < 3 ? d->gemm : 0]);
+    kv(out, "int_dot", "%s", yes_no(d->has_int_dot));
+    kv(out, "int8_products", "%s", d->int8_products);
 }
 
 int cmd_info(const cli_opts *o) {
