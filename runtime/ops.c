@@ -362,6 +362,26 @@ nmt_status nmt_op_gemm(nmt_ops *ops, int trans_b, uint32_t M, uint32_t N, uint32
     return NMT_OK;
 }
 
+void nmt_ops_args_gemm_head(args *a, uint32_t M, uint32_t N, uint32_t K, float alpha, nmt_buf A, uint32_t lda) {
+    arg_u32(a, M);
+    arg_u32(a, N);
+    arg_u32(a, K);
+    arg_f32(a, alpha);
+    arg_mem(a, A.mem);
+    arg_u32(a, (uint32_t)A.off);
+    arg_u32(a, lda);
+}
+
+void nmt_ops_args_gemm_tail(args *a, float beta, nmt_buf C, uint32_t ldc, nmt_buf bias, int relu) {
+    arg_f32(a, beta);
+    arg_mem(a, C.mem);
+    arg_u32(a, (uint32_t)C.off);
+    arg_u32(a, ldc);
+    arg_mem(a, bias.mem ? bias.mem : C.mem); /* never dereferenced without the flag */
+    arg_u32(a, bias.mem ? (uint32_t)bias.off : 0u);
+    arg_i32(a, (bias.mem ? 1 : 0) | (relu ? 2 : 0));
+}
+
 nmt_status nmt_op_gemm_q8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, float alpha, nmt_buf A, uint32_t lda,
                           nmt_buf Q, uint32_t ldq, nmt_buf scale, float beta, nmt_buf C, uint32_t ldc, nmt_buf bias,
                           int relu) {
@@ -377,28 +397,15 @@ nmt_status nmt_op_gemm_q8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, floa
         nmt_log(&ops->dev->log, NMT_LOG_ERROR, "gemm_q8 operands beyond 32-bit element indexing");
         return NMT_ERR_UNSUPPORTED;
     }
-    const int flags = (bias.mem ? 1 : 0) | (relu ? 2 : 0);
     cl_kernel k = ops->k_gemm[NMT_GOP_Q8][cls];
     args a = args_begin(k);
-    arg_u32(&a, M);
-    arg_u32(&a, N);
-    arg_u32(&a, K);
-    arg_f32(&a, alpha);
-    arg_mem(&a, A.mem);
-    arg_u32(&a, (uint32_t)A.off);
-    arg_u32(&a, lda);
+    nmt_ops_args_gemm_head(&a, M, N, K, alpha, A, lda);
     arg_mem(&a, Q.mem);
     arg_u32(&a, (uint32_t)Q.off);
     arg_u32(&a, ldq);
     arg_mem(&a, scale.mem);
     arg_u32(&a, (uint32_t)scale.off);
-    arg_f32(&a, beta);
-    arg_mem(&a, C.mem);
-    arg_u32(&a, (uint32_t)C.off);
-    arg_u32(&a, ldc);
-    arg_mem(&a, bias.mem ? bias.mem : C.mem);
-    arg_u32(&a, bias.mem ? (uint32_t)bias.off : 0u);
-    arg_i32(&a, flags);
+    nmt_ops_args_gemm_tail(&a, beta, C, ldc, bias, relu);
     NMT_TRY(args_end(ops->dev, &a, "gemm_q8_nt"));
     return nmt_ops_launch_gemm(ops, k, &ops->cfg[NMT_GOP_Q8][cls], M, N, "gemm_q8_nt");
 }

@@ -151,6 +151,13 @@ nmt_status nmt_ops_check_gemm(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, 
                               float beta, nmt_buf C, uint32_t ldc, nmt_buf bias);
 nmt_status nmt_ops_launch_gemm(nmt_ops *ops, cl_kernel k, const nmt_gemm_cfg *c, uint32_t M, uint32_t N,
                                const char *kname);
+/* The arguments the int8-weight product kernels share (kernel_args.h):
+ * head M, N, K, alpha, A (mem, offset, ld); tail beta, C (mem, offset,
+ * ld), bias (mem, offset; C when absent) and the flags (bias, ReLU). */
+struct args;
+void nmt_ops_args_gemm_head(struct args *a, uint32_t M, uint32_t N, uint32_t K, float alpha, nmt_buf A,
+                            uint32_t lda);
+void nmt_ops_args_gemm_tail(struct args *a, float beta, nmt_buf C, uint32_t ldc, nmt_buf bias, int relu);
 
 /* ops_i8dot.c, for nmt_op_gemm_q8: 1 if a product of class cls with M x K
  * activations runs int8 x int8 (chosen, built, and A fits the scratch);

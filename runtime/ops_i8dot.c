@@ -118,13 +118,7 @@ nmt_status nmt_op_gemm_i8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, floa
         (uint64_t)sq.off + N > lim)
         return NMT_ERR_UNSUPPORTED;
     args a = args_begin(k);
-    arg_u32(&a, M);
-    arg_u32(&a, N);
-    arg_u32(&a, K);
-    arg_f32(&a, alpha);
-    arg_mem(&a, A.mem);
-    arg_u32(&a, (uint32_t)A.off);
-    arg_u32(&a, lda);
+    nmt_ops_args_gemm_head(&a, M, N, K, alpha, A, lda);
     arg_mem(&a, sa.mem);
     arg_u32(&a, (uint32_t)sa.off);
     arg_mem(&a, Q.mem);
@@ -132,13 +126,7 @@ nmt_status nmt_op_gemm_i8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, floa
     arg_u32(&a, ldq);
     arg_mem(&a, sq.mem);
     arg_u32(&a, (uint32_t)sq.off);
-    arg_f32(&a, beta);
-    arg_mem(&a, C.mem);
-    arg_u32(&a, (uint32_t)C.off);
-    arg_u32(&a, ldc);
-    arg_mem(&a, bias.mem ? bias.mem : C.mem); /* never dereferenced without the flag */
-    arg_u32(&a, bias.mem ? (uint32_t)bias.off : 0u);
-    arg_i32(&a, (bias.mem ? 1 : 0) | (relu ? 2 : 0));
+    nmt_ops_args_gemm_tail(&a, beta, C, ldc, bias, relu);
     NMT_TRY(args_end(ops->dev, &a, "gemm_i8_nt"));
     return nmt_ops_launch_gemm(ops, k, &ops->cfg[NMT_GOP_I8][cls], M, N, "gemm_i8_nt");
 }
