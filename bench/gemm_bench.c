@@ -11,7 +11,8 @@
  * (quantized per row on the fly, then int8 x int8 with the integer dot
  * product built-in where the device has it, else the portable kernel;
  * runtime/ops_i8dot.c), timed in the same run as the int8 weights x fp32
- * column and the fp32 one.  --ms replaces the M values (comma list).
+ * column and the fp32 one; --i8-portable the same with the portable
+ * int8 x int8 kernel.  --ms replaces the M values (comma list).
  *
  * --train replaces the inference shapes by the three products of every
  * linear layer in a training step on 4096 target tokens: forward C = x W^T
@@ -352,6 +353,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--train")) train = 1;
         else if (!strcmp(argv[i], "--queue") && i + 1 < argc) queue = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--i8")) i8 = 1;
+        else if (!strcmp(argv[i], "--i8-portable")) i8 = 2;
         else if (!strcmp(argv[i], "--ms") && i + 1 < argc) {
             n_ms = 0;
             for (char *t = strtok(argv[++i], ","); t != NULL && n_ms < 8; t = strtok(NULL, ","))
@@ -368,6 +370,7 @@ int main(int argc, char **argv) {
                     "  --queue N: enqueue N products per finish (default 1: each call waits for its\n"
                     "  result; a decoder enqueues a whole step, so N > 1 is its per-launch rate)\n"
                     "  --i8: a column of int8 x int8 products (activations quantized per row)\n"
+                    "  --i8-portable: the same without the integer dot product built-in\n"
                     "  --ms LIST: the M values (default 1,4,8,64,512)\n");
             return 2;
         }
@@ -395,7 +398,7 @@ int main(int argc, char **argv) {
     if (st != NMT_OK) die("ops", st);
     if (i8) { /* every class int8 x int8: the built-in where the device has it */
         for (int k = 0; k < NMT_GCLASS_COUNT; k++) {
-            const uint8_t want = c.dev->info.has_int_dot ? 1 : 2;
+            const uint8_t want = c.dev->info.has_int_dot && i8 == 1 ? 1 : 2;
             if (c.ops.i8_use[k] != want && c.ops.k_gemm[NMT_GOP_I8][k] != NULL) {
                 clReleaseKernel(c.ops.k_gemm[NMT_GOP_I8][k]);
                 c.ops.k_gemm[NMT_GOP_I8][k] = NULL;

@@ -51,12 +51,15 @@
 #endif
 
 #if I8_DOT
-/* OpenCL C 3.0 declares the built-in under the feature macro (the host
- * builds this variant with -cl-std=CL3.0 on OpenCL 3 devices); earlier
- * versions under the extension's */
-#if !defined(__opencl_c_integer_dot_product_input_4x8bit) && \
-    !(defined(cl_khr_integer_dot_product) && __OPENCL_C_VERSION__ < 300)
-#error "I8_DOT=1 needs cl_khr_integer_dot_product's 4x8-bit dot"
+/* The device reports cl_khr_integer_dot_product with 4x8-bit inputs (the
+ * host checks).  OpenCL C 3.0 declares the built-in under a feature macro;
+ * built as 1.2, where a compiler may define only the extension's macro,
+ * declare it (the device's library provides it). */
+#if !defined(__opencl_c_integer_dot_product_input_4x8bit)
+#if !defined(cl_khr_integer_dot_product)
+#error "I8_DOT=1 needs cl_khr_integer_dot_product"
+#endif
+int __attribute__((overloadable, const)) dot(char4 a, char4 b);
 #endif
 #define DOT4(a, b) dot((a), (b))
 #else

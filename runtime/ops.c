@@ -98,10 +98,7 @@ nmt_status nmt_ops_gemm_kernel(nmt_ops *ops, nmt_gemm_op op, nmt_gemm_class cls)
     int n = snprintf(opts, sizeof opts, "-DGEMM_TM=%u -DGEMM_TN=%u -DGEMM_VW=%u -DGEMM_MFAST=%u", (unsigned)c->tm,
                      (unsigned)c->tn, (unsigned)c->vw, (unsigned)c->mfast);
     if (op == NMT_GOP_I8)
-        snprintf(opts + n, sizeof opts - (size_t)n, " -DI8_DOT=%d%s", ops->i8_use[cls] == 1,
-                 ops->i8_use[cls] == 1 && strncmp(ops->dev->info.device_version, "OpenCL 3", 8) == 0
-                     ? " -cl-std=CL3.0" /* where OpenCL C declares the dot built-in */
-                     : "");
+        snprintf(opts + n, sizeof opts - (size_t)n, " -DI8_DOT=%d", ops->i8_use[cls] == 1);
     cl_program prog;
     static const char *const progs[NMT_GOP_COUNT] = {"gemm", "gemm", "gemm_q8", "gemm_i8"};
     NMT_TRY(nmt_device_program(ops->dev, progs[op], opts, &prog));
