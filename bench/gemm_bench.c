@@ -5,6 +5,14 @@
  *
  *   gemm_bench [--device SPEC] [--model small|base|test|all] [--reps-time S]
  *              [--tuning default|table|cache] [--cache DIR] [--nn] [--train] [--queue N]
+ *              [--i8] [--ms LIST]
+ *
+ * --i8 adds a column: the int8-weight products with int8 activations
+ * (quantized per row on the fly, then int8 x int8 with the integer dot
+ * product built-in where the device has it, else the portable kernel;
+ * runtime/ops_i8dot.c), timed in the same run as the int8 weights x fp32
+ * column and the fp32 one; --i8-portable the same with the portable
+ * int8 x int8 kernel.  --ms replaces the M values (comma list).
  *
  * --train replaces the inference shapes by the three products of every
  * linear layer in a training step on 4096 target tokens: forward C = x W^T
@@ -161,6 +169,18 @@ typedef struct own_args {
     cl_mem H; /* half weights: nmt_op_gemm_f16 instead (NULL: not) */
 } own_args;
 
+/* --i8: the int8 x int8 path's scratch, attached to the ops only while
+ * that column is timed (without it nmt_op_gemm_q8 runs int8 x fp32) */
+static nmt_buf i8_scratch_a, i8_scratch_s;
+static size_t i8_scratch_cap, i8_scratch_rows;
+
+static void i8_attach(ctx *c, int on) {
+    c->ops.i8_a = on ? i8_scratch_a : (nmt_buf){NULL, 0};
+    c->ops.i8_s = on ? i8_scratch_s : (nmt_buf){NULL, 0};
+    c->ops.i8_cap = on ? i8_scratch_cap : 0;
+    c->ops.i8_rows = on ? i8_scratch_rows : 0;
+}
+
 static void run_own(void *user) {
     own_args *a = (own_args *)user;
     const shape *s = a->s;
@@ -295,11 +315,29 @@ static void bench_shape(ctx *c, const shape *s, double peak, int trans_b) {
     } else {
         printf(" %8s %6s |", "-", "-");
     }
+    double err_i8 = -1;
+    if (i8_scratch_a.mem != NULL) {
+        if (trans_b == OP_NT && (uint64_t)s->M * s->K <= i8_scratch_cap && s->M <= i8_scratch_rows) {
+            own_args qa = oa;
+            qa.q8 = 1;
+            i8_attach(c, 1);
+            const uint64_t n0 = c->ops.n_i8_products;
+            double t_i8 = time_calls(run_own, &qa, c->reps_time) / c->queue;
+            if (c->ops.n_i8_products == n0) die("int8 x int8 not taken", NMT_ERR_UNSUPPORTED);
+            i8_attach(c, 0);
+            err_i8 = rel_err(c->dev, dC, C, nc); /* C: the dequantised weights' reference */
+            double g_i8 = flops / t_i8 / 1e9;
+            printf(" %8.2f %6.2f |", g_i8, g_i8 / g_blas);
+        } else {
+            printf(" %8s %6s |", "-", "-");
+        }
+    }
     double err_h = -1;
     if (trans_b == OP_NT && c->ops.k_gemm_f16[0] != NULL) err_h = bench_f16(c, s, &oa, A, B, C, t_own);
     else printf(" %8s %6s |", "-", "-");
     printf(" %.0e", err);
     if (err_q >= 0) printf(" %.0e", err_q);
+    if (err_i8 >= 0) printf(" %.0e", err_i8);
     if (err_h >= 0) printf(" %.0e", err_h);
     printf("\n");
     fflush(stdout);
@@ -338,7 +376,9 @@ static const model_dims models[] = {
 int main(int argc, char **argv) {
     const char *spec = getenv("NMT_EDGE_DEVICE"), *which = "small", *tuning = "table", *cache = NULL;
     double reps_time = 0.15;
-    int nn = 0, train = 0, queue = 1, fp16 = 1;
+    int nn = 0, train = 0, queue = 1, fp16 = 1, i8 = 0;
+    uint32_t Ms[8] = {1, 4, 8, 64, 512};
+    size_t n_ms = 5;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--device") && i + 1 < argc) spec = argv[++i];
         else if (!strcmp(argv[i], "--model") && i + 1 < argc) which = argv[++i];
@@ -349,7 +389,14 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--no-fp16")) fp16 = 0;
         else if (!strcmp(argv[i], "--train")) train = 1;
         else if (!strcmp(argv[i], "--queue") && i + 1 < argc) queue = atoi(argv[++i]);
-        else {
+        else if (!strcmp(argv[i], "--i8")) i8 = 1;
+        else if (!strcmp(argv[i], "--i8-portable")) i8 = 2;
+        else if (!strcmp(argv[i], "--ms") && i + 1 < argc) {
+            n_ms = 0;
+            for (char *t = strtok(argv[++i], ","); t != NULL && n_ms < 8; t = strtok(NULL, ","))
+                if (atoi(t) > 0 && atoi(t) <= 4096) Ms[n_ms++] = (uint32_t)atoi(t);
+            if (n_ms == 0) n_ms = 1;
+        } else {
             fprintf(stderr,
                     "usage: gemm_bench [--device SPEC] [--model test|small|base|all] [--reps-time S]\n"
                     "                  [--tuning default|table] [--cache DIR] [--nn] [--train] [--queue N]\n"
@@ -359,7 +406,10 @@ int main(int argc, char **argv) {
                     "  --tuning default: the portable row of the table; table: the device's row, or the\n"
                     "  tuner's file when --cache names the directory holding it\n"
                     "  --queue N: enqueue N products per finish (default 1: each call waits for its\n"
-                    "  result; a decoder enqueues a whole step, so N > 1 is its per-launch rate)\n");
+                    "  result; a decoder enqueues a whole step, so N > 1 is its per-launch rate)\n"
+                    "  --i8: a column of int8 x int8 products (activations quantized per row)\n"
+                    "  --i8-portable: the same without the integer dot product built-in\n"
+                    "  --ms LIST: the M values (default 1,4,8,64,512)\n");
             return 2;
         }
     }
@@ -390,6 +440,27 @@ int main(int argc, char **argv) {
     printf("fp16 compute: %s\n", st == NMT_OK                 ? "measured (cl_khr_fp16)"
                                 : !c.dev->info.has_fp16 ? "not available (no cl_khr_fp16)"
                                                         : "off (--no-fp16)");
+    if (i8) { /* every class int8 x int8: the built-in where the device has it */
+        for (int k = 0; k < NMT_GCLASS_COUNT; k++) {
+            const uint8_t want = c.dev->info.has_int_dot && i8 == 1 ? 1 : 2;
+            if (c.ops.i8_use[k] != want && c.ops.k_gemm[NMT_GOP_I8][k] != NULL) {
+                clReleaseKernel(c.ops.k_gemm[NMT_GOP_I8][k]);
+                c.ops.k_gemm[NMT_GOP_I8][k] = NULL;
+            }
+            c.ops.i8_use[k] = want;
+        }
+        st = nmt_ops_enable_i8(&c.ops);
+        if (st != NMT_OK) die("int8 x int8 kernels", st);
+        i8_scratch_rows = 4096;
+        i8_scratch_cap = (size_t)4096 * 8192;
+        cl_mem qa, qs;
+        if (nmt_device_buffer(c.dev, i8_scratch_cap, NULL, &qa) != NMT_OK ||
+            nmt_device_buffer(c.dev, i8_scratch_rows * 4, NULL, &qs) != NMT_OK)
+            die("int8 x int8 scratch", NMT_ERR_DEVICE_MEMORY);
+        i8_scratch_a = (nmt_buf){qa, 0};
+        i8_scratch_s = (nmt_buf){qs, 0};
+        printf("int8 x int8: %s\n", c.ops.i8_use[0] == 1 ? "dot built-in (cl_khr_integer_dot_product)" : "portable kernel");
+    }
 
     int lanes = 0;
     int n_threads = (int)(c.dev->info.compute_units ? c.dev->info.compute_units : 1);
@@ -413,11 +484,14 @@ int main(int argc, char **argv) {
            c.queue);
     print_floor(&c);
     printf("\n");
-    printf("%-3s %-6s %4s %5s %5s | %8s %8s %6s %6s | %8s %6s | %8s %6s | %s\n", "op", "shape", "M", "N", "K",
-           "ours", "OpenBLAS", "ratio", "peak", "int8", "ratio", "fp16", "xfp32", "max rel err (fp32, int8, fp16)");
-    printf("%-3s %-6s %4s %5s %5s | %8s %8s %6s %6s | %8s %6s | %8s %6s |\n", "", "", "", "", "", "GFLOP/s",
-           "GFLOP/s", "", "", "GFLOP/s", "", "GFLOP/s", "");
-    static const uint32_t Ms[] = {1, 4, 8, 64, 512};
+    printf("%-3s %-6s %4s %5s %5s | %8s %8s %6s %6s | %8s %6s |", "op", "shape", "M", "N", "K", "ours", "OpenBLAS",
+           "ratio", "peak", "int8", "ratio");
+    if (i8) printf(" %8s %6s |", "i8xi8", "ratio");
+    printf(" %8s %6s | max rel err (fp32, int8%s, fp16)\n", "fp16", "xfp32", i8 ? ", i8xi8" : "");
+    printf("%-3s %-6s %4s %5s %5s | %8s %8s %6s %6s | %8s %6s |", "", "", "", "", "", "GFLOP/s", "GFLOP/s", "", "",
+           "GFLOP/s", "");
+    if (i8) printf(" %8s %6s |", "GFLOP/s", "");
+    printf(" %8s %6s |\n", "GFLOP/s", "");
     for (size_t mi = 0; mi < sizeof models / sizeof models[0]; mi++) {
         const model_dims *md = &models[mi];
         if (strcmp(which, "all") != 0 && strcmp(which, md->name) != 0) continue;
@@ -439,20 +513,22 @@ int main(int argc, char **argv) {
         }
         const shape nk[] = {{0, 3 * md->d, md->d, "qkv"}, {0, md->d, md->d, "out"}, {0, md->ff, md->d, "ffn1"},
                             {0, md->d, md->ff, "ffn2"},   {0, md->V, md->d, "vocab"}};
-        for (size_t m = 0; m < sizeof Ms / sizeof Ms[0]; m++)
+        for (size_t m = 0; m < n_ms; m++)
             for (size_t j = 0; j < sizeof nk / sizeof nk[0]; j++) {
                 shape s = nk[j];
                 s.M = Ms[m];
                 bench_shape(&c, &s, peak, 1);
             }
         if (nn) {
-            for (size_t m = 0; m < sizeof Ms / sizeof Ms[0]; m++) {
+            for (size_t m = 0; m < n_ms; m++) {
                 shape s = {Ms[m], md->d, md->d, "dxd"};
                 bench_shape(&c, &s, peak, 0);
             }
         }
     }
     nmt_train_ops_release(&c.t);
+    if (i8_scratch_a.mem) clReleaseMemObject(i8_scratch_a.mem);
+    if (i8_scratch_s.mem) clReleaseMemObject(i8_scratch_s.mem);
     nmt_ops_release(&c.ops);
     nmt_device_close(c.dev);
     free(mem);

@@ -1,5 +1,6 @@
 /* nmt_edge_tune.c — the tuner: measures candidate kernel parameters for
- * every product (fp32 NT, fp32 NN, int8-weight NT) and shape class (M <= 2,
+ * every product (fp32 NT, fp32 NN, int8-weight NT with fp32 or with int8
+ * activations) and shape class (M <= 2,
  * 3..16, > 16) on the chosen OpenCL device — our kernels' candidate sets
  * (runtime/tuning.c) and CLBlast where the build has it — and writes the
  * fastest per class into the device's tuning file, which nmt_device_open()
@@ -14,7 +15,12 @@
  * summed time of one call on each of the model's product shapes (q|k|v,
  * output, FFN in and out, vocabulary) at the class's representative row
  * counts (1; 4 and 8; 64 and 512), each the best of 3 batches of repeated
- * calls.  --only times one product and class (OP nt|nn|q8, CLASS m2|m16|big)
+ * calls.  The int8-weight products of a class then take the faster of the
+ * two (the file's "i8dot <class> on|off"): q8 (activations fp32) or i8
+ * (activations quantized per row, then int8 x int8 with the integer dot
+ * product built-in where the device has it, else the portable kernel; the
+ * quantization counted in its time).
+ * --only times one product and class (OP nt|nn|q8|i8, CLASS m2|m16|big)
  * and keeps the table's choice for the others; --dry-run prints the result
  * without writing it. */
 #define _POSIX_C_SOURCE 200809L
@@ -60,18 +66,26 @@ static double score(const tuner *tu, const nmt_tuning *t, nmt_gemm_op op, nmt_ge
     }
     nmt_ops ops;
     double total = -1;
+    cl_mem A = NULL, B = NULL, C = NULL, S = NULL, QA = NULL, QS = NULL;
+    float *host = NULL;
     if (nmt_ops_init_tuned(&ops, dev, t) != NMT_OK) goto out_dev;
-    if (op == NMT_GOP_Q8 && nmt_ops_enable_q8(&ops) != NMT_OK) goto out_ops;
+    const int q8 = op == NMT_GOP_Q8 || op == NMT_GOP_I8;
+    if (q8 && nmt_ops_enable_q8(&ops) != NMT_OK) goto out_ops;
+    if (op == NMT_GOP_I8) { /* the class's int8 x int8 kernel, then nmt_op_gemm_q8 takes that path */
+        if (ops.k_gemm[NMT_GOP_I8][cls] != NULL) clReleaseKernel(ops.k_gemm[NMT_GOP_I8][cls]);
+        ops.k_gemm[NMT_GOP_I8][cls] = NULL;
+        ops.i8_use[cls] = dev->info.has_int_dot ? 1 : 2;
+        if (nmt_ops_enable_i8(&ops) != NMT_OK) goto out_ops;
+    }
     nmt_tune_plan plan;
     if (nmt_tune_plan_make(tu->d, tu->ff, tu->V, op, cls, &plan) != 0) goto out_ops;
     /* staging for A, B and the scales in turn (C starts uninitialised) */
-    float *host = malloc(plan.host * sizeof(float));
+    host = malloc(plan.host * sizeof(float));
     if (host == NULL) goto out_ops;
-    cl_mem A = NULL, B = NULL, C = NULL, S = NULL;
     fill(host, plan.a, 1);
     nmt_status st = nmt_device_buffer(dev, plan.a * 4, host, &A);
     fill(host, plan.b, 2);
-    if (op == NMT_GOP_Q8) {
+    if (q8) {
         for (size_t i = 0; i < plan.b; i++) ((signed char *)host)[i] = (signed char)(host[i] * 127.0f);
         if (st == NMT_OK) st = nmt_device_buffer(dev, plan.b, host, &B);
         fill(host, plan.scales, 3);
@@ -80,6 +94,14 @@ static double score(const tuner *tu, const nmt_tuning *t, nmt_gemm_op op, nmt_ge
         st = nmt_device_buffer(dev, plan.b * 4, host, &B);
     }
     if (st == NMT_OK) st = nmt_device_buffer(dev, plan.c * 4, NULL, &C);
+    if (st == NMT_OK && op == NMT_GOP_I8) { /* the session's scratch: int8 rows and their scales */
+        st = nmt_device_buffer(dev, plan.a, NULL, &QA);
+        if (st == NMT_OK) st = nmt_device_buffer(dev, 512 * 4, NULL, &QS);
+        ops.i8_a = (nmt_buf){QA, 0};
+        ops.i8_s = (nmt_buf){QS, 0};
+        ops.i8_cap = plan.a;
+        ops.i8_rows = 512;
+    }
     if (st == NMT_OK) {
         total = 0;
         for (size_t i = 0; i < plan.n && total >= 0; i++) {
@@ -90,7 +112,7 @@ static double score(const tuner *tu, const nmt_tuning *t, nmt_gemm_op op, nmt_ge
             for (int batch = -1; batch < 3; batch++) { /* batch -1: warm-up and calibration */
                 double t0 = now();
                 for (long r = 0; r < reps && st == NMT_OK; r++) {
-                    if (op == NMT_GOP_Q8)
+                    if (q8)
                         st = nmt_op_gemm_q8(&ops, s->M, s->N, s->K, 1.0f, a, s->K, b, s->K, sc, 0.0f, c, s->N, none, 0);
                     else
                         st = nmt_op_gemm(&ops, op == NMT_GOP_NT, s->M, s->N, s->K, 1.0f, a, s->K, b,
@@ -101,7 +123,7 @@ static double score(const tuner *tu, const nmt_tuning *t, nmt_gemm_op op, nmt_ge
                 if (batch == -1) {
                     /* second call, now compiled, for the calibration */
                     t0 = now();
-                    if (op == NMT_GOP_Q8)
+                    if (q8)
                         st = nmt_op_gemm_q8(&ops, s->M, s->N, s->K, 1.0f, a, s->K, b, s->K, sc, 0.0f, c, s->N, none, 0);
                     else
                         st = nmt_op_gemm(&ops, op == NMT_GOP_NT, s->M, s->N, s->K, 1.0f, a, s->K, b,
@@ -122,8 +144,11 @@ static double score(const tuner *tu, const nmt_tuning *t, nmt_gemm_op op, nmt_ge
     if (B) clReleaseMemObject(B);
     if (C) clReleaseMemObject(C);
     if (S) clReleaseMemObject(S);
-    free(host);
+    if (op == NMT_GOP_I8 && ops.n_i8_products == 0) total = -1; /* the int8 x int8 path was not taken */
 out_ops:
+    free(host);
+    if (QA) clReleaseMemObject(QA);
+    if (QS) clReleaseMemObject(QS);
     nmt_ops_release(&ops);
 out_dev:
     nmt_device_close(dev);
@@ -220,6 +245,9 @@ int main(int argc, char **argv) {
     printf("device: %s\nshapes: d=%u ff=%u vocab=%u; start: %s\n", devname, tu.d, tu.ff, tu.V, best.origin);
 
     double t_start = now();
+    double best_time[NMT_GOP_COUNT][NMT_GCLASS_COUNT];
+    for (int op = 0; op < NMT_GOP_COUNT; op++)
+        for (int c = 0; c < NMT_GCLASS_COUNT; c++) best_time[op][c] = -1;
     for (int op = 0; op < NMT_GOP_COUNT; op++)
         for (int c = 0; c < NMT_GCLASS_COUNT; c++) {
             if (only_op >= 0 && (op != only_op || c != only_cls)) continue;
@@ -227,7 +255,7 @@ int main(int argc, char **argv) {
             size_t n = 0;
             cand[n++] = best.gemm[op][c];
             n += nmt_gemm_candidates((nmt_gemm_op)op, (nmt_gemm_class)c, cand + n, 32);
-            if (tu.clblast && op != NMT_GOP_Q8) {
+            if (tu.clblast && op != NMT_GOP_Q8 && op != NMT_GOP_I8) {
                 nmt_gemm_cfg b = {NMT_GEMM_CLBLAST, 4, 4, 4, 0, 64};
                 cand[n++] = b;
             }
@@ -250,10 +278,19 @@ int main(int argc, char **argv) {
                 if (s >= 0 && (best_t < 0 || s < best_t)) best_t = s, best_i = i;
             }
             best.gemm[op][c] = cand[best_i];
+            best_time[op][c] = best_t;
             char desc[96];
             describe(&cand[best_i], desc, sizeof desc);
             printf("=> %s %s: %s\n", nmt_gemm_op_name((nmt_gemm_op)op), nmt_gemm_class_name((nmt_gemm_class)c), desc);
         }
+    /* int8 weights: activations fp32 or int8, whichever measured faster */
+    for (int c = 0; c < NMT_GCLASS_COUNT; c++) {
+        const double q = best_time[NMT_GOP_Q8][c], i = best_time[NMT_GOP_I8][c];
+        if (q < 0 && i < 0) continue;
+        best.i8dot[c] = (uint8_t)(i >= 0 && (q < 0 || i < q) ? NMT_I8DOT_ON : NMT_I8DOT_OFF);
+        printf("=> i8dot %s: %s (int8 x fp32 %.3f ms, int8 x int8 %.3f ms)\n", nmt_gemm_class_name((nmt_gemm_class)c),
+               best.i8dot[c] == NMT_I8DOT_ON ? "on" : "off", q * 1e3, i * 1e3);
+    }
     printf("tuning took %.1f s\n", now() - t_start);
 
     char text[4096];

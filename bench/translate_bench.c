@@ -22,6 +22,10 @@
  * work per model; the "score" row (teacher-forced, every sentence against
  * the same 40-token target, batches of 8, or --batch when smaller) does
  * the same work for all.
+ * --versus-no-i8dot: the --versus sessions are created with
+ * NMT_EDGE_NO_I8DOT=1, so `--model-file M.nmt --versus M.nmt` of an int8
+ * model times its int8 x int8 products (model 0, where the device chooses
+ * them) against int8 weights x fp32 (model 1) in the same run.
  * --profile (with --versus): then each model's batch-1 beam-1 decoding
  * once more with the queue drained around every launch, time per kernel
  * per output token.
@@ -111,6 +115,8 @@ static double run_config(nmt_session *sess, int32_t **toks, const uint32_t *lens
     return now() - t0;
 }
 
+static int g_versus_no_i8dot; /* --versus-no-i8dot */
+
 /* fp16_compute of the sessions (the first model's under --fp16-versus). */
 static int g_fp16 = NMT_FP16_AUTO;
 
@@ -161,7 +167,9 @@ static void versus(bench *b, nmt_session *sess, const char *name, const char *co
             exit(1);
         }
         size_t bytes;
+        if (g_versus_no_i8dot) setenv("NMT_EDGE_NO_I8DOT", "1", 1); /* read at session creation */
         ss[m] = open_session(&vb, lim, &arenas[m], &bytes);
+        if (g_versus_no_i8dot) unsetenv("NMT_EDGE_NO_I8DOT");
     }
     printf("\nversus (same device and sentences; out tok/s, median of 3 interleaved rounds; ratio to the first)\n");
     printf("model 0: %s%s\n", name, g_fp16_versus ? " (fp16 compute off)" : "");
@@ -248,10 +256,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--cache") && i + 1 < argc) tuned_cache = argv[++i];
         else if (!strcmp(argv[i], "--fixed-len")) g_fixed_len = 1;
         else if (!strcmp(argv[i], "--fp16-versus")) g_fp16_versus = 1;
+        else if (!strcmp(argv[i], "--versus-no-i8dot")) g_versus_no_i8dot = 1;
         else {
             fprintf(stderr, "usage: translate_bench [--device SPEC] [--sentences N] [--model test|small | --model-file FILE]"
                             " [--batch N] [--fixed-len] [--versus FILE]... (up to 4) [--profile] [--cache DIR]"
-                            " [--fp16-versus]\n");
+                            " [--fp16-versus] [--versus-no-i8dot]\n");
             return 2;
         }
     }
@@ -335,6 +344,7 @@ int main(int argc, char **argv) {
     }
 
     printf("device: %s (%s), driver %s\n", di.device_name, di.platform_name, di.driver_version);
+    printf("int8 products: %s\n", di.int8_products);
     printf("model: %s d=%u heads=%u ff=%u layers=%u+%u vocab=%u, %llu parameters, %zu file bytes\n",
            which, mi.d_model, mi.n_heads, mi.d_ff, mi.enc_layers, mi.dec_layers, mi.tgt_vocab,
            (unsigned long long)mi.n_params, b.size);

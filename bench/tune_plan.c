@@ -23,7 +23,7 @@ int nmt_tune_plan_make(uint32_t d, uint32_t ff, uint32_t V, nmt_gemm_op op, nmt_
             p->a = max_size(p->a, (size_t)s.M * s.K);
             p->b = max_size(p->b, (size_t)s.N * s.K);
             p->c = max_size(p->c, (size_t)s.M * s.N);
-            if (op == NMT_GOP_Q8) p->scales = max_size(p->scales, s.N);
+            if (op == NMT_GOP_Q8 || op == NMT_GOP_I8) p->scales = max_size(p->scales, s.N);
         }
     }
     p->host = max_size(max_size(p->a, p->b), p->scales);

@@ -23,9 +23,9 @@ typedef struct nmt_tune_plan {
     nmt_tune_shape shape[NMT_TUNE_MAX_SHAPES];
     size_t n;        /* shapes used */
     size_t a;        /* elements of A (fp32): the largest M*K */
-    size_t b;        /* elements of B: the largest N*K (fp32; int8 for NMT_GOP_Q8) */
+    size_t b;        /* elements of B: the largest N*K (fp32; int8 for NMT_GOP_Q8 / _I8) */
     size_t c;        /* elements of C (fp32): the largest M*N */
-    size_t scales;   /* per-row scales (fp32) of NMT_GOP_Q8: the largest N; 0 otherwise */
+    size_t scales;   /* per-row scales (fp32) of NMT_GOP_Q8 / _I8: the largest N; 0 otherwise */
     size_t host;     /* floats of the host staging buffer: at least each of a, b, scales */
 } nmt_tune_plan;
 

@@ -277,6 +277,14 @@ const nmt_hparam *nmt_hparam_find(const nmt_family *fam, const char *key_or_flag
 /* Session services for the runtime part                                    */
 /* ------------------------------------------------------------------------ */
 
+/* Plan the scratch of the int8 x int8 products (runtime/ops_i8dot.c) into
+ * the session's ops: int8 activations of up to rows x kmax elements and
+ * their row scales (two nmt_session_buffer calls, so the arena formula
+ * counts them).  Families call it for models with int8 weights, whatever
+ * the device (the arena size must not depend on it); products whose A does
+ * not fit run int8 weights x fp32. */
+nmt_status nmt_session_plan_i8dot(nmt_session *s, nmt_arena *a, size_t rows, size_t kmax);
+
 /* Create a device buffer owned by the session (released at destroy).  In
  * the measuring pass only counts bytes and sets out->mem = NULL.  `init`
  * (optional) is copied in. */

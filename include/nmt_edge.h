@@ -182,6 +182,11 @@ typedef struct nmt_device_info {
      *  clGetKernelSubGroupInfoKHR, and NMT_EDGE_NO_SUBGROUPS was not set at
      *  open.  0: the portable work-group reductions. */
     int subgroup_reductions;
+    int has_int_dot;               /**< cl_khr_integer_dot_product with 4x8-bit dot(char4, char4) */
+    /** Which kernels products with int8 weights use on this device, per shape
+     *  class ("int8 x int8 (dot built-in)", "int8 weights x fp32", ...):
+     *  docs/PORTING.md, "Fast paths: int8 x int8 products". */
+    char int8_products[128];
 } nmt_device_info;
 
 /** Bytes of caller memory nmt_device_open() needs (a constant of the build). */

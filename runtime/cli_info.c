@@ -84,6 +84,8 @@ static void describe_device(strbuf *out, const nmt_device_info *d) {
        : d->has_subgroups       ? "work-group (subgroups off: NMT_EDGE_NO_SUBGROUPS, or no size query)"
                                 : "work-group (the device has no subgroups)");
     kv(out, "gemm", "%s", GEMM_NAMES[(unsigned)d->gemm < 3 ? d->gemm : 0]);
+    kv(out, "int_dot", "%s", yes_no(d->has_int_dot));
+    kv(out, "int8_products", "%s", d->int8_products);
 }
 
 /* The precision of the products (docs/PORTING.md, "Fast paths: fp16

@@ -368,6 +368,10 @@ static void query_info(nmt_device *dev) {
     ext[sizeof dev->build_log - 1] = '\0';
     in->has_fp16 = has_extension(ext, "cl_khr_fp16");
     in->has_subgroups = has_extension(ext, "cl_khr_subgroups") || has_extension(ext, "cl_intel_subgroups");
+    cl_bitfield dotcaps = 0; /* dot(char4, char4) needs the 4x8-bit unpacked input */
+    in->has_int_dot = has_extension(ext, "cl_khr_integer_dot_product") &&
+                      clGetDeviceInfo(d, CL_DEVICE_INTEGER_DOT_PRODUCT_CAPABILITIES_KHR, sizeof dotcaps, &dotcaps,
+                                      NULL) == CL_SUCCESS && (dotcaps & CL_DEVICE_INTEGER_DOT_PRODUCT_INPUT_4x8BIT_KHR);
     ext[0] = '\0';
 
     /* Identity of the compiler that produces binaries, for the cache key
@@ -538,6 +542,7 @@ void nmt_device_get_info(const nmt_device *dev, nmt_device_info *info) {
     if (dev == NULL || info == NULL) return;
     *info = dev->info;
     info->subgroup_reductions = nmt_ops_sg_wanted(dev);
+    nmt_i8dot_describe(dev, info->int8_products, sizeof info->int8_products);
 }
 
 int32_t nmt_device_last_cl_error(const nmt_device *dev) { return dev ? dev->last_cl_error : 0; }
@@ -925,7 +930,7 @@ static void load_tuning(nmt_device *dev, nmt_gemm_provider forced) {
         nmt_gemm_provider p = forced == NMT_GEMM_CLBLAST ? NMT_GEMM_CLBLAST : NMT_GEMM_OWN;
         for (int op = 0; op < NMT_GOP_COUNT; op++)
             for (int c = 0; c < NMT_GCLASS_COUNT; c++)
-                if (op != NMT_GOP_Q8) t->gemm[op][c].provider = (uint8_t)p;
+                if (op != NMT_GOP_Q8 && op != NMT_GOP_I8) t->gemm[op][c].provider = (uint8_t)p;
     }
     dev->gemm_forced = forced != NMT_GEMM_AUTO;
 }

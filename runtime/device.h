@@ -159,6 +159,16 @@ nmt_status nmt_device_read(nmt_device *dev, cl_mem buf, size_t offset, size_t by
 nmt_status nmt_device_read_async(nmt_device *dev, cl_mem buf, size_t offset, size_t bytes, void *dst, cl_event *ev);
 nmt_status nmt_device_finish(nmt_device *dev);
 
+/* The int8-weight products of shape class cls on this device (runtime/
+ * ops_i8dot.c): 0 = int8 weights x fp32 (cl/gemm_q8.cl), 1 = int8 x int8
+ * with the integer dot product built-in, 2 = int8 x int8 with the portable
+ * kernel.  From the tuning's i8dot choice, the device's cl_khr_integer_dot_
+ * product and $NMT_EDGE_NO_I8DOT (set and not "0": always 0). */
+int nmt_i8dot_path(const nmt_device *dev, nmt_gemm_class cls);
+
+/* nmt_i8dot_path of every class as text, for nmt_device_info.int8_products. */
+void nmt_i8dot_describe(const nmt_device *dev, char *buf, size_t cap);
+
 /* 64-bit FNV-1a, used for cache keys (chain by passing the previous value;
  * start with NMT_FNV_OFFSET). */
 #define NMT_FNV_OFFSET 0xcbf29ce484222325ull

@@ -147,6 +147,7 @@ uint64_t nmt_kpack_tuning_id(const nmt_tuning *t) {
             const uint16_t f[6] = {g->provider, g->tm, g->tn, g->vw, g->mfast, g->wg};
             h = nmt_fnv1a(h, f, sizeof f);
         }
+    h = nmt_fnv1a(h, t->i8dot, sizeof t->i8dot);
     const uint16_t w[2] = {t->wg, t->reduce_wg};
     return nmt_fnv1a(h, w, sizeof w);
 }

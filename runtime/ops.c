@@ -87,19 +87,24 @@ void nmt_ops_release(nmt_ops *ops) {
     if (ops->k_attn_align) clReleaseKernel(ops->k_attn_align);
     if (ops->k_topk) clReleaseKernel(ops->k_topk);
     nmt_ops_release_f16(ops);
+    if (ops->k_quant_rows) clReleaseKernel(ops->k_quant_rows);
     /* Programs belong to the device (built once, shared by sessions). */
     memset(ops, 0, sizeof *ops);
 }
 
-/* Build the program of one product configuration and create its kernel. */
-static nmt_status gemm_kernel(nmt_ops *ops, nmt_gemm_op op, nmt_gemm_class cls) {
+/* Build the program of one product configuration and create its kernel
+ * (int8 x int8: with the dot built-in when ops->i8_use[cls] == 1). */
+nmt_status nmt_ops_gemm_kernel(nmt_ops *ops, nmt_gemm_op op, nmt_gemm_class cls) {
     nmt_gemm_cfg *c = &ops->cfg[op][cls];
-    char opts[96];
-    snprintf(opts, sizeof opts, "-DGEMM_TM=%u -DGEMM_TN=%u -DGEMM_VW=%u -DGEMM_MFAST=%u", (unsigned)c->tm,
-             (unsigned)c->tn, (unsigned)c->vw, (unsigned)c->mfast);
+    char opts[160];
+    int n = snprintf(opts, sizeof opts, "-DGEMM_TM=%u -DGEMM_TN=%u -DGEMM_VW=%u -DGEMM_MFAST=%u", (unsigned)c->tm,
+                     (unsigned)c->tn, (unsigned)c->vw, (unsigned)c->mfast);
+    if (op == NMT_GOP_I8)
+        snprintf(opts + n, sizeof opts - (size_t)n, " -DI8_DOT=%d", ops->i8_use[cls] == 1);
     cl_program prog;
-    NMT_TRY(nmt_device_program(ops->dev, op == NMT_GOP_Q8 ? "gemm_q8" : "gemm", opts, &prog));
-    static const char *const names[NMT_GOP_COUNT] = {"gemm_nt", "gemm_nn", "gemm_q8_nt"};
+    static const char *const progs[NMT_GOP_COUNT] = {"gemm", "gemm", "gemm_q8", "gemm_i8"};
+    NMT_TRY(nmt_device_program(ops->dev, progs[op], opts, &prog));
+    static const char *const names[NMT_GOP_COUNT] = {"gemm_nt", "gemm_nn", "gemm_q8_nt", "gemm_i8_nt"};
     NMT_TRY(nmt_device_kernel(ops->dev, prog, names[op], &ops->k_gemm[op][cls]));
     size_t wg;
     NMT_TRY(nmt_kernel_wg(ops->dev, ops->k_gemm[op][cls], c->wg, &wg));
@@ -140,7 +145,7 @@ nmt_status nmt_ops_init_tuned(nmt_ops *ops, nmt_device *dev, const nmt_tuning *t
     nmt_status s = NMT_OK;
     /* fp32 NT products of every class; NN ones (no model family uses them)
      * at nmt_ops_enable_nn or their first call, int8 ones at nmt_ops_enable_q8 */
-    for (int c = 0; c < NMT_GCLASS_COUNT && s == NMT_OK; c++) s = gemm_kernel(ops, NMT_GOP_NT, (nmt_gemm_class)c);
+    for (int c = 0; c < NMT_GCLASS_COUNT && s == NMT_OK; c++) s = nmt_ops_gemm_kernel(ops, NMT_GOP_NT, (nmt_gemm_class)c);
     cl_program progs[P_COUNT];
     for (int p = 0; p < P_COUNT && s == NMT_OK; p++) s = nmt_device_program(dev, program_names[p], opts[p], &progs[p]);
     if (s == NMT_OK && any_clblast) {
@@ -194,15 +199,17 @@ nmt_status nmt_ops_init(nmt_ops *ops, nmt_device *dev) {
 nmt_status nmt_ops_enable_nn(nmt_ops *ops) {
     if (ops == NULL || ops->dev == NULL || ops->k_add == NULL) return NMT_ERR_INVALID_ARGUMENT;
     for (int c = 0; c < NMT_GCLASS_COUNT; c++)
-        if (ops->k_gemm[NMT_GOP_NN][c] == NULL) NMT_TRY(gemm_kernel(ops, NMT_GOP_NN, (nmt_gemm_class)c));
+        if (ops->k_gemm[NMT_GOP_NN][c] == NULL) NMT_TRY(nmt_ops_gemm_kernel(ops, NMT_GOP_NN, (nmt_gemm_class)c));
     return NMT_OK;
 }
 
 nmt_status nmt_ops_enable_q8(nmt_ops *ops) {
     if (ops == NULL || ops->dev == NULL || ops->k_add == NULL) return NMT_ERR_INVALID_ARGUMENT;
     for (int c = 0; c < NMT_GCLASS_COUNT; c++)
-        if (ops->k_gemm[NMT_GOP_Q8][c] == NULL) NMT_TRY(gemm_kernel(ops, NMT_GOP_Q8, (nmt_gemm_class)c));
-    return NMT_OK;
+        if (ops->k_gemm[NMT_GOP_Q8][c] == NULL) NMT_TRY(nmt_ops_gemm_kernel(ops, NMT_GOP_Q8, (nmt_gemm_class)c));
+    for (int c = 0; c < NMT_GCLASS_COUNT; c++) /* the int8 x int8 path where chosen */
+        if (ops->k_gemm[NMT_GOP_I8][c] == NULL) ops->i8_use[c] = (uint8_t)nmt_i8dot_path(ops->dev, (nmt_gemm_class)c);
+    return nmt_ops_enable_i8(ops);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -253,7 +260,7 @@ static int ops_ok(const nmt_ops *ops) { return ops != NULL && ops->dev != NULL &
 /* Launch a product kernel whose arguments are set: blocks of cfg->tm x
  * cfg->tn, dimension 0 over N blocks (or M blocks when mfast), local size
  * (cfg->wg, 1). */
-static nmt_status launch_gemm(nmt_ops *ops, cl_kernel k, const nmt_gemm_cfg *c, uint32_t M, uint32_t N,
+nmt_status nmt_ops_launch_gemm(nmt_ops *ops, cl_kernel k, const nmt_gemm_cfg *c, uint32_t M, uint32_t N,
                               const char *kname) {
     const size_t nb = (N + c->tn - 1) / c->tn, mb = (M + c->tm - 1) / c->tm;
     const size_t n[2] = {c->mfast ? mb : nb, c->mfast ? nb : mb};
@@ -261,7 +268,7 @@ static nmt_status launch_gemm(nmt_ops *ops, cl_kernel k, const nmt_gemm_cfg *c, 
     return launch_local(ops, k, 2, n, l, kname);
 }
 
-static nmt_status check_gemm_common(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, nmt_buf A, uint32_t lda,
+nmt_status nmt_ops_check_gemm(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, nmt_buf A, uint32_t lda,
                                     float beta, nmt_buf C, uint32_t ldc, nmt_buf bias) {
     if (A.mem == NULL || C.mem == NULL) return NMT_ERR_INVALID_ARGUMENT;
     if (beta != 0.0f && beta != 1.0f) return NMT_ERR_INVALID_ARGUMENT;
@@ -281,7 +288,7 @@ nmt_status nmt_op_gemm(nmt_ops *ops, int trans_b, uint32_t M, uint32_t N, uint32
     if (!ops_ok(ops)) return NMT_ERR_INVALID_ARGUMENT;
     if (M == 0 || N == 0) return NMT_OK;
     if (B.mem == NULL || ldb < (trans_b ? K : N)) return NMT_ERR_INVALID_ARGUMENT;
-    NMT_TRY(check_gemm_common(ops, M, N, K, A, lda, beta, C, ldc, bias));
+    NMT_TRY(nmt_ops_check_gemm(ops, M, N, K, A, lda, beta, C, ldc, bias));
     if ((trans_b ? extent(B.off, N, ldb, K) : extent(B.off, K ? K : 1, ldb, N)) > (uint64_t)UINT32_MAX) {
         nmt_log(&ops->dev->log, NMT_LOG_ERROR, "gemm operands beyond 32-bit element indexing");
         return NMT_ERR_UNSUPPORTED;
@@ -356,11 +363,31 @@ nmt_status nmt_op_gemm(nmt_ops *ops, int trans_b, uint32_t M, uint32_t N, uint32
             arg_u32(&a, bias.mem ? (uint32_t)bias.off : 0u);
             arg_i32(&a, last ? flags : 0);
             NMT_TRY(args_end(ops->dev, &a, kname));
-            NMT_TRY(launch_gemm(ops, k, cfg, mn, N, kname));
+            NMT_TRY(nmt_ops_launch_gemm(ops, k, cfg, mn, N, kname));
             if (last) break;
         }
     }
     return NMT_OK;
+}
+
+void nmt_ops_args_gemm_head(args *a, uint32_t M, uint32_t N, uint32_t K, float alpha, nmt_buf A, uint32_t lda) {
+    arg_u32(a, M);
+    arg_u32(a, N);
+    arg_u32(a, K);
+    arg_f32(a, alpha);
+    arg_mem(a, A.mem);
+    arg_u32(a, (uint32_t)A.off);
+    arg_u32(a, lda);
+}
+
+void nmt_ops_args_gemm_tail(args *a, float beta, nmt_buf C, uint32_t ldc, nmt_buf bias, int relu) {
+    arg_f32(a, beta);
+    arg_mem(a, C.mem);
+    arg_u32(a, (uint32_t)C.off);
+    arg_u32(a, ldc);
+    arg_mem(a, bias.mem ? bias.mem : C.mem); /* never dereferenced without the flag */
+    arg_u32(a, bias.mem ? (uint32_t)bias.off : 0u);
+    arg_i32(a, (bias.mem ? 1 : 0) | (relu ? 2 : 0));
 }
 
 nmt_status nmt_op_gemm_q8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, float alpha, nmt_buf A, uint32_t lda,
@@ -371,35 +398,24 @@ nmt_status nmt_op_gemm_q8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, floa
     if (ops->k_gemm[NMT_GOP_Q8][cls] == NULL) return NMT_ERR_INVALID_ARGUMENT;  /* not enabled */
     if (M == 0 || N == 0) return NMT_OK;
     if (Q.mem == NULL || scale.mem == NULL || ldq < K) return NMT_ERR_INVALID_ARGUMENT;
-    NMT_TRY(check_gemm_common(ops, M, N, K, A, lda, beta, C, ldc, bias));
+    NMT_TRY(nmt_ops_check_gemm(ops, M, N, K, A, lda, beta, C, ldc, bias));
+    if (nmt_ops_i8_fits(ops, cls, M, K)) /* int8 x int8 (ops_i8dot.c) */
+        return nmt_ops_gemm_q8_as_i8(ops, M, N, K, alpha, A, lda, Q, ldq, scale, beta, C, ldc, bias, relu);
     if (extent(Q.off, N, ldq, K) > (uint64_t)UINT32_MAX || (uint64_t)scale.off + N > (uint64_t)UINT32_MAX) {
         nmt_log(&ops->dev->log, NMT_LOG_ERROR, "gemm_q8 operands beyond 32-bit element indexing");
         return NMT_ERR_UNSUPPORTED;
     }
-    const int flags = (bias.mem ? 1 : 0) | (relu ? 2 : 0);
     cl_kernel k = ops->k_gemm[NMT_GOP_Q8][cls];
     args a = args_begin(k);
-    arg_u32(&a, M);
-    arg_u32(&a, N);
-    arg_u32(&a, K);
-    arg_f32(&a, alpha);
-    arg_mem(&a, A.mem);
-    arg_u32(&a, (uint32_t)A.off);
-    arg_u32(&a, lda);
+    nmt_ops_args_gemm_head(&a, M, N, K, alpha, A, lda);
     arg_mem(&a, Q.mem);
     arg_u32(&a, (uint32_t)Q.off);
     arg_u32(&a, ldq);
     arg_mem(&a, scale.mem);
     arg_u32(&a, (uint32_t)scale.off);
-    arg_f32(&a, beta);
-    arg_mem(&a, C.mem);
-    arg_u32(&a, (uint32_t)C.off);
-    arg_u32(&a, ldc);
-    arg_mem(&a, bias.mem ? bias.mem : C.mem);
-    arg_u32(&a, bias.mem ? (uint32_t)bias.off : 0u);
-    arg_i32(&a, flags);
+    nmt_ops_args_gemm_tail(&a, beta, C, ldc, bias, relu);
     NMT_TRY(args_end(ops->dev, &a, "gemm_q8_nt"));
-    return launch_gemm(ops, k, &ops->cfg[NMT_GOP_Q8][cls], M, N, "gemm_q8_nt");
+    return nmt_ops_launch_gemm(ops, k, &ops->cfg[NMT_GOP_Q8][cls], M, N, "gemm_q8_nt");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -750,21 +766,16 @@ nmt_status nmt_op_attention(nmt_ops *ops, const nmt_attn_args *p) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* For the op files with products of their own (ops_f16.c)                  */
+/* For the op files with products of their own (ops_f16.c): the checks     */
 /* ------------------------------------------------------------------------ */
 
 nmt_status nmt_ops_gemm_check(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, nmt_buf A, uint32_t lda, nmt_buf W,
                               uint32_t ldw, float beta, nmt_buf C, uint32_t ldc, nmt_buf bias) {
     if (W.mem == NULL || ldw < K) return NMT_ERR_INVALID_ARGUMENT;
-    NMT_TRY(check_gemm_common(ops, M, N, K, A, lda, beta, C, ldc, bias));
+    NMT_TRY(nmt_ops_check_gemm(ops, M, N, K, A, lda, beta, C, ldc, bias));
     if (extent(W.off, N, ldw, K) > (uint64_t)UINT32_MAX) {
         nmt_log(&ops->dev->log, NMT_LOG_ERROR, "gemm operands beyond 32-bit element indexing");
         return NMT_ERR_UNSUPPORTED;
     }
     return NMT_OK;
-}
-
-nmt_status nmt_ops_gemm_launch(nmt_ops *ops, cl_kernel k, const nmt_gemm_cfg *cfg, uint32_t M, uint32_t N,
-                               const char *kname) {
-    return launch_gemm(ops, k, cfg, M, N, kname);
 }

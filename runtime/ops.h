@@ -90,6 +90,17 @@ typedef struct nmt_ops {
      * also makes norm_wg reduce_wg) */
     int subgroups, norm_subgroups;
     uint32_t sg_size;           /* log_softmax's subgroup size at reduce_wg (0: none) */
+    /* int8 x int8 products (cl/gemm_i8.cl, ops_i8dot.c): nmt_ops_enable_q8
+     * builds k_gemm[NMT_GOP_I8][c] and k_quant_rows where nmt_i8dot_path
+     * chooses them; nmt_op_gemm_q8 then quantizes A into i8_a / i8_s
+     * (scratch the session plans: nmt_ops_i8dot_plan) and runs gemm_i8_nt */
+    cl_kernel k_quant_rows;
+    uint8_t i8_use[NMT_GCLASS_COUNT]; /* nmt_i8dot_path per class (plain field; tests set it) */
+    nmt_buf i8_a;               /* int8 activations, i8_cap bytes */
+    nmt_buf i8_s;               /* their row scales, i8_rows floats */
+    size_t i8_cap, i8_rows;
+    size_t i8_quant_wg;         /* local size of quant_rows */
+    uint64_t n_i8_products;     /* int8-weight products run as int8 x int8 (tests read it) */
 } nmt_ops;
 
 #define NMT_OPS_K_CHUNK_CPU 256u
@@ -126,7 +137,9 @@ nmt_status nmt_ops_init_tuned(nmt_ops *ops, nmt_device *dev, const nmt_tuning *t
 nmt_status nmt_ops_enable_nn(nmt_ops *ops);
 
 /* Build the int8-weight kernels (cl/gemm_q8.cl), for models that have int8
- * weights; call at session creation (it creates OpenCL objects).  Idempotent. */
+ * weights, and the int8 x int8 ones (cl/gemm_i8.cl) of the shape classes
+ * whose nmt_i8dot_path is not 0; call at session creation (it creates OpenCL
+ * objects).  Idempotent. */
 nmt_status nmt_ops_enable_q8(nmt_ops *ops);
 
 /* Build the fp16-compute kernels (cl/gemm_f16.cl: products with half
@@ -134,6 +147,11 @@ nmt_status nmt_ops_enable_q8(nmt_ops *ops);
  * the device; call at session creation.  NMT_ERR_UNSUPPORTED when the
  * device does not report cl_khr_fp16 (nothing built).  Idempotent. */
 nmt_status nmt_ops_enable_f16(nmt_ops *ops);
+/* The int8 x int8 kernels for the classes with ops->i8_use[c] != 0 (1: with
+ * the dot built-in, 2: portable); nmt_ops_enable_q8 calls it.  A device that
+ * fails to build the built-in variant gets the portable one (logged). */
+nmt_status nmt_ops_enable_i8(nmt_ops *ops);
+
 
 /* Build the phrase-memory kernels (cl/phrase.cl) for the families that
  * pool tokens into phrases (MG-SA); call at session creation (it creates
@@ -153,6 +171,30 @@ nmt_status nmt_ops_enable_additive(nmt_ops *ops);
 void nmt_ops_release(nmt_ops *ops);
 /* The fp16-compute kernels' part of it (ops_f16.c). */
 void nmt_ops_release_f16(nmt_ops *ops);
+
+/* For the op files (ops*.c): build one product kernel (ops->k_gemm[op][cls])
+ * from ops->cfg; check the operands every product shares; launch a product
+ * kernel whose arguments are set (blocks of cfg->tm x cfg->tn). */
+nmt_status nmt_ops_gemm_kernel(nmt_ops *ops, nmt_gemm_op op, nmt_gemm_class cls);
+nmt_status nmt_ops_check_gemm(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, nmt_buf A, uint32_t lda,
+                              float beta, nmt_buf C, uint32_t ldc, nmt_buf bias);
+nmt_status nmt_ops_launch_gemm(nmt_ops *ops, cl_kernel k, const nmt_gemm_cfg *c, uint32_t M, uint32_t N,
+                               const char *kname);
+/* The arguments the int8-weight product kernels share (kernel_args.h):
+ * head M, N, K, alpha, A (mem, offset, ld); tail beta, C (mem, offset,
+ * ld), bias (mem, offset; C when absent) and the flags (bias, ReLU). */
+struct args;
+void nmt_ops_args_gemm_head(struct args *a, uint32_t M, uint32_t N, uint32_t K, float alpha, nmt_buf A,
+                            uint32_t lda);
+void nmt_ops_args_gemm_tail(struct args *a, float beta, nmt_buf C, uint32_t ldc, nmt_buf bias, int relu);
+
+/* ops_i8dot.c, for nmt_op_gemm_q8: 1 if a product of class cls with M x K
+ * activations runs int8 x int8 (chosen, built, and A fits the scratch);
+ * then nmt_op_gemm_q8's work that way (arguments already checked). */
+int nmt_ops_i8_fits(const nmt_ops *ops, nmt_gemm_class cls, uint32_t M, uint32_t K);
+nmt_status nmt_ops_gemm_q8_as_i8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, float alpha, nmt_buf A,
+                                 uint32_t lda, nmt_buf Q, uint32_t ldq, nmt_buf scale, float beta, nmt_buf C,
+                                 uint32_t ldc, nmt_buf bias, int relu);
 
 /* Enqueue kernel k over n[0..dims) work-items with the op layer's fixed
  * local size (ops->wg_max in dimension 0, 1 elsewhere; global sizes padded
@@ -188,13 +230,24 @@ nmt_status nmt_op_gemm_f16(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, flo
                            nmt_buf bias, int relu);
 
 /* For op files with products of their own (ops_f16.c): the checks of
- * nmt_op_gemm_q8 with a weight W [N, K] (stride ldw, in elements), and the
- * launch of a product kernel whose arguments are set (cfg's blocks and
- * local size). */
+ * nmt_op_gemm_q8 with a weight W [N, K] (stride ldw, in elements); launch
+ * with nmt_ops_launch_gemm. */
 nmt_status nmt_ops_gemm_check(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, nmt_buf A, uint32_t lda, nmt_buf W,
                               uint32_t ldw, float beta, nmt_buf C, uint32_t ldc, nmt_buf bias);
-nmt_status nmt_ops_gemm_launch(nmt_ops *ops, cl_kernel k, const nmt_gemm_cfg *cfg, uint32_t M, uint32_t N,
-                               const char *kname);
+/* Symmetric per-row quantization (cl/gemm_i8.cl, quant_rows): for m < M,
+ * S[m] = max_k |X[m,k]| / 127 and Q[m,k] = X[m,k] * 127 / max rounded half
+ * to even (all 0 for a zero or non-finite row).  Q int8 with row stride ldq
+ * (offset in bytes), S floats.  Requires nmt_ops_enable_i8. */
+nmt_status nmt_op_quant_rows(nmt_ops *ops, uint32_t M, uint32_t K, nmt_buf X, uint32_t ldx, nmt_buf Q,
+                             uint32_t ldq, nmt_buf S);
+
+/* C[M,N] = alpha * (A[M,K] . Q[N,K]^T) * sa[m] * sq[n] + beta * C (+ bias)
+ * (then ReLU): A and Q int8 (offsets in bytes), the sums exact in int32;
+ * K < 2^17.  Requires the class's kernel (nmt_ops_enable_i8), else
+ * NMT_ERR_INVALID_ARGUMENT. */
+nmt_status nmt_op_gemm_i8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, float alpha, nmt_buf A,
+                          uint32_t lda, nmt_buf sa, nmt_buf Q, uint32_t ldq, nmt_buf sq, float beta, nmt_buf C,
+                          uint32_t ldc, nmt_buf bias, int relu);
 
 /* out[r, :] = E[tok[r], :] * scale + P(pos(r)) for r < rows, where
  * pos(r) = pos0 + (r % seq_len) and P is the sinusoidal table (sin in

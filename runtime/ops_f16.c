@@ -54,25 +54,13 @@ nmt_status nmt_op_gemm_f16(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, flo
     if (M == 0 || N == 0) return NMT_OK;
     NMT_TRY(nmt_ops_gemm_check(ops, M, N, K, A, lda, W, ldw, beta, C, ldc, bias));
     args a = args_begin(k);
-    arg_u32(&a, M);
-    arg_u32(&a, N);
-    arg_u32(&a, K);
-    arg_f32(&a, alpha);
-    arg_mem(&a, A.mem);
-    arg_u32(&a, (uint32_t)A.off);
-    arg_u32(&a, lda);
+    nmt_ops_args_gemm_head(&a, M, N, K, alpha, A, lda);
     arg_mem(&a, W.mem);
     arg_u32(&a, (uint32_t)W.off);
     arg_u32(&a, ldw);
-    arg_f32(&a, beta);
-    arg_mem(&a, C.mem);
-    arg_u32(&a, (uint32_t)C.off);
-    arg_u32(&a, ldc);
-    arg_mem(&a, bias.mem ? bias.mem : C.mem); /* never dereferenced without the flag */
-    arg_u32(&a, bias.mem ? (uint32_t)bias.off : 0u);
-    arg_i32(&a, (bias.mem ? 1 : 0) | (relu ? 2 : 0));
+    nmt_ops_args_gemm_tail(&a, beta, C, ldc, bias, relu);
     NMT_TRY(args_end(ops->dev, &a, "gemm_f16_nt"));
-    return nmt_ops_gemm_launch(ops, k, &ops->cfg_f16[cls], M, N, "gemm_f16_nt");
+    return nmt_ops_launch_gemm(ops, k, &ops->cfg_f16[cls], M, N, "gemm_f16_nt");
 }
 
 nmt_status nmt_op_embed_f16(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_len, uint32_t pos0, nmt_buf E,

@@ -33,21 +33,35 @@ static const table_row table[] = {
     {"default", ANY, NULL, NULL,
      {.gemm = {[NMT_GOP_NT] = {OWN(1, 8, 4, 0, 64), OWN(4, 4, 4, 0, 64), OWN(4, 4, 4, 0, 64)},
                [NMT_GOP_NN] = {OWN(1, 8, 4, 0, 64), OWN(4, 4, 4, 0, 64), OWN(4, 4, 4, 0, 64)},
-               [NMT_GOP_Q8] = {OWN(1, 4, 4, 0, 64), OWN(4, 4, 4, 0, 64), OWN(4, 4, 4, 0, 64)}},
+               [NMT_GOP_Q8] = {OWN(1, 4, 4, 0, 64), OWN(4, 4, 4, 0, 64), OWN(4, 4, 4, 0, 64)},
+               [NMT_GOP_I8] = {OWN(1, 4, 16, 0, 64), OWN(4, 4, 16, 0, 64), OWN(4, 4, 16, 0, 64)}},
       .wg = 64, .reduce_wg = 256}},
     /* GPUs: CLBlast has tuned entries for most; ours keep the int8 path. */
     {"GPU", GPU, NULL, NULL,
      {.gemm = {[NMT_GOP_NT] = {BLAS, BLAS, BLAS},
                [NMT_GOP_NN] = {BLAS, BLAS, BLAS},
-               [NMT_GOP_Q8] = {OWN(1, 4, 4, 0, 64), OWN(4, 4, 4, 0, 64), OWN(4, 4, 4, 0, 64)}},
+               [NMT_GOP_Q8] = {OWN(1, 4, 4, 0, 64), OWN(4, 4, 4, 0, 64), OWN(4, 4, 4, 0, 64)},
+               [NMT_GOP_I8] = {OWN(1, 4, 16, 0, 64), OWN(4, 4, 16, 0, 64), OWN(4, 4, 16, 0, 64)}},
       .wg = 64, .reduce_wg = 256}},
     /* PoCL on a CPU (measured on a 2-core AVX-512 Xeon, docs/PERFORMANCE.md):
      * float16 loads, barrier-free; work-groups are loops, so wide groups. */
     {"PoCL CPU", CPU, "Portable Computing Language", NULL,
      {.gemm = {[NMT_GOP_NT] = {OWN(1, 8, 16, 0, 64), OWN(4, 4, 16, 1, 16), OWN(6, 4, 16, 1, 16)},
                [NMT_GOP_NN] = {OWN(1, 16, 16, 0, 16), OWN(8, 16, 16, 0, 16), OWN(6, 32, 16, 0, 16)},
-               [NMT_GOP_Q8] = {OWN(1, 2, 16, 0, 64), OWN(2, 8, 16, 0, 64), OWN(6, 4, 16, 1, 16)}},
+               [NMT_GOP_Q8] = {OWN(1, 2, 16, 0, 64), OWN(2, 8, 16, 0, 64), OWN(6, 4, 16, 1, 16)},
+               [NMT_GOP_I8] = {OWN(1, 4, 16, 0, 64), OWN(2, 8, 16, 0, 64), OWN(6, 4, 16, 1, 16)}},
       .wg = 64, .reduce_wg = 64}},
+    /* Intel's OpenCL CPU runtime: the default kernels; it reports integer
+     * dot products, but int8 x int8 measured 1.7-3.1x slower end to end
+     * than int8 weights x fp32 (docs/PERFORMANCE.md, "int8 x int8
+     * products"), so its int8 products stay int8 x fp32. */
+    {"Intel CPU", CPU, "Intel(R) OpenCL", NULL,
+     {.gemm = {[NMT_GOP_NT] = {OWN(1, 8, 4, 0, 64), OWN(4, 4, 4, 0, 64), OWN(4, 4, 4, 0, 64)},
+               [NMT_GOP_NN] = {OWN(1, 8, 4, 0, 64), OWN(4, 4, 4, 0, 64), OWN(4, 4, 4, 0, 64)},
+               [NMT_GOP_Q8] = {OWN(1, 4, 4, 0, 64), OWN(4, 4, 4, 0, 64), OWN(4, 4, 4, 0, 64)},
+               [NMT_GOP_I8] = {OWN(1, 4, 16, 0, 64), OWN(4, 4, 16, 0, 64), OWN(4, 4, 16, 0, 64)}},
+      .i8dot = {NMT_I8DOT_OFF, NMT_I8DOT_OFF, NMT_I8DOT_OFF},
+      .wg = 64, .reduce_wg = 256}},
 };
 
 static int row_matches(const table_row *r, const nmt_device_info *info) {
@@ -76,7 +90,8 @@ static int pow2(unsigned x) { return x != 0 && (x & (x - 1)) == 0; }
 int nmt_gemm_cfg_valid(nmt_gemm_op op, const nmt_gemm_cfg *c) {
     if (c == NULL || (unsigned)op >= NMT_GOP_COUNT) return 0;
     if (c->provider != NMT_GEMM_OWN && c->provider != NMT_GEMM_CLBLAST) return 0;
-    if (c->provider == NMT_GEMM_CLBLAST && op == NMT_GOP_Q8) return 0;
+    if (c->provider == NMT_GEMM_CLBLAST && (op == NMT_GOP_Q8 || op == NMT_GOP_I8)) return 0;
+    if (op == NMT_GOP_I8 && c->vw < 4) return 0;  /* four-element dot products */
     const unsigned tn_max = op == NMT_GOP_NN ? 32u : 8u;
     if (c->tm < 1 || c->tm > 8 || c->tn < 1 || c->tn > tn_max) return 0;
     if (!pow2(c->vw) || c->vw > 16 || c->mfast > 1 || !pow2(c->wg) || c->wg > 1024) return 0;
@@ -121,6 +136,15 @@ static const nmt_gemm_cfg cand_q8_big[] = {
     OWN(4, 4, 4, 0, 64), OWN(4, 4, 16, 1, 16), OWN(4, 4, 16, 0, 64), OWN(4, 6, 16, 1, 16),
     OWN(6, 4, 16, 1, 16),
 };
+static const nmt_gemm_cfg cand_i8_m2[] = {
+    OWN(1, 4, 16, 0, 64), OWN(1, 8, 16, 0, 64), OWN(1, 4, 8, 0, 64), OWN(1, 8, 4, 0, 64), OWN(2, 4, 16, 0, 64),
+};
+static const nmt_gemm_cfg cand_i8_m16[] = {
+    OWN(4, 4, 16, 0, 64), OWN(2, 8, 16, 0, 64), OWN(4, 4, 16, 1, 16), OWN(8, 2, 16, 1, 16), OWN(4, 4, 4, 0, 64),
+};
+static const nmt_gemm_cfg cand_i8_big[] = {
+    OWN(4, 4, 16, 0, 64), OWN(6, 4, 16, 1, 16), OWN(4, 4, 16, 1, 16), OWN(4, 6, 16, 1, 16), OWN(4, 4, 4, 0, 64),
+};
 
 typedef struct cand_list {
     const nmt_gemm_cfg *c;
@@ -132,6 +156,7 @@ static const cand_list candidates[NMT_GOP_COUNT][NMT_GCLASS_COUNT] = {
     [NMT_GOP_NT] = {LIST(cand_nt_m2), LIST(cand_nt_m16), LIST(cand_nt_big)},
     [NMT_GOP_NN] = {LIST(cand_nn_m2), LIST(cand_nn_m16), LIST(cand_nn_big)},
     [NMT_GOP_Q8] = {LIST(cand_q8_m2), LIST(cand_q8_m16), LIST(cand_q8_big)},
+    [NMT_GOP_I8] = {LIST(cand_i8_m2), LIST(cand_i8_m16), LIST(cand_i8_big)},
 };
 
 size_t nmt_gemm_candidates(nmt_gemm_op op, nmt_gemm_class cls, nmt_gemm_cfg *out, size_t cap) {
@@ -146,7 +171,8 @@ size_t nmt_gemm_candidates(nmt_gemm_op op, nmt_gemm_class cls, nmt_gemm_cfg *out
 /* File format                                                              */
 /* ------------------------------------------------------------------------ */
 
-static const char *const op_names[NMT_GOP_COUNT] = {"nt", "nn", "q8"};
+static const char *const op_names[NMT_GOP_COUNT] = {"nt", "nn", "q8", "i8"};
+static const char *const i8dot_names[3] = {"auto", "off", "on"};
 static const char *const class_names[NMT_GCLASS_COUNT] = {"m2", "m16", "big"};
 
 const char *nmt_gemm_op_name(nmt_gemm_op op) {
@@ -250,6 +276,13 @@ nmt_status nmt_tuning_parse(nmt_tuning *t, const char *text, size_t len) {
             return NMT_ERR_INVALID_ARGUMENT;  /* the first line names the format */
         } else if (word_is(w, n, "gemm")) {
             NMT_CHECK(parse_gemm(&l, &r), NMT_ERR_INVALID_ARGUMENT);
+        } else if (word_is(w, n, "i8dot")) { /* i8dot <class> auto|off|on */
+            n = word(&l, &w);
+            const int cls = index_of(w, n, class_names, NMT_GCLASS_COUNT);
+            n = word(&l, &w);
+            const int v = index_of(w, n, i8dot_names, 3);
+            NMT_CHECK(cls >= 0 && v >= 0 && word(&l, &w) == 0, NMT_ERR_INVALID_ARGUMENT);
+            r.i8dot[cls] = (uint8_t)v;
         } else if (word_is(w, n, "wg") || word_is(w, n, "reduce_wg")) {
             const int is_wg = n == 2;
             const char *v;
@@ -321,6 +354,13 @@ size_t nmt_tuning_format(const nmt_tuning *t, const char *device, char *buf, siz
             }
             put(buf, cap, &u, "\n");
         }
+    for (int cls = 0; cls < NMT_GCLASS_COUNT; cls++) {
+        put(buf, cap, &u, "i8dot ");
+        put(buf, cap, &u, class_names[cls]);
+        put(buf, cap, &u, " ");
+        put(buf, cap, &u, i8dot_names[t->i8dot[cls] < 3 ? t->i8dot[cls] : 0]);
+        put(buf, cap, &u, "\n");
+    }
     put(buf, cap, &u, "wg ");
     put_uint(buf, cap, &u, t->wg);
     put(buf, cap, &u, "\nreduce_wg ");

@@ -23,6 +23,7 @@ typedef enum nmt_gemm_op {
     NMT_GOP_NT = 0,   /* fp32, B = [N,K] (weights) */
     NMT_GOP_NN = 1,   /* fp32, B = [K,N] */
     NMT_GOP_Q8 = 2,   /* int8 weights [N,K] with per-row scales (own kernels only) */
+    NMT_GOP_I8 = 3,   /* the same products with int8 activations (cl/gemm_i8.cl; own only) */
     NMT_GOP_COUNT
 } nmt_gemm_op;
 
@@ -40,7 +41,7 @@ static inline nmt_gemm_class nmt_gemm_class_of(uint32_t M) {
 }
 
 /* One kernel configuration: the provider and, for our kernels, the -D knobs
- * of cl/gemm.cl and cl/gemm_q8.cl and the local size along dimension 0. */
+ * of cl/gemm.cl, cl/gemm_q8.cl and cl/gemm_i8.cl and the local size along dimension 0. */
 typedef struct nmt_gemm_cfg {
     uint8_t provider;   /* NMT_GEMM_OWN or NMT_GEMM_CLBLAST */
     uint8_t tm, tn;     /* block of C per work-item (GEMM_TM, GEMM_TN) */
@@ -49,8 +50,16 @@ typedef struct nmt_gemm_cfg {
     uint16_t wg;        /* work-items per group (power of two; clamped to the device) */
 } nmt_gemm_cfg;
 
+/* Which kernel the int8-weight products of a shape class use (ops_i8dot.c):
+ * AUTO = int8 x int8 where the device has integer dot products, else int8
+ * weights x fp32; OFF = always int8 weights x fp32; ON = always int8 x int8
+ * (with the built-in where present, else the portable kernel).  The tuner
+ * writes OFF or ON, whichever it measured faster. */
+enum { NMT_I8DOT_AUTO = 0, NMT_I8DOT_OFF = 1, NMT_I8DOT_ON = 2 };
+
 typedef struct nmt_tuning {
     nmt_gemm_cfg gemm[NMT_GOP_COUNT][NMT_GCLASS_COUNT];
+    uint8_t i8dot[NMT_GCLASS_COUNT]; /* NMT_I8DOT_* per shape class */
     uint16_t wg;            /* element-wise and attention kernels: local size (power of two) */
     uint16_t reduce_wg;     /* per-row reductions (layernorm, log_softmax) */
     char origin[160];       /* where it came from: "table: ...", "cache: <path>" */

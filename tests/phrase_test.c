@@ -128,7 +128,12 @@ static void test_incremental_equals_forced(void **state) {
             size_t size;
             test_model m;
             void *img_ = write_model(&nmt_family_phrase, &c, 60 + k, q8, &size);
-        test_model_open(e->dev, img_, size, &ph_limits, &m);
+            /* int8: the int8 weights' kernel, exact as fp32 is; int8 x int8
+             * quantizes activations, whose rounding the two paths' last-bit
+             * differences can flip (kernels_i8dot_test bounds it) */
+            if (q8) setenv("NMT_EDGE_NO_I8DOT", "1", 1);
+            test_model_open(e->dev, img_, size, &ph_limits, &m);
+            unsetenv("NMT_EDGE_NO_I8DOT");
             nmt_model_info info;
             nmt_session_model_info(m.s, &info);
             assert_string_equal(info.arch, "phrase");

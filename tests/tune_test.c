@@ -42,9 +42,9 @@ static void test_plan_covers_every_shape(void **state) {
                     assert_true((size_t)s->M * s->K <= p.a);
                     assert_true((size_t)s->N * s->K <= p.b);
                     assert_true((size_t)s->M * s->N <= p.c);
-                    if (op == NMT_GOP_Q8) assert_true(s->N <= p.scales);
+                    if (op == NMT_GOP_Q8 || op == NMT_GOP_I8) assert_true(s->N <= p.scales);
                 }
-                if (op != NMT_GOP_Q8) assert_int_equal(p.scales, 0);
+                if (op != NMT_GOP_Q8 && op != NMT_GOP_I8) assert_int_equal(p.scales, 0);
                 assert_true(p.host >= p.a && p.host >= p.b && p.host >= p.scales);
             }
 }

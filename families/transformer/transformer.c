@@ -169,6 +169,7 @@ static nmt_status tf_plan(nmt_session *s, const nmt_file *f, const void *cfgp, c
         }
     }
     const size_t rows = max3(B * S, B * T, R);
+    if (any_q8) NMT_TRY(nmt_session_plan_i8dot(s, a, rows, NMT_MAX(d, (size_t)c->ff))); /* int8 x int8 scratch */
     const size_t nbr = NMT_MAX(c->n_enc_br, c->n_dec_br);
     const size_t H = c->heads;
     nmt_tf_acts *ac = &local.acts;

@@ -1,0 +1,164 @@
+/* gemm_i8.cl — int8 x int8 products (runtime/ops_i8dot.c): activations
+ * quantized per row on the fly, then an int8 x int8 -> int32 product with
+ * the int8 weights of the .nmt file, rescaled to fp32 with both scales.
+ * Built only where the int8 x int8 path is chosen (docs/PORTING.md, "Fast
+ * paths: int8 x int8 products").
+ *
+ * Kernels:
+ *   quant_rows  symmetric per-row quantization of X[M,K] (fp32):
+ *                 amax = max_k |X[m,k]|,  S[m] = amax / 127,
+ *                 Q[m,k] = round_half_even(X[m,k] * (127 / amax)), saturated
+ *                 to [-127, 127] (0 where amax == 0 or not finite);
+ *               one work-item per row.  Divisions are correctly rounded
+ *               (the host builds with -cl-fp32-correctly-rounded-divide-sqrt),
+ *               so a host reference with IEEE float arithmetic gets the same
+ *               bytes and scales.
+ *   gemm_i8_nt  C[M,N] = alpha * (sum_k A[m,k] * Q[n,k]) * (sa[m] * sq[n])
+ *               (+ beta*C) (+ bias) (ReLU): A int8 [M,K] with row scales sa,
+ *               Q int8 [N,K] with row scales sq (the .nmt weight layout).
+ *               The sum is exact in int32 (|sum| <= 127^2 K; the host keeps
+ *               K < 2^17), converted to fp32 once per output.
+ *
+ * Same decomposition as gemm_q8_nt in gemm_q8.cl (barrier-free; a GEMM_TM x
+ * GEMM_TN block of C per work-item; out-of-range rows/columns clamped on
+ * load and not stored; dimension 0 walks N, or M when GEMM_MFAST).
+ *
+ * flags: bit 0 = add bias[n], bit 1 = ReLU.  beta == 0: C is not read.
+ * Indices are 32-bit (the host checks extents < 2^32 elements).
+ *
+ * -D knobs (defaults):
+ *   GEMM_TM     rows of C per work-item      (1; 1..8)
+ *   GEMM_TN     columns of C per work-item   (4; 1..8)
+ *   GEMM_VW     int8 elements per load       (16; 4, 8, 16)
+ *   GEMM_MFAST  1: dimension 0 walks M       (0)
+ *   I8_DOT      1: four-element products with the cl_khr_integer_dot_product
+ *               built-in dot(char4, char4); 0: plain int arithmetic   (0)
+ */
+#ifndef GEMM_TM
+#define GEMM_TM 1
+#endif
+#ifndef GEMM_TN
+#define GEMM_TN 4
+#endif
+#ifndef GEMM_VW
+#define GEMM_VW 16
+#endif
+#ifndef GEMM_MFAST
+#define GEMM_MFAST 0
+#endif
+#ifndef I8_DOT
+#define I8_DOT 0
+#endif
+
+#if I8_DOT
+/* The device reports cl_khr_integer_dot_product with 4x8-bit inputs (the
+ * host checks).  OpenCL C 3.0 declares the built-in under a feature macro;
+ * built as 1.2, where a compiler may define only the extension's macro,
+ * declare it (the device's library provides it). */
+#if !defined(__opencl_c_integer_dot_product_input_4x8bit)
+#if !defined(cl_khr_integer_dot_product)
+#error "I8_DOT=1 needs cl_khr_integer_dot_product"
+#endif
+int __attribute__((overloadable, const)) dot(char4 a, char4 b);
+#endif
+#define DOT4(a, b) dot((a), (b))
+#else
+#define DOT4(a, b) ((int)(a).x * (int)(b).x + (int)(a).y * (int)(b).y + (int)(a).z * (int)(b).z + (int)(a).w * (int)(b).w)
+#endif
+
+#if GEMM_VW == 16
+#define VCHAR char16
+#define VLOAD(p) vload16(0, (p))
+#define VDOT(a, b) (DOT4((a).s0123, (b).s0123) + DOT4((a).s4567, (b).s4567) + DOT4((a).s89ab, (b).s89ab) + \
+                    DOT4((a).scdef, (b).scdef))
+#elif GEMM_VW == 8
+#define VCHAR char8
+#define VLOAD(p) vload8(0, (p))
+#define VDOT(a, b) (DOT4((a).s0123, (b).s0123) + DOT4((a).s4567, (b).s4567))
+#elif GEMM_VW == 4
+#define VCHAR char4
+#define VLOAD(p) vload4(0, (p))
+#define VDOT(a, b) DOT4((a), (b))
+#else
+#error "GEMM_VW must be 4, 8 or 16"
+#endif
+
+__kernel void quant_rows(const uint M, const uint K, __global const float *X, const uint x_off, const uint ldx,
+                         __global char *Q, const uint q_off, const uint ldq, __global float *S, const uint s_off) {
+    const uint m = (uint)get_global_id(0);
+    if (m >= M) return;
+    __global const float *x = X + x_off + m * ldx;
+    __global char *q = Q + q_off + m * ldq;
+    float amax = 0.0f;
+    for (uint k = 0; k < K; k++) amax = fmax(amax, fabs(x[k]));
+    const int ok = amax > 0.0f && isfinite(amax);
+    const float inv = ok ? 127.0f / amax : 0.0f;
+    S[s_off + m] = ok ? amax / 127.0f : 0.0f;
+    for (uint k = 0; k < K; k++) q[k] = convert_char_sat_rte(clamp(x[k] * inv, -127.0f, 127.0f));
+}
+
+__kernel void gemm_i8_nt(const uint M, const uint N, const uint K, const float alpha,
+                         __global const char *A, const uint a_off, const uint lda,
+                         __global const float *sa, const uint sa_off,
+                         __global const char *Q, const uint q_off, const uint ldq,
+                         __global const float *sq, const uint sq_off,
+                         const float beta, __global float *C, const uint c_off, const uint ldc,
+                         __global const float *bias, const uint bias_off, const int flags) {
+#if GEMM_MFAST
+    const uint m0 = (uint)get_global_id(0) * GEMM_TM;
+    const uint n0 = (uint)get_global_id(1) * GEMM_TN;
+#else
+    const uint n0 = (uint)get_global_id(0) * GEMM_TN;
+    const uint m0 = (uint)get_global_id(1) * GEMM_TM;
+#endif
+    if (m0 >= M || n0 >= N) return;
+
+    __global const char *ar[GEMM_TM];
+    __global const char *qr[GEMM_TN];
+    #pragma unroll
+    for (int i = 0; i < GEMM_TM; i++) ar[i] = A + a_off + min(m0 + (uint)i, M - 1u) * lda;
+    #pragma unroll
+    for (int j = 0; j < GEMM_TN; j++) qr[j] = Q + q_off + min(n0 + (uint)j, N - 1u) * ldq;
+
+    int acc[GEMM_TM][GEMM_TN];
+    #pragma unroll
+    for (int i = 0; i < GEMM_TM; i++)
+        #pragma unroll
+        for (int j = 0; j < GEMM_TN; j++) acc[i][j] = 0;
+
+    const uint KV = K - K % GEMM_VW;
+    for (uint k = 0; k < KV; k += GEMM_VW) {
+        VCHAR a[GEMM_TM], b[GEMM_TN];
+        #pragma unroll
+        for (int j = 0; j < GEMM_TN; j++) b[j] = VLOAD(qr[j] + k);
+        #pragma unroll
+        for (int i = 0; i < GEMM_TM; i++) a[i] = VLOAD(ar[i] + k);
+        #pragma unroll
+        for (int i = 0; i < GEMM_TM; i++)
+            #pragma unroll
+            for (int j = 0; j < GEMM_TN; j++) acc[i][j] += VDOT(a[i], b[j]);
+    }
+    for (uint k = KV; k < K; k++)
+        #pragma unroll
+        for (int i = 0; i < GEMM_TM; i++)
+            #pragma unroll
+            for (int j = 0; j < GEMM_TN; j++) acc[i][j] += (int)ar[i][k] * (int)qr[j][k];
+
+    #pragma unroll
+    for (int i = 0; i < GEMM_TM; i++) {
+        const uint m = m0 + (uint)i;
+        if (m >= M) break;
+        __global float *crow = C + c_off + m * ldc;
+        const float am = alpha * sa[sa_off + m];
+        #pragma unroll
+        for (int j = 0; j < GEMM_TN; j++) {
+            const uint n = n0 + (uint)j;
+            if (n >= N) break;
+            float v = (float)acc[i][j] * (am * sq[sq_off + n]);
+            if (beta != 0.0f) v += beta * crow[n];
+            if (flags & 1) v += bias[bias_off + n];
+            if (flags & 2) v = fmax(v, 0.0f);
+            crow[n] = v;
+        }
+    }
+}

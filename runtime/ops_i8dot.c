@@ -1,0 +1,165 @@
+/* ops_i8dot.c — int8 x int8 products (issue 23, item 2) over cl/gemm_i8.cl:
+ * which path the int8-weight products take per device and shape class, the
+ * per-row quantization of activations, the int8 x int8 product, and the
+ * session scratch they use.  Beside, not instead of, the int8 weights x
+ * fp32 path of cl/gemm_q8.cl, which stays the default on devices without
+ * integer dot products (docs/PORTING.md, "Fast paths: int8 x int8
+ * products"). */
+#include "ops.h"
+
+#include "family.h"
+#include "kernel_args.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------ */
+/* Choice                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static int env_off(void) {
+    const char *v = getenv("NMT_EDGE_NO_I8DOT");
+    return v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
+}
+
+int nmt_i8dot_path(const nmt_device *dev, nmt_gemm_class cls) {
+    if (dev == NULL || (unsigned)cls >= NMT_GCLASS_COUNT || env_off()) return 0;
+    const int want = dev->tuning.i8dot[cls];
+    if (want == NMT_I8DOT_OFF) return 0;
+    if (dev->info.has_int_dot) return 1;
+    return want == NMT_I8DOT_ON ? 2 : 0;
+}
+
+void nmt_i8dot_describe(const nmt_device *dev, char *buf, size_t cap) {
+    static const char *const names[3] = {"int8 weights x fp32", "int8 x int8 (dot built-in)",
+                                         "int8 x int8 (portable)"};
+    if (buf == NULL || cap == 0) return;
+    int p[NMT_GCLASS_COUNT];
+    for (int c = 0; c < NMT_GCLASS_COUNT; c++) p[c] = nmt_i8dot_path(dev, (nmt_gemm_class)c);
+    if (p[0] == p[1] && p[1] == p[2]) {
+        snprintf(buf, cap, "%s%s", names[p[0]], p[0] == 0 && env_off() ? " (NMT_EDGE_NO_I8DOT)" : "");
+        return;
+    }
+    snprintf(buf, cap, "m2: %s, m16: %s, big: %s", names[p[0]], names[p[1]], names[p[2]]);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Kernels                                                                  */
+/* ------------------------------------------------------------------------ */
+
+nmt_status nmt_ops_enable_i8(nmt_ops *ops) {
+    if (ops == NULL || ops->dev == NULL || ops->k_add == NULL) return NMT_ERR_INVALID_ARGUMENT;
+    cl_kernel any = NULL;
+    for (int c = 0; c < NMT_GCLASS_COUNT; c++) {
+        if (ops->i8_use[c] == 0 || ops->k_gemm[NMT_GOP_I8][c] != NULL) {
+            if (ops->k_gemm[NMT_GOP_I8][c] != NULL) any = ops->k_gemm[NMT_GOP_I8][c];
+            continue;
+        }
+        nmt_status s = nmt_ops_gemm_kernel(ops, NMT_GOP_I8, (nmt_gemm_class)c);
+        if (s == NMT_ERR_KERNEL_BUILD && ops->i8_use[c] == 1) {
+            /* the extension is reported but its built-in does not compile
+             * (OpenCL C 1.2 mode): the portable kernel */
+            nmt_log(&ops->dev->log, NMT_LOG_WARN,
+                    "gemm_i8: the integer dot product built-in did not build; portable int8 x int8 kernel");
+            ops->i8_use[c] = 2;
+            s = nmt_ops_gemm_kernel(ops, NMT_GOP_I8, (nmt_gemm_class)c);
+        }
+        NMT_TRY(s);
+        any = ops->k_gemm[NMT_GOP_I8][c];
+    }
+    if (any == NULL || ops->k_quant_rows != NULL) return NMT_OK;
+    cl_program prog;
+    NMT_TRY(nmt_device_program(ops->dev, "gemm_i8", "-cl-fp32-correctly-rounded-divide-sqrt", &prog));
+    NMT_TRY(nmt_device_kernel(ops->dev, prog, "quant_rows", &ops->k_quant_rows));
+    return nmt_kernel_wg(ops->dev, ops->k_quant_rows, ops->wg_max ? ops->wg_max : 1, &ops->i8_quant_wg);
+}
+
+nmt_status nmt_op_quant_rows(nmt_ops *ops, uint32_t M, uint32_t K, nmt_buf X, uint32_t ldx, nmt_buf Q, uint32_t ldq,
+                             nmt_buf S) {
+    if (ops == NULL || ops->dev == NULL || ops->k_quant_rows == NULL) return NMT_ERR_INVALID_ARGUMENT;
+    if (M == 0) return NMT_OK;
+    if (X.mem == NULL || Q.mem == NULL || S.mem == NULL || ldx < K || ldq < K) return NMT_ERR_INVALID_ARGUMENT;
+    const uint64_t lim = UINT32_MAX;
+    if ((uint64_t)X.off + (uint64_t)(M - 1) * ldx + K > lim || (uint64_t)Q.off + (uint64_t)(M - 1) * ldq + K > lim ||
+        (uint64_t)S.off + M > lim)
+        return NMT_ERR_UNSUPPORTED;
+    args a = args_begin(ops->k_quant_rows);
+    arg_u32(&a, M);
+    arg_u32(&a, K);
+    arg_mem(&a, X.mem);
+    arg_u32(&a, (uint32_t)X.off);
+    arg_u32(&a, ldx);
+    arg_mem(&a, Q.mem);
+    arg_u32(&a, (uint32_t)Q.off);
+    arg_u32(&a, ldq);
+    arg_mem(&a, S.mem);
+    arg_u32(&a, (uint32_t)S.off);
+    NMT_TRY(args_end(ops->dev, &a, "quant_rows"));
+    const size_t lws = ops->i8_quant_wg ? ops->i8_quant_wg : 1, gws = (M + lws - 1) / lws * lws;
+    return nmt_enqueue(ops->dev, ops->k_quant_rows, 1, &gws, &lws, "quant_rows");
+}
+
+#define I8_K_MAX (1u << 17) /* 127^2 * K stays inside int32 */
+
+nmt_status nmt_op_gemm_i8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, float alpha, nmt_buf A, uint32_t lda,
+                          nmt_buf sa, nmt_buf Q, uint32_t ldq, nmt_buf sq, float beta, nmt_buf C, uint32_t ldc,
+                          nmt_buf bias, int relu) {
+    if (ops == NULL || ops->dev == NULL || ops->k_add == NULL) return NMT_ERR_INVALID_ARGUMENT;
+    const nmt_gemm_class cls = nmt_gemm_class_of(M);
+    cl_kernel k = ops->k_gemm[NMT_GOP_I8][cls];
+    if (k == NULL) return NMT_ERR_INVALID_ARGUMENT; /* not enabled */
+    if (M == 0 || N == 0) return NMT_OK;
+    if (sa.mem == NULL || Q.mem == NULL || sq.mem == NULL || ldq < K) return NMT_ERR_INVALID_ARGUMENT;
+    if (K >= I8_K_MAX) return NMT_ERR_UNSUPPORTED;
+    NMT_TRY(nmt_ops_check_gemm(ops, M, N, K, A, lda, beta, C, ldc, bias));
+    const uint64_t lim = UINT32_MAX;
+    if ((uint64_t)Q.off + (uint64_t)(N - 1) * ldq + K > lim || (uint64_t)sa.off + M > lim ||
+        (uint64_t)sq.off + N > lim)
+        return NMT_ERR_UNSUPPORTED;
+    args a = args_begin(k);
+    nmt_ops_args_gemm_head(&a, M, N, K, alpha, A, lda);
+    arg_mem(&a, sa.mem);
+    arg_u32(&a, (uint32_t)sa.off);
+    arg_mem(&a, Q.mem);
+    arg_u32(&a, (uint32_t)Q.off);
+    arg_u32(&a, ldq);
+    arg_mem(&a, sq.mem);
+    arg_u32(&a, (uint32_t)sq.off);
+    nmt_ops_args_gemm_tail(&a, beta, C, ldc, bias, relu);
+    NMT_TRY(args_end(ops->dev, &a, "gemm_i8_nt"));
+    return nmt_ops_launch_gemm(ops, k, &ops->cfg[NMT_GOP_I8][cls], M, N, "gemm_i8_nt");
+}
+
+/* ------------------------------------------------------------------------ */
+/* nmt_op_gemm_q8 by way of int8 activations                                */
+/* ------------------------------------------------------------------------ */
+
+int nmt_ops_i8_fits(const nmt_ops *ops, nmt_gemm_class cls, uint32_t M, uint32_t K) {
+    return ops->i8_use[cls] != 0 && ops->k_gemm[NMT_GOP_I8][cls] != NULL && ops->k_quant_rows != NULL &&
+           ops->i8_a.mem != NULL && M <= ops->i8_rows && K > 0 && K < I8_K_MAX &&
+           (uint64_t)M * K <= (uint64_t)ops->i8_cap;
+}
+
+nmt_status nmt_ops_gemm_q8_as_i8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, float alpha, nmt_buf A,
+                                 uint32_t lda, nmt_buf Q, uint32_t ldq, nmt_buf scale, float beta, nmt_buf C,
+                                 uint32_t ldc, nmt_buf bias, int relu) {
+    NMT_TRY(nmt_op_quant_rows(ops, M, K, A, lda, ops->i8_a, K, ops->i8_s));
+    ops->n_i8_products++;
+    return nmt_op_gemm_i8(ops, M, N, K, alpha, ops->i8_a, K, ops->i8_s, Q, ldq, scale, beta, C, ldc, bias, relu);
+}
+
+nmt_status nmt_session_plan_i8dot(nmt_session *s, nmt_arena *a, size_t rows, size_t kmax) {
+    size_t bytes;
+    NMT_CHECK(nmt_mul_ok(rows, kmax, &bytes), NMT_ERR_DEVICE_MEMORY);
+    nmt_buf q, sc;
+    NMT_TRY(nmt_session_buffer(s, a, bytes, NULL, &q));
+    NMT_TRY(nmt_session_floats(s, a, rows, &sc));
+    if (nmt_arena_measuring(a)) return NMT_OK;
+    nmt_ops *ops = nmt_session_ops(s);
+    ops->i8_a = q;
+    ops->i8_s = sc;
+    ops->i8_cap = bytes;
+    ops->i8_rows = rows;
+    return NMT_OK;
+}

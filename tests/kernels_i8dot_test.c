@@ -1,0 +1,497 @@
+/* kernels_i8dot_test.c — the int8 x int8 products (issue 23, item 2;
+ * runtime/ops_i8dot.c, cl/gemm_i8.cl):
+ *   - the path choice: the table's (auto, or off where measured slower:
+ *     Intel's CPU runtime); with auto a device that reports
+ *     cl_khr_integer_dot_product (Intel's CPU runtime) MUST build the dot
+ *     built-in variant (this test fails, not skips, if it did not);
+ *     elsewhere (PoCL) int8 products stay int8 weights x fp32 unless the
+ *     tuning says "on" (portable kernel); the tuning's off and
+ *     $NMT_EDGE_NO_I8DOT turn it off;
+ *   - quant_rows against a host reference: the same int8 bytes and scales,
+ *     exactly (zero rows, K = 1, K not a multiple of 4, offsets, strides);
+ *   - gemm_i8_nt against a naive int64 host sum: exact integers before the
+ *     rescale (unit scales), then with scales, alpha, beta, bias and ReLU
+ *     within 1e-6 of the host's same formula; odd M/N, K % 4 != 0, every
+ *     shape class, the portable kernel and (where present) the built-in;
+ *   - nmt_op_gemm_q8 through the scratch against ref_gemm_q8 (fp32
+ *     activations): the quantization error bound; too-big A falls back;
+ *   - bad arguments: exact statuses;
+ *   - a whole int8 model: its session (arena and device bytes exactly as
+ *     predicted) with the tuning "on" runs its products int8 x int8 (the
+ *     built-in where present) and scores within 0.5% of the
+ *     same session with NMT_EDGE_NO_I8DOT=1 (int8 weights x fp32). */
+#include "ops_common.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "family_common.h"
+#include "format_common.h"
+#include "random_model.h"
+#include "ref_ops.h"
+#include "transformer_cfg.h"
+
+/* ---- host references ------------------------------------------------------ */
+
+static void ref_quant_rows(uint32_t M, uint32_t K, const float *X, uint32_t ldx, int8_t *Q, uint32_t ldq, float *S) {
+    for (uint32_t m = 0; m < M; m++) {
+        const float *x = X + (size_t)m * ldx;
+        float amax = 0.0f;
+        for (uint32_t k = 0; k < K; k++) amax = fmaxf(amax, fabsf(x[k]));
+        const int ok = amax > 0.0f && isfinite(amax);
+        const float inv = ok ? 127.0f / amax : 0.0f;
+        S[m] = ok ? amax / 127.0f : 0.0f;
+        for (uint32_t k = 0; k < K; k++) {
+            const float v = fminf(fmaxf(x[k] * inv, -127.0f), 127.0f);
+            Q[(size_t)m * ldq + k] = (int8_t)rintf(v); /* round half to even (default mode) */
+        }
+    }
+}
+
+/* C = alpha * sum * sa[m] * sq[n] (+ beta C) (+ bias) (ReLU), the kernel's
+ * float formula; *isum (optional) the exact integer sums [M,N]. */
+static void ref_gemm_i8(uint32_t M, uint32_t N, uint32_t K, float alpha, const int8_t *A, uint32_t lda, const float *sa,
+                        const int8_t *Q, uint32_t ldq, const float *sq, float beta, float *C, uint32_t ldc,
+                        const float *bias, int relu) {
+    for (uint32_t m = 0; m < M; m++)
+        for (uint32_t n = 0; n < N; n++) {
+            int64_t acc = 0;
+            for (uint32_t k = 0; k < K; k++) acc += (int64_t)A[(size_t)m * lda + k] * Q[(size_t)n * ldq + k];
+            float v = (float)acc * ((alpha * sa[m]) * sq[n]);
+            if (beta != 0.0f) v += beta * C[(size_t)m * ldc + n];
+            if (bias) v += bias[n];
+            if (relu) v = fmaxf(v, 0.0f);
+            C[(size_t)m * ldc + n] = v;
+        }
+}
+
+static int8_t *random_i8(nmt_test_rng *r, size_t n) {
+    int8_t *q = malloc(n);
+    assert_non_null(q);
+    for (size_t i = 0; i < n; i++) q[i] = (int8_t)nmt_test_rng_int(r, -127, 128);
+    return q;
+}
+
+/* ---- choice --------------------------------------------------------------- */
+
+static void test_path_choice(void **state) {
+    env *e = *state;
+    nmt_device *dev = e->dev;
+    const int dot = dev->info.has_int_dot;
+    unsetenv("NMT_EDGE_NO_I8DOT");
+    const nmt_tuning saved = dev->tuning;
+    for (int c = 0; c < NMT_GCLASS_COUNT; c++) {
+        /* the table: auto, or off where int8 x int8 measured slower (Intel's
+         * CPU runtime); kernels_setup's ops follow it */
+        const int want = dev->tuning.i8dot[c] == NMT_I8DOT_OFF ? 0 : dot ? 1 : 0;
+        assert_true(dev->tuning.i8dot[c] == NMT_I8DOT_AUTO || dev->tuning.i8dot[c] == NMT_I8DOT_OFF);
+        assert_int_equal(nmt_i8dot_path(dev, (nmt_gemm_class)c), want);
+        assert_int_equal(e->ops.i8_use[c], want);
+        dev->tuning.i8dot[c] = NMT_I8DOT_AUTO;
+    }
+    /* auto: the built-in variant wherever the device reports it (a fallback
+     * to the portable one, or none, fails here) */
+    nmt_ops ops;
+    nmt_test_assert_ok(dev, nmt_ops_init(&ops, dev));
+    nmt_test_assert_ok(dev, nmt_ops_enable_q8(&ops));
+    for (int c = 0; c < NMT_GCLASS_COUNT; c++) {
+        assert_int_equal(nmt_i8dot_path(dev, (nmt_gemm_class)c), dot ? 1 : 0);
+        assert_int_equal(ops.i8_use[c], dot ? 1 : 0);
+        if (dot) assert_non_null(ops.k_gemm[NMT_GOP_I8][c]);
+        else assert_null(ops.k_gemm[NMT_GOP_I8][c]);
+    }
+    if (dot) assert_non_null(ops.k_quant_rows);
+    else print_message("int8 x int8 with the dot built-in: not available on this device (portable kernel tested)\n");
+    nmt_ops_release(&ops);
+    nmt_device_info info;
+    nmt_device_get_info(dev, &info);
+    assert_string_equal(info.int8_products, dot ? "int8 x int8 (dot built-in)" : "int8 weights x fp32");
+
+    dev->tuning.i8dot[NMT_GCLASS_M16] = NMT_I8DOT_OFF;
+    dev->tuning.i8dot[NMT_GCLASS_BIG] = NMT_I8DOT_ON;
+    assert_int_equal(nmt_i8dot_path(dev, NMT_GCLASS_M16), 0);
+    assert_int_equal(nmt_i8dot_path(dev, NMT_GCLASS_BIG), dot ? 1 : 2);
+    nmt_device_get_info(dev, &info);
+    assert_string_equal(info.int8_products,
+                        dot ? "m2: int8 x int8 (dot built-in), m16: int8 weights x fp32, big: int8 x int8 (dot built-in)"
+                            : "m2: int8 weights x fp32, m16: int8 weights x fp32, big: int8 x int8 (portable)");
+    setenv("NMT_EDGE_NO_I8DOT", "1", 1);
+    for (int c = 0; c < NMT_GCLASS_COUNT; c++) assert_int_equal(nmt_i8dot_path(dev, (nmt_gemm_class)c), 0);
+    nmt_device_get_info(dev, &info);
+    assert_string_equal(info.int8_products, "int8 weights x fp32 (NMT_EDGE_NO_I8DOT)");
+    setenv("NMT_EDGE_NO_I8DOT", "0", 1); /* "0" is not off */
+    assert_int_equal(nmt_i8dot_path(dev, NMT_GCLASS_BIG), dot ? 1 : 2);
+    unsetenv("NMT_EDGE_NO_I8DOT");
+    dev->tuning = saved;
+
+    /* the tuning file's lines */
+    nmt_tuning t = dev->tuning;
+    memset(t.i8dot, NMT_I8DOT_AUTO, sizeof t.i8dot); /* what lines do not name stays */
+    static const char text[] = "nmt-edge-tuning 1\ni8dot m2 off\ni8dot big on\n";
+    assert_int_equal(nmt_tuning_parse(&t, text, sizeof text - 1), NMT_OK);
+    assert_int_equal(t.i8dot[NMT_GCLASS_M2], NMT_I8DOT_OFF);
+    assert_int_equal(t.i8dot[NMT_GCLASS_M16], NMT_I8DOT_AUTO);
+    assert_int_equal(t.i8dot[NMT_GCLASS_BIG], NMT_I8DOT_ON);
+    static const char bad[] = "nmt-edge-tuning 1\ni8dot m2 maybe\n";
+    assert_int_equal(nmt_tuning_parse(&t, bad, sizeof bad - 1), NMT_ERR_INVALID_ARGUMENT);
+    char buf[2048];
+    assert_true(nmt_tuning_format(&t, "x", buf, sizeof buf) > 0);
+    assert_non_null(strstr(buf, "i8dot m2 off\ni8dot m16 auto\ni8dot big on\n"));
+}
+
+/* An nmt_ops on the test device with the int8 x int8 kernels of every
+ * class: the built-in variant when dot and the device has it, else portable. */
+static void open_i8_ops(env *e, nmt_ops *ops, int dot) {
+    nmt_test_assert_ok(e->dev, nmt_ops_init(ops, e->dev));
+    nmt_test_assert_ok(e->dev, nmt_ops_enable_q8(ops)); /* the device's own choice first */
+    for (int c = 0; c < NMT_GCLASS_COUNT; c++) {
+        if (ops->i8_use[c] != (dot ? 1 : 2) && ops->k_gemm[NMT_GOP_I8][c] != NULL) {
+            clReleaseKernel(ops->k_gemm[NMT_GOP_I8][c]); /* the other variant: rebuilt below */
+            ops->k_gemm[NMT_GOP_I8][c] = NULL;
+        }
+        ops->i8_use[c] = dot ? 1 : 2;
+    }
+    nmt_test_assert_ok(e->dev, nmt_ops_enable_i8(ops));
+    for (int c = 0; c < NMT_GCLASS_COUNT; c++) assert_int_equal(ops->i8_use[c], dot ? 1 : 2);
+}
+
+/* ---- quant_rows ----------------------------------------------------------- */
+
+static void test_quant_rows(void **state) {
+    env *e = *state;
+    nmt_ops ops;
+    open_i8_ops(e, &ops, 0);
+    static const uint32_t shapes[][4] = {/* M, K, pad, off */
+                                         {1, 1, 0, 0}, {3, 5, 1, 3}, {17, 37, 2, 1}, {2, 256, 0, 0}, {5, 1023, 3, 7}};
+    nmt_test_rng r = nmt_test_rng_make(11);
+    for (size_t i = 0; i < NMT_ARRAY_LEN(shapes); i++) {
+        const uint32_t M = shapes[i][0], K = shapes[i][1], ld = K + shapes[i][2], off = shapes[i][3];
+        const size_t nx = off + (size_t)M * ld, nq = off + (size_t)M * ld + 4;
+        float *X = host_block(&r, nx, off, M, K, ld, -3, 3);
+        if (M > 2) /* a zero row, a row of one repeated value, exact halves */
+            for (uint32_t k = 0; k < K; k++) {
+                X[off + k] = 0.0f;
+                X[off + ld + k] = -0.75f;
+                X[off + 2 * (size_t)ld + k] = (float)((int)(k % 255) - 127) * 0.5f;
+            }
+        cl_mem dX = nmt_test_upload_f32(e->dev, X, nx);
+        int8_t *Q0 = malloc(nq), *want = malloc(nq), *got = malloc(nq);
+        assert_true(Q0 && want && got);
+        memset(Q0, 0x55, nq);
+        memcpy(want, Q0, nq);
+        cl_mem dQ = nmt_test_buffer(e->dev, nq, Q0);
+        float S[32], Sw[32];
+        cl_mem dS = nmt_test_buffer_f32_fill(e->dev, M + off, NAN);
+        nmt_test_assert_ok(e->dev, nmt_op_quant_rows(&ops, M, K, B(dX, off), ld, B(dQ, off), ld, B(dS, off)));
+        nmt_test_assert_ok(e->dev, nmt_device_read(e->dev, dQ, 0, nq, got));
+        nmt_test_download_f32(e->dev, dS, off, M, S);
+        ref_quant_rows(M, K, X + off, ld, want + off, ld, Sw);
+        for (size_t j = 0; j < nq; j++)
+            if (got[j] != want[j]) fail_msg("quant_rows M=%u K=%u: byte %zu is %d, want %d", M, K, j, got[j], want[j]);
+        for (uint32_t m = 0; m < M; m++)
+            if (memcmp(&S[m], &Sw[m], sizeof(float)) != 0)
+                fail_msg("quant_rows M=%u K=%u: scale %u is %.9g, want %.9g", M, K, m, S[m], Sw[m]);
+        if (M > 2) {
+            assert_true(S[0] == 0.0f && got[off] == 0);
+            assert_true(got[off + ld] == -127);
+        }
+        nmt_test_release(dX);
+        nmt_test_release(dQ);
+        nmt_test_release(dS);
+        free(X);
+        free(Q0);
+        free(want);
+        free(got);
+    }
+    nmt_ops_release(&ops);
+}
+
+/* ---- gemm_i8_nt ----------------------------------------------------------- */
+
+typedef struct i8_case {
+    uint32_t M, N, K;
+    float alpha, beta;
+    int bias, relu;
+    uint32_t pad, off;
+} i8_case;
+
+static const i8_case i8_cases[] = {
+    {1, 1, 1, 1.0f, 0.0f, 0, 0, 0, 0},     {1, 37, 5, 1.0f, 0.0f, 0, 0, 1, 3},   {2, 33, 130, 1.0f, 0.0f, 0, 0, 0, 0},
+    {3, 17, 19, 1.0f, 0.0f, 0, 0, 2, 1},   {16, 65, 64, 1.0f, 0.0f, 0, 0, 0, 0}, {17, 31, 257, 1.0f, 0.0f, 0, 0, 1, 2},
+    {33, 70, 1023, 1.0f, 0.0f, 0, 0, 0, 0}, {5, 9, 3, 1.0f, 0.0f, 0, 0, 0, 5},
+};
+static const i8_case i8_epilogues[] = {
+    {1, 37, 33, 0.5f, 1.0f, 1, 0, 0, 0}, {7, 29, 70, 2.0f, 0.0f, 1, 1, 1, 2}, {40, 63, 129, 1.0f, 1.0f, 0, 1, 3, 1},
+};
+
+/* unit: scales 1 and alpha 1 (exact integer results; |sum| < 2^24) */
+static void run_gemm_i8(env *e, nmt_ops *ops, const i8_case *c, int unit, uint64_t seed) {
+    nmt_test_rng r = nmt_test_rng_make(seed);
+    const uint32_t lda = c->K + c->pad, ldq = c->K + c->pad, ldc = c->N + c->pad;
+    const size_t na = c->off + (size_t)c->M * lda + 3, nq = c->off + (size_t)c->N * ldq + 5;
+    const size_t nc = c->off + (size_t)c->M * ldc + 3, nsa = c->off + c->M + 3, nsq = c->off + c->N + 3;
+    int8_t *A = random_i8(&r, na), *Q = random_i8(&r, nq);
+    float *sa = host_block(&r, nsa, c->off, 1, c->M, c->M, 0.001f, 0.05f);
+    float *sq = host_block(&r, nsq, c->off, 1, c->N, c->N, 0.001f, 0.05f);
+    if (unit) {
+        for (size_t i = 0; i < nsa; i++) sa[i] = 1.0f;
+        for (size_t i = 0; i < nsq; i++) sq[i] = 1.0f;
+    }
+    float *C = host_block(&r, nc, c->off, c->M, c->N, ldc, -1, 1);
+    if (c->beta == 0.0f) nmt_test_fill_const(C, nc, NAN);
+    float *bias = host_block(&r, nsq, c->off, 1, c->N, c->N, -0.5f, 0.5f);
+    cl_mem dA = nmt_test_buffer(e->dev, na, A), dQ = nmt_test_buffer(e->dev, nq, Q);
+    cl_mem dsa = nmt_test_upload_f32(e->dev, sa, nsa), dsq = nmt_test_upload_f32(e->dev, sq, nsq);
+    cl_mem dC = nmt_test_upload_f32(e->dev, C, nc), db = nmt_test_upload_f32(e->dev, bias, nsq);
+    nmt_test_assert_ok(e->dev, nmt_op_gemm_i8(ops, c->M, c->N, c->K, c->alpha, B(dA, c->off), lda, B(dsa, c->off),
+                                              B(dQ, c->off), ldq, B(dsq, c->off), c->beta, B(dC, c->off), ldc,
+                                              c->bias ? B(db, c->off) : NONE, c->relu));
+    float *got = download(e, dC, nc);
+    ref_gemm_i8(c->M, c->N, c->K, c->alpha, A + c->off, lda, sa + c->off, Q + c->off, ldq, sq + c->off, c->beta,
+                C + c->off, ldc, c->bias ? bias + c->off : NULL, c->relu);
+    char what[160];
+    snprintf(what, sizeof what, "gemm_i8 %s M=%u N=%u K=%u alpha=%g beta=%g bias=%d relu=%d pad=%u off=%u",
+             unit ? "exact" : "scaled", c->M, c->N, c->K, (double)c->alpha, (double)c->beta, c->bias, c->relu, c->pad,
+             c->off);
+    check_block(got, C, nc, c->off, c->M, c->N, ldc, unit ? 0.0 : 1e-6, what);
+    nmt_test_release(dA);
+    nmt_test_release(dQ);
+    nmt_test_release(dsa);
+    nmt_test_release(dsq);
+    nmt_test_release(dC);
+    nmt_test_release(db);
+    free(A);
+    free(Q);
+    free(sa);
+    free(sq);
+    free(C);
+    free(bias);
+    free(got);
+}
+
+static void gemm_i8_all(env *e, int dot) {
+    nmt_ops ops;
+    open_i8_ops(e, &ops, dot);
+    for (size_t i = 0; i < NMT_ARRAY_LEN(i8_cases); i++) run_gemm_i8(e, &ops, &i8_cases[i], 1, 100 + i);
+    for (size_t i = 0; i < NMT_ARRAY_LEN(i8_epilogues); i++) run_gemm_i8(e, &ops, &i8_epilogues[i], 0, 200 + i);
+    nmt_ops_release(&ops);
+}
+
+static void test_gemm_i8_portable(void **state) { gemm_i8_all(*state, 0); }
+
+static void test_gemm_i8_dot(void **state) {
+    env *e = *state;
+    if (!e->dev->info.has_int_dot) {
+        print_message("int8 x int8 with the dot built-in: not available on this device\n");
+        return;
+    }
+    gemm_i8_all(e, 1);
+}
+
+/* Every configuration the tuner may choose, with a shape of each class. */
+static void test_gemm_i8_candidates(void **state) {
+    env *e = *state;
+    for (int cls = 0; cls < NMT_GCLASS_COUNT; cls++) {
+        nmt_gemm_cfg cand[16];
+        const size_t n = nmt_gemm_candidates(NMT_GOP_I8, (nmt_gemm_class)cls, cand, 16);
+        assert_true(n >= 2);
+        for (size_t i = 0; i < n; i++) {
+            nmt_tuning t = e->dev->tuning;
+            t.gemm[NMT_GOP_I8][cls] = cand[i];
+            nmt_ops ops;
+            nmt_test_assert_ok(e->dev, nmt_ops_init_tuned(&ops, e->dev, &t));
+            for (int c = 0; c < NMT_GCLASS_COUNT; c++) ops.i8_use[c] = c == cls ? (e->dev->info.has_int_dot ? 1 : 2) : 0;
+            nmt_test_assert_ok(e->dev, nmt_ops_enable_i8(&ops));
+            static const uint32_t Ms[NMT_GCLASS_COUNT] = {2, 13, 23};
+            const i8_case c = {Ms[cls], 21, 45, 1.0f, 0.0f, 0, 0, 1, 1};
+            run_gemm_i8(e, &ops, &c, 1, 300 + i);
+            nmt_ops_release(&ops);
+        }
+    }
+}
+
+/* ---- nmt_op_gemm_q8 through the scratch ----------------------------------- */
+
+static void test_gemm_q8_as_i8(void **state) {
+    env *e = *state;
+    nmt_ops ops;
+    open_i8_ops(e, &ops, e->dev->info.has_int_dot);
+    const uint32_t M = 19, N = 45, K = 70;
+    ops.i8_a = B(nmt_test_buffer(e->dev, (size_t)M * K, NULL), 0);
+    ops.i8_s = B(nmt_test_buffer(e->dev, M * sizeof(float), NULL), 0);
+    ops.i8_cap = (size_t)M * K;
+    ops.i8_rows = M;
+    nmt_test_rng r = nmt_test_rng_make(7);
+    float *A = host_block(&r, (size_t)M * K, 0, M, K, K, -1, 1);
+    int8_t *Q = random_i8(&r, (size_t)N * K);
+    float *scale = host_block(&r, N, 0, 1, N, N, 0.001f, 0.05f);
+    float *bias = host_block(&r, N, 0, 1, N, N, -0.5f, 0.5f);
+    cl_mem dA = nmt_test_upload_f32(e->dev, A, (size_t)M * K), dQ = nmt_test_buffer(e->dev, (size_t)N * K, Q);
+    cl_mem dS = nmt_test_upload_f32(e->dev, scale, N), dC = nmt_test_buffer(e->dev, (size_t)M * N * 4, NULL);
+    cl_mem db = nmt_test_upload_f32(e->dev, bias, N);
+    float *want = malloc((size_t)M * N * sizeof(float));
+    assert_non_null(want);
+    static const uint32_t rows_list[] = {M, 13, 2, 1}; /* classes big, m16, m2 */
+    for (size_t ri = 0; ri < NMT_ARRAY_LEN(rows_list); ri++) {
+        const uint32_t rows = rows_list[ri];
+        const uint64_t before = ops.n_i8_products;
+        nmt_test_assert_ok(e->dev, nmt_op_gemm_q8(&ops, rows, N, K, 1.0f, B(dA, 0), K, B(dQ, 0), K, B(dS, 0), 0.0f,
+                                                  B(dC, 0), N, B(db, 0), 0));
+        assert_int_equal(ops.n_i8_products, before + 1);
+        float *got = download(e, dC, (size_t)rows * N);
+        ref_gemm_q8(rows, N, K, 1.0f, A, K, Q, K, scale, 0.0f, want, N, bias, 0);
+        /* per output: |error| <= sum_k |A err| |W| with |A err| <= amax/254
+         * (half a step) plus fp32 rounding: bound it by the row's amax/254 *
+         * sum_k |W[n,k]| and check it holds */
+        for (uint32_t m = 0; m < rows; m++) {
+            float amax = 0.0f;
+            for (uint32_t k = 0; k < K; k++) amax = fmaxf(amax, fabsf(A[(size_t)m * K + k]));
+            for (uint32_t n = 0; n < N; n++) {
+                double wsum = 0.0;
+                for (uint32_t k = 0; k < K; k++) wsum += fabs((double)Q[(size_t)n * K + k] * scale[n]);
+                const double bound = amax / 254.0 * wsum * 1.001 + 1e-6;
+                const double err = fabs((double)got[(size_t)m * N + n] - want[(size_t)m * N + n]);
+                if (err > bound) fail_msg("gemm_q8 as i8 rows=%u (%u,%u): error %g > bound %g", rows, m, n, err, bound);
+            }
+        }
+        free(got);
+    }
+    /* A larger than the scratch: int8 weights x fp32, no int8 x int8 run */
+    ops.i8_rows = 4;
+    const uint64_t before = ops.n_i8_products;
+    nmt_test_assert_ok(e->dev, nmt_op_gemm_q8(&ops, 5, N, K, 1.0f, B(dA, 0), K, B(dQ, 0), K, B(dS, 0), 0.0f, B(dC, 0),
+                                              N, NONE, 0));
+    assert_int_equal(ops.n_i8_products, before);
+    float *got = download(e, dC, (size_t)5 * N);
+    ref_gemm_q8(5, N, K, 1.0f, A, K, Q, K, scale, 0.0f, want, N, NULL, 0);
+    check_block(got, want, (size_t)5 * N, 0, 5, N, N, TOL, "gemm_q8 fallback");
+    free(got);
+    nmt_test_release(ops.i8_a.mem);
+    nmt_test_release(ops.i8_s.mem);
+    nmt_test_release(dA);
+    nmt_test_release(dQ);
+    nmt_test_release(dS);
+    nmt_test_release(dC);
+    nmt_test_release(db);
+    free(A);
+    free(Q);
+    free(scale);
+    free(bias);
+    free(want);
+    nmt_ops_release(&ops);
+}
+
+/* ---- bad arguments -------------------------------------------------------- */
+
+static void test_bad_args(void **state) {
+    env *e = *state;
+    nmt_ops plain;
+    nmt_test_assert_ok(e->dev, nmt_ops_init(&plain, e->dev));
+    cl_mem m = nmt_test_buffer(e->dev, 4096, NULL);
+    const nmt_buf b = B(m, 0);
+    /* not enabled */
+    assert_int_equal(nmt_op_gemm_i8(&plain, 1, 1, 4, 1.0f, b, 4, b, b, 4, b, 0.0f, b, 1, NONE, 0),
+                     NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(nmt_op_quant_rows(&plain, 1, 4, b, 4, b, 4, b), NMT_ERR_INVALID_ARGUMENT);
+    nmt_ops_release(&plain);
+    nmt_ops ops;
+    open_i8_ops(e, &ops, 0);
+    assert_int_equal(nmt_op_gemm_i8(NULL, 1, 1, 4, 1.0f, b, 4, b, b, 4, b, 0.0f, b, 1, NONE, 0),
+                     NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(nmt_op_gemm_i8(&ops, 1, 1, 4, 1.0f, b, 4, NONE, b, 4, b, 0.0f, b, 1, NONE, 0),
+                     NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(nmt_op_gemm_i8(&ops, 1, 1, 4, 1.0f, b, 4, b, b, 3, b, 0.0f, b, 1, NONE, 0),
+                     NMT_ERR_INVALID_ARGUMENT); /* ldq < K */
+    assert_int_equal(nmt_op_gemm_i8(&ops, 1, 1, 4, 1.0f, b, 4, b, b, 4, b, 0.5f, b, 1, NONE, 0),
+                     NMT_ERR_INVALID_ARGUMENT); /* beta not 0 or 1 */
+    assert_int_equal(nmt_op_gemm_i8(&ops, 1, 1, 1u << 17, 1.0f, b, 1u << 17, b, b, 1u << 17, b, 0.0f, b, 1, NONE, 0),
+                     NMT_ERR_UNSUPPORTED); /* int32 sums could overflow */
+    assert_int_equal(nmt_op_gemm_i8(&ops, 0, 1, 4, 1.0f, NONE, 4, NONE, NONE, 4, NONE, 0.0f, NONE, 1, NONE, 0), NMT_OK);
+    assert_int_equal(nmt_op_quant_rows(&ops, 1, 4, b, 3, b, 4, b), NMT_ERR_INVALID_ARGUMENT); /* ldx < K */
+    assert_int_equal(nmt_op_quant_rows(&ops, 1, 4, b, 4, NONE, 4, b), NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(nmt_op_quant_rows(&ops, 2, 4, B(m, UINT32_MAX - 2), 4, b, 4, b), NMT_ERR_UNSUPPORTED);
+    assert_int_equal(nmt_op_quant_rows(&ops, 0, 4, NONE, 4, NONE, 4, NONE), NMT_OK);
+    nmt_gemm_cfg bad = ops.cfg[NMT_GOP_I8][0];
+    bad.vw = 2; /* four-element dot products */
+    assert_false(nmt_gemm_cfg_valid(NMT_GOP_I8, &bad));
+    bad.vw = 16;
+    bad.provider = NMT_GEMM_CLBLAST;
+    assert_false(nmt_gemm_cfg_valid(NMT_GOP_I8, &bad));
+    nmt_test_release(m);
+    nmt_ops_release(&ops);
+}
+
+/* ---- a whole int8 model --------------------------------------------------- */
+
+#define VOCAB 61
+static const int32_t src0[] = {5, 9, 11, 4, 30, 2}, src1[] = {7, 2}, src2[] = {12, 3, 8, 20, 6, 15, 10, 40, 2};
+static const int32_t tgt0[] = {4, 6, 8, 2}, tgt1[] = {9, 9, 10, 11, 3, 2}, tgt2[] = {13, 2};
+static const int32_t *const srcs[3] = {src0, src1, src2}, *const tgts[3] = {tgt0, tgt1, tgt2};
+static const uint32_t src_lens[3] = {6, 2, 9}, tgt_lens[3] = {4, 6, 2};
+
+static void session_scores(env *e, void *img, size_t size, float *lp, uint64_t *n_i8) {
+    static const nmt_limits lim = {.max_src_len = 12, .max_tgt_len = 10, .max_batch = 3, .max_beam = 2};
+    void *copy = malloc(size);
+    assert_non_null(copy);
+    memcpy(copy, img, size);
+    test_model m;
+    test_model_open(e->dev, copy, size, &lim, &m); /* arena and device bytes as predicted */
+    nmt_batch src = {srcs, src_lens, 3}, tgt = {tgts, tgt_lens, 3};
+    nmt_test_assert_ok(e->dev, nmt_session_score(m.s, &src, &tgt, lp));
+    *n_i8 = nmt_session_ops(m.s)->n_i8_products;
+    test_model_close(&m);
+}
+
+static void test_model_int8_paths(void **state) {
+    env *e = *state;
+    nmt_random_transformer_config rc;
+    nmt_random_transformer_defaults(&rc);
+    rc.d_model = 64;
+    rc.d_ff = 160;
+    rc.src_vocab = rc.tgt_vocab = VOCAB;
+    rc.weight_scale = 0.5f;
+    void *img;
+    size_t size;
+    assert_int_equal(nmt_random_transformer_image(&rc, &img, &size), NMT_OK);
+    nmt_file f;
+    nmt_tf_cfg c;
+    assert_int_equal(nmt_file_open(&f, img, size, 1), NMT_OK);
+    assert_int_equal(nmt_family_parse(&nmt_family_transformer, &f, &c), NMT_OK);
+    size_t qsize;
+    void *q = requantize(&nmt_family_transformer, &c, img, size, 1, &qsize);
+    free(img);
+
+    const nmt_tuning saved = e->dev->tuning;
+    /* "on" (whatever the table says): the built-in where the device has it,
+     * else (PoCL) the portable kernel */
+    for (int k = 0; k < NMT_GCLASS_COUNT; k++) e->dev->tuning.i8dot[k] = NMT_I8DOT_ON;
+    float lp_i8[3], lp_f32[3];
+    uint64_t n_i8, n_off;
+    unsetenv("NMT_EDGE_NO_I8DOT");
+    session_scores(e, q, qsize, lp_i8, &n_i8);
+    setenv("NMT_EDGE_NO_I8DOT", "1", 1);
+    session_scores(e, q, qsize, lp_f32, &n_off);
+    unsetenv("NMT_EDGE_NO_I8DOT");
+    e->dev->tuning = saved;
+    assert_true(n_i8 > 0);     /* the products ran int8 x int8 ... */
+    assert_int_equal(n_off, 0); /* ... and not with the switch */
+    for (int i = 0; i < 3; i++) {
+        print_message("sentence %d: log-prob int8 x int8 %.5f, int8 x fp32 %.5f\n", i, lp_i8[i], lp_f32[i]);
+        assert_true(isfinite(lp_i8[i]) && lp_i8[i] != lp_f32[i]);
+        if (fabs(lp_i8[i] - lp_f32[i]) > 0.005 * fabs(lp_f32[i]))
+            fail_msg("sentence %d: int8 x int8 %.5f vs int8 x fp32 %.5f (more than 0.5%%)", i, lp_i8[i], lp_f32[i]);
+    }
+    free(q);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_path_choice),        cmocka_unit_test(test_quant_rows),
+        cmocka_unit_test(test_gemm_i8_portable),   cmocka_unit_test(test_gemm_i8_dot),
+        cmocka_unit_test(test_gemm_i8_candidates), cmocka_unit_test(test_gemm_q8_as_i8),
+        cmocka_unit_test(test_bad_args),           cmocka_unit_test(test_model_int8_paths),
+    };
+    return cmocka_run_group_tests(tests, kernels_setup, ops_teardown);
+}
