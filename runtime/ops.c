@@ -422,12 +422,11 @@ nmt_status nmt_op_gemm_q8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, floa
 /* Elementwise and row ops                                                  */
 /* ------------------------------------------------------------------------ */
 
-nmt_status nmt_op_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_len, uint32_t pos0, nmt_buf E,
-                        uint32_t d, float scale, nmt_buf out) {
-    if (!ops_ok(ops)) return NMT_ERR_INVALID_ARGUMENT;
+nmt_status nmt_ops_embed_kernel(nmt_ops *ops, cl_kernel k, const char *name, nmt_buf tok, uint32_t rows,
+                                uint32_t seq_len, uint32_t pos0, nmt_buf E, uint32_t d, float scale, nmt_buf out) {
     if (rows == 0 || d == 0) return NMT_OK;
     if (tok.mem == NULL || E.mem == NULL || out.mem == NULL || seq_len == 0) return NMT_ERR_INVALID_ARGUMENT;
-    args a = args_begin(ops->k_embed);
+    args a = args_begin(k);
     arg_mem(&a, tok.mem);
     arg_u64(&a, tok.off);
     arg_u32(&a, rows);
@@ -439,9 +438,15 @@ nmt_status nmt_op_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_l
     arg_f32(&a, scale);
     arg_mem(&a, out.mem);
     arg_u64(&a, out.off);
-    NMT_TRY(args_end(ops->dev, &a, "embed"));
+    NMT_TRY(args_end(ops->dev, &a, name));
     const size_t n[2] = {d, rows};
-    return nmt_ops_launch(ops, ops->k_embed, 2, n, "embed");
+    return nmt_ops_launch(ops, k, 2, n, name);
+}
+
+nmt_status nmt_op_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_len, uint32_t pos0, nmt_buf E,
+                        uint32_t d, float scale, nmt_buf out) {
+    if (!ops_ok(ops)) return NMT_ERR_INVALID_ARGUMENT;
+    return nmt_ops_embed_kernel(ops, ops->k_embed, "embed", tok, rows, seq_len, pos0, E, d, scale, out);
 }
 
 nmt_status nmt_op_embed_q8(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_len, uint32_t pos0, nmt_buf Q,

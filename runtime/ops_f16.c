@@ -66,21 +66,5 @@ nmt_status nmt_op_gemm_f16(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, flo
 nmt_status nmt_op_embed_f16(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_len, uint32_t pos0, nmt_buf E,
                             uint32_t d, float scale, nmt_buf out) {
     if (ops == NULL || ops->k_embed_f16 == NULL) return NMT_ERR_INVALID_ARGUMENT;
-    if (rows == 0 || d == 0) return NMT_OK;
-    if (tok.mem == NULL || E.mem == NULL || out.mem == NULL || seq_len == 0) return NMT_ERR_INVALID_ARGUMENT;
-    args a = args_begin(ops->k_embed_f16);
-    arg_mem(&a, tok.mem);
-    arg_u64(&a, tok.off);
-    arg_u32(&a, rows);
-    arg_u32(&a, seq_len);
-    arg_u32(&a, pos0);
-    arg_mem(&a, E.mem);
-    arg_u64(&a, E.off);
-    arg_u32(&a, d);
-    arg_f32(&a, scale);
-    arg_mem(&a, out.mem);
-    arg_u64(&a, out.off);
-    NMT_TRY(args_end(ops->dev, &a, "embed_f16"));
-    const size_t n[2] = {d, rows};
-    return nmt_ops_launch(ops, ops->k_embed_f16, 2, n, "embed_f16");
+    return nmt_ops_embed_kernel(ops, ops->k_embed_f16, "embed_f16", tok, rows, seq_len, pos0, E, d, scale, out);
 }
