@@ -453,7 +453,7 @@ int main(int argc, char **argv) {
         if (st != NMT_OK) die("int8 x int8 kernels", st);
         i8_scratch_rows = 4096;
         i8_scratch_cap = (size_t)4096 * 8192;
-        cl_mem qa, qs;
+        cl_mem qa = NULL, qs = NULL;
         if (nmt_device_buffer(c.dev, i8_scratch_cap, NULL, &qa) != NMT_OK ||
             nmt_device_buffer(c.dev, i8_scratch_rows * 4, NULL, &qs) != NMT_OK)
             die("int8 x int8 scratch", NMT_ERR_DEVICE_MEMORY);
