@@ -180,6 +180,7 @@ static nmt_status plan_session(nmt_session *s, nmt_arena *a) {
     s->h_col = NMT_ARENA_NEW(a, int32_t, d->step_rows);
     s->h_logits = NMT_ARENA_NEW(a, float, (size_t)d->step_rows * V);
     s->topk_cap = NMT_MIN(2 * d->max_beam + 1, NMT_TOPK_MAX);
+    s->trim_finished = 1;
     s->h_step = NMT_ARENA_NEW(a, int32_t, 2 * (size_t)d->step_rows);
     s->h_cand = NMT_ARENA_NEW(a, uint32_t, (size_t)d->step_rows * (2 * s->topk_cap + 1));
     NMT_CHECK(!a->failed, NMT_ERR_ARENA_TOO_SMALL);
@@ -486,8 +487,15 @@ nmt_status nmt_session_translate(nmt_session *s, const nmt_batch *src, const nmt
     nmt_beam_set_prefix(b, opts->prefix, opts->prefix_len);
     nmt_beam_set_repetition(b, rep);
     if (opts->sampling) NMT_TRY(nmt_beam_set_sampling(b, opts->sampling_topk, temperature, opts->seed));
-    const uint32_t rows = src->n * K;
+    uint32_t live = src->n; /* sentences [0, live) still decode: trailing finished ones drop out */
     for (uint32_t t = 0; t < steps; t++) {
+        /* The rows of finished sentences at the end of the batch are not
+         * computed: a step's state is per row at fixed strides and the beam
+         * never reads a finished sentence's rows again (docs/RUNTIME.md,
+         * "Finished sentences"). */
+        while (s->trim_finished && live > 1 && b->done[live - 1]) live--;
+        const uint32_t rows = live * K;
+        s->rows_trimmed += (uint64_t)(src->n - live) * K;
         /* k candidates per row when the step allows it (device top-k), else every log-probability */
         uint32_t k = s->ops.k_topk != NULL ? nmt_beam_topk_width(b, t) : 0;
         if (k > s->topk_cap || k > s->ops.topk_max) k = 0;

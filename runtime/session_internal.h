@@ -41,6 +41,8 @@ struct nmt_session {
      * upload (next tokens, then the rows' scores) and its k candidates */
     int32_t *h_step;           /* (2 * step_rows) */
     uint32_t topk_cap;         /* largest k: min(2 * max_beam + 1, NMT_TOPK_MAX) */
+    int trim_finished;         /* 1 (set at creation): trailing finished sentences skip the step; tests clear it */
+    uint64_t rows_trimmed;     /* row-steps so skipped, counted for tests */
     uint32_t *h_cand;          /* (step_rows * (2 * topk_cap + 1)) words, nmt_op_topk_logprobs's layout */
     nmt_buf d_cand;            /* the same on the device */
     nmt_beam beam;

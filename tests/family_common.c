@@ -71,10 +71,63 @@ void *tft_export_image(tft_model *m, int optimizer, size_t *size) {
     return img;
 }
 
+void check_trim_equals_full(nmt_device *dev, nmt_session *s, const nmt_batch *src, uint32_t beam,
+                                   const char *what) {
+    enum { MAXN = 16, MAXB = 4, MAXL = 64 };
+    assert_true(src->n <= MAXN && beam <= MAXB);
+    const int32_t *tp[MAXN];
+    uint32_t lens[MAXN], order[MAXN];
+    for (uint32_t i = 0; i < src->n; i++) order[i] = i;
+    for (uint32_t i = 1; i < src->n; i++) /* insertion sort, longest first */
+        for (uint32_t j = i; j > 0 && src->lens[order[j]] > src->lens[order[j - 1]]; j--) {
+            const uint32_t x = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = x;
+        }
+    for (uint32_t i = 0; i < src->n; i++) tp[i] = src->tokens[order[i]], lens[i] = src->lens[order[i]];
+    const nmt_batch sorted = {tp, lens, src->n};
+    const nmt_decode_opts opts = {.beam = beam, .n_best = beam, .max_len_a = 1.0f};
+    static int32_t toks[MAXN][MAXB][MAXL];
+    uint32_t n_res[MAXN], len[MAXN][MAXB];
+    float score[MAXN][MAXB], lp[MAXN][MAXB];
+    s->rows_trimmed = 0;
+    nmt_test_assert_ok(dev, nmt_session_translate(s, &sorted, &opts));
+    if (lens[0] != lens[src->n - 1] && s->rows_trimmed == 0)
+        fail_msg("%s, beam %u: sources of %u to %u tokens, yet no row was trimmed", what, beam, lens[src->n - 1],
+                 lens[0]);
+    for (uint32_t i = 0; i < src->n; i++) {
+        n_res[i] = nmt_session_n_results(s, i);
+        for (uint32_t r = 0; r < n_res[i]; r++) {
+            const int32_t *t;
+            nmt_test_assert_ok(dev, nmt_session_result(s, i, r, &t, &len[i][r], &score[i][r], &lp[i][r]));
+            assert_true(len[i][r] <= MAXL);
+            memcpy(toks[i][r], t, sizeof(int32_t) * len[i][r]);
+        }
+    }
+    s->trim_finished = 0;
+    const nmt_status st = nmt_session_translate(s, &sorted, &opts);
+    s->trim_finished = 1;
+    nmt_test_assert_ok(dev, st);
+    for (uint32_t i = 0; i < src->n; i++) {
+        assert_int_equal(nmt_session_n_results(s, i), n_res[i]);
+        for (uint32_t r = 0; r < n_res[i]; r++) {
+            const int32_t *t;
+            uint32_t l;
+            float sc, p;
+            nmt_test_assert_ok(dev, nmt_session_result(s, i, r, &t, &l, &sc, &p));
+            if (l != len[i][r] || memcmp(t, toks[i][r], sizeof(int32_t) * l) != 0 ||
+                fabs(sc - score[i][r]) > 1e-5 * fmax(1.0, fabs(sc)) || fabs(p - lp[i][r]) > 1e-5 * fmax(1.0, fabs(p)))
+                fail_msg("%s, beam %u, sentence %u, rank %u: trimmed %u tokens, %.7f; full %u tokens, %.7f", what,
+                         beam, i, r, len[i][r], lp[i][r], l, p);
+        }
+    }
+}
+
 void check_incremental_equals_forced(nmt_device *dev, nmt_session *s, const nmt_batch *src, uint32_t max_beam,
                                      uint32_t beam_step, uint32_t max_len, const char *what) {
     enum { MAXN = 16, MAXL = 64 };
     assert_true(src->n <= MAXN && max_len <= MAXL);
+    check_trim_equals_full(dev, s, src, max_beam, what);
     for (uint32_t beam = 1; beam <= max_beam; beam += beam_step) {
         const nmt_decode_opts opts = {.beam = beam, .max_len = max_len};
         nmt_test_assert_ok(dev, nmt_session_translate(s, src, &opts));

@@ -46,8 +46,18 @@ void *tft_export_image(tft_model *m, int optimizer, size_t *size);
 
 /* For beams 1 .. max_beam (step 1 or 2 as given): translate src with
  * max_len, then score each first result teacher-forced; the incremental
- * log-probability must equal the forced score (relative 1e-4).  `what`
+ * log-probability must equal the forced score (relative 1e-4).  First,
+ * with beam max_beam: trailing finished sentences skipping the step change
+ * no result (and some rows are skipped when src's lengths differ).  `what`
  * names the model in a failure. */
+/* Finished sentences at the end of a batch skip the step (session.c,
+ * s->trim_finished): src's sentences longest first, each allowed as many
+ * tokens as its source has (max_len_a 1), so the short ones end first and
+ * their rows drop out; every hypothesis, score and log-probability (n-best
+ * of `beam`) must be what the untrimmed search gives, and rows must have
+ * been skipped when the lengths differ. */
+void check_trim_equals_full(nmt_device *dev, nmt_session *s, const nmt_batch *src, uint32_t beam, const char *what);
+
 void check_incremental_equals_forced(nmt_device *dev, nmt_session *s, const nmt_batch *src, uint32_t max_beam,
                                      uint32_t beam_step, uint32_t max_len, const char *what);
 

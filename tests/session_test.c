@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "family_common.h"
 #include "random_model.h"
 #include "ref_model.h"
 #include "session_internal.h"
@@ -281,6 +282,9 @@ static void test_beam_consistent(void **state) {
             assert_memory_equal(t, hyp_tok[i][0], sizeof(int32_t) * len);
             assert_float_equal(lp, hyp_lp[i][0], 1e-3);
         }
+        /* trailing finished sentences skipping the step change nothing */
+        check_trim_equals_full(e->dev, m.s, &src, K, ci ? "hysan" : "vanilla");
+        check_trim_equals_full(e->dev, m.s, &src, 1, ci ? "hysan" : "vanilla");
         /* beam search never ends below greedy's normalised score */
         nmt_decode_opts g = {.beam = 1, .alpha = 0.6f, .max_len = 8};
         assert_int_equal(nmt_session_translate(m.s, &src, &g), NMT_OK);
