@@ -8,7 +8,16 @@ positions); its fp32 tensors are read back from the .nmt file (the byte
 layout of docs/FORMAT.md) and written as a CTranslate2 model through its
 Python `TransformerSpec` API: the same weights, the same position table,
 the same layer-norm epsilon.  int8 runs use `nmt-edge-convert export
---dtype int8` on our side and compute_type "int8" on CTranslate2's.
+--dtype int8` on our side and compute_type "int8" on CTranslate2's; fp16
+runs (fp16 weights, and fp16 products where the device has them: issue
+23) are measured against CTranslate2's float32, which has no float16 on
+CPUs.
+
+--nmt-env / --baseline-env NAME=VALUE set environment variables of our
+engine's / the baseline's processes (e.g. NMT_EDGE_NO_FP16=1,
+NMT_EDGE_NO_SUBGROUPS=1, NMT_EDGE_NO_I8DOT=1, NMT_EDGE_CACHE_DIR=DIR with a
+tuning file): with --baseline-env and no --baseline the baseline is the
+same nmt-edge, so one run puts a fast path beside the portable one.
 
 Every sentence is decoded to exactly --out-len tokens in both engines
 (min = max length), so both do the same work; greedy fp32 outputs are
@@ -22,7 +31,7 @@ Peak RSS is the 2N run's (wait4's ru_maxrss).
     pip install ctranslate2==4.8.5   # benchmark-only dependency
     python3 bench/ct2_compare.py --build build [--shape small|base] [--dtype fp32 int8]
         [--rows 1x1 1x4 16x1 16x4] [--sentences N] [--rounds R] [--threads 2]
-        [--baseline OTHER/nmt-edge] [--omp-active]
+        [--baseline OTHER/nmt-edge] [--nmt-env K=V ...] [--baseline-env K=V ...] [--omp-active]
 
 Not a test: nothing here asserts speed.
 """
@@ -139,7 +148,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default="build")
     ap.add_argument("--shape", choices=SHAPES, default="small")
-    ap.add_argument("--dtype", nargs="+", default=["fp32", "int8"], choices=["fp32", "int8"])
+    ap.add_argument("--dtype", nargs="+", default=["fp32", "int8"], choices=["fp32", "fp16", "int8"])
     ap.add_argument("--rows", nargs="+", default=["1x1", "1x4", "16x1", "16x4"], help="BATCHxBEAM")
     ap.add_argument("--sentences", type=int, default=16, help="N (the runs decode N and 2N)")
     ap.add_argument("--src-len", type=int, default=20)
@@ -149,6 +158,9 @@ def main():
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--baseline", help="another nmt-edge program (e.g. the previous commit's), timed in the same rounds")
+    ap.add_argument("--nmt-env", nargs="+", default=[], metavar="K=V", help="environment of our engine's processes")
+    ap.add_argument("--baseline-env", nargs="+", default=[], metavar="K=V",
+                    help="environment of the baseline's processes (the baseline defaults to the same nmt-edge)")
     ap.add_argument("--omp-active", action="store_true",
                     help="leave CTranslate2's OpenMP threads spinning (default: OMP_WAIT_POLICY=PASSIVE; on a "
                          "loaded 2-core machine spinning threads made it 10x slower)")
@@ -162,20 +174,33 @@ def main():
     if args.ct2_worker:
         return ct2_worker(args)
 
+    def env_of(pairs):
+        env = dict(os.environ)
+        for kv in pairs:
+            if "=" not in kv:
+                sys.exit(f"ct2_compare: {kv!r} is not NAME=VALUE")
+            k, v = kv.split("=", 1)
+            env[k] = v
+        return env
+
+    nmt_env, base_env = env_of(args.nmt_env), env_of(args.baseline_env)
+    conv, nmt = os.path.join(args.build, "nmt-edge-convert"), os.path.join(args.build, "nmt-edge")
+    if args.baseline_env and not args.baseline:
+        args.baseline = nmt
     d, heads, ffn, layers, vocab = SHAPES[args.shape]
     work = args.workdir or tempfile.mkdtemp(prefix="ct2cmp.")
     os.makedirs(work, exist_ok=True)
-    conv, nmt = os.path.join(args.build, "nmt-edge-convert"), os.path.join(args.build, "nmt-edge")
     model = os.path.join(work, f"{args.shape}.nmt")
     subprocess.run([conv, "random", "-o", model, "--d-model", str(d), "--heads", str(heads), "--ff", str(ffn),
                     "--enc-layers", str(layers), "--dec-layers", str(layers), "--src-vocab", str(vocab),
                     "--tgt-vocab", str(vocab), "--shared-embeddings", "--seed", str(args.seed)], check=True,
                    stdout=subprocess.DEVNULL)
     models = {"fp32": model}
-    if "int8" in args.dtype:
-        models["int8"] = os.path.join(work, f"{args.shape}.int8.nmt")
-        subprocess.run([conv, "export", model, "-o", models["int8"], "--dtype", "int8"], check=True,
-                       stdout=subprocess.DEVNULL)
+    for dt in ("fp16", "int8"):
+        if dt in args.dtype:
+            models[dt] = os.path.join(work, f"{args.shape}.{dt}.nmt")
+            subprocess.run([conv, "export", model, "-o", models[dt], "--dtype", dt], check=True,
+                           stdout=subprocess.DEVNULL)
     ct2_dir = os.path.join(work, f"{args.shape}.ct2")
     write_ct2(model, ct2_dir)
     rng = np.random.default_rng(args.seed)
@@ -190,7 +215,8 @@ def main():
           f"{vocab}; {N} and {2 * N} sentences of {args.src_len} ids, each decoded to {args.out_len} tokens; "
           f"CTranslate2 {__import__('ctranslate2').__version__} with {args.threads} threads; median of "
           f"{args.rounds} rounds; CT2 OMP_WAIT_POLICY={'(default)' if args.omp_active else 'PASSIVE'}; "
-          f"POCL_CACHE_DIR={env_cache}; baseline {args.baseline}")
+          f"POCL_CACHE_DIR={env_cache}; baseline {args.baseline}; our env {args.nmt_env}; baseline env "
+          f"{args.baseline_env}; fp16 rows: CTranslate2 in float32")
     ct2_env = dict(os.environ)
     if not args.omp_active:
         ct2_env["OMP_WAIT_POLICY"] = "PASSIVE"
@@ -210,7 +236,7 @@ def main():
                                     str(B), "--min-len", str(args.out_len), "--max-len", str(args.out_len),
                                     "--quiet", "-i", inp, "-o", os.path.join(work, f"nmt.{dt}.{row}.{n}.txt")]
                 cmds[("ct2", n)] = [sys.executable, os.path.abspath(__file__), "--ct2-worker", "--ct2-model", ct2_dir,
-                                    "--ct2-type", "float32" if dt == "fp32" else "int8", "--vocab", str(vocab), "--threads",
+                                    "--ct2-type", "int8" if dt == "int8" else "float32", "--vocab", str(vocab), "--threads",
                                     str(args.threads), "--beam", str(K), "--batch", str(B), "--out-len",
                                     str(args.out_len), "--input", inp, "--output",
                                     os.path.join(work, f"ct2.{dt}.{row}.{n}.txt")]
@@ -219,11 +245,12 @@ def main():
                         os.path.join(work, f"base.{dt}.{row}.{n}.txt")]
             rates = {e: [] for e in engines}
             rss = {e: 0 for e in engines}
+            envs = {"nmt": nmt_env, "ct2": ct2_env, "base": base_env}
             for eng in engines:  # untimed: kernel compilation, caches, page cache
-                run_timed(cmds[(eng, N)], ct2_env if eng == "ct2" else None)
+                run_timed(cmds[(eng, N)], envs[eng])
             for _ in range(args.rounds):
                 for eng in engines:
-                    env = ct2_env if eng == "ct2" else None
+                    env = envs[eng]
                     t1, _ = run_timed(cmds[(eng, N)], env)
                     t2, r2 = run_timed(cmds[(eng, 2 * N)], env)
                     rates[eng].append(args.out_len * N / (t2 - t1) if t2 > t1 else float("nan"))
