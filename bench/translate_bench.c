@@ -28,7 +28,7 @@
  * them) against int8 weights x fp32 (model 1) in the same run.
  * --profile (with --versus): then each model's batch-1 beam-1 decoding
  * once more with the queue drained around every launch, time per kernel
- * per output token.
+ * per output token; --profile-config BxK profiles batch B beam K instead.
  * Sessions use fp16 compute where the device has cl_khr_fp16 and the model
  * fp16 weights (NMT_FP16_AUTO, as nmt-edge), unless $NMT_EDGE_NO_FP16=1.
  * --fp16-versus: the first model runs with fp16 compute off (the portable
@@ -138,6 +138,7 @@ static nmt_session *open_session(bench *b, nmt_limits lim, void **arena, size_t 
 /* --fp16-versus: the versus table's last model is the first one with fp16
  * compute on. */
 static int g_fp16_versus;
+static uint32_t g_prof_batch = 1, g_prof_beam = 1; /* --profile-config BxK */
 
 static double median3(const double *v) {
     const double lo = fmin(v[0], v[1]), hi = fmax(v[0], v[1]);
@@ -226,11 +227,11 @@ static void versus(bench *b, nmt_session *sess, const char *name, const char *co
     for (int m = 0; profile && m <= n_vs; m++) { /* where a model's decoding time goes */
         uint64_t out = 0;
         nmt_kernel_profile_enable(1);
-        run_config(ss[m], toks, lens, n_sent, 1, 1, &out);
+        run_config(ss[m], toks, lens, n_sent, g_prof_batch, g_prof_beam, &out);
         nmt_kernel_profile_enable(0);
-        printf("\nper-kernel profile of model %d, batch 1 beam 1, per output token (%llu tokens; queue drained "
+        printf("\nper-kernel profile of model %d, batch %u beam %u, per output token (%llu tokens; queue drained "
                "around each launch):\n",
-               m, (unsigned long long)out);
+               m, g_prof_batch, g_prof_beam, (unsigned long long)out);
         nmt_kernel_profile_print(stdout, out ? 1.0 / (double)out : 1.0);
     }
     for (int m = 1; m <= n_vs; m++) {
@@ -253,21 +254,32 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--versus") && i + 1 < argc && n_vs < 4) vs_files[n_vs++] = argv[++i];
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc) big = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--profile")) profile = 1;
+        else if (!strcmp(argv[i], "--profile-config") && i + 1 < argc) {
+            unsigned pb = 0, pk = 0;
+            char tail = 0;
+            if (sscanf(argv[++i], "%ux%u%c", &pb, &pk, &tail) != 2 || pb < 1 || pk < 1 || pk > 4) {
+                fprintf(stderr, "translate_bench: --profile-config BxK, e.g. 8x4 (beam 1..4, batch up to --batch)\n");
+                return 2;
+            }
+            profile = 1;
+            g_prof_batch = pb;
+            g_prof_beam = pk;
+        }
         else if (!strcmp(argv[i], "--cache") && i + 1 < argc) tuned_cache = argv[++i];
         else if (!strcmp(argv[i], "--fixed-len")) g_fixed_len = 1;
         else if (!strcmp(argv[i], "--fp16-versus")) g_fp16_versus = 1;
         else if (!strcmp(argv[i], "--versus-no-i8dot")) g_versus_no_i8dot = 1;
         else {
             fprintf(stderr, "usage: translate_bench [--device SPEC] [--sentences N] [--model test|small | --model-file FILE]"
-                            " [--batch N] [--fixed-len] [--versus FILE]... (up to 4) [--profile] [--cache DIR]"
+                            " [--batch N] [--fixed-len] [--versus FILE]... (up to 4) [--profile] [--profile-config BxK] [--cache DIR]"
                             " [--fp16-versus] [--versus-no-i8dot]\n");
             return 2;
         }
     }
     const char *no16 = getenv("NMT_EDGE_NO_FP16");
     if (g_fp16_versus || (no16 != NULL && *no16 && strcmp(no16, "0") != 0)) g_fp16 = NMT_FP16_OFF;
-    if (n_sent < 1 || n_sent > 4096 || big < 2 || big > 64) {
-        fprintf(stderr, "translate_bench: --sentences must be 1..4096, --batch 2..64\n");
+    if (n_sent < 1 || n_sent > 4096 || big < 2 || big > 64 || g_prof_batch > (uint32_t)big) {
+        fprintf(stderr, "translate_bench: --sentences must be 1..4096, --batch 2..64, --profile-config batch <= --batch\n");
         return 2;
     }
     const uint32_t configs[4][2] = {{1, 1}, {1, 4}, {(uint32_t)big, 1}, {(uint32_t)big, 4}};
