@@ -549,8 +549,12 @@ typedef struct nmt_span {
 NMT_API nmt_status nmt_session_set_spans(nmt_session *s, const nmt_span *const *spans, const uint32_t *n_spans,
                                          uint32_t n);
 
-/** Translate a batch.  All sentences' beams advance together.  Results stay
- *  readable with nmt_session_result() until the next translate/score call. */
+/** Translate a batch.  All sentences' beams advance together; the session
+ *  decodes them longest source first and stops computing the rows of
+ *  finished sentences at the end of that order (without sampling), which
+ *  changes no result: results are indexed as the batch was given.  Results
+ *  stay readable with nmt_session_result() until the next translate/score
+ *  call. */
 NMT_API nmt_status nmt_session_translate(nmt_session *s, const nmt_batch *src,
                                          const nmt_decode_opts *opts);
 

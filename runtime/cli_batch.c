@@ -388,53 +388,7 @@ typedef struct translate_job {
     float *token_lp;      /* (max_tgt_len + 1) --format jsonl */
     strbuf scratch;       /* --format jsonl: the ids text, the alignment */
     nmt_syntax_spans syn; /* MG-SA syntax heads: link-grammar spans of text input (tools/parse_spans.h) */
-    /* The last call's sentences, longest source first (order_call): */
-    uint32_t *slot;       /* (batch) the session's result index of sentence lo + i */
-    uint64_t *keys;       /* (batch) sort keys: length << 32 | position */
-    const void **v_src;   /* (batch) the sources in that order (ids or text) */
-    uint32_t *v_len;      /* (batch) */
-    size_t *v_tlen;       /* (batch) text lengths */
-    const void **v_pre;   /* (batch) the --prefix-file lines in that order */
-    uint32_t *v_plen;     /* (batch) */
-    size_t *v_ptlen;      /* (batch) */
 } translate_job;
-
-/* Sentences [lo, lo + n) in the order the call passes them: longest source
- * first (stable), so that the short ones finish first and, being last in
- * the batch, drop out of the decoder step (docs/RUNTIME.md, "Finished
- * sentences").  Each sentence decodes alone, so the order changes no
- * output; with sampling (sentence i draws with seed + i) it stays the input
- * order.  Text length in bytes stands in for tokens. */
-static void order_call(translate_job *t, uint32_t lo, uint32_t n, unsigned long first) {
-    for (uint32_t i = 0; i < n; i++) {
-        const uint64_t len = t->dopts.sampling ? 0 : t->text ? t->src_text.lens[lo + i] : t->src.lens[lo + i];
-        t->keys[i] = (~(len < UINT32_MAX ? len : (uint64_t)UINT32_MAX) & 0xffffffffull) << 32 | i; /* ascending = longest first */
-    }
-    for (uint32_t i = 1; i < n; i++) /* insertion sort: batches are small, and mostly in order already */
-        for (uint32_t j = i; j > 0 && t->keys[j] < t->keys[j - 1]; j--) {
-            const uint64_t x = t->keys[j];
-            t->keys[j] = t->keys[j - 1];
-            t->keys[j - 1] = x;
-        }
-    for (uint32_t j = 0; j < n; j++) {
-        const uint32_t i = (uint32_t)(t->keys[j] & 0xffffffffu);
-        t->slot[i] = j;
-        if (t->text) {
-            t->v_src[j] = t->src_text.ptrs[lo + i];
-            t->v_tlen[j] = t->src_text.lens[lo + i];
-        } else {
-            t->v_src[j] = t->src.ptrs[lo + i];
-            t->v_len[j] = t->src.lens[lo + i];
-        }
-        if (t->prefix_path != NULL && t->text) {
-            t->v_pre[j] = t->prefix.text.ptrs[first + i];
-            t->v_ptlen[j] = t->prefix.text.lens[first + i];
-        } else if (t->prefix_path != NULL) {
-            t->v_pre[j] = t->prefix.id_ptrs[first + i];
-            t->v_plen[j] = t->prefix.id_lens[first + i];
-        }
-    }
-}
 
 static int translate_parse(batch_job *job, const char *line, size_t len, unsigned long line_no,
                            char *err, size_t cap) {
@@ -468,23 +422,20 @@ static nmt_status translate_call(batch_job *job, uint32_t lo, uint32_t n) {
     nmt_decode_opts o = t->dopts;
     const unsigned long first = t->line0 + lo; /* input line of sentence lo */
     o.seed = t->seed + first;
-    if (t->text) cli_texts_ptrs(&t->src_text);
-    else cli_seqs_ptrs(&t->src);
-    order_call(t, lo, n, first);
     if (t->prefix_path != NULL && t->text) {
-        o.prefix_text = (const char *const *)t->v_pre;
-        o.prefix_text_len = t->v_ptlen;
+        o.prefix_text = t->prefix.text.ptrs + first;
+        o.prefix_text_len = t->prefix.text.lens + first;
     } else if (t->prefix_path != NULL) {
-        o.prefix = (const int32_t *const *)t->v_pre;
-        o.prefix_len = t->v_plen;
+        o.prefix = t->prefix.id_ptrs + first;
+        o.prefix_len = t->prefix.id_lens + first;
     }
     if (t->text) {
-        nmt_text_batch b = {.text = (const char *const *)t->v_src, .lens = t->v_tlen, .n = n};
+        nmt_text_batch b = text_view(&t->src_text, lo, n);
         const nmt_status st = nmt_syntax_set(&t->syn, t->rt->s, b.text, b.lens, n);
         if (st != NMT_OK) return st;
         return nmt_session_translate_text(t->rt->s, &b, &o);
     }
-    nmt_batch b = {.tokens = (const int32_t *const *)t->v_src, .lens = t->v_len, .n = n};
+    nmt_batch b = seq_view(&t->src, lo, n);
     return nmt_session_translate(t->rt->s, &b, &o);
 }
 
@@ -492,8 +443,6 @@ static nmt_status translate_call(batch_job *job, uint32_t lo, uint32_t n) {
  * JSON object (cli_json_append). */
 static int translate_json(translate_job *t, uint32_t i, uint32_t r, unsigned long index, const char *text,
                           size_t text_len, float score, float logprob, strbuf *out) {
-    const uint32_t k = t->lo + i; /* the source of result i */
-    i = t->slot[i];
     const int32_t *ids;
     uint32_t len, n_lp;
     nmt_status st = nmt_session_result(t->rt->s, i, r, &ids, &len, NULL, NULL);
@@ -507,6 +456,7 @@ static int translate_json(translate_job *t, uint32_t i, uint32_t r, unsigned lon
     }
     const size_t aln_at = t->scratch.len;
     if (t->align.mode != CLI_ALIGN_NONE) {
+        const uint32_t k = t->lo + i;
         if (cli_align_append(&t->align, t->rt, i, r, t->text ? t->src_text.ptrs[k] : NULL,
                              t->text ? t->src_text.lens[k] : 0, NULL, 0, &t->scratch) != 0)
             return 1;
@@ -528,7 +478,6 @@ static int translate_json(translate_job *t, uint32_t i, uint32_t r, unsigned lon
  * --with-score: "SCORE ||| TEXT"; --format jsonl: JSON objects. */
 static int translate_append(batch_job *job, uint32_t i, unsigned long index, strbuf *out) {
     translate_job *t = (translate_job *)job;
-    const uint32_t k = t->lo + i, res = t->slot[i]; /* its source; its result in the session */
     for (uint32_t r = 0; r < t->dopts.n_best; r++) {
         const int32_t *ids;
         const char *text;
@@ -536,8 +485,8 @@ static int translate_append(batch_job *job, uint32_t i, unsigned long index, str
         uint32_t len;
         float score, logprob;
         nmt_status st;
-        if (t->text) st = nmt_session_result_text(t->rt->s, res, r, &text, &text_len, &score, &logprob);
-        else st = nmt_session_result(t->rt->s, res, r, &ids, &len, &score, &logprob);
+        if (t->text) st = nmt_session_result_text(t->rt->s, i, r, &text, &text_len, &score, &logprob);
+        else st = nmt_session_result(t->rt->s, i, r, &ids, &len, &score, &logprob);
         /* the search may finish fewer than n_best hypotheses; print those */
         if (st == NMT_ERR_INVALID_ARGUMENT && r > 0) break;
         if (st != NMT_OK) return report_status("reading a translation failed", st, t->rt);
@@ -551,9 +500,10 @@ static int translate_append(batch_job *job, uint32_t i, unsigned long index, str
         else append_ids(out, ids, len);
         if (t->dopts.n_best > 1 || t->format == CLI_FORMAT_MARIAN) sb_printf(out, " ||| %.6f", (double)score);
         if (t->align.mode != CLI_ALIGN_NONE) {
+            const uint32_t k = t->lo + i; /* the source of result i */
             const char *stext = t->text ? t->src_text.ptrs[k] : NULL;
             const size_t slen = t->text ? t->src_text.lens[k] : 0;
-            if (cli_align_append(&t->align, t->rt, res, r, stext, slen, NULL, 0, out) != 0) return 1;
+            if (cli_align_append(&t->align, t->rt, i, r, stext, slen, NULL, 0, out) != 0) return 1;
         }
         sb_printf(out, "\n");
     }
@@ -596,15 +546,6 @@ int cmd_translate(const cli_opts *o) {
         if (t.text) nmt_syntax_open(&t.syn, rt.s, PROG);
         cli_seqs_init(&t.src, (size_t)o->batch);
         cli_texts_init(&t.src_text, (size_t)o->batch);
-        const size_t nb = (size_t)o->batch;
-        t.slot = xrealloc(NULL, sizeof *t.slot * nb);
-        t.keys = xrealloc(NULL, sizeof *t.keys * nb);
-        t.v_src = xrealloc(NULL, sizeof *t.v_src * nb);
-        t.v_len = xrealloc(NULL, sizeof *t.v_len * nb);
-        t.v_tlen = xrealloc(NULL, sizeof *t.v_tlen * nb);
-        t.v_pre = xrealloc(NULL, sizeof *t.v_pre * nb);
-        t.v_plen = xrealloc(NULL, sizeof *t.v_plen * nb);
-        t.v_ptlen = xrealloc(NULL, sizeof *t.v_ptlen * nb);
         rc = cli_align_init(&t.align, o, &rt);
         nmt_limits lim;
         nmt_session_limits(rt.s, &lim);
@@ -619,14 +560,6 @@ int cmd_translate(const cli_opts *o) {
         cli_prefix_free(&t.prefix);
         free(t.token_lp);
         free(t.scratch.p);
-        free(t.slot);
-        free(t.keys);
-        free(t.v_src);
-        free(t.v_len);
-        free(t.v_tlen);
-        free(t.v_pre);
-        free(t.v_plen);
-        free(t.v_ptlen);
         cli_align_free(&t.align);
         cli_seqs_free(&t.src);
         cli_texts_free(&t.src_text);

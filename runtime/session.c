@@ -181,6 +181,15 @@ static nmt_status plan_session(nmt_session *s, nmt_arena *a) {
     s->h_logits = NMT_ARENA_NEW(a, float, (size_t)d->step_rows * V);
     s->topk_cap = NMT_MIN(2 * d->max_beam + 1, NMT_TOPK_MAX);
     s->trim_finished = 1;
+    s->order_batch = 1;
+    s->slot = NMT_ARENA_NEW(a, uint32_t, d->max_batch);
+    s->ord_key = NMT_ARENA_NEW(a, uint64_t, d->max_batch);
+    s->ord_tok = NMT_ARENA_NEW(a, const int32_t *, d->max_batch);
+    s->ord_len = NMT_ARENA_NEW(a, uint32_t, d->max_batch);
+    s->ord_pre = NMT_ARENA_NEW(a, const int32_t *, d->max_batch);
+    s->ord_plen = NMT_ARENA_NEW(a, uint32_t, d->max_batch);
+    s->ord_spans = NMT_ARENA_NEW(a, const nmt_span *, d->max_batch);
+    s->ord_nspans = NMT_ARENA_NEW(a, uint32_t, d->max_batch);
     s->h_step = NMT_ARENA_NEW(a, int32_t, 2 * (size_t)d->step_rows);
     s->h_cand = NMT_ARENA_NEW(a, uint32_t, (size_t)d->step_rows * (2 * s->topk_cap + 1));
     NMT_CHECK(!a->failed, NMT_ERR_ARENA_TOO_SMALL);
@@ -437,8 +446,7 @@ static nmt_status check_prefix(const nmt_session *s, const nmt_decode_opts *o, u
     return NMT_OK;
 }
 
-nmt_status nmt_session_translate(nmt_session *s, const nmt_batch *src, const nmt_decode_opts *opts) {
-    NMT_CHECK(s != NULL && src != NULL, NMT_ERR_INVALID_ARGUMENT);
+static nmt_status translate_in_order(nmt_session *s, const nmt_batch *src, const nmt_decode_opts *opts) {
     static const nmt_decode_opts defaults;
     if (opts == NULL) opts = &defaults;
     const float temperature = opts->sampling_temperature != 0.0f ? opts->sampling_temperature : 1.0f;
@@ -540,16 +548,54 @@ nmt_status nmt_session_translate(nmt_session *s, const nmt_batch *src, const nmt
     return NMT_OK;
 }
 
+/* The caller's sentences longest source first (stable), so that the short
+ * ones, which finish first, are the trailing ones that leave the step
+ * (docs/RUNTIME.md, "Finished sentences"); s->slot maps each back.  Each
+ * sentence decodes on its own rows, so the order changes no result.  With
+ * sampling the caller's order stays (sentence i draws with seed + i), and
+ * a batch the checks will refuse goes through unchanged. */
+nmt_status nmt_session_translate(nmt_session *s, const nmt_batch *src, const nmt_decode_opts *opts) {
+    NMT_CHECK(s != NULL && src != NULL, NMT_ERR_INVALID_ARGUMENT);
+    const uint32_t n = src->n;
+    const int sampling = opts != NULL && opts->sampling;
+    for (uint32_t i = 0; i < NMT_MIN(n, s->limits.max_batch); i++) s->slot[i] = i;
+    if (!s->order_batch || sampling || n < 2 || n > s->limits.max_batch || src->tokens == NULL || src->lens == NULL)
+        return translate_in_order(s, src, opts);
+    for (uint32_t i = 0; i < n; i++) s->ord_key[i] = (uint64_t)(~src->lens[i]) << 32 | i; /* ascending: longest first */
+    for (uint32_t i = 1; i < n; i++) /* insertion sort: batches are small, often in order already */
+        for (uint32_t j = i; j > 0 && s->ord_key[j] < s->ord_key[j - 1]; j--) {
+            const uint64_t x = s->ord_key[j];
+            s->ord_key[j] = s->ord_key[j - 1];
+            s->ord_key[j - 1] = x;
+        }
+    nmt_decode_opts o = opts ? *opts : (nmt_decode_opts){0};
+    const int pre = o.prefix != NULL && o.prefix_len != NULL;
+    const nmt_spans sp = s->spans;
+    const int spans = sp.spans != NULL && sp.n_spans != NULL && sp.n == n;
+    for (uint32_t j = 0; j < n; j++) {
+        const uint32_t i = (uint32_t)(s->ord_key[j] & 0xffffffffu);
+        s->slot[i] = j;
+        s->ord_tok[j] = src->tokens[i];
+        s->ord_len[j] = src->lens[i];
+        if (pre) s->ord_pre[j] = o.prefix[i], s->ord_plen[j] = o.prefix_len[i];
+        if (spans) s->ord_spans[j] = sp.spans[i], s->ord_nspans[j] = sp.n_spans[i];
+    }
+    if (pre) o.prefix = s->ord_pre, o.prefix_len = s->ord_plen;
+    if (spans) s->spans = (nmt_spans){s->ord_spans, s->ord_nspans, n};
+    const nmt_batch b = {s->ord_tok, s->ord_len, n};
+    return translate_in_order(s, &b, opts ? &o : NULL);
+}
+
 uint32_t nmt_session_n_results(const nmt_session *s, uint32_t i) {
     if (s == NULL || i >= s->n_results) return 0;
-    return NMT_MIN(nmt_beam_n_results(&s->beam, i), s->result_n_best);
+    return NMT_MIN(nmt_beam_n_results(&s->beam, s->slot[i]), s->result_n_best);
 }
 
 nmt_status nmt_session_result(const nmt_session *s, uint32_t i, uint32_t rank, const int32_t **tokens,
                               uint32_t *len, float *score, float *logprob) {
     NMT_CHECK(s != NULL && tokens != NULL && len != NULL, NMT_ERR_INVALID_ARGUMENT);
     NMT_CHECK(i < s->n_results && rank < s->result_n_best, NMT_ERR_INVALID_ARGUMENT);
-    const nmt_hyp *h = nmt_beam_result(&s->beam, i, rank);
+    const nmt_hyp *h = nmt_beam_result(&s->beam, s->slot[i], rank);
     NMT_CHECK(h != NULL, NMT_ERR_INVALID_ARGUMENT);
     *tokens = h->tokens;
     *len = h->len;
@@ -562,7 +608,7 @@ nmt_status nmt_session_result_token_logprobs(const nmt_session *s, uint32_t i, u
                                              size_t cap, uint32_t *n) {
     NMT_CHECK(s != NULL && n != NULL && (lp != NULL || cap == 0), NMT_ERR_INVALID_ARGUMENT);
     NMT_CHECK(i < s->n_results && rank < s->result_n_best, NMT_ERR_INVALID_ARGUMENT);
-    const nmt_hyp *h = nmt_beam_result(&s->beam, i, rank);
+    const nmt_hyp *h = nmt_beam_result(&s->beam, s->slot[i], rank);
     NMT_CHECK(h != NULL, NMT_ERR_INVALID_ARGUMENT);
     NMT_CHECK(h->token_lp != NULL, NMT_ERR_LIMIT_EXCEEDED); /* a session created without token_logprobs */
     *n = h->len + 1;

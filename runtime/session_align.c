@@ -37,9 +37,10 @@ static nmt_status find(const nmt_session *s, uint32_t i, uint32_t rank, aligned 
         return NMT_OK;
     }
     NMT_CHECK(i < s->n_results && rank < s->result_n_best, NMT_ERR_INVALID_ARGUMENT);
-    const nmt_hyp *h = nmt_beam_result(&s->beam, i, rank);
+    const uint32_t k = s->slot[i]; /* where sentence i decoded (session.c, longest first) */
+    const nmt_hyp *h = nmt_beam_result(&s->beam, k, rank);
     NMT_CHECK(h != NULL, NMT_ERR_INVALID_ARGUMENT);
-    *out = (aligned){h, i, h->len, (uint32_t)s->h_len[i]};
+    *out = (aligned){h, k, h->len, (uint32_t)s->h_len[k]};
     return NMT_OK;
 }
 

@@ -43,6 +43,18 @@ struct nmt_session {
     uint32_t topk_cap;         /* largest k: min(2 * max_beam + 1, NMT_TOPK_MAX) */
     int trim_finished;         /* 1 (set at creation): trailing finished sentences skip the step; tests clear it */
     uint64_t rows_trimmed;     /* row-steps so skipped, counted for tests */
+    /* the translate call's sentences, longest source first (session.c,
+     * order_batch): slot[i] is where the caller's sentence i decoded, so
+     * result getters read slot[i]; the rest are the reordered views */
+    int order_batch;           /* 1 (set at creation); tests clear it */
+    uint32_t *slot;            /* (max_batch) */
+    uint64_t *ord_key;         /* (max_batch) sort keys */
+    const int32_t **ord_tok;   /* (max_batch) sources */
+    uint32_t *ord_len;         /* (max_batch) */
+    const int32_t **ord_pre;   /* (max_batch) forced prefixes */
+    uint32_t *ord_plen;        /* (max_batch) */
+    const nmt_span **ord_spans; /* (max_batch) MG-SA syntax spans */
+    uint32_t *ord_nspans;      /* (max_batch) */
     uint32_t *h_cand;          /* (step_rows * (2 * topk_cap + 1)) words, nmt_op_topk_logprobs's layout */
     nmt_buf d_cand;            /* the same on the device */
     nmt_beam beam;

@@ -104,21 +104,33 @@ void check_trim_equals_full(nmt_device *dev, nmt_session *s, const nmt_batch *sr
             memcpy(toks[i][r], t, sizeof(int32_t) * len[i][r]);
         }
     }
-    s->trim_finished = 0;
-    const nmt_status st = nmt_session_translate(s, &sorted, &opts);
-    s->trim_finished = 1;
-    nmt_test_assert_ok(dev, st);
-    for (uint32_t i = 0; i < src->n; i++) {
-        assert_int_equal(nmt_session_n_results(s, i), n_res[i]);
-        for (uint32_t r = 0; r < n_res[i]; r++) {
-            const int32_t *t;
-            uint32_t l;
-            float sc, p;
-            nmt_test_assert_ok(dev, nmt_session_result(s, i, r, &t, &l, &sc, &p));
-            if (l != len[i][r] || memcmp(t, toks[i][r], sizeof(int32_t) * l) != 0 ||
-                fabs(sc - score[i][r]) > 1e-5 * fmax(1.0, fabs(sc)) || fabs(p - lp[i][r]) > 1e-5 * fmax(1.0, fabs(p)))
-                fail_msg("%s, beam %u, sentence %u, rank %u: trimmed %u tokens, %.7f; full %u tokens, %.7f", what,
-                         beam, i, r, len[i][r], lp[i][r], l, p);
+    /* 0: untrimmed, sorted; 1: the caller's order, sorted by the session
+     * (its result i is sorted sentence pos[i]); 2: the caller's order kept */
+    uint32_t pos[MAXN];
+    for (uint32_t j = 0; j < src->n; j++) pos[order[j]] = j;
+    for (int pass = 0; pass < 3; pass++) {
+        s->trim_finished = pass != 0;
+        s->order_batch = pass != 2;
+        s->rows_trimmed = 0;
+        const nmt_status st = nmt_session_translate(s, pass ? src : &sorted, &opts);
+        s->trim_finished = s->order_batch = 1;
+        nmt_test_assert_ok(dev, st);
+        if (pass == 1 && lens[0] != lens[src->n - 1] && s->rows_trimmed == 0)
+            fail_msg("%s, beam %u: the session did not order the batch (no row trimmed)", what, beam);
+        for (uint32_t i = 0; i < src->n; i++) {
+            const uint32_t k = pass ? pos[i] : i; /* the sorted run's sentence */
+            assert_int_equal(nmt_session_n_results(s, i), n_res[k]);
+            for (uint32_t r = 0; r < n_res[k]; r++) {
+                const int32_t *t;
+                uint32_t l;
+                float sc, p;
+                nmt_test_assert_ok(dev, nmt_session_result(s, i, r, &t, &l, &sc, &p));
+                if (l != len[k][r] || memcmp(t, toks[k][r], sizeof(int32_t) * l) != 0 ||
+                    fabs(sc - score[k][r]) > 1e-5 * fmax(1.0, fabs(sc)) ||
+                    fabs(p - lp[k][r]) > 1e-5 * fmax(1.0, fabs(p)))
+                    fail_msg("%s, beam %u, pass %d, sentence %u, rank %u: %u tokens, %.7f; against %u tokens, %.7f",
+                             what, beam, pass, i, r, l, p, len[k][r], lp[k][r]);
+            }
         }
     }
 }

@@ -55,7 +55,10 @@ void *tft_export_image(tft_model *m, int optimizer, size_t *size);
  * tokens as its source has (max_len_a 1), so the short ones end first and
  * their rows drop out; every hypothesis, score and log-probability (n-best
  * of `beam`) must be what the untrimmed search gives, and rows must have
- * been skipped when the lengths differ. */
+ * been skipped when the lengths differ.  Then src in its own order: the
+ * session orders it longest first (s->order_batch) and result i must be
+ * the same as before, with rows skipped again; and with the ordering off,
+ * the same results once more. */
 void check_trim_equals_full(nmt_device *dev, nmt_session *s, const nmt_batch *src, uint32_t beam, const char *what);
 
 void check_incremental_equals_forced(nmt_device *dev, nmt_session *s, const nmt_batch *src, uint32_t max_beam,
