@@ -197,7 +197,10 @@ typedef struct nmt_family {
     nmt_status (*encode)(void *state, const nmt_io_bufs *io, uint32_t n, uint32_t len);
     /* One incremental decoder step at position t for `rows` rows (row r
      * belongs to sentence r / group), input ids in io->step_tok, logits
-     * [rows, V] into io->logits. */
+     * [rows, V] into io->logits.  `rows` may shrink from one step to the
+     * next (finished sentences at the end of the batch drop out; session.c):
+     * per-row state must live at strides that do not depend on `rows`, and
+     * rows at or past `rows` must be left alone. */
     nmt_status (*step)(void *state, const nmt_io_bufs *io, uint32_t rows, uint32_t group, uint32_t t);
     /* Reorder decoder state rows after a beam step: new row r takes old row
      * io->reorder[r]; positions [0, t] are live. */
