@@ -278,6 +278,11 @@ int main(int argc, char **argv) {
     }
     const char *no16 = getenv("NMT_EDGE_NO_FP16");
     if (g_fp16_versus || (no16 != NULL && *no16 && strcmp(no16, "0") != 0)) g_fp16 = NMT_FP16_OFF;
+    if (profile && n_vs == 0 && !g_fp16_versus) {
+        fprintf(stderr, "translate_bench: --profile and --profile-config profile the --versus models: give "
+                        "--versus FILE (e.g. the --model-file itself)\n");
+        return 2;
+    }
     if (n_sent < 1 || n_sent > 4096 || big < 2 || big > 64 || g_prof_batch > (uint32_t)big) {
         fprintf(stderr, "translate_bench: --sentences must be 1..4096, --batch 2..64, --profile-config batch <= --batch\n");
         return 2;
