@@ -32,6 +32,21 @@ inline float pos_term(const uint c, const uint d, const float pos) {
     return p;
 }
 
+/* The body of the embedding kernels (embed, embed_q8 in elementwise.cl,
+ * embed_f16 in gemm_f16.cl): work-item (c, j), NDRange [d, min(rows,
+ * seq_len)], computes column c's position term at position pos0 + j once and
+ * writes out[r, c] = FETCH(t) * scale + P for every row r = j (mod seq_len),
+ * t = tok[r]: the batch's rows (and a decoder step's rows, all at one
+ * position) share the transcendental work. */
+#define EMBED_ROWS(FETCH)                                                    \
+    const uint c = (uint)get_global_id(0), j = (uint)get_global_id(1);      \
+    if (c >= d || j >= seq_len || j >= rows) return;                         \
+    const float p = pos_term(c, d, (float)(pos0 + j));                       \
+    for (uint r = j; r < rows; r += seq_len) {                               \
+        const ulong t = (ulong)tok[tok_off + r];                             \
+        out[out_off + (ulong)r * d + c] = (FETCH) * scale + p;               \
+    }
+
 /* Float16 vector v of a row (elements 16v .. 16v + 15), plus the same
  * vector of a residual row when has_res. */
 inline float16 load16_res(__global const float *x, __global const float *r, const int has_res, const uint v) {
@@ -154,25 +169,33 @@ inline int2 attn_range(const int pos, const int n_keys, const int causal, const 
 }
 
 /* Log-sum-exp of the n values of row x over the work-group (local size a
- * power of two; red_m, red_s hold at least that many floats): an online
- * (max, sum of exp) pass per work-item over its strided entries, then a
- * tree.  Every work-item must call it (barriers); all receive the result,
- * -INFINITY for a row without a finite entry; red_m/red_s may be reused
- * after a barrier.  *item_max: the largest of the calling work-item's own
- * entries (NaN skipped; -INFINITY when none).  log_softmax (elementwise.cl) and topk_logprobs
- * (topk.cl) both use it: their log-probabilities are the same bits. */
+ * power of two; red_m, red_s hold at least that many floats).  Each
+ * work-item owns the float8 chunks lid, lid + lsz, ... of the row (chunk q
+ * holds entries 8q .. 8q + 7; the n % 8 trailing entries go one each to the
+ * first work-items): a max pass, then a sum-of-exp pass relative to that
+ * max, both on float8 vectors (SIMD exp on CPU runtimes, 32-byte loads
+ * adjacent across work-items on GPUs), then a tree over the work-items'
+ * (max, sum).  Every work-item must call it (barriers); all receive the
+ * result, -INFINITY for a row without a finite entry; red_m/red_s may be
+ * reused after a barrier.  A NaN entry makes the sum NaN.  *item_max: the
+ * largest of the calling work-item's own entries (NaN skipped; -INFINITY
+ * when none).  log_softmax (elementwise.cl) and topk_logprobs (topk.cl)
+ * both use it: their log-probabilities are the same bits. */
 inline float row_logsumexp(__global const float *x, const uint n, __local float *red_m, __local float *red_s,
                            float *item_max) {
     const uint lid = (uint)get_local_id(0), lsz = (uint)get_local_size(0);
-    float m = -INFINITY, s = 0.0f;
-    for (uint c = lid; c < n; c += lsz) {
-        const float v = x[c];
-        if (v > m) {
-            s = s * exp(m - v) + 1.0f;  /* exp(-INF) = 0 on the first element */
-            m = v;
-        } else if (m != -INFINITY) {
-            s += exp(v - m);  /* not for v == m == -INF: exp(NaN) would poison s */
-        }
+    const uint nv = n / 8;
+    float8 vm = (float8)(-INFINITY);
+    for (uint q = lid; q < nv; q += lsz) vm = fmax(vm, vload8(q, x));
+    const float4 m4 = fmax(vm.lo, vm.hi);
+    float m = fmax(fmax(m4.x, m4.y), fmax(m4.z, m4.w));
+    for (uint c = nv * 8 + lid; c < n; c += lsz) m = fmax(m, x[c]);
+    float s = m == INFINITY ? 1.0f : 0.0f; /* a +INF entry: lse +INF */
+    if (m != -INFINITY && m != INFINITY) { /* exp(-INF - m) = 0 for masked entries */
+        float8 vs = (float8)(0.0f);
+        for (uint q = lid; q < nv; q += lsz) vs += exp(vload8(q, x) - m);
+        s = vsum8(vs);
+        for (uint c = nv * 8 + lid; c < n; c += lsz) s += exp(x[c] - m);
     }
     *item_max = m;
 #ifdef NMT_SUBGROUPS

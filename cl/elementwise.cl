@@ -5,9 +5,10 @@
  *   embed        out[r,c] = E[tok[r],c] * scale + P(pos0 + r % seq_len, c)
  *                sinusoid P: sin in [0, d/2), cos in [d/2, 2*(d/2)), 0 in
  *                the last column of an odd d; w_i = 10000^(-i/(d/2-1))
- *                (w_i = 1 when d/2 == 1)                       [c, r]
+ *                (w_i = 1 when d/2 == 1)             [c, min(rows, seq_len)]
  *   embed_q8     the same with an int8 table: E[t,c] = Q[t,c] * qscale[t]
- *                (Q int8 [V, d] row-major, one fp32 scale per row) [c, r]
+ *                (Q int8 [V, d] row-major, one fp32 scale per row)
+ *                                             [c, min(rows, seq_len)]
  *   add          dst[i] += src[i]                              [i]
  *   relu         x[i] = max(x[i], 0)                           [i]
  *   gate_accum   out[r,c] = (accumulate ? out[r,c] : 0) + x[r,c] * sigmoid(g[r,c])
@@ -35,25 +36,14 @@
 __kernel void embed(__global const int *tok, const ulong tok_off, const uint rows, const uint seq_len,
                     const uint pos0, __global const float *E, const ulong e_off, const uint d,
                     const float scale, __global float *out, const ulong out_off) {
-    const uint c = (uint)get_global_id(0);
-    const uint r = (uint)get_global_id(1);
-    if (c >= d || r >= rows) return;
-    const float p = pos_term(c, d, (float)(pos0 + r % seq_len));
-    const ulong t = (ulong)tok[tok_off + r];
-    out[out_off + (ulong)r * d + c] = E[e_off + t * d + c] * scale + p;
+    EMBED_ROWS(E[e_off + t * d + c])
 }
 
 __kernel void embed_q8(__global const int *tok, const ulong tok_off, const uint rows, const uint seq_len,
                        const uint pos0, __global const char *Q, const ulong q_off,
                        __global const float *qscale, const ulong s_off, const uint d,
                        const float scale, __global float *out, const ulong out_off) {
-    const uint c = (uint)get_global_id(0);
-    const uint r = (uint)get_global_id(1);
-    if (c >= d || r >= rows) return;
-    const float p = pos_term(c, d, (float)(pos0 + r % seq_len));
-    const ulong t = (ulong)tok[tok_off + r];
-    const float e = (float)Q[q_off + t * d + c] * qscale[s_off + t];
-    out[out_off + (ulong)r * d + c] = e * scale + p;
+    EMBED_ROWS((float)Q[q_off + t * d + c] * qscale[s_off + t])
 }
 
 __kernel void add(__global float *dst, const ulong dst_off, __global const float *src, const ulong src_off,

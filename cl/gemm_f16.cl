@@ -12,7 +12,7 @@
  *                fp32 and accumulate in fp32: the arithmetic of a
  *                half x half -> fp32 multiply-accumulate.
  *   embed_f16    out[r,c] = E[tok[r],c] * scale + P(pos0 + r % seq_len, c)
- *                with E half [V, d]                            [c, r]
+ *                with E half [V, d]           [c, min(rows, seq_len)]
  *
  * Decomposition of gemm_f16_nt as gemm_q8_nt in gemm_q8.cl (barrier-free;
  * GEMM_TM x GEMM_TN block of C per work-item; out-of-range rows/columns
@@ -138,10 +138,5 @@ __kernel void gemm_f16_nt(const uint M, const uint N, const uint K, const float 
 __kernel void embed_f16(__global const int *tok, const ulong tok_off, const uint rows, const uint seq_len,
                         const uint pos0, __global const half *E, const ulong e_off, const uint d,
                         const float scale, __global float *out, const ulong out_off) {
-    const uint c = (uint)get_global_id(0);
-    const uint r = (uint)get_global_id(1);
-    if (c >= d || r >= rows) return;
-    const float p = pos_term(c, d, (float)(pos0 + r % seq_len));
-    const ulong t = (ulong)tok[tok_off + r];
-    out[out_off + (ulong)r * d + c] = (float)E[e_off + t * d + c] * scale + p;
+    EMBED_ROWS((float)E[e_off + t * d + c])
 }

@@ -22,7 +22,7 @@
  *
  *                  The k-th largest of the work-items' maxima bounds the
  *                  keys worth ranking; each work-item keeps the best k of
- *                  its strided entries above it (private, sorted), writes
+ *                  its entries above it (private, sorted), writes
  *                  them to local memory, and
  *                  work-item 0 merges the lists: one barrier, no per-rank
  *                  reduction rounds.
@@ -42,6 +42,23 @@
 /* (a, ia) ranks before (b, ib): larger key, then lower id. */
 static inline int ranks_before(const float a, const int ia, const float b, const int ib) {
     return a > b || (a == b && ia < ib);
+}
+
+/* Entry (key, id) into the sorted list tk/ti of cnt (at most k) entries when
+ * it is at or above key_min (not NaN) and among the best k; the new count. */
+static inline uint topk_insert(float *tk, int *ti, uint cnt, const uint k, const float key, const int id,
+                               const float key_min) {
+    if (!(key >= key_min)) return cnt; /* below the bound, or NaN */
+    if (cnt == k && !ranks_before(key, id, tk[k - 1], ti[k - 1])) return cnt;
+    uint i = cnt < k ? cnt++ : k - 1;
+    while (i > 0 && ranks_before(key, id, tk[i - 1], ti[i - 1])) {
+        tk[i] = tk[i - 1];
+        ti[i] = ti[i - 1];
+        i--;
+    }
+    tk[i] = key;
+    ti[i] = id;
+    return cnt;
 }
 
 __kernel void topk_logprobs(__global const float *X, const ulong x_off, const uint n, const uint ld,
@@ -98,23 +115,20 @@ __kernel void topk_logprobs(__global const float *X, const ulong x_off, const ui
     barrier(CLK_LOCAL_MEM_FENCE);
     const float key_min = thr[0];
 
-    /* Each work-item's best k of its strided entries at or above the bound, sorted. */
+    /* Each work-item's best k of its entries (row_logsumexp's chunks) at or
+     * above the bound, sorted.  A float8 chunk is tested at once; the few
+     * entries at or above the bound are inserted one by one. */
     float tk[TOPK_MAX];
     int ti[TOPK_MAX];
     uint cnt = 0;
-    for (uint c = lid; c < n; c += lsz) {
-        const float key = s0 + (x[c] - lse);
-        if (!(key >= key_min)) continue; /* below the bound, or NaN */
-        if (cnt == k && !ranks_before(key, (int)c, tk[k - 1], ti[k - 1])) continue;
-        uint i = cnt < k ? cnt++ : k - 1;
-        while (i > 0 && ranks_before(key, (int)c, tk[i - 1], ti[i - 1])) {
-            tk[i] = tk[i - 1];
-            ti[i] = ti[i - 1];
-            i--;
-        }
-        tk[i] = key;
-        ti[i] = (int)c;
+    const uint nv = n / 8;
+    for (uint q = lid; q < nv; q += lsz) {
+        const float8 kv = s0 + (vload8(q, x) - lse);
+        if (!any(kv >= key_min)) continue; /* all below the bound, or NaN */
+        const float kk[8] = {kv.s0, kv.s1, kv.s2, kv.s3, kv.s4, kv.s5, kv.s6, kv.s7};
+        for (uint e = 0; e < 8; e++) cnt = topk_insert(tk, ti, cnt, k, kk[e], (int)(8 * q + e), key_min);
     }
+    for (uint c = nv * 8 + lid; c < n; c += lsz) cnt = topk_insert(tk, ti, cnt, k, s0 + (x[c] - lse), (int)c, key_min);
 
     /* The lists into local memory (missing entries: key -inf, id INT_MAX),
      * then work-item 0 merges them: each list is sorted, so a list is left
@@ -131,14 +145,7 @@ __kernel void topk_logprobs(__global const float *X, const ulong x_off, const ui
             const float key = list_k[w * k + j];
             const int id = list_i[w * k + j];
             if (id == INT_MAX || (m == k && !ranks_before(key, id, tk[k - 1], ti[k - 1]))) break;
-            uint i = m < k ? m++ : k - 1;
-            while (i > 0 && ranks_before(key, id, tk[i - 1], ti[i - 1])) {
-                tk[i] = tk[i - 1];
-                ti[i] = ti[i - 1];
-                i--;
-            }
-            tk[i] = key;
-            ti[i] = id;
+            m = topk_insert(tk, ti, m, k, key, id, -INFINITY); /* list keys are never NaN */
         }
     for (uint j = 0; j < k; j++) {
         o_lp[j] = as_uint(j < m ? x[ti[j]] - lse : -INFINITY);

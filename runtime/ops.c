@@ -439,7 +439,7 @@ nmt_status nmt_ops_embed_kernel(nmt_ops *ops, cl_kernel k, const char *name, nmt
     arg_mem(&a, out.mem);
     arg_u64(&a, out.off);
     NMT_TRY(args_end(ops->dev, &a, name));
-    const size_t n[2] = {d, rows};
+    const size_t n[2] = {d, rows < seq_len ? rows : seq_len}; /* a work-item per column and position */
     return nmt_ops_launch(ops, k, 2, n, name);
 }
 
@@ -470,7 +470,7 @@ nmt_status nmt_op_embed_q8(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t se
     arg_mem(&a, out.mem);
     arg_u64(&a, out.off);
     NMT_TRY(args_end(ops->dev, &a, "embed_q8"));
-    const size_t n[2] = {d, rows};
+    const size_t n[2] = {d, rows < seq_len ? rows : seq_len};
     return nmt_ops_launch(ops, ops->k_embed_q8, 2, n, "embed_q8");
 }
 
