@@ -27,7 +27,11 @@
  *                branch (cheap next to the launches it saves).  When
  *                d_head % 16 == 0, q and the accumulator are float16
  *                registers (unrolled loops over the ATTN_MAX_DH / 16
- *                vectors); otherwise a private array.
+ *                vectors); otherwise a private array.  With has_kv_row,
+ *                key (and value) j of kv sequence m is read from the
+ *                sequence kv_row[kr_off + j * kr_ld + m] instead of m (a
+ *                beam's rows share their history: the decoder's K|V cache
+ *                is not reordered, runtime/ops.h nmt_attn_args.kv_row).
  *                NDRange (s*H + h, i, branch), any padding
  *
  * Masks.  Query i sits at position pos = q_pos0 + i; key j at position j.
@@ -154,6 +158,7 @@ __kernel void attn_fused(const uint n_seq, const uint lq, const uint q_pos0, con
                          __global const float *Kc, const ulong k_off, const uint k_ld,
                          __global const float *V, const ulong v_off, const uint v_ld,
                          const ulong kv_stride,
+                         __global const int *kv_row, const ulong kr_off, const uint kr_ld, const int has_kv_row,
                          __global const int *key_len, const ulong kl_off, const int has_key_len,
                          const uint key_len_const, const int causal,
                          const uint n_branches, const uint kinds, const int8 radii,
@@ -170,10 +175,11 @@ __kernel void attn_fused(const uint n_seq, const uint lq, const uint q_pos0, con
     const int2 r = attn_range((int)(q_pos0 + i), n_keys, causal, kind, radius);
 
     __global const float *q = Q + q_off + (ulong)(s * lq + i) * q_ld + (ulong)h * d_head;
-    __global const float *kb = Kc + k_off + (ulong)m * kv_stride + (ulong)h * d_head;
-    __global const float *vb = V + v_off + (ulong)m * kv_stride + (ulong)h * d_head;
+    __global const float *kb = Kc + k_off + (ulong)h * d_head;
+    __global const float *vb = V + v_off + (ulong)h * d_head;
     __global float *o = out + out_off + (ulong)(s * lq + i) * out_ld + (ulong)b * n_heads * d_head +
                         (ulong)h * d_head;
+    __global const int *kr = kv_row + kr_off + m; /* has_kv_row: key j of sequence m at row kr[j * kr_ld] */
 
     float mx = -INFINITY, sum = 0.0f;
     if (d_head % 16u == 0) {
@@ -187,7 +193,8 @@ __kernel void attn_fused(const uint n_seq, const uint lq, const uint q_pos0, con
             av[u] = (float16)(0.0f);
         }
         for (int j = r.x; j <= r.y; j++) {
-            __global const float *k = kb + (ulong)j * k_ld;
+            const ulong kv = (ulong)(has_kv_row ? (uint)kr[(ulong)j * kr_ld] : m) * kv_stride;
+            __global const float *k = kb + kv + (ulong)j * k_ld;
             float16 d16 = (float16)(0.0f);
 #pragma unroll
             for (uint u = 0; u < ATTN_MAX_DH / 16; u++)
@@ -202,7 +209,7 @@ __kernel void attn_fused(const uint n_seq, const uint lq, const uint q_pos0, con
             }
             const float p = exp(sc - mx);
             sum += p;
-            __global const float *v = vb + (ulong)j * v_ld;
+            __global const float *v = vb + kv + (ulong)j * v_ld;
 #pragma unroll
             for (uint u = 0; u < ATTN_MAX_DH / 16; u++)
                 if (u < nu) av[u] = p * vload16(u, v) + av[u];
@@ -217,7 +224,8 @@ __kernel void attn_fused(const uint n_seq, const uint lq, const uint q_pos0, con
     for (uint c = 0; c < d_head; c++) acc[c] = 0.0f;
     const uint D4 = d_head & ~3u;
     for (int j = r.x; j <= r.y; j++) {
-        __global const float *k = kb + (ulong)j * k_ld;
+        const ulong kv = (ulong)(has_kv_row ? (uint)kr[(ulong)j * kr_ld] : m) * kv_stride;
+        __global const float *k = kb + kv + (ulong)j * k_ld;
         float4 d4 = (float4)(0.0f);
         for (uint c = 0; c < D4; c += 4) d4 += vload4(0, q + c) * vload4(0, k + c);
         float dot = (d4.x + d4.y) + (d4.z + d4.w);
@@ -231,7 +239,7 @@ __kernel void attn_fused(const uint n_seq, const uint lq, const uint q_pos0, con
         }
         const float p = exp(sc - mx);
         sum += p;
-        __global const float *v = vb + (ulong)j * v_ld;
+        __global const float *v = vb + kv + (ulong)j * v_ld;
         for (uint c = 0; c < d_head; c++) acc[c] = p * v[c] + acc[c];
     }
     const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;

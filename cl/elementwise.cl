@@ -97,5 +97,9 @@ __kernel void log_softmax(__global float *X, const ulong x_off, const uint n, co
     float item_max;
     const float lse = row_logsumexp(x, n, red_m, red_s, &item_max);
     if (lse == -INFINITY) return;  /* no finite entry: leave the row as is */
-    for (uint c = lid; c < n; c += lsz) x[c] -= lse;
+    /* each work-item writes the entries it read (row_logsumexp's chunks):
+     * no entry is written by one work-item and read by another */
+    const uint nv = n / 8;
+    for (uint q = lid; q < nv; q += lsz) vstore8(vload8(q, x) - lse, q, x);
+    for (uint c = nv * 8 + lid; c < n; c += lsz) x[c] -= lse;
 }

@@ -147,6 +147,10 @@ typedef struct nmt_io_bufs {
      * none) and the source lengths incl. EOS */
     const struct nmt_spans *spans;
     const int32_t *h_src_len;
+    /* host, during reorder only: the back-pointers of io->reorder, so that
+     * a family may reorder on the host what it keeps there (the
+     * Transformer's K|V table); NULL: the family gathers everything */
+    const int32_t *h_reorder;
 } nmt_io_bufs;
 
 /* Phrase spans of a batch (nmt_session_set_spans), the caller's arrays. */

@@ -621,6 +621,11 @@ static void attn_mask_args(args *a, const nmt_attn_args *p, int32_t kind, int32_
     arg_i32(a, radius);
 }
 
+int nmt_ops_attn_kv_row(const nmt_ops *ops, uint32_t d_head) {
+    return ops != NULL && d_head <= NMT_OPS_ATTN_MAX_DH &&
+           (ops->attn_mode == NMT_ATTN_FUSED || ops->attn_mode == NMT_ATTN_AUTO);
+}
+
 nmt_status nmt_op_attention(nmt_ops *ops, const nmt_attn_args *p) {
     if (!ops_ok(ops) || p == NULL) return NMT_ERR_INVALID_ARGUMENT;
     if (p->group == 0 || p->n_branches == 0 || p->n_branches > NMT_MAX_BRANCHES) return NMT_ERR_INVALID_ARGUMENT;
@@ -643,9 +648,7 @@ nmt_status nmt_op_attention(nmt_ops *ops, const nmt_attn_args *p) {
     const uint32_t rows_sh = p->n_seq * p->n_heads;
     const float scale = (float)(1.0 / sqrt((double)p->d_head));
 
-    const int fused = ops->attn_mode == NMT_ATTN_FUSED ||
-                      (ops->attn_mode == NMT_ATTN_AUTO && p->d_head <= NMT_OPS_ATTN_MAX_DH);
-    if (fused && p->d_head <= NMT_OPS_ATTN_MAX_DH) {
+    if (nmt_ops_attn_kv_row(ops, p->d_head)) {
         /* one launch: every branch, scores recomputed per branch */
         cl_uint kinds = 0;
         cl_int8 radii;
@@ -673,6 +676,10 @@ nmt_status nmt_op_attention(nmt_ops *ops, const nmt_attn_args *p) {
         arg_u64(&a, p->v.off);
         arg_u32(&a, p->v_ld);
         arg_u64(&a, p->kv_seq_stride);
+        arg_mem(&a, p->kv_row.mem ? p->kv_row.mem : p->scores.mem);
+        arg_u64(&a, p->kv_row.mem ? p->kv_row.off : 0);
+        arg_u32(&a, p->kv_row_ld);
+        arg_i32(&a, p->kv_row.mem != NULL);
         arg_mem(&a, p->key_len.mem ? p->key_len.mem : p->scores.mem);
         arg_u64(&a, p->key_len.mem ? p->key_len.off : 0);
         arg_i32(&a, p->key_len.mem != NULL);
@@ -689,6 +696,7 @@ nmt_status nmt_op_attention(nmt_ops *ops, const nmt_attn_args *p) {
         return nmt_ops_launch(ops, ops->k_attn_fused, 3, n_fused, "attn_fused");
     }
 
+    if (p->kv_row.mem != NULL) return NMT_ERR_UNSUPPORTED; /* only the fused kernel reads through a table */
     /* 1. scores, shared by every branch */
     args a = args_begin(ops->k_attn_scores);
     arg_u32(&a, p->n_seq);

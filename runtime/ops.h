@@ -315,7 +315,13 @@ nmt_status nmt_op_log_softmax(nmt_ops *ops, nmt_buf x, uint32_t rows, uint32_t n
  *                      out[s*lq+i, b*H*d_head + h*d_head + c] = sum_j P_b v_j[c]
  *
  * Rows with no allowed key produce zeros.  scores: scratch of
- * n_seq*H*lq*lk_max floats; stats: scratch of n_seq*H*lq*2 floats. */
+ * n_seq*H*lq*lk_max floats; stats: scratch of n_seq*H*lq*2 floats.
+ *
+ * kv_row (optional; int): key and value j of kv sequence m are read from
+ * kv sequence kv_row[j*kv_row_ld + m] instead of m — a beam search's rows
+ * reading their shared history in place (docs/RUNTIME.md, "The beam's K|V
+ * table").  Only the fused path takes it (nmt_ops_attn_kv_row); elsewhere
+ * NMT_ERR_UNSUPPORTED. */
 typedef struct nmt_attn_args {
     uint32_t n_seq, lq, q_pos0, lk_max, group;
     uint32_t n_heads, d_head;
@@ -323,6 +329,7 @@ typedef struct nmt_attn_args {
     nmt_buf k; uint32_t k_ld;
     nmt_buf v; uint32_t v_ld;
     uint64_t kv_seq_stride;
+    nmt_buf kv_row; uint32_t kv_row_ld;
     nmt_buf key_len; uint32_t key_len_const;
     int causal;
     uint32_t n_branches;
@@ -332,6 +339,10 @@ typedef struct nmt_attn_args {
 } nmt_attn_args;
 
 nmt_status nmt_op_attention(nmt_ops *ops, const nmt_attn_args *a);
+
+/* 1 when nmt_op_attention takes a kv_row table for heads of d_head (its
+ * fused path), else 0. */
+int nmt_ops_attn_kv_row(const nmt_ops *ops, uint32_t d_head);
 
 /* Phrase memory by max-pooling (cl/phrase.cl segment_max; MG-SA's COM =
  * max): phrase row r = b * m_cap + m (b < n_sent) of G (row stride ld_g)

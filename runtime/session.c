@@ -182,6 +182,7 @@ static nmt_status plan_session(nmt_session *s, nmt_arena *a) {
     s->topk_cap = NMT_MIN(2 * d->max_beam + 1, NMT_TOPK_MAX);
     s->trim_finished = 1;
     s->order_batch = 1;
+    s->kv_table = 1;
     s->slot = NMT_ARENA_NEW(a, uint32_t, d->max_batch);
     s->ord_key = NMT_ARENA_NEW(a, uint64_t, d->max_batch);
     s->ord_tok = NMT_ARENA_NEW(a, const int32_t *, d->max_batch);
@@ -540,7 +541,10 @@ static nmt_status translate_in_order(nmt_session *s, const nmt_batch *src, const
         for (uint32_t r = 0; r < rows && !moved; r++) moved = b->back[r] != (int32_t)r;
         if (!moved) continue;
         NMT_TRY(upload_ints(s, s->io.reorder, b->back, rows));
-        NMT_TRY(s->fam->reorder(s->fam_state, &s->io, rows, t));
+        s->io.h_reorder = s->kv_table ? b->back : NULL;
+        const nmt_status st = s->fam->reorder(s->fam_state, &s->io, rows, t);
+        s->io.h_reorder = NULL;
+        NMT_TRY(st);
     }
     nmt_beam_set_prefix(b, NULL, NULL); /* the caller's arrays: not kept */
     s->n_results = src->n;

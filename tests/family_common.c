@@ -105,15 +105,18 @@ void check_trim_equals_full(nmt_device *dev, nmt_session *s, const nmt_batch *sr
         }
     }
     /* 0: untrimmed, sorted; 1: the caller's order, sorted by the session
-     * (its result i is sorted sentence pos[i]); 2: the caller's order kept */
+     * (its result i is sorted sentence pos[i]); 2: the caller's order kept;
+     * 3: as 1 with the decoder state gathered on every beam reorder (no
+     * K|V table: transformer.c) */
     uint32_t pos[MAXN];
     for (uint32_t j = 0; j < src->n; j++) pos[order[j]] = j;
-    for (int pass = 0; pass < 3; pass++) {
+    for (int pass = 0; pass < 4; pass++) {
         s->trim_finished = pass != 0;
         s->order_batch = pass != 2;
+        s->kv_table = pass != 3;
         s->rows_trimmed = 0;
         const nmt_status st = nmt_session_translate(s, pass ? src : &sorted, &opts);
-        s->trim_finished = s->order_batch = 1;
+        s->trim_finished = s->order_batch = s->kv_table = 1;
         nmt_test_assert_ok(dev, st);
         if (pass == 1 && lens[0] != lens[src->n - 1] && s->rows_trimmed == 0)
             fail_msg("%s, beam %u: the session did not order the batch (no row trimmed)", what, beam);

@@ -35,7 +35,9 @@ static nmt_branch BW(void) { nmt_branch b = {NMT_BRANCH_BW, 0}; return b; }
 static nmt_branch LOCAL(uint32_t k) { nmt_branch b = {NMT_BRANCH_LOCAL, k}; return b; }
 static nmt_branch BLOCK(uint32_t k) { nmt_branch b = {NMT_BRANCH_BLOCK, k}; return b; }
 
-static void run_attention_mode(env *e, const attn_case *c, uint64_t seed, int mode) {
+/* kv_table: keys read through a random kv_row table (the fused kernel; the
+ * split path refuses it). */
+static void run_attention_mode(env *e, const attn_case *c, uint64_t seed, int mode, int kv_table) {
     nmt_test_rng r = nmt_test_rng_make(seed);
     const uint32_t width = c->H * c->dh;
     const uint32_t n_kv = (c->n_seq + c->group - 1) / c->group;
@@ -61,6 +63,38 @@ static void run_attention_mode(env *e, const attn_case *c, uint64_t seed, int mo
             nmt_test_fill_uniform(&r, v + ov + m * kv_stride + (uint64_t)j * v_ld, width, -1, 1);
         }
     }
+    /* kv_table: key j of sequence m comes from sequence tab[j][m], one with
+     * key j valid; the reference reads the gathered copies kg / vg */
+    const uint32_t tab_ld = n_kv + 2;
+    const size_t otab = 3, ntab = otab + (size_t)c->lk_max * tab_ld + 1;
+    int32_t *tab = NULL;
+    float *kg = k, *vg = v;
+    if (kv_table) {
+        tab = calloc(ntab, sizeof *tab);
+        kg = nmt_test_alloc_f32(nk);
+        vg = nmt_test_alloc_f32(nv);
+        assert_true(tab != NULL);
+        nmt_test_fill_const(kg, nk, NAN);
+        nmt_test_fill_const(vg, nv, NAN);
+        for (uint32_t m = 0; m < n_kv; m++)
+            for (uint32_t j = 0; j < c->lk_max; j++) {
+                uint32_t from = m;
+                for (int tries = 0; tries < 8; tries++) {
+                    const uint32_t x = (uint32_t)nmt_test_rng_int(&r, 0, (int32_t)n_kv);
+                    const uint32_t vx = c->key_len ? (uint32_t)NMT_MAX(c->key_len[x], 0) : c->key_len_const;
+                    if (j < vx) {
+                        from = x;
+                        break;
+                    }
+                }
+                tab[otab + (size_t)j * tab_ld + m] = (int32_t)from;
+                memcpy(kg + ok + m * kv_stride + (uint64_t)j * k_ld, k + ok + from * kv_stride + (uint64_t)j * k_ld,
+                       sizeof(float) * width);
+                memcpy(vg + ov + m * kv_stride + (uint64_t)j * v_ld, v + ov + from * kv_stride + (uint64_t)j * v_ld,
+                       sizeof(float) * width);
+            }
+    }
+    cl_mem dtab = kv_table ? nmt_test_upload_i32(e->dev, tab, ntab) : NULL;
     float *out = nmt_test_alloc_f32(no);
     nmt_test_fill_const(out, no, NAN);
     int32_t kl_host[16] = {0};
@@ -97,12 +131,22 @@ static void run_attention_mode(env *e, const attn_case *c, uint64_t seed, int mo
     a.stats = B(dstats, 2);
     a.out = B(dout, oo);
     a.out_ld = out_ld;
+    if (kv_table) {
+        a.kv_row = B(dtab, otab);
+        a.kv_row_ld = tab_ld;
+    }
     const int saved_mode = e->ops.attn_mode;
     e->ops.attn_mode = mode;
     nmt_status st = nmt_op_attention(&e->ops, &a);
+    assert_int_equal(nmt_ops_attn_kv_row(&e->ops, c->dh), mode == NMT_ATTN_FUSED && c->dh <= 128);
     e->ops.attn_mode = saved_mode;
+    float *got = NULL;
+    if (kv_table && mode != NMT_ATTN_FUSED) {
+        assert_int_equal(st, NMT_ERR_UNSUPPORTED); /* only the fused kernel reads through a table */
+        goto done;
+    }
     nmt_test_assert_ok(e->dev, st);
-    float *got = download(e, dout, no);
+    got = download(e, dout, no);
 
     ref_attn_args ra;
     memset(&ra, 0, sizeof ra);
@@ -115,9 +159,9 @@ static void run_attention_mode(env *e, const attn_case *c, uint64_t seed, int mo
     ra.d_head = c->dh;
     ra.q = q + oq;
     ra.q_ld = q_ld;
-    ra.k = k + ok;
+    ra.k = kg + ok;
     ra.k_ld = k_ld;
-    ra.v = v + ov;
+    ra.v = vg + ov;
     ra.v_ld = v_ld;
     ra.kv_seq_stride = kv_stride;
     ra.key_len = c->key_len;
@@ -145,6 +189,13 @@ static void run_attention_mode(env *e, const attn_case *c, uint64_t seed, int mo
                     if (row[x] != 0.0f) fail_msg("%s: masked row s=%u i=%u branch %u not zero", what, s, i, b);
             }
 
+done:
+    if (kv_table) {
+        nmt_test_release(dtab);
+        free(tab);
+        free(kg);
+        free(vg);
+    }
     nmt_test_release(dq);
     nmt_test_release(dk);
     nmt_test_release(dv);
@@ -161,8 +212,14 @@ static void run_attention_mode(env *e, const attn_case *c, uint64_t seed, int mo
 
 /* Both paths: the fused online-softmax kernel and scores/stats/apply. */
 static void run_attention(env *e, const attn_case *c, uint64_t seed) {
-    run_attention_mode(e, c, seed, NMT_ATTN_FUSED);
-    run_attention_mode(e, c, seed, NMT_ATTN_SPLIT);
+    run_attention_mode(e, c, seed, NMT_ATTN_FUSED, 0);
+    run_attention_mode(e, c, seed, NMT_ATTN_SPLIT, 0);
+}
+
+/* The same through a kv_row table: fused, and the split path's refusal. */
+static void run_attention_table(env *e, const attn_case *c, uint64_t seed) {
+    run_attention_mode(e, c, seed, NMT_ATTN_FUSED, 1);
+    run_attention_mode(e, c, seed, NMT_ATTN_SPLIT, 1);
 }
 
 static void test_attention_single_branches(void **state) {
@@ -236,6 +293,15 @@ static void test_attention_incremental(void **state) {
     static const int32_t kl[] = {6, 3, 6};
     attn_case c1 = {"step with key_len buffer", 3, 1, 5, 12, 1, 2, 8, 1, 1, {FW()}, kl, 0};
     run_attention(e, &c1, 52);
+    /* a beam's rows reading their history through the K|V table
+     * (transformer.c): the scalar and the float16 path, HySAN branches,
+     * per-sequence lengths, the last key of the cache */
+    attn_case t1 = {"step t=5 through a table", 4, 1, 5, 12, 1, 2, 8, 1, 2, {G(), LOCAL(2)}, NULL, 6};
+    run_attention_table(e, &t1, 53);
+    attn_case t2 = {"step t=9 through a table, d_head 16", 6, 1, 9, 10, 1, 2, 16, 1, 3, {G(), FW(), BW()}, NULL, 10};
+    run_attention_table(e, &t2, 54);
+    attn_case t3 = {"table with key_len buffer", 3, 1, 5, 12, 1, 2, 8, 1, 1, {G()}, kl, 0};
+    run_attention_table(e, &t3, 55);
 }
 
 static void test_attention_cross_group(void **state) {

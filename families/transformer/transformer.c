@@ -36,6 +36,15 @@ typedef struct tf_state {
     nmt_buf *ph_cache, *ph_cross, *win, *win_prev;
     nmt_buf *cwin, *cwin_prev; /* interleaved cross-attention: windows of its query inputs */
     nmt_buf win_tmp;   /* spare window: beam reorder target (every window has its size) */
+    /* The beam's K|V table (no phrase decoder self-attention): row r's key
+     * and value at position p live in cache row kv_tab[p * step_rows + r]
+     * (ops.h nmt_attn_args.kv_row), so a beam reorder permutes these ints
+     * on the host instead of gathering every layer's cache.  Identity past
+     * position kv_hi (0: identity everywhere, the device copy unread). */
+    int32_t *h_kvtab;  /* (tgt_cap, step_rows) */
+    int32_t *h_kvtmp;  /* (step_rows) one position's old entries */
+    nmt_buf kvtab;     /* int: the device copy */
+    uint32_t kv_hi;
     uint32_t align_k, align_head; /* alignments (dims.align): the cross sub-layer and head they read */
 } tf_state;
 
@@ -45,7 +54,13 @@ static void tf_acts(void *user, uint32_t k, nmt_tf_acts *out) {
     const uint32_t E = nmt_tf_n_enc_sub(&st->c);
     if (k >= E) {
         const uint32_t l = (k - E) / 3, kind = (k - E) % 3;
-        if (kind == NMT_TF_SUB_SELF) out->kv = st->cache[l];
+        if (kind == NMT_TF_SUB_SELF) {
+            out->kv = st->cache[l];
+            if (st->kv_hi > 0) {
+                out->kv_row = st->kvtab;
+                out->kv_row_ld = st->dims.step_rows;
+            }
+        }
         else if (kind == NMT_TF_SUB_CROSS) out->kv = st->cross_kv[l];
         const nmt_buf *seg = kind == NMT_TF_SUB_SELF ? st->ph_cache : kind == NMT_TF_SUB_CROSS ? st->ph_cross : NULL;
         if (seg != NULL && nmt_ph_of(&st->c, 1, kind == NMT_TF_SUB_CROSS))
@@ -255,6 +270,14 @@ static nmt_status tf_plan(nmt_session *s, const nmt_file *f, const void *cfgp, c
     NMT_TRY(nmt_session_floats(s, a, sc, &local.fw.scores));
     NMT_TRY(nmt_session_floats(s, a, 2 * max3(B * H * S, B * H * T, R * H), &local.fw.stats));
     NMT_TRY(nmt_session_floats(s, a, R * T * 2 * d, &local.cache_tmp));
+    if (nmt_ph_of(c, 1, 0) == NULL) { /* the K|V table, identity to begin with */
+        local.h_kvtab = NMT_ARENA_NEW(a, int32_t, T * R);
+        local.h_kvtmp = NMT_ARENA_NEW(a, int32_t, R);
+        NMT_CHECK(local.h_kvtab != NULL && local.h_kvtmp != NULL, NMT_ERR_ARENA_TOO_SMALL);
+        if (real)
+            for (size_t i = 0; i < T * R; i++) local.h_kvtab[i] = (int32_t)(i % R);
+        NMT_TRY(nmt_session_buffer(s, a, T * R * sizeof(int32_t), real ? local.h_kvtab : NULL, &local.kvtab));
+    }
 
     if (real) {
         *st = local;
@@ -287,6 +310,13 @@ static nmt_status tf_encode(void *state, const nmt_io_bufs *io, uint32_t n, uint
         NMT_TRY(nmt_device_write(dev, seg.mem, seg.off * sizeof(cl_int), (size_t)n * len * 2 * sizeof(cl_int),
                                  st->h_seg));
         NMT_TRY(nmt_device_write(dev, cnt.mem, cnt.off * sizeof(cl_int), (size_t)n * sizeof(cl_int), st->h_cnt));
+    }
+    if (st->kv_hi > 0) { /* the last batch's beam: the table back to the identity */
+        const size_t R = st->dims.step_rows, n_tab = (size_t)st->kv_hi * R;
+        for (size_t i = 0; i < n_tab; i++) st->h_kvtab[i] = (int32_t)(i % R);
+        NMT_TRY(nmt_device_write(st->fw.ops->dev, st->kvtab.mem, st->kvtab.off * sizeof(cl_int),
+                                 n_tab * sizeof(cl_int), st->h_kvtab));
+        st->kv_hi = 0;
     }
     const nmt_tf_pass p = {.n = n, .len = len, .key_len = io->src_len};
     NMT_TRY(nmt_tf_embed(&st->fw, &st->w.src_emb, io->src_tok, rows, len, 0, st->x, 0));
@@ -333,11 +363,29 @@ static nmt_status tf_reorder(void *state, const nmt_io_bufs *io, uint32_t rows, 
     tf_state *st = (tf_state *)state;
     const uint32_t d = st->c.d, T = st->dims.tgt_cap, live = (t + 1) * 2 * d;
     NMT_CHECK(rows <= st->dims.step_rows && t < T, NMT_ERR_LIMIT_EXCEEDED);
+    /* The K|V caches: through the table where the attention reads through
+     * one (positions [0, t] permuted on the host and uploaded: every layer's
+     * cache stays where it is, each (row, position) written once by its
+     * step); else gathered. */
+    const int table = st->h_kvtab != NULL && io->h_reorder != NULL && nmt_ops_attn_kv_row(st->fw.ops, st->c.dh);
+    NMT_CHECK(table || st->kv_hi == 0, NMT_ERR_INVALID_ARGUMENT); /* a batch does not switch between the two */
+    if (table) {
+        const uint32_t R = st->dims.step_rows;
+        for (uint32_t r = 0; r < rows; r++) NMT_CHECK((uint32_t)io->h_reorder[r] < R, NMT_ERR_INVALID_ARGUMENT);
+        for (uint32_t p = 0; p <= t; p++) {
+            int32_t *e = st->h_kvtab + (size_t)p * R;
+            memcpy(st->h_kvtmp, e, sizeof(int32_t) * R);
+            for (uint32_t r = 0; r < rows; r++) e[r] = st->h_kvtmp[io->h_reorder[r]];
+        }
+        NMT_TRY(nmt_device_write(st->fw.ops->dev, st->kvtab.mem, st->kvtab.off * sizeof(cl_int),
+                                 (size_t)(t + 1) * R * sizeof(cl_int), st->h_kvtab));
+        st->kv_hi = NMT_MAX(st->kv_hi, t + 1);
+    }
     /* All caches and the spare have one shape: gather each layer's cache into
      * the spare, which becomes that layer's cache, and the old cache becomes
      * the spare for the next layer — one copy per layer, no copy back. */
     for (uint32_t l = 0; l < st->c.dec_layers; l++) {
-        NMT_TRY(reorder_swap(st, io, &st->cache[l], &st->cache_tmp, (uint64_t)T * 2 * d, rows, live));
+        if (!table) NMT_TRY(reorder_swap(st, io, &st->cache[l], &st->cache_tmp, (uint64_t)T * 2 * d, rows, live));
         /* phrase attention: the segment caches (the K|V cache's size; rows
          * of 2d or d per position) and the input window */
         if (st->cwin != NULL)

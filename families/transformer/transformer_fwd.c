@@ -158,6 +158,8 @@ static nmt_status self_attn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const n
         o.v = nmt_buf_at(a->kv, d);
         o.k_ld = o.v_ld = 2 * d;
         o.kv_seq_stride = (uint64_t)T * 2 * d;
+        o.kv_row = a->kv_row;
+        o.kv_row_ld = a->kv_row_ld;
         o.key_len_const = p->t + 1;
     } else {
         nmt_tf_self_args(fw, a, dec, p, &o);

@@ -27,6 +27,8 @@ typedef struct nmt_tf_acts {
     nmt_buf g[NMT_MAX_BRANCHES];         /* gate: (rows, d) logits */
     nmt_buf ffh;  /* FFN: (rows, d_ff) */
     nmt_buf kv;   /* cross: (source rows, 2d) k|v of the memory; self step: the K|V cache */
+    nmt_buf kv_row; uint32_t kv_row_ld; /* self step, optional: the beam's K|V table (ops.h
+                                           nmt_attn_args.kv_row; transformer.c) */
     /* MG-SA encoder layers, per head group g with phrases (mg_group[g].n > 0;
      * m = n_sent * ceil(len / n) phrase rows, w = mg_group[g].nh * d_head): */
     nmt_buf mg_seg[NMT_MG_MAX_GROUPS];  /* int (m, 2) spans (ops.h nmt_op_ngram_spans) */
