@@ -183,8 +183,16 @@ def main():
             env[k] = v
         return env
 
+    for row in args.rows:  # t(2N) - t(N) is N sentences' time only when N is whole batches
+        B = int(row.split("x")[0])
+        if args.sentences < B or args.sentences % B:
+            sys.exit(f"ct2_compare: --sentences {args.sentences} is not a multiple of row {row}'s batch {B}: "
+                     f"the N and 2N runs would not differ by N/{B} whole batches")
     nmt_env, base_env = env_of(args.nmt_env), env_of(args.baseline_env)
     conv, nmt = os.path.join(args.build, "nmt-edge-convert"), os.path.join(args.build, "nmt-edge")
+    for exe in (conv, nmt, args.baseline):
+        if exe and not os.access(exe, os.X_OK):
+            sys.exit(f"ct2_compare: {exe} is not an executable (build first, or pass --build / --baseline)")
     if args.baseline_env and not args.baseline:
         args.baseline = nmt
     d, heads, ffn, layers, vocab = SHAPES[args.shape]
