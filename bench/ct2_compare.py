@@ -26,7 +26,10 @@ fresh process of each engine, interleaved, and takes the difference, so
 process start-up, model loading and kernel compilation drop out:
 tokens/s = out_len * N / (t(2N) - t(N)), the median of --rounds rounds
 (after one untimed run of each engine).
-Peak RSS is the 2N run's (wait4's ru_maxrss).
+Peak RSS is the 2N run's, measured by GNU time (`apt install time`; without it
+the column is 0): a child of this script would inherit the script's own peak
+RSS through fork, so wait4 cannot measure it (the tables in
+docs/PERFORMANCE.md before 2026-11-27's third session were floored that way).
 
     pip install ctranslate2==4.8.5   # benchmark-only dependency
     python3 bench/ct2_compare.py --build build [--shape small|base] [--dtype fp32 int8]
@@ -131,17 +134,37 @@ def ct2_worker(args):
             f.write(" ".join(tok[1:] if tok.startswith("w") else str(voc.index(tok)) for tok in r.hypotheses[0]) + "\n")
 
 
+GNU_TIME = "/usr/bin/time"
+
+
 def run_timed(cmd, env=None):
-    """Wall seconds and peak RSS (KiB) of one child process."""
+    """Wall seconds and peak RSS (KiB; 0 when unknown) of one child process.
+
+    A child forked from this script inherits the script's own peak RSS (Linux
+    keeps the larger of the forked image's and the new program's across exec),
+    so wait4's ru_maxrss would never report less than this process, which holds
+    the model's arrays.  GNU time, a small process, forks the program itself and
+    reports its ru_maxrss: the program's own peak.  Without it RSS is 0."""
+    rss_file = None
+    if os.access(GNU_TIME, os.X_OK):
+        fd, rss_file = tempfile.mkstemp(prefix="ct2cmp.rss.")
+        os.close(fd)
+        cmd = [GNU_TIME, "-f", "%M", "-o", rss_file] + cmd
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    _, status, ru = os.wait4(p.pid, 0)
+    _, status, _ = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
     err = p.stderr.read().decode()
     p.stderr.close()
+    rss = 0
+    if rss_file:
+        with open(rss_file) as f:
+            text = f.read().split()
+        os.unlink(rss_file)
+        rss = int(text[-1]) if text and text[-1].isdigit() else 0
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"failed: {' '.join(cmd)}\n{err}")
-    return wall, ru.ru_maxrss
+    return wall, rss
 
 
 def main():
@@ -279,8 +302,9 @@ def main():
             if args.baseline:
                 mb = float(np.median(rates["base"]))
                 base = f" {mb:.0f} | {mb / mc:.2f} |"
-            print(f"| {dt} | {B} | {K} | {mn:.0f} | {mc:.0f} | {mn / mc:.2f} |{base} {rss['nmt'] / 1024:.0f} / "
-                  f"{rss['ct2'] / 1024:.0f} |", flush=True)
+            mib = {e: f"{v / 1024:.0f}" if v else "n/a" for e, v in rss.items()}
+            print(f"| {dt} | {B} | {K} | {mn:.0f} | {mc:.0f} | {mn / mc:.2f} |{base} {mib['nmt']} / "
+                  f"{mib['ct2']} |", flush=True)
     for row, same in greedy_checked:
         print(f"# greedy fp32 {row}: outputs {'identical' if same else 'DIFFER'}")
     if not all(s for _, s in greedy_checked):
