@@ -442,7 +442,7 @@ int main(int argc, char **argv) {
                                                         : "off (--no-fp16)");
     if (i8) { /* every class int8 x int8: the built-in where the device has it */
         for (int k = 0; k < NMT_GCLASS_COUNT; k++) {
-            const uint8_t want = c.dev->info.has_int_dot && i8 == 1 ? 1 : 2;
+            const uint8_t want = (uint8_t)(i8 == 1 ? nmt_i8dot_fast_variant(c.dev) : NMT_I8_PORTABLE);
             if (c.ops.i8_use[k] != want && c.ops.k_gemm[NMT_GOP_I8][k] != NULL) {
                 clReleaseKernel(c.ops.k_gemm[NMT_GOP_I8][k]);
                 c.ops.k_gemm[NMT_GOP_I8][k] = NULL;
@@ -459,7 +459,9 @@ int main(int argc, char **argv) {
             die("int8 x int8 scratch", NMT_ERR_DEVICE_MEMORY);
         i8_scratch_a = (nmt_buf){qa, 0};
         i8_scratch_s = (nmt_buf){qs, 0};
-        printf("int8 x int8: %s\n", c.ops.i8_use[0] == 1 ? "dot built-in (cl_khr_integer_dot_product)" : "portable kernel");
+        printf("int8 x int8: %s\n", c.ops.i8_use[0] == NMT_I8_DOT_BUILTIN ? "dot built-in (cl_khr_integer_dot_product)"
+                                     : c.ops.i8_use[0] == NMT_I8_VNNI      ? "x86 VNNI (vpdpbusd)"
+                                                                           : "portable kernel");
     }
 
     int lanes = 0;

@@ -97,6 +97,55 @@ static const char *kSource =
     "  for(int i=0;i<TM;i++) for(int j=0;j<TN;j++){ int8 s8=acc[i][j]; int4 s4=s8.lo+s8.hi; int2 s2=s4.lo+s4.hi; C[(m0+i)*N+n0+j]=s2.x+s2.y; }\n"
     "}\n";
 
+/* The fifth form, built only on an x86-64 host whose CPU has AVX-512 VNNI
+ * (a CPU OpenCL device on this host then runs it): clang's vpdpbusd
+ * builtin (unsigned x signed bytes, four products per int32 lane), in a
+ * function compiled for that feature and called once per work-item (PoCL
+ * takes no -m options, and the feature cannot be inlined into its
+ * work-group wrapper).  A is signed; its bytes are flipped to A + 128 (xor
+ * 0x80) and 128 * sum(B) taken back out, both exact.  The 16 accumulators
+ * are reduced by a pairwise even/odd tree.  cl/gemm_i8.cl's I8_DOT 2. */
+static const char *kVnni =
+    "#define PAIR(x, y) ((uint16)((x).even, (y).even) + (uint16)((x).odd, (y).odd))\n"
+    "__attribute__((target(\"avx512vnni,avx512f\")))\n"
+    "static uint16 tile(__global const char *A, __global const char *B, uint K, uint m0, uint n0) {\n"
+    "  int16 acc[4][4], cor[4];\n"
+    "  #pragma unroll\n"
+    "  for (int i=0;i<4;i++) {\n"
+    "    #pragma unroll\n"
+    "    for(int j=0;j<4;j++) acc[i][j]=(int16)0; }\n"
+    "  #pragma unroll\n"
+    "  for (int j=0;j<4;j++) cor[j]=(int16)0;\n"
+    "  const int16 flip = (int16)(int)0x80808080;\n"
+    "  for (uint k=0;k<K;k+=64){\n"
+    "    int16 a[4], b[4];\n"
+    "    #pragma unroll\n"
+    "    for(int i=0;i<4;i++) a[i]=vload16(0,(__global const int *)(A+(m0+i)*K+k)) ^ flip;\n"
+    "    #pragma unroll\n"
+    "    for(int j=0;j<4;j++){ b[j]=vload16(0,(__global const int *)(B+(n0+j)*K+k)); cor[j]=__builtin_ia32_vpdpbusd512(cor[j],flip,b[j]); }\n"
+    "    #pragma unroll\n"
+    "    for(int i=0;i<4;i++) {\n"
+    "      #pragma unroll\n"
+    "      for(int j=0;j<4;j++) acc[i][j]=__builtin_ia32_vpdpbusd512(acc[i][j],a[i],b[j]); }\n"
+    "  }\n"
+    "  uint16 x[16];\n"
+    "  #pragma unroll\n"
+    "  for(int i=0;i<4;i++) {\n"
+    "    #pragma unroll\n"
+    "    for(int j=0;j<4;j++) x[i*4+j]=as_uint16(acc[i][j])-as_uint16(cor[j]); }\n"
+    "  #pragma unroll\n"
+    "  for(int w=8;w>=1;w/=2) {\n"
+    "    #pragma unroll\n"
+    "    for(int p=0;p<w;p++) x[p]=PAIR(x[2*p],x[2*p+1]); }\n"
+    "  return x[0];\n"
+    "}\n"
+    "__kernel void v_vnni(__global const char *A, __global const char *B, __global int *C, uint M, uint N, uint K) {\n"
+    "  uint n0 = get_global_id(0)*4, m0 = get_global_id(1)*4;\n"
+    "  int16 r = as_int16(tile(A,B,K,m0,n0));\n"
+    "  vstore4(r.s0123,0,C+(m0+0)*N+n0); vstore4(r.s4567,0,C+(m0+1)*N+n0);\n"
+    "  vstore4(r.s89ab,0,C+(m0+2)*N+n0); vstore4(r.scdef,0,C+(m0+3)*N+n0);\n"
+    "}\n";
+
 static double now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -108,6 +157,20 @@ static void check(cl_int e, const char *what) {
         fprintf(stderr, "i8_forms: %s failed (%d)\n", what, (int)e);
         exit(1);
     }
+}
+
+static cl_program build(cl_context c, cl_device_id d, const char *src) {
+    cl_int e;
+    cl_program pr = clCreateProgramWithSource(c, 1, &src, NULL, &e);
+    check(e, "clCreateProgramWithSource");
+    if (clBuildProgram(pr, 1, &d, "", NULL, NULL) != CL_SUCCESS) {
+        static char log[1 << 14];
+        clGetProgramBuildInfo(pr, d, CL_PROGRAM_BUILD_LOG, sizeof log, log, NULL);
+        fprintf(stderr, "i8_forms: build failed:\n%s\n", log);
+        clReleaseProgram(pr);
+        return NULL;
+    }
+    return pr;
 }
 
 int main(void) {
@@ -122,14 +185,15 @@ int main(void) {
     check(e, "clCreateContext");
     cl_command_queue q = clCreateCommandQueue(c, d, 0, &e);
     check(e, "clCreateCommandQueue");
-    cl_program pr = clCreateProgramWithSource(c, 1, &kSource, NULL, &e);
-    check(e, "clCreateProgramWithSource");
-    if (clBuildProgram(pr, 1, &d, "", NULL, NULL) != CL_SUCCESS) {
-        static char log[1 << 14];
-        clGetProgramBuildInfo(pr, d, CL_PROGRAM_BUILD_LOG, sizeof log, log, NULL);
-        fprintf(stderr, "i8_forms: build failed:\n%s\n", log);
-        return 1;
-    }
+    cl_program pr = build(c, d, kSource);
+    if (pr == NULL) return 1;
+    /* the VNNI form: only where this host's CPU has it and the device is a CPU */
+    cl_program pv = NULL;
+    cl_device_type type = 0;
+    clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+#if defined(__x86_64__) && defined(__GNUC__)
+    if ((type & CL_DEVICE_TYPE_CPU) && __builtin_cpu_supports("avx512vnni")) pv = build(c, d, kVnni);
+#endif
     const unsigned M = 64, N = 1024, K = 256;
     signed char *A = malloc(M * K), *B = malloc(N * K);
     float *Af = malloc(sizeof(float) * M * K), *Bf = malloc(sizeof(float) * N * K);
@@ -145,12 +209,13 @@ int main(void) {
     cl_mem bf = clCreateBuffer(c, in, sizeof(float) * N * K, Bf, &e);
     cl_mem cc = clCreateBuffer(c, CL_MEM_READ_WRITE, sizeof(float) * M * N, NULL, &e);
     check(e, "clCreateBuffer");
-    static const char *const names[4] = {"v_int", "v_short", "v_float", "v_pmadd"};
-    double best[4] = {0, 0, 0, 0};
+    static const char *const names[5] = {"v_int", "v_short", "v_float", "v_pmadd", "v_vnni"};
+    const int forms = pv != NULL ? 5 : 4;
+    double best[5] = {0, 0, 0, 0, 0};
     printf("device: %s; C[64, 1024] = A[64, 256] B[1024, 256]^T\n", name);
     for (int round = 0; round < 2; round++)
-        for (int kk = 0; kk < 4; kk++) {
-            cl_kernel k = clCreateKernel(pr, names[kk], &e);
+        for (int kk = 0; kk < forms; kk++) {
+            cl_kernel k = clCreateKernel(kk == 4 ? pv : pr, names[kk], &e);
             check(e, "clCreateKernel");
             check(clSetKernelArg(k, 0, sizeof(cl_mem), kk == 2 ? &af : &a), "arg");
             check(clSetKernelArg(k, 1, sizeof(cl_mem), kk == 2 ? &bf : &b), "arg");
@@ -181,7 +246,8 @@ int main(void) {
             if (gops > best[kk]) best[kk] = gops;
             clReleaseKernel(k);
         }
-    for (int kk = 0; kk < 4; kk++)
+    if (pv == NULL) printf("v_vnni: not run (needs an x86-64 host CPU with AVX-512 VNNI and a CPU device)\n");
+    for (int kk = 0; kk < forms; kk++)
         printf("%-8s %7.2f GOP/s  %.2fx fp32\n", names[kk], best[kk], best[kk] / best[2]);
     return 0;
 }

@@ -74,7 +74,7 @@ static double score(const tuner *tu, const nmt_tuning *t, nmt_gemm_op op, nmt_ge
     if (op == NMT_GOP_I8) { /* the class's int8 x int8 kernel, then nmt_op_gemm_q8 takes that path */
         if (ops.k_gemm[NMT_GOP_I8][cls] != NULL) clReleaseKernel(ops.k_gemm[NMT_GOP_I8][cls]);
         ops.k_gemm[NMT_GOP_I8][cls] = NULL;
-        ops.i8_use[cls] = dev->info.has_int_dot ? 1 : 2;
+        ops.i8_use[cls] = (uint8_t)nmt_i8dot_fast_variant(dev);
         if (nmt_ops_enable_i8(&ops) != NMT_OK) goto out_ops;
     }
     nmt_tune_plan plan;

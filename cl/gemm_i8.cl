@@ -32,7 +32,23 @@
  *   GEMM_VW     int8 elements per load       (16; 4, 8, 16)
  *   GEMM_MFAST  1: dimension 0 walks M       (0)
  *   I8_DOT      1: four-element products with the cl_khr_integer_dot_product
- *               built-in dot(char4, char4); 0: plain int arithmetic   (0)
+ *               built-in dot(char4, char4); 2: x86 AVX-512 VNNI through
+ *               clang's vpdpbusd builtin (PoCL on a CPU that has it; the
+ *               host checks, see below); 0: plain int arithmetic   (0)
+ *
+ * I8_DOT == 2 (runtime/ops_i8dot.c chooses it only for PoCL's CPU device on
+ * an x86-64 host whose CPU reports AVX-512 VNNI): a fixed 4 x 4 block of C
+ * per work-item (the host launches it with GEMM_TM = GEMM_TN = 4, GEMM_MFAST
+ * 0), 64 elements of K per step, one 16-lane int32 accumulator per output.
+ * vpdpbusd multiplies unsigned by signed bytes, so A's bytes are flipped to
+ * A + 128 (xor 0x80) and 128 * sum_k Q[n,k] (the same instruction with 0x80
+ * bytes) is taken back out; both are exact in int32 modulo 2^32 and the true
+ * sum fits (|sum| <= 127^2 K, K < 2^17).  The 16 accumulators are reduced
+ * together by a pairwise even/odd tree (15 adds).  PoCL accepts no -m build
+ * options, so the VNNI code is a function compiled for that feature
+ * (target attribute) and called once per work-item: the feature cannot be
+ * inlined into the kernel, whose work-group wrapper PoCL compiles for the
+ * device's own CPU name.
  */
 #ifndef GEMM_TM
 #define GEMM_TM 1
@@ -50,7 +66,7 @@
 #define I8_DOT 0
 #endif
 
-#if I8_DOT
+#if I8_DOT == 1
 /* The device reports cl_khr_integer_dot_product with 4x8-bit inputs (the
  * host checks).  OpenCL C 3.0 declares the built-in under a feature macro;
  * built as 1.2, where a compiler may define only the extension's macro,
@@ -62,6 +78,72 @@
 int __attribute__((overloadable, const)) dot(char4 a, char4 b);
 #endif
 #define DOT4(a, b) dot((a), (b))
+#elif I8_DOT == 2
+#if GEMM_TM != 4 || GEMM_TN != 4 || GEMM_MFAST != 0
+#error "I8_DOT=2 needs GEMM_TM=4, GEMM_TN=4, GEMM_MFAST=0"
+#endif
+#define DOT4(a, b) ((int)(a).x * (int)(b).x + (int)(a).y * (int)(b).y + (int)(a).z * (int)(b).z + (int)(a).w * (int)(b).w)
+/* 64 bytes from any address (no alignment assumed) as 16 int32 lanes */
+#define VNNI_LOAD(p) \
+    ((int16)(as_int4(vload16(0, (p))), as_int4(vload16(1, (p))), as_int4(vload16(2, (p))), as_int4(vload16(3, (p)))))
+/* lanes of x summing to output 2p and of y to 2p+1 -> one vector whose first
+ * half sums to 2p and second half to 2p+1 (lane groups kept in order) */
+#define VNNI_PAIR(x, y) ((uint16)((x).even, (y).even) + (uint16)((x).odd, (y).odd))
+
+/* The 4 x 4 int32 sums of rows ar[0..3] of A with rows qr[0..3] of Q over K,
+ * lane 4 i + j = sum_k A[i,k] Q[j,k]. */
+__attribute__((target("avx512vnni,avx512f"))) static int16 vnni_block(__global const char *a0, __global const char *a1,
+                                                                      __global const char *a2, __global const char *a3,
+                                                                      __global const char *q0, __global const char *q1,
+                                                                      __global const char *q2, __global const char *q3,
+                                                                      const uint K) {
+    __global const char *ar[4] = {a0, a1, a2, a3};
+    __global const char *qr[4] = {q0, q1, q2, q3};
+    const int16 flip = (int16)((int)0x80808080);
+    int16 acc[4][4], cor[4];
+    #pragma unroll
+    for (int i = 0; i < 4; i++)
+        #pragma unroll
+        for (int j = 0; j < 4; j++) acc[i][j] = (int16)0;
+    #pragma unroll
+    for (int j = 0; j < 4; j++) cor[j] = (int16)0;
+    const uint KV = K - K % 64u;
+    for (uint k = 0; k < KV; k += 64u) {
+        int16 a[4], b[4];
+        #pragma unroll
+        for (int i = 0; i < 4; i++) a[i] = VNNI_LOAD(ar[i] + k) ^ flip;
+        #pragma unroll
+        for (int j = 0; j < 4; j++) {
+            b[j] = VNNI_LOAD(qr[j] + k);
+            cor[j] = __builtin_ia32_vpdpbusd512(cor[j], flip, b[j]);
+        }
+        #pragma unroll
+        for (int i = 0; i < 4; i++)
+            #pragma unroll
+            for (int j = 0; j < 4; j++) acc[i][j] = __builtin_ia32_vpdpbusd512(acc[i][j], a[i], b[j]);
+    }
+    uint16 x[16]; /* wrapping arithmetic: unsigned */
+    #pragma unroll
+    for (int i = 0; i < 4; i++)
+        #pragma unroll
+        for (int j = 0; j < 4; j++) x[i * 4 + j] = as_uint16(acc[i][j]) - as_uint16(cor[j]);
+    #pragma unroll
+    for (int w = 8; w >= 1; w /= 2)
+        #pragma unroll
+        for (int p = 0; p < w; p++) x[p] = VNNI_PAIR(x[2 * p], x[2 * p + 1]);
+    /* the tail of K (K % 64 elements), plainly */
+    int t[16];
+    #pragma unroll
+    for (int i = 0; i < 4; i++)
+        #pragma unroll
+        for (int j = 0; j < 4; j++) t[i * 4 + j] = 0;
+    for (uint k = KV; k < K; k++)
+        #pragma unroll
+        for (int i = 0; i < 4; i++)
+            #pragma unroll
+            for (int j = 0; j < 4; j++) t[i * 4 + j] += (int)ar[i][k] * (int)qr[j][k];
+    return as_int16(x[0] + as_uint16(vload16(0, t)));
+}
 #else
 #define DOT4(a, b) ((int)(a).x * (int)(b).x + (int)(a).y * (int)(b).y + (int)(a).z * (int)(b).z + (int)(a).w * (int)(b).w)
 #endif
@@ -89,12 +171,21 @@ __kernel void quant_rows(const uint M, const uint K, __global const float *X, co
     if (m >= M) return;
     __global const float *x = X + x_off + m * ldx;
     __global char *q = Q + q_off + m * ldq;
-    float amax = 0.0f;
-    for (uint k = 0; k < K; k++) amax = fmax(amax, fabs(x[k]));
+    /* 16 elements at a time (the same operations per element as the tail) */
+    const uint KV = K - K % 16u;
+    float16 vmax = (float16)0.0f;
+    for (uint k = 0; k < KV; k += 16u) vmax = fmax(vmax, fabs(vload16(0, x + k)));
+    float8 m8 = fmax(vmax.lo, vmax.hi);
+    float4 m4 = fmax(m8.lo, m8.hi);
+    float2 m2 = fmax(m4.lo, m4.hi);
+    float amax = fmax(m2.x, m2.y);
+    for (uint k = KV; k < K; k++) amax = fmax(amax, fabs(x[k]));
     const int ok = amax > 0.0f && isfinite(amax);
     const float inv = ok ? 127.0f / amax : 0.0f;
     S[s_off + m] = ok ? amax / 127.0f : 0.0f;
-    for (uint k = 0; k < K; k++) q[k] = convert_char_sat_rte(clamp(x[k] * inv, -127.0f, 127.0f));
+    for (uint k = 0; k < KV; k += 16u)
+        vstore16(convert_char16_sat_rte(clamp(vload16(0, x + k) * inv, -127.0f, 127.0f)), 0, q + k);
+    for (uint k = KV; k < K; k++) q[k] = convert_char_sat_rte(clamp(x[k] * inv, -127.0f, 127.0f));
 }
 
 __kernel void gemm_i8_nt(const uint M, const uint N, const uint K, const float alpha,
@@ -121,6 +212,17 @@ __kernel void gemm_i8_nt(const uint M, const uint N, const uint K, const float a
     for (int j = 0; j < GEMM_TN; j++) qr[j] = Q + q_off + min(n0 + (uint)j, N - 1u) * ldq;
 
     int acc[GEMM_TM][GEMM_TN];
+#if I8_DOT == 2
+    {
+        const int16 r = vnni_block(ar[0], ar[1], ar[2], ar[3], qr[0], qr[1], qr[2], qr[3], K);
+        int v[16];
+        vstore16(r, 0, v);
+        #pragma unroll
+        for (int i = 0; i < 4; i++)
+            #pragma unroll
+            for (int j = 0; j < 4; j++) acc[i][j] = v[i * 4 + j];
+    }
+#else
     #pragma unroll
     for (int i = 0; i < GEMM_TM; i++)
         #pragma unroll
@@ -143,6 +245,7 @@ __kernel void gemm_i8_nt(const uint M, const uint N, const uint K, const float a
         for (int i = 0; i < GEMM_TM; i++)
             #pragma unroll
             for (int j = 0; j < GEMM_TN; j++) acc[i][j] += (int)ar[i][k] * (int)qr[j][k];
+#endif
 
     #pragma unroll
     for (int i = 0; i < GEMM_TM; i++) {

@@ -183,6 +183,11 @@ typedef struct nmt_device_info {
      *  open.  0: the portable work-group reductions. */
     int subgroup_reductions;
     int has_int_dot;               /**< cl_khr_integer_dot_product with 4x8-bit dot(char4, char4) */
+    /** 1 for PoCL's CPU device on an x86-64 host whose CPU reports AVX-512
+     *  VNNI (and the OS saves its registers): int8 x int8 products can run
+     *  on vpdpbusd (cl/gemm_i8.cl, I8_DOT 2).  NMT_EDGE_NO_VNNI=1 at open
+     *  clears it. */
+    int has_x86_vnni;
     /** Which kernels products with int8 weights use on this device, per shape
      *  class ("int8 x int8 (dot built-in)", "int8 weights x fp32", ...):
      *  docs/PORTING.md, "Fast paths: int8 x int8 products". */

@@ -85,6 +85,7 @@ static void describe_device(strbuf *out, const nmt_device_info *d) {
                                 : "work-group (the device has no subgroups)");
     kv(out, "gemm", "%s", GEMM_NAMES[(unsigned)d->gemm < 3 ? d->gemm : 0]);
     kv(out, "int_dot", "%s", yes_no(d->has_int_dot));
+    kv(out, "x86_vnni", "%s", yes_no(d->has_x86_vnni));
     kv(out, "int8_products", "%s", d->int8_products);
 }
 

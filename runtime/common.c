@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void nmt_log(const nmt_logger *lg, nmt_log_level level, const char *fmt, ...) {
@@ -41,4 +42,9 @@ void nmt_strlcpy(char *dst, const char *src, size_t cap) {
     if (n >= cap) n = cap - 1;
     if (n) memcpy(dst, src, n);
     dst[n] = '\0';
+}
+
+int nmt_env_flag(const char *name) {
+    const char *v = getenv(name);
+    return v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
 }

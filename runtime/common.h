@@ -65,6 +65,10 @@ int nmt_strcasestr_ascii(const char *haystack, const char *needle);
 /* Bounded string copy that always NUL-terminates (truncates). */
 void nmt_strlcpy(char *dst, const char *src, size_t cap);
 
+/* 1 when the environment variable is set, not empty and not "0" (the
+ * NMT_EDGE_NO_* switches). */
+int nmt_env_flag(const char *name);
+
 /* printf into an optional message buffer (err may be NULL or cap 0). */
 void nmt_errf(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

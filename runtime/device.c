@@ -322,6 +322,17 @@ static int has_extension(const char *list, const char *name) {
     return 0;
 }
 
+/* The host CPU executes AVX-512 VNNI (and the OS saves the AVX-512 state:
+ * libgcc's and compiler-rt's feature bits include that check). */
+static int host_has_vnni(void) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512f");
+#else
+    return 0;
+#endif
+}
+
 /* Fill dev->info from the chosen device; extension strings use the
  * build_log scratch. */
 static void query_info(nmt_device *dev) {
@@ -373,6 +384,10 @@ static void query_info(nmt_device *dev) {
                       clGetDeviceInfo(d, CL_DEVICE_INTEGER_DOT_PRODUCT_CAPABILITIES_KHR, sizeof dotcaps, &dotcaps,
                                       NULL) == CL_SUCCESS && (dotcaps & CL_DEVICE_INTEGER_DOT_PRODUCT_INPUT_4x8BIT_KHR);
     ext[0] = '\0';
+    /* PoCL's CPU device runs in this process on this CPU, so the host's
+     * CPUID answers for it (docs/PORTING.md, "x86 VNNI"). */
+    in->has_x86_vnni = in->is_cpu && nmt_strcasestr_ascii(in->platform_name, "Portable Computing Language") &&
+                       host_has_vnni() && !nmt_env_flag("NMT_EDGE_NO_VNNI");
 
     /* Identity of the compiler that produces binaries, for the cache key
      * (full strings, not the truncated info fields). */
@@ -452,8 +467,7 @@ nmt_status nmt_device_open(const nmt_device_params *params, void *mem, size_t me
     dev->compiler_available = compiler != CL_FALSE;
     dev->binaries_only = params->binaries_only || !dev->compiler_available;
     /* issue 23's off switch for the subgroup reductions (runtime/ops_sg.c) */
-    const char *no_sg = getenv("NMT_EDGE_NO_SUBGROUPS");
-    dev->sg_mode = no_sg != NULL && no_sg[0] != '\0' && strcmp(no_sg, "0") != 0 ? NMT_SG_OFF : NMT_SG_AUTO;
+    dev->sg_mode = nmt_env_flag("NMT_EDGE_NO_SUBGROUPS") ? NMT_SG_OFF : NMT_SG_AUTO;
 
     /* GEMM provider; with a pack or without a compiler AUTO is ours
      * (CLBlast compiles its own programs at run time). */

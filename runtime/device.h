@@ -160,11 +160,17 @@ nmt_status nmt_device_read_async(nmt_device *dev, cl_mem buf, size_t offset, siz
 nmt_status nmt_device_finish(nmt_device *dev);
 
 /* The int8-weight products of shape class cls on this device (runtime/
- * ops_i8dot.c): 0 = int8 weights x fp32 (cl/gemm_q8.cl), 1 = int8 x int8
- * with the integer dot product built-in, 2 = int8 x int8 with the portable
- * kernel.  From the tuning's i8dot choice, the device's cl_khr_integer_dot_
- * product and $NMT_EDGE_NO_I8DOT (set and not "0": always 0). */
+ * ops_i8dot.c): 0 = int8 weights x fp32 (cl/gemm_q8.cl), else the int8 x
+ * int8 kernel variant NMT_I8_* (cl/gemm_i8.cl).  From the tuning's i8dot
+ * choice (auto: int8 x int8 where the device has a fast variant), the
+ * device's cl_khr_integer_dot_product or x86 VNNI, and $NMT_EDGE_NO_I8DOT
+ * (set and not "0": always 0). */
+enum { NMT_I8_DOT_BUILTIN = 1, NMT_I8_PORTABLE = 2, NMT_I8_VNNI = 3 };
 int nmt_i8dot_path(const nmt_device *dev, nmt_gemm_class cls);
+
+/* The int8 x int8 variant "on" gives on this device: the dot built-in, x86
+ * VNNI, or the portable kernel. */
+int nmt_i8dot_fast_variant(const nmt_device *dev);
 
 /* nmt_i8dot_path of every class as text, for nmt_device_info.int8_products. */
 void nmt_i8dot_describe(const nmt_device *dev, char *buf, size_t cap);

@@ -96,11 +96,18 @@ void nmt_ops_release(nmt_ops *ops) {
  * (int8 x int8: with the dot built-in when ops->i8_use[cls] == 1). */
 nmt_status nmt_ops_gemm_kernel(nmt_ops *ops, nmt_gemm_op op, nmt_gemm_class cls) {
     nmt_gemm_cfg *c = &ops->cfg[op][cls];
+    if (op == NMT_GOP_I8 && ops->i8_use[cls] == NMT_I8_VNNI) { /* its fixed block (cl/gemm_i8.cl) */
+        c->tm = 4;
+        c->tn = 4;
+        c->vw = 16;
+        c->mfast = 0;
+    }
     char opts[160];
     int n = snprintf(opts, sizeof opts, "-DGEMM_TM=%u -DGEMM_TN=%u -DGEMM_VW=%u -DGEMM_MFAST=%u", (unsigned)c->tm,
                      (unsigned)c->tn, (unsigned)c->vw, (unsigned)c->mfast);
     if (op == NMT_GOP_I8)
-        snprintf(opts + n, sizeof opts - (size_t)n, " -DI8_DOT=%d", ops->i8_use[cls] == 1);
+        snprintf(opts + n, sizeof opts - (size_t)n, " -DI8_DOT=%d",
+                 ops->i8_use[cls] == NMT_I8_DOT_BUILTIN ? 1 : ops->i8_use[cls] == NMT_I8_VNNI ? 2 : 0);
     cl_program prog;
     static const char *const progs[NMT_GOP_COUNT] = {"gemm", "gemm", "gemm_q8", "gemm_i8"};
     NMT_TRY(nmt_device_program(ops->dev, progs[op], opts, &prog));

@@ -147,9 +147,11 @@ nmt_status nmt_ops_enable_q8(nmt_ops *ops);
  * the device; call at session creation.  NMT_ERR_UNSUPPORTED when the
  * device does not report cl_khr_fp16 (nothing built).  Idempotent. */
 nmt_status nmt_ops_enable_f16(nmt_ops *ops);
-/* The int8 x int8 kernels for the classes with ops->i8_use[c] != 0 (1: with
- * the dot built-in, 2: portable); nmt_ops_enable_q8 calls it.  A device that
- * fails to build the built-in variant gets the portable one (logged). */
+/* The int8 x int8 kernels for the classes with ops->i8_use[c] != 0 (the
+ * NMT_I8_* variant of device.h); nmt_ops_enable_q8 calls it.  A device that
+ * fails to build the dot built-in variant gets the portable one, and one
+ * that fails to build the x86 VNNI variant int8 weights x fp32 (i8_use 0;
+ * both logged). */
 nmt_status nmt_ops_enable_i8(nmt_ops *ops);
 
 

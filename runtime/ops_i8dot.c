@@ -18,22 +18,23 @@
 /* Choice                                                                   */
 /* ------------------------------------------------------------------------ */
 
-static int env_off(void) {
-    const char *v = getenv("NMT_EDGE_NO_I8DOT");
-    return v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
+static int env_off(void) { return nmt_env_flag("NMT_EDGE_NO_I8DOT"); }
+
+int nmt_i8dot_fast_variant(const nmt_device *dev) {
+    return dev->info.has_int_dot ? NMT_I8_DOT_BUILTIN : dev->info.has_x86_vnni ? NMT_I8_VNNI : NMT_I8_PORTABLE;
 }
 
 int nmt_i8dot_path(const nmt_device *dev, nmt_gemm_class cls) {
     if (dev == NULL || (unsigned)cls >= NMT_GCLASS_COUNT || env_off()) return 0;
     const int want = dev->tuning.i8dot[cls];
     if (want == NMT_I8DOT_OFF) return 0;
-    if (dev->info.has_int_dot) return 1;
-    return want == NMT_I8DOT_ON ? 2 : 0;
+    const int v = nmt_i8dot_fast_variant(dev);
+    return want == NMT_I8DOT_ON || v != NMT_I8_PORTABLE ? v : 0;
 }
 
 void nmt_i8dot_describe(const nmt_device *dev, char *buf, size_t cap) {
-    static const char *const names[3] = {"int8 weights x fp32", "int8 x int8 (dot built-in)",
-                                         "int8 x int8 (portable)"};
+    static const char *const names[4] = {"int8 weights x fp32", "int8 x int8 (dot built-in)",
+                                         "int8 x int8 (portable)", "int8 x int8 (x86 VNNI)"};
     if (buf == NULL || cap == 0) return;
     int p[NMT_GCLASS_COUNT];
     for (int c = 0; c < NMT_GCLASS_COUNT; c++) p[c] = nmt_i8dot_path(dev, (nmt_gemm_class)c);
@@ -57,6 +58,12 @@ nmt_status nmt_ops_enable_i8(nmt_ops *ops) {
             continue;
         }
         nmt_status s = nmt_ops_gemm_kernel(ops, NMT_GOP_I8, (nmt_gemm_class)c);
+        if (s == NMT_ERR_KERNEL_BUILD && ops->i8_use[c] == NMT_I8_VNNI) {
+            /* the compiler does not know the builtin: int8 weights x fp32 */
+            nmt_log(&ops->dev->log, NMT_LOG_WARN, "gemm_i8: the x86 VNNI variant did not build; int8 weights x fp32");
+            ops->i8_use[c] = 0;
+            continue;
+        }
         if (s == NMT_ERR_KERNEL_BUILD && ops->i8_use[c] == 1) {
             /* the extension is reported but its built-in does not compile
              * (OpenCL C 1.2 mode): the portable kernel */
@@ -96,7 +103,11 @@ nmt_status nmt_op_quant_rows(nmt_ops *ops, uint32_t M, uint32_t K, nmt_buf X, ui
     arg_mem(&a, S.mem);
     arg_u32(&a, (uint32_t)S.off);
     NMT_TRY(args_end(ops->dev, &a, "quant_rows"));
-    const size_t lws = ops->i8_quant_wg ? ops->i8_quant_wg : 1, gws = (M + lws - 1) / lws * lws;
+    /* a work-item per row; groups of at most a quarter of the rows, so that
+     * a CPU runtime (a group per thread) spreads a few dozen rows */
+    size_t lws = ops->i8_quant_wg ? ops->i8_quant_wg : 1;
+    while (lws > 1 && lws * 4 > M) lws /= 2;
+    const size_t gws = (M + lws - 1) / lws * lws;
     return nmt_enqueue(ops->dev, ops->k_quant_rows, 1, &gws, &lws, "quant_rows");
 }
 

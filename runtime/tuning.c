@@ -44,7 +44,10 @@ static const table_row table[] = {
                [NMT_GOP_I8] = {OWN(1, 4, 16, 0, 64), OWN(4, 4, 16, 0, 64), OWN(4, 4, 16, 0, 64)}},
       .wg = 64, .reduce_wg = 256}},
     /* PoCL on a CPU (measured on a 2-core AVX-512 Xeon, docs/PERFORMANCE.md):
-     * float16 loads, barrier-free; work-groups are loops, so wide groups. */
+     * float16 loads, barrier-free; work-groups are loops, so wide groups.
+     * int8 x int8 (x86 VNNI, where the CPU has it) for M > 2 only: at one
+     * row the quantization launch costs more than it gains (docs/
+     * PERFORMANCE.md, "x86 VNNI through PoCL"). */
     {"PoCL CPU", CPU, "Portable Computing Language", NULL,
      {.gemm = {[NMT_GOP_NT] = {OWN(1, 8, 16, 0, 64), OWN(4, 4, 16, 1, 16), OWN(6, 4, 16, 1, 16)},
                [NMT_GOP_NN] = {OWN(1, 16, 16, 0, 16), OWN(8, 16, 16, 0, 16), OWN(6, 32, 16, 0, 16)},

@@ -3,16 +3,19 @@
  *   - the path choice: the table's (auto, or off where measured slower:
  *     Intel's CPU runtime); with auto a device that reports
  *     cl_khr_integer_dot_product (Intel's CPU runtime) MUST build the dot
- *     built-in variant (this test fails, not skips, if it did not);
- *     elsewhere (PoCL) int8 products stay int8 weights x fp32 unless the
- *     tuning says "on" (portable kernel); the tuning's off and
- *     $NMT_EDGE_NO_I8DOT turn it off;
+ *     built-in variant, and PoCL's CPU device on a host with AVX-512 VNNI
+ *     the x86 VNNI variant (this test fails, not skips, if it did not);
+ *     elsewhere int8 products stay int8 weights x fp32 unless the tuning
+ *     says "on" (portable kernel); the tuning's off and $NMT_EDGE_NO_I8DOT
+ *     turn it off;
  *   - quant_rows against a host reference: the same int8 bytes and scales,
  *     exactly (zero rows, K = 1, K not a multiple of 4, offsets, strides);
  *   - gemm_i8_nt against a naive int64 host sum: exact integers before the
  *     rescale (unit scales), then with scales, alpha, beta, bias and ReLU
  *     within 1e-6 of the host's same formula; odd M/N, K % 4 != 0, every
- *     shape class, the portable kernel and (where present) the built-in;
+ *     shape class, the portable kernel and (where present) the built-in
+ *     and the x86 VNNI variant (there also K of 64..1000 with tails,
+ *     unaligned rows and the extremes -128 / 127 of every byte);
  *   - nmt_op_gemm_q8 through the scratch against ref_gemm_q8 (fp32
  *     activations): the quantization error bound; too-big A falls back;
  *   - bad arguments: exact statuses;
@@ -79,50 +82,56 @@ static int8_t *random_i8(nmt_test_rng *r, size_t n) {
 static void test_path_choice(void **state) {
     env *e = *state;
     nmt_device *dev = e->dev;
-    const int dot = dev->info.has_int_dot;
+    const int fast = nmt_i8dot_fast_variant(dev), dot = fast != NMT_I8_PORTABLE; /* a fast variant */
+    static const char *const names[4] = {"int8 weights x fp32", "int8 x int8 (dot built-in)", "int8 x int8 (portable)",
+                                         "int8 x int8 (x86 VNNI)"};
+    assert_int_equal(fast, dev->info.has_int_dot ? NMT_I8_DOT_BUILTIN
+                           : dev->info.has_x86_vnni ? NMT_I8_VNNI
+                                                    : NMT_I8_PORTABLE);
     unsetenv("NMT_EDGE_NO_I8DOT");
     const nmt_tuning saved = dev->tuning;
     for (int c = 0; c < NMT_GCLASS_COUNT; c++) {
         /* the table: auto, or off where int8 x int8 measured slower (Intel's
          * CPU runtime); kernels_setup's ops follow it */
-        const int want = dev->tuning.i8dot[c] == NMT_I8DOT_OFF ? 0 : dot ? 1 : 0;
+        const int want = dev->tuning.i8dot[c] == NMT_I8DOT_OFF ? 0 : dot ? fast : 0;
         assert_true(dev->tuning.i8dot[c] == NMT_I8DOT_AUTO || dev->tuning.i8dot[c] == NMT_I8DOT_OFF);
         assert_int_equal(nmt_i8dot_path(dev, (nmt_gemm_class)c), want);
         assert_int_equal(e->ops.i8_use[c], want);
         dev->tuning.i8dot[c] = NMT_I8DOT_AUTO;
     }
-    /* auto: the built-in variant wherever the device reports it (a fallback
-     * to the portable one, or none, fails here) */
+    /* auto: the built-in or VNNI variant wherever the device has it (a
+     * fallback to the portable one, or none, fails here) */
     nmt_ops ops;
     nmt_test_assert_ok(dev, nmt_ops_init(&ops, dev));
     nmt_test_assert_ok(dev, nmt_ops_enable_q8(&ops));
     for (int c = 0; c < NMT_GCLASS_COUNT; c++) {
-        assert_int_equal(nmt_i8dot_path(dev, (nmt_gemm_class)c), dot ? 1 : 0);
-        assert_int_equal(ops.i8_use[c], dot ? 1 : 0);
+        assert_int_equal(nmt_i8dot_path(dev, (nmt_gemm_class)c), dot ? fast : 0);
+        assert_int_equal(ops.i8_use[c], dot ? fast : 0);
         if (dot) assert_non_null(ops.k_gemm[NMT_GOP_I8][c]);
         else assert_null(ops.k_gemm[NMT_GOP_I8][c]);
     }
     if (dot) assert_non_null(ops.k_quant_rows);
-    else print_message("int8 x int8 with the dot built-in: not available on this device (portable kernel tested)\n");
+    else print_message("int8 x int8 with the dot built-in or x86 VNNI: not available on this device (portable kernel tested)\n");
     nmt_ops_release(&ops);
     nmt_device_info info;
     nmt_device_get_info(dev, &info);
-    assert_string_equal(info.int8_products, dot ? "int8 x int8 (dot built-in)" : "int8 weights x fp32");
+    assert_string_equal(info.int8_products, names[dot ? fast : 0]);
 
     dev->tuning.i8dot[NMT_GCLASS_M16] = NMT_I8DOT_OFF;
     dev->tuning.i8dot[NMT_GCLASS_BIG] = NMT_I8DOT_ON;
     assert_int_equal(nmt_i8dot_path(dev, NMT_GCLASS_M16), 0);
-    assert_int_equal(nmt_i8dot_path(dev, NMT_GCLASS_BIG), dot ? 1 : 2);
+    assert_int_equal(nmt_i8dot_path(dev, NMT_GCLASS_BIG), fast);
     nmt_device_get_info(dev, &info);
-    assert_string_equal(info.int8_products,
-                        dot ? "m2: int8 x int8 (dot built-in), m16: int8 weights x fp32, big: int8 x int8 (dot built-in)"
-                            : "m2: int8 weights x fp32, m16: int8 weights x fp32, big: int8 x int8 (portable)");
+    char want_text[256];
+    snprintf(want_text, sizeof want_text, "m2: %s, m16: int8 weights x fp32, big: %s", names[dot ? fast : 0],
+             names[fast]);
+    assert_string_equal(info.int8_products, want_text);
     setenv("NMT_EDGE_NO_I8DOT", "1", 1);
     for (int c = 0; c < NMT_GCLASS_COUNT; c++) assert_int_equal(nmt_i8dot_path(dev, (nmt_gemm_class)c), 0);
     nmt_device_get_info(dev, &info);
     assert_string_equal(info.int8_products, "int8 weights x fp32 (NMT_EDGE_NO_I8DOT)");
     setenv("NMT_EDGE_NO_I8DOT", "0", 1); /* "0" is not off */
-    assert_int_equal(nmt_i8dot_path(dev, NMT_GCLASS_BIG), dot ? 1 : 2);
+    assert_int_equal(nmt_i8dot_path(dev, NMT_GCLASS_BIG), fast);
     unsetenv("NMT_EDGE_NO_I8DOT");
     dev->tuning = saved;
 
@@ -142,19 +151,19 @@ static void test_path_choice(void **state) {
 }
 
 /* An nmt_ops on the test device with the int8 x int8 kernels of every
- * class: the built-in variant when dot and the device has it, else portable. */
-static void open_i8_ops(env *e, nmt_ops *ops, int dot) {
+ * class in variant v (NMT_I8_*; the device must have it). */
+static void open_i8_ops(env *e, nmt_ops *ops, int v) {
     nmt_test_assert_ok(e->dev, nmt_ops_init(ops, e->dev));
     nmt_test_assert_ok(e->dev, nmt_ops_enable_q8(ops)); /* the device's own choice first */
     for (int c = 0; c < NMT_GCLASS_COUNT; c++) {
-        if (ops->i8_use[c] != (dot ? 1 : 2) && ops->k_gemm[NMT_GOP_I8][c] != NULL) {
+        if (ops->i8_use[c] != v && ops->k_gemm[NMT_GOP_I8][c] != NULL) {
             clReleaseKernel(ops->k_gemm[NMT_GOP_I8][c]); /* the other variant: rebuilt below */
             ops->k_gemm[NMT_GOP_I8][c] = NULL;
         }
-        ops->i8_use[c] = dot ? 1 : 2;
+        ops->i8_use[c] = (uint8_t)v;
     }
     nmt_test_assert_ok(e->dev, nmt_ops_enable_i8(ops));
-    for (int c = 0; c < NMT_GCLASS_COUNT; c++) assert_int_equal(ops->i8_use[c], dot ? 1 : 2);
+    for (int c = 0; c < NMT_GCLASS_COUNT; c++) assert_int_equal(ops->i8_use[c], v);
 }
 
 /* ---- quant_rows ----------------------------------------------------------- */
@@ -162,7 +171,7 @@ static void open_i8_ops(env *e, nmt_ops *ops, int dot) {
 static void test_quant_rows(void **state) {
     env *e = *state;
     nmt_ops ops;
-    open_i8_ops(e, &ops, 0);
+    open_i8_ops(e, &ops, NMT_I8_PORTABLE);
     static const uint32_t shapes[][4] = {/* M, K, pad, off */
                                          {1, 1, 0, 0}, {3, 5, 1, 3}, {17, 37, 2, 1}, {2, 256, 0, 0}, {5, 1023, 3, 7}};
     nmt_test_rng r = nmt_test_rng_make(11);
@@ -226,13 +235,19 @@ static const i8_case i8_epilogues[] = {
     {1, 37, 33, 0.5f, 1.0f, 1, 0, 0, 0}, {7, 29, 70, 2.0f, 0.0f, 1, 1, 1, 2}, {40, 63, 129, 1.0f, 1.0f, 0, 1, 3, 1},
 };
 
-/* unit: scales 1 and alpha 1 (exact integer results; |sum| < 2^24) */
-static void run_gemm_i8(env *e, nmt_ops *ops, const i8_case *c, int unit, uint64_t seed) {
+/* unit: scales 1 and alpha 1 (exact integer results; |sum| < 2^24);
+ * extremes: every byte -128 or 127 (A + 128 spans 0..255 in the VNNI
+ * variant's unsigned operand) */
+static void run_gemm_i8_bytes(env *e, nmt_ops *ops, const i8_case *c, int unit, uint64_t seed, int extremes) {
     nmt_test_rng r = nmt_test_rng_make(seed);
     const uint32_t lda = c->K + c->pad, ldq = c->K + c->pad, ldc = c->N + c->pad;
     const size_t na = c->off + (size_t)c->M * lda + 3, nq = c->off + (size_t)c->N * ldq + 5;
     const size_t nc = c->off + (size_t)c->M * ldc + 3, nsa = c->off + c->M + 3, nsq = c->off + c->N + 3;
     int8_t *A = random_i8(&r, na), *Q = random_i8(&r, nq);
+    if (extremes) {
+        for (size_t i = 0; i < na; i++) A[i] = A[i] < 0 ? -128 : 127;
+        for (size_t i = 0; i < nq; i++) Q[i] = Q[i] < 0 ? -128 : 127;
+    }
     float *sa = host_block(&r, nsa, c->off, 1, c->M, c->M, 0.001f, 0.05f);
     float *sq = host_block(&r, nsq, c->off, 1, c->N, c->N, 0.001f, 0.05f);
     if (unit) {
@@ -271,15 +286,19 @@ static void run_gemm_i8(env *e, nmt_ops *ops, const i8_case *c, int unit, uint64
     free(got);
 }
 
-static void gemm_i8_all(env *e, int dot) {
+static void run_gemm_i8(env *e, nmt_ops *ops, const i8_case *c, int unit, uint64_t seed) {
+    run_gemm_i8_bytes(e, ops, c, unit, seed, 0);
+}
+
+static void gemm_i8_all(env *e, int v) {
     nmt_ops ops;
-    open_i8_ops(e, &ops, dot);
+    open_i8_ops(e, &ops, v);
     for (size_t i = 0; i < NMT_ARRAY_LEN(i8_cases); i++) run_gemm_i8(e, &ops, &i8_cases[i], 1, 100 + i);
     for (size_t i = 0; i < NMT_ARRAY_LEN(i8_epilogues); i++) run_gemm_i8(e, &ops, &i8_epilogues[i], 0, 200 + i);
     nmt_ops_release(&ops);
 }
 
-static void test_gemm_i8_portable(void **state) { gemm_i8_all(*state, 0); }
+static void test_gemm_i8_portable(void **state) { gemm_i8_all(*state, NMT_I8_PORTABLE); }
 
 static void test_gemm_i8_dot(void **state) {
     env *e = *state;
@@ -287,7 +306,31 @@ static void test_gemm_i8_dot(void **state) {
         print_message("int8 x int8 with the dot built-in: not available on this device\n");
         return;
     }
-    gemm_i8_all(e, 1);
+    gemm_i8_all(e, NMT_I8_DOT_BUILTIN);
+}
+
+/* The x86 VNNI variant (PoCL on an AVX-512 VNNI CPU): the shared cases,
+ * then K across its 64-element steps (whole steps, tails, tails only),
+ * rows at odd addresses, and the extreme bytes, exactly. */
+static void test_gemm_i8_vnni(void **state) {
+    env *e = *state;
+    if (!e->dev->info.has_x86_vnni) {
+        print_message("int8 x int8 with x86 VNNI: not available on this device (%s)\n", e->dev->info.platform_name);
+        return;
+    }
+    gemm_i8_all(e, NMT_I8_VNNI);
+    nmt_ops ops;
+    open_i8_ops(e, &ops, NMT_I8_VNNI);
+    static const i8_case vc[] = {
+        {4, 4, 64, 1.0f, 0.0f, 0, 0, 0, 0},    {8, 16, 128, 1.0f, 0.0f, 0, 0, 0, 0}, {5, 7, 63, 1.0f, 0.0f, 0, 0, 1, 1},
+        {9, 13, 65, 1.0f, 0.0f, 0, 0, 3, 5},   {64, 40, 256, 1.0f, 0.0f, 0, 0, 0, 0}, {3, 70, 1000, 1.0f, 0.0f, 0, 0, 2, 3},
+        {16, 33, 1024, 1.0f, 0.0f, 0, 0, 0, 1},
+    };
+    for (size_t i = 0; i < NMT_ARRAY_LEN(vc); i++) {
+        run_gemm_i8_bytes(e, &ops, &vc[i], 1, 400 + i, 0);
+        run_gemm_i8_bytes(e, &ops, &vc[i], 1, 500 + i, 1);
+    }
+    nmt_ops_release(&ops);
 }
 
 /* Every configuration the tuner may choose, with a shape of each class. */
@@ -317,7 +360,7 @@ static void test_gemm_i8_candidates(void **state) {
 static void test_gemm_q8_as_i8(void **state) {
     env *e = *state;
     nmt_ops ops;
-    open_i8_ops(e, &ops, e->dev->info.has_int_dot);
+    open_i8_ops(e, &ops, nmt_i8dot_fast_variant(e->dev));
     const uint32_t M = 19, N = 45, K = 70;
     ops.i8_a = B(nmt_test_buffer(e->dev, (size_t)M * K, NULL), 0);
     ops.i8_s = B(nmt_test_buffer(e->dev, M * sizeof(float), NULL), 0);
@@ -397,7 +440,7 @@ static void test_bad_args(void **state) {
     assert_int_equal(nmt_op_quant_rows(&plain, 1, 4, b, 4, b, 4, b), NMT_ERR_INVALID_ARGUMENT);
     nmt_ops_release(&plain);
     nmt_ops ops;
-    open_i8_ops(e, &ops, 0);
+    open_i8_ops(e, &ops, NMT_I8_PORTABLE);
     assert_int_equal(nmt_op_gemm_i8(NULL, 1, 1, 4, 1.0f, b, 4, b, b, 4, b, 0.0f, b, 1, NONE, 0),
                      NMT_ERR_INVALID_ARGUMENT);
     assert_int_equal(nmt_op_gemm_i8(&ops, 1, 1, 4, 1.0f, b, 4, NONE, b, 4, b, 0.0f, b, 1, NONE, 0),
@@ -464,8 +507,8 @@ static void test_model_int8_paths(void **state) {
     free(img);
 
     const nmt_tuning saved = e->dev->tuning;
-    /* "on" (whatever the table says): the built-in where the device has it,
-     * else (PoCL) the portable kernel */
+    /* "on" (whatever the table says): the built-in or VNNI variant where
+     * the device has it, else the portable kernel */
     for (int k = 0; k < NMT_GCLASS_COUNT; k++) e->dev->tuning.i8dot[k] = NMT_I8DOT_ON;
     float lp_i8[3], lp_f32[3];
     uint64_t n_i8, n_off;
@@ -490,6 +533,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_path_choice),        cmocka_unit_test(test_quant_rows),
         cmocka_unit_test(test_gemm_i8_portable),   cmocka_unit_test(test_gemm_i8_dot),
+        cmocka_unit_test(test_gemm_i8_vnni),
         cmocka_unit_test(test_gemm_i8_candidates), cmocka_unit_test(test_gemm_q8_as_i8),
         cmocka_unit_test(test_bad_args),           cmocka_unit_test(test_model_int8_paths),
     };
