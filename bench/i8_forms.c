@@ -2,12 +2,15 @@
  * device?  (issue 22: CTranslate2's int8 lead at batch x beam >= 16 comes
  * from 8-bit integer dot-product instructions, e.g. AVX-512 VNNI.)  One
  * 64 x 1024 x 256 product (C = A B^T, a 4 x 4 block of C per work-item,
- * 16 elements of K per step), four ways:
+ * 16 elements of K per step), four or five ways:
  *   v_int    int8 widened to int32 vectors, multiply-add in int32
  *   v_short  int8 widened to int16, even/odd lanes split before widening
  *   v_float  the same product in fp32 (the reference: our fp32 kernels)
  *   v_pmadd  int16 lanes, even*even + odd*odd in int32 (the shape of
  *            x86's pmaddwd, which a compiler may match)
+ *   v_vnni   (x86-64 host with AVX-512 VNNI, CPU device only) clang's
+ *            vpdpbusd builtin in a function compiled for the feature,
+ *            64 elements of K per step (cl/gemm_i8.cl's I8_DOT 2)
  * Giga-operations per second (2 M N K / time), best of the two rounds
  * printed, each kernel checked against C[0] computed on the host.  Not a
  * test; the first OpenCL device of the first platform (OCL_ICD_VENDORS
