@@ -139,7 +139,8 @@ typedef struct nmt_io_bufs {
     nmt_buf src_len;   /* int [max_batch]: source length incl. EOS */
     nmt_buf step_tok;  /* int [2 * step_rows]: decoder input token per row (the first
                           step_rows), then the rows' beam scores as float bits (topk) */
-    nmt_buf reorder;   /* int [step_rows]: beam back-pointers (row -> source row) */
+    nmt_buf reorder;   /* int [step_rows]: beam back-pointers (row -> source row); during
+                          reorder with h_reorder set, only after nmt_io_reorder_upload */
     nmt_buf tgt_tok;   /* int [max_batch, tgt_cap]: teacher-forced decoder inputs */
     nmt_buf logits;    /* float [step_rows, tgt_vocab] */
     nmt_buf align;     /* float [step_rows, src_cap]: a step's alignment rows (dims.align; else absent) */
@@ -147,11 +148,18 @@ typedef struct nmt_io_bufs {
      * none) and the source lengths incl. EOS */
     const struct nmt_spans *spans;
     const int32_t *h_src_len;
-    /* host, during reorder only: the back-pointers of io->reorder, so that
-     * a family may reorder on the host what it keeps there (the
-     * Transformer's K|V table); NULL: the family gathers everything */
+    /* host, during reorder only: the back-pointers, so that a family may
+     * reorder on the host what it keeps there (the Transformer's K|V
+     * table).  Set: io->reorder is NOT yet written (a blocking write per
+     * beam step saved where nothing gathers); a family that gathers on the
+     * device calls nmt_io_reorder_upload first.  NULL: io->reorder holds
+     * them and the family gathers everything (tests compare the two). */
     const int32_t *h_reorder;
 } nmt_io_bufs;
+
+/* During reorder: write io->h_reorder's `rows` back-pointers into
+ * io->reorder (nothing when h_reorder is NULL: already there). */
+nmt_status nmt_io_reorder_upload(nmt_ops *ops, const nmt_io_bufs *io, uint32_t rows);
 
 /* Phrase spans of a batch (nmt_session_set_spans), the caller's arrays. */
 typedef struct nmt_spans {
@@ -207,7 +215,8 @@ typedef struct nmt_family {
      * rows at or past `rows` must be left alone. */
     nmt_status (*step)(void *state, const nmt_io_bufs *io, uint32_t rows, uint32_t group, uint32_t t);
     /* Reorder decoder state rows after a beam step: new row r takes old row
-     * io->reorder[r]; positions [0, t] are live. */
+     * io->reorder[r] (on the device after nmt_io_reorder_upload, or
+     * io->h_reorder[r] on the host); positions [0, t] are live. */
     nmt_status (*reorder)(void *state, const nmt_io_bufs *io, uint32_t rows, uint32_t t);
     /* Teacher-forced decoder over n sentences of tlen positions (inputs in
      * io->tgt_tok); leaves final hidden states for nmt_family.project. */

@@ -257,3 +257,10 @@ nmt_status nmt_family_check_tensors(const nmt_family *fam, const void *cfg, cons
     if (any_q8) *any_q8 = cc.any_q8;
     return NMT_OK;
 }
+
+nmt_status nmt_io_reorder_upload(nmt_ops *ops, const nmt_io_bufs *io, uint32_t rows) {
+    if (io->h_reorder == NULL || rows == 0) return NMT_OK;
+    if (ops == NULL || io->reorder.mem == NULL) return NMT_ERR_INVALID_ARGUMENT;
+    return nmt_device_write(ops->dev, io->reorder.mem, io->reorder.off * sizeof(cl_int), (size_t)rows * sizeof(cl_int),
+                            io->h_reorder);
+}

@@ -540,7 +540,9 @@ static nmt_status translate_in_order(nmt_session *s, const nmt_batch *src, const
         uint32_t moved = 0; /* greedy, and finished sentences, keep their rows: nothing to reorder */
         for (uint32_t r = 0; r < rows && !moved; r++) moved = b->back[r] != (int32_t)r;
         if (!moved) continue;
-        NMT_TRY(upload_ints(s, s->io.reorder, b->back, rows));
+        /* with the table the family uploads them only if it gathers
+         * (nmt_io_reorder_upload): the Transformer's table path does not */
+        if (!s->kv_table) NMT_TRY(upload_ints(s, s->io.reorder, b->back, rows));
         s->io.h_reorder = s->kv_table ? b->back : NULL;
         const nmt_status st = s->fam->reorder(s->fam_state, &s->io, rows, t);
         s->io.h_reorder = NULL;

@@ -48,7 +48,8 @@ struct nmt_session {
      * result getters read slot[i]; the rest are the reordered views */
     int order_batch;           /* 1 (set at creation); tests clear it */
     int kv_table;              /* 1 (set at creation): a beam reorder passes io.h_reorder (the
-                                  Transformer's K|V table); tests clear it to compare the gather */
+                                  Transformer's K|V table) and leaves io.reorder to the family
+                                  (nmt_io_reorder_upload); tests clear it to compare the gather */
     uint32_t *slot;            /* (max_batch) */
     uint64_t *ord_key;         /* (max_batch) sort keys */
     const int32_t **ord_tok;   /* (max_batch) sources */

@@ -197,6 +197,7 @@ static nmt_status ba_reorder(void *state, const nmt_io_bufs *io, uint32_t rows, 
     ba_state *st = (ba_state *)state;
     NMT_CHECK(rows <= st->dims.step_rows && t < st->dims.tgt_cap, NMT_ERR_LIMIT_EXCEEDED);
     const uint32_t H = st->c.hidden, w = st->src_pad_len * st->c.hist;
+    NMT_TRY(nmt_io_reorder_upload(st->fw.ops, io, rows)); /* everything here is gathered */
     /* every piece of per-row decoder state: s, h~, s~ (the mask depends on
      * the sentence only, which a reorder keeps) */
     NMT_TRY(reorder_swap(st, io, &st->s, &st->spare_s, H, rows, H));

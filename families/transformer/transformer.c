@@ -369,6 +369,9 @@ static nmt_status tf_reorder(void *state, const nmt_io_bufs *io, uint32_t rows, 
      * step); else gathered. */
     const int table = st->h_kvtab != NULL && io->h_reorder != NULL && nmt_ops_attn_kv_row(st->fw.ops, st->c.dh);
     NMT_CHECK(table || st->kv_hi == 0, NMT_ERR_INVALID_ARGUMENT); /* a batch does not switch between the two */
+    /* the back-pointers on the device only where something is gathered */
+    if (!table || st->cwin != NULL || st->win != NULL || nmt_ph_of(&st->c, 1, 0) != NULL)
+        NMT_TRY(nmt_io_reorder_upload(st->fw.ops, io, rows));
     if (table) {
         const uint32_t R = st->dims.step_rows;
         for (uint32_t r = 0; r < rows; r++) NMT_CHECK((uint32_t)io->h_reorder[r] < R, NMT_ERR_INVALID_ARGUMENT);
