@@ -430,7 +430,8 @@ nmt_status nmt_op_gemm_q8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, floa
 /* ------------------------------------------------------------------------ */
 
 nmt_status nmt_ops_embed_kernel(nmt_ops *ops, cl_kernel k, const char *name, nmt_buf tok, uint32_t rows,
-                                uint32_t seq_len, uint32_t pos0, nmt_buf E, uint32_t d, float scale, nmt_buf out) {
+                                uint32_t seq_len, uint32_t pos0, nmt_buf E, nmt_buf E_scale, uint32_t d, float scale,
+                                nmt_buf out) {
     if (rows == 0 || d == 0) return NMT_OK;
     if (tok.mem == NULL || E.mem == NULL || out.mem == NULL || seq_len == 0) return NMT_ERR_INVALID_ARGUMENT;
     args a = args_begin(k);
@@ -441,6 +442,10 @@ nmt_status nmt_ops_embed_kernel(nmt_ops *ops, cl_kernel k, const char *name, nmt
     arg_u32(&a, pos0);
     arg_mem(&a, E.mem);
     arg_u64(&a, E.off);
+    if (E_scale.mem != NULL) { /* int8 rows: their scales */
+        arg_mem(&a, E_scale.mem);
+        arg_u64(&a, E_scale.off);
+    }
     arg_u32(&a, d);
     arg_f32(&a, scale);
     arg_mem(&a, out.mem);
@@ -453,32 +458,16 @@ nmt_status nmt_ops_embed_kernel(nmt_ops *ops, cl_kernel k, const char *name, nmt
 nmt_status nmt_op_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_len, uint32_t pos0, nmt_buf E,
                         uint32_t d, float scale, nmt_buf out) {
     if (!ops_ok(ops)) return NMT_ERR_INVALID_ARGUMENT;
-    return nmt_ops_embed_kernel(ops, ops->k_embed, "embed", tok, rows, seq_len, pos0, E, d, scale, out);
+    const nmt_buf none = {NULL, 0};
+    return nmt_ops_embed_kernel(ops, ops->k_embed, "embed", tok, rows, seq_len, pos0, E, none, d, scale, out);
 }
 
 nmt_status nmt_op_embed_q8(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_len, uint32_t pos0, nmt_buf Q,
                            nmt_buf qscale, uint32_t d, float scale, nmt_buf out) {
     if (!ops_ok(ops)) return NMT_ERR_INVALID_ARGUMENT;
     if (rows == 0 || d == 0) return NMT_OK;
-    if (tok.mem == NULL || Q.mem == NULL || qscale.mem == NULL || out.mem == NULL || seq_len == 0)
-        return NMT_ERR_INVALID_ARGUMENT;
-    args a = args_begin(ops->k_embed_q8);
-    arg_mem(&a, tok.mem);
-    arg_u64(&a, tok.off);
-    arg_u32(&a, rows);
-    arg_u32(&a, seq_len);
-    arg_u32(&a, pos0);
-    arg_mem(&a, Q.mem);
-    arg_u64(&a, Q.off);
-    arg_mem(&a, qscale.mem);
-    arg_u64(&a, qscale.off);
-    arg_u32(&a, d);
-    arg_f32(&a, scale);
-    arg_mem(&a, out.mem);
-    arg_u64(&a, out.off);
-    NMT_TRY(args_end(ops->dev, &a, "embed_q8"));
-    const size_t n[2] = {d, rows < seq_len ? rows : seq_len};
-    return nmt_ops_launch(ops, ops->k_embed_q8, 2, n, "embed_q8");
+    if (qscale.mem == NULL) return NMT_ERR_INVALID_ARGUMENT;
+    return nmt_ops_embed_kernel(ops, ops->k_embed_q8, "embed_q8", tok, rows, seq_len, pos0, Q, qscale, d, scale, out);
 }
 
 nmt_status nmt_op_layernorm(nmt_ops *ops, nmt_buf x, nmt_buf res, nmt_buf out, uint32_t rows, uint32_t d,

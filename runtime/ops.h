@@ -234,10 +234,12 @@ nmt_status nmt_op_gemm_f16(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, flo
 /* For op files with products of their own (ops_f16.c): the checks of
  * nmt_op_gemm_q8 with a weight W [N, K] (stride ldw, in elements); launch
  * with nmt_ops_launch_gemm. */
-/* The token embedding's launch with a given kernel (embed, embed_f16: the
- * same arguments; E fp32 or half). */
+/* The token embedding's launch with a given kernel (embed, embed_f16,
+ * embed_q8: the same arguments; E fp32, half or int8, and for int8 its row
+ * scales E_scale, passed after E; absent for the others). */
 nmt_status nmt_ops_embed_kernel(nmt_ops *ops, cl_kernel k, const char *name, nmt_buf tok, uint32_t rows,
-                                uint32_t seq_len, uint32_t pos0, nmt_buf E, uint32_t d, float scale, nmt_buf out);
+                                uint32_t seq_len, uint32_t pos0, nmt_buf E, nmt_buf E_scale, uint32_t d, float scale,
+                                nmt_buf out);
 nmt_status nmt_ops_gemm_check(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, nmt_buf A, uint32_t lda, nmt_buf W,
                               uint32_t ldw, float beta, nmt_buf C, uint32_t ldc, nmt_buf bias);
 /* Symmetric per-row quantization (cl/gemm_i8.cl, quant_rows): for m < M,

@@ -66,5 +66,6 @@ nmt_status nmt_op_gemm_f16(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, flo
 nmt_status nmt_op_embed_f16(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_len, uint32_t pos0, nmt_buf E,
                             uint32_t d, float scale, nmt_buf out) {
     if (ops == NULL || ops->k_embed_f16 == NULL) return NMT_ERR_INVALID_ARGUMENT;
-    return nmt_ops_embed_kernel(ops, ops->k_embed_f16, "embed_f16", tok, rows, seq_len, pos0, E, d, scale, out);
+    const nmt_buf none = {NULL, 0};
+    return nmt_ops_embed_kernel(ops, ops->k_embed_f16, "embed_f16", tok, rows, seq_len, pos0, E, none, d, scale, out);
 }
