@@ -108,6 +108,7 @@ static const char *kSource =
  * work-group wrapper).  A is signed; its bytes are flipped to A + 128 (xor
  * 0x80) and 128 * sum(B) taken back out, both exact.  The 16 accumulators
  * are reduced by a pairwise even/odd tree.  cl/gemm_i8.cl's I8_DOT 2. */
+#if defined(__x86_64__) && defined(__GNUC__)
 static const char *kVnni =
     "#define PAIR(x, y) ((uint16)((x).even, (y).even) + (uint16)((x).odd, (y).odd))\n"
     "__attribute__((target(\"avx512vnni,avx512f\")))\n"
@@ -148,6 +149,7 @@ static const char *kVnni =
     "  vstore4(r.s0123,0,C+(m0+0)*N+n0); vstore4(r.s4567,0,C+(m0+1)*N+n0);\n"
     "  vstore4(r.s89ab,0,C+(m0+2)*N+n0); vstore4(r.scdef,0,C+(m0+3)*N+n0);\n"
     "}\n";
+#endif
 
 static double now(void) {
     struct timespec t;
