@@ -39,7 +39,9 @@
  * I8_DOT == 2 (runtime/ops_i8dot.c chooses it only for PoCL's CPU device on
  * an x86-64 host whose CPU reports AVX-512 VNNI): a fixed 4 x 4 block of C
  * per work-item (the host launches it with GEMM_TM = GEMM_TN = 4, GEMM_MFAST
- * 0), 64 elements of K per step, one 16-lane int32 accumulator per output.
+ * 0; for the m2 class GEMM_TM = 1, a 1 x 4 block, so that one row is not
+ * computed four times), 64 elements of K per step, one 16-lane int32
+ * accumulator per output.
  * vpdpbusd multiplies unsigned by signed bytes, so A's bytes are flipped to
  * A + 128 (xor 0x80) and 128 * sum_k Q[n,k] (the same instruction with 0x80
  * bytes) is taken back out; both are exact in int32 modulo 2^32 and the true
@@ -79,8 +81,8 @@ int __attribute__((overloadable, const)) dot(char4 a, char4 b);
 #endif
 #define DOT4(a, b) dot((a), (b))
 #elif I8_DOT == 2
-#if GEMM_TM != 4 || GEMM_TN != 4 || GEMM_MFAST != 0
-#error "I8_DOT=2 needs GEMM_TM=4, GEMM_TN=4, GEMM_MFAST=0"
+#if (GEMM_TM != 4 && GEMM_TM != 1) || GEMM_TN != 4 || GEMM_MFAST != 0
+#error "I8_DOT=2 needs GEMM_TM=4 or 1, GEMM_TN=4, GEMM_MFAST=0"
 #endif
 #define DOT4(a, b) ((int)(a).x * (int)(b).x + (int)(a).y * (int)(b).y + (int)(a).z * (int)(b).z + (int)(a).w * (int)(b).w)
 /* 64 bytes from any address (no alignment assumed) as 16 int32 lanes */
@@ -143,6 +145,41 @@ __attribute__((target("avx512vnni,avx512f"))) static int16 vnni_block(__global c
             #pragma unroll
             for (int j = 0; j < 4; j++) t[i * 4 + j] += (int)ar[i][k] * (int)qr[j][k];
     return as_int16(x[0] + as_uint16(vload16(0, t)));
+}
+
+/* The one-row form (GEMM_TM 1, the m2 class): the 4 sums of row a0 of A
+ * with rows qr[0..3] of Q, without computing the row four times. */
+__attribute__((target("avx512vnni,avx512f"))) static int4 vnni_row(__global const char *a0, __global const char *q0,
+                                                                   __global const char *q1, __global const char *q2,
+                                                                   __global const char *q3, const uint K) {
+    __global const char *qr[4] = {q0, q1, q2, q3};
+    const int16 flip = (int16)((int)0x80808080);
+    int16 acc[4], cor[4];
+    #pragma unroll
+    for (int j = 0; j < 4; j++) acc[j] = cor[j] = (int16)0;
+    const uint KV = K - K % 64u;
+    for (uint k = 0; k < KV; k += 64u) {
+        const int16 a = VNNI_LOAD(a0 + k) ^ flip;
+        #pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const int16 b = VNNI_LOAD(qr[j] + k);
+            cor[j] = __builtin_ia32_vpdpbusd512(cor[j], flip, b);
+            acc[j] = __builtin_ia32_vpdpbusd512(acc[j], a, b);
+        }
+    }
+    uint16 x[4];
+    #pragma unroll
+    for (int j = 0; j < 4; j++) x[j] = as_uint16(acc[j]) - as_uint16(cor[j]);
+    x[0] = VNNI_PAIR(x[0], x[1]);
+    x[1] = VNNI_PAIR(x[2], x[3]);
+    x[0] = VNNI_PAIR(x[0], x[1]);             /* output j on lanes 4j .. 4j+3 */
+    const uint8 y = x[0].even + x[0].odd;     /* on lanes 2j, 2j+1 */
+    uint4 z = y.even + y.odd;                 /* on lane j */
+    int t[4] = {0, 0, 0, 0};
+    for (uint k = KV; k < K; k++)
+        #pragma unroll
+        for (int j = 0; j < 4; j++) t[j] += (int)a0[k] * (int)qr[j][k];
+    return as_int4(z + as_uint4(vload4(0, t)));
 }
 #else
 #define DOT4(a, b) ((int)(a).x * (int)(b).x + (int)(a).y * (int)(b).y + (int)(a).z * (int)(b).z + (int)(a).w * (int)(b).w)
@@ -212,7 +249,15 @@ __kernel void gemm_i8_nt(const uint M, const uint N, const uint K, const float a
     for (int j = 0; j < GEMM_TN; j++) qr[j] = Q + q_off + min(n0 + (uint)j, N - 1u) * ldq;
 
     int acc[GEMM_TM][GEMM_TN];
-#if I8_DOT == 2
+#if I8_DOT == 2 && GEMM_TM == 1
+    {
+        const int4 r = vnni_row(ar[0], qr[0], qr[1], qr[2], qr[3], K);
+        acc[0][0] = r.x;
+        acc[0][1] = r.y;
+        acc[0][2] = r.z;
+        acc[0][3] = r.w;
+    }
+#elif I8_DOT == 2
     {
         const int16 r = vnni_block(ar[0], ar[1], ar[2], ar[3], qr[0], qr[1], qr[2], qr[3], K);
         int v[16];

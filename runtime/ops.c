@@ -96,8 +96,8 @@ void nmt_ops_release(nmt_ops *ops) {
  * (int8 x int8: with the dot built-in when ops->i8_use[cls] == 1). */
 nmt_status nmt_ops_gemm_kernel(nmt_ops *ops, nmt_gemm_op op, nmt_gemm_class cls) {
     nmt_gemm_cfg *c = &ops->cfg[op][cls];
-    if (op == NMT_GOP_I8 && ops->i8_use[cls] == NMT_I8_VNNI) { /* its fixed block (cl/gemm_i8.cl) */
-        c->tm = 4;
+    if (op == NMT_GOP_I8 && ops->i8_use[cls] == NMT_I8_VNNI) { /* its fixed blocks (cl/gemm_i8.cl) */
+        c->tm = cls == NMT_GCLASS_M2 ? 1 : 4;
         c->tn = 4;
         c->vw = 16;
         c->mfast = 0;

@@ -311,7 +311,8 @@ static void test_gemm_i8_dot(void **state) {
 
 /* The x86 VNNI variant (PoCL on an AVX-512 VNNI CPU): the shared cases,
  * then K across its 64-element steps (whole steps, tails, tails only),
- * rows at odd addresses, and the extreme bytes, exactly. */
+ * rows at odd addresses, and the extreme bytes, exactly; M <= 2 runs the
+ * one-row block (class m2), larger M the 4 x 4 one. */
 static void test_gemm_i8_vnni(void **state) {
     env *e = *state;
     if (!e->dev->info.has_x86_vnni) {
@@ -325,6 +326,7 @@ static void test_gemm_i8_vnni(void **state) {
         {4, 4, 64, 1.0f, 0.0f, 0, 0, 0, 0},    {8, 16, 128, 1.0f, 0.0f, 0, 0, 0, 0}, {5, 7, 63, 1.0f, 0.0f, 0, 0, 1, 1},
         {9, 13, 65, 1.0f, 0.0f, 0, 0, 3, 5},   {64, 40, 256, 1.0f, 0.0f, 0, 0, 0, 0}, {3, 70, 1000, 1.0f, 0.0f, 0, 0, 2, 3},
         {16, 33, 1024, 1.0f, 0.0f, 0, 0, 0, 1},
+        {1, 9, 256, 1.0f, 0.0f, 0, 0, 1, 3},   {2, 13, 1000, 1.0f, 0.0f, 0, 0, 0, 1}, {1, 5, 64, 1.0f, 0.0f, 0, 0, 0, 0},
     };
     for (size_t i = 0; i < NMT_ARRAY_LEN(vc); i++) {
         run_gemm_i8_bytes(e, &ops, &vc[i], 1, 400 + i, 0);
