@@ -322,17 +322,6 @@ static int has_extension(const char *list, const char *name) {
     return 0;
 }
 
-/* The host CPU executes AVX-512 VNNI (and the OS saves the AVX-512 state:
- * libgcc's and compiler-rt's feature bits include that check). */
-static int host_has_vnni(void) {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512f");
-#else
-    return 0;
-#endif
-}
-
 /* Fill dev->info from the chosen device; extension strings use the
  * build_log scratch. */
 static void query_info(nmt_device *dev) {
@@ -387,7 +376,7 @@ static void query_info(nmt_device *dev) {
     /* PoCL's CPU device runs in this process on this CPU, so the host's
      * CPUID answers for it (docs/PORTING.md, "x86 VNNI"). */
     in->has_x86_vnni = in->is_cpu && nmt_strcasestr_ascii(in->platform_name, "Portable Computing Language") &&
-                       host_has_vnni() && !nmt_env_flag("NMT_EDGE_NO_VNNI");
+                       nmt_host_has_x86_vnni() && !nmt_env_flag("NMT_EDGE_NO_VNNI");
 
     /* Identity of the compiler that produces binaries, for the cache key
      * (full strings, not the truncated info fields). */

@@ -48,4 +48,9 @@ nmt_status nmt_make_dirs(const char *path);
 /* Remove a file, ignoring errors. */
 void nmt_remove_file(const char *path);
 
+/* 1 when the host CPU executes AVX-512 VNNI and the OS saves the AVX-512
+ * state (libgcc's and compiler-rt's feature bits include that check); 0
+ * elsewhere, and always outside x86-64 GCC / clang builds. */
+int nmt_host_has_x86_vnni(void);
+
 #endif

@@ -212,3 +212,12 @@ nmt_status nmt_make_dirs(const char *path) {
 void nmt_remove_file(const char *path) {
     if (path != NULL) (void)unlink(path);
 }
+
+int nmt_host_has_x86_vnni(void) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512f");
+#else
+    return 0;
+#endif
+}

@@ -517,6 +517,27 @@ static void test_info(void **state) {
     assert_non_null(strstr(field(r.out, "family_config"), "history "));
     assert_non_null(field(r.out, "d_model"));
     free_result(&r);
+
+    /* an int8 model: "products" says what int8_products says (int8 x int8
+     * quantizes activations; int8 weights x fp32 does not) */
+    run_cli(&r, NULL, "info", "--model", NMT_TEST_SOURCE_DIR "/models/en-de.nmt", NULL);
+    expect_status(&r, 0);
+    const char *i8 = field(r.out, "int8_products"), *pr = field(r.out, "products");
+    assert_non_null(i8);
+    assert_non_null(pr);
+    if (strncmp(i8, "int8 weights x fp32", 19) == 0)
+        assert_int_equal(strncmp(pr, "int8 weights (per-row scales) x fp32 activations", 48), 0);
+    else
+        assert_int_equal(strncmp(pr, "int8 weights (per-row scales); the int8 x int8 products", 55), 0);
+    free_result(&r);
+    /* with int8 x int8 turned off, the other description */
+    setenv("NMT_EDGE_NO_I8DOT", "1", 1);
+    run_cli(&r, NULL, "info", "--model", NMT_TEST_SOURCE_DIR "/models/en-de.nmt", NULL);
+    unsetenv("NMT_EDGE_NO_I8DOT");
+    expect_status(&r, 0);
+    assert_int_equal(strncmp(field(r.out, "int8_products"), "int8 weights x fp32", 19), 0);
+    assert_int_equal(strncmp(field(r.out, "products"), "int8 weights (per-row scales) x fp32 activations", 48), 0);
+    free_result(&r);
 }
 
 static void test_devices(void **state) {
