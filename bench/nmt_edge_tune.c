@@ -18,8 +18,10 @@
  * calls.  The int8-weight products of a class then take the faster of the
  * two (the file's "i8dot <class> on|off"): q8 (activations fp32) or i8
  * (activations quantized per row, then int8 x int8 with the integer dot
- * product built-in where the device has it, else the portable kernel; the
- * quantization counted in its time).
+ * product built-in where the device has it, x86 VNNI on PoCL's CPU device
+ * where the host has it, else the portable kernel; the quantization counted
+ * in its time; the VNNI variant's blocks are fixed, so it is timed once per
+ * class, not per candidate).
  * --only times one product and class (OP nt|nn|q8|i8, CLASS m2|m16|big)
  * and keeps the table's choice for the others; --dry-run prints the result
  * without writing it. */
@@ -239,6 +241,9 @@ int main(int argc, char **argv) {
             for (int c = 0; c < NMT_GCLASS_COUNT; c++) best.gemm[op][c].provider = NMT_GEMM_OWN;
     char path[NMT_PATH_MAX + 64], devname[512];
     nmt_device_tuning_path(dev, path, sizeof path);
+    /* the x86 VNNI variant's blocks are fixed (nmt_ops_gemm_kernel): its
+     * int8 x int8 products are timed once per class, not per candidate */
+    const int i8_fixed = nmt_i8dot_fast_variant(dev) == NMT_I8_VNNI;
     snprintf(devname, sizeof devname, "%s (%s, driver %s)", dev->info.device_name, dev->info.platform_name,
              dev->info.driver_version);
     nmt_device_close(dev);
@@ -254,7 +259,8 @@ int main(int argc, char **argv) {
             nmt_gemm_cfg cand[40];
             size_t n = 0;
             cand[n++] = best.gemm[op][c];
-            n += nmt_gemm_candidates((nmt_gemm_op)op, (nmt_gemm_class)c, cand + n, 32);
+            if (op != NMT_GOP_I8 || !i8_fixed)
+                n += nmt_gemm_candidates((nmt_gemm_op)op, (nmt_gemm_class)c, cand + n, 32);
             if (tu.clblast && op != NMT_GOP_Q8 && op != NMT_GOP_I8) {
                 nmt_gemm_cfg b = {NMT_GEMM_CLBLAST, 4, 4, 4, 0, 64};
                 cand[n++] = b;
@@ -283,11 +289,17 @@ int main(int argc, char **argv) {
             describe(&cand[best_i], desc, sizeof desc);
             printf("=> %s %s: %s\n", nmt_gemm_op_name((nmt_gemm_op)op), nmt_gemm_class_name((nmt_gemm_class)c), desc);
         }
-    /* int8 weights: activations fp32 or int8, whichever measured faster */
+    /* int8 weights: activations fp32 or int8, whichever measured faster
+     * (both must have run: --only of one keeps the table's choice) */
     for (int c = 0; c < NMT_GCLASS_COUNT; c++) {
         const double q = best_time[NMT_GOP_Q8][c], i = best_time[NMT_GOP_I8][c];
         if (q < 0 && i < 0) continue;
-        best.i8dot[c] = (uint8_t)(i >= 0 && (q < 0 || i < q) ? NMT_I8DOT_ON : NMT_I8DOT_OFF);
+        if (q < 0 || i < 0) {
+            printf("=> i8dot %s: kept (%s not timed here)\n", nmt_gemm_class_name((nmt_gemm_class)c),
+                   q < 0 ? "int8 x fp32" : "int8 x int8");
+            continue;
+        }
+        best.i8dot[c] = (uint8_t)(i < q ? NMT_I8DOT_ON : NMT_I8DOT_OFF);
         printf("=> i8dot %s: %s (int8 x fp32 %.3f ms, int8 x int8 %.3f ms)\n", nmt_gemm_class_name((nmt_gemm_class)c),
                best.i8dot[c] == NMT_I8DOT_ON ? "on" : "off", q * 1e3, i * 1e3);
     }

@@ -45,9 +45,9 @@ static const table_row table[] = {
       .wg = 64, .reduce_wg = 256}},
     /* PoCL on a CPU (measured on a 2-core AVX-512 Xeon, docs/PERFORMANCE.md):
      * float16 loads, barrier-free; work-groups are loops, so wide groups.
-     * int8 x int8 (x86 VNNI, where the CPU has it) for M > 2 only: at one
-     * row the quantization launch costs more than it gains (docs/
-     * PERFORMANCE.md, "x86 VNNI through PoCL"). */
+     * int8 x int8 where the CPU has x86 VNNI, every class (its blocks are
+     * fixed: 1 x 4 for m2, 4 x 4 above, so the I8 row below serves the
+     * portable variant only; docs/PERFORMANCE.md, "x86 VNNI through PoCL"). */
     {"PoCL CPU", CPU, "Portable Computing Language", NULL,
      {.gemm = {[NMT_GOP_NT] = {OWN(1, 8, 16, 0, 64), OWN(4, 4, 16, 1, 16), OWN(6, 4, 16, 1, 16)},
                [NMT_GOP_NN] = {OWN(1, 16, 16, 0, 16), OWN(8, 16, 16, 0, 16), OWN(6, 32, 16, 0, 16)},

@@ -101,6 +101,11 @@ static void test_tuner_q8_m2(void **state) {
     for (const char *l = r.out; (l = strstr(l, "\n  q8 m2  own ")) != NULL; l++) timed++;
     assert_true(timed >= 6); /* the table's choice and the class's candidates, deduplicated */
     assert_non_null(strstr(r.out, "\ngemm q8 m2 own tm="));
+    /* int8 x int8 was not timed: the class keeps the table's choice (every
+     * table row says auto or off), not "on" for want of a comparison */
+    assert_non_null(strstr(r.out, "=> i8dot m2: kept (int8 x int8 not timed here)\n"));
+    assert_non_null(strstr(r.out, "\ni8dot m2 "));
+    assert_null(strstr(r.out, "\ni8dot m2 on\n"));
     nmt_test_proc_free(&r);
     /* bad --only: usage, exit status 2 */
     const char *bad[] = {"q8", "q8:m3", "xx:m2", ":m2", "q8:"};
