@@ -17,6 +17,60 @@ inline float vsum4(const float4 v) { return (v.x + v.y) + (v.z + v.w); }
 inline float vsum8(const float8 v) { return vsum4(v.lo + v.hi); }
 inline float vsum16(const float16 v) { return vsum8(v.lo + v.hi); }
 
+/* The products' epilogue (gemm.cl, gemm_f16.cl, gemm_q8.cl, gemm_i8.cl) for
+ * the GEMM_TM x GEMM_TN block of C at (m0, n0): per element
+ * v = value (+ beta * C) (+ bias[n]) (ReLU), stored where in range (flags:
+ * bit 0 bias, bit 1 ReLU; beta == 0: C is not read).  The kernel passes its
+ * value twice: VAL(i, j, n) for one element, VVAL(i) for row i's GEMM_TN
+ * columns as one vector with the same operations per element (m is row i's
+ * index in both).  Kernels take the vector form for blocks whose columns
+ * are all in range when GEMM_TN is a vector width (a scalar epilogue cost
+ * about as much as a K = 256 block of gemm_i8's VNNI loop, docs/
+ * PERFORMANCE.md), the scalar form elsewhere; after the kernel's defaults:
+ *   #if GEMM_TN_VECTOR
+ *       if (n0 + GEMM_TN <= N) GEMM_EPILOGUE_VECTOR(VVAL) else
+ *   #endif
+ *       GEMM_EPILOGUE_SCALAR(VAL)
+ * (GEMM_TN_VECTOR is evaluated there, where GEMM_TN has its value). */
+#define NMT_CAT_(a, b) a##b
+#define NMT_CAT(a, b) NMT_CAT_(a, b)
+#define TN_FLOAT NMT_CAT(float, GEMM_TN)
+#define TN_VLOAD NMT_CAT(vload, GEMM_TN)
+#define TN_VSTORE NMT_CAT(vstore, GEMM_TN)
+#define TN_CONVERT NMT_CAT(convert_float, GEMM_TN)
+#define GEMM_TN_VECTOR (GEMM_TN == 2 || GEMM_TN == 4 || GEMM_TN == 8 || GEMM_TN == 16)
+
+#define GEMM_EPILOGUE_SCALAR(VAL)                                                       \
+    for (int i = 0; i < GEMM_TM; i++) {                                                 \
+        const uint m = m0 + (uint)i;                                                    \
+        if (m >= M) break;                                                              \
+        __global float *crow = C + c_off + m * ldc;                                     \
+        for (int j = 0; j < GEMM_TN; j++) {                                             \
+            const uint n = n0 + (uint)j;                                                \
+            if (n >= N) break;                                                          \
+            float v = VAL(i, j, n);                                                     \
+            if (beta != 0.0f) v += beta * crow[n];                                      \
+            if (flags & 1) v += bias[bias_off + n];                                     \
+            if (flags & 2) v = fmax(v, 0.0f);                                           \
+            crow[n] = v;                                                                \
+        }                                                                               \
+    }
+
+#define GEMM_EPILOGUE_VECTOR(VVAL)                                                      \
+    {                                                                                   \
+        const TN_FLOAT bv_ = (flags & 1) ? TN_VLOAD(0, bias + bias_off + n0) : (TN_FLOAT)0.0f; \
+        for (int i = 0; i < GEMM_TM; i++) {                                             \
+            const uint m = m0 + (uint)i;                                                \
+            if (m >= M) break;                                                          \
+            __global float *crow = C + c_off + m * ldc + n0;                            \
+            TN_FLOAT v = VVAL(i);                                                       \
+            if (beta != 0.0f) v += beta * TN_VLOAD(0, crow);                            \
+            if (flags & 1) v += bv_;                                                    \
+            if (flags & 2) v = fmax(v, (TN_FLOAT)0.0f);                                 \
+            TN_VSTORE(v, 0, crow);                                                      \
+        }                                                                               \
+    }
+
 /* Sinusoidal position term of column c (of d) at position pos (the
  * embeddings: elementwise.cl, gemm_f16.cl). */
 inline float pos_term(const uint c, const uint d, const float pos) {

@@ -99,22 +99,15 @@
     const uint m0 = (uint)get_global_id(1) * GEMM_TM;
 #endif
 
-/* Shared epilogue: v = alpha*acc (+ beta*C) (+ bias) (ReLU), stored in range. */
+/* The epilogue (common.cl): v = alpha*acc (+ beta*C) (+ bias) (ReLU). */
+#define NT_VAL(i, j, n) (alpha * acc[i][j])
+#define NT_VVAL(i) (alpha * TN_VLOAD(0, acc[i]))
+#if GEMM_TN_VECTOR
 #define GEMM_EPILOGUE()                                                                 \
-    for (int i = 0; i < GEMM_TM; i++) {                                                 \
-        const uint m = m0 + (uint)i;                                                    \
-        if (m >= M) break;                                                              \
-        __global float *crow = C + c_off + m * ldc;                                     \
-        for (int j = 0; j < GEMM_TN; j++) {                                             \
-            const uint n = n0 + (uint)j;                                                \
-            if (n >= N) break;                                                          \
-            float v = alpha * acc[i][j];                                                \
-            if (beta != 0.0f) v += beta * crow[n];                                      \
-            if (flags & GEMM_FLAG_BIAS) v += bias[bias_off + n];                        \
-            if (flags & GEMM_FLAG_RELU) v = fmax(v, 0.0f);                              \
-            crow[n] = v;                                                                \
-        }                                                                               \
-    }
+    if (n0 + GEMM_TN <= N) GEMM_EPILOGUE_VECTOR(NT_VVAL) else GEMM_EPILOGUE_SCALAR(NT_VAL)
+#else
+#define GEMM_EPILOGUE() GEMM_EPILOGUE_SCALAR(NT_VAL)
+#endif
 
 __kernel void gemm_nt(const uint M, const uint N, const uint K, const float alpha,
                       __global const float *A, const uint a_off, const uint lda,

@@ -117,22 +117,13 @@ __kernel void gemm_f16_nt(const uint M, const uint N, const uint K, const float 
             for (int j = 0; j < GEMM_TN; j++)
                 acc[i][j] = (float)(half)ar[i][k] * (float)wr[j][k] + acc[i][j];
 
-    #pragma unroll
-    for (int i = 0; i < GEMM_TM; i++) {
-        const uint m = m0 + (uint)i;
-        if (m >= M) break;
-        __global float *crow = C + c_off + m * ldc;
-        #pragma unroll
-        for (int j = 0; j < GEMM_TN; j++) {
-            const uint n = n0 + (uint)j;
-            if (n >= N) break;
-            float v = alpha * acc[i][j];
-            if (beta != 0.0f) v += beta * crow[n];
-            if (flags & 1) v += bias[bias_off + n];
-            if (flags & 2) v = fmax(v, 0.0f);
-            crow[n] = v;
-        }
-    }
+    /* the epilogue (common.cl): alpha * acc (+ beta C) (+ bias) (ReLU) */
+#define F16_VAL(i, j, n) (alpha * acc[i][j])
+#define F16_VVAL(i) (alpha * TN_VLOAD(0, acc[i]))
+#if GEMM_TN_VECTOR
+    if (n0 + GEMM_TN <= N) GEMM_EPILOGUE_VECTOR(F16_VVAL) else
+#endif
+    GEMM_EPILOGUE_SCALAR(F16_VAL)
 }
 
 __kernel void embed_f16(__global const int *tok, const ulong tok_off, const uint rows, const uint seq_len,

@@ -225,19 +225,6 @@ __kernel void quant_rows(const uint M, const uint K, __global const float *X, co
     for (uint k = KV; k < K; k++) q[k] = convert_char_sat_rte(clamp(x[k] * inv, -127.0f, 127.0f));
 }
 
-#if GEMM_TN == 4
-#define VFLOAT_TN float4
-#define VLOAD_TN vload4
-#define VLOAD_INT_TN vload4
-#define VSTORE_TN vstore4
-#define CONVERT_TN convert_float4
-#elif GEMM_TN == 8
-#define VFLOAT_TN float8
-#define VLOAD_TN vload8
-#define VLOAD_INT_TN vload8
-#define VSTORE_TN vstore8
-#define CONVERT_TN convert_float8
-#endif
 
 __kernel void gemm_i8_nt(const uint M, const uint N, const uint K, const float alpha,
                          __global const char *A, const uint a_off, const uint lda,
@@ -306,45 +293,11 @@ __kernel void gemm_i8_nt(const uint M, const uint N, const uint K, const float a
             for (int j = 0; j < GEMM_TN; j++) acc[i][j] += (int)ar[i][k] * (int)qr[j][k];
 #endif
 
-#if GEMM_TN == 4 || GEMM_TN == 8
-    /* whole column blocks: the same operations per element as below, as
-     * vectors (a scalar epilogue cost about as much as a K = 256 block) */
-    if (n0 + GEMM_TN <= N) {
-        const VFLOAT_TN sqv = VLOAD_TN(0, sq + sq_off + n0);
-        const VFLOAT_TN bv = (flags & 1) ? VLOAD_TN(0, bias + bias_off + n0) : (VFLOAT_TN)0.0f;
-        #pragma unroll
-        for (int i = 0; i < GEMM_TM; i++) {
-            const uint m = m0 + (uint)i;
-            if (m >= M) break;
-            __global float *crow = C + c_off + m * ldc + n0;
-            const float am = alpha * sa[sa_off + m];
-            int av[GEMM_TN];
-            #pragma unroll
-            for (int j = 0; j < GEMM_TN; j++) av[j] = acc[i][j];
-            VFLOAT_TN v = CONVERT_TN(VLOAD_INT_TN(0, av)) * (am * sqv);
-            if (beta != 0.0f) v += beta * VLOAD_TN(0, crow);
-            if (flags & 1) v += bv;
-            if (flags & 2) v = fmax(v, (VFLOAT_TN)0.0f);
-            VSTORE_TN(v, 0, crow);
-        }
-        return;
-    }
+    /* the epilogue (common.cl): acc * (alpha sa[m] * sq[n]) (+ beta C) (+ bias) (ReLU) */
+#define I8_VAL(i, j, n) ((float)acc[i][j] * ((alpha * sa[sa_off + m]) * sq[sq_off + n]))
+#define I8_VVAL(i) (TN_CONVERT(TN_VLOAD(0, acc[i])) * ((alpha * sa[sa_off + m]) * TN_VLOAD(0, sq + sq_off + n0)))
+#if GEMM_TN_VECTOR
+    if (n0 + GEMM_TN <= N) GEMM_EPILOGUE_VECTOR(I8_VVAL) else
 #endif
-    #pragma unroll
-    for (int i = 0; i < GEMM_TM; i++) {
-        const uint m = m0 + (uint)i;
-        if (m >= M) break;
-        __global float *crow = C + c_off + m * ldc;
-        const float am = alpha * sa[sa_off + m];
-        #pragma unroll
-        for (int j = 0; j < GEMM_TN; j++) {
-            const uint n = n0 + (uint)j;
-            if (n >= N) break;
-            float v = (float)acc[i][j] * (am * sq[sq_off + n]);
-            if (beta != 0.0f) v += beta * crow[n];
-            if (flags & 1) v += bias[bias_off + n];
-            if (flags & 2) v = fmax(v, 0.0f);
-            crow[n] = v;
-        }
-    }
+    GEMM_EPILOGUE_SCALAR(I8_VAL)
 }

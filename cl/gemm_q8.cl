@@ -116,20 +116,11 @@ __kernel void gemm_q8_nt(const uint M, const uint N, const uint K, const float a
             #pragma unroll
             for (int j = 0; j < GEMM_TN; j++) acc[i][j] = ar[i][k] * (float)qr[j][k] + acc[i][j];
 
-    #pragma unroll
-    for (int i = 0; i < GEMM_TM; i++) {
-        const uint m = m0 + (uint)i;
-        if (m >= M) break;
-        __global float *crow = C + c_off + m * ldc;
-        #pragma unroll
-        for (int j = 0; j < GEMM_TN; j++) {
-            const uint n = n0 + (uint)j;
-            if (n >= N) break;
-            float v = alpha * (acc[i][j] * scale[s_off + n]);
-            if (beta != 0.0f) v += beta * crow[n];
-            if (flags & 1) v += bias[bias_off + n];
-            if (flags & 2) v = fmax(v, 0.0f);
-            crow[n] = v;
-        }
-    }
+    /* the epilogue (common.cl): alpha * (acc * scale[n]) (+ beta C) (+ bias) (ReLU) */
+#define Q8_VAL(i, j, n) (alpha * (acc[i][j] * scale[s_off + n]))
+#define Q8_VVAL(i) (alpha * (TN_VLOAD(0, acc[i]) * TN_VLOAD(0, scale + s_off + n0)))
+#if GEMM_TN_VECTOR
+    if (n0 + GEMM_TN <= N) GEMM_EPILOGUE_VECTOR(Q8_VVAL) else
+#endif
+    GEMM_EPILOGUE_SCALAR(Q8_VAL)
 }
