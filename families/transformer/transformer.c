@@ -348,11 +348,23 @@ static nmt_status tf_step(void *state, const nmt_io_bufs *io, uint32_t rows, uin
     return nmt_tf_logits(&st->fw, st->x, rows, io->logits);
 }
 
+/* One beam reorder's gathers: the back-pointers go to the device before the
+ * first gather and only then (the K|V-table path gathers nothing). */
+typedef struct tf_gather {
+    tf_state *st;
+    const nmt_io_bufs *io;
+    uint32_t rows;
+    int uploaded;
+} tf_gather;
+
 /* Gather rows of *buf (live elements of rows `ld` apart) into the spare,
  * which becomes *buf; the old *buf becomes the spare. */
-static nmt_status reorder_swap(tf_state *st, const nmt_io_bufs *io, nmt_buf *buf, nmt_buf *spare, uint64_t ld,
-                               uint32_t rows, uint32_t live) {
-    NMT_TRY(nmt_op_gather_rows(st->fw.ops, *buf, ld, *spare, ld, io->reorder, rows, live));
+static nmt_status reorder_swap(tf_gather *g, nmt_buf *buf, nmt_buf *spare, uint64_t ld, uint32_t live) {
+    if (!g->uploaded) {
+        NMT_TRY(nmt_io_reorder_upload(g->st->fw.ops, g->io, g->rows));
+        g->uploaded = 1;
+    }
+    NMT_TRY(nmt_op_gather_rows(g->st->fw.ops, *buf, ld, *spare, ld, g->io->reorder, g->rows, live));
     const nmt_buf old = *buf;
     *buf = *spare;
     *spare = old;
@@ -369,9 +381,6 @@ static nmt_status tf_reorder(void *state, const nmt_io_bufs *io, uint32_t rows, 
      * step); else gathered. */
     const int table = st->h_kvtab != NULL && io->h_reorder != NULL && nmt_ops_attn_kv_row(st->fw.ops, st->c.dh);
     NMT_CHECK(table || st->kv_hi == 0, NMT_ERR_INVALID_ARGUMENT); /* a batch does not switch between the two */
-    /* the back-pointers on the device only where something is gathered */
-    if (!table || st->cwin != NULL || st->win != NULL || nmt_ph_of(&st->c, 1, 0) != NULL)
-        NMT_TRY(nmt_io_reorder_upload(st->fw.ops, io, rows));
     if (table) {
         const uint32_t R = st->dims.step_rows;
         for (uint32_t r = 0; r < rows; r++) NMT_CHECK((uint32_t)io->h_reorder[r] < R, NMT_ERR_INVALID_ARGUMENT);
@@ -387,21 +396,21 @@ static nmt_status tf_reorder(void *state, const nmt_io_bufs *io, uint32_t rows, 
     /* All caches and the spare have one shape: gather each layer's cache into
      * the spare, which becomes that layer's cache, and the old cache becomes
      * the spare for the next layer — one copy per layer, no copy back. */
+    tf_gather g = {.st = st, .io = io, .rows = rows};
     for (uint32_t l = 0; l < st->c.dec_layers; l++) {
-        if (!table) NMT_TRY(reorder_swap(st, io, &st->cache[l], &st->cache_tmp, (uint64_t)T * 2 * d, rows, live));
+        if (!table) NMT_TRY(reorder_swap(&g, &st->cache[l], &st->cache_tmp, (uint64_t)T * 2 * d, live));
         /* phrase attention: the segment caches (the K|V cache's size; rows
          * of 2d or d per position) and the input window */
-        if (st->cwin != NULL)
-            NMT_TRY(reorder_swap(st, io, &st->cwin_prev[l], &st->win_tmp, (uint64_t)2 * d, rows, 2 * d));
+        if (st->cwin != NULL) NMT_TRY(reorder_swap(&g, &st->cwin_prev[l], &st->win_tmp, (uint64_t)2 * d, 2 * d));
         const nmt_ph_kind *pk = nmt_ph_of(&st->c, 1, 0);
         if (pk == NULL) continue;
         const uint32_t ld = pk->method == NMT_PH_CONVKV ? 2 * d : d;
-        for (uint32_t g = 0; g < NMT_PATTN_MAX_SEG; g++) {
-            nmt_buf *b = &st->ph_cache[l * NMT_PATTN_MAX_SEG + g];
-            if (b->mem != NULL) NMT_TRY(reorder_swap(st, io, b, &st->cache_tmp, (uint64_t)T * ld, rows, (t + 1) * ld));
+        for (uint32_t s = 0; s < NMT_PATTN_MAX_SEG; s++) {
+            nmt_buf *b = &st->ph_cache[l * NMT_PATTN_MAX_SEG + s];
+            if (b->mem != NULL) NMT_TRY(reorder_swap(&g, b, &st->cache_tmp, (uint64_t)T * ld, (t + 1) * ld));
         }
         if (st->win != NULL)
-            NMT_TRY(reorder_swap(st, io, &st->win_prev[l], &st->win_tmp, (uint64_t)pk->n_max * d, rows, pk->n_max * d));
+            NMT_TRY(reorder_swap(&g, &st->win_prev[l], &st->win_tmp, (uint64_t)pk->n_max * d, pk->n_max * d));
     }
     return NMT_OK;
 }
