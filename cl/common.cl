@@ -34,10 +34,10 @@ inline float vsum16(const float16 v) { return vsum8(v.lo + v.hi); }
  * (GEMM_TN_VECTOR is evaluated there, where GEMM_TN has its value). */
 #define NMT_CAT_(a, b) a##b
 #define NMT_CAT(a, b) NMT_CAT_(a, b)
-#define TN_FLOAT NMT_CAT(float, GEMM_TN)
-#define TN_VLOAD NMT_CAT(vload, GEMM_TN)
-#define TN_VSTORE NMT_CAT(vstore, GEMM_TN)
-#define TN_CONVERT NMT_CAT(convert_float, GEMM_TN)
+#define EPI_FLOAT NMT_CAT(float, GEMM_TN)
+#define EPI_VLOAD NMT_CAT(vload, GEMM_TN)
+#define EPI_VSTORE NMT_CAT(vstore, GEMM_TN)
+#define EPI_CONVERT NMT_CAT(convert_float, GEMM_TN)
 #define GEMM_TN_VECTOR (GEMM_TN == 2 || GEMM_TN == 4 || GEMM_TN == 8 || GEMM_TN == 16)
 
 #define GEMM_EPILOGUE_SCALAR(VAL)                                                       \
@@ -58,16 +58,16 @@ inline float vsum16(const float16 v) { return vsum8(v.lo + v.hi); }
 
 #define GEMM_EPILOGUE_VECTOR(VVAL)                                                      \
     {                                                                                   \
-        const TN_FLOAT bv_ = (flags & 1) ? TN_VLOAD(0, bias + bias_off + n0) : (TN_FLOAT)0.0f; \
+        const EPI_FLOAT bv_ = (flags & 1) ? EPI_VLOAD(0, bias + bias_off + n0) : (EPI_FLOAT)0.0f; \
         for (int i = 0; i < GEMM_TM; i++) {                                             \
             const uint m = m0 + (uint)i;                                                \
             if (m >= M) break;                                                          \
             __global float *crow = C + c_off + m * ldc + n0;                            \
-            TN_FLOAT v = VVAL(i);                                                       \
-            if (beta != 0.0f) v += beta * TN_VLOAD(0, crow);                            \
+            EPI_FLOAT v = VVAL(i);                                                       \
+            if (beta != 0.0f) v += beta * EPI_VLOAD(0, crow);                            \
             if (flags & 1) v += bv_;                                                    \
-            if (flags & 2) v = fmax(v, (TN_FLOAT)0.0f);                                 \
-            TN_VSTORE(v, 0, crow);                                                      \
+            if (flags & 2) v = fmax(v, (EPI_FLOAT)0.0f);                                 \
+            EPI_VSTORE(v, 0, crow);                                                      \
         }                                                                               \
     }
 

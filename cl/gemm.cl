@@ -101,7 +101,7 @@
 
 /* The epilogue (common.cl): v = alpha*acc (+ beta*C) (+ bias) (ReLU). */
 #define NT_VAL(i, j, n) (alpha * acc[i][j])
-#define NT_VVAL(i) (alpha * TN_VLOAD(0, acc[i]))
+#define NT_VVAL(i) (alpha * EPI_VLOAD(0, acc[i]))
 #if GEMM_TN_VECTOR
 #define GEMM_EPILOGUE()                                                                 \
     if (n0 + GEMM_TN <= N) GEMM_EPILOGUE_VECTOR(NT_VVAL) else GEMM_EPILOGUE_SCALAR(NT_VAL)

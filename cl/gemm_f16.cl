@@ -119,7 +119,7 @@ __kernel void gemm_f16_nt(const uint M, const uint N, const uint K, const float 
 
     /* the epilogue (common.cl): alpha * acc (+ beta C) (+ bias) (ReLU) */
 #define F16_VAL(i, j, n) (alpha * acc[i][j])
-#define F16_VVAL(i) (alpha * TN_VLOAD(0, acc[i]))
+#define F16_VVAL(i) (alpha * EPI_VLOAD(0, acc[i]))
 #if GEMM_TN_VECTOR
     if (n0 + GEMM_TN <= N) GEMM_EPILOGUE_VECTOR(F16_VVAL) else
 #endif

@@ -295,7 +295,7 @@ __kernel void gemm_i8_nt(const uint M, const uint N, const uint K, const float a
 
     /* the epilogue (common.cl): acc * (alpha sa[m] * sq[n]) (+ beta C) (+ bias) (ReLU) */
 #define I8_VAL(i, j, n) ((float)acc[i][j] * ((alpha * sa[sa_off + m]) * sq[sq_off + n]))
-#define I8_VVAL(i) (TN_CONVERT(TN_VLOAD(0, acc[i])) * ((alpha * sa[sa_off + m]) * TN_VLOAD(0, sq + sq_off + n0)))
+#define I8_VVAL(i) (EPI_CONVERT(EPI_VLOAD(0, acc[i])) * ((alpha * sa[sa_off + m]) * EPI_VLOAD(0, sq + sq_off + n0)))
 #if GEMM_TN_VECTOR
     if (n0 + GEMM_TN <= N) GEMM_EPILOGUE_VECTOR(I8_VVAL) else
 #endif

@@ -118,7 +118,7 @@ __kernel void gemm_q8_nt(const uint M, const uint N, const uint K, const float a
 
     /* the epilogue (common.cl): alpha * (acc * scale[n]) (+ beta C) (+ bias) (ReLU) */
 #define Q8_VAL(i, j, n) (alpha * (acc[i][j] * scale[s_off + n]))
-#define Q8_VVAL(i) (alpha * (TN_VLOAD(0, acc[i]) * TN_VLOAD(0, scale + s_off + n0)))
+#define Q8_VVAL(i) (alpha * (EPI_VLOAD(0, acc[i]) * EPI_VLOAD(0, scale + s_off + n0)))
 #if GEMM_TN_VECTOR
     if (n0 + GEMM_TN <= N) GEMM_EPILOGUE_VECTOR(Q8_VVAL) else
 #endif

@@ -211,7 +211,11 @@ __kernel void pattn_apply(const uint n_seq, const uint lq, const uint lk_max, co
  * pass 2 accumulates exp(score - max) * v in private memory; the output
  * is divided by the sum, and P normalised when write_p.  Segment g's
  * tensors are Q<g>, QX<g>, K<g>, V<g> with component g of the vector
- * arguments (offsets, strides, taps, first key, has_q).   [s * H + h, i] */
+ * arguments (offsets, strides, taps, first key, has_q).  With has_kv_row,
+ * every segment's key and value at position p of sequence m are those of
+ * sequence kv_row[kr_off + p * kr_ld + m] (a beam's rows reading their
+ * history where it was written; runtime/ops.h nmt_pattn_args.kv_row).
+ *                                                      [s * H + h, i] */
 #ifndef PATTN_MAX_DH
 #define PATTN_MAX_DH 128
 #endif
@@ -230,7 +234,8 @@ __kernel void pattn_fused(const uint n_seq, const uint lq, const uint q_pos0, co
                           __global const float *V3, const ulong4 q_off, const ulong4 qx_off, const ulong4 k_off,
                           const ulong4 v_off, const uint4 q_ld, const uint4 qx_ld, const uint4 k_ld, const uint4 v_ld,
                           const ulong4 k_stride, const ulong4 v_stride, const uint4 n_ext, const uint4 lo,
-                          const int4 has_q, __global float *P, const ulong p_off, const int write_p,
+                          const int4 has_q, __global const int *kv_row, const ulong kr_off, const uint kr_ld,
+                          const int has_kv_row, __global float *P, const ulong p_off, const int write_p,
                           __global float *OUT, const ulong out_off, const uint out_ld) {
     const uint sh = (uint)get_global_id(0);
     const uint i = (uint)get_global_id(1);
@@ -241,12 +246,13 @@ __kernel void pattn_fused(const uint n_seq, const uint lq, const uint q_pos0, co
     const int hi = pos < (int)q_lo ? -1 : causal ? min(n_keys - 1, pos) : n_keys - 1;
     const uint qrow = s * lq + i;
     __global float *prow = P + p_off + ((ulong)sh * lq + i) * p_ld;
+    __global const int *kr_m = kv_row + kr_off + m; /* has_kv_row: position p of sequence m in kr_m[p * kr_ld] */
     float mx = -INFINITY;
     for (uint g = 0; g < n_segs; g++) {
         const uint ne = PSEL(n_ext, g), hq = PSEL(has_q, g) ? 1u : 0u, nw = ne + hq;
         const float scale = rsqrt((float)(nw * dh));
-        __global const float *Kg = PSELP(K0, K1, K2, K3, g) + PSEL(k_off, g) + (ulong)m * PSEL(k_stride, g) +
-                                   (ulong)h * dh;
+        const ulong kst = PSEL(k_stride, g);
+        __global const float *Kg = PSELP(K0, K1, K2, K3, g) + PSEL(k_off, g) + (ulong)h * dh;
         __global const float *qm = PSELP(Q0, Q1, Q2, Q3, g) + PSEL(q_off, g) + (ulong)qrow * PSEL(q_ld, g) +
                                    (ulong)h * dh;
         __global const float *qx = PSELP(QX0, QX1, QX2, QX3, g) + PSEL(qx_off, g) + (ulong)qrow * PSEL(qx_ld, g) +
@@ -260,7 +266,8 @@ __kernel void pattn_fused(const uint n_seq, const uint lq, const uint q_pos0, co
                 for (uint u = 0; u < nw; u++) {
                     const int kr = j - (int)nw + 1 + (int)u;
                     if (kr < 0) continue;
-                    __global const float *k = Kg + (ulong)kr * kld;
+                    const ulong seq = has_kv_row ? (ulong)(uint)kr_m[(ulong)kr * kr_ld] : (ulong)m;
+                    __global const float *k = Kg + seq * kst + (ulong)kr * kld;
                     __global const float *q = u < ne ? qx + (ulong)u * dh : qm;
                     float4 a4 = (float4)(0.0f);
                     const uint D4 = dh & ~3u;
@@ -279,15 +286,16 @@ __kernel void pattn_fused(const uint n_seq, const uint lq, const uint q_pos0, co
     float sum = 0.0f;
     if (mx != -INFINITY)
         for (uint g = 0; g < n_segs; g++) {
-            __global const float *Vg = PSELP(V0, V1, V2, V3, g) + PSEL(v_off, g) + (ulong)m * PSEL(v_stride, g) +
-                                       (ulong)h * dh;
+            const ulong vst = PSEL(v_stride, g);
+            __global const float *Vg = PSELP(V0, V1, V2, V3, g) + PSEL(v_off, g) + (ulong)h * dh;
             const uint vld = PSEL(v_ld, g);
             for (uint j = 0; j < lk_max; j++) {
                 const float sc = prow[g * lk_max + j];
                 if (sc == -INFINITY) continue;
                 const float p = exp(sc - mx);
                 sum += p;
-                __global const float *v = Vg + (ulong)j * vld;
+                const ulong seq = has_kv_row ? (ulong)(uint)kr_m[(ulong)j * kr_ld] : (ulong)m;
+                __global const float *v = Vg + seq * vst + (ulong)j * vld;
                 for (uint c = 0; c < dh; c++) acc[c] = p * v[c] + acc[c];
             }
         }

@@ -509,6 +509,12 @@ typedef struct nmt_pattn_args {
     uint32_t q_lo;
     uint32_t n_segs;
     nmt_pattn_seg seg[NMT_PATTN_MAX_SEG];
+    /* optional (int): every segment's key and value at position p of
+     * sequence m are those of sequence kv_row[p * kv_row_ld + m] (a beam's
+     * rows reading the decoder caches where each position was written, as
+     * nmt_attn_args.kv_row); only the fused kernel takes it
+     * (nmt_ops_pattn_kv_row), elsewhere NMT_ERR_UNSUPPORTED */
+    nmt_buf kv_row; uint32_t kv_row_ld;
     nmt_buf p;
     nmt_buf out; uint32_t out_ld;
 } nmt_pattn_args;
@@ -517,6 +523,9 @@ static inline uint32_t nmt_pattn_n_win(const nmt_pattn_seg *g) { return g->n_ext
 
 /* Requires nmt_ops_enable_phrase. */
 nmt_status nmt_op_pattn(nmt_ops *ops, const nmt_pattn_args *a);
+/* 1 when nmt_op_pattn takes a kv_row table for heads of d_head (its fused
+ * kernel: not NMT_ATTN_SPLIT, d_head <= 128, the phrase kernels enabled). */
+int nmt_ops_pattn_kv_row(const nmt_ops *ops, uint32_t d_head);
 /* The argument checks of nmt_op_pattn (and of its backward). */
 nmt_status nmt_pattn_check(const nmt_pattn_args *a);
 

@@ -196,6 +196,11 @@ static void pattn_mask_args(args *k, const nmt_pattn_args *a) {
     arg_i32(k, a->causal ? 1 : 0);
 }
 
+int nmt_ops_pattn_kv_row(const nmt_ops *ops, uint32_t d_head) {
+    return ops != NULL && ops->k_pattn_fused != NULL && ops->attn_mode != NMT_ATTN_SPLIT &&
+           d_head <= NMT_PATTN_MAX_DH;
+}
+
 /* One launch of pattn_fused (nmt_op_pattn's path for d_head <= 128). */
 static nmt_status pattn_fused(nmt_ops *ops, const nmt_pattn_args *a) {
     args k = args_begin(ops->k_pattn_fused);
@@ -244,6 +249,10 @@ static nmt_status pattn_fused(nmt_ops *ops, const nmt_pattn_args *a) {
     arg_raw(&k, sizeof n_ext, &n_ext);
     arg_raw(&k, sizeof lo, &lo);
     arg_raw(&k, sizeof has_q, &has_q);
+    arg_mem(&k, a->kv_row.mem ? a->kv_row.mem : a->p.mem); /* without the table the kernel never reads it */
+    arg_u64(&k, a->kv_row.mem ? a->kv_row.off : 0);
+    arg_u32(&k, a->kv_row_ld);
+    arg_i32(&k, a->kv_row.mem != NULL);
     arg_mem(&k, a->p.mem);
     arg_u64(&k, a->p.off);
     arg_i32(&k, 1);
@@ -259,7 +268,8 @@ nmt_status nmt_op_pattn(nmt_ops *ops, const nmt_pattn_args *a) {
     if (ops == NULL || ops->k_pattn_scores == NULL) return NMT_ERR_INVALID_ARGUMENT;
     NMT_TRY(nmt_pattn_check(a));
     if (a->n_seq == 0 || a->lq == 0 || a->n_heads == 0 || a->d_head == 0 || a->lk_max == 0) return NMT_OK;
-    if (ops->attn_mode != NMT_ATTN_SPLIT && a->d_head <= NMT_PATTN_MAX_DH) return pattn_fused(ops, a);
+    if (nmt_ops_pattn_kv_row(ops, a->d_head)) return pattn_fused(ops, a);
+    if (a->kv_row.mem != NULL) return NMT_ERR_UNSUPPORTED; /* only the fused kernel reads through a table */
     const uint32_t p_ld = a->n_segs * a->lk_max, rows = a->n_seq * a->n_heads * a->lq;
     for (uint32_t g = 0; g < a->n_segs; g++) {
         const nmt_pattn_seg *s = &a->seg[g];

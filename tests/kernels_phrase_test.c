@@ -592,6 +592,75 @@ static double *pa_dense(const float *x, size_t off, uint32_t rows, uint32_t cols
     return d;
 }
 
+/* The fused kernel through a kv_row table: every position's key and value
+ * rows of the key sequences permuted (a random permutation per position,
+ * into copies with one spare sequence), the table pointing back.  The
+ * same keys and values in the same order: `fused`'s result bit for bit.
+ * The split kernels refuse a table. */
+static void pattn_through_table(env *e, const nmt_pattn_args *a0, const pa_case *c, const float *fused,
+                                nmt_test_rng *r) {
+    const uint32_t n_kv = pa_nkv(c), n_phys = n_kv + 1, tab_ld = n_phys + 2, otab = 3;
+    int32_t *tab = calloc((size_t)otab + (size_t)PA_LK * tab_ld, sizeof(int32_t));
+    assert_non_null(tab);
+    for (uint32_t p = 0; p < PA_LK; p++) {
+        int32_t perm[PA_MAXS + 1];
+        for (uint32_t m = 0; m < n_phys; m++) perm[m] = (int32_t)m;
+        for (uint32_t m = n_phys - 1; m > 0; m--) { /* Fisher-Yates */
+            const uint32_t k = (uint32_t)nmt_test_rng_int(r, 0, (int32_t)m + 1);
+            const int32_t x = perm[m];
+            perm[m] = perm[k];
+            perm[k] = x;
+        }
+        for (uint32_t m = 0; m < n_kv; m++) tab[otab + (size_t)p * tab_ld + m] = perm[m];
+    }
+    nmt_pattn_args a = *a0;
+    cl_mem mk[PA_MAXS], mv[PA_MAXS];
+    for (uint32_t g = 0; g < a.n_segs; g++) {
+        nmt_pattn_seg *sg = &a.seg[g];
+        /* the copies: sequence tab[p][m] holds sequence m's position p */
+        const size_t nk = (size_t)n_phys * sg->k_stride, nv = (size_t)n_phys * sg->v_stride;
+        float *src_k = download(e, sg->k.mem, (size_t)n_kv * sg->k_stride);
+        float *src_v = download(e, sg->v.mem, (size_t)n_kv * sg->v_stride);
+        float *hk = nan_f32(nk), *hv = nan_f32(nv);
+        for (uint32_t m = 0; m < n_kv; m++)
+            for (uint32_t p = 0; p < PA_LK; p++) {
+                const size_t to = (size_t)tab[otab + (size_t)p * tab_ld + m];
+                memcpy(hk + to * sg->k_stride + (size_t)p * sg->k_ld, src_k + m * sg->k_stride + (size_t)p * sg->k_ld,
+                       sizeof(float) * sg->k_ld);
+                memcpy(hv + to * sg->v_stride + (size_t)p * sg->v_ld, src_v + m * sg->v_stride + (size_t)p * sg->v_ld,
+                       sizeof(float) * sg->v_ld);
+            }
+        mk[g] = nmt_test_upload_f32(e->dev, hk, nk);
+        mv[g] = nmt_test_upload_f32(e->dev, hv, nv);
+        sg->k = B(mk[g], 0);
+        sg->v = B(mv[g], 0);
+        free(src_k), free(src_v), free(hk), free(hv);
+    }
+    cl_mem dtab = nmt_test_upload_i32(e->dev, tab, (size_t)otab + (size_t)PA_LK * tab_ld);
+    a.kv_row = B(dtab, otab);
+    a.kv_row_ld = tab_ld;
+    const uint32_t rows = c->n_seq * c->lq;
+    const size_t no = (size_t)rows * a.out_ld;
+    cl_mem out = nmt_test_buffer_f32_fill(e->dev, no, NAN);
+    a.out = B(out, 0);
+    e->ops.attn_mode = NMT_ATTN_SPLIT;
+    assert_false(nmt_ops_pattn_kv_row(&e->ops, PA_DH));
+    assert_int_equal(nmt_op_pattn(&e->ops, &a), NMT_ERR_UNSUPPORTED); /* only the fused kernel reads a table */
+    e->ops.attn_mode = NMT_ATTN_AUTO;
+    assert_true(nmt_ops_pattn_kv_row(&e->ops, PA_DH));
+    nmt_test_assert_ok(e->dev, nmt_op_pattn(&e->ops, &a));
+    float *got = download(e, out, no);
+    for (size_t i = 0; i < no; i++)
+        if (memcmp(&got[i], &fused[i], sizeof(float)) != 0 && !(isnan(got[i]) && isnan(fused[i])))
+            fail_msg("pattn through a kv_row table: element %zu is %.9g, without the table %.9g", i, (double)got[i],
+                     (double)fused[i]);
+    free(got);
+    nmt_test_release(out);
+    nmt_test_release(dtab);
+    for (uint32_t g = 0; g < a.n_segs; g++) nmt_test_release(mk[g]), nmt_test_release(mv[g]);
+    free(tab);
+}
+
 static void test_pattn(void **state) {
     env *e = *state;
     nmt_test_assert_ok(e->dev, nmt_ops_enable_phrase(&e->ops));
@@ -690,6 +759,7 @@ static void test_pattn(void **state) {
             snprintf(what, sizeof what, "pattn case %zu (%s)", ci, mode ? "fused" : "split");
             check_block(got, wantf, (size_t)rows * out_ld, 0, rows, PA_W, out_ld, TOL, what);
         }
+        pattn_through_table(e, &a, c, got, &r);
         a.out = B(dout, 0);
 
         /* backward: L = sum wl * out; gradients added onto random bases */

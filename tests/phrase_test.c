@@ -2,7 +2,8 @@
  * 16) in the session: for every method x structure (ConvKV, QueryK;
  * homogeneous, heterogeneous) in the encoder self-, decoder self- and
  * cross-attention, incremental decoding (window state, K|V and segment
- * caches, beam reorder) gives the teacher-forced scores; unigram-only
+ * caches, beam reorder) gives the teacher-forced scores, and the segment
+ * caches read through the beam's K|V table equal them gathered; unigram-only
  * configurations equal the Transformer on the same weights; int8 models
  * run; bad configurations are NMT_ERR_MODEL_ARCH with the reason.
  * Sentences of 1, 2, 3 and 8 source tokens (+ EOS) and 1 to 5 target
@@ -146,6 +147,9 @@ static void test_incremental_equals_forced(void **state) {
             snprintf(what, sizeof what, "%s | %s | %s %s", configs[k][0], configs[k][1], configs[k][2],
                      q8 ? "int8" : "fp32");
             check_incremental_equals_forced(e->dev, m.s, &src, 3, 2, 6, what);
+            /* the decoder caches read through the beam's K|V table equal
+             * them gathered on every reorder (and trimming changes nothing) */
+            if (!q8) check_trim_equals_full(e->dev, m.s, &src, 3, what);
             test_model_close(&m);
         }
 }

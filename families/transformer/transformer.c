@@ -36,10 +36,11 @@ typedef struct tf_state {
     nmt_buf *ph_cache, *ph_cross, *win, *win_prev;
     nmt_buf *cwin, *cwin_prev; /* interleaved cross-attention: windows of its query inputs */
     nmt_buf win_tmp;   /* spare window: beam reorder target (every window has its size) */
-    /* The beam's K|V table (no phrase decoder self-attention): row r's key
-     * and value at position p live in cache row kv_tab[p * step_rows + r]
-     * (ops.h nmt_attn_args.kv_row), so a beam reorder permutes these ints
-     * on the host instead of gathering every layer's cache.  Identity past
+    /* The beam's K|V table: row r's key and value at position p live in
+     * cache row kv_tab[p * step_rows + r] (ops.h nmt_attn_args.kv_row; a
+     * phrase decoder self-attention's segment caches likewise,
+     * nmt_pattn_args.kv_row), so a beam reorder permutes these ints on the
+     * host instead of gathering every layer's caches.  Identity past
      * position kv_hi (0: identity everywhere, the device copy unread). */
     int32_t *h_kvtab;  /* (tgt_cap, step_rows) */
     int32_t *h_kvtmp;  /* (step_rows) one position's old entries */
@@ -270,7 +271,7 @@ static nmt_status tf_plan(nmt_session *s, const nmt_file *f, const void *cfgp, c
     NMT_TRY(nmt_session_floats(s, a, sc, &local.fw.scores));
     NMT_TRY(nmt_session_floats(s, a, 2 * max3(B * H * S, B * H * T, R * H), &local.fw.stats));
     NMT_TRY(nmt_session_floats(s, a, R * T * 2 * d, &local.cache_tmp));
-    if (nmt_ph_of(c, 1, 0) == NULL) { /* the K|V table, identity to begin with */
+    { /* the K|V table, identity to begin with */
         local.h_kvtab = NMT_ARENA_NEW(a, int32_t, T * R);
         local.h_kvtmp = NMT_ARENA_NEW(a, int32_t, R);
         NMT_CHECK(local.h_kvtab != NULL && local.h_kvtmp != NULL, NMT_ERR_ARENA_TOO_SMALL);
@@ -379,7 +380,10 @@ static nmt_status tf_reorder(void *state, const nmt_io_bufs *io, uint32_t rows, 
      * one (positions [0, t] permuted on the host and uploaded: every layer's
      * cache stays where it is, each (row, position) written once by its
      * step); else gathered. */
-    const int table = st->h_kvtab != NULL && io->h_reorder != NULL && nmt_ops_attn_kv_row(st->fw.ops, st->c.dh);
+    const nmt_ph_kind *pk = nmt_ph_of(&st->c, 1, 0);
+    const int table = io->h_reorder != NULL &&
+                      (pk != NULL ? nmt_ops_pattn_kv_row(st->fw.ops, st->c.dh)
+                                  : nmt_ops_attn_kv_row(st->fw.ops, st->c.dh));
     NMT_CHECK(table || st->kv_hi == 0, NMT_ERR_INVALID_ARGUMENT); /* a batch does not switch between the two */
     if (table) {
         const uint32_t R = st->dims.step_rows;
@@ -402,10 +406,9 @@ static nmt_status tf_reorder(void *state, const nmt_io_bufs *io, uint32_t rows, 
         /* phrase attention: the segment caches (the K|V cache's size; rows
          * of 2d or d per position) and the input window */
         if (st->cwin != NULL) NMT_TRY(reorder_swap(&g, &st->cwin_prev[l], &st->win_tmp, (uint64_t)2 * d, 2 * d));
-        const nmt_ph_kind *pk = nmt_ph_of(&st->c, 1, 0);
         if (pk == NULL) continue;
         const uint32_t ld = pk->method == NMT_PH_CONVKV ? 2 * d : d;
-        for (uint32_t s = 0; s < NMT_PATTN_MAX_SEG; s++) {
+        for (uint32_t s = 0; s < NMT_PATTN_MAX_SEG && !table; s++) {
             nmt_buf *b = &st->ph_cache[l * NMT_PATTN_MAX_SEG + s];
             if (b->mem != NULL) NMT_TRY(reorder_swap(&g, b, &st->cache_tmp, (uint64_t)T * ld, (t + 1) * ld));
         }

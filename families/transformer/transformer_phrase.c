@@ -106,6 +106,8 @@ void nmt_ph_args(const nmt_tf_fwd *fw, const nmt_tf_acts *a, const nmt_ph_kind *
         o->q_pos0 = p->t;
         o->lk_max = o->key_len_const = p->t + 1;
         o->causal = 1;
+        o->kv_row = a->kv_row; /* the beam's K|V table covers the segment caches too */
+        o->kv_row_ld = a->kv_row_ld;
     } else {
         k = nmt_buf_at(a->qkv, d);
         v = nmt_buf_at(a->qkv, 2 * (size_t)d);
