@@ -307,6 +307,11 @@ nmt_status nmt_session_plan_i8dot(nmt_session *s, nmt_arena *a, size_t rows, siz
 nmt_status nmt_session_buffer(nmt_session *s, nmt_arena *a, size_t bytes, const void *init,
                               nmt_buf *out);
 
+/* The model file's bytes [p, p + n) have been copied to the device: give
+ * their pages back (platform.h, nmt_mapping_release) when the session mapped
+ * the file itself; nothing for a caller's model_data image. */
+void nmt_session_release_model(nmt_session *s, const void *p, size_t n);
+
 /* nmt_session_buffer of `floats` fp32 elements (or 4-byte ints), no initial
  * data; a byte count that overflows is NMT_ERR_DEVICE_MEMORY. */
 static inline nmt_status nmt_session_floats(nmt_session *s, nmt_arena *a, size_t floats, nmt_buf *out) {

@@ -153,6 +153,7 @@ static nmt_status load_one(void *ctx, const nmt_tensor_decl *t) {
         nmt_buf scales = {NULL, 0};
         int q8 = 0, f16 = 0;
         NMT_TRY(load_single(lc, &v, bias ? &dst->b : &dst->w, &scales, &q8, &f16));
+        nmt_session_release_model(lc->s, v.data, (size_t)v.nbytes);
         if (!bias) {
             dst->s = scales;
             dst->q8 = q8;
@@ -162,7 +163,12 @@ static nmt_status load_one(void *ctx, const nmt_tensor_decl *t) {
     }
     (bias ? lc->pend_b : lc->pend_w)[t->part] = v;
     if (t->part + 1 < t->n_parts) return NMT_OK;
-    return bias ? load_fused_b(lc, t->n_parts, &dst->b) : load_fused_w(lc, t->n_parts, dst);
+    NMT_TRY(bias ? load_fused_b(lc, t->n_parts, &dst->b) : load_fused_w(lc, t->n_parts, dst));
+    for (uint32_t i = 0; i < t->n_parts; i++) {
+        const nmt_tensor_view *p = &(bias ? lc->pend_b : lc->pend_w)[i];
+        nmt_session_release_model(lc->s, p->data, (size_t)p->nbytes);
+    }
+    return NMT_OK;
 }
 
 nmt_status nmt_family_load_weights(const nmt_family *fam, const void *cfg, void *weights, nmt_session *s,

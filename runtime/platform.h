@@ -23,6 +23,15 @@ typedef struct nmt_mapping {
 nmt_status nmt_map_file(const char *path, nmt_mapping *m);
 void nmt_unmap_file(nmt_mapping *m);
 
+/* Give back the resident pages of bytes [p, p + n) of mapping m (the pages
+ * that hold any of them, clipped to the mapping): the mapping stays valid
+ * and a later read brings the bytes in again from the file.  Lets a session
+ * that has copied a tensor to the device, or checked its CRC, keep the
+ * file's pages out of its resident set, so that peak memory is the larger of
+ * the file and the device buffers, not their sum.  Does nothing where the
+ * system has no such call, and for bytes outside m. */
+void nmt_mapping_release(const nmt_mapping *m, const void *p, size_t n);
+
 /* Where an atomic replacement of `path` writes (docs/RELIABILITY.md, "files
  * replaced or lost"): `path` itself when it is a regular file or does not
  * exist; for a symbolic link, the regular file it points to (the link is

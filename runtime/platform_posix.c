@@ -4,11 +4,13 @@
  * requests beyond NMT_PLATFORM_PATH_MAX fail with NMT_ERR_IO / ENAMETOOLONG).
  * Every failing call returns with errno describing the first error. */
 #define _XOPEN_SOURCE 700 /* realpath() */
+#define _DEFAULT_SOURCE   /* madvise(), MADV_DONTNEED */
 #include "platform.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h> /* PATH_MAX */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h> /* mkstemp */
 #include <string.h>
@@ -70,6 +72,26 @@ nmt_status nmt_map_file(const char *path, nmt_mapping *m) {
     m->data = p;
     m->size = size;
     return NMT_OK;
+}
+
+void nmt_mapping_release(const nmt_mapping *m, const void *p, size_t n) {
+    if (m == NULL || m->data == NULL || p == NULL || n == 0) return;
+    const uintptr_t base = (uintptr_t)m->data, end = base + m->size;
+    uintptr_t lo = (uintptr_t)p, hi = lo + n;
+    if (hi < lo || lo >= end || hi <= base) return;
+    if (lo < base) lo = base;
+    if (hi > end) hi = end;
+    const long ps = sysconf(_SC_PAGESIZE);
+    const uintptr_t page = ps > 0 ? (uintptr_t)ps : 4096u;
+    lo &= ~(page - 1); /* mmap returns page-aligned data: lo stays >= base */
+#ifdef MADV_DONTNEED
+    /* a read-only MAP_PRIVATE file mapping holds no private copies:
+     * MADV_DONTNEED only drops the pages, which the file still has
+     * (posix_madvise's POSIX_MADV_DONTNEED is a no-op in glibc) */
+    (void)madvise((void *)lo, (size_t)(hi - lo), MADV_DONTNEED);
+#else
+    (void)hi;
+#endif
 }
 
 void nmt_unmap_file(nmt_mapping *m) {

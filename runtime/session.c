@@ -152,6 +152,10 @@ nmt_status nmt_session_buffer(nmt_session *s, nmt_arena *a, size_t bytes, const 
     return NMT_OK;
 }
 
+void nmt_session_release_model(nmt_session *s, const void *p, size_t n) {
+    if (s != NULL && s->mapped) nmt_mapping_release(&s->map, p, n);
+}
+
 nmt_ops *nmt_session_ops(nmt_session *s) { return &s->ops; }
 
 int nmt_session_fp16(const nmt_session *s) { return s->fp16; }
@@ -302,6 +306,10 @@ nmt_status nmt_session_create(nmt_device *dev, const nmt_session_params *params,
     if (sp != NMT_OK && why[0]) nmt_log(&dev->log, NMT_LOG_ERROR, "model refused: %s", why);
     NMT_TRY(sp);
     tmp.mapped = params->model_path != NULL;
+    /* the CRC check has read every byte: give the pages back now, and the
+     * weights' again once each is on the device (nmt_session_release_model),
+     * so that the file and the device copies are never resident together */
+    if (tmp.mapped) nmt_mapping_release(&tmp.map, tmp.map.data, tmp.map.size);
     size_t need;
     nmt_status st = measure(&tmp, &need);
     nmt_arena a;
