@@ -192,6 +192,10 @@ typedef struct nmt_device_info {
      *  class ("int8 x int8 (dot built-in)", "int8 weights x fp32", ...):
      *  docs/PORTING.md, "Fast paths: int8 x int8 products". */
     char int8_products[128];
+    /** The same as bits: bit c set when shape class c (0 m2, 1 m16, 2 big)
+     *  runs products with int8 weights as int8 x int8; 0 when every class
+     *  takes fp32 activations. */
+    unsigned int int8x8_classes;
 } nmt_device_info;
 
 /** Bytes of caller memory nmt_device_open() needs (a constant of the build). */

@@ -105,8 +105,8 @@ static void describe_products(strbuf *out, const cli_opts *o, const nmt_limits *
     sp.fp16_compute = NMT_FP16_ON;
     const int saves = nmt_session_arena_size(&sp, &arena, &half_bytes) == NMT_OK && half_bytes < *device_bytes;
     const char *why = NULL;
-    /* int8 models: what int8_products names decides the activations' side */
-    const int i8_all_fp32 = di == NULL || strncmp(di->int8_products, "int8 weights x fp32", 19) == 0;
+    /* int8 models: whether any class runs int8 x int8 decides the activations' side */
+    const int i8_all_fp32 = di == NULL || di->int8x8_classes == 0;
     if (!saves && strcmp(m->dtype, "int8") == 0)
         why = i8_all_fp32 ? "int8 weights (per-row scales) x fp32 activations, fp32 accumulation"
                           : "int8 weights (per-row scales); the int8 x int8 products of int8_products quantize "

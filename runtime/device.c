@@ -545,7 +545,7 @@ void nmt_device_get_info(const nmt_device *dev, nmt_device_info *info) {
     if (dev == NULL || info == NULL) return;
     *info = dev->info;
     info->subgroup_reductions = nmt_ops_sg_wanted(dev);
-    nmt_i8dot_describe(dev, info->int8_products, sizeof info->int8_products);
+    info->int8x8_classes = nmt_i8dot_describe(dev, info->int8_products, sizeof info->int8_products);
 }
 
 int32_t nmt_device_last_cl_error(const nmt_device *dev) { return dev ? dev->last_cl_error : 0; }

@@ -172,8 +172,9 @@ int nmt_i8dot_path(const nmt_device *dev, nmt_gemm_class cls);
  * VNNI, or the portable kernel. */
 int nmt_i8dot_fast_variant(const nmt_device *dev);
 
-/* nmt_i8dot_path of every class as text, for nmt_device_info.int8_products. */
-void nmt_i8dot_describe(const nmt_device *dev, char *buf, size_t cap);
+/* nmt_i8dot_path of every class as text, for nmt_device_info.int8_products;
+ * returns nmt_device_info.int8x8_classes (bit c: class c runs int8 x int8). */
+unsigned nmt_i8dot_describe(const nmt_device *dev, char *buf, size_t cap);
 
 /* 64-bit FNV-1a, used for cache keys (chain by passing the previous value;
  * start with NMT_FNV_OFFSET). */

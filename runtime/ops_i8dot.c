@@ -32,17 +32,21 @@ int nmt_i8dot_path(const nmt_device *dev, nmt_gemm_class cls) {
     return want == NMT_I8DOT_ON || v != NMT_I8_PORTABLE ? v : 0;
 }
 
-void nmt_i8dot_describe(const nmt_device *dev, char *buf, size_t cap) {
+unsigned nmt_i8dot_describe(const nmt_device *dev, char *buf, size_t cap) {
     static const char *const names[4] = {"int8 weights x fp32", "int8 x int8 (dot built-in)",
                                          "int8 x int8 (portable)", "int8 x int8 (x86 VNNI)"};
-    if (buf == NULL || cap == 0) return;
     int p[NMT_GCLASS_COUNT];
-    for (int c = 0; c < NMT_GCLASS_COUNT; c++) p[c] = nmt_i8dot_path(dev, (nmt_gemm_class)c);
-    if (p[0] == p[1] && p[1] == p[2]) {
-        snprintf(buf, cap, "%s%s", names[p[0]], p[0] == 0 && env_off() ? " (NMT_EDGE_NO_I8DOT)" : "");
-        return;
+    unsigned classes = 0;
+    for (int c = 0; c < NMT_GCLASS_COUNT; c++) {
+        p[c] = nmt_i8dot_path(dev, (nmt_gemm_class)c);
+        if (p[c] != 0) classes |= 1u << c;
     }
-    snprintf(buf, cap, "m2: %s, m16: %s, big: %s", names[p[0]], names[p[1]], names[p[2]]);
+    if (buf == NULL || cap == 0) return classes;
+    if (p[0] == p[1] && p[1] == p[2])
+        snprintf(buf, cap, "%s%s", names[p[0]], p[0] == 0 && env_off() ? " (NMT_EDGE_NO_I8DOT)" : "");
+    else
+        snprintf(buf, cap, "m2: %s, m16: %s, big: %s", names[p[0]], names[p[1]], names[p[2]]);
+    return classes;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -116,6 +116,7 @@ static void test_path_choice(void **state) {
     nmt_device_info info;
     nmt_device_get_info(dev, &info);
     assert_string_equal(info.int8_products, names[dot ? fast : 0]);
+    assert_int_equal(info.int8x8_classes, dot ? 7u : 0u);
 
     dev->tuning.i8dot[NMT_GCLASS_M16] = NMT_I8DOT_OFF;
     dev->tuning.i8dot[NMT_GCLASS_BIG] = NMT_I8DOT_ON;
@@ -126,10 +127,12 @@ static void test_path_choice(void **state) {
     snprintf(want_text, sizeof want_text, "m2: %s, m16: int8 weights x fp32, big: %s", names[dot ? fast : 0],
              names[fast]);
     assert_string_equal(info.int8_products, want_text);
+    assert_int_equal(info.int8x8_classes, (dot ? 1u : 0u) | 4u); /* m2 as before, m16 off, big on */
     setenv("NMT_EDGE_NO_I8DOT", "1", 1);
     for (int c = 0; c < NMT_GCLASS_COUNT; c++) assert_int_equal(nmt_i8dot_path(dev, (nmt_gemm_class)c), 0);
     nmt_device_get_info(dev, &info);
     assert_string_equal(info.int8_products, "int8 weights x fp32 (NMT_EDGE_NO_I8DOT)");
+    assert_int_equal(info.int8x8_classes, 0u);
     setenv("NMT_EDGE_NO_I8DOT", "0", 1); /* "0" is not off */
     assert_int_equal(nmt_i8dot_path(dev, NMT_GCLASS_BIG), fast);
     unsetenv("NMT_EDGE_NO_I8DOT");
