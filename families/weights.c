@@ -141,6 +141,13 @@ static nmt_status load_fused_b(load_ctx *lc, uint32_t n, nmt_buf *out) {
     return NMT_OK;
 }
 
+/* Hands the mapped pages of tensors now on the device back to the OS; the
+ * measuring pass touched no page, so it has nothing to give back. */
+static void release_views(const load_ctx *lc, const nmt_tensor_view *v, uint32_t n) {
+    if (nmt_arena_measuring(lc->a)) return;
+    for (uint32_t i = 0; i < n; i++) nmt_session_release_model(lc->s, v[i].data, (size_t)v[i].nbytes);
+}
+
 static nmt_status load_one(void *ctx, const nmt_tensor_decl *t) {
     load_ctx *lc = (load_ctx *)ctx;
     NMT_CHECK(t->n_parts >= 1 && t->n_parts <= MAX_PARTS && t->part < t->n_parts, NMT_ERR_INVALID_ARGUMENT);
@@ -153,7 +160,7 @@ static nmt_status load_one(void *ctx, const nmt_tensor_decl *t) {
         nmt_buf scales = {NULL, 0};
         int q8 = 0, f16 = 0;
         NMT_TRY(load_single(lc, &v, bias ? &dst->b : &dst->w, &scales, &q8, &f16));
-        nmt_session_release_model(lc->s, v.data, (size_t)v.nbytes);
+        release_views(lc, &v, 1);
         if (!bias) {
             dst->s = scales;
             dst->q8 = q8;
@@ -164,10 +171,7 @@ static nmt_status load_one(void *ctx, const nmt_tensor_decl *t) {
     (bias ? lc->pend_b : lc->pend_w)[t->part] = v;
     if (t->part + 1 < t->n_parts) return NMT_OK;
     NMT_TRY(bias ? load_fused_b(lc, t->n_parts, &dst->b) : load_fused_w(lc, t->n_parts, dst));
-    for (uint32_t i = 0; i < t->n_parts; i++) {
-        const nmt_tensor_view *p = &(bias ? lc->pend_b : lc->pend_w)[i];
-        nmt_session_release_model(lc->s, p->data, (size_t)p->nbytes);
-    }
+    release_views(lc, bias ? lc->pend_b : lc->pend_w, t->n_parts);
     return NMT_OK;
 }
 

@@ -30,19 +30,7 @@ if [ "$(id -u)" -ne 0 ]; then
   command -v sudo >/dev/null || { echo "cross-setup: need root or sudo" >&2; exit 1; }
   sudo_cmd=(sudo)
 fi
-apt_get() {
-  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 "$@"
-}
-# apt-get update, retried: a mirror caught mid-sync fails one index now and
-# then ("File has unexpected size"); a partial update is still usable.
-apt_update() {
-  for i in 1 2 3; do
-    apt_get update -qq && return 0
-    echo "cross-setup: apt-get update failed (try $i of 3)" >&2
-    sleep 10
-  done
-  echo "cross-setup: continuing with the package lists apt has" >&2
-}
+source "$(dirname "$0")/apt-lib.sh"
 installed() {
   dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
 }
@@ -73,7 +61,7 @@ for a in "${arches[@]}"; do
   done
 done
 if [ ${#missing[@]} -gt 0 ] || [ $need_update -eq 1 ]; then
-  apt_update
+  apt_update cross-setup
 fi
 if [ ${#missing[@]} -gt 0 ]; then
   echo "cross-setup: installing ${missing[*]}"
@@ -92,7 +80,7 @@ for a in "${arches[@]}"; do
     echo "cross-setup: downloading PoCL for $a into $d"
     mkdir -p "$d/debs" "$d/root"
     ( cd "$d/debs" && apt-get download -qq "${pocl_debs[@]/%/:$a}" libpocl2-common 2>/dev/null ) || {
-      apt_update
+      apt_update cross-setup
       ( cd "$d/debs" && apt-get download -qq "${pocl_debs[@]/%/:$a}" libpocl2-common )
     }
     for deb in "$d"/debs/*.deb; do dpkg -x "$deb" "$d/root"; done

@@ -32,16 +32,6 @@ if [ "$(id -u)" -ne 0 ]; then
   sudo_cmd=(sudo)
 fi
 echo "setup: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-# retried, and not fatal: a mirror caught mid-sync fails one index now and
-# then ("File has unexpected size", seen on the armhf security index that
-# the cross builds add); the lists apt already has usually hold the packages,
-# and the install below fails clearly when they do not
-updated=0
-for i in 1 2 3; do
-  if "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 update -qq; then updated=1; break; fi
-  echo "setup: apt-get update failed (try $i of 3)" >&2
-  sleep 10
-done
-[ "$updated" = 1 ] || echo "setup: continuing with the package lists apt has" >&2
-"${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}"
+source "$(dirname "$0")/apt-lib.sh"
+apt_update setup
+apt_get install -y -qq --no-install-recommends "${missing[@]}"

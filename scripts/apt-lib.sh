@@ -1,0 +1,25 @@
+# apt-lib.sh — apt helpers sourced by setup.sh and cross-setup.sh (not run
+# on its own).  Needs the caller's array `sudo_cmd` (empty as root, or
+# (sudo)).
+#
+# apt_get ARGS...   apt-get, non-interactive, waiting for the dpkg lock
+# apt_update TAG    apt-get update, retried 3 times and never fatal: a mirror
+#                   caught mid-sync fails one index now and then ("File has
+#                   unexpected size", seen on the armhf security index the
+#                   cross builds add); the lists apt already has usually hold
+#                   the packages, and the install after it fails clearly when
+#                   they do not.  TAG prefixes the messages.
+
+apt_get() {
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 "$@"
+}
+
+apt_update() {
+  local i
+  for i in 1 2 3; do
+    apt_get update -qq && return 0
+    echo "$1: apt-get update failed (try $i of 3)" >&2
+    sleep 10
+  done
+  echo "$1: continuing with the package lists apt has" >&2
+}
