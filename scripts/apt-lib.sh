@@ -10,8 +10,10 @@
 #                   the packages, and the install after it fails clearly when
 #                   they do not.  TAG prefixes the messages.
 
+# (the variable goes through env, after sudo: sudo's env_reset would drop
+# it from sudo's own environment)
 apt_get() {
-  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 "$@"
+  "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 "$@"
 }
 
 apt_update() {
