@@ -1,6 +1,7 @@
-# apt-lib.sh — apt helpers sourced by setup.sh and cross-setup.sh (not run
-# on its own).  Needs the caller's array `sudo_cmd` (empty as root, or
-# (sudo)).
+# apt-lib.sh — apt helpers sourced by the scripts that install packages
+# (setup.sh, cross-setup.sh, sanitize.sh, fuzz.sh, oclgrind.sh,
+# test-arm.sh, test-deb.sh; not run on its own).  Needs the caller's array
+# `sudo_cmd` (empty as root, or (sudo)).
 #
 # apt_get ARGS...   apt-get, non-interactive, waiting for the dpkg lock
 # apt_update TAG    apt-get update, retried 3 times and never fatal: a mirror

@@ -20,8 +20,8 @@ shift || true
 
 if ! command -v clang >/dev/null; then
   sudo_cmd=(); [ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
-  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
-    --no-install-recommends clang libclang-rt-dev
+  source scripts/apt-lib.sh
+  apt_get install -y -qq --no-install-recommends clang libclang-rt-dev
 fi
 bash scripts/setup.sh
 cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DNMT_FUZZ=ON -DNMT_WERROR=ON \

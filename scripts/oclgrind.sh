@@ -12,7 +12,8 @@ bash scripts/setup.sh
 if ! command -v oclgrind > /dev/null; then
   sudo_cmd=()
   [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
-  "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends oclgrind
+  source scripts/apt-lib.sh
+  apt_get install -y -qq --no-install-recommends oclgrind
 fi
 cmake -S . -B "$build" -DNMT_WERROR=ON > /dev/null
 cmake --build "$build" -j"$(nproc)"

@@ -15,8 +15,8 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 if ! command -v clang >/dev/null; then
   sudo_cmd=(); [ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
-  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
-    --no-install-recommends clang libclang-rt-dev
+  source scripts/apt-lib.sh
+  apt_get install -y -qq --no-install-recommends clang libclang-rt-dev
 fi
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 # Instrumented code and cold kernel builds: kernels_test and grad_test took

@@ -36,7 +36,8 @@ cmake --build "build-$arch" -j"$(nproc)"
 if ! command -v file > /dev/null; then   # CPack's DEB generator reads file(1)'s verdicts
   sudo_cmd=()
   [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
-  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends file
+  source scripts/apt-lib.sh
+  apt_get install -y -qq --no-install-recommends file
 fi
 rm -f "build-$arch"/*.deb
 (cd "build-$arch" && cpack -G DEB > cpack.log) || { cat "build-$arch/cpack.log" >&2; exit 1; }

@@ -30,9 +30,7 @@ if [ "$(id -u)" -ne 0 ]; then
   command -v sudo > /dev/null || { echo "test-deb: need root or sudo (dpkg -i)" >&2; exit 1; }
   sudo_cmd=(sudo)
 fi
-apt_get() {
-  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 "$@"
-}
+source scripts/apt-lib.sh
 need=()
 for p in dpkg-dev file lintian xz-utils; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
