@@ -397,9 +397,11 @@ static int alignment_refused(const cli_opts *o, nmt_status st) {
                 mi.dec_layers, mi.dec_layers == 1 ? "" : "s");
         return 1;
     }
-    if (o->align_head > (long)mi.n_heads) {
-        fprintf(stderr, PROG ": --align-head %ld: model '%s' has %u head%s\n", o->align_head, o->model, mi.n_heads,
-                mi.n_heads == 1 ? "" : "s");
+    /* a family without heads (BA-NMT: one additive attention) aligns with one */
+    const uint32_t heads = mi.n_heads ? mi.n_heads : 1;
+    if (o->align_head > (long)heads) {
+        fprintf(stderr, PROG ": --align-head %ld: model '%s' has %u head%s\n", o->align_head, o->model, heads,
+                heads == 1 ? "" : "s");
         return 1;
     }
     return 0;
@@ -578,8 +580,9 @@ static const command COMMANDS[] = {
      "--alignment appends ' ||| ALIGNMENT' to every line (scripts/compare/aer.py reads it):\n"
      "'i-j' pairs, source piece i (0-based, end-of-sentence never) most attended by target\n"
      "piece j, from the mean of the last decoder layer's cross-attention heads over the\n"
-     "source (--align-layer, --align-head choose another); --batch does not change it, and\n"
-     "an empty line gives ' |||'.  --alignment soft prints the attention rows instead."},
+     "source (--align-layer, --align-head choose another; BA-NMT: its one additive\n"
+     "attention); --batch does not change it, and an empty line gives ' |||'.\n"
+     "--alignment soft prints the attention rows instead."},
     {"score", C_SCORE, cmd_score, "--model FILE [options] < pairs > scores",
      "log-probability of given translations (forced decoding)",
      "Forced decoding: read lines 'SOURCE<TAB>TARGET' (text with a tokenizer, else ids; --ids\n"

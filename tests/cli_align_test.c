@@ -77,18 +77,17 @@ static double logprob_of(const char *line) {
 /* Score's alignment of (source, the model's own greedy output) equals
  * translate's, hard and soft; batch 1 equals batch 4; well-formed;
  * log-probabilities as without --alignment. */
-static void test_score_equals_translate(void **state) {
-    (void)state;
+static void score_equals_translate(const char *model) {
     const char *modes[2] = {"hard", "soft"};
     for (int m = 0; m < 2; m++) {
         run_result tr, s1, s4, plain;
-        run_cli(&tr, INPUT, "translate", "--model", g_model, "--beam", "1", "--max-len", "10", "--alignment",
+        run_cli(&tr, INPUT, "translate", "--model", model, "--beam", "1", "--max-len", "10", "--alignment",
                 modes[m], NULL);
         expect_status(&tr, 0);
         char *pairs = pairs_of(&tr);
-        run_cli(&s1, pairs, "score", "--model", g_model, "--alignment", modes[m], "--batch", "1", NULL);
-        run_cli(&s4, pairs, "score", "--model", g_model, "--alignment", modes[m], "--batch", "4", NULL);
-        run_cli(&plain, pairs, "score", "--model", g_model, NULL);
+        run_cli(&s1, pairs, "score", "--model", model, "--alignment", modes[m], "--batch", "1", NULL);
+        run_cli(&s4, pairs, "score", "--model", model, "--alignment", modes[m], "--batch", "4", NULL);
+        run_cli(&plain, pairs, "score", "--model", model, NULL);
         expect_status(&s1, 0);
         expect_status(&s4, 0);
         expect_status(&plain, 0);
@@ -117,6 +116,11 @@ static void test_score_equals_translate(void **state) {
         free_result(&s4);
         free_result(&plain);
     }
+}
+
+static void test_score_equals_translate(void **state) {
+    (void)state;
+    score_equals_translate(g_model);
 }
 
 /* Text pairs: pieces (counted by tokenize) and whitespace words. */
@@ -170,8 +174,12 @@ static void test_text_pairs(void **state) {
     free_result(&s1);
 }
 
+static void expect_error(int status, const char *msg, ...);
+
 /* A BA-NMT model (additive attention, one head): score's alignment equals
- * translate's for the model's own greedy output. */
+ * translate's for the model's own greedy output, hard and soft, at batch 1
+ * and 4; translate's alignments equal at batch 1 and 4; the layer and head
+ * beyond its one attention refused with the exact message. */
 static void test_banmt(void **state) {
     (void)state;
     char model[400];
@@ -182,28 +190,38 @@ static void test_banmt(void **state) {
     nmt_test_run(argv, "", g_dir, &c);
     expect_status(&c, 0);
     free_result(&c);
-    run_result tr, sc;
-    run_cli(&tr, INPUT, "translate", "--model", model, "--beam", "1", "--max-len", "10", "--alignment", NULL);
-    expect_status(&tr, 0);
-    char *pairs = pairs_of(&tr);
-    run_cli(&sc, pairs, "score", "--model", model, "--alignment", "--batch", "3", NULL);
-    expect_status(&sc, 0);
-    char *lt[MAX_LINES], *ls[MAX_LINES];
-    assert_int_equal(split_lines(&tr, lt, MAX_LINES), N_SENTS);
-    assert_int_equal(split_lines(&sc, ls, MAX_LINES), N_SENTS);
-    for (uint32_t k = 0; k < N_SENTS; k++) {
-        const char *at = split_alignment(lt[k]), *as = split_alignment(ls[k]);
-        check_pairs(as, count_ids(SENTS[k]), count_ids(lt[k]), 1);
-        assert_string_equal(as, at);
+    score_equals_translate(model);
+    const char *modes[2] = {"hard", "soft"};
+    for (int m = 0; m < 2; m++) {
+        run_result t1, t4;
+        run_cli(&t1, INPUT, "translate", "--model", model, "--beam", "2", "--max-len", "10", "--alignment", modes[m],
+                "--batch", "1", NULL);
+        run_cli(&t4, INPUT, "translate", "--model", model, "--beam", "2", "--max-len", "10", "--alignment", modes[m],
+                "--batch", "4", NULL);
+        expect_status(&t1, 0);
+        expect_status(&t4, 0);
+        char *l1[MAX_LINES], *l4[MAX_LINES];
+        assert_int_equal(split_lines(&t1, l1, MAX_LINES), N_SENTS);
+        assert_int_equal(split_lines(&t4, l4, MAX_LINES), N_SENTS);
+        for (uint32_t k = 0; k < N_SENTS; k++) {
+            const char *a1 = split_alignment(l1[k]), *a4 = split_alignment(l4[k]);
+            assert_string_equal(l1[k], l4[k]); /* the same translation */
+            if (m == 0) {
+                check_pairs(a1, count_ids(SENTS[k]), count_ids(l1[k]), 1);
+                assert_string_equal(a1, a4);
+            } else {
+                check_soft(a1, count_ids(SENTS[k]), count_ids(l1[k]));
+                assert_soft_close(a1, a4);
+            }
+        }
+        free_result(&t1);
+        free_result(&t4);
     }
-    free(pairs);
-    free_result(&tr);
-    free_result(&sc);
-    /* one attention, one head: --align-layer 2 is beyond it */
-    run_cli(&c, "1\t2\n", "score", "--model", model, "--alignment", "--align-layer", "2", NULL);
-    expect_status(&c, 1);
-    assert_int_equal(c.out_len, 0);
-    free_result(&c);
+    char want[600];
+    snprintf(want, sizeof want, "nmt-edge: --align-layer 2: model '%s' has 1 decoder layer\n", model);
+    expect_error(1, want, "score", "--model", model, "--alignment", "--align-layer", "2", NULL);
+    snprintf(want, sizeof want, "nmt-edge: --align-head 2: model '%s' has 1 head\n", model);
+    expect_error(1, want, "score", "--model", model, "--alignment", "--align-head", "2", NULL);
 }
 
 /* score with the arguments after msg: exit status `status`, nothing
