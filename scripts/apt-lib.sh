@@ -1,7 +1,8 @@
 # apt-lib.sh — apt helpers sourced by the scripts that install packages
 # (setup.sh, cross-setup.sh, sanitize.sh, fuzz.sh, oclgrind.sh,
-# test-arm.sh, test-deb.sh; not run on its own).  Needs the caller's array
-# `sudo_cmd` (empty as root, or (sudo)).
+# test-arm.sh, test-deb.sh; not run on its own).  Uses the caller's array
+# `sudo_cmd` (empty as root, or (sudo)) when it has one, else sets it: empty
+# as root, sudo otherwise.
 #
 # apt_get ARGS...   apt-get, non-interactive, waiting for the dpkg lock
 # apt_update TAG    apt-get update, retried 3 times and never fatal: a mirror
@@ -10,6 +11,11 @@
 #                   cross builds add); the lists apt already has usually hold
 #                   the packages, and the install after it fails clearly when
 #                   they do not.  TAG prefixes the messages.
+
+if ! declare -p sudo_cmd > /dev/null 2>&1; then
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+fi
 
 # (the variable goes through env, after sudo: sudo's env_reset would drop
 # it from sudo's own environment)

@@ -19,7 +19,6 @@ secs=${1:-60}
 shift || true
 
 if ! command -v clang >/dev/null; then
-  sudo_cmd=(); [ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
   source scripts/apt-lib.sh
   apt_get install -y -qq --no-install-recommends clang libclang-rt-dev
 fi

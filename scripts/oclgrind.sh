@@ -10,8 +10,6 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 bash scripts/setup.sh
 if ! command -v oclgrind > /dev/null; then
-  sudo_cmd=()
-  [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
   source scripts/apt-lib.sh
   apt_get install -y -qq --no-install-recommends oclgrind
 fi

@@ -14,7 +14,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 if ! command -v clang >/dev/null; then
-  sudo_cmd=(); [ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
   source scripts/apt-lib.sh
   apt_get install -y -qq --no-install-recommends clang libclang-rt-dev
 fi

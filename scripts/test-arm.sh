@@ -34,8 +34,6 @@ cmake --build "build-$arch" -j"$(nproc)"
 # (seconds; Depends written out, no dpkg-shlibdeps), and each package's
 # Architecture must be the toolchain's.  Not installed or linted here.
 if ! command -v file > /dev/null; then   # CPack's DEB generator reads file(1)'s verdicts
-  sudo_cmd=()
-  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
   source scripts/apt-lib.sh
   apt_get install -y -qq --no-install-recommends file
 fi
