@@ -159,6 +159,59 @@ inline float wg_sum(float v, __local float *red) {
 #endif
 }
 
+/* Mean and 1 / sqrt(variance + eps) of a row v = x (+ r) of d floats
+ * (population variance, two passes), every work-item of the group
+ * calling it.  Element access: float16 vectors v < d / 16 (vector v holds
+ * elements 16v .. 16v + 15) and the tail elements from 16 * (d / 16); a
+ * work-item owns vectors lid, lid + lsz, ... and tail elements lid + 16 *
+ * (d / 16), ... (layernorm, its backward in norm_bwd.cl, gemm_nt_ln). */
+inline float2 ln_stats(__global const float *x, __global const float *r, const int has_res, const uint d,
+                       const float eps, __local float *red) {
+    const uint lid = (uint)get_local_id(0), lsz = (uint)get_local_size(0);
+    const uint nv = d / 16u, tail0 = nv * 16u;
+
+    float16 s16 = (float16)(0.0f);
+    for (uint v = lid; v < nv; v += lsz) s16 += load16_res(x, r, has_res, v);
+    float s = vsum16(s16);
+    for (uint c = tail0 + lid; c < d; c += lsz) s += has_res ? x[c] + r[c] : x[c];
+    const float mean = wg_sum(s, red) / (float)d;
+
+    float16 q16 = (float16)(0.0f);
+    for (uint v = lid; v < nv; v += lsz) {
+        const float16 t = load16_res(x, r, has_res, v) - mean;
+        q16 += t * t;
+    }
+    float q = vsum16(q16);
+    for (uint c = tail0 + lid; c < d; c += lsz) {
+        const float t = (has_res ? x[c] + r[c] : x[c]) - mean;
+        q += t * t;
+    }
+    return (float2)(mean, rsqrt(wg_sum(q, red) / (float)d + eps));
+}
+
+/* One row of layernorm: o = (v - mean(v)) / sqrt(var(v) + eps) * g + bt,
+ * v = x (+ r), every work-item of the group calling it.  norm.cl's
+ * layernorm and gemm.cl's gemm_nt_ln both end in it, so a fused and an
+ * unfused sub-layer give the same bits.  A work-item reads and writes only
+ * its own elements (ln_stats), so o may alias x or r. */
+inline void ln_row(__global const float *x, __global const float *r, const int has_res, __global float *o,
+                   const uint d, __global const float *g, __global const float *bt, const float eps,
+                   __local float *red) {
+    const uint lid = (uint)get_local_id(0), lsz = (uint)get_local_size(0);
+    const uint nv = d / 16u, tail0 = nv * 16u;
+    const float2 st = ln_stats(x, r, has_res, d, eps, red);
+    const float mean = st.x, rstd = st.y;
+
+    for (uint v = lid; v < nv; v += lsz) {
+        const float16 t = load16_res(x, r, has_res, v) - mean;
+        vstore16(t * rstd * vload16(v, g) + vload16(v, bt), v, o);
+    }
+    for (uint c = tail0 + lid; c < d; c += lsz) {
+        const float t = (has_res ? x[c] + r[c] : x[c]) - mean;
+        o[c] = t * rstd * g[c] + bt[c];
+    }
+}
+
 /* cumax(x)[k] of m values (ON-LSTM's master gates): sum_{l <= k} of
  * softmax(x)_l. */
 inline float cumax_at(__global const float *x, const uint m, const uint k) {

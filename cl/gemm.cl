@@ -4,6 +4,10 @@
  *   gemm_nt    C[M,N] = alpha * A[M,K] * B[N,K]^T (+ beta*C) (+ bias) (ReLU)
  *   gemm_nn    C[M,N] = alpha * A[M,K] * B[K,N]   (+ beta*C) (+ bias) (ReLU)
  *   bias_act   C[M,N] += bias[N] and/or ReLU, in place (epilogue for CLBlast)
+ *   gemm_nt_ln O[m,:] = LayerNorm(A[m,:] B^T (+ bias) + R[m,:]) * gamma + beta:
+ *              a post-norm sub-layer's last product, residual and norm in
+ *              one launch (runtime/ops.c nmt_op_gemm_nt_ln; decoding steps
+ *              of one or two rows, where the product is one work-group)
  *
  * All matrices are row-major with an explicit leading dimension and element
  * offset, so any sub-matrix of a buffer can be addressed.  Index arithmetic
@@ -48,6 +52,8 @@
  *   GEMM_VW     vector width: along K (gemm_nt), along N  (4; 1, 2, 4, 8, 16;
  *               (gemm_nn, must divide GEMM_TN, else 1)     gemm_nn: divides TN)
  *   GEMM_MFAST  1: work-item dimension 0 walks M           (0)
+ *   GEMM_LN_WG  gemm_nt_ln: the largest local size the host may launch it
+ *               with (256; power of two)
  */
 #ifndef GEMM_TM
 #define GEMM_TM 4
@@ -259,4 +265,54 @@ __kernel void bias_act(const uint M, const uint N, __global float *C, const uint
     if (flags & GEMM_FLAG_BIAS) v += bias[bias_off + n];
     if (flags & GEMM_FLAG_RELU) v = fmax(v, 0.0f);
     *c = v;
+}
+
+#ifndef GEMM_LN_WG
+#define GEMM_LN_WG 256
+#endif
+
+/* gemm_nt_ln: one work-group per row m (any power-of-two local size <=
+ * GEMM_LN_WG; CPUs: 1).  Work-item lid computes the blocks of GEMM_TN
+ * columns n0 = lid * GEMM_TN, n0 + lsz * GEMM_TN, ... with gemm_nt's
+ * vector dot products (the same summation order, so the same bits) and
+ * writes v = acc (+ bias) + R into O; after a barrier the group normalises
+ * the row in place with layernorm's own ln_row (common.cl).  Before the
+ * barrier a work-item reads and writes only its own columns of R and O,
+ * so O may alias R (not A: every work-item reads all of A's row). */
+__kernel void gemm_nt_ln(const uint N, const uint K, __global const float *A, const uint a_off, const uint lda,
+                         __global const float *B, const uint b_off, const uint ldb,
+                         __global const float *bias, const uint bias_off, const int has_bias,
+                         __global const float *R, const uint r_off, const uint ldr,
+                         __global float *O, const uint o_off, const uint ldo,
+                         __global const float *G, const uint g_off, __global const float *Bt, const uint bt_off,
+                         const float eps) {
+    __local float red[GEMM_LN_WG];
+    const uint m = (uint)get_group_id(0), lid = (uint)get_local_id(0), lsz = (uint)get_local_size(0);
+    __global const float *ar = A + a_off + m * lda;
+    __global const float *r = R + r_off + m * ldr;
+    __global float *o = O + o_off + m * ldo;
+    const uint KV = K - K % GEMM_VW;
+
+    for (uint n0 = lid * GEMM_TN; n0 < N; n0 += lsz * GEMM_TN) {
+        __global const float *br[GEMM_TN];
+        #pragma unroll
+        for (int j = 0; j < GEMM_TN; j++) br[j] = B + b_off + min(n0 + (uint)j, N - 1u) * ldb;
+        VFLOAT accv[GEMM_TN];
+        #pragma unroll
+        for (int j = 0; j < GEMM_TN; j++) accv[j] = (VFLOAT)(0.0f);
+        for (uint k = 0; k < KV; k += GEMM_VW) {
+            const VFLOAT a = VLOAD(ar + k);
+            #pragma unroll
+            for (int j = 0; j < GEMM_TN; j++) accv[j] = a * VLOAD(br[j] + k) + accv[j];
+        }
+        #pragma unroll
+        for (int j = 0; j < GEMM_TN; j++) {
+            float acc = VSUM(accv[j]);
+            for (uint k = KV; k < K; k++) acc = ar[k] * br[j][k] + acc;
+            const uint n = n0 + (uint)j;
+            if (n < N) o[n] = (has_bias ? acc + bias[bias_off + n] : acc) + r[n];
+        }
+    }
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    ln_row(o, o, 0, o, N, G + g_off, Bt + bt_off, eps, red);
 }

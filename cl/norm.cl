@@ -23,10 +23,6 @@
 #define REDUCE_WG 256
 #endif
 
-/* Element access of a row: float16 vectors v < d / 16 (vector v holds
- * elements 16v .. 16v + 15) and the tail elements from 16 * (d / 16); a
- * work-item owns vectors lid, lid + lsz, ... and tail elements lid + 16 *
- * (d / 16), ... so it reads and writes only its own elements. */
 __kernel void layernorm(__global const float *X, const ulong x_off,
                         __global const float *R, const ulong r_off, const int has_res,
                         __global float *O, const ulong o_off, const uint d,
@@ -34,38 +30,6 @@ __kernel void layernorm(__global const float *X, const ulong x_off,
                         __global const float *Bt, const ulong b_off, const float eps) {
     __local float red[REDUCE_WG];
     const ulong row = get_group_id(0);
-    const uint lid = (uint)get_local_id(0), lsz = (uint)get_local_size(0);
-    __global const float *x = X + x_off + row * d;
-    __global const float *r = R + r_off + row * d;
-    __global float *o = O + o_off + row * d;
-    __global const float *g = G + g_off;
-    __global const float *bt = Bt + b_off;
-    const uint nv = d / 16u, tail0 = nv * 16u;
-
-    float16 s16 = (float16)(0.0f);
-    for (uint v = lid; v < nv; v += lsz) s16 += load16_res(x, r, has_res, v);
-    float s = vsum16(s16);
-    for (uint c = tail0 + lid; c < d; c += lsz) s += has_res ? x[c] + r[c] : x[c];
-    const float mean = wg_sum(s, red) / (float)d;
-
-    float16 q16 = (float16)(0.0f);
-    for (uint v = lid; v < nv; v += lsz) {
-        const float16 t = load16_res(x, r, has_res, v) - mean;
-        q16 += t * t;
-    }
-    float q = vsum16(q16);
-    for (uint c = tail0 + lid; c < d; c += lsz) {
-        const float t = (has_res ? x[c] + r[c] : x[c]) - mean;
-        q += t * t;
-    }
-    const float rstd = rsqrt(wg_sum(q, red) / (float)d + eps);
-
-    for (uint v = lid; v < nv; v += lsz) {
-        const float16 t = load16_res(x, r, has_res, v) - mean;
-        vstore16(t * rstd * vload16(v, g) + vload16(v, bt), v, o);
-    }
-    for (uint c = tail0 + lid; c < d; c += lsz) {
-        const float t = (has_res ? x[c] + r[c] : x[c]) - mean;
-        o[c] = t * rstd * g[c] + bt[c];
-    }
+    ln_row(X + x_off + row * d, R + r_off + row * d, has_res, O + o_off + row * d, d, G + g_off, Bt + b_off, eps,
+           red);
 }

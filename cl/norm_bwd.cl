@@ -51,23 +51,8 @@ __kernel void layernorm_bwd(__global const float *X, const ulong x_off,
     __global float *dx = DX + dx_off + row * d;
     const uint nv = d / 16u, tail0 = nv * 16u;
 
-    float16 s16 = (float16)(0.0f);
-    for (uint v = lid; v < nv; v += lsz) s16 += load16_res(x, r, has_res, v);
-    float s = vsum16(s16);
-    for (uint c = tail0 + lid; c < d; c += lsz) s += has_res ? x[c] + r[c] : x[c];
-    const float mean = wg_sum(s, red) / (float)d;
-
-    float16 q16 = (float16)(0.0f);
-    for (uint v = lid; v < nv; v += lsz) {
-        const float16 t = load16_res(x, r, has_res, v) - mean;
-        q16 += t * t;
-    }
-    float q = vsum16(q16);
-    for (uint c = tail0 + lid; c < d; c += lsz) {
-        const float t = (has_res ? x[c] + r[c] : x[c]) - mean;
-        q += t * t;
-    }
-    const float rstd = rsqrt(wg_sum(q, red) / (float)d + eps);
+    const float2 st = ln_stats(x, r, has_res, d, eps, red);
+    const float mean = st.x, rstd = st.y;
 
     float16 sa16 = (float16)(0.0f), sax16 = (float16)(0.0f);
     for (uint v = lid; v < nv; v += lsz) {

@@ -9,6 +9,18 @@ nmt_status nmt_layer_matmul(nmt_ops *ops, uint32_t rows, uint32_t N, uint32_t K,
     return nmt_op_gemm(ops, 1, rows, N, K, 1.0f, in, ld_in, w->w, K, beta, out, ld_out, bias, relu);
 }
 
+nmt_status nmt_layer_linear_norm(nmt_ops *ops, nmt_buf in, uint32_t ld_in, uint32_t rows, const nmt_lin *w,
+                                 uint32_t out_dim, uint32_t in_dim, nmt_buf res, const nmt_lin *ln, float eps,
+                                 nmt_buf t, nmt_buf out) {
+    if (!w->f16 && !w->q8) {
+        const nmt_status s = nmt_op_gemm_nt_ln(ops, rows, out_dim, in_dim, in, ld_in, w->w, in_dim, w->b, res, out_dim,
+                                               ln->w, ln->b, eps, out, out_dim);
+        if (s != NMT_ERR_UNSUPPORTED) return s;
+    }
+    NMT_TRY(nmt_layer_linear(ops, in, ld_in, rows, w, out_dim, in_dim, t, out_dim, 0));
+    return nmt_layer_norm(ops, t, res, out, rows, out_dim, ln, eps);
+}
+
 nmt_status nmt_layer_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_len, uint32_t pos0,
                            const nmt_lin *E, uint32_t d, float scale, nmt_buf out) {
     if (E->f16) return nmt_op_embed_f16(ops, tok, rows, seq_len, pos0, E->w, d, scale, out);

@@ -49,6 +49,15 @@ static inline nmt_status nmt_layer_norm(nmt_ops *ops, nmt_buf x, nmt_buf res, nm
     return nmt_op_layernorm(ops, x, res, out, rows, d, ln->w, ln->b, eps);
 }
 
+/* out = LN(in W^T + b + res) (gain ln->w, bias ln->b; rows of width
+ * out_dim, stride out_dim): a post-norm sub-layer's last product, its
+ * residual and its norm.  One launch where nmt_op_gemm_nt_ln runs it (fp32
+ * w, rows <= 2); otherwise the product into t, then the norm.  out may be
+ * res, not in. */
+nmt_status nmt_layer_linear_norm(nmt_ops *ops, nmt_buf in, uint32_t ld_in, uint32_t rows, const nmt_lin *w,
+                                 uint32_t out_dim, uint32_t in_dim, nmt_buf res, const nmt_lin *ln, float eps,
+                                 nmt_buf t, nmt_buf out);
+
 /* out[rows, d] = E[tok] * scale + P(pos0 + position in sequence). */
 nmt_status nmt_layer_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_len, uint32_t pos0,
                            const nmt_lin *E, uint32_t d, float scale, nmt_buf out);

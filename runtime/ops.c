@@ -37,6 +37,7 @@
 
 #define NMT_OPS_POS_LIMIT (1u << 30)  /* attention positions are int in the kernels */
 #define NMT_OPS_ATTN_MAX_DH 128       /* ATTN_MAX_DH of cl/attention.cl */
+#define NMT_OPS_GEMM_LN_WG 256        /* GEMM_LN_WG of cl/gemm.cl */
 
 enum { P_ATTENTION, P_NORM, P_ELEMENTWISE, P_COUNT };
 
@@ -72,6 +73,7 @@ void nmt_ops_release(nmt_ops *ops) {
         for (int c = 0; c < NMT_GCLASS_COUNT; c++)
             if (ops->k_gemm[op][c]) clReleaseKernel(ops->k_gemm[op][c]);
     if (ops->k_bias_act) clReleaseKernel(ops->k_bias_act);
+    if (ops->k_gemm_ln) clReleaseKernel(ops->k_gemm_ln);
     if (ops->k_segment_max) clReleaseKernel(ops->k_segment_max);
     if (ops->k_ngram_spans) clReleaseKernel(ops->k_ngram_spans);
     if (ops->k_span_tokens) clReleaseKernel(ops->k_span_tokens);
@@ -116,6 +118,12 @@ nmt_status nmt_ops_gemm_kernel(nmt_ops *ops, nmt_gemm_op op, nmt_gemm_class cls)
     size_t wg;
     NMT_TRY(nmt_kernel_wg(ops->dev, ops->k_gemm[op][cls], c->wg, &wg));
     c->wg = (uint16_t)wg;
+    if (op == NMT_GOP_NT && cls == NMT_GCLASS_M2 && c->provider == NMT_GEMM_OWN) {
+        if (ops->k_gemm_ln) clReleaseKernel(ops->k_gemm_ln);
+        ops->k_gemm_ln = NULL;
+        NMT_TRY(nmt_device_kernel(ops->dev, prog, "gemm_nt_ln", &ops->k_gemm_ln));
+        NMT_TRY(nmt_kernel_wg(ops->dev, ops->k_gemm_ln, NMT_OPS_GEMM_LN_WG, &ops->gemm_ln_wg));
+    }
     return NMT_OK;
 }
 
@@ -183,6 +191,7 @@ nmt_status nmt_ops_init_tuned(nmt_ops *ops, nmt_device *dev, const nmt_tuning *t
     ops->reduce_wg = reduce_wg;
     ops->wg_max = pow2_floor(wg_max);
     ops->norm_wg = dev->info.is_cpu && !ops->norm_subgroups ? 1 : ops->reduce_wg;
+    ops->fused_norm = !nmt_env_flag("NMT_EDGE_NO_FUSED_NORM");
     ops->k_chunk = dev->info.is_cpu ? NMT_OPS_K_CHUNK_CPU : 0;
     ops->a_tile_bytes = dev->info.is_cpu ? NMT_OPS_A_TILE_BYTES : 0;
     s = nmt_ops_sg_setup(ops);
@@ -493,6 +502,53 @@ nmt_status nmt_op_layernorm(nmt_ops *ops, nmt_buf x, nmt_buf res, nmt_buf out, u
     if (rows == 0) return NMT_OK;
     size_t lws = ops->norm_wg ? ops->norm_wg : 1, gws = (size_t)rows * lws;
     return nmt_enqueue(ops->dev, ops->k_layernorm, 1, &gws, &lws, "layernorm");
+}
+
+nmt_status nmt_op_gemm_nt_ln(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, nmt_buf A, uint32_t lda, nmt_buf B,
+                             uint32_t ldb, nmt_buf bias, nmt_buf R, uint32_t ldr, nmt_buf gamma, nmt_buf beta,
+                             float eps, nmt_buf O, uint32_t ldo) {
+    if (!ops_ok(ops)) return NMT_ERR_INVALID_ARGUMENT;
+    if (ops->k_gemm_ln == NULL || !ops->fused_norm || nmt_gemm_class_of(M) != NMT_GCLASS_M2) return NMT_ERR_UNSUPPORTED;
+    if (M == 0 || N == 0) return NMT_OK;
+    if (B.mem == NULL || R.mem == NULL || gamma.mem == NULL || beta.mem == NULL || ldb < K || ldr < N)
+        return NMT_ERR_INVALID_ARGUMENT;
+    NMT_TRY(nmt_ops_check_gemm(ops, M, N, K, A, lda, 0.0f, O, ldo, bias));
+    const uint64_t a_end = extent(A.off, M, lda, K), o_end = extent(O.off, M, ldo, N);
+    if (A.mem == O.mem && A.off < o_end && O.off < a_end) return NMT_ERR_INVALID_ARGUMENT; /* O must not alias A */
+    const uint64_t lim = (uint64_t)UINT32_MAX;
+    if (extent(B.off, N, ldb, K) > lim || extent(R.off, M, ldr, N) > lim || (uint64_t)gamma.off + N > lim ||
+        (uint64_t)beta.off + N > lim) {
+        nmt_log(&ops->dev->log, NMT_LOG_ERROR, "gemm_nt_ln operands beyond 32-bit element indexing");
+        return NMT_ERR_UNSUPPORTED;
+    }
+    args a = args_begin(ops->k_gemm_ln);
+    arg_u32(&a, N);
+    arg_u32(&a, K);
+    arg_mem(&a, A.mem);
+    arg_u32(&a, (uint32_t)A.off);
+    arg_u32(&a, lda);
+    arg_mem(&a, B.mem);
+    arg_u32(&a, (uint32_t)B.off);
+    arg_u32(&a, ldb);
+    arg_mem(&a, bias.mem ? bias.mem : B.mem); /* never dereferenced without the flag */
+    arg_u32(&a, bias.mem ? (uint32_t)bias.off : 0u);
+    arg_i32(&a, bias.mem != NULL);
+    arg_mem(&a, R.mem);
+    arg_u32(&a, (uint32_t)R.off);
+    arg_u32(&a, ldr);
+    arg_mem(&a, O.mem);
+    arg_u32(&a, (uint32_t)O.off);
+    arg_u32(&a, ldo);
+    arg_mem(&a, gamma.mem);
+    arg_u32(&a, (uint32_t)gamma.off);
+    arg_mem(&a, beta.mem);
+    arg_u32(&a, (uint32_t)beta.off);
+    arg_f32(&a, eps);
+    NMT_TRY(args_end(ops->dev, &a, "gemm_nt_ln"));
+    size_t lws = NMT_MIN(ops->norm_wg ? ops->norm_wg : 1, ops->gemm_ln_wg ? ops->gemm_ln_wg : 1);
+    lws = pow2_floor(lws);
+    size_t gws = (size_t)M * lws;
+    return nmt_enqueue(ops->dev, ops->k_gemm_ln, 1, &gws, &lws, "gemm_nt_ln");
 }
 
 nmt_status nmt_op_add(nmt_ops *ops, nmt_buf dst, nmt_buf src, uint32_t n) {

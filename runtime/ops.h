@@ -44,6 +44,13 @@ typedef struct nmt_ops {
      * (or the first NN call), Q8 ones after nmt_ops_enable_q8 */
     cl_kernel k_gemm[NMT_GOP_COUNT][NMT_GCLASS_COUNT];
     cl_kernel k_bias_act;    /* epilogue after CLBlast (only when some class uses it) */
+    /* product + residual + layer norm of one or two rows (cl/gemm.cl
+     * gemm_nt_ln, the NT m2 class's program); NULL unless that class is
+     * ours; fused_norm 0 (NMT_EDGE_NO_FUSED_NORM=1; a plain field, tests set
+     * it) makes nmt_op_gemm_nt_ln refuse so callers launch the two apart */
+    cl_kernel k_gemm_ln;
+    size_t gemm_ln_wg;       /* its largest local size (<= GEMM_LN_WG) */
+    int fused_norm;
     /* other kernels (created by nmt_ops_init) */
     cl_kernel k_embed, k_embed_q8, k_layernorm, k_add, k_relu, k_gate_accum, k_copy_rows;
     cl_kernel k_gather_rows, k_log_softmax;
@@ -275,6 +282,15 @@ nmt_status nmt_op_embed_f16(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t s
  * layout of an I8 tensor of a .nmt file). */
 nmt_status nmt_op_embed_q8(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_len, uint32_t pos0,
                            nmt_buf Q, nmt_buf qscale, uint32_t d, float scale, nmt_buf out);
+
+/* O[m,:] = LayerNorm(A[m,:] B^T (+ bias) + R[m,:]) * gamma + beta for M
+ * rows in one launch: B [N, K] fp32, the others as nmt_op_gemm and
+ * nmt_op_layernorm; O may alias R, not A.  NMT_ERR_UNSUPPORTED where it does
+ * not run (M > 2, the NT m2 class not ours, ops->fused_norm 0): the
+ * caller then runs the product and nmt_op_layernorm. */
+nmt_status nmt_op_gemm_nt_ln(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, nmt_buf A, uint32_t lda, nmt_buf B,
+                             uint32_t ldb, nmt_buf bias, nmt_buf R, uint32_t ldr, nmt_buf gamma, nmt_buf beta,
+                             float eps, nmt_buf O, uint32_t ldo);
 
 /* out[r,:] = LayerNorm(x[r,:] (+ res[r,:] if res.mem)) * gamma + beta.
  * out may alias x or res.  Population variance, eps inside the sqrt. */

@@ -3,7 +3,9 @@
  * seeded random data: every shape class, odd M/N/K, K = 0, alpha, beta 0/1,
  * bias and ReLU epilogues, element offsets and wide leading dimensions;
  * every parameter set the tuner can choose, the cache-blocked paths with
- * tiny blocks, argument validation and the CLBlast provider.  Nothing
+ * tiny blocks, argument validation and the CLBlast provider; the fused
+ * product + residual + layer norm (nmt_op_gemm_nt_ln) against ref_gemm and
+ * ref_layernorm and bit for bit against the two launches it replaces.  Nothing
  * outside C's block may change (NaN sentinels, compared bitwise) and a NaN
  * C with beta = 0 must not leak into the result.
  *
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "layers.h"
 #include "ref_ops.h"
 
 /* ---- GEMM ---------------------------------------------------------------- */
@@ -274,6 +277,180 @@ static void test_gemm_clblast(void **state) {
     close_env(&ce);
 }
 
+/* ---- product + residual + layer norm --------------------------------------- */
+
+typedef struct ln_case {
+    uint32_t M, N, K;
+    int bias;
+    int in_place;  /* O is R (a post-norm sub-layer's x = LN(x + F(x))) */
+    uint32_t pad;  /* added to the leading dimensions of A and B */
+    uint32_t off;  /* element offset of every operand */
+} ln_case;
+
+/* nmt_op_gemm_nt_ln (or, layer, nmt_layer_linear_norm) against ref_gemm +
+ * ref_layernorm, and bit for bit against nmt_op_gemm then nmt_op_layernorm
+ * on the device: the fused launch must change no output of a decoder. */
+static void run_gemm_ln(env *e, const ln_case *c, int layer, uint64_t seed) {
+    nmt_test_rng r = nmt_test_rng_make(seed);
+    const uint32_t lda = c->K + c->pad, ldb = c->K + c->pad, N = c->N, M = c->M;
+    const size_t na = c->off + (size_t)M * lda + 3, nb = c->off + (size_t)N * ldb + 3, nr = c->off + (size_t)M * N + 3;
+    float *A = host_block(&r, na, c->off, M, c->K, lda, -1, 1);
+    float *W = host_block(&r, nb, c->off, N, c->K, ldb, -1, 1);
+    float *R = host_block(&r, nr, c->off, M, N, N, -1, 1);
+    float *bias = host_block(&r, c->off + N + 3, c->off, 1, N, N, -0.5f, 0.5f);
+    float *g = nmt_test_random_f32(&r, N + 1, 0.5f, 1.5f), *be = nmt_test_random_f32(&r, N + 1, -0.5f, 0.5f);
+    float *out = nmt_test_alloc_f32(nr), *t = nmt_test_alloc_f32((size_t)M * N);
+    nmt_test_fill_const(out, nr, NAN);
+    const float eps = 1e-5f;
+
+    cl_mem dA = nmt_test_upload_f32(e->dev, A, na), dW = nmt_test_upload_f32(e->dev, W, nb);
+    cl_mem dR = nmt_test_upload_f32(e->dev, R, nr), dR2 = nmt_test_upload_f32(e->dev, R, nr);
+    cl_mem dO = nmt_test_upload_f32(e->dev, out, nr), dO2 = nmt_test_upload_f32(e->dev, out, nr);
+    cl_mem dT = nmt_test_upload_f32(e->dev, out, nr), dbias = nmt_test_upload_f32(e->dev, bias, c->off + N + 3);
+    cl_mem dg = nmt_test_upload_f32(e->dev, g, N + 1), db = nmt_test_upload_f32(e->dev, be, N + 1);
+    const cl_mem target = c->in_place ? dR : dO;
+    const nmt_buf bb = c->bias ? B(dbias, c->off) : NONE;
+    if (layer) {
+        const nmt_lin w = {.w = B(dW, c->off), .b = bb}, ln = {.w = B(dg, 1), .b = B(db, 1)};
+        assert_int_equal(ldb, c->K); /* a layer's weights are dense */
+        nmt_test_assert_ok(e->dev, nmt_layer_linear_norm(&e->ops, B(dA, c->off), lda, M, &w, N, c->K, B(dR, c->off),
+                                                         &ln, eps, B(dT, c->off), B(target, c->off)));
+    } else {
+        nmt_test_assert_ok(e->dev, nmt_op_gemm_nt_ln(&e->ops, M, N, c->K, B(dA, c->off), lda, B(dW, c->off), ldb, bb,
+                                                     B(dR, c->off), N, B(dg, 1), B(db, 1), eps, B(target, c->off), N));
+    }
+    float *got = download(e, target, nr);
+
+    float *want = c->in_place ? R : out;
+    ref_gemm(1, M, N, c->K, 1.0f, A + c->off, lda, W + c->off, ldb, 0.0f, t, N, c->bias ? bias + c->off : NULL, 0);
+    ref_layernorm(t, R + c->off, want + c->off, M, N, g + 1, be + 1, eps);
+    char what[128];
+    snprintf(what, sizeof what, "gemm_nt_ln%s M=%u N=%u K=%u bias=%d in_place=%d pad=%u off=%u norm_wg=%zu",
+             layer ? " (layer)" : "", M, N, c->K, c->bias, c->in_place, c->pad, c->off, e->ops.norm_wg);
+    check_block(got, want, nr, c->off, M, N, N, TOL, what);
+
+    /* the two launches it replaces */
+    nmt_test_assert_ok(e->dev, nmt_op_gemm(&e->ops, 1, M, N, c->K, 1.0f, B(dA, c->off), lda, B(dW, c->off), ldb, 0.0f,
+                                           B(dT, c->off), N, bb, 0));
+    nmt_test_assert_ok(e->dev, nmt_op_layernorm(&e->ops, B(dT, c->off), B(dR2, c->off), B(dO2, c->off), M, N, B(dg, 1),
+                                                B(db, 1), eps));
+    float *got2 = download(e, dO2, nr);
+    if (memcmp(got + c->off, got2 + c->off, (size_t)M * N * sizeof(float)) != 0) fail_msg("%s: not bitwise", what);
+
+    const cl_mem mems[] = {dA, dW, dR, dR2, dO, dO2, dT, dbias, dg, db};
+    for (size_t i = 0; i < NMT_ARRAY_LEN(mems); i++) nmt_test_release(mems[i]);
+    void *bufs[] = {A, W, R, bias, g, be, out, t, got, got2};
+    for (size_t i = 0; i < NMT_ARRAY_LEN(bufs); i++) free(bufs[i]);
+}
+
+static const ln_case ln_cases[] = {
+    /* M  N    K     bias in_place pad off */
+    {1, 256, 256, 1, 1, 0, 0},   /* a decoder step's output projection, d 256 */
+    {2, 256, 1024, 1, 1, 0, 0},  /* its second FFN product, two rows */
+    {1, 512, 2048, 1, 0, 0, 0},  /* the base shape's */
+    {2, 37, 5, 1, 0, 3, 5},      /* odd N and K (tails of the float16 vectors), offsets, wide lds */
+    {1, 300, 67, 0, 1, 1, 2},    /* no bias; N past one column block per work-item */
+    {2, 48, 16, 1, 0, 0, 0},     /* whole vectors only */
+    {1, 1, 8, 1, 0, 0, 0},       /* N = 1: the output is beta */
+    {2, 20, 0, 1, 1, 0, 1},      /* K = 0: LN(bias + R) */
+};
+
+static void gemm_ln_cases(env *e, uint64_t seed) {
+    for (size_t i = 0; i < NMT_ARRAY_LEN(ln_cases); i++) run_gemm_ln(e, &ln_cases[i], 0, seed + i);
+}
+
+/* The device's launch (PoCL: a work-item per row, as its layernorm) and a
+ * work-group of 64 per row (how it runs where layernorm uses reduce_wg). */
+static void test_gemm_ln(void **state) {
+    env *e = *state;
+    if (e->ops.k_gemm_ln == NULL) { /* GPU table rows give the m2 class to CLBlast */
+        assert_false(e->dev->info.is_cpu);  /* every CPU row keeps it ours */
+        fprintf(stderr, "the one- and two-row products are CLBlast's here: no fused kernel\n");
+        skip();
+    }
+    gemm_ln_cases(e, 4000);
+    const size_t saved = e->ops.norm_wg;
+    e->ops.norm_wg = NMT_MIN((size_t)64, e->ops.reduce_wg);
+    assert_true(e->ops.norm_wg > 1);
+    gemm_ln_cases(e, 4100);
+    e->ops.norm_wg = saved;
+}
+
+/* nmt_layer_linear_norm: fused at M <= 2, two launches above (M = 4, 17)
+ * or when the fused path is off; the same values either way. */
+static void test_linear_norm_layer(void **state) {
+    env *e = *state;
+    const ln_case c[] = {
+        {1, 256, 256, 1, 1, 0, 0}, {4, 256, 256, 1, 1, 0, 0}, {17, 40, 24, 1, 0, 0, 3}, {2, 33, 64, 0, 0, 0, 0}};
+    for (size_t i = 0; i < NMT_ARRAY_LEN(c); i++) run_gemm_ln(e, &c[i], 1, 4200 + i);
+    e->ops.fused_norm = 0;
+    for (size_t i = 0; i < NMT_ARRAY_LEN(c); i++) run_gemm_ln(e, &c[i], 1, 4300 + i);
+    e->ops.fused_norm = 1;
+}
+
+static void test_gemm_ln_arguments(void **state) {
+    env *e = *state;
+    nmt_log_fn saved = e->dev->log.fn;
+    e->dev->log.fn = NULL;
+    float x[64];
+    for (int i = 0; i < 64; i++) x[i] = (float)i;
+    cl_mem m = nmt_test_upload_f32(e->dev, x, 64), o = nmt_test_upload_f32(e->dev, x, 64);
+    nmt_ops *p = &e->ops;
+    const nmt_buf a = B(m, 0), w = B(m, 16), r = B(o, 0), g = B(m, 32), bt = B(m, 48);
+#define LN(ops, M, N, K, A, lda, ldb, R, ldr, G, O, ldo) \
+    nmt_op_gemm_nt_ln(ops, M, N, K, A, lda, w, ldb, NONE, R, ldr, G, bt, 1e-5f, O, ldo)
+    /* M = 0: nothing to do, nothing written */
+    assert_int_equal(LN(p, 0, 4, 4, a, 4, 4, r, 4, g, r, 4), NMT_OK);
+    float got[64];
+    nmt_test_download_f32(e->dev, o, 0, 64, got);
+    assert_memory_equal(got, x, sizeof x);
+    /* not this op's: more than two rows, or the fused path off */
+    assert_int_equal(LN(p, 3, 4, 4, a, 4, 4, r, 4, g, r, 4), NMT_ERR_UNSUPPORTED);
+    p->fused_norm = 0;
+    assert_int_equal(LN(p, 1, 4, 4, a, 4, 4, r, 4, g, r, 4), NMT_ERR_UNSUPPORTED);
+    p->fused_norm = 1;
+    /* invalid */
+    assert_int_equal(LN(p, 1, 4, 4, NONE, 4, 4, r, 4, g, r, 4), NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(LN(p, 1, 4, 4, a, 4, 4, NONE, 4, g, r, 4), NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(LN(p, 1, 4, 4, a, 4, 4, r, 4, NONE, r, 4), NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(LN(p, 1, 4, 4, a, 4, 4, r, 4, g, NONE, 4), NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(LN(p, 1, 4, 5, a, 4, 5, r, 4, g, r, 4), NMT_ERR_INVALID_ARGUMENT);  /* lda < K */
+    assert_int_equal(LN(p, 1, 4, 5, a, 5, 4, r, 4, g, r, 4), NMT_ERR_INVALID_ARGUMENT);  /* ldb < K */
+    assert_int_equal(LN(p, 2, 4, 4, a, 4, 4, r, 3, g, r, 4), NMT_ERR_INVALID_ARGUMENT);  /* ldr < N */
+    assert_int_equal(LN(p, 2, 4, 4, a, 4, 4, r, 4, g, r, 3), NMT_ERR_INVALID_ARGUMENT);  /* ldo < N */
+    assert_int_equal(LN(p, 1, 4, 4, a, 4, 4, r, 4, g, B(m, 2), 4), NMT_ERR_INVALID_ARGUMENT); /* O overlaps A */
+    assert_int_equal(LN(NULL, 1, 4, 4, a, 4, 4, r, 4, g, r, 4), NMT_ERR_INVALID_ARGUMENT);
+#undef LN
+    nmt_test_download_f32(e->dev, o, 0, 64, got);
+    assert_memory_equal(got, x, sizeof x);
+    nmt_test_download_f32(e->dev, m, 0, 64, got);
+    assert_memory_equal(got, x, sizeof x);
+    nmt_test_release(m);
+    nmt_test_release(o);
+    e->dev->log.fn = saved;
+}
+
+/* Where CLBlast runs the one- and two-row products the fused kernel is not
+ * built, and the op refuses: the layer then takes the two launches. */
+static void test_gemm_ln_clblast(void **state) {
+    env *e = *state;
+    if (!nmt_device_have_clblast()) {
+        fprintf(stderr, "library built without CLBlast: skipping\n");
+        skip();
+    }
+    nmt_tuning t = e->dev->tuning;
+    t.gemm[NMT_GOP_NT][NMT_GCLASS_M2].provider = NMT_GEMM_CLBLAST;
+    nmt_ops ops;
+    nmt_test_assert_ok(e->dev, nmt_ops_init_tuned(&ops, e->dev, &t));
+    assert_null(ops.k_gemm_ln);
+    cl_mem m = nmt_test_upload_f32(e->dev, (const float[16]){0}, 16);
+    assert_int_equal(nmt_op_gemm_nt_ln(&ops, 1, 2, 2, B(m, 0), 2, B(m, 4), 2, NONE, B(m, 8), 2, B(m, 12), B(m, 14),
+                                       1e-5f, B(m, 8), 2),
+                     NMT_ERR_UNSUPPORTED);
+    nmt_test_release(m);
+    nmt_ops_release(&ops);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gemm),
@@ -281,6 +458,10 @@ int main(void) {
         cmocka_unit_test(test_gemm_blocking),
         cmocka_unit_test(test_gemm_arguments),
         cmocka_unit_test(test_gemm_clblast),
+        cmocka_unit_test(test_gemm_ln),
+        cmocka_unit_test(test_linear_norm_layer),
+        cmocka_unit_test(test_gemm_ln_arguments),
+        cmocka_unit_test(test_gemm_ln_clblast),
     };
     return cmocka_run_group_tests(tests, kernels_setup, ops_teardown);
 }

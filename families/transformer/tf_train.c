@@ -454,6 +454,7 @@ static void bind_forward(tft_model *m) {
     m->fw.stats = m->stats;
     m->fw.acts = train_acts;
     m->fw.drop = NULL;
+    m->fw.fuse_norm = 0; /* the backward reads every sub-layer's t */
     m->fw.user = m;
 }
 

@@ -287,6 +287,7 @@ static nmt_status tf_plan(nmt_session *s, const nmt_file *f, const void *cfgp, c
         st->fw.w = &st->w;
         st->fw.acts = tf_acts;
         st->fw.drop = NULL;
+        st->fw.fuse_norm = 1;
         st->fw.user = st;
     }
     return NMT_OK;

@@ -114,18 +114,35 @@ void nmt_mg_compose_args(const nmt_tf_fwd *fw, const nmt_tf_acts *a, const nmt_t
     o->out_ld = d;
 }
 
+/* The end of a post-norm sub-layer at inference (nmt_tf_fwd.fuse_norm):
+ * out = LN(x + t) with the sub-layer's norm, taken over by its last
+ * product (project).  NULL: the product writes t and sublayer() norms. */
+typedef struct tf_tail {
+    const nmt_lin *ln;
+    nmt_buf res, out;
+} tf_tail;
+
+/* t = in W^T + b, the sub-layer's last product (out_dim d); with a tail,
+ * the tail's out = LN(res + t) instead, in one launch where the ops can. */
+static nmt_status project(const nmt_tf_fwd *fw, const tf_tail *tl, nmt_buf in, uint32_t ld_in, uint32_t rows,
+                          const nmt_lin *w, uint32_t in_dim, nmt_buf t) {
+    const uint32_t d = fw->c->d;
+    if (tl == NULL) return linear(fw, in, ld_in, rows, w, d, in_dim, t, d, 0);
+    return nmt_layer_linear_norm(fw->ops, in, ld_in, rows, w, d, in_dim, tl->res, tl->ln, fw->c->eps, t, tl->out);
+}
+
 /* ctx (rows, nbr*d) -> t (rows, d): fusion of the branches, then W_o. */
 static nmt_status fuse_and_project(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const nmt_tf_acts *a, uint32_t nbr,
-                                   uint32_t rows) {
+                                   uint32_t rows, const tf_tail *tl) {
     const nmt_tf_cfg *c = fw->c;
     const uint32_t d = c->d, ld = nbr * d;
-    if (nbr == 1 || c->fusion == NMT_TF_FUSE_CONCAT) return linear(fw, a->ctx, ld, rows, &w->o, d, ld, a->t, d, 0);
+    if (nbr == 1 || c->fusion == NMT_TF_FUSE_CONCAT) return project(fw, tl, a->ctx, ld, rows, &w->o, ld, a->t);
     if (c->fusion == NMT_TF_FUSE_SUM) {
         /* W_o (sum_b x_b) + b_o = sum_b W_o x_b + b_o: accumulate GEMMs */
         for (uint32_t b = 0; b < nbr; b++)
             NMT_TRY(nmt_layer_matmul(fw->ops, rows, d, d, nmt_buf_at(a->ctx, (size_t)b * d), ld, &w->o,
                                      b ? 1.0f : 0.0f, a->t, d, b ? NMT_NO_BUF : w->o.b, 0));
-        return NMT_OK;
+        return tl ? nmt_layer_norm(fw->ops, a->t, tl->res, tl->out, rows, d, tl->ln, c->eps) : NMT_OK;
     }
     const uint32_t dr = d / c->gate_r;
     for (uint32_t b = 0; b < nbr; b++) {
@@ -134,11 +151,11 @@ static nmt_status fuse_and_project(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, 
         NMT_TRY(linear(fw, a->gh[b], dr, rows, &w->g2[b], d, dr, a->g[b], d, 0));
         NMT_TRY(nmt_op_gate_accum(fw->ops, xb, ld, a->g[b], d, a->fused, d, rows, d, b > 0));
     }
-    return linear(fw, a->fused, d, rows, &w->o, d, d, a->t, d, 0);
+    return project(fw, tl, a->fused, d, rows, &w->o, d, a->t);
 }
 
 static nmt_status self_attn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const nmt_tf_acts *a, int dec,
-                            const nmt_tf_pass *p, nmt_buf in) {
+                            const nmt_tf_pass *p, nmt_buf in, const tf_tail *tl) {
     const uint32_t d = fw->c->d, rows = p->n * p->len;
     NMT_TRY(linear(fw, in, d, rows, &w->qkv, 3 * d, d, a->qkv, 3 * d, 0));
     nmt_attn_args o;
@@ -165,17 +182,17 @@ static nmt_status self_attn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const n
         nmt_tf_self_args(fw, a, dec, p, &o);
     }
     NMT_TRY(nmt_op_attention(fw->ops, &o));
-    return fuse_and_project(fw, w, a, o.n_branches, rows);
+    return fuse_and_project(fw, w, a, o.n_branches, rows, tl);
 }
 
 static nmt_status cross_attn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const nmt_tf_acts *a,
-                             const nmt_tf_pass *p, nmt_buf in) {
+                             const nmt_tf_pass *p, nmt_buf in, const tf_tail *tl) {
     const uint32_t d = fw->c->d, rows = p->n * p->len;
     NMT_TRY(linear(fw, in, d, rows, &w->q, d, d, a->qkv, d, 0));
     nmt_attn_args o;
     nmt_tf_cross_args(fw, a, p, &o);
     NMT_TRY(nmt_op_attention(fw->ops, &o));
-    return linear(fw, a->ctx, d, rows, &w->o, d, d, a->t, d, 0);
+    return project(fw, tl, a->ctx, d, rows, &w->o, d, a->t);
 }
 
 /* Alignment rows of a decoder step (nmt_tf_pass.align): the probabilities
@@ -196,7 +213,7 @@ static nmt_status cross_align(const nmt_tf_fwd *fw, const nmt_tf_acts *a, const 
  * (ON-)LSTM over the phrase sequence, projected by the group's rows of
  * W_k and W_v. */
 static nmt_status mg_self_attn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const nmt_tf_acts *a,
-                               const nmt_tf_pass *p, nmt_buf in) {
+                               const nmt_tf_pass *p, nmt_buf in, const tf_tail *tl) {
     const nmt_tf_cfg *c = fw->c;
     const uint32_t d = c->d, rows = p->n * p->len;
     NMT_TRY(linear(fw, in, d, rows, &w->qkv, 3 * d, d, a->qkv, 3 * d, 0));
@@ -240,13 +257,14 @@ static nmt_status mg_self_attn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, cons
         nmt_mg_group_args(fw, a, p, g, &o);
         NMT_TRY(nmt_op_attention(fw->ops, &o));
     }
-    return fuse_and_project(fw, w, a, 1, rows);
+    return fuse_and_project(fw, w, a, 1, rows, tl);
 }
 
-static nmt_status ffn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const nmt_tf_acts *a, uint32_t rows, nmt_buf in) {
+static nmt_status ffn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const nmt_tf_acts *a, uint32_t rows, nmt_buf in,
+                      const tf_tail *tl) {
     const nmt_tf_cfg *c = fw->c;
     NMT_TRY(linear(fw, in, c->d, rows, &w->fc1, c->ff, c->d, a->ffh, c->ff, 1));
-    return linear(fw, a->ffh, c->ff, rows, &w->fc2, c->d, c->ff, a->t, c->d, 0);
+    return project(fw, tl, a->ffh, c->ff, rows, &w->fc2, c->ff, a->t);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -269,19 +287,29 @@ static nmt_status sublayer(const nmt_tf_fwd *fw, uint32_t k, const nmt_tf_pass *
         in = a.h;
     }
     const int dec = nmt_tf_sub_is_dec(c, k);
+    /* post-norm at inference: the last product takes the residual and norm
+     * (the phrase attentions end in their own products and keep t) */
+    const tf_tail tail = {&w->ln, a.x, a.out};
+    const tf_tail *tl = !c->pre_norm && fw->fuse_norm && fw->drop == NULL ? &tail : NULL;
+    int normed = tl != NULL;
     switch (nmt_tf_sub_kind_of(c, k)) {
     case NMT_TF_SUB_SELF:
-        if (nmt_ph_of(c, dec, 0)) NMT_TRY(nmt_ph_attn(fw, w, &a, nmt_ph_of(c, dec, 0), dec, 0, p, in));
-        else if (!dec && nmt_mg_layer(c, k / 2)) NMT_TRY(mg_self_attn(fw, w, &a, p, in));
-        else NMT_TRY(self_attn(fw, w, &a, dec, p, in));
+        if (nmt_ph_of(c, dec, 0)) {
+            NMT_TRY(nmt_ph_attn(fw, w, &a, nmt_ph_of(c, dec, 0), dec, 0, p, in));
+            normed = 0;
+        } else if (!dec && nmt_mg_layer(c, k / 2)) NMT_TRY(mg_self_attn(fw, w, &a, p, in, tl));
+        else NMT_TRY(self_attn(fw, w, &a, dec, p, in, tl));
         break;
     case NMT_TF_SUB_CROSS:
-        if (nmt_ph_of(c, 1, 1)) NMT_TRY(nmt_ph_attn(fw, w, &a, nmt_ph_of(c, 1, 1), 1, 1, p, in));
-        else NMT_TRY(cross_attn(fw, w, &a, p, in));
+        if (nmt_ph_of(c, 1, 1)) {
+            NMT_TRY(nmt_ph_attn(fw, w, &a, nmt_ph_of(c, 1, 1), 1, 1, p, in));
+            normed = 0;
+        } else NMT_TRY(cross_attn(fw, w, &a, p, in, tl));
         if (p->align.mem != NULL && k == p->align_k) NMT_TRY(cross_align(fw, &a, p));
         break;
-    case NMT_TF_SUB_FFN: NMT_TRY(ffn(fw, w, &a, rows, in)); break;
+    case NMT_TF_SUB_FFN: NMT_TRY(ffn(fw, w, &a, rows, in, tl)); break;
     }
+    if (normed) return NMT_OK;
     if (fw->drop) NMT_TRY(fw->drop(fw->user, a.t, n, 2 + (uint64_t)k));
     if (!c->pre_norm) return nmt_layer_norm(fw->ops, a.t, a.x, a.out, rows, c->d, &w->ln, c->eps);
     if (!same_buf(a.out, a.x)) NMT_TRY(nmt_op_copy_rows(fw->ops, a.x, c->d, a.out, c->d, rows, c->d));
