@@ -164,7 +164,7 @@ inline float wg_sum(float v, __local float *red) {
  * calling it.  Element access: float16 vectors v < d / 16 (vector v holds
  * elements 16v .. 16v + 15) and the tail elements from 16 * (d / 16); a
  * work-item owns vectors lid, lid + lsz, ... and tail elements lid + 16 *
- * (d / 16), ... (layernorm, its backward in norm_bwd.cl, gemm_nt_ln). */
+ * (d / 16), ... (layernorm, its backward, gemm_nt_ln). */
 inline float2 ln_stats(__global const float *x, __global const float *r, const int has_res, const uint d,
                        const float eps, __local float *red) {
     const uint lid = (uint)get_local_id(0), lsz = (uint)get_local_size(0);

@@ -19,7 +19,8 @@ typedef struct nmt_tf_acts {
     nmt_buf x;    /* (rows, d) input */
     nmt_buf out;  /* (rows, d) output; may be x (in place) */
     nmt_buf h;    /* (rows, d) pre-norm: LN(x) */
-    nmt_buf t;    /* (rows, d) F's output (before the residual) */
+    nmt_buf t;    /* (rows, d) F's output (before the residual); not written by a
+                     step whose sub-layer fuses its norm (nmt_tf_fwd.fuse_norm) */
     nmt_buf qkv;  /* self: (rows, 3d) q|k|v; cross: (rows, d) q */
     nmt_buf ctx;  /* (rows, nbr*d) attention output per branch */
     nmt_buf fused;                       /* gate: (rows, d) gated sum */
