@@ -411,6 +411,31 @@ static void test_bad_input(void **state) {
     assert_non_null(strstr(r.err, "no valid checkpoint"));
     nmt_test_proc_free(&r);
 
+    char *betas1[] = {"--adam-betas", "0.9", NULL};
+    train_argv(argv, dir, src, tgt, betas1);
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 2);
+    assert_non_null(strstr(r.err, "invalid value '0.9' for --adam-betas (expected B1,B2 with each in [0, 1)"));
+    nmt_test_proc_free(&r);
+    char *betas2[] = {"--adam-betas", "0.9,1", NULL};
+    train_argv(argv, dir, src, tgt, betas2);
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 2);
+    assert_non_null(strstr(r.err, "invalid value '0.9,1' for --adam-betas"));
+    nmt_test_proc_free(&r);
+    char *betas3[] = {"--adam-betas", "0.9,0.98x", NULL};
+    train_argv(argv, dir, src, tgt, betas3);
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 2);
+    assert_non_null(strstr(r.err, "invalid value '0.9,0.98x' for --adam-betas"));
+    nmt_test_proc_free(&r);
+    char *eps[] = {"--adam-eps", "-1e-8", NULL};
+    train_argv(argv, dir, src, tgt, eps);
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 2);
+    assert_non_null(strstr(r.err, "invalid value '-1e-8' for --adam-eps (expected a number in [0, 1])"));
+    nmt_test_proc_free(&r);
+
     char *arch[] = {"--d-model", "30", "--heads", "4", NULL};
     train_argv(argv, dir, src, tgt, arch);
     nmt_test_run(argv, NULL, g_dir, &r);
@@ -422,6 +447,70 @@ static void test_bad_input(void **state) {
     nmt_test_run(plot, NULL, g_dir, &r);
     expect_status(&r, 1);
     nmt_test_proc_free(&r);
+}
+
+/* The train line of `step` in DIR/log.jsonl: its loss (the test fails
+ * when there is none). */
+static double logged_loss(const char *dir, int step) {
+    char jl[600], key[48];
+    snprintf(jl, sizeof jl, "%s/log.jsonl", dir);
+    snprintf(key, sizeof key, "\"kind\":\"train\",\"step\":%d,", step);
+    size_t n;
+    char *text = nmt_test_read_file(jl, &n);
+    assert_non_null(text);
+    const char *line = strstr(text, key);
+    if (line == NULL) fail_msg("no train line of step %d in %s", step, jl);
+    const char *l = strstr(line, "\"loss\":");
+    assert_non_null(l);
+    const double v = atof(l + 7);
+    free(text);
+    return v;
+}
+
+/* --adam-betas and --adam-eps reach the optimiser: spelling out the
+ * defaults changes nothing (bit for bit, the log's 6 decimals), other
+ * values change the losses after the first update, not before it. */
+static void test_adam_options(void **state) {
+    (void)state;
+    char src[512], tgt[512], d0[512], d1[512], d2[512];
+    path_in(src, sizeof src, "a.src");
+    path_in(tgt, sizeof tgt, "a.tgt");
+    path_in(d0, sizeof d0, "a-default");
+    path_in(d1, sizeof d1, "a-spelled");
+    path_in(d2, sizeof d2, "a-other");
+    write_reverse_task(src, tgt, 40, 5, NULL, NULL);
+    const char *dirs[3] = {d0, d1, d2};
+    for (int k = 0; k < 3; k++) {
+        char *opts[40] = {"--d-model", "16", "--heads", "2", "--ff", "32", "--enc-layers", "1", "--dec-layers",
+                          "1", "--enc-branches", "global", "--dec-branches", "global", "--dropout", "0",
+                          "--lr", "0.01", "--warmup", "1", "--schedule", "constant", "--max-steps", "4",
+                          "--log-every", "1", "--eval-every", "0", "--save-every", "0", NULL};
+        int n = 30;
+        if (k == 1) {
+            opts[n++] = "--adam-betas";
+            opts[n++] = "0.9,0.98";
+            opts[n++] = "--adam-eps";
+            opts[n++] = "1e-9";
+        } else if (k == 2) {
+            opts[n++] = "--adam-betas";
+            opts[n++] = "0.5,0.6";
+            opts[n++] = "--adam-eps";
+            opts[n++] = "0.1";
+        }
+        opts[n] = NULL;
+        char *argv[80];
+        nmt_test_proc r;
+        train_argv(argv, dirs[k], src, tgt, opts);
+        nmt_test_run(argv, NULL, g_dir, &r);
+        expect_status(&r, 0);
+        nmt_test_proc_free(&r);
+    }
+    for (int step = 1; step <= 4; step++) {
+        const double a = logged_loss(d0, step), b = logged_loss(d1, step), c = logged_loss(d2, step);
+        assert_true(a == b);
+        if (step == 1) assert_true(a == c); /* before any update */
+        else if (a == c) fail_msg("step %d: the same loss %.6f with other Adam parameters", step, a);
+    }
 }
 
 /* --arch mgsa: a new MG-SA model trains and is written as arch mgsa with
@@ -938,6 +1027,7 @@ int main(void) {
         cmocka_unit_test(test_phrase),
         cmocka_unit_test(test_attention_cmd),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_adam_options),
         cmocka_unit_test(test_sigterm_checkpoints),
         cmocka_unit_test(test_sigkill_resume_bit_exact),
         cmocka_unit_test(test_banmt),

@@ -695,6 +695,9 @@ static int train_loop(run *r) {
         nmt_adam_params ap = nmt_adam_defaults();
         ap.lr = (float)sched_lr(&r->sp, step);
         ap.weight_decay = (float)o->weight_decay;
+        ap.beta1 = (float)o->adam_beta1;
+        ap.beta2 = (float)o->adam_beta2;
+        ap.eps = (float)o->adam_eps;
         ap.grad_scale = (float)(inv * clip);
         ap.step = step;
         if (!isfinite(loss) || !isfinite(gnorm)) {

@@ -31,6 +31,9 @@ static void defaults(train_opts *o) {
     o->dropout = 0.1;
     o->label_smoothing = 0.1;
     o->clip_norm = 0;
+    o->adam_beta1 = 0.9;
+    o->adam_beta2 = 0.98;
+    o->adam_eps = 1e-9;
     o->warmup = 4000;
     o->max_tokens = 4096;
     o->max_seqs = 512;
@@ -135,6 +138,8 @@ void train_opts_usage(FILE *f) {
 "  --accum N           micro-batches per optimiser step (1)\n"
 "  --dropout P (0.1)  --label-smoothing E (0.1)  --clip-norm X (0 = off)\n"
 "  --weight-decay X    decoupled weight decay (0)\n"
+"  --adam-betas B1,B2  Adam's moment decays, each in [0, 1) (0.9,0.98)\n"
+"  --adam-eps X        Adam's epsilon (1e-9)\n"
 "  --max-steps N  --max-epochs N  --max-time SECONDS   stop at the first reached\n"
 "  --seed N            data order and dropout (1)\n"
 "\n"
@@ -165,7 +170,7 @@ enum {
     O_SAVE_EVERY, O_KEEP, O_BEAM, O_DEV_BLEU_MAX, O_RESUME, O_OVERWRITE, O_DEVICE, O_NO_CACHE, O_QUIET, O_HELP, O_ARCH,
     O_MG_LAYERS, O_MG_HEADS, O_MG_COMPOSE, O_MG_INTERACT, O_MG_CHUNK, O_PH_ENC, O_PH_DEC, O_PH_CROSS,
     O_TRAIN_SPANS, O_DEV_SPANS, O_MG_TAG_LAMBDA, O_BA_FIRST, O_BA_LAST = O_BA_FIRST + 6, O_MAX_ACT_BYTES,
-    O_DIST_TIMEOUT, O_BUCKET_MB, O_NO_OVERLAP
+    O_DIST_TIMEOUT, O_BUCKET_MB, O_NO_OVERLAP, O_ADAM_BETAS, O_ADAM_EPS
 };
 
 /* BA-NMT's options: the flags of its hyper-parameter table (banmt_cfg.c). */
@@ -189,6 +194,7 @@ static const struct option LONG_OPTS[] = {
     {"accum", required_argument, 0, O_ACCUM}, {"dropout", required_argument, 0, O_DROPOUT},
     {"label-smoothing", required_argument, 0, O_LS}, {"clip-norm", required_argument, 0, O_CLIP},
     {"weight-decay", required_argument, 0, O_WD}, {"max-steps", required_argument, 0, O_MAX_STEPS},
+    {"adam-betas", required_argument, 0, O_ADAM_BETAS}, {"adam-eps", required_argument, 0, O_ADAM_EPS},
     {"max-epochs", required_argument, 0, O_MAX_EPOCHS}, {"max-time", required_argument, 0, O_MAX_TIME},
     {"seed", required_argument, 0, O_SEED}, {"log-every", required_argument, 0, O_LOG_EVERY},
     {"eval-every", required_argument, 0, O_EVAL_EVERY}, {"save-every", required_argument, 0, O_SAVE_EVERY},
@@ -239,6 +245,24 @@ static int parse_double(const char *name, const char *val, double lo, double hi,
         return bad_value(name, val, why);
     }
     *out = v;
+    return 0;
+}
+
+/* B1,B2: two numbers in [0, 1) (Adam's beta1 and beta2). */
+static int parse_betas(const char *name, const char *val, double *b1, double *b2) {
+    char *end;
+    errno = 0;
+    const double x = strtod(val, &end);
+    int ok = !errno && end != val && *end == ',' && x >= 0 && x < 1;
+    double y = 0;
+    if (ok) {
+        const char *v2 = end + 1;
+        y = strtod(v2, &end);
+        ok = !errno && end != v2 && *end == '\0' && y >= 0 && y < 1;
+    }
+    if (!ok) return bad_value(name, val, "expected B1,B2 with each in [0, 1), e.g. 0.9,0.98");
+    *b1 = x;
+    *b2 = y;
     return 0;
 }
 
@@ -304,6 +328,8 @@ int train_opts_parse(int argc, char **argv, train_opts *o, int *help) {
         case O_LS: r = parse_double(name, optarg, 0, 0.99, &o->label_smoothing); break;
         case O_CLIP: r = parse_double(name, optarg, 0, 1e9, &o->clip_norm); break;
         case O_WD: r = parse_double(name, optarg, 0, 1, &o->weight_decay); break;
+        case O_ADAM_BETAS: r = parse_betas(name, optarg, &o->adam_beta1, &o->adam_beta2); break;
+        case O_ADAM_EPS: r = parse_double(name, optarg, 0, 1, &o->adam_eps); break;
         case O_MAX_STEPS: r = parse_long(name, optarg, 0, BIG, &o->max_steps); break;
         case O_MAX_EPOCHS: r = parse_long(name, optarg, 0, BIG, &o->max_epochs); break;
         case O_MAX_TIME: r = parse_double(name, optarg, 0, 1e9, &o->max_time); break;

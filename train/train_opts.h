@@ -26,6 +26,7 @@ typedef struct train_opts {
     /* optimisation */
     const char *schedule;
     double lr, dropout, label_smoothing, clip_norm, weight_decay;
+    double adam_beta1, adam_beta2, adam_eps;  /* Adam (0.9, 0.98, 1e-9) */
     long warmup, max_tokens, max_seqs, accum;
     long max_steps, max_epochs;
     double max_time;
