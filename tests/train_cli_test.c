@@ -411,31 +411,6 @@ static void test_bad_input(void **state) {
     assert_non_null(strstr(r.err, "no valid checkpoint"));
     nmt_test_proc_free(&r);
 
-    char *betas1[] = {"--adam-betas", "0.9", NULL};
-    train_argv(argv, dir, src, tgt, betas1);
-    nmt_test_run(argv, NULL, g_dir, &r);
-    expect_status(&r, 2);
-    assert_non_null(strstr(r.err, "invalid value '0.9' for --adam-betas (expected B1,B2 with each in [0, 1)"));
-    nmt_test_proc_free(&r);
-    char *betas2[] = {"--adam-betas", "0.9,1", NULL};
-    train_argv(argv, dir, src, tgt, betas2);
-    nmt_test_run(argv, NULL, g_dir, &r);
-    expect_status(&r, 2);
-    assert_non_null(strstr(r.err, "invalid value '0.9,1' for --adam-betas"));
-    nmt_test_proc_free(&r);
-    char *betas3[] = {"--adam-betas", "0.9,0.98x", NULL};
-    train_argv(argv, dir, src, tgt, betas3);
-    nmt_test_run(argv, NULL, g_dir, &r);
-    expect_status(&r, 2);
-    assert_non_null(strstr(r.err, "invalid value '0.9,0.98x' for --adam-betas"));
-    nmt_test_proc_free(&r);
-    char *eps[] = {"--adam-eps", "-1e-8", NULL};
-    train_argv(argv, dir, src, tgt, eps);
-    nmt_test_run(argv, NULL, g_dir, &r);
-    expect_status(&r, 2);
-    assert_non_null(strstr(r.err, "invalid value '-1e-8' for --adam-eps (expected a number in [0, 1])"));
-    nmt_test_proc_free(&r);
-
     char *arch[] = {"--d-model", "30", "--heads", "4", NULL};
     train_argv(argv, dir, src, tgt, arch);
     nmt_test_run(argv, NULL, g_dir, &r);
@@ -446,6 +421,18 @@ static void test_bad_input(void **state) {
     char *plot[] = {(char *)NMT_TRAIN_BIN, "plot", src, "-o", dir, NULL};
     nmt_test_run(plot, NULL, g_dir, &r);
     expect_status(&r, 1);
+    nmt_test_proc_free(&r);
+}
+
+/* nmt-edge-train with `opts` (train_argv) exits with `status`, saying `msg`. */
+static void expect_train_error(const char *dir, const char *src, const char *tgt, char **opts, int status,
+                               const char *msg) {
+    char *argv[80];
+    nmt_test_proc r;
+    train_argv(argv, dir, src, tgt, opts);
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, status);
+    if (strstr(r.err, msg) == NULL) fail_msg("expected '%s' in: %s", msg, r.err);
     nmt_test_proc_free(&r);
 }
 
@@ -467,9 +454,10 @@ static double logged_loss(const char *dir, int step) {
     return v;
 }
 
-/* --adam-betas and --adam-eps reach the optimiser: spelling out the
- * defaults changes nothing (bit for bit, the log's 6 decimals), other
- * values change the losses after the first update, not before it. */
+/* --adam-betas and --adam-eps: bad values refused with their names; good
+ * ones reach the optimiser: spelling out the defaults changes nothing (the
+ * log's 6 decimals), other values change the losses after the first
+ * update, not before it. */
 static void test_adam_options(void **state) {
     (void)state;
     char src[512], tgt[512], d0[512], d1[512], d2[512];
@@ -479,6 +467,12 @@ static void test_adam_options(void **state) {
     path_in(d1, sizeof d1, "a-spelled");
     path_in(d2, sizeof d2, "a-other");
     write_reverse_task(src, tgt, 40, 5, NULL, NULL);
+    char *b1[] = {"--adam-betas", "0.9", NULL}, *b2[] = {"--adam-betas", "0.9,1", NULL};
+    char *b3[] = {"--adam-betas", "0.9,0.98x", NULL}, *e1[] = {"--adam-eps", "-1e-8", NULL};
+    expect_train_error(d0, src, tgt, b1, 2, "invalid value '0.9' for --adam-betas (expected B1,B2 with each in [0, 1)");
+    expect_train_error(d0, src, tgt, b2, 2, "invalid value '0.9,1' for --adam-betas");
+    expect_train_error(d0, src, tgt, b3, 2, "invalid value '0.9,0.98x' for --adam-betas");
+    expect_train_error(d0, src, tgt, e1, 2, "invalid value '-1e-8' for --adam-eps (expected a number in [0, 1])");
     const char *dirs[3] = {d0, d1, d2};
     for (int k = 0; k < 3; k++) {
         char *opts[40] = {"--d-model", "16", "--heads", "2", "--ff", "32", "--enc-layers", "1", "--dec-layers",
@@ -511,20 +505,6 @@ static void test_adam_options(void **state) {
         if (step == 1) assert_true(a == c); /* before any update */
         else if (a == c) fail_msg("step %d: the same loss %.6f with other Adam parameters", step, a);
     }
-}
-
-/* --arch mgsa: a new MG-SA model trains and is written as arch mgsa with
- * its phrase heads; bad MG-SA options are refused with their names. */
-/* nmt-edge-train with `opts` (train_argv) exits with `status`, saying `msg`. */
-static void expect_train_error(const char *dir, const char *src, const char *tgt, char **opts, int status,
-                               const char *msg) {
-    char *argv[80];
-    nmt_test_proc r;
-    train_argv(argv, dir, src, tgt, opts);
-    nmt_test_run(argv, NULL, g_dir, &r);
-    expect_status(&r, status);
-    if (strstr(r.err, msg) == NULL) fail_msg("expected '%s' in: %s", msg, r.err);
-    nmt_test_proc_free(&r);
 }
 
 /* --arch phrase: a new interleaved QueryK model trains and exports with
@@ -738,6 +718,8 @@ static void test_parse_spans(void **state) {
     nmt_test_proc_free(&r);
 }
 
+/* --arch mgsa: a new MG-SA model trains and is written as arch mgsa with
+ * its phrase heads; bad MG-SA options are refused with their names. */
 static void test_mgsa(void **state) {
     (void)state;
     char src[512], tgt[512], dir[512], model[600];
