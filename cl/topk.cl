@@ -19,6 +19,14 @@
  *                  > -inf (a dead beam) is not searched: every entry and
  *                  its lp_eos missing.
  *                  NDRange (rows * lsz), local size lsz.
+ *                  pick != 0 (greedy steps chained on the device, runtime/
+ *                  session.c): then the row's next token is its first
+ *                  ranked entry whose key is > -inf and, with pick = 2
+ *                  (EOS barred), not EOS — the candidate the host's beam
+ *                  takes at beam 1 — or EOS when there is none:
+ *                  tok[tok_off + r] = its id, score[s_off + r] = its key
+ *                  (the row's cumulative score, as the host forms it).  A
+ *                  dead row is left as it is.
  *
  *                  The k-th largest of the work-items' maxima bounds the
  *                  keys worth ranking; each work-item keeps the best k of
@@ -62,8 +70,9 @@ static inline uint topk_insert(float *tk, int *ti, uint cnt, const uint k, const
 }
 
 __kernel void topk_logprobs(__global const float *X, const ulong x_off, const uint n, const uint ld,
-                            __global const float *score, const ulong s_off, const uint rows, const uint k,
-                            const uint eos, __global uint *out, const ulong out_off) {
+                            __global float *score, const ulong s_off, const uint rows, const uint k,
+                            const uint eos, __global uint *out, const ulong out_off, const uint pick,
+                            __global int *tok, const ulong tok_off) {
     __local float red_m[REDUCE_WG];
     __local float red_s[REDUCE_WG];
     __local float list_k[REDUCE_WG * TOPK_MAX]; /* each work-item's best k: keys, ids */
@@ -152,4 +161,15 @@ __kernel void topk_logprobs(__global const float *X, const ulong x_off, const ui
         o_id[j] = j < m ? (uint)ti[j] : (uint)-1;
     }
     if (lid == 0) out[out_off + 2 * (ulong)rows * k + r] = as_uint(eos < n ? x[eos] - lse : -INFINITY);
+    if (pick == 0) return;
+    int id = (int)eos;
+    float key = -INFINITY;
+    for (uint j = 0; j < m; j++)
+        if (tk[j] > -INFINITY && (pick == 1 || ti[j] != (int)eos)) {
+            id = ti[j];
+            key = tk[j];
+            break;
+        }
+    tok[tok_off + r] = id;
+    score[s_off + r] = key; /* every work-item of the group read it before the barriers */
 }

@@ -261,6 +261,7 @@ nmt_status nmt_family_check_tensors(const nmt_family *fam, const void *cfg, cons
 nmt_status nmt_io_reorder_upload(nmt_ops *ops, const nmt_io_bufs *io, uint32_t rows) {
     if (io->h_reorder == NULL || rows == 0) return NMT_OK;
     if (ops == NULL || io->reorder.mem == NULL) return NMT_ERR_INVALID_ARGUMENT;
-    return nmt_device_write(ops->dev, io->reorder.mem, io->reorder.off * sizeof(cl_int), (size_t)rows * sizeof(cl_int),
-                            io->h_reorder);
+    /* queued: the beam changes h_reorder only after the step's blocking read */
+    return nmt_device_write_queued(ops->dev, io->reorder.mem, io->reorder.off * sizeof(cl_int),
+                                   (size_t)rows * sizeof(cl_int), io->h_reorder);
 }

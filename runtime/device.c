@@ -979,6 +979,13 @@ nmt_status nmt_device_write(nmt_device *dev, cl_mem buf, size_t offset, size_t b
     return NMT_OK;
 }
 
+nmt_status nmt_device_write_queued(nmt_device *dev, cl_mem buf, size_t offset, size_t bytes, const void *src) {
+    if (dev == NULL || buf == NULL || (src == NULL && bytes)) return NMT_ERR_INVALID_ARGUMENT;
+    if (bytes == 0) return NMT_OK;
+    NMT_CL(dev, clEnqueueWriteBuffer(dev->queue, buf, CL_FALSE, offset, bytes, src, 0, NULL, NULL));
+    return NMT_OK;
+}
+
 nmt_status nmt_device_read(nmt_device *dev, cl_mem buf, size_t offset, size_t bytes, void *dst) {
     if (dev == NULL || buf == NULL || (dst == NULL && bytes)) return NMT_ERR_INVALID_ARGUMENT;
     if (bytes == 0) return NMT_OK;
@@ -990,6 +997,15 @@ nmt_status nmt_device_read_async(nmt_device *dev, cl_mem buf, size_t offset, siz
     if (dev == NULL || buf == NULL || ev == NULL || dst == NULL || bytes == 0) return NMT_ERR_INVALID_ARGUMENT;
     NMT_CL(dev, clEnqueueReadBuffer(dev->queue, buf, CL_FALSE, offset, bytes, dst, 0, NULL, ev));
     clFlush(dev->queue);
+    return NMT_OK;
+}
+
+nmt_status nmt_device_wait(nmt_device *dev, cl_event *ev) {
+    if (dev == NULL || ev == NULL || *ev == NULL) return NMT_ERR_INVALID_ARGUMENT;
+    const cl_int err = clWaitForEvents(1, ev);
+    clReleaseEvent(*ev);
+    *ev = NULL;
+    NMT_CL(dev, err);
     return NMT_OK;
 }
 

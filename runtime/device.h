@@ -157,6 +157,14 @@ nmt_status nmt_device_read(nmt_device *dev, cl_mem buf, size_t offset, size_t by
  * before it); *ev completes when dst holds the bytes (the caller releases
  * it).  dst must stay valid until then. */
 nmt_status nmt_device_read_async(nmt_device *dev, cl_mem buf, size_t offset, size_t bytes, void *dst, cl_event *ev);
+/* The write enqueued without waiting for it: the queue copies src when it
+ * reaches the command, so src must hold its bytes, unchanged, until a later
+ * blocking transfer or finish on the queue has returned.  It saves the
+ * queue drain a blocking write costs (docs/RUNTIME.md, "Decoding"). */
+nmt_status nmt_device_write_queued(nmt_device *dev, cl_mem buf, size_t offset, size_t bytes, const void *src);
+/* Wait for *ev (from nmt_device_read_async), release it and set it NULL;
+ * NMT_ERR_OPENCL when the command failed. */
+nmt_status nmt_device_wait(nmt_device *dev, cl_event *ev);
 nmt_status nmt_device_finish(nmt_device *dev);
 
 /* The int8-weight products of shape class cls on this device (runtime/

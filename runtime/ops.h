@@ -605,5 +605,14 @@ nmt_status nmt_op_attn_align(nmt_ops *ops, uint32_t rows, uint32_t group, uint32
 nmt_status nmt_ops_enable_topk(nmt_ops *ops);
 nmt_status nmt_op_topk_logprobs(nmt_ops *ops, nmt_buf x, uint32_t rows, uint32_t n, uint32_t ld, nmt_buf score,
                                 uint32_t k, uint32_t eos, nmt_buf out);
+/* The same, and the greedy step's choice written on the device (greedy
+ * steps chained without the host, runtime/session.c): for every row whose
+ * score is > -inf, tok[r] = the id of its first ranked entry with a key
+ * > -inf that is not eos when no_eos (eos when there is none) and
+ * score[r] = that key (score + lp: the host's float sum).  That is the
+ * token and the score nmt_beam_advance_topk gives the row at beam 1.  Dead
+ * rows are left as they are.  score and tok may be parts of one buffer. */
+nmt_status nmt_op_topk_pick(nmt_ops *ops, nmt_buf x, uint32_t rows, uint32_t n, uint32_t ld, nmt_buf score,
+                            uint32_t k, uint32_t eos, nmt_buf out, int no_eos, nmt_buf tok);
 
 #endif

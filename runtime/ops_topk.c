@@ -44,12 +44,12 @@ nmt_status nmt_ops_enable_topk(nmt_ops *ops) {
     return NMT_OK;
 }
 
-nmt_status nmt_op_topk_logprobs(nmt_ops *ops, nmt_buf x, uint32_t rows, uint32_t n, uint32_t ld, nmt_buf score,
-                                uint32_t k, uint32_t eos, nmt_buf out) {
+static nmt_status topk_launch(nmt_ops *ops, nmt_buf x, uint32_t rows, uint32_t n, uint32_t ld, nmt_buf score,
+                              uint32_t k, uint32_t eos, nmt_buf out, uint32_t pick, nmt_buf tok) {
     if (ops == NULL || ops->k_topk == NULL) return NMT_ERR_INVALID_ARGUMENT;
     if (rows == 0) return NMT_OK;
     if (x.mem == NULL || score.mem == NULL || out.mem == NULL || n == 0 || ld < n || k == 0 ||
-        k > ops->topk_max || n > (uint32_t)INT32_MAX - 1)
+        k > ops->topk_max || n > (uint32_t)INT32_MAX - 1 || (pick && tok.mem == NULL))
         return NMT_ERR_INVALID_ARGUMENT;
     args a = args_begin(ops->k_topk);
     arg_mem(&a, x.mem);
@@ -63,7 +63,20 @@ nmt_status nmt_op_topk_logprobs(nmt_ops *ops, nmt_buf x, uint32_t rows, uint32_t
     arg_u32(&a, eos);
     arg_mem(&a, out.mem);
     arg_u64(&a, out.off);
+    arg_u32(&a, pick);
+    arg_mem(&a, pick ? tok.mem : out.mem); /* not written without pick */
+    arg_u64(&a, pick ? tok.off : 0);
     NMT_TRY(args_end(ops->dev, &a, "topk_logprobs"));
     size_t lws = ops->reduce_wg, gws = (size_t)rows * lws;
     return nmt_enqueue(ops->dev, ops->k_topk, 1, &gws, &lws, "topk_logprobs");
+}
+
+nmt_status nmt_op_topk_logprobs(nmt_ops *ops, nmt_buf x, uint32_t rows, uint32_t n, uint32_t ld, nmt_buf score,
+                                uint32_t k, uint32_t eos, nmt_buf out) {
+    return topk_launch(ops, x, rows, n, ld, score, k, eos, out, 0, (nmt_buf){NULL, 0});
+}
+
+nmt_status nmt_op_topk_pick(nmt_ops *ops, nmt_buf x, uint32_t rows, uint32_t n, uint32_t ld, nmt_buf score,
+                            uint32_t k, uint32_t eos, nmt_buf out, int no_eos, nmt_buf tok) {
+    return topk_launch(ops, x, rows, n, ld, score, k, eos, out, no_eos ? 2 : 1, tok);
 }

@@ -11,6 +11,9 @@
 #include <math.h>
 #include <string.h>
 
+/* The most candidates a chained greedy step reads: 2, 3 while EOS is barred. */
+#define CHAIN_K 3u
+
 #define NMT_DEFAULT_MAX_SRC 256u
 #define NMT_DEFAULT_BEAM 4u
 #define NMT_DEFAULT_ALPHA 0.6f
@@ -197,6 +200,8 @@ static nmt_status plan_session(nmt_session *s, nmt_arena *a) {
     s->ord_nspans = NMT_ARENA_NEW(a, uint32_t, d->max_batch);
     s->h_step = NMT_ARENA_NEW(a, int32_t, 2 * (size_t)d->step_rows);
     s->h_cand = NMT_ARENA_NEW(a, uint32_t, (size_t)d->step_rows * (2 * s->topk_cap + 1));
+    s->h_cand_next = NMT_ARENA_NEW(a, uint32_t, (size_t)d->max_batch * (2 * CHAIN_K + 1));
+    s->chain_greedy = !nmt_env_flag("NMT_EDGE_NO_CHAIN");
     NMT_CHECK(!a->failed, NMT_ERR_ARENA_TOO_SMALL);
     NMT_TRY(nmt_beam_plan(&s->beam, a, d->max_batch, d->max_beam, d->tgt_cap));
     if (s->want_sampling) NMT_TRY(nmt_beam_plan_vocab(&s->beam, a, (uint32_t)V));
@@ -404,6 +409,11 @@ static nmt_status upload_ints(nmt_session *s, nmt_buf dst, const int32_t *src, s
     return nmt_device_write(s->dev, dst.mem, dst.off * sizeof(cl_int), n * sizeof(cl_int), src);
 }
 
+/* The same, not waited for: src unchanged until the step's blocking read. */
+static nmt_status queue_ints(nmt_session *s, nmt_buf dst, const int32_t *src, size_t n) {
+    return nmt_device_write_queued(s->dev, dst.mem, dst.off * sizeof(cl_int), n * sizeof(cl_int), src);
+}
+
 /* Pack sources (+EOS) into [n, len] with padding, upload, run the encoder. */
 static nmt_status encode_batch(nmt_session *s, const nmt_batch *src, uint32_t *len_out) {
     uint32_t longest;
@@ -455,6 +465,125 @@ static nmt_status check_prefix(const nmt_session *s, const nmt_decode_opts *o, u
     return NMT_OK;
 }
 
+/* The decoder steps of a search, each ranked on the host before the next
+ * is enqueued: n sentences, K beams, at most `steps` steps. */
+static nmt_status decode_host(nmt_session *s, nmt_beam *b, uint32_t n, uint32_t K, uint32_t steps, float rep) {
+    uint32_t live = n; /* sentences [0, live) still decode: trailing finished ones drop out */
+    for (uint32_t t = 0; t < steps; t++) {
+        /* The rows of finished sentences at the end of the batch are not
+         * computed: a step's state is per row at fixed strides and the beam
+         * never reads a finished sentence's rows again (docs/RUNTIME.md,
+         * "Finished sentences"). */
+        while (s->trim_finished && live > 1 && b->done[live - 1]) live--;
+        const uint32_t rows = live * K;
+        s->rows_trimmed += (uint64_t)(n - live) * K;
+        /* k candidates per row when the step allows it (device top-k), else every log-probability */
+        uint32_t k = s->ops.k_topk != NULL ? nmt_beam_topk_width(b, t) : 0;
+        if (k > s->topk_cap || k > s->ops.topk_max) k = 0;
+        if (k) { /* one upload: the tokens, then the scores the kernel ranks by */
+            memcpy(s->h_step, b->next_tok, sizeof(int32_t) * rows);
+            memcpy(s->h_step + rows, b->score, sizeof(float) * rows);
+            NMT_TRY(queue_ints(s, s->io.step_tok, s->h_step, 2 * (size_t)rows));
+        } else {
+            NMT_TRY(queue_ints(s, s->io.step_tok, b->next_tok, rows));
+        }
+        NMT_TRY(s->fam->step(s->fam_state, &s->io, rows, K, t));
+        const size_t sc = s->dims.src_cap, R = s->dims.step_rows;
+        if (s->h_align != NULL)
+            NMT_TRY(nmt_device_read(s->dev, s->io.align.mem, 0, (size_t)rows * sc * sizeof(float),
+                                    s->h_align + (size_t)t * R * sc));
+        int done;
+        if (k) {
+            const uint32_t V = s->info.tgt_vocab;
+            NMT_TRY(nmt_op_topk_logprobs(&s->ops, s->io.logits, rows, V, V, nmt_buf_at(s->io.step_tok, rows), k,
+                                         s->info.eos_id, s->d_cand));
+            NMT_TRY(nmt_device_read(s->dev, s->d_cand.mem, 0, (size_t)rows * (2 * k + 1) * sizeof(uint32_t),
+                                    s->h_cand));
+            const uint32_t *c = s->h_cand;
+            done = nmt_beam_advance_topk(b, t, (const float *)c, (const int32_t *)(c + (size_t)rows * k), k,
+                                         (const float *)(c + 2 * (size_t)rows * k));
+        } else {
+            NMT_TRY(read_logprobs(s, rows, rep == 1.0f)); /* penalised: raw logits, softmax here */
+            if (rep != 1.0f) nmt_beam_logprobs(b, t, s->h_logits);
+            done = nmt_beam_advance(b, t, s->h_logits);
+        }
+        if (s->h_align != NULL) memcpy(s->h_align_back + (size_t)t * R, b->back, sizeof(int32_t) * rows);
+        if (done) break;
+        uint32_t moved = 0; /* greedy, and finished sentences, keep their rows: nothing to reorder */
+        for (uint32_t r = 0; r < rows && !moved; r++) moved = b->back[r] != (int32_t)r;
+        if (!moved) continue;
+        /* with the table the family uploads them only if it gathers
+         * (nmt_io_reorder_upload): the Transformer's table path does not */
+        if (!s->kv_table) NMT_TRY(queue_ints(s, s->io.reorder, b->back, rows));
+        s->io.h_reorder = s->kv_table ? b->back : NULL;
+        const nmt_status st = s->fam->reorder(s->fam_state, &s->io, rows, t);
+        s->io.h_reorder = NULL;
+        NMT_TRY(st);
+    }
+    return NMT_OK;
+}
+
+/* Greedy decoding with its steps chained on the device (docs/RUNTIME.md,
+ * "Greedy steps chained on the device"): step t's top-k kernel also writes
+ * each row's next token and score into step t + 1's input
+ * (nmt_op_topk_pick: the candidate and the float sum the beam takes at
+ * beam 1), so step t + 1 is enqueued before step t's candidates come back,
+ * and the host ranks them, as decode_host does, while the device runs step
+ * t + 1: the queue does not drain between steps.  Step t + 1 runs on the
+ * rows live before step t's results (trailing finished sentences leave a
+ * step later), and a search that ends at step t has run step t + 1 too,
+ * unread.  The host's and the device's choices are the same by
+ * construction (the same candidates, order and float sums); the tests
+ * compare every result with decode_host's. */
+static nmt_status chain_step(nmt_session *s, const nmt_beam *b, uint32_t t, uint32_t rows, uint32_t *host,
+                             cl_event *ev, uint32_t *k_out) {
+    const uint32_t V = s->info.tgt_vocab, R = s->dims.step_rows, k = nmt_beam_topk_width(b, t);
+    NMT_CHECK(k >= 2 && k <= CHAIN_K, NMT_ERR_INVALID_ARGUMENT);
+    NMT_TRY(s->fam->step(s->fam_state, &s->io, rows, 1, t));
+    s->steps_chained++;
+    NMT_TRY(nmt_op_topk_pick(&s->ops, s->io.logits, rows, V, V, nmt_buf_at(s->io.step_tok, R), k, s->info.eos_id,
+                             s->d_cand, t < b->min_len, s->io.step_tok));
+    *k_out = k;
+    return nmt_device_read_async(s->dev, s->d_cand.mem, 0, (size_t)rows * (2 * k + 1) * sizeof(uint32_t), host, ev);
+}
+
+static int can_chain(const nmt_session *s, const nmt_beam *b) {
+    return s->chain_greedy && b->K == 1 && s->ops.k_topk != NULL && s->h_align == NULL && b->prefix == NULL &&
+           nmt_beam_topk_width(b, 0) > 0 && CHAIN_K <= s->topk_cap && CHAIN_K <= s->ops.topk_max;
+}
+
+static nmt_status decode_chained(nmt_session *s, nmt_beam *b, uint32_t n, uint32_t steps) {
+    const nmt_buf score = nmt_buf_at(s->io.step_tok, s->dims.step_rows);
+    uint32_t *host[2] = {s->h_cand, s->h_cand_next}, rows_of[2] = {n, 0}, k_of[2] = {0, 0}, live = n;
+    cl_event ev[2] = {NULL, NULL};
+    NMT_TRY(queue_ints(s, s->io.step_tok, b->next_tok, n));
+    NMT_TRY(nmt_device_write_queued(s->dev, score.mem, score.off * sizeof(cl_int), sizeof(float) * n, b->score));
+    nmt_status st = chain_step(s, b, 0, n, host[0], &ev[0], &k_of[0]);
+    for (uint32_t t = 0; st == NMT_OK; t++) {
+        const uint32_t i = t & 1, j = i ^ 1;
+        if (t + 1 < steps) {
+            while (s->trim_finished && live > 1 && b->done[live - 1]) live--;
+            s->rows_trimmed += n - live;
+            rows_of[j] = live;
+            st = chain_step(s, b, t + 1, live, host[j], &ev[j], &k_of[j]);
+            if (st != NMT_OK) break;
+        }
+        st = nmt_device_wait(s->dev, &ev[i]);
+        if (st != NMT_OK) break;
+        const uint32_t *c = host[i], r = rows_of[i], k = k_of[i];
+        if (nmt_beam_advance_topk(b, t, (const float *)c, (const int32_t *)(c + (size_t)r * k), k,
+                                  (const float *)(c + 2 * (size_t)r * k)) ||
+            t + 1 >= steps)
+            break;
+    }
+    for (int i = 0; i < 2; i++) /* the step after the last, or one an error left behind */
+        if (ev[i] != NULL) {
+            const nmt_status w = nmt_device_wait(s->dev, &ev[i]);
+            if (st == NMT_OK) st = w;
+        }
+    return st;
+}
+
 static nmt_status translate_in_order(nmt_session *s, const nmt_batch *src, const nmt_decode_opts *opts) {
     static const nmt_decode_opts defaults;
     if (opts == NULL) opts = &defaults;
@@ -504,58 +633,7 @@ static nmt_status translate_in_order(nmt_session *s, const nmt_batch *src, const
     nmt_beam_set_prefix(b, opts->prefix, opts->prefix_len);
     nmt_beam_set_repetition(b, rep);
     if (opts->sampling) NMT_TRY(nmt_beam_set_sampling(b, opts->sampling_topk, temperature, opts->seed));
-    uint32_t live = src->n; /* sentences [0, live) still decode: trailing finished ones drop out */
-    for (uint32_t t = 0; t < steps; t++) {
-        /* The rows of finished sentences at the end of the batch are not
-         * computed: a step's state is per row at fixed strides and the beam
-         * never reads a finished sentence's rows again (docs/RUNTIME.md,
-         * "Finished sentences"). */
-        while (s->trim_finished && live > 1 && b->done[live - 1]) live--;
-        const uint32_t rows = live * K;
-        s->rows_trimmed += (uint64_t)(src->n - live) * K;
-        /* k candidates per row when the step allows it (device top-k), else every log-probability */
-        uint32_t k = s->ops.k_topk != NULL ? nmt_beam_topk_width(b, t) : 0;
-        if (k > s->topk_cap || k > s->ops.topk_max) k = 0;
-        if (k) { /* one upload: the tokens, then the scores the kernel ranks by */
-            memcpy(s->h_step, b->next_tok, sizeof(int32_t) * rows);
-            memcpy(s->h_step + rows, b->score, sizeof(float) * rows);
-            NMT_TRY(upload_ints(s, s->io.step_tok, s->h_step, 2 * (size_t)rows));
-        } else {
-            NMT_TRY(upload_ints(s, s->io.step_tok, b->next_tok, rows));
-        }
-        NMT_TRY(s->fam->step(s->fam_state, &s->io, rows, K, t));
-        const size_t sc = s->dims.src_cap, R = s->dims.step_rows;
-        if (s->h_align != NULL)
-            NMT_TRY(nmt_device_read(s->dev, s->io.align.mem, 0, (size_t)rows * sc * sizeof(float),
-                                    s->h_align + (size_t)t * R * sc));
-        int done;
-        if (k) {
-            const uint32_t V = s->info.tgt_vocab;
-            NMT_TRY(nmt_op_topk_logprobs(&s->ops, s->io.logits, rows, V, V, nmt_buf_at(s->io.step_tok, rows), k,
-                                         s->info.eos_id, s->d_cand));
-            NMT_TRY(nmt_device_read(s->dev, s->d_cand.mem, 0, (size_t)rows * (2 * k + 1) * sizeof(uint32_t),
-                                    s->h_cand));
-            const uint32_t *c = s->h_cand;
-            done = nmt_beam_advance_topk(b, t, (const float *)c, (const int32_t *)(c + (size_t)rows * k), k,
-                                         (const float *)(c + 2 * (size_t)rows * k));
-        } else {
-            NMT_TRY(read_logprobs(s, rows, rep == 1.0f)); /* penalised: raw logits, softmax here */
-            if (rep != 1.0f) nmt_beam_logprobs(b, t, s->h_logits);
-            done = nmt_beam_advance(b, t, s->h_logits);
-        }
-        if (s->h_align != NULL) memcpy(s->h_align_back + (size_t)t * R, b->back, sizeof(int32_t) * rows);
-        if (done) break;
-        uint32_t moved = 0; /* greedy, and finished sentences, keep their rows: nothing to reorder */
-        for (uint32_t r = 0; r < rows && !moved; r++) moved = b->back[r] != (int32_t)r;
-        if (!moved) continue;
-        /* with the table the family uploads them only if it gathers
-         * (nmt_io_reorder_upload): the Transformer's table path does not */
-        if (!s->kv_table) NMT_TRY(upload_ints(s, s->io.reorder, b->back, rows));
-        s->io.h_reorder = s->kv_table ? b->back : NULL;
-        const nmt_status st = s->fam->reorder(s->fam_state, &s->io, rows, t);
-        s->io.h_reorder = NULL;
-        NMT_TRY(st);
-    }
+    NMT_TRY(can_chain(s, b) ? decode_chained(s, b, src->n, steps) : decode_host(s, b, src->n, K, steps, rep));
     nmt_beam_set_prefix(b, NULL, NULL); /* the caller's arrays: not kept */
     s->n_results = src->n;
     if (opts->coverage_penalty > 0) nmt_session_coverage(s, opts->coverage_penalty);

@@ -17,6 +17,8 @@
  *                     cost exactly their buffers, only when asked for;
  *   device top-k      the same results, bit for bit, as the search over
  *                     every log-probability;
+ *   chained greedy    the same results, bit for bit, as greedy steps each
+ *                     ranked on the host before the next;
  * and the statuses of bad values. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -450,10 +452,56 @@ static void test_device_topk(void **state) {
     close_model(&m);
 }
 
+/* Greedy steps chained on the device (session.c decode_chained: the top-k
+ * kernel writes each row's next token and score, the host ranks a step
+ * behind) against the same session ranking every step before the next
+ * (chain_greedy cleared), bit for bit: batches of 4 and 1, the default and
+ * shorter length limits, a minimum length (EOS barred, k = 3), and a
+ * minimum length reaching the limit.  The chained path must have run. */
+static void test_chained_greedy(void **state) {
+    env *e = *state;
+    model m;
+    open_model(e, 0, &m);
+    const nmt_batch all = {srcs, src_lens, NSENT}, one = {srcs + 2, src_lens + 2, 1};
+    const nmt_batch *batches[] = {&all, &one};
+    const nmt_decode_opts opts[] = {
+        {.beam = 1},
+        {.beam = 1, .max_len = 2},
+        {.beam = 1, .max_len = MAXT, .min_len = 3},
+        {.beam = 1, .max_len = 5, .min_len = 5},
+    };
+    for (size_t bi = 0; bi < NMT_ARRAY_LEN(batches); bi++)
+        for (size_t c = 0; c < NMT_ARRAY_LEN(opts); c++) {
+            const nmt_batch *src = batches[bi];
+            hyp chained[NSENT], host[NSENT];
+            m.s->steps_chained = 0;
+            nmt_test_assert_ok(e->dev, nmt_session_translate(m.s, src, &opts[c]));
+            assert_true(m.s->steps_chained > 0);
+            for (uint32_t i = 0; i < src->n; i++) {
+                assert_int_equal(nmt_session_n_results(m.s, i), 1);
+                get(&m, i, 0, &chained[i]);
+            }
+            m.s->chain_greedy = 0;
+            m.s->steps_chained = 0;
+            nmt_test_assert_ok(e->dev, nmt_session_translate(m.s, src, &opts[c]));
+            m.s->chain_greedy = 1;
+            assert_int_equal(m.s->steps_chained, 0);
+            for (uint32_t i = 0; i < src->n; i++) {
+                get(&m, i, 0, &host[i]);
+                same_tokens(&chained[i], &host[i]);
+                assert_true(chained[i].score == host[i].score && chained[i].logprob == host[i].logprob);
+                assert_memory_equal(chained[i].lps, host[i].lps, sizeof(float) * (host[i].len + 1));
+                if (opts[c].min_len) assert_true(host[i].len >= NMT_MIN(opts[c].min_len, opts[c].max_len));
+            }
+        }
+    close_model(&m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_optional_plans),
         cmocka_unit_test(test_device_topk),
+        cmocka_unit_test(test_chained_greedy),
         cmocka_unit_test(test_coverage_penalty),
         cmocka_unit_test(test_repetition_penalty),
         cmocka_unit_test(test_sampling),

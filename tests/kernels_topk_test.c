@@ -8,7 +8,9 @@
  * missing entries -inf / -1; a dead row (score -inf) gives nothing; the EOS
  * log-probability of every live row.  Rows of 1 to 32,000 logits, k from 1
  * to ops.topk_max (NMT_TOPK_MAX where local memory allows), -inf and NaN logits, operands at offsets, and the
- * statuses of bad arguments. */
+ * statuses of bad arguments.  nmt_op_topk_pick (greedy steps chained on the
+ * device): each live row's next token and score are the first allowed
+ * entry of that ranking, EOS skipped when barred. */
 #include "ops_common.h"
 
 #include <math.h>
@@ -59,9 +61,14 @@ static uint32_t naive_rank(float score, const float *lp, uint32_t n, int32_t *id
 enum { LOGITS_RANDOM, LOGITS_TIES, LOGITS_SPECIAL };
 
 /* One launch: rows of n logits (stride ld, at offset 5), scores at offset
- * 3 (row 1 dead when rows > 2), k candidates, EOS id eos. */
-static void run_topk(env *e, uint32_t rows, uint32_t n, uint32_t ld, uint32_t k, uint32_t eos, int kind,
-                     uint64_t seed) {
+ * 3 (row 1 dead when rows > 2), k candidates, EOS id eos.  pick 0: the
+ * plain kernel, which leaves the scores as they are; 1 or 2
+ * (nmt_op_topk_pick, 2 with EOS barred; row 0's EOS logit then the largest
+ * when eos < n): every live row's next token (at offset 2 of its buffer)
+ * and new score against the naive ranking's first allowed entry among the
+ * k best, dead rows untouched. */
+static void run_topk_pick(env *e, uint32_t rows, uint32_t n, uint32_t ld, uint32_t k, uint32_t eos, int kind,
+                          uint64_t seed, uint32_t pick) {
     nmt_test_rng r = nmt_test_rng_make(seed);
     const size_t xoff = 5, total = xoff + (size_t)rows * ld, soff = 3, ooff = 7;
     float *x = host_block(&r, total, xoff, rows, n, ld, -8.0f, 8.0f);
@@ -70,6 +77,7 @@ static void run_topk(env *e, uint32_t rows, uint32_t n, uint32_t ld, uint32_t k,
             float *v = &x[xoff + (size_t)i * ld + c];
             if (kind == LOGITS_TIES) *v = floorf(*v) * 0.5f; /* 32 distinct values */
         }
+    if (pick && eos < n) x[xoff + eos] = 9.0f; /* row 0 ranks EOS first */
     if (kind == LOGITS_SPECIAL) {
         for (uint32_t c = 0; c < n; c += 3) x[xoff + c] = -INFINITY; /* row 0: masked logits */
         if (rows > 2) x[xoff + 2 * (size_t)ld + n / 2] = NAN;       /* row 2: a NaN logit */
@@ -85,8 +93,19 @@ static void run_topk(env *e, uint32_t rows, uint32_t n, uint32_t ld, uint32_t k,
     cl_mem dl = nmt_test_upload_f32(e->dev, x, total);
     cl_mem ds = nmt_test_upload_f32(e->dev, score, soff + rows);
     cl_mem dout = nmt_test_buffer(e->dev, words * sizeof(uint32_t), NULL);
-    nmt_test_assert_ok(e->dev, nmt_op_topk_logprobs(&e->ops, B(dx, xoff), rows, n, ld, B(ds, soff), k, eos,
-                                                    B(dout, ooff)));
+    const size_t toff = 2;
+    int32_t *tok = malloc(sizeof(int32_t) * (toff + rows));
+    for (size_t i = 0; i < toff + rows; i++) tok[i] = 12345; /* what a dead row keeps */
+    cl_mem dtok = nmt_test_upload_i32(e->dev, tok, toff + rows);
+    if (pick)
+        nmt_test_assert_ok(e->dev, nmt_op_topk_pick(&e->ops, B(dx, xoff), rows, n, ld, B(ds, soff), k, eos,
+                                                    B(dout, ooff), pick == 2, B(dtok, toff)));
+    else
+        nmt_test_assert_ok(e->dev, nmt_op_topk_logprobs(&e->ops, B(dx, xoff), rows, n, ld, B(ds, soff), k, eos,
+                                                        B(dout, ooff)));
+    float *score_after = download(e, ds, soff + rows);
+    int32_t *tok_after = malloc(sizeof(int32_t) * (toff + rows));
+    nmt_test_assert_ok(e->dev, nmt_device_read(e->dev, dtok, 0, sizeof(int32_t) * (toff + rows), tok_after));
     nmt_test_assert_ok(e->dev, nmt_op_log_softmax(&e->ops, B(dl, xoff), rows, n, ld));
     float *lsm = download(e, dl, total);
     uint32_t *out = malloc(words * sizeof(uint32_t));
@@ -105,10 +124,29 @@ static void run_topk(env *e, uint32_t rows, uint32_t n, uint32_t ld, uint32_t k,
             for (uint32_t j = 0; j < k; j++)
                 if ((int32_t)o_id[j] != -1 || o_lp[j] != bits(-INFINITY)) fail_msg("%s: entry %u of a dead row", what, j);
             if (o_eos != bits(-INFINITY)) fail_msg("%s: EOS of a dead row", what);
+            if (tok_after[toff + i] != 12345 || bits(score_after[soff + i]) != bits(s))
+                fail_msg("%s: a dead row's token or score written", what);
             continue;
         }
         /* log_softmax leaves a row without a finite entry as it is: lse 0 */
         const uint32_t m = naive_rank(s, lp, n, ids);
+        if (pick) { /* the beam's choice at beam 1: the first allowed of the k best */
+            int32_t want = (int32_t)eos;
+            float want_score = -INFINITY;
+            for (uint32_t j = 0; j < k && j < m; j++)
+                if (s + lp[ids[j]] > -INFINITY && (pick == 1 || ids[j] != (int32_t)eos)) {
+                    want = ids[j];
+                    want_score = s + lp[ids[j]];
+                    break;
+                }
+            if (tok_after[toff + i] != want)
+                fail_msg("%s pick %u: next token %d, want %d", what, pick, (int)tok_after[toff + i], (int)want);
+            if (bits(score_after[soff + i]) != bits(want_score))
+                fail_msg("%s pick %u: score %g, want %g", what, pick, score_after[soff + i], want_score);
+            if (i == 0 && eos < n && pick == 1 && m > 0 && s + lp[eos] > -INFINITY) assert_int_equal(want, (int32_t)eos);
+        } else if (bits(score_after[soff + i]) != bits(s)) {
+            fail_msg("%s: the plain kernel wrote a score", what);
+        }
         for (uint32_t j = 0; j < k; j++) {
             const int32_t want = j < m ? ids[j] : -1;
             if ((int32_t)o_id[j] != want) fail_msg("%s: rank %u is id %d, want %d", what, j, (int)o_id[j], (int)want);
@@ -133,6 +171,13 @@ static void run_topk(env *e, uint32_t rows, uint32_t n, uint32_t ld, uint32_t k,
                 if (o_lp[j] == o_lp[j - 1]) assert_true(o_id[j] > o_id[j - 1]);
         }
     }
+    for (uint32_t i = 0; i < toff; i++) assert_int_equal(tok_after[i], 12345); /* outside the rows */
+    if (!pick)
+        for (uint32_t i = 0; i < rows; i++) assert_int_equal(tok_after[toff + i], 12345);
+    free(tok_after);
+    free(tok);
+    free(score_after);
+    nmt_test_release(dtok);
     free(ids);
     free(back);
     free(out);
@@ -143,6 +188,11 @@ static void run_topk(env *e, uint32_t rows, uint32_t n, uint32_t ld, uint32_t k,
     nmt_test_release(ds);
     nmt_test_release(dl);
     nmt_test_release(dx);
+}
+
+static void run_topk(env *e, uint32_t rows, uint32_t n, uint32_t ld, uint32_t k, uint32_t eos, int kind,
+                     uint64_t seed) {
+    run_topk_pick(e, rows, n, ld, k, eos, kind, seed, 0);
 }
 
 static void test_topk_random(void **state) {
@@ -165,6 +215,21 @@ static void test_topk_special(void **state) {
     run_topk(e, 4, 5, 5, 9, 4, LOGITS_SPECIAL, 8);    /* fewer logits than k: missing entries */
     run_topk(e, 2, 1, 1, 3, 0, LOGITS_RANDOM, 9);     /* one logit: lp 0 */
     run_topk(e, 3, 20, 20, 4, 25, LOGITS_RANDOM, 10); /* EOS id beyond the row: -inf */
+}
+
+/* Greedy steps chained on the device: the next token and score written
+ * (k = 2, or 3 while EOS is barred), EOS ranked first in row 0, ties,
+ * -inf and NaN logits, a row without a finite entry, dead rows. */
+static void test_topk_pick(void **state) {
+    env *e = *state;
+    for (uint32_t pick = 1; pick <= 2; pick++) {
+        run_topk_pick(e, 6, 1001, 1010, 1 + pick, 2, LOGITS_RANDOM, 11, pick);
+        run_topk_pick(e, 3, 8000, 8000, 1 + pick, 0, LOGITS_RANDOM, 12, pick);
+        run_topk_pick(e, 4, 997, 997, 1 + pick, 2, LOGITS_TIES, 13, pick);
+        run_topk_pick(e, 5, 37, 40, 1 + pick, 2, LOGITS_SPECIAL, 14, pick);
+        run_topk_pick(e, 4, 2, 2, 1 + pick, 1, LOGITS_RANDOM, 15, pick); /* two logits, one of them EOS */
+        run_topk_pick(e, 3, 20, 20, 9, 25, LOGITS_RANDOM, 16, pick);     /* EOS id beyond the row */
+    }
 }
 
 /* The cases above on the portable reductions when the fixture's use
@@ -203,6 +268,10 @@ static void test_topk_bad_args(void **state) {
                      NMT_ERR_INVALID_ARGUMENT);
     assert_int_equal(nmt_op_topk_logprobs(NULL, B(d, 0), 2, 10, 10, B(d, 0), 3, 2, B(d, 0)),
                      NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(nmt_op_topk_pick(&e->ops, B(d, 0), 2, 10, 10, B(d, 0), 3, 2, B(d, 0), 1, NONE),
+                     NMT_ERR_INVALID_ARGUMENT); /* pick without a token buffer */
+    assert_int_equal(nmt_op_topk_pick(&e->ops, B(d, 0), 2, 10, 10, B(d, 0), 0, 2, B(d, 0), 0, B(d, 0)),
+                     NMT_ERR_INVALID_ARGUMENT); /* k = 0 */
     assert_int_equal(nmt_ops_enable_topk(&e->ops), NMT_OK); /* twice: nothing new */
     nmt_test_release(d);
 }
@@ -212,6 +281,7 @@ int main(void) {
         cmocka_unit_test(test_topk_random),
         cmocka_unit_test(test_topk_ties),
         cmocka_unit_test(test_topk_special),
+        cmocka_unit_test(test_topk_pick),
         cmocka_unit_test(test_topk_portable),
         cmocka_unit_test(test_topk_bad_args),
     };

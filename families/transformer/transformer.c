@@ -394,8 +394,8 @@ static nmt_status tf_reorder(void *state, const nmt_io_bufs *io, uint32_t rows, 
             memcpy(st->h_kvtmp, e, sizeof(int32_t) * R);
             for (uint32_t r = 0; r < rows; r++) e[r] = st->h_kvtmp[io->h_reorder[r]];
         }
-        NMT_TRY(nmt_device_write(st->fw.ops->dev, st->kvtab.mem, st->kvtab.off * sizeof(cl_int),
-                                 (size_t)(t + 1) * R * sizeof(cl_int), st->h_kvtab));
+        NMT_TRY(nmt_device_write_queued(st->fw.ops->dev, st->kvtab.mem, st->kvtab.off * sizeof(cl_int),
+                                        (size_t)(t + 1) * R * sizeof(cl_int), st->h_kvtab));
         st->kv_hi = NMT_MAX(st->kv_hi, t + 1);
     }
     /* All caches and the spare have one shape: gather each layer's cache into
