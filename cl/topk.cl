@@ -146,7 +146,9 @@ __kernel void topk_logprobs(__global const float *X, const ulong x_off, const ui
         list_k[lid * k + i] = i < cnt ? tk[i] : -INFINITY;
         list_i[lid * k + i] = i < cnt ? ti[i] : INT_MAX;
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
+    /* the global fence: every work-item's read of score[] above is done
+     * before work-item 0 writes it (pick) */
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     if (lid != 0) return;
     uint m = 0;
     for (uint w = 0; w < lsz; w++)
@@ -171,5 +173,5 @@ __kernel void topk_logprobs(__global const float *X, const ulong x_off, const ui
             break;
         }
     tok[tok_off + r] = id;
-    score[s_off + r] = key; /* every work-item of the group read it before the barriers */
+    score[s_off + r] = key; /* read by every work-item before the last barrier */
 }

@@ -155,6 +155,11 @@ typedef struct nmt_io_bufs {
      * device calls nmt_io_reorder_upload first.  NULL: io->reorder holds
      * them and the family gathers everything (tests compare the two). */
     const int32_t *h_reorder;
+    /* 1 during a reorder whose back-pointers the device wrote into
+     * io->reorder (steps chained on the device, h_reorder NULL): a family
+     * with a table it permutes through them may keep it, permuting it on
+     * the device (nmt_op_kv_table_permute); the rest is gathered. */
+    int reorder_on_device;
 } nmt_io_bufs;
 
 /* During reorder: write io->h_reorder's `rows` back-pointers into

@@ -88,6 +88,7 @@ void nmt_ops_release(nmt_ops *ops) {
     if (ops->k_additive_attn) clReleaseKernel(ops->k_additive_attn);
     if (ops->k_attn_align) clReleaseKernel(ops->k_attn_align);
     if (ops->k_topk) clReleaseKernel(ops->k_topk);
+    nmt_ops_release_beam(ops);
     nmt_ops_release_f16(ops);
     if (ops->k_quant_rows) clReleaseKernel(ops->k_quant_rows);
     /* Programs belong to the device (built once, shared by sessions). */

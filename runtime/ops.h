@@ -72,6 +72,9 @@ typedef struct nmt_ops {
     /* the beam's candidates (cl/topk.cl), created by nmt_ops_enable_topk */
     cl_kernel k_topk;
     uint32_t topk_max;          /* its largest k (<= NMT_TOPK_MAX, what local memory holds) */
+    /* beam steps chained on the device (cl/beam.cl), created by nmt_ops_enable_beam */
+    cl_kernel k_beam_advance, k_kv_permute;
+    size_t kv_permute_wg;
     size_t additive_wg;         /* local size of additive_attn: a power of two <= reduce_wg
                                    (a plain field; tests lower it) */
     /* launch geometry chosen by nmt_ops_init: every kernel is launched with
@@ -614,5 +617,30 @@ nmt_status nmt_op_topk_logprobs(nmt_ops *ops, nmt_buf x, uint32_t rows, uint32_t
  * rows are left as they are.  score and tok may be parts of one buffer. */
 nmt_status nmt_op_topk_pick(nmt_ops *ops, nmt_buf x, uint32_t rows, uint32_t n, uint32_t ld, nmt_buf score,
                             uint32_t k, uint32_t eos, nmt_buf out, int no_eos, nmt_buf tok);
+
+/* Beam search steps chained on the device (cl/beam.cl, runtime/ops_beam.c;
+ * runtime/session.c decode_chained).  nmt_op_beam_advance: for each
+ * sentence s < rows / K, what nmt_beam_advance_topk does to its K rows at
+ * step t from the candidates cand (nmt_op_topk_logprobs's layout, k a
+ * row; scores ranked by score[r] + lp) when the only constraints are
+ * min_len and each sentence's length limit: tok[j], score[j] and back[j]
+ * of its rows are the beam's next_tok, score and back after the step, the
+ * same bits.  state: 3 ints a sentence (done, finished hypotheses, length
+ * limit), 0, 0, max_len at the start of a search, kept by the kernel.
+ * K <= NMT_BEAM_DEVICE_MAX.  nmt_op_kv_table_permute: entries (p, r) of the
+ * table tab (positions of ld ints) become old (p, back[r]) for p <
+ * positions, r < rows; NMT_ERR_UNSUPPORTED when ld ints take more than half
+ * the device's local memory. */
+#define NMT_BEAM_DEVICE_MAX 8u
+typedef struct nmt_beam_step {
+    nmt_buf cand, state, tok, score, back;
+    uint32_t rows, k, K, V, eos, t, min_len;
+} nmt_beam_step;
+nmt_status nmt_ops_enable_beam(nmt_ops *ops);
+void nmt_ops_release_beam(nmt_ops *ops);
+nmt_status nmt_op_beam_advance(nmt_ops *ops, const nmt_beam_step *b);
+int nmt_ops_kv_permute_fits(const nmt_ops *ops, uint32_t ld); /* 1: the kernel exists and ld ints fit */
+nmt_status nmt_op_kv_table_permute(nmt_ops *ops, nmt_buf tab, uint32_t ld, uint32_t positions, nmt_buf back,
+                                   uint32_t rows);
 
 #endif

@@ -11,9 +11,6 @@
 #include <math.h>
 #include <string.h>
 
-/* The most candidates a chained greedy step reads: 2, 3 while EOS is barred. */
-#define CHAIN_K 3u
-
 #define NMT_DEFAULT_MAX_SRC 256u
 #define NMT_DEFAULT_BEAM 4u
 #define NMT_DEFAULT_ALPHA 0.6f
@@ -200,8 +197,9 @@ static nmt_status plan_session(nmt_session *s, nmt_arena *a) {
     s->ord_nspans = NMT_ARENA_NEW(a, uint32_t, d->max_batch);
     s->h_step = NMT_ARENA_NEW(a, int32_t, 2 * (size_t)d->step_rows);
     s->h_cand = NMT_ARENA_NEW(a, uint32_t, (size_t)d->step_rows * (2 * s->topk_cap + 1));
-    s->h_cand_next = NMT_ARENA_NEW(a, uint32_t, (size_t)d->max_batch * (2 * CHAIN_K + 1));
-    s->chain_greedy = !nmt_env_flag("NMT_EDGE_NO_CHAIN");
+    s->h_cand_next = NMT_ARENA_NEW(a, uint32_t, (size_t)d->step_rows * (2 * s->topk_cap + 1));
+    s->h_beam_state = NMT_ARENA_NEW(a, int32_t, 3 * (size_t)d->max_batch);
+    s->chain_steps = !nmt_env_flag("NMT_EDGE_NO_CHAIN");
     NMT_CHECK(!a->failed, NMT_ERR_ARENA_TOO_SMALL);
     NMT_TRY(nmt_beam_plan(&s->beam, a, d->max_batch, d->max_beam, d->tgt_cap));
     if (s->want_sampling) NMT_TRY(nmt_beam_plan_vocab(&s->beam, a, (uint32_t)V));
@@ -218,9 +216,11 @@ static nmt_status plan_session(nmt_session *s, nmt_arena *a) {
     NMT_TRY(int_buffer(s, a, d->max_batch, &s->io.src_len));
     NMT_TRY(int_buffer(s, a, 2 * (size_t)d->step_rows, &s->io.step_tok));
     NMT_TRY(int_buffer(s, a, (size_t)d->step_rows * (2 * s->topk_cap + 1), &s->d_cand));
+    NMT_TRY(int_buffer(s, a, 3 * (size_t)d->max_batch, &s->d_beam_state));
     if (!nmt_arena_measuring(a)) { /* a device whose kernel cannot take the local size: the whole distribution */
         const nmt_status st = nmt_ops_enable_topk(&s->ops);
         NMT_CHECK(st == NMT_OK || st == NMT_ERR_UNSUPPORTED, st);
+        NMT_TRY(nmt_ops_enable_beam(&s->ops));
     }
     NMT_TRY(int_buffer(s, a, d->step_rows, &s->io.reorder));
     NMT_TRY(int_buffer(s, a, (size_t)d->max_batch * d->tgt_cap, &s->io.tgt_tok));
@@ -523,49 +523,76 @@ static nmt_status decode_host(nmt_session *s, nmt_beam *b, uint32_t n, uint32_t 
     return NMT_OK;
 }
 
-/* Greedy decoding with its steps chained on the device (docs/RUNTIME.md,
- * "Greedy steps chained on the device"): step t's top-k kernel also writes
- * each row's next token and score into step t + 1's input
- * (nmt_op_topk_pick: the candidate and the float sum the beam takes at
- * beam 1), so step t + 1 is enqueued before step t's candidates come back,
- * and the host ranks them, as decode_host does, while the device runs step
- * t + 1: the queue does not drain between steps.  Step t + 1 runs on the
- * rows live before step t's results (trailing finished sentences leave a
- * step later), and a search that ends at step t has run step t + 1 too,
- * unread.  The host's and the device's choices are the same by
- * construction (the same candidates, order and float sums); the tests
- * compare every result with decode_host's. */
+/* A search with its steps chained on the device (docs/RUNTIME.md, "Steps
+ * chained on the device"): after step t the device itself writes step t +
+ * 1's input — each row's next token and score, at beam 1 by the top-k
+ * kernel (nmt_op_topk_pick), wider by nmt_op_beam_advance, which also
+ * writes the back-pointers the family's reorder then reads on the device —
+ * so step t + 1 is enqueued before step t's candidates come back, and the
+ * host ranks them, as decode_host does, while the device runs step t + 1:
+ * the queue does not drain between steps.  The host's and the device's
+ * choices are the same by construction (the same candidates, order and
+ * float sums; the tests compare every result with decode_host's).  Step
+ * t + 1 runs on the rows live before step t's results (trailing finished
+ * sentences leave a step later), and a search that ends at step t has run
+ * step t + 1 too, unread. */
 static nmt_status chain_step(nmt_session *s, const nmt_beam *b, uint32_t t, uint32_t rows, uint32_t *host,
                              cl_event *ev, uint32_t *k_out) {
-    const uint32_t V = s->info.tgt_vocab, R = s->dims.step_rows, k = nmt_beam_topk_width(b, t);
-    NMT_CHECK(k >= 2 && k <= CHAIN_K, NMT_ERR_INVALID_ARGUMENT);
-    NMT_TRY(s->fam->step(s->fam_state, &s->io, rows, 1, t));
+    const uint32_t V = s->info.tgt_vocab, K = b->K, k = nmt_beam_topk_width(b, t);
+    const nmt_buf score = nmt_buf_at(s->io.step_tok, s->dims.step_rows);
+    NMT_CHECK(k >= 2 && k <= s->topk_cap && k <= s->ops.topk_max, NMT_ERR_INVALID_ARGUMENT);
+    NMT_TRY(s->fam->step(s->fam_state, &s->io, rows, K, t));
     s->steps_chained++;
-    NMT_TRY(nmt_op_topk_pick(&s->ops, s->io.logits, rows, V, V, nmt_buf_at(s->io.step_tok, R), k, s->info.eos_id,
-                             s->d_cand, t < b->min_len, s->io.step_tok));
+    if (K == 1) {
+        NMT_TRY(nmt_op_topk_pick(&s->ops, s->io.logits, rows, V, V, score, k, s->info.eos_id, s->d_cand,
+                                 t < b->min_len, s->io.step_tok));
+    } else {
+        NMT_TRY(nmt_op_topk_logprobs(&s->ops, s->io.logits, rows, V, V, score, k, s->info.eos_id, s->d_cand));
+        const nmt_beam_step bs = {.cand = s->d_cand, .state = s->d_beam_state, .tok = s->io.step_tok,
+                                  .score = score, .back = s->io.reorder, .rows = rows, .k = k, .K = K, .V = V,
+                                  .eos = s->info.eos_id, .t = t, .min_len = b->min_len};
+        NMT_TRY(nmt_op_beam_advance(&s->ops, &bs));
+    }
     *k_out = k;
-    return nmt_device_read_async(s->dev, s->d_cand.mem, 0, (size_t)rows * (2 * k + 1) * sizeof(uint32_t), host, ev);
+    NMT_TRY(nmt_device_read_async(s->dev, s->d_cand.mem, 0, (size_t)rows * (2 * k + 1) * sizeof(uint32_t), host,
+                                  ev));
+    if (K == 1) return NMT_OK; /* greedy rows continue themselves */
+    s->io.reorder_on_device = 1;
+    const nmt_status st = s->fam->reorder(s->fam_state, &s->io, rows, t);
+    s->io.reorder_on_device = 0;
+    return st;
 }
 
 static int can_chain(const nmt_session *s, const nmt_beam *b) {
-    return s->chain_greedy && b->K == 1 && s->ops.k_topk != NULL && s->h_align == NULL && b->prefix == NULL &&
-           nmt_beam_topk_width(b, 0) > 0 && CHAIN_K <= s->topk_cap && CHAIN_K <= s->ops.topk_max;
+    const uint32_t k = 2 * b->K + 1; /* the widest step */
+    return s->chain_steps && s->ops.k_topk != NULL && s->h_align == NULL && b->prefix == NULL &&
+           nmt_beam_topk_width(b, 0) > 0 && k <= s->topk_cap && k <= s->ops.topk_max &&
+           (b->K == 1 || (b->K <= NMT_BEAM_DEVICE_MAX && s->ops.k_beam_advance != NULL));
 }
 
 static nmt_status decode_chained(nmt_session *s, nmt_beam *b, uint32_t n, uint32_t steps) {
+    const uint32_t K = b->K;
     const nmt_buf score = nmt_buf_at(s->io.step_tok, s->dims.step_rows);
-    uint32_t *host[2] = {s->h_cand, s->h_cand_next}, rows_of[2] = {n, 0}, k_of[2] = {0, 0}, live = n;
+    uint32_t *host[2] = {s->h_cand, s->h_cand_next}, rows_of[2] = {n * K, 0}, k_of[2] = {0, 0}, live = n;
     cl_event ev[2] = {NULL, NULL};
-    NMT_TRY(queue_ints(s, s->io.step_tok, b->next_tok, n));
-    NMT_TRY(nmt_device_write_queued(s->dev, score.mem, score.off * sizeof(cl_int), sizeof(float) * n, b->score));
-    nmt_status st = chain_step(s, b, 0, n, host[0], &ev[0], &k_of[0]);
+    NMT_TRY(queue_ints(s, s->io.step_tok, b->next_tok, n * K));
+    NMT_TRY(nmt_device_write_queued(s->dev, score.mem, score.off * sizeof(cl_int), sizeof(float) * n * K, b->score));
+    if (K > 1) { /* the sentences' state as nmt_beam_start leaves it */
+        for (uint32_t i = 0; i < n; i++) {
+            s->h_beam_state[3 * i] = b->done[i];
+            s->h_beam_state[3 * i + 1] = (int32_t)b->n_fin[i];
+            s->h_beam_state[3 * i + 2] = (int32_t)b->max_len[i];
+        }
+        NMT_TRY(queue_ints(s, s->d_beam_state, s->h_beam_state, 3 * (size_t)n));
+    }
+    nmt_status st = chain_step(s, b, 0, n * K, host[0], &ev[0], &k_of[0]);
     for (uint32_t t = 0; st == NMT_OK; t++) {
         const uint32_t i = t & 1, j = i ^ 1;
         if (t + 1 < steps) {
             while (s->trim_finished && live > 1 && b->done[live - 1]) live--;
-            s->rows_trimmed += n - live;
-            rows_of[j] = live;
-            st = chain_step(s, b, t + 1, live, host[j], &ev[j], &k_of[j]);
+            s->rows_trimmed += (uint64_t)(n - live) * K;
+            rows_of[j] = live * K;
+            st = chain_step(s, b, t + 1, live * K, host[j], &ev[j], &k_of[j]);
             if (st != NMT_OK) break;
         }
         st = nmt_device_wait(s->dev, &ev[i]);

@@ -59,9 +59,11 @@ struct nmt_session {
     const nmt_span **ord_spans; /* (max_batch) MG-SA syntax spans */
     uint32_t *ord_nspans;      /* (max_batch) */
     uint32_t *h_cand;          /* (step_rows * (2 * topk_cap + 1)) words, nmt_op_topk_logprobs's layout */
-    uint32_t *h_cand_next;     /* (max_batch * 7) words: greedy's candidates of the step after (chained) */
-    int chain_greedy;          /* 1 (set at creation) unless NMT_EDGE_NO_CHAIN=1: greedy steps chained on
-                                  the device (session.c, decode_chained); tests clear it to compare */
+    uint32_t *h_cand_next;     /* the same: the candidates of the step after (chained steps) */
+    int32_t *h_beam_state;     /* (3 * max_batch) the sentences' state at a chained search's start */
+    nmt_buf d_beam_state;      /* the same on the device, kept by nmt_op_beam_advance */
+    int chain_steps;           /* 1 (set at creation) unless NMT_EDGE_NO_CHAIN=1: steps chained on the
+                                  device (session.c, decode_chained); tests clear it to compare */
     uint64_t steps_chained;    /* steps so enqueued, counted for tests */
     nmt_buf d_cand;            /* the same on the device */
     nmt_beam beam;

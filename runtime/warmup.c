@@ -45,6 +45,23 @@ nmt_status nmt_session_warm(nmt_session *s) {
         for (uint32_t r = 0; r < rows; r++) tok[r] = 0;
         NMT_TRY(upload(s, s->io.reorder, tok, rows));
         NMT_TRY(s->fam->reorder(s->fam_state, &s->io, rows, 0));
+        if (i == 1 && s->ops.k_beam_advance != NULL && s->ops.k_topk != NULL) {
+            /* a chained beam step's kernels (session.c decode_chained): one
+             * sentence of `rows` beams at its length limit, then a reorder
+             * through the device's back-pointers (the next encode puts a
+             * permuted K|V table back) */
+            const uint32_t K = NMT_MIN(rows, NMT_BEAM_DEVICE_MAX), k = NMT_MIN(2 * K + 1, s->ops.topk_max);
+            for (uint32_t j = 0; j < 3; j++) tok[j] = 0;
+            NMT_TRY(upload(s, s->d_beam_state, tok, 3));
+            const nmt_beam_step bs = {.cand = s->d_cand, .state = s->d_beam_state, .tok = s->io.step_tok,
+                                      .score = nmt_buf_at(s->io.step_tok, rows), .back = s->io.reorder, .rows = K,
+                                      .k = k, .K = K, .V = s->info.tgt_vocab, .eos = s->info.eos_id};
+            NMT_TRY(nmt_op_beam_advance(&s->ops, &bs));
+            s->io.reorder_on_device = 1;
+            const nmt_status rs = s->fam->reorder(s->fam_state, &s->io, K, 0);
+            s->io.reorder_on_device = 0;
+            NMT_TRY(rs);
+        }
     }
     NMT_TRY(nmt_device_finish(s->dev));
     (void)nmt_device_cache_refresh(s->dev);

@@ -17,8 +17,8 @@
  *                     cost exactly their buffers, only when asked for;
  *   device top-k      the same results, bit for bit, as the search over
  *                     every log-probability;
- *   chained greedy    the same results, bit for bit, as greedy steps each
- *                     ranked on the host before the next;
+ *   chained steps     the same results, bit for bit, as steps each
+ *                     ranked on the host before the next (greedy and beam);
  * and the statuses of bad values. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -452,13 +452,15 @@ static void test_device_topk(void **state) {
     close_model(&m);
 }
 
-/* Greedy steps chained on the device (session.c decode_chained: the top-k
- * kernel writes each row's next token and score, the host ranks a step
+/* Steps chained on the device (session.c decode_chained: the device
+ * writes each step's inputs — at beam 1 the top-k kernel, wider
+ * beam_advance and the K|V table's permutation — and the host ranks a step
  * behind) against the same session ranking every step before the next
- * (chain_greedy cleared), bit for bit: batches of 4 and 1, the default and
- * shorter length limits, a minimum length (EOS barred, k = 3), and a
- * minimum length reaching the limit.  The chained path must have run. */
-static void test_chained_greedy(void **state) {
+ * (chain_steps cleared), bit for bit, n-best lists too: beams 1, 2 and 3,
+ * batches of 4 and 1, the default and shorter length limits, a minimum
+ * length (EOS barred, k = 2K + 1), a minimum length reaching the limit,
+ * and a length penalty.  The chained path must have run. */
+static void test_chained_steps(void **state) {
     env *e = *state;
     model m;
     open_model(e, 0, &m);
@@ -469,29 +471,40 @@ static void test_chained_greedy(void **state) {
         {.beam = 1, .max_len = 2},
         {.beam = 1, .max_len = MAXT, .min_len = 3},
         {.beam = 1, .max_len = 5, .min_len = 5},
+        {.beam = 3, .n_best = 3, .max_len = MAXT},
+        {.beam = 3, .n_best = 2, .max_len = MAXT, .min_len = 3, .alpha = 1.0f, .alpha_set = 1},
+        {.beam = 2, .n_best = 2, .max_len = 4, .min_len = 4, .alpha = 0.0f, .alpha_set = 1},
+        {.beam = 3, .n_best = 1},
     };
     for (size_t bi = 0; bi < NMT_ARRAY_LEN(batches); bi++)
         for (size_t c = 0; c < NMT_ARRAY_LEN(opts); c++) {
             const nmt_batch *src = batches[bi];
-            hyp chained[NSENT], host[NSENT];
+            hyp chained[NSENT][3], host[NSENT][3];
+            uint32_t n[NSENT];
             m.s->steps_chained = 0;
             nmt_test_assert_ok(e->dev, nmt_session_translate(m.s, src, &opts[c]));
             assert_true(m.s->steps_chained > 0);
             for (uint32_t i = 0; i < src->n; i++) {
-                assert_int_equal(nmt_session_n_results(m.s, i), 1);
-                get(&m, i, 0, &chained[i]);
+                n[i] = nmt_session_n_results(m.s, i);
+                assert_true(n[i] >= 1 && n[i] <= opts[c].n_best + (opts[c].n_best == 0));
+                for (uint32_t r = 0; r < n[i]; r++) get(&m, i, r, &chained[i][r]);
             }
-            m.s->chain_greedy = 0;
+            m.s->chain_steps = 0;
             m.s->steps_chained = 0;
             nmt_test_assert_ok(e->dev, nmt_session_translate(m.s, src, &opts[c]));
-            m.s->chain_greedy = 1;
+            m.s->chain_steps = 1;
             assert_int_equal(m.s->steps_chained, 0);
             for (uint32_t i = 0; i < src->n; i++) {
-                get(&m, i, 0, &host[i]);
-                same_tokens(&chained[i], &host[i]);
-                assert_true(chained[i].score == host[i].score && chained[i].logprob == host[i].logprob);
-                assert_memory_equal(chained[i].lps, host[i].lps, sizeof(float) * (host[i].len + 1));
-                if (opts[c].min_len) assert_true(host[i].len >= NMT_MIN(opts[c].min_len, opts[c].max_len));
+                assert_int_equal(nmt_session_n_results(m.s, i), n[i]);
+                for (uint32_t r = 0; r < n[i]; r++) {
+                    get(&m, i, r, &host[i][r]);
+                    same_tokens(&chained[i][r], &host[i][r]);
+                    assert_true(chained[i][r].score == host[i][r].score &&
+                                chained[i][r].logprob == host[i][r].logprob);
+                    assert_memory_equal(chained[i][r].lps, host[i][r].lps, sizeof(float) * (host[i][r].len + 1));
+                    if (opts[c].min_len)
+                        assert_true(host[i][r].len >= NMT_MIN(opts[c].min_len, opts[c].max_len));
+                }
             }
         }
     close_model(&m);
@@ -501,7 +514,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_optional_plans),
         cmocka_unit_test(test_device_topk),
-        cmocka_unit_test(test_chained_greedy),
+        cmocka_unit_test(test_chained_steps),
         cmocka_unit_test(test_coverage_penalty),
         cmocka_unit_test(test_repetition_penalty),
         cmocka_unit_test(test_sampling),

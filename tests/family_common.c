@@ -107,19 +107,26 @@ void check_trim_equals_full(nmt_device *dev, nmt_session *s, const nmt_batch *sr
     /* 0: untrimmed, sorted; 1: the caller's order, sorted by the session
      * (its result i is sorted sentence pos[i]); 2: the caller's order kept;
      * 3: as 1 with the decoder state gathered on every beam reorder (no
-     * K|V table: transformer.c) */
+     * K|V table: transformer.c); 4: as 1 with every step ranked on the host
+     * before the next (the others chain the steps on the device where the
+     * session can: session.c, decode_chained) */
     uint32_t pos[MAXN];
     for (uint32_t j = 0; j < src->n; j++) pos[order[j]] = j;
-    for (int pass = 0; pass < 4; pass++) {
+    for (int pass = 0; pass < 5; pass++) {
         s->trim_finished = pass != 0;
         s->order_batch = pass != 2;
         s->kv_table = pass != 3;
+        s->chain_steps = pass != 4;
         s->rows_trimmed = 0;
+        s->steps_chained = 0;
         const nmt_status st = nmt_session_translate(s, pass ? src : &sorted, &opts);
-        s->trim_finished = s->order_batch = s->kv_table = 1;
+        s->trim_finished = s->order_batch = s->kv_table = s->chain_steps = 1;
         nmt_test_assert_ok(dev, st);
         if (pass == 1 && lens[0] != lens[src->n - 1] && s->rows_trimmed == 0)
             fail_msg("%s, beam %u: the session did not order the batch (no row trimmed)", what, beam);
+        if (pass == 1 && s->h_align == NULL && s->ops.k_topk != NULL && s->steps_chained == 0)
+            fail_msg("%s, beam %u: the steps were not chained on the device", what, beam);
+        if (pass == 4 && s->steps_chained != 0) fail_msg("%s, beam %u: chained with chain_steps cleared", what, beam);
         for (uint32_t i = 0; i < src->n; i++) {
             const uint32_t k = pass ? pos[i] : i; /* the sorted run's sentence */
             assert_int_equal(nmt_session_n_results(s, i), n_res[k]);

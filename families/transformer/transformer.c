@@ -378,16 +378,20 @@ static nmt_status tf_reorder(void *state, const nmt_io_bufs *io, uint32_t rows, 
     const uint32_t d = st->c.d, T = st->dims.tgt_cap, live = (t + 1) * 2 * d;
     NMT_CHECK(rows <= st->dims.step_rows && t < T, NMT_ERR_LIMIT_EXCEEDED);
     /* The K|V caches: through the table where the attention reads through
-     * one (positions [0, t] permuted on the host and uploaded: every layer's
-     * cache stays where it is, each (row, position) written once by its
-     * step); else gathered. */
+     * one (positions [0, t] permuted on the host and uploaded, or on the
+     * device when only it has the back-pointers: every layer's cache stays
+     * where it is, each (row, position) written once by its step); else
+     * gathered. */
     const nmt_ph_kind *pk = nmt_ph_of(&st->c, 1, 0);
-    const int table = io->h_reorder != NULL &&
+    const uint32_t R = st->dims.step_rows;
+    const int on_dev = io->reorder_on_device && nmt_ops_kv_permute_fits(st->fw.ops, R);
+    const int table = (io->h_reorder != NULL || on_dev) &&
                       (pk != NULL ? nmt_ops_pattn_kv_row(st->fw.ops, st->c.dh)
                                   : nmt_ops_attn_kv_row(st->fw.ops, st->c.dh));
     NMT_CHECK(table || st->kv_hi == 0, NMT_ERR_INVALID_ARGUMENT); /* a batch does not switch between the two */
-    if (table) {
-        const uint32_t R = st->dims.step_rows;
+    if (table && on_dev) { /* the back-pointers are on the device only: the table permuted there */
+        NMT_TRY(nmt_op_kv_table_permute(st->fw.ops, st->kvtab, R, t + 1, io->reorder, rows));
+    } else if (table) {
         for (uint32_t r = 0; r < rows; r++) NMT_CHECK((uint32_t)io->h_reorder[r] < R, NMT_ERR_INVALID_ARGUMENT);
         for (uint32_t p = 0; p <= t; p++) {
             int32_t *e = st->h_kvtab + (size_t)p * R;
@@ -396,8 +400,8 @@ static nmt_status tf_reorder(void *state, const nmt_io_bufs *io, uint32_t rows, 
         }
         NMT_TRY(nmt_device_write_queued(st->fw.ops->dev, st->kvtab.mem, st->kvtab.off * sizeof(cl_int),
                                         (size_t)(t + 1) * R * sizeof(cl_int), st->h_kvtab));
-        st->kv_hi = NMT_MAX(st->kv_hi, t + 1);
     }
+    if (table) st->kv_hi = NMT_MAX(st->kv_hi, t + 1);
     /* All caches and the spare have one shape: gather each layer's cache into
      * the spare, which becomes that layer's cache, and the old cache becomes
      * the spare for the next layer — one copy per layer, no copy back. */
