@@ -45,12 +45,13 @@ nmt_status nmt_session_warm(nmt_session *s) {
         for (uint32_t r = 0; r < rows; r++) tok[r] = 0;
         NMT_TRY(upload(s, s->io.reorder, tok, rows));
         NMT_TRY(s->fam->reorder(s->fam_state, &s->io, rows, 0));
-        if (i == 1 && s->ops.k_beam_advance != NULL && s->ops.k_topk != NULL) {
+        const uint32_t K = NMT_MIN(d->max_beam, NMT_BEAM_DEVICE_MAX);
+        if (i == 1 && K >= 2 && s->ops.k_beam_advance != NULL && s->ops.k_topk != NULL) {
             /* a chained beam step's kernels (session.c decode_chained): one
-             * sentence of `rows` beams at its length limit, then a reorder
-             * through the device's back-pointers (the next encode puts a
-             * permuted K|V table back) */
-            const uint32_t K = NMT_MIN(rows, NMT_BEAM_DEVICE_MAX), k = NMT_MIN(2 * K + 1, s->ops.topk_max);
+             * sentence of K beams at its length limit, on candidates of the
+             * width the session reads, then a reorder through the device's
+             * back-pointers (the next encode puts a permuted K|V table back) */
+            const uint32_t k = NMT_MIN(NMT_MIN(2 * K + 1, s->topk_cap), s->ops.topk_max);
             for (uint32_t j = 0; j < 3; j++) tok[j] = 0;
             NMT_TRY(upload(s, s->d_beam_state, tok, 3));
             const nmt_beam_step bs = {.cand = s->d_cand, .state = s->d_beam_state, .tok = s->io.step_tok,
