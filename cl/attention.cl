@@ -32,6 +32,14 @@
  *                sequence kv_row[kr_off + j * kr_ld + m] instead of m (a
  *                beam's rows share their history: the decoder's K|V cache
  *                is not reordered, runtime/ops.h nmt_attn_args.kv_row).
+ *                With has_new (a decoding step, lq == 1): the key and
+ *                value at the query's own position come from row s of
+ *                Kn / Vn (the step's projections) instead of the cache,
+ *                and the branch-0 work-item of (s, h) writes its head's
+ *                slices of them into the cache there, where the next
+ *                steps read them (the step's K|V append, fused; no
+ *                work-item of this launch reads the cache at that
+ *                position, so the write races with no read).
  *                NDRange (s*H + h, i, branch), any padding
  *
  * Masks.  Query i sits at position pos = q_pos0 + i; key j at position j.
@@ -155,10 +163,12 @@ __kernel void attn_apply(const uint n_seq, const uint lq, const uint q_pos0, con
 __kernel void attn_fused(const uint n_seq, const uint lq, const uint q_pos0, const uint lk_max,
                          const uint group, const uint n_heads, const uint d_head, const float scale,
                          __global const float *Q, const ulong q_off, const uint q_ld,
-                         __global const float *Kc, const ulong k_off, const uint k_ld,
-                         __global const float *V, const ulong v_off, const uint v_ld,
+                         __global float *Kc, const ulong k_off, const uint k_ld,
+                         __global float *V, const ulong v_off, const uint v_ld,
                          const ulong kv_stride,
                          __global const int *kv_row, const ulong kr_off, const uint kr_ld, const int has_kv_row,
+                         __global const float *Kn, const ulong kn_off, __global const float *Vn, const ulong vn_off,
+                         const uint new_ld, const int has_new,
                          __global const int *key_len, const ulong kl_off, const int has_key_len,
                          const uint key_len_const, const int causal,
                          const uint n_branches, const uint kinds, const int8 radii,
@@ -180,6 +190,10 @@ __kernel void attn_fused(const uint n_seq, const uint lq, const uint q_pos0, con
     __global float *o = out + out_off + (ulong)(s * lq + i) * out_ld + (ulong)b * n_heads * d_head +
                         (ulong)h * d_head;
     __global const int *kr = kv_row + kr_off + m; /* has_kv_row: key j of sequence m at row kr[j * kr_ld] */
+    /* has_new: the own position's key and value, read from the step's rows */
+    const int own = has_new ? (int)(q_pos0 + i) : -1;
+    __global const float *kn = Kn + kn_off + (ulong)(s * lq + i) * new_ld + (ulong)h * d_head;
+    __global const float *vn = Vn + vn_off + (ulong)(s * lq + i) * new_ld + (ulong)h * d_head;
 
     float mx = -INFINITY, sum = 0.0f;
     if (d_head % 16u == 0) {
@@ -194,7 +208,7 @@ __kernel void attn_fused(const uint n_seq, const uint lq, const uint q_pos0, con
         }
         for (int j = r.x; j <= r.y; j++) {
             const ulong kv = (ulong)(has_kv_row ? (uint)kr[(ulong)j * kr_ld] : m) * kv_stride;
-            __global const float *k = kb + kv + (ulong)j * k_ld;
+            __global const float *k = j == own ? kn : kb + kv + (ulong)j * k_ld;
             float16 d16 = (float16)(0.0f);
 #pragma unroll
             for (uint u = 0; u < ATTN_MAX_DH / 16; u++)
@@ -209,7 +223,7 @@ __kernel void attn_fused(const uint n_seq, const uint lq, const uint q_pos0, con
             }
             const float p = exp(sc - mx);
             sum += p;
-            __global const float *v = vb + kv + (ulong)j * v_ld;
+            __global const float *v = j == own ? vn : vb + kv + (ulong)j * v_ld;
 #pragma unroll
             for (uint u = 0; u < ATTN_MAX_DH / 16; u++)
                 if (u < nu) av[u] = p * vload16(u, v) + av[u];
@@ -218,30 +232,41 @@ __kernel void attn_fused(const uint n_seq, const uint lq, const uint q_pos0, con
 #pragma unroll
         for (uint u = 0; u < ATTN_MAX_DH / 16; u++)
             if (u < nu) vstore16(av[u] * inv, u, o);
-        return;
-    }
-    float acc[ATTN_MAX_DH];
-    for (uint c = 0; c < d_head; c++) acc[c] = 0.0f;
-    const uint D4 = d_head & ~3u;
-    for (int j = r.x; j <= r.y; j++) {
-        const ulong kv = (ulong)(has_kv_row ? (uint)kr[(ulong)j * kr_ld] : m) * kv_stride;
-        __global const float *k = kb + kv + (ulong)j * k_ld;
-        float4 d4 = (float4)(0.0f);
-        for (uint c = 0; c < D4; c += 4) d4 += vload4(0, q + c) * vload4(0, k + c);
-        float dot = (d4.x + d4.y) + (d4.z + d4.w);
-        for (uint c = D4; c < d_head; c++) dot += q[c] * k[c];
-        const float sc = dot * scale;
-        if (sc > mx) {
-            const float corr = exp(mx - sc);  /* exp(-INF) = 0 on the first key */
-            sum *= corr;
-            for (uint c = 0; c < d_head; c++) acc[c] *= corr;
-            mx = sc;
+    } else {
+        float acc[ATTN_MAX_DH];
+        for (uint c = 0; c < d_head; c++) acc[c] = 0.0f;
+        const uint D4 = d_head & ~3u;
+        for (int j = r.x; j <= r.y; j++) {
+            const ulong kv = (ulong)(has_kv_row ? (uint)kr[(ulong)j * kr_ld] : m) * kv_stride;
+            __global const float *k = j == own ? kn : kb + kv + (ulong)j * k_ld;
+            float4 d4 = (float4)(0.0f);
+            for (uint c = 0; c < D4; c += 4) d4 += vload4(0, q + c) * vload4(0, k + c);
+            float dot = (d4.x + d4.y) + (d4.z + d4.w);
+            for (uint c = D4; c < d_head; c++) dot += q[c] * k[c];
+            const float sc = dot * scale;
+            if (sc > mx) {
+                const float corr = exp(mx - sc);  /* exp(-INF) = 0 on the first key */
+                sum *= corr;
+                for (uint c = 0; c < d_head; c++) acc[c] *= corr;
+                mx = sc;
+            }
+            const float p = exp(sc - mx);
+            sum += p;
+            __global const float *v = j == own ? vn : vb + kv + (ulong)j * v_ld;
+            for (uint c = 0; c < d_head; c++) acc[c] = p * v[c] + acc[c];
         }
-        const float p = exp(sc - mx);
-        sum += p;
-        __global const float *v = vb + kv + (ulong)j * v_ld;
-        for (uint c = 0; c < d_head; c++) acc[c] = p * v[c] + acc[c];
+        const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+        for (uint c = 0; c < d_head; c++) o[c] = acc[c] * inv;
     }
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-    for (uint c = 0; c < d_head; c++) o[c] = acc[c] * inv;
+    /* the append, after the walk (a walk that read the cache at its own
+     * position would see what was there before, not the new rows) */
+    if (has_new && b == 0) {
+        const ulong row = (ulong)(has_kv_row ? (uint)kr[(ulong)own * kr_ld] : m) * kv_stride;
+        __global float *kw = Kc + k_off + row + (ulong)own * k_ld + (ulong)h * d_head;
+        __global float *vw = V + v_off + row + (ulong)own * v_ld + (ulong)h * d_head;
+        for (uint c = 0; c < d_head; c++) {
+            kw[c] = kn[c];
+            vw[c] = vn[c];
+        }
+    }
 }

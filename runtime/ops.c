@@ -698,6 +698,9 @@ nmt_status nmt_op_attention(nmt_ops *ops, const nmt_attn_args *p) {
         nmt_log(&ops->dev->log, NMT_LOG_ERROR, "attention sizes beyond the kernels' index range");
         return NMT_ERR_UNSUPPORTED;
     }
+    const int has_new = p->k_new.mem != NULL;
+    if (has_new != (p->v_new.mem != NULL) || (has_new && (p->lq != 1 || p->group != 1 || p->new_ld < width)))
+        return NMT_ERR_INVALID_ARGUMENT;
     const uint32_t rows_sh = p->n_seq * p->n_heads;
     const float scale = (float)(1.0 / sqrt((double)p->d_head));
 
@@ -733,6 +736,12 @@ nmt_status nmt_op_attention(nmt_ops *ops, const nmt_attn_args *p) {
         arg_u64(&a, p->kv_row.mem ? p->kv_row.off : 0);
         arg_u32(&a, p->kv_row_ld);
         arg_i32(&a, p->kv_row.mem != NULL);
+        arg_mem(&a, has_new ? p->k_new.mem : p->scores.mem);
+        arg_u64(&a, has_new ? p->k_new.off : 0);
+        arg_mem(&a, has_new ? p->v_new.mem : p->scores.mem);
+        arg_u64(&a, has_new ? p->v_new.off : 0);
+        arg_u32(&a, p->new_ld);
+        arg_i32(&a, has_new);
         arg_mem(&a, p->key_len.mem ? p->key_len.mem : p->scores.mem);
         arg_u64(&a, p->key_len.mem ? p->key_len.off : 0);
         arg_i32(&a, p->key_len.mem != NULL);
@@ -750,6 +759,14 @@ nmt_status nmt_op_attention(nmt_ops *ops, const nmt_attn_args *p) {
     }
 
     if (p->kv_row.mem != NULL) return NMT_ERR_UNSUPPORTED; /* only the fused kernel reads through a table */
+    if (has_new) { /* the append first: the split kernels read the new position from the cache */
+        if (p->kv_seq_stride > UINT32_MAX) return NMT_ERR_UNSUPPORTED;
+        const size_t pos = p->q_pos0;
+        NMT_TRY(nmt_op_copy_rows(ops, p->k_new, p->new_ld, nmt_buf_at(p->k, pos * p->k_ld),
+                                 (uint32_t)p->kv_seq_stride, p->n_seq, (uint32_t)width));
+        NMT_TRY(nmt_op_copy_rows(ops, p->v_new, p->new_ld, nmt_buf_at(p->v, pos * p->v_ld),
+                                 (uint32_t)p->kv_seq_stride, p->n_seq, (uint32_t)width));
+    }
     /* 1. scores, shared by every branch */
     args a = args_begin(ops->k_attn_scores);
     arg_u32(&a, p->n_seq);

@@ -344,7 +344,14 @@ nmt_status nmt_op_log_softmax(nmt_ops *ops, nmt_buf x, uint32_t rows, uint32_t n
  * kv sequence kv_row[j*kv_row_ld + m] instead of m — a beam search's rows
  * reading their shared history in place (docs/RUNTIME.md, "The beam's K|V
  * table").  Only the fused path takes it (nmt_ops_attn_kv_row); elsewhere
- * NMT_ERR_UNSUPPORTED. */
+ * NMT_ERR_UNSUPPORTED.
+ *
+ * k_new, v_new (optional, both or neither; a decoding step: lq == 1,
+ * group == 1): the key and value of each query's own position q_pos0 are
+ * row s of k_new / v_new (row stride new_ld), not the cache's, and the call
+ * also writes them into the cache there (at kv sequence kv_row[q_pos0 *
+ * kv_row_ld + s] with a table, else s) for the next steps: the step's K|V
+ * append, in the fused path without a launch of its own. */
 typedef struct nmt_attn_args {
     uint32_t n_seq, lq, q_pos0, lk_max, group;
     uint32_t n_heads, d_head;
@@ -353,6 +360,7 @@ typedef struct nmt_attn_args {
     nmt_buf v; uint32_t v_ld;
     uint64_t kv_seq_stride;
     nmt_buf kv_row; uint32_t kv_row_ld;
+    nmt_buf k_new, v_new; uint32_t new_ld;
     nmt_buf key_len; uint32_t key_len_const;
     int causal;
     uint32_t n_branches;

@@ -36,8 +36,11 @@ static nmt_branch LOCAL(uint32_t k) { nmt_branch b = {NMT_BRANCH_LOCAL, k}; retu
 static nmt_branch BLOCK(uint32_t k) { nmt_branch b = {NMT_BRANCH_BLOCK, k}; return b; }
 
 /* kv_table: keys read through a random kv_row table (the fused kernel; the
- * split path refuses it). */
-static void run_attention_mode(env *e, const attn_case *c, uint64_t seed, int mode, int kv_table) {
+ * split path refuses it).  append (a step: lq 1, group 1): each sequence's
+ * own position q_pos0 comes from k_new / v_new rows; the cache holds NaN
+ * there, and afterwards must hold exactly those rows (table: identity at
+ * q_pos0, as in the runtime) with nothing else changed. */
+static void run_attention_mode(env *e, const attn_case *c, uint64_t seed, int mode, int kv_table, int append) {
     nmt_test_rng r = nmt_test_rng_make(seed);
     const uint32_t width = c->H * c->dh;
     const uint32_t n_kv = (c->n_seq + c->group - 1) / c->group;
@@ -79,7 +82,7 @@ static void run_attention_mode(env *e, const attn_case *c, uint64_t seed, int mo
         for (uint32_t m = 0; m < n_kv; m++)
             for (uint32_t j = 0; j < c->lk_max; j++) {
                 uint32_t from = m;
-                for (int tries = 0; tries < 8; tries++) {
+                for (int tries = 0; tries < 8 && !(append && j == c->q_pos0); tries++) {
                     const uint32_t x = (uint32_t)nmt_test_rng_int(&r, 0, (int32_t)n_kv);
                     const uint32_t vx = c->key_len ? (uint32_t)NMT_MAX(c->key_len[x], 0) : c->key_len_const;
                     if (j < vx) {
@@ -95,13 +98,39 @@ static void run_attention_mode(env *e, const attn_case *c, uint64_t seed, int mo
             }
     }
     cl_mem dtab = kv_table ? nmt_test_upload_i32(e->dev, tab, ntab) : NULL;
+    /* append: the new rows, and the cache the device starts from (NaN at
+     * every sequence's position q_pos0) */
+    const uint32_t new_ld = width + 5;
+    const size_t okn = 2, nkn = okn + (size_t)c->n_seq * new_ld;
+    float *kn = NULL, *vn = NULL, *k0 = k, *v0 = v;
+    if (append) {
+        assert_true(c->lq == 1 && c->group == 1);
+        kn = nmt_test_alloc_f32(nkn);
+        vn = nmt_test_alloc_f32(nkn);
+        k0 = nmt_test_alloc_f32(nk);
+        v0 = nmt_test_alloc_f32(nv);
+        nmt_test_fill_const(kn, nkn, NAN);
+        nmt_test_fill_const(vn, nkn, NAN);
+        memcpy(k0, k, sizeof(float) * nk);
+        memcpy(v0, v, sizeof(float) * nv);
+        for (uint32_t s = 0; s < c->n_seq; s++) {
+            const uint64_t kp = ok + s * kv_stride + (uint64_t)c->q_pos0 * k_ld;
+            const uint64_t vp = ov + s * kv_stride + (uint64_t)c->q_pos0 * v_ld;
+            memcpy(kn + okn + (size_t)s * new_ld, k + kp, sizeof(float) * width);
+            memcpy(vn + okn + (size_t)s * new_ld, v + vp, sizeof(float) * width);
+            nmt_test_fill_const(k0 + kp, width, NAN);
+            nmt_test_fill_const(v0 + vp, width, NAN);
+        }
+    }
+    cl_mem dkn = append ? nmt_test_upload_f32(e->dev, kn, nkn) : NULL;
+    cl_mem dvn = append ? nmt_test_upload_f32(e->dev, vn, nkn) : NULL;
     float *out = nmt_test_alloc_f32(no);
     nmt_test_fill_const(out, no, NAN);
     int32_t kl_host[16] = {0};
     if (c->key_len) memcpy(kl_host + okl, c->key_len, n_kv * sizeof(int32_t));
 
-    cl_mem dq = nmt_test_upload_f32(e->dev, q, nq), dk = nmt_test_upload_f32(e->dev, k, nk);
-    cl_mem dv = nmt_test_upload_f32(e->dev, v, nv), dout = nmt_test_upload_f32(e->dev, out, no);
+    cl_mem dq = nmt_test_upload_f32(e->dev, q, nq), dk = nmt_test_upload_f32(e->dev, k0, nk);
+    cl_mem dv = nmt_test_upload_f32(e->dev, v0, nv), dout = nmt_test_upload_f32(e->dev, out, no);
     cl_mem dscores = nmt_test_buffer_f32_fill(e->dev, 1 + (nscores ? nscores : 1), NAN);
     cl_mem dstats = nmt_test_buffer_f32_fill(e->dev, 2 + nstats, NAN);
     cl_mem dkl = nmt_test_upload_i32(e->dev, kl_host, 16);
@@ -134,6 +163,11 @@ static void run_attention_mode(env *e, const attn_case *c, uint64_t seed, int mo
     if (kv_table) {
         a.kv_row = B(dtab, otab);
         a.kv_row_ld = tab_ld;
+    }
+    if (append) {
+        a.k_new = B(dkn, okn);
+        a.v_new = B(dvn, okn);
+        a.new_ld = new_ld;
     }
     const int saved_mode = e->ops.attn_mode;
     e->ops.attn_mode = mode;
@@ -174,8 +208,18 @@ static void run_attention_mode(env *e, const attn_case *c, uint64_t seed, int mo
     ref_attention(&ra);
 
     char what[128];
-    snprintf(what, sizeof what, "attention [%s] %s", c->name, mode == NMT_ATTN_FUSED ? "fused" : "split");
+    snprintf(what, sizeof what, "attention [%s] %s%s", c->name, mode == NMT_ATTN_FUSED ? "fused" : "split",
+             append ? ", appending" : "");
     check_block(got, out, no, oo, c->n_seq * c->lq, c->n_branches * width, out_ld, TOL, what);
+    if (append) { /* the cache now holds the new rows at q_pos0, bit for bit, and nothing else changed */
+        float *gk = download(e, dk, nk), *gv = download(e, dv, nv);
+        for (size_t x = 0; x < nk; x++)
+            if (memcmp(&gk[x], &k[x], sizeof(float)) != 0) fail_msg("%s: key cache element %zu", what, x);
+        for (size_t x = 0; x < nv; x++)
+            if (memcmp(&gv[x], &v[x], sizeof(float)) != 0) fail_msg("%s: value cache element %zu", what, x);
+        free(gk);
+        free(gv);
+    }
 
     /* rows with no visible key are exactly zero */
     for (uint32_t b = 0; b < c->n_branches; b++)
@@ -190,6 +234,14 @@ static void run_attention_mode(env *e, const attn_case *c, uint64_t seed, int mo
             }
 
 done:
+    if (append) {
+        nmt_test_release(dkn);
+        nmt_test_release(dvn);
+        free(kn);
+        free(vn);
+        free(k0);
+        free(v0);
+    }
     if (kv_table) {
         nmt_test_release(dtab);
         free(tab);
@@ -212,14 +264,22 @@ done:
 
 /* Both paths: the fused online-softmax kernel and scores/stats/apply. */
 static void run_attention(env *e, const attn_case *c, uint64_t seed) {
-    run_attention_mode(e, c, seed, NMT_ATTN_FUSED, 0);
-    run_attention_mode(e, c, seed, NMT_ATTN_SPLIT, 0);
+    run_attention_mode(e, c, seed, NMT_ATTN_FUSED, 0, 0);
+    run_attention_mode(e, c, seed, NMT_ATTN_SPLIT, 0, 0);
 }
 
 /* The same through a kv_row table: fused, and the split path's refusal. */
 static void run_attention_table(env *e, const attn_case *c, uint64_t seed) {
-    run_attention_mode(e, c, seed, NMT_ATTN_FUSED, 1);
-    run_attention_mode(e, c, seed, NMT_ATTN_SPLIT, 1);
+    run_attention_mode(e, c, seed, NMT_ATTN_FUSED, 1, 0);
+    run_attention_mode(e, c, seed, NMT_ATTN_SPLIT, 1, 0);
+}
+
+/* A step appending its K|V: both paths, then both through a table. */
+static void run_attention_append(env *e, const attn_case *c, uint64_t seed) {
+    run_attention_mode(e, c, seed, NMT_ATTN_FUSED, 0, 1);
+    run_attention_mode(e, c, seed, NMT_ATTN_SPLIT, 0, 1);
+    run_attention_mode(e, c, seed, NMT_ATTN_FUSED, 1, 1);
+    run_attention_mode(e, c, seed, NMT_ATTN_SPLIT, 1, 1);
 }
 
 static void test_attention_single_branches(void **state) {
@@ -302,6 +362,15 @@ static void test_attention_incremental(void **state) {
     run_attention_table(e, &t2, 54);
     attn_case t3 = {"table with key_len buffer", 3, 1, 5, 12, 1, 2, 8, 1, 1, {G()}, kl, 0};
     run_attention_table(e, &t3, 55);
+    /* the step's own K|V from its projection rows, appended by the call
+     * (transformer_fwd.c): scalar and float16 paths, several branches (one
+     * work-item writes), the first and the last position of the cache */
+    attn_case a1 = {"append at t=5", 3, 1, 5, 12, 1, 2, 8, 1, 2, {G(), LOCAL(2)}, NULL, 6};
+    run_attention_append(e, &a1, 56);
+    attn_case a2 = {"append at t=9, d_head 16", 6, 1, 9, 10, 1, 2, 16, 1, 3, {G(), FW(), BW()}, NULL, 10};
+    run_attention_append(e, &a2, 57);
+    attn_case a3 = {"append at t=0", 2, 1, 0, 4, 1, 3, 5, 1, 1, {G()}, NULL, 1};
+    run_attention_append(e, &a3, 58);
 }
 
 static void test_attention_cross_group(void **state) {
@@ -404,6 +473,30 @@ static void test_attention_arguments(void **state) {
     b = a;
     b.q_pos0 = 1u << 30;
     assert_int_equal(nmt_op_attention(&e->ops, &b), NMT_ERR_UNSUPPORTED);
+    /* an append: both rows or neither, one query per sequence, no groups,
+     * rows as wide as the heads */
+    b = a;
+    b.lq = 1;
+    b.k_new = B(m, 40);
+    b.v_new = B(m, 48);
+    b.new_ld = 4;
+    b.out = B(m, 56);
+    assert_int_equal(nmt_op_attention(&e->ops, &b), NMT_OK);
+    nmt_attn_args c = b;
+    c.v_new = NONE;
+    assert_int_equal(nmt_op_attention(&e->ops, &c), NMT_ERR_INVALID_ARGUMENT);
+    c = b;
+    c.k_new = NONE;
+    assert_int_equal(nmt_op_attention(&e->ops, &c), NMT_ERR_INVALID_ARGUMENT);
+    c = b;
+    c.lq = 2;
+    assert_int_equal(nmt_op_attention(&e->ops, &c), NMT_ERR_INVALID_ARGUMENT);
+    c = b;
+    c.group = 2;
+    assert_int_equal(nmt_op_attention(&e->ops, &c), NMT_ERR_INVALID_ARGUMENT);
+    c = b;
+    c.new_ld = 3;
+    assert_int_equal(nmt_op_attention(&e->ops, &c), NMT_ERR_INVALID_ARGUMENT);
     b = a;
     b.lq = 0;  /* nothing to compute */
     b.q = NONE;

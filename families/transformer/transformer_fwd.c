@@ -160,10 +160,9 @@ static nmt_status self_attn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const n
     NMT_TRY(linear(fw, in, d, rows, &w->qkv, 3 * d, d, a->qkv, 3 * d, 0));
     nmt_attn_args o;
     if (p->step) {
-        /* append this position's K|V to the cache, attend over [0, t] */
+        /* attend over [0, t]; the attention appends this position's K|V
+         * (from qkv) to the cache */
         const uint32_t T = p->cache_len;
-        NMT_TRY(nmt_op_copy_rows(fw->ops, nmt_buf_at(a->qkv, d), 3 * d, nmt_buf_at(a->kv, (size_t)p->t * 2 * d),
-                                 T * 2 * d, rows, 2 * d));
         attn_common(fw, a, fw->c->dec_br, fw->c->n_dec_br, 1, &o);
         o.n_seq = rows;
         o.lq = 1;
@@ -177,6 +176,9 @@ static nmt_status self_attn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const n
         o.kv_seq_stride = (uint64_t)T * 2 * d;
         o.kv_row = a->kv_row;
         o.kv_row_ld = a->kv_row_ld;
+        o.k_new = nmt_buf_at(a->qkv, d);
+        o.v_new = nmt_buf_at(a->qkv, 2 * (size_t)d);
+        o.new_ld = 3 * d;
         o.key_len_const = p->t + 1;
     } else {
         nmt_tf_self_args(fw, a, dec, p, &o);
