@@ -17,6 +17,44 @@ inline float vsum4(const float4 v) { return (v.x + v.y) + (v.z + v.w); }
 inline float vsum8(const float8 v) { return vsum4(v.lo + v.hi); }
 inline float vsum16(const float16 v) { return vsum8(v.lo + v.hi); }
 
+/* vsum16 of 8 or 16 vectors at once (a GEMM's accumulators): the same
+ * additions in the same grouping, so each lane is bitwise vsum16(a[i]),
+ * but as whole-vector adds of shuffled halves, quarters and pairs (15 adds
+ * for 16 vectors instead of 4 dependent reductions each).  Lane i of the
+ * result is the sum of a[i]:
+ *   level 1: lanes j, j + 8 of each vector (vsum16's v.lo + v.hi);
+ *   level 2: j, j + 4 of those 8 (vsum8's);  level 3: x + y and z + w of
+ *   those 4;  level 4: the two (vsum4's (x + y) + (z + w)). */
+inline float16 vsum16_quarters(const float16 p, const float16 q) {
+    return (float16)(p.s0123, p.s89ab, q.s0123, q.s89ab) + (float16)(p.s4567, p.scdef, q.s4567, q.scdef);
+}
+inline float16 vsum16_pairs(const float16 r, const float16 t) {
+    return (float16)(r.even, t.even) + (float16)(r.odd, t.odd);
+}
+inline float8 vsum16x8(const float16 a0, const float16 a1, const float16 a2, const float16 a3, const float16 a4,
+                       const float16 a5, const float16 a6, const float16 a7) {
+    const float16 p0 = (float16)(a0.lo, a1.lo) + (float16)(a0.hi, a1.hi);
+    const float16 p1 = (float16)(a2.lo, a3.lo) + (float16)(a2.hi, a3.hi);
+    const float16 p2 = (float16)(a4.lo, a5.lo) + (float16)(a4.hi, a5.hi);
+    const float16 p3 = (float16)(a6.lo, a7.lo) + (float16)(a6.hi, a7.hi);
+    const float16 t = vsum16_pairs(vsum16_quarters(p0, p1), vsum16_quarters(p2, p3));
+    return t.even + t.odd;
+}
+
+/* acc[i][j] = vsum16(accv[i][j]) over a GEMM's GEMM_TM x GEMM_TN float16
+ * accumulators, eight at a time; for GEMM_VW == 16 and
+ * GEMM_TM * GEMM_TN % 8 == 0 (gemm.cl, gemm_q8.cl). */
+#define GEMM_ACC_ELEM_(a, x) a[(x) / GEMM_TN][(x) % GEMM_TN]
+#define GEMM_VSUM16_BATCHED(accv, acc)                                                              \
+    _Pragma("unroll") for (int g_ = 0; g_ < GEMM_TM * GEMM_TN; g_ += 8) {                           \
+        float s_[8];                                                                                \
+        vstore8(vsum16x8(GEMM_ACC_ELEM_(accv, g_), GEMM_ACC_ELEM_(accv, g_ + 1),                    \
+                         GEMM_ACC_ELEM_(accv, g_ + 2), GEMM_ACC_ELEM_(accv, g_ + 3),                \
+                         GEMM_ACC_ELEM_(accv, g_ + 4), GEMM_ACC_ELEM_(accv, g_ + 5),                \
+                         GEMM_ACC_ELEM_(accv, g_ + 6), GEMM_ACC_ELEM_(accv, g_ + 7)), 0, s_);       \
+        _Pragma("unroll") for (int x_ = 0; x_ < 8; x_++) GEMM_ACC_ELEM_(acc, g_ + x_) = s_[x_];     \
+    }
+
 /* The products' epilogue (gemm.cl, gemm_f16.cl, gemm_q8.cl, gemm_i8.cl) for
  * the GEMM_TM x GEMM_TN block of C at (m0, n0): per element
  * v = value (+ beta * C) (+ bias[n]) (ReLU), stored where in range (flags:

@@ -150,10 +150,14 @@ __kernel void gemm_nt(const uint M, const uint N, const uint K, const float alph
     }
 
     float acc[GEMM_TM][GEMM_TN];
+#if GEMM_VW == 16 && (GEMM_TM * GEMM_TN) % 8 == 0
+    GEMM_VSUM16_BATCHED(accv, acc) /* common.cl: bitwise vsum16, eight at a time */
+#else
     #pragma unroll
     for (int i = 0; i < GEMM_TM; i++)
         #pragma unroll
         for (int j = 0; j < GEMM_TN; j++) acc[i][j] = VSUM(accv[i][j]);
+#endif
     for (uint k = KV; k < K; k++) {
         float a[GEMM_TM], b[GEMM_TN];
         #pragma unroll
