@@ -309,9 +309,19 @@ __kernel void gemm_nt_ln(const uint N, const uint K, __global const float *A, co
             #pragma unroll
             for (int j = 0; j < GEMM_TN; j++) accv[j] = a * VLOAD(br[j] + k) + accv[j];
         }
+        float sums[GEMM_TN];
+#if GEMM_VW == 16 && GEMM_TN % 8 == 0
+        #pragma unroll
+        for (int g = 0; g < GEMM_TN; g += 8) /* common.cl: bitwise vsum16, eight at a time */
+            vstore8(vsum16x8(accv[g], accv[g + 1], accv[g + 2], accv[g + 3], accv[g + 4], accv[g + 5], accv[g + 6],
+                             accv[g + 7]), 0, sums + g);
+#else
+        #pragma unroll
+        for (int j = 0; j < GEMM_TN; j++) sums[j] = VSUM(accv[j]);
+#endif
         #pragma unroll
         for (int j = 0; j < GEMM_TN; j++) {
-            float acc = VSUM(accv[j]);
+            float acc = sums[j];
             for (uint k = KV; k < K; k++) acc = ar[k] * br[j][k] + acc;
             const uint n = n0 + (uint)j;
             if (n < N) o[n] = (has_bias ? acc + bias[bias_off + n] : acc) + r[n];
