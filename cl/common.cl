@@ -41,6 +41,27 @@ inline float8 vsum16x8(const float16 a0, const float16 a1, const float16 a2, con
     return t.even + t.odd;
 }
 
+/* A product's block of C, rows m0.. and columns n0.. (gemm.cl,
+ * gemm_q8.cl, gemm_f16.cl; the host's launch: runtime/ops.c
+ * nmt_ops_launch_gemm).  GEMM_MFAST 0: dimension 0 walks the blocks along
+ * N, dimension 1 those along M.  GEMM_MFAST 1: one dimension enumerates
+ * the blocks with M fastest, block b at M block b % mb and N block b / mb
+ * (mb = ceil(M / GEMM_TM)): consecutive work-items share B's rows where M
+ * has several blocks, and a product of one block of rows (a batch-1
+ * beam's 4) leaves no work-item idle, as a dimension of M blocks padded
+ * to the work-group size did.  Surplus work-items get n0 >= N. */
+#if defined(GEMM_MFAST) && GEMM_MFAST
+#define GEMM_BLOCK_ORIGIN()                                              \
+    const uint mb_ = (M + GEMM_TM - 1u) / GEMM_TM;                      \
+    const uint b_ = (uint)get_global_id(0);                              \
+    const uint m0 = (b_ % mb_) * GEMM_TM;                                \
+    const uint n0 = (b_ / mb_) * GEMM_TN;
+#else
+#define GEMM_BLOCK_ORIGIN()                                              \
+    const uint n0 = (uint)get_global_id(0) * GEMM_TN;                    \
+    const uint m0 = (uint)get_global_id(1) * GEMM_TM;
+#endif
+
 /* acc[i][j] = vsum16(accv[i][j]) over a GEMM's GEMM_TM x GEMM_TN float16
  * accumulators, eight at a time; for GEMM_VW == 16 and
  * GEMM_TM * GEMM_TN % 8 == 0 (gemm.cl, gemm_q8.cl). */

@@ -16,9 +16,10 @@
  * Work decomposition (gemm_*): barrier-free, so fast on CPU-class devices
  * (PoCL runs a work-group as a loop; local memory and barriers are emulated)
  * and correct everywhere.  Work-item (x, y) computes the GEMM_TM x GEMM_TN
- * block of C at rows m0 = y*GEMM_TM, columns n0 = x*GEMM_TN (GEMM_MFAST = 1
- * swaps the roles of x and y: consecutive work-items then share the B rows
- * and walk down A, the better order when B is the larger operand).
+ * block of C at rows m0 = y*GEMM_TM, columns n0 = x*GEMM_TN (GEMM_MFAST = 1:
+ * one dimension enumerates the blocks with M fastest, so consecutive
+ * work-items share the B rows and walk down A, the better order when B is
+ * the larger operand; common.cl GEMM_BLOCK_ORIGIN).
  * Out-of-range rows/columns load from a clamped (valid) row/column and are
  * simply not stored, so any M, N, K, offset and leading dimension is
  * correct.  The NDRange may be padded: surplus work-items return.
@@ -51,7 +52,7 @@
  *   GEMM_TN     columns of C per work-item                (4; 1..8, gemm_nn 1..32)
  *   GEMM_VW     vector width: along K (gemm_nt), along N  (4; 1, 2, 4, 8, 16;
  *               (gemm_nn, must divide GEMM_TN, else 1)     gemm_nn: divides TN)
- *   GEMM_MFAST  1: work-item dimension 0 walks M           (0)
+ *   GEMM_MFAST  1: the blocks in one dimension, M fastest  (0)
  *   GEMM_LN_WG  gemm_nt_ln: the largest local size the host may launch it
  *               with (256; power of two)
  */
@@ -95,15 +96,7 @@
 #error "GEMM_VW must be 1, 2, 4, 8 or 16"
 #endif
 
-#if GEMM_MFAST
-#define GEMM_BLOCK_ORIGIN()                                  \
-    const uint m0 = (uint)get_global_id(0) * GEMM_TM;        \
-    const uint n0 = (uint)get_global_id(1) * GEMM_TN;
-#else
-#define GEMM_BLOCK_ORIGIN()                                  \
-    const uint n0 = (uint)get_global_id(0) * GEMM_TN;        \
-    const uint m0 = (uint)get_global_id(1) * GEMM_TM;
-#endif
+/* GEMM_BLOCK_ORIGIN(): common.cl */
 
 /* The epilogue (common.cl): v = alpha*acc (+ beta*C) (+ bias) (ReLU). */
 #define NT_VAL(i, j, n) (alpha * acc[i][j])

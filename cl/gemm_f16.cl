@@ -16,8 +16,8 @@
  *
  * Decomposition of gemm_f16_nt as gemm_q8_nt in gemm_q8.cl (barrier-free;
  * GEMM_TM x GEMM_TN block of C per work-item; out-of-range rows/columns
- * clamped on load and not stored; dimension 0 walks N, or M when
- * GEMM_MFAST), vectors of GEMM_VW halves along K.
+ * clamped on load and not stored; common.cl GEMM_BLOCK_ORIGIN places the
+ * blocks), vectors of GEMM_VW halves along K.
  *
  * flags: bit 0 = add bias[n], bit 1 = ReLU.  beta == 0: C is not read.
  * gemm indices are 32-bit (the host checks extents < 2^32 elements);
@@ -28,7 +28,7 @@
  *   GEMM_TM     rows of C per work-item      (1; 1..8)
  *   GEMM_TN     columns of C per work-item   (4; 1..8)
  *   GEMM_VW     halves per load              (16; 1, 2, 4, 8, 16)
- *   GEMM_MFAST  1: dimension 0 walks M       (0)
+ *   GEMM_MFAST  1: the blocks in one dimension, M fastest (0)
  */
 #pragma OPENCL EXTENSION cl_khr_fp16 : enable
 
@@ -70,13 +70,7 @@ __kernel void gemm_f16_nt(const uint M, const uint N, const uint K, const float 
                           __global const half *W, const uint w_off, const uint ldw,
                           const float beta, __global float *C, const uint c_off, const uint ldc,
                           __global const float *bias, const uint bias_off, const int flags) {
-#if GEMM_MFAST
-    const uint m0 = (uint)get_global_id(0) * GEMM_TM;
-    const uint n0 = (uint)get_global_id(1) * GEMM_TN;
-#else
-    const uint n0 = (uint)get_global_id(0) * GEMM_TN;
-    const uint m0 = (uint)get_global_id(1) * GEMM_TM;
-#endif
+    GEMM_BLOCK_ORIGIN() /* common.cl */
     if (m0 >= M || n0 >= N) return;
 
     __global const float *ar[GEMM_TM];

@@ -21,7 +21,7 @@
  *
  * Same decomposition as gemm_q8_nt in gemm_q8.cl (barrier-free; a GEMM_TM x
  * GEMM_TN block of C per work-item; out-of-range rows/columns clamped on
- * load and not stored; dimension 0 walks N, or M when GEMM_MFAST).
+ * load and not stored; common.cl GEMM_BLOCK_ORIGIN places the blocks).
  *
  * flags: bit 0 = add bias[n], bit 1 = ReLU.  beta == 0: C is not read.
  * Indices are 32-bit (the host checks extents < 2^32 elements).
@@ -30,7 +30,7 @@
  *   GEMM_TM     rows of C per work-item      (1; 1..8)
  *   GEMM_TN     columns of C per work-item   (4; 1..8)
  *   GEMM_VW     int8 elements per load       (16; 4, 8, 16)
- *   GEMM_MFAST  1: dimension 0 walks M       (0)
+ *   GEMM_MFAST  1: the blocks in one dimension, M fastest (0)
  *   I8_DOT      1: four-element products with the cl_khr_integer_dot_product
  *               built-in dot(char4, char4); 2: x86 AVX-512 VNNI through
  *               clang's vpdpbusd builtin (PoCL on a CPU that has it; the
@@ -39,8 +39,8 @@
  * I8_DOT == 2 (runtime/ops_i8dot.c chooses it only for PoCL's CPU device on
  * an x86-64 host whose CPU reports AVX-512 VNNI): a fixed 4 x 4 block of C
  * per work-item (the host launches it with GEMM_TM = GEMM_TN = 4, GEMM_MFAST
- * 0; for the m2 class GEMM_TM = 1, a 1 x 4 block, so that one row is not
- * computed four times), 64 elements of K per step, one 16-lane int32
+ * 1; for the m2 class GEMM_TM = 1, a 1 x 4 block, so that one row is not
+ * computed four times, GEMM_MFAST 0), 64 elements of K per step, one 16-lane int32
  * accumulator per output.
  * vpdpbusd multiplies unsigned by signed bytes, so A's bytes are flipped to
  * A + 128 (xor 0x80) and 128 * sum_k Q[n,k] (the same instruction with 0x80
@@ -81,7 +81,7 @@ int __attribute__((overloadable, const)) dot(char4 a, char4 b);
 #endif
 #define DOT4(a, b) dot((a), (b))
 #elif I8_DOT == 2
-#if (GEMM_TM != 4 && GEMM_TM != 1) || GEMM_TN != 4 || GEMM_MFAST != 0
+#if (GEMM_TM != 4 && GEMM_TM != 1) || GEMM_TN != 4
 #error "I8_DOT=2 needs GEMM_TM=4 or 1, GEMM_TN=4, GEMM_MFAST=0"
 #endif
 #define DOT4(a, b) ((int)(a).x * (int)(b).x + (int)(a).y * (int)(b).y + (int)(a).z * (int)(b).z + (int)(a).w * (int)(b).w)
@@ -233,13 +233,7 @@ __kernel void gemm_i8_nt(const uint M, const uint N, const uint K, const float a
                          __global const float *sq, const uint sq_off,
                          const float beta, __global float *C, const uint c_off, const uint ldc,
                          __global const float *bias, const uint bias_off, const int flags) {
-#if GEMM_MFAST
-    const uint m0 = (uint)get_global_id(0) * GEMM_TM;
-    const uint n0 = (uint)get_global_id(1) * GEMM_TN;
-#else
-    const uint n0 = (uint)get_global_id(0) * GEMM_TN;
-    const uint m0 = (uint)get_global_id(1) * GEMM_TM;
-#endif
+    GEMM_BLOCK_ORIGIN() /* common.cl */
     if (m0 >= M || n0 >= N) return;
 
     __global const char *ar[GEMM_TM];

@@ -9,7 +9,7 @@
  *
  * Same decomposition as gemm_nt in gemm.cl (barrier-free; GEMM_TM x GEMM_TN
  * block of C per work-item; out-of-range rows/columns clamped on load and not
- * stored; dimension 0 walks N, or M when GEMM_MFAST): dot products along K
+ * stored; common.cl GEMM_BLOCK_ORIGIN places it): dot products along K
  * in vectors of GEMM_VW int8 weights converted to fp32 in registers, the
  * per-row scale applied once per output.  Accumulation is fp32.
  *
@@ -20,7 +20,7 @@
  *   GEMM_TM     rows of C per work-item      (1; 1..8)
  *   GEMM_TN     columns of C per work-item   (4; 1..8)
  *   GEMM_VW     int8 weights per load        (16; 1, 2, 4, 8, 16)
- *   GEMM_MFAST  1: dimension 0 walks M       (0)
+ *   GEMM_MFAST  1: the blocks in one dimension, M fastest (0)
  */
 #ifndef GEMM_TM
 #define GEMM_TM 1
@@ -70,13 +70,7 @@ __kernel void gemm_q8_nt(const uint M, const uint N, const uint K, const float a
                          __global const float *scale, const uint s_off,
                          const float beta, __global float *C, const uint c_off, const uint ldc,
                          __global const float *bias, const uint bias_off, const int flags) {
-#if GEMM_MFAST
-    const uint m0 = (uint)get_global_id(0) * GEMM_TM;
-    const uint n0 = (uint)get_global_id(1) * GEMM_TN;
-#else
-    const uint n0 = (uint)get_global_id(0) * GEMM_TN;
-    const uint m0 = (uint)get_global_id(1) * GEMM_TM;
-#endif
+    GEMM_BLOCK_ORIGIN() /* common.cl */
     if (m0 >= M || n0 >= N) return;
 
     __global const float *ar[GEMM_TM];

@@ -103,7 +103,7 @@ nmt_status nmt_ops_gemm_kernel(nmt_ops *ops, nmt_gemm_op op, nmt_gemm_class cls)
         c->tm = cls == NMT_GCLASS_M2 ? 1 : 4;
         c->tn = 4;
         c->vw = 16;
-        c->mfast = 0;
+        c->mfast = cls == NMT_GCLASS_M2 ? 0 : 1; /* several row blocks: the 4 of each share B's rows */
     }
     char opts[160];
     int n = snprintf(opts, sizeof opts, "-DGEMM_TM=%u -DGEMM_TN=%u -DGEMM_VW=%u -DGEMM_MFAST=%u", (unsigned)c->tm,
@@ -275,13 +275,20 @@ static int ops_ok(const nmt_ops *ops) { return ops != NULL && ops->dev != NULL &
 /* ------------------------------------------------------------------------ */
 
 /* Launch a product kernel whose arguments are set: blocks of cfg->tm x
- * cfg->tn, dimension 0 over N blocks (or M blocks when mfast), local size
- * (cfg->wg, 1). */
+ * cfg->tn, dimension 0 over N blocks and dimension 1 over M blocks, local
+ * size (cfg->wg, 1); mfast: one dimension of all mb * nb blocks, M fastest
+ * (cl/common.cl GEMM_BLOCK_ORIGIN), local size cfg->wg. */
 nmt_status nmt_ops_launch_gemm(nmt_ops *ops, cl_kernel k, const nmt_gemm_cfg *c, uint32_t M, uint32_t N,
                               const char *kname) {
     const size_t nb = (N + c->tn - 1) / c->tn, mb = (M + c->tm - 1) / c->tm;
-    const size_t n[2] = {c->mfast ? mb : nb, c->mfast ? nb : mb};
     const size_t l[2] = {c->wg, 1};
+    if (c->mfast) {
+        /* the kernel's block index is a uint: every padded work-item's too */
+        if (nb != 0 && mb > ((size_t)UINT32_MAX - c->wg) / nb) return NMT_ERR_UNSUPPORTED;
+        const size_t n1 = mb * nb;
+        return launch_local(ops, k, 1, &n1, l, kname);
+    }
+    const size_t n[2] = {nb, mb};
     return launch_local(ops, k, 2, n, l, kname);
 }
 

@@ -48,11 +48,12 @@ static const table_row table[] = {
      * int8 x int8 where the CPU has x86 VNNI, every class (its blocks are
      * fixed: 1 x 4 for m2, 4 x 4 above, so the I8 row below serves the
      * portable variant only; docs/PERFORMANCE.md, "x86 VNNI through PoCL").
-     * fp32 m16: work-items along N in groups of 16 (a batch-1 beam's 4
-     * rows are one block; along M, 15 of every 16 work-items had nothing
-     * to do: docs/PERFORMANCE.md, "The m16 products along N"). */
+     * mfast: the blocks M fastest in one dimension (cl/common.cl
+     * GEMM_BLOCK_ORIGIN), so a batch-1 beam's 4 rows leave no work-item
+     * idle (docs/PERFORMANCE.md, "A few rows no longer leave work-items
+     * idle"). */
     {"PoCL CPU", CPU, "Portable Computing Language", NULL,
-     {.gemm = {[NMT_GOP_NT] = {OWN(1, 8, 16, 0, 64), OWN(4, 4, 16, 0, 16), OWN(6, 4, 16, 1, 16)},
+     {.gemm = {[NMT_GOP_NT] = {OWN(1, 8, 16, 0, 64), OWN(4, 4, 16, 1, 16), OWN(6, 4, 16, 1, 16)},
                [NMT_GOP_NN] = {OWN(1, 16, 16, 0, 16), OWN(8, 16, 16, 0, 16), OWN(6, 32, 16, 0, 16)},
                [NMT_GOP_Q8] = {OWN(1, 2, 16, 0, 64), OWN(2, 8, 16, 0, 64), OWN(6, 4, 16, 1, 16)},
                [NMT_GOP_I8] = {OWN(1, 4, 16, 0, 64), OWN(2, 8, 16, 0, 64), OWN(6, 4, 16, 1, 16)}},
