@@ -50,8 +50,7 @@ static const table_row table[] = {
      * portable variant only; docs/PERFORMANCE.md, "x86 VNNI through PoCL").
      * mfast: the blocks M fastest in one dimension (cl/common.cl
      * GEMM_BLOCK_ORIGIN), so a batch-1 beam's 4 rows leave no work-item
-     * idle (docs/PERFORMANCE.md, "A few rows no longer leave work-items
-     * idle"). */
+     * idle (docs/PERFORMANCE.md, "A few rows leave no work-item idle"). */
     {"PoCL CPU", CPU, "Portable Computing Language", NULL,
      {.gemm = {[NMT_GOP_NT] = {OWN(1, 8, 16, 0, 64), OWN(4, 4, 16, 1, 16), OWN(6, 4, 16, 1, 16)},
                [NMT_GOP_NN] = {OWN(1, 16, 16, 0, 16), OWN(8, 16, 16, 0, 16), OWN(6, 32, 16, 0, 16)},
