@@ -82,7 +82,7 @@ int __attribute__((overloadable, const)) dot(char4 a, char4 b);
 #define DOT4(a, b) dot((a), (b))
 #elif I8_DOT == 2
 #if (GEMM_TM != 4 && GEMM_TM != 1) || GEMM_TN != 4
-#error "I8_DOT=2 needs GEMM_TM=4 or 1, GEMM_TN=4, GEMM_MFAST=0"
+#error "I8_DOT=2 needs GEMM_TM=4 or 1 and GEMM_TN=4"
 #endif
 #define DOT4(a, b) ((int)(a).x * (int)(b).x + (int)(a).y * (int)(b).y + (int)(a).z * (int)(b).z + (int)(a).w * (int)(b).w)
 /* 64 bytes from any address (no alignment assumed) as 16 int32 lanes */
