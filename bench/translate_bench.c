@@ -29,6 +29,10 @@
  * --profile (with --versus): then each model's batch-1 beam-1 decoding
  * once more with the queue drained around every launch, time per kernel
  * per output token; --profile-config BxK profiles batch B beam K instead.
+ * --timeline: the same profile without draining the queue: the launches
+ * run back to back as in a normal run, and each one's device time and the
+ * device's idle time before it come from its event (the queue is created
+ * with profiling: NMT_EDGE_QUEUE_PROFILING; runtime/kernel_args.h).
  * Sessions use fp16 compute where the device has cl_khr_fp16 and the model
  * fp16 weights (NMT_FP16_AUTO, as nmt-edge), unless $NMT_EDGE_NO_FP16=1.
  * --fp16-versus: the first model runs with fp16 compute off (the portable
@@ -139,6 +143,7 @@ static nmt_session *open_session(bench *b, nmt_limits lim, void **arena, size_t 
  * compute on. */
 static int g_fp16_versus;
 static uint32_t g_prof_batch = 1, g_prof_beam = 1; /* --profile-config BxK */
+static int g_prof_mode = NMT_PROFILE_DRAINED;        /* --timeline: NMT_PROFILE_EVENTS */
 
 static double median3(const double *v) {
     const double lo = fmin(v[0], v[1]), hi = fmax(v[0], v[1]);
@@ -226,12 +231,14 @@ static void versus(bench *b, nmt_session *sess, const char *name, const char *co
     printf("\n");
     for (int m = 0; profile && m <= n_vs; m++) { /* where a model's decoding time goes */
         uint64_t out = 0;
-        nmt_kernel_profile_enable(1);
+        nmt_kernel_profile_enable(g_prof_mode);
         run_config(ss[m], toks, lens, n_sent, g_prof_batch, g_prof_beam, &out);
         nmt_kernel_profile_enable(0);
-        printf("\nper-kernel profile of model %d, batch %u beam %u, per output token (%llu tokens; queue drained "
-               "around each launch):\n",
-               m, g_prof_batch, g_prof_beam, (unsigned long long)out);
+        printf("\nper-kernel profile of model %d, batch %u beam %u, per output token (%llu tokens; %s):\n", m,
+               g_prof_batch, g_prof_beam, (unsigned long long)out,
+               g_prof_mode == NMT_PROFILE_EVENTS
+                   ? "launches back to back, device times from events, idle = device idle before the launch"
+                   : "queue drained around each launch");
         nmt_kernel_profile_print(stdout, out ? 1.0 / (double)out : 1.0);
     }
     for (int m = 1; m <= n_vs; m++) {
@@ -245,7 +252,7 @@ int main(int argc, char **argv) {
     const char *spec = getenv("NMT_EDGE_DEVICE");
     int n_sent = 32;
     const char *which = "test", *model_file = NULL, *vs_files[4], *tuned_cache = NULL;
-    int n_vs = 0, profile = 0, big = 8;
+    int n_vs = 0, profile = 0, big = 8, timeline = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--device") && i + 1 < argc) spec = argv[++i];
         else if (!strcmp(argv[i], "--sentences") && i + 1 < argc) n_sent = atoi(argv[++i]);
@@ -254,6 +261,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--versus") && i + 1 < argc && n_vs < 4) vs_files[n_vs++] = argv[++i];
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc) big = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--profile")) profile = 1;
+        else if (!strcmp(argv[i], "--timeline")) profile = timeline = 1;
         else if (!strcmp(argv[i], "--profile-config") && i + 1 < argc) {
             unsigned pb = 0, pk = 0;
             char tail = 0;
@@ -271,7 +279,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--versus-no-i8dot")) g_versus_no_i8dot = 1;
         else {
             fprintf(stderr, "usage: translate_bench [--device SPEC] [--sentences N] [--model test|small | --model-file FILE]"
-                            " [--batch N] [--fixed-len] [--versus FILE]... (up to 4) [--profile] [--profile-config BxK] [--cache DIR]"
+                            " [--batch N] [--fixed-len] [--versus FILE]... (up to 4) [--profile | --timeline] [--profile-config BxK] [--cache DIR]"
                             " [--fp16-versus] [--versus-no-i8dot]\n");
             return 2;
         }
@@ -279,13 +287,17 @@ int main(int argc, char **argv) {
     const char *no16 = getenv("NMT_EDGE_NO_FP16");
     if (g_fp16_versus || (no16 != NULL && *no16 && strcmp(no16, "0") != 0)) g_fp16 = NMT_FP16_OFF;
     if (profile && n_vs == 0 && !g_fp16_versus) {
-        fprintf(stderr, "translate_bench: --profile and --profile-config profile the --versus models: give "
+        fprintf(stderr, "translate_bench: --profile, --timeline and --profile-config profile the --versus models: give "
                         "--versus FILE (e.g. the --model-file itself)\n");
         return 2;
     }
     if (n_sent < 1 || n_sent > 4096 || big < 2 || big > 64 || g_prof_batch > (uint32_t)big) {
         fprintf(stderr, "translate_bench: --sentences must be 1..4096, --batch 2..64, --profile-config batch <= --batch\n");
         return 2;
+    }
+    if (timeline) {
+        setenv("NMT_EDGE_QUEUE_PROFILING", "1", 1); /* read when the device opens */
+        g_prof_mode = NMT_PROFILE_EVENTS;
     }
     const uint32_t configs[4][2] = {{1, 1}, {1, 4}, {(uint32_t)big, 1}, {(uint32_t)big, 4}};
     const size_t n_configs = 4;

@@ -478,7 +478,9 @@ nmt_status nmt_device_open(const nmt_device_params *params, void *mem, size_t me
         dev->context = NULL;
         return nmt_cl_fail(dev, e != CL_SUCCESS ? e : CL_INVALID_CONTEXT, "clCreateContext");
     }
-    dev->queue = clCreateCommandQueue(dev->context, dev->device, 0, &e);
+    /* kernel_args.h NMT_PROFILE_EVENTS: benchmarks set the variable */
+    const cl_command_queue_properties qprops = nmt_env_flag("NMT_EDGE_QUEUE_PROFILING") ? CL_QUEUE_PROFILING_ENABLE : 0;
+    dev->queue = clCreateCommandQueue(dev->context, dev->device, qprops, &e);
     if (dev->queue == NULL || e != CL_SUCCESS) {
         dev->queue = NULL;
         s = nmt_cl_fail(dev, e != CL_SUCCESS ? e : CL_INVALID_COMMAND_QUEUE, "clCreateCommandQueue");

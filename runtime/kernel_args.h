@@ -54,12 +54,22 @@ static inline void arg_f32(args *a, float v) {
 /* NMT_OK, or the first clSetKernelArg failure as a status (raw cl_int kept). */
 nmt_status args_end(nmt_device *dev, const args *a, const char *kernel);
 
-/* Profiling for benchmarks: when enabled, every nmt_enqueue finishes the
- * queue before and after its launch and adds the wall time to a fixed table
- * keyed by (kernel name, global size); print sorts by time, scaling times
- * and calls by `scale` (e.g. 1/steps).  Switching it on clears the table.  Not
- * thread-safe; slows launches down; for bench programs only. */
-void nmt_kernel_profile_enable(int on);
+/* Profiling for benchmarks, keyed by (kernel name, global size) in a fixed
+ * table; switching it on clears the table.  NMT_PROFILE_DRAINED: every
+ * nmt_enqueue finishes the queue before and after its launch and adds the
+ * wall time (each launch alone, the queue's round trip included).
+ * NMT_PROFILE_EVENTS: launches keep their order and overlap as in normal
+ * runs; each takes an event, and its device time (start to end) and the
+ * device's idle time before it (since the previous launch ended: host
+ * latency, reads and writes) are added when the events are resolved (every
+ * 4,096 launches, at print and when switched off).  It needs a queue
+ * created with profiling: the device does that when the environment has
+ * NMT_EDGE_QUEUE_PROFILING set at nmt_device_open.  print sorts by device
+ * time, scaling times and calls by `scale` (e.g. 1/steps).  Not
+ * thread-safe; for bench programs only. */
+#define NMT_PROFILE_DRAINED 1
+#define NMT_PROFILE_EVENTS 2
+void nmt_kernel_profile_enable(int mode);
 void nmt_kernel_profile_print(FILE *f, double scale);
 
 /* clEnqueueNDRangeKernel with no events; failures become statuses naming
