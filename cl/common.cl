@@ -147,14 +147,19 @@ inline float pos_term(const uint c, const uint d, const float pos) {
 
 /* The body of the embedding kernels (embed, embed_q8 in elementwise.cl,
  * embed_f16 in gemm_f16.cl): work-item (c, j), NDRange [d, min(rows,
- * seq_len)], computes column c's position term at position pos0 + j once and
- * writes out[r, c] = FETCH(t) * scale + P for every row r = j (mod seq_len),
- * t = tok[r]: the batch's rows (and a decoder step's rows, all at one
- * position) share the transcendental work. */
+ * seq_len)], takes column c's position term at position pos = pos0 + j
+ * once and writes out[r, c] = FETCH(t) * scale + P for every row r = j (mod
+ * seq_len), t = tok[r]: the batch's rows (and a decoder step's rows, all at
+ * one position) share it.  The term comes from the table PT (pos_table's
+ * rows of d, the same bits) when pos < pt_rows, else it is computed: a
+ * decoder step's embedding is one row, and the sine and cosine of 256-512
+ * columns were most of its time on a CPU (docs/PERFORMANCE.md). */
 #define EMBED_ROWS(FETCH)                                                    \
     const uint c = (uint)get_global_id(0), j = (uint)get_global_id(1);      \
     if (c >= d || j >= seq_len || j >= rows) return;                         \
-    const float p = pos_term(c, d, (float)(pos0 + j));                       \
+    const uint pos = pos0 + j;                                               \
+    const float p = pos < pt_rows ? PT[pt_off + (ulong)pos * d + c]          \
+                                  : pos_term(c, d, (float)pos);              \
     for (uint r = j; r < rows; r += seq_len) {                               \
         const ulong t = (ulong)tok[tok_off + r];                             \
         out[out_off + (ulong)r * d + c] = (FETCH) * scale + p;               \

@@ -9,6 +9,9 @@
  *   embed_q8     the same with an int8 table: E[t,c] = Q[t,c] * qscale[t]
  *                (Q int8 [V, d] row-major, one fp32 scale per row)
  *                                             [c, min(rows, seq_len)]
+ *                (all embeddings: P from the table PT of pt_rows positions
+ *                when pos < pt_rows, the same bits; common.cl EMBED_ROWS)
+ *   pos_table    PT[pos,c] = P(pos, c) for pos < n_pos     [c, pos]
  *   add          dst[i] += src[i]                              [i]
  *   relu         x[i] = max(x[i], 0)                           [i]
  *   gate_accum   out[r,c] = (accumulate ? out[r,c] : 0) + x[r,c] * sigmoid(g[r,c])
@@ -35,15 +38,22 @@
 
 __kernel void embed(__global const int *tok, const ulong tok_off, const uint rows, const uint seq_len,
                     const uint pos0, __global const float *E, const ulong e_off, const uint d,
-                    const float scale, __global float *out, const ulong out_off) {
+                    const float scale, __global float *out, const ulong out_off, __global const float *PT,
+                    const ulong pt_off, const uint pt_rows) {
     EMBED_ROWS(E[e_off + t * d + c])
 }
 
 __kernel void embed_q8(__global const int *tok, const ulong tok_off, const uint rows, const uint seq_len,
                        const uint pos0, __global const char *Q, const ulong q_off,
                        __global const float *qscale, const ulong s_off, const uint d,
-                       const float scale, __global float *out, const ulong out_off) {
+                       const float scale, __global float *out, const ulong out_off, __global const float *PT,
+                       const ulong pt_off, const uint pt_rows) {
     EMBED_ROWS((float)Q[q_off + t * d + c] * qscale[s_off + t])
+}
+
+__kernel void pos_table(__global float *PT, const ulong pt_off, const uint d, const uint n_pos) {
+    const uint c = (uint)get_global_id(0), pos = (uint)get_global_id(1);
+    if (c < d && pos < n_pos) PT[pt_off + (ulong)pos * d + c] = pos_term(c, d, (float)pos);
 }
 
 __kernel void add(__global float *dst, const ulong dst_off, __global const float *src, const ulong src_off,

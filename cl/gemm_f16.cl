@@ -122,6 +122,7 @@ __kernel void gemm_f16_nt(const uint M, const uint N, const uint K, const float 
 
 __kernel void embed_f16(__global const int *tok, const ulong tok_off, const uint rows, const uint seq_len,
                         const uint pos0, __global const half *E, const ulong e_off, const uint d,
-                        const float scale, __global float *out, const ulong out_off) {
+                        const float scale, __global float *out, const ulong out_off, __global const float *PT,
+                        const ulong pt_off, const uint pt_rows) {
     EMBED_ROWS((float)E[e_off + t * d + c])
 }

@@ -49,6 +49,7 @@ typedef nmt_kernel_def kernel_def;
 static const kernel_def kernel_defs[] = {
     {offsetof(nmt_ops, k_embed), P_ELEMENTWISE, "embed", 0},
     {offsetof(nmt_ops, k_embed_q8), P_ELEMENTWISE, "embed_q8", 0},
+    {offsetof(nmt_ops, k_pos_table), P_ELEMENTWISE, "pos_table", 0},
     {offsetof(nmt_ops, k_layernorm), P_NORM, "layernorm", 1},
     {offsetof(nmt_ops, k_add), P_ELEMENTWISE, "add", 0},
     {offsetof(nmt_ops, k_relu), P_ELEMENTWISE, "relu", 0},
@@ -467,9 +468,32 @@ nmt_status nmt_ops_embed_kernel(nmt_ops *ops, cl_kernel k, const char *name, nmt
     arg_f32(&a, scale);
     arg_mem(&a, out.mem);
     arg_u64(&a, out.off);
+    const int table = ops->pos_rows > 0 && ops->pos_d == d;
+    arg_mem(&a, table ? ops->pos_tab.mem : out.mem); /* never read without rows */
+    arg_u64(&a, table ? ops->pos_tab.off : 0);
+    arg_u32(&a, table ? ops->pos_rows : 0);
     NMT_TRY(args_end(ops->dev, &a, name));
     const size_t n[2] = {d, rows < seq_len ? rows : seq_len}; /* a work-item per column and position */
     return nmt_ops_launch(ops, k, 2, n, name);
+}
+
+nmt_status nmt_ops_set_pos_table(nmt_ops *ops, nmt_buf PT, uint32_t n_pos, uint32_t d) {
+    if (!ops_ok(ops)) return NMT_ERR_INVALID_ARGUMENT;
+    ops->pos_rows = 0;
+    if (PT.mem == NULL || n_pos == 0 || d == 0) return NMT_OK;
+    if ((uint64_t)n_pos * d > UINT32_MAX) return NMT_ERR_INVALID_ARGUMENT;
+    args a = args_begin(ops->k_pos_table);
+    arg_mem(&a, PT.mem);
+    arg_u64(&a, PT.off);
+    arg_u32(&a, d);
+    arg_u32(&a, n_pos);
+    NMT_TRY(args_end(ops->dev, &a, "pos_table"));
+    const size_t n[2] = {d, n_pos};
+    NMT_TRY(nmt_ops_launch(ops, ops->k_pos_table, 2, n, "pos_table"));
+    ops->pos_tab = PT;
+    ops->pos_rows = n_pos;
+    ops->pos_d = d;
+    return NMT_OK;
 }
 
 nmt_status nmt_op_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_len, uint32_t pos0, nmt_buf E,

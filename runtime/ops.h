@@ -52,7 +52,11 @@ typedef struct nmt_ops {
     size_t gemm_ln_wg;       /* its largest local size (<= GEMM_LN_WG) */
     int fused_norm;
     /* other kernels (created by nmt_ops_init) */
-    cl_kernel k_embed, k_embed_q8, k_layernorm, k_add, k_relu, k_gate_accum, k_copy_rows;
+    cl_kernel k_embed, k_embed_q8, k_pos_table, k_layernorm, k_add, k_relu, k_gate_accum, k_copy_rows;
+    /* the position terms of positions [0, pos_rows) of a d_model pos_d
+     * (nmt_ops_set_pos_table); pos_rows 0: every embedding computes them */
+    nmt_buf pos_tab;
+    uint32_t pos_rows, pos_d;
     cl_kernel k_gather_rows, k_log_softmax;
     cl_kernel k_attn_scores, k_attn_stats, k_attn_apply, k_attn_fused;
     /* phrase memories (cl/phrase.cl), created by nmt_ops_enable_phrase */
@@ -246,7 +250,9 @@ nmt_status nmt_op_gemm_f16(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, flo
  * with nmt_ops_launch_gemm. */
 /* The token embedding's launch with a given kernel (embed, embed_f16,
  * embed_q8: the same arguments; E fp32, half or int8, and for int8 its row
- * scales E_scale, passed after E; absent for the others). */
+ * scales E_scale, passed after E; absent for the others).  The position
+ * terms come from the ops' table (nmt_ops_set_pos_table) where it has the
+ * position and d. */
 nmt_status nmt_ops_embed_kernel(nmt_ops *ops, cl_kernel k, const char *name, nmt_buf tok, uint32_t rows,
                                 uint32_t seq_len, uint32_t pos0, nmt_buf E, nmt_buf E_scale, uint32_t d, float scale,
                                 nmt_buf out);
@@ -272,6 +278,13 @@ nmt_status nmt_op_gemm_i8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, floa
  * columns [0, d/2), cos in [d/2, d); inv_freq_i = 10000^(-i/(d/2-1)) as in
  * fairseq/tensor2tensor).  tok is an int buffer; ids are validated by the
  * host before upload. */
+/* Fills PT (n_pos rows of d floats) with the sinusoidal position terms of
+ * positions 0 .. n_pos - 1 (cl/elementwise.cl pos_table: the embeddings'
+ * own function, so the same bits) and makes every later embedding of that
+ * d read them from it instead of computing them; n_pos 0 (or PT.mem NULL)
+ * switches the table off.  PT must stay allocated while it is set. */
+nmt_status nmt_ops_set_pos_table(nmt_ops *ops, nmt_buf PT, uint32_t n_pos, uint32_t d);
+
 nmt_status nmt_op_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_len, uint32_t pos0,
                         nmt_buf E, uint32_t d, float scale, nmt_buf out);
 

@@ -127,6 +127,81 @@ static void test_embed(void **state) {
     nmt_test_release(m);
 }
 
+/* The position table (nmt_ops_set_pos_table): its rows are the sinusoid,
+ * an embedding reading it gives the same bits as one computing the terms,
+ * positions past it are computed, and a d it was not built for ignores it;
+ * the table is really read (overwritten, the output follows). */
+static void test_embed_pos_table(void **state) {
+    env *e = *state;
+    nmt_test_rng r = nmt_test_rng_make(17);
+    const uint32_t V = 9, d = 24, n_pos = 10, pt_off = 3, rows = 16, seq_len = 8, pos0 = 6; /* positions 6..13 */
+    int32_t tok[16];
+    nmt_test_fill_int(&r, tok, rows, 0, (int32_t)V);
+    float *E = nmt_test_random_f32(&r, (size_t)V * d, -1, 1);
+    const size_t nout = (size_t)rows * d;
+    cl_mem dtok = nmt_test_upload_i32(e->dev, tok, rows), dE = nmt_test_upload_f32(e->dev, E, (size_t)V * d);
+    cl_mem dpt = nmt_test_buffer(e->dev, (pt_off + (size_t)n_pos * d) * sizeof(float), NULL);
+    cl_mem dout = nmt_test_buffer(e->dev, nout * sizeof(float), NULL);
+    const float scale = 1.5f;
+
+    nmt_test_assert_ok(e->dev, nmt_op_embed(&e->ops, B(dtok, 0), rows, seq_len, pos0, B(dE, 0), d, scale, B(dout, 0)));
+    float *computed = download(e, dout, nout);
+    nmt_test_assert_ok(e->dev, nmt_ops_set_pos_table(&e->ops, B(dpt, pt_off), n_pos, d));
+    float *table = download(e, dpt, pt_off + (size_t)n_pos * d);
+    for (uint32_t p = 0; p < n_pos; p++)
+        for (uint32_t c = 0; c < d; c++)
+            assert_true(fabs(table[pt_off + p * d + c] - ref_sinusoid(p, c, d)) < 1e-5);
+    nmt_test_assert_ok(e->dev, nmt_op_embed(&e->ops, B(dtok, 0), rows, seq_len, pos0, B(dE, 0), d, scale, B(dout, 0)));
+    float *tabled = download(e, dout, nout);
+    assert_memory_equal(tabled, computed, nout * sizeof(float)); /* the same bits */
+
+    /* overwrite the table: rows at positions 6..9 follow it, 10..13 do not */
+    float *big = nmt_test_alloc_f32(pt_off + (size_t)n_pos * d);
+    nmt_test_fill_const(big, pt_off + (size_t)n_pos * d, 1000.0f);
+    assert_int_equal(clEnqueueWriteBuffer(e->dev->queue, dpt, CL_TRUE, 0, (pt_off + (size_t)n_pos * d) * sizeof(float),
+                                          big, 0, NULL, NULL),
+                     CL_SUCCESS);
+    nmt_test_assert_ok(e->dev, nmt_op_embed(&e->ops, B(dtok, 0), rows, seq_len, pos0, B(dE, 0), d, scale, B(dout, 0)));
+    float *poisoned = download(e, dout, nout);
+    for (uint32_t row = 0; row < rows; row++)
+        for (uint32_t c = 0; c < d; c++) {
+            const size_t i = (size_t)row * d + c;
+            if (pos0 + row % seq_len < n_pos)
+                assert_true(fabs(poisoned[i] - (E[(size_t)tok[row] * d + c] * scale + 1000.0f)) < 1e-3);
+            else
+                assert_true(poisoned[i] == computed[i]);
+        }
+    /* another d: computed (the reference), not read from the table */
+    nmt_test_assert_ok(e->dev, nmt_op_embed(&e->ops, B(dtok, 0), 2, 2, 0, B(dE, 0), 8, scale, B(dout, 0)));
+    float *other = download(e, dout, 16);
+    float want[16];
+    ref_embed(tok, 2, 2, 0, E, 8, scale, want);
+    nmt_test_assert_close(other, want, 16, TOL); /* another d with a table set */
+
+    /* off again: computed; bad sizes refused */
+    nmt_test_assert_ok(e->dev, nmt_ops_set_pos_table(&e->ops, NONE, n_pos, d));
+    assert_int_equal(e->ops.pos_rows, 0);
+    nmt_test_assert_ok(e->dev, nmt_op_embed(&e->ops, B(dtok, 0), rows, seq_len, pos0, B(dE, 0), d, scale, B(dout, 0)));
+    float *off = download(e, dout, nout);
+    assert_memory_equal(off, computed, nout * sizeof(float));
+    assert_int_equal(nmt_ops_set_pos_table(&e->ops, B(dpt, 0), 1u << 16, 1u << 16), NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(e->ops.pos_rows, 0);
+    assert_int_equal(nmt_ops_set_pos_table(NULL, B(dpt, 0), 1, 1), NMT_ERR_INVALID_ARGUMENT);
+
+    nmt_test_release(dtok);
+    nmt_test_release(dE);
+    nmt_test_release(dpt);
+    nmt_test_release(dout);
+    free(E);
+    free(computed);
+    free(table);
+    free(tabled);
+    free(big);
+    free(poisoned);
+    free(other);
+    free(off);
+}
+
 /* int8 table with per-row scales (the .nmt I8 layout) against ref_embed on
  * the dequantized table E = q * scale[row].  Q and the scales live in one
  * buffer, as the runtime loads them, at odd element offsets. */
@@ -437,6 +512,7 @@ int main(void) {
         cmocka_unit_test(test_reduce_path),
         cmocka_unit_test(test_embed),
         cmocka_unit_test(test_embed_q8),
+        cmocka_unit_test(test_embed_pos_table),
         cmocka_unit_test(test_layernorm),
         cmocka_unit_test(test_add_relu),
         cmocka_unit_test(test_gate_accum),

@@ -271,6 +271,12 @@ static nmt_status tf_plan(nmt_session *s, const nmt_file *f, const void *cfgp, c
     NMT_TRY(nmt_session_floats(s, a, sc, &local.fw.scores));
     NMT_TRY(nmt_session_floats(s, a, 2 * max3(B * H * S, B * H * T, R * H), &local.fw.stats));
     NMT_TRY(nmt_session_floats(s, a, R * T * 2 * d, &local.cache_tmp));
+    { /* the position terms of every position a session embeds, computed once */
+        const size_t n_pos = NMT_MAX(S, T);
+        nmt_buf pt;
+        NMT_TRY(nmt_session_floats(s, a, n_pos * d, &pt));
+        if (real) NMT_TRY(nmt_ops_set_pos_table(nmt_session_ops(s), pt, (uint32_t)n_pos, (uint32_t)d));
+    }
     { /* the K|V table, identity to begin with */
         local.h_kvtab = NMT_ARENA_NEW(a, int32_t, T * R);
         local.h_kvtmp = NMT_ARENA_NEW(a, int32_t, R);
