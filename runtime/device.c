@@ -348,6 +348,8 @@ static void query_info(nmt_device *dev) {
     if (clGetDeviceInfo(d, CL_DEVICE_LOCAL_MEM_TYPE, sizeof lmt, &lmt, NULL) == CL_SUCCESS)
         in->local_mem_is_global = (lmt == CL_GLOBAL);
     if (clGetDeviceInfo(d, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof ul, &ul, NULL) == CL_SUCCESS) in->global_mem_bytes = ul;
+    if (clGetDeviceInfo(d, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE, sizeof ul, &ul, NULL) == CL_SUCCESS)
+        dev->global_cache_bytes = ul;
     if (clGetDeviceInfo(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof ul, &ul, NULL) == CL_SUCCESS) in->max_alloc_bytes = ul;
     if (clGetDeviceInfo(d, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof u, &u, NULL) == CL_SUCCESS)
         in->mem_base_align_bytes = u / 8;  /* the query answers in bits */

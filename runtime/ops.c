@@ -38,6 +38,7 @@
 #define NMT_OPS_POS_LIMIT (1u << 30)  /* attention positions are int in the kernels */
 #define NMT_OPS_ATTN_MAX_DH 128       /* ATTN_MAX_DH of cl/attention.cl */
 #define NMT_OPS_GEMM_LN_WG 256        /* GEMM_LN_WG of cl/gemm.cl */
+#define NMT_OPS_STREAM_WG 8           /* nmt_ops_plan_streaming's NT m2 work-group */
 
 enum { P_ATTENTION, P_NORM, P_ELEMENTWISE, P_COUNT };
 
@@ -494,6 +495,20 @@ nmt_status nmt_ops_set_pos_table(nmt_ops *ops, nmt_buf PT, uint32_t n_pos, uint3
     ops->pos_rows = n_pos;
     ops->pos_d = d;
     return NMT_OK;
+}
+
+int nmt_ops_plan_streaming(nmt_ops *ops, uint64_t step_bytes) {
+    if (!ops_ok(ops) || !ops->dev->info.is_cpu || ops->dev->global_cache_bytes == 0 ||
+        step_bytes <= ops->dev->global_cache_bytes)
+        return 0;
+    nmt_gemm_cfg *c = &ops->cfg[NMT_GOP_NT][NMT_GCLASS_M2];
+    if (c->wg > NMT_OPS_STREAM_WG) c->wg = NMT_OPS_STREAM_WG;
+    ops->fused_norm = 0;
+    nmt_log(&ops->dev->log, NMT_LOG_INFO,
+            "a decoder step streams %.1f MB of weights, more than the device's %.1f MB cache: one- and two-row "
+            "products in work-groups of %u, layer norms not fused",
+            (double)step_bytes / 1e6, (double)ops->dev->global_cache_bytes / 1e6, (unsigned)c->wg);
+    return 1;
 }
 
 nmt_status nmt_op_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_len, uint32_t pos0, nmt_buf E,

@@ -285,6 +285,17 @@ nmt_status nmt_op_gemm_i8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, floa
  * switches the table off.  PT must stay allocated while it is set. */
 nmt_status nmt_ops_set_pos_table(nmt_ops *ops, nmt_buf PT, uint32_t n_pos, uint32_t d);
 
+/* A session's decoder step streams step_bytes of fp32 weights.  On a CPU
+ * device whose global memory cache (its last-level cache) holds less, the
+ * step is bound by memory bandwidth, and its one- and two-row products are
+ * spread over every core: the NT m2 class is launched in work-groups of at
+ * most 8 (a product of N = 512 is 8 of them, not 1) and the layer norm is
+ * not fused into a one-work-group product (fused_norm 0; the same bits
+ * either way).  Elsewhere, or with the cache unknown, nothing changes.
+ * Returns 1 when it applied them (docs/PERFORMANCE.md, "Weights that do
+ * not fit the cache"). */
+int nmt_ops_plan_streaming(nmt_ops *ops, uint64_t step_bytes);
+
 nmt_status nmt_op_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_len, uint32_t pos0,
                         nmt_buf E, uint32_t d, float scale, nmt_buf out);
 

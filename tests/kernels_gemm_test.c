@@ -470,6 +470,39 @@ static void test_gemm_ln_clblast(void **state) {
     nmt_ops_release(&ops);
 }
 
+/* nmt_ops_plan_streaming: weights that fit the device's global memory
+ * cache change nothing; more, on a CPU, launch the NT m2 class in
+ * work-groups of at most 8 and unfuse the norm; the products stay right. */
+static void test_plan_streaming(void **state) {
+    env *e = *state;
+    nmt_ops o;
+    nmt_test_assert_ok(e->dev, nmt_ops_init(&o, e->dev));
+    const uint64_t cache = e->dev->global_cache_bytes;
+    const uint16_t wg0 = o.cfg[NMT_GOP_NT][NMT_GCLASS_M2].wg;
+    const int fused0 = o.fused_norm;
+    assert_int_equal(nmt_ops_plan_streaming(&o, cache), 0); /* fits (or unknown: 0) */
+    assert_int_equal(o.cfg[NMT_GOP_NT][NMT_GCLASS_M2].wg, wg0);
+    assert_int_equal(o.fused_norm, fused0);
+    const int applies = e->dev->info.is_cpu && cache > 0;
+    assert_int_equal(nmt_ops_plan_streaming(&o, cache + 1), applies);
+    if (applies) {
+        assert_int_equal(o.cfg[NMT_GOP_NT][NMT_GCLASS_M2].wg, wg0 < 8 ? wg0 : 8);
+        assert_int_equal(o.fused_norm, 0);
+        cl_mem m = nmt_test_upload_f32(e->dev, (const float[16]){0}, 16);
+        assert_int_equal(nmt_op_gemm_nt_ln(&o, 1, 2, 2, B(m, 0), 2, B(m, 4), 2, NONE, B(m, 8), 2, B(m, 12), B(m, 14),
+                                           1e-5f, B(m, 8), 2),
+                         NMT_ERR_UNSUPPORTED);
+        nmt_test_release(m);
+    } else {
+        assert_int_equal(o.cfg[NMT_GOP_NT][NMT_GCLASS_M2].wg, wg0);
+        assert_int_equal(o.fused_norm, fused0);
+    }
+    const gemm_case cases[] = {{1, 1, 512, 64, 1.0f, 0.0f, 1, 0, 0, 0}, {1, 2, 300, 37, 1.0f, 1.0f, 1, 1, 3, 5}};
+    for (size_t i = 0; i < NMT_ARRAY_LEN(cases); i++) run_gemm(e, &o, &cases[i], 900 + i);
+    nmt_ops_release(&o);
+    assert_int_equal(nmt_ops_plan_streaming(NULL, UINT64_MAX), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gemm),
@@ -481,6 +514,7 @@ int main(void) {
         cmocka_unit_test(test_linear_norm_layer),
         cmocka_unit_test(test_gemm_ln_arguments),
         cmocka_unit_test(test_gemm_ln_clblast),
+        cmocka_unit_test(test_plan_streaming),
     };
     return cmocka_run_group_tests(tests, kernels_setup, ops_teardown);
 }

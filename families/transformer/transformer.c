@@ -171,6 +171,10 @@ static nmt_status tf_plan(nmt_session *s, const nmt_file *f, const void *cfgp, c
     int any_q8 = 0;
     NMT_TRY(nmt_family_check_tensors(&nmt_family_transformer, c, f, &any_q8));
     if (real && any_q8) NMT_TRY(nmt_ops_enable_q8(nmt_session_ops(s)));
+    if (real && !any_q8) { /* a decoder step's fp32 weights: self q|k|v and out, cross q and out, the FFN; logits */
+        const uint64_t d64 = c->d, per_layer = 6 * d64 * d64 + 2 * d64 * c->ff;
+        (void)nmt_ops_plan_streaming(nmt_session_ops(s), 4 * (c->dec_layers * per_layer + d64 * c->tgt_vocab));
+    }
     if (real && nmt_session_fp16(s)) NMT_TRY(nmt_ops_enable_f16(nmt_session_ops(s))); /* fp16 compute */
     NMT_TRY(nmt_family_load_weights(&nmt_family_transformer, c, real ? &local.w : NULL, s, f, a));
 
