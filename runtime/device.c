@@ -350,6 +350,10 @@ static void query_info(nmt_device *dev) {
     if (clGetDeviceInfo(d, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof ul, &ul, NULL) == CL_SUCCESS) in->global_mem_bytes = ul;
     if (clGetDeviceInfo(d, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE, sizeof ul, &ul, NULL) == CL_SUCCESS)
         dev->global_cache_bytes = ul;
+    if (in->is_cpu) { /* the host's CPU: PoCL reports its L3, Intel's runtime its L2 (1 MiB on the EPYC VM) */
+        const uint64_t llc = nmt_host_llc_bytes();
+        if (llc > dev->global_cache_bytes) dev->global_cache_bytes = llc;
+    }
     if (clGetDeviceInfo(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof ul, &ul, NULL) == CL_SUCCESS) in->max_alloc_bytes = ul;
     if (clGetDeviceInfo(d, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof u, &u, NULL) == CL_SUCCESS)
         in->mem_base_align_bytes = u / 8;  /* the query answers in bits */

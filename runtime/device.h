@@ -62,7 +62,8 @@ struct nmt_device {
     cl_context context;
     cl_command_queue queue;
     nmt_device_info info;
-    uint64_t global_cache_bytes;    /* CL_DEVICE_GLOBAL_MEM_CACHE_SIZE; 0 unknown (a CPU: its last-level cache) */
+    uint64_t global_cache_bytes;    /* CL_DEVICE_GLOBAL_MEM_CACHE_SIZE, on a CPU device at least the host's
+                                       last-level cache (nmt_host_llc_bytes); 0 unknown */
     nmt_logger log;
     nmt_tuning tuning;              /* kernel parameters (tuning.h): table, then tuning file */
     int gemm_forced;                /* nmt_device_params.gemm was not AUTO */

@@ -286,7 +286,8 @@ nmt_status nmt_op_gemm_i8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, floa
 nmt_status nmt_ops_set_pos_table(nmt_ops *ops, nmt_buf PT, uint32_t n_pos, uint32_t d);
 
 /* A session's decoder step streams step_bytes of fp32 weights.  On a CPU
- * device whose global memory cache (its last-level cache) holds less, the
+ * device whose cache (device.h global_cache_bytes: the driver's figure or
+ * the host's last-level cache, the larger) holds less, the
  * step is bound by memory bandwidth, and its one- and two-row products are
  * spread over every core: the NT m2 class is launched in work-groups of at
  * most 8 (a product of N = 512 is 8 of them, not 1) and the layer norm is

@@ -62,4 +62,10 @@ void nmt_remove_file(const char *path);
  * elsewhere, and always outside x86-64 GCC / clang builds. */
 int nmt_host_has_x86_vnni(void);
 
+/* Bytes of the host CPU's largest cache as Linux describes it for CPU 0
+ * (/sys/devices/system/cpu/cpu0/cache/index*: the highest level's size,
+ * the cache one core's complex shares, e.g. an EPYC CCX's L3); 0 where the
+ * files are missing or unreadable. */
+uint64_t nmt_host_llc_bytes(void);
+
 #endif

@@ -235,6 +235,33 @@ void nmt_remove_file(const char *path) {
     if (path != NULL) (void)unlink(path);
 }
 
+uint64_t nmt_host_llc_bytes(void) {
+    uint64_t best = 0;
+    int best_level = 0;
+    for (int i = 0; i < 8; i++) {
+        char path[64], buf[32];
+        int level = 0;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+        FILE *f = fopen(path, "r");
+        if (f == NULL) continue;
+        if (fscanf(f, "%d", &level) != 1) level = 0;
+        fclose(f);
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        if ((f = fopen(path, "r")) == NULL) continue;
+        const int ok = fgets(buf, sizeof buf, f) != NULL;
+        fclose(f);
+        char *end = NULL;
+        const unsigned long long v = ok ? strtoull(buf, &end, 10) : 0;
+        if (v == 0 || end == buf) continue;
+        const uint64_t bytes = (uint64_t)v * (*end == 'K' ? 1024u : *end == 'M' ? 1048576u : 1u);
+        if (level > best_level || (level == best_level && bytes > best)) {
+            best_level = level;
+            best = bytes;
+        }
+    }
+    return best;
+}
+
 int nmt_host_has_x86_vnni(void) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     __builtin_cpu_init();
