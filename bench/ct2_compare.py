@@ -35,6 +35,7 @@ docs/PERFORMANCE.md before 2026-11-27's third session were floored that way).
     python3 bench/ct2_compare.py --build build [--shape small|base] [--dtype fp32 int8]
         [--rows 1x1 1x4 16x1 16x4] [--sentences N] [--rounds R] [--threads 2]
         [--baseline OTHER/nmt-edge] [--nmt-env K=V ...] [--baseline-env K=V ...] [--omp-active]
+        [--ct2-device cuda --nmt-env NMT_EDGE_DEVICE=gpu]   # both engines on an NVIDIA GPU
 
 Not a test: nothing here asserts speed.
 """
@@ -123,8 +124,11 @@ def ct2_worker(args):
     """Child process: translate a file of id lines with CTranslate2, write ids."""
     import ctranslate2
 
-    tr = ctranslate2.Translator(args.ct2_model, device="cpu", compute_type=args.ct2_type, inter_threads=1,
-                                intra_threads=args.threads)
+    if args.ct2_device == "cuda":
+        tr = ctranslate2.Translator(args.ct2_model, device="cuda", compute_type=args.ct2_type)
+    else:
+        tr = ctranslate2.Translator(args.ct2_model, device="cpu", compute_type=args.ct2_type, inter_threads=1,
+                                    intra_threads=args.threads)
     voc = vocabulary(int(args.vocab))
     src = [[voc[int(x)] for x in line.split()] + ["</s>"] for line in open(args.input)]  # our encoder adds EOS
     res = tr.translate_batch(src, beam_size=args.beam, max_batch_size=args.batch, min_decoding_length=args.out_len,
@@ -184,6 +188,9 @@ def main():
     ap.add_argument("--nmt-env", nargs="+", default=[], metavar="K=V", help="environment of our engine's processes")
     ap.add_argument("--baseline-env", nargs="+", default=[], metavar="K=V",
                     help="environment of the baseline's processes (the baseline defaults to the same nmt-edge)")
+    ap.add_argument("--ct2-device", choices=["cpu", "cuda"], default="cpu",
+                    help="CTranslate2's device; with cuda, pass --nmt-env NMT_EDGE_DEVICE=gpu for ours, and fp16 "
+                         "rows run CTranslate2 in float16")
     ap.add_argument("--omp-active", action="store_true",
                     help="leave CTranslate2's OpenMP threads spinning (default: OMP_WAIT_POLICY=PASSIVE; on a "
                          "loaded 2-core machine spinning threads made it 10x slower)")
@@ -242,12 +249,15 @@ def main():
             f.writelines(" ".join(map(str, line)) + "\n" for line in lines[:n])
 
     env_cache = os.environ.get("POCL_CACHE_DIR")
+    ct2_types = {"fp32": "float32", "int8": "int8",
+                 "fp16": "float16" if args.ct2_device == "cuda" else "float32"}
     print(f"# shape {args.shape}: d {d}, {heads} heads, FFN {ffn}, {layers}+{layers} layers, shared vocabulary "
           f"{vocab}; {N} and {2 * N} sentences of {args.src_len} ids, each decoded to {args.out_len} tokens; "
-          f"CTranslate2 {__import__('ctranslate2').__version__} with {args.threads} threads; median of "
+          f"CTranslate2 {__import__('ctranslate2').__version__} on {args.ct2_device}"
+          f"{f' with {args.threads} threads' if args.ct2_device == 'cpu' else ''}; median of "
           f"{args.rounds} rounds; CT2 OMP_WAIT_POLICY={'(default)' if args.omp_active else 'PASSIVE'}; "
           f"POCL_CACHE_DIR={env_cache}; baseline {args.baseline}; our env {args.nmt_env}; baseline env "
-          f"{args.baseline_env}; fp16 rows: CTranslate2 in float32")
+          f"{args.baseline_env}; fp16 rows: CTranslate2 in {ct2_types['fp16']}")
     ct2_env = dict(os.environ)
     if not args.omp_active:
         ct2_env["OMP_WAIT_POLICY"] = "PASSIVE"
@@ -267,7 +277,8 @@ def main():
                                     str(B), "--min-len", str(args.out_len), "--max-len", str(args.out_len),
                                     "--quiet", "-i", inp, "-o", os.path.join(work, f"nmt.{dt}.{row}.{n}.txt")]
                 cmds[("ct2", n)] = [sys.executable, os.path.abspath(__file__), "--ct2-worker", "--ct2-model", ct2_dir,
-                                    "--ct2-type", "int8" if dt == "int8" else "float32", "--vocab", str(vocab), "--threads",
+                                    "--ct2-type", ct2_types[dt], "--ct2-device", args.ct2_device,
+                                    "--vocab", str(vocab), "--threads",
                                     str(args.threads), "--beam", str(K), "--batch", str(B), "--out-len",
                                     str(args.out_len), "--input", inp, "--output",
                                     os.path.join(work, f"ct2.{dt}.{row}.{n}.txt")]

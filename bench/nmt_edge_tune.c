@@ -162,7 +162,8 @@ static void describe(const nmt_gemm_cfg *c, char *buf, size_t cap) {
     if (c->provider == NMT_GEMM_CLBLAST)
         snprintf(buf, cap, "clblast");
     else
-        snprintf(buf, cap, "own tm=%u tn=%u vw=%u mfast=%u wg=%u", c->tm, c->tn, c->vw, c->mfast, c->wg);
+        snprintf(buf, cap, "own tm=%u tn=%u vw=%u mfast=%u wg=%u%s", c->tm, c->tn, c->vw, c->mfast, c->wg,
+                 c->kgroup ? " kgroup=1" : "");
 }
 
 /* "OP:CLASS" by the tuning file's names; 1 if both are known. */
@@ -262,7 +263,7 @@ int main(int argc, char **argv) {
             if (op != NMT_GOP_I8 || !i8_fixed)
                 n += nmt_gemm_candidates((nmt_gemm_op)op, (nmt_gemm_class)c, cand + n, 32);
             if (tu.clblast && op != NMT_GOP_Q8 && op != NMT_GOP_I8) {
-                nmt_gemm_cfg b = {NMT_GEMM_CLBLAST, 4, 4, 4, 0, 64};
+                nmt_gemm_cfg b = {NMT_GEMM_CLBLAST, 4, 4, 4, 0, 64, 0};
                 cand[n++] = b;
             }
             double best_t = -1;

@@ -160,40 +160,59 @@ __kernel void attn_apply(const uint n_seq, const uint lq, const uint q_pos0, con
     if (active) out[out_off + (ulong)(s * lq + i) * out_ld + (ulong)h * d_head + c] = acc;
 }
 
-__kernel void attn_fused(const uint n_seq, const uint lq, const uint q_pos0, const uint lk_max,
-                         const uint group, const uint n_heads, const uint d_head, const float scale,
-                         __global const float *Q, const ulong q_off, const uint q_ld,
-                         __global float *Kc, const ulong k_off, const uint k_ld,
-                         __global float *V, const ulong v_off, const uint v_ld,
-                         const ulong kv_stride,
-                         __global const int *kv_row, const ulong kr_off, const uint kr_ld, const int has_kv_row,
-                         __global const float *Kn, const ulong kn_off, __global const float *Vn, const ulong vn_off,
-                         const uint new_ld, const int has_new,
-                         __global const int *key_len, const ulong kl_off, const int has_key_len,
-                         const uint key_len_const, const int causal,
-                         const uint n_branches, const uint kinds, const int8 radii,
-                         __global float *out, const ulong out_off, const uint out_ld) {
+/* attn_fused's and attn_group's parameters, and what both derive from them
+ * for their (s*H + h, i, branch b): the kv sequence m, the key range r,
+ * the row pointers, and the own position (has_new). */
+#define ATTN_ROW_PARAMS                                                                                  \
+    const uint n_seq, const uint lq, const uint q_pos0, const uint lk_max, const uint group,             \
+        const uint n_heads, const uint d_head, const float scale, __global const float *Q,               \
+        const ulong q_off, const uint q_ld, __global float *Kc, const ulong k_off, const uint k_ld,      \
+        __global float *V, const ulong v_off, const uint v_ld, const ulong kv_stride,                    \
+        __global const int *kv_row, const ulong kr_off, const uint kr_ld, const int has_kv_row,          \
+        __global const float *Kn, const ulong kn_off, __global const float *Vn, const ulong vn_off,      \
+        const uint new_ld, const int has_new, __global const int *key_len, const ulong kl_off,           \
+        const int has_key_len, const uint key_len_const, const int causal, const uint n_branches,        \
+        const uint kinds, const int8 radii, __global float *out, const ulong out_off, const uint out_ld
+
+#define ATTN_ROW_SETUP(sh, i, b)                                                                         \
+    const uint s = sh / n_heads, h = sh - s * n_heads, m = s / group;                                    \
+    const int n_keys = attn_key_count(key_len, kl_off, has_key_len, key_len_const, m, lk_max);           \
+    const int kind = (int)((kinds >> (4 * b)) & 15u);                                                    \
+    const int radius = b == 0 ? radii.s0 : b == 1 ? radii.s1 : b == 2 ? radii.s2 : b == 3 ? radii.s3     \
+                     : b == 4 ? radii.s4 : b == 5 ? radii.s5 : b == 6 ? radii.s6 : radii.s7;             \
+    const int2 r = attn_range((int)(q_pos0 + i), n_keys, causal, kind, radius);                          \
+    __global const float *q = Q + q_off + (ulong)(s * lq + i) * q_ld + (ulong)h * d_head;                \
+    __global const float *kb = Kc + k_off + (ulong)h * d_head;                                           \
+    __global const float *vb = V + v_off + (ulong)h * d_head;                                            \
+    __global float *o = out + out_off + (ulong)(s * lq + i) * out_ld + (ulong)b * n_heads * d_head +     \
+                        (ulong)h * d_head;                                                               \
+    /* has_kv_row: key j of sequence m at row kr[j * kr_ld] */                                           \
+    __global const int *kr = kv_row + kr_off + m;                                                        \
+    /* has_new: the own position's key and value, read from the step's rows */                          \
+    const int own = has_new ? (int)(q_pos0 + i) : -1;                                                    \
+    __global const float *kn = Kn + kn_off + (ulong)(s * lq + i) * new_ld + (ulong)h * d_head;           \
+    __global const float *vn = Vn + vn_off + (ulong)(s * lq + i) * new_ld + (ulong)h * d_head;
+
+/* The step's K|V append (has_new), by the branch-0 row of (s, h), after its
+ * walk (a walk that read the cache at its own position would see what was
+ * there before, not the new rows); work-items c0, c0 + stride, ... of it. */
+#define ATTN_APPEND(c0, stride)                                                                          \
+    if (has_new && b == 0) {                                                                             \
+        const ulong row = (ulong)(has_kv_row ? (uint)kr[(ulong)own * kr_ld] : m) * kv_stride;            \
+        __global float *kw = Kc + k_off + row + (ulong)own * k_ld + (ulong)h * d_head;                   \
+        __global float *vw = V + v_off + row + (ulong)own * v_ld + (ulong)h * d_head;                    \
+        for (uint c = (c0); c < d_head; c += (stride)) {                                                 \
+            kw[c] = kn[c];                                                                               \
+            vw[c] = vn[c];                                                                               \
+        }                                                                                                \
+    }
+
+__kernel void attn_fused(ATTN_ROW_PARAMS) {
     const uint sh = (uint)get_global_id(0);
     const uint i = (uint)get_global_id(1);
     const uint b = (uint)get_global_id(2);
     if (sh >= n_seq * n_heads || i >= lq || b >= n_branches) return;
-    const uint s = sh / n_heads, h = sh - s * n_heads, m = s / group;
-    const int n_keys = attn_key_count(key_len, kl_off, has_key_len, key_len_const, m, lk_max);
-    const int kind = (int)((kinds >> (4 * b)) & 15u);
-    const int radius = b == 0 ? radii.s0 : b == 1 ? radii.s1 : b == 2 ? radii.s2 : b == 3 ? radii.s3
-                     : b == 4 ? radii.s4 : b == 5 ? radii.s5 : b == 6 ? radii.s6 : radii.s7;
-    const int2 r = attn_range((int)(q_pos0 + i), n_keys, causal, kind, radius);
-
-    __global const float *q = Q + q_off + (ulong)(s * lq + i) * q_ld + (ulong)h * d_head;
-    __global const float *kb = Kc + k_off + (ulong)h * d_head;
-    __global const float *vb = V + v_off + (ulong)h * d_head;
-    __global float *o = out + out_off + (ulong)(s * lq + i) * out_ld + (ulong)b * n_heads * d_head +
-                        (ulong)h * d_head;
-    __global const int *kr = kv_row + kr_off + m; /* has_kv_row: key j of sequence m at row kr[j * kr_ld] */
-    /* has_new: the own position's key and value, read from the step's rows */
-    const int own = has_new ? (int)(q_pos0 + i) : -1;
-    __global const float *kn = Kn + kn_off + (ulong)(s * lq + i) * new_ld + (ulong)h * d_head;
-    __global const float *vn = Vn + vn_off + (ulong)(s * lq + i) * new_ld + (ulong)h * d_head;
+    ATTN_ROW_SETUP(sh, i, b)
 
     float mx = -INFINITY, sum = 0.0f;
     if (d_head % 16u == 0) {
@@ -258,15 +277,77 @@ __kernel void attn_fused(const uint n_seq, const uint lq, const uint q_pos0, con
         const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
         for (uint c = 0; c < d_head; c++) o[c] = acc[c] * inv;
     }
-    /* the append, after the walk (a walk that read the cache at its own
-     * position would see what was there before, not the new rows) */
-    if (has_new && b == 0) {
-        const ulong row = (ulong)(has_kv_row ? (uint)kr[(ulong)own * kr_ld] : m) * kv_stride;
-        __global float *kw = Kc + k_off + row + (ulong)own * k_ld + (ulong)h * d_head;
-        __global float *vw = V + v_off + row + (ulong)own * v_ld + (ulong)h * d_head;
-        for (uint c = 0; c < d_head; c++) {
-            kw[c] = kn[c];
-            vw[c] = vn[c];
+    ATTN_APPEND(0u, 1u)
+}
+
+/* attn_group: attn_fused's result with one work-group of ATTN_GWG
+ * work-items per (s*H + h, i, branch) instead of one work-item, for GPUs,
+ * where a lone work-item walking the keys waits on every load in turn
+ * (on an H200 attn_fused took 63-100 us a call at batch 1; docs/
+ * PERFORMANCE.md).  Keys come in tiles of ATTN_GWG: work-item l scores key
+ * j0 + l, the tile's maximum rescales the running sum and accumulators (the
+ * online softmax of attn_fused, a tile at a time), each work-item turns its
+ * score into a probability, and work-item c accumulates channels c and
+ * c + ATTN_GWG (d_head <= 2 * ATTN_GWG = ATTN_MAX_DH) over the tile's keys,
+ * so the loads of a value row are contiguous across the group.  The same
+ * masks, kv_row table and fused append (has_new) as attn_fused; sums in
+ * another order, so it agrees with attn_fused to rounding, not bits.
+ * NDRange (ATTN_GWG * n_seq * H, lq, n_branches), local (ATTN_GWG, 1, 1),
+ * no padding. */
+#define ATTN_GWG 64
+__kernel __attribute__((reqd_work_group_size(ATTN_GWG, 1, 1)))
+void attn_group(ATTN_ROW_PARAMS) {
+    __local float p_[ATTN_GWG];
+    __local ulong kv_[ATTN_GWG];
+    const uint l = (uint)get_local_id(0);
+    const uint sh = (uint)get_group_id(0);
+    const uint i = (uint)get_global_id(1);
+    const uint b = (uint)get_global_id(2);
+    ATTN_ROW_SETUP(sh, i, b)
+    const uint c0 = l, c1 = l + ATTN_GWG;
+    const uint D4 = d_head & ~3u;
+
+    float mx = -INFINITY, sum = 0.0f, acc0 = 0.0f, acc1 = 0.0f;
+    for (int j0 = r.x; j0 <= r.y; j0 += ATTN_GWG) {
+        const int nt = min(ATTN_GWG, r.y - j0 + 1);
+        const int j = j0 + (int)l;
+        float sc = -INFINITY;
+        if ((int)l < nt) {
+            const ulong kv = (ulong)(has_kv_row ? (uint)kr[(ulong)j * kr_ld] : m) * kv_stride;
+            kv_[l] = kv;
+            __global const float *k = j == own ? kn : kb + kv + (ulong)j * k_ld;
+            float4 d4 = (float4)(0.0f);
+            for (uint c = 0; c < D4; c += 4) d4 += vload4(0, q + c) * vload4(0, k + c);
+            float dot = (d4.x + d4.y) + (d4.z + d4.w);
+            for (uint c = D4; c < d_head; c++) dot += q[c] * k[c];
+            sc = dot * scale;
         }
+        p_[l] = sc;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        float tmx = mx;
+        for (int t = 0; t < nt; t++) tmx = fmax(tmx, p_[t]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if ((int)l < nt) p_[l] = exp(sc - tmx);
+        const float corr = exp(mx - tmx); /* exp(-INF) = 0 on the first tile */
+        sum *= corr;
+        acc0 *= corr;
+        acc1 *= corr;
+        mx = tmx;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int t = 0; t < nt; t++) {
+            const float p = p_[t];
+            const int jt = j0 + t;
+            __global const float *v = jt == own ? vn : vb + kv_[t] + (ulong)jt * v_ld;
+            sum += p;
+            if (c0 < d_head) acc0 = p * v[c0] + acc0;
+            if (c1 < d_head) acc1 = p * v[c1] + acc1;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE); /* p_ and kv_ are rewritten by the next tile */
     }
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    if (c0 < d_head) o[c0] = acc0 * inv;
+    if (c1 < d_head) o[c1] = acc1 * inv;
+    /* the append: no work-item of the launch reads the cache at the own
+     * position, so the writes race with no read */
+    ATTN_APPEND(l, (uint)ATTN_GWG)
 }

@@ -130,6 +130,48 @@ inline float8 vsum16x8(const float16 a0, const float16 a1, const float16 a2, con
         }                                                                               \
     }
 
+/* The few-row products of GPUs (nmt_gemm_cfg.kgroup; gemm.cl gemm_nt_kgroup,
+ * gemm_q8.cl gemm_q8_nt_kgroup): one work-group of GEMM_KG_WG work-items
+ * per column n0 of C and block of GEMM_TM rows at m0.  Work-item l takes
+ * the GEMM_VW-vectors l, l + GEMM_KG_WG, ... of K, so the group's loads of
+ * B's row n0 are contiguous; the scalar tail K % GEMM_VW goes to the first
+ * work-items; then a tree sum in local memory, and work-item 0 stores the
+ * GEMM_TM outputs through the scalar epilogue (GEMM_TN is 1).  LOADA and
+ * LOADB load a GEMM_VW-vector of A's and of B's rows; the kernel defines
+ * `br`, B's row n0, before it, and VAL as for GEMM_EPILOGUE_SCALAR.  The
+ * NDRange is exact: (N * GEMM_KG_WG, ceil(M / GEMM_TM)), local (GEMM_KG_WG, 1),
+ * so every work-item of a group reaches every barrier. */
+#define GEMM_KGROUP(LOADA, LOADB, VAL)                                                  \
+    __local float red_[GEMM_TM * GEMM_KG_WG];                                           \
+    const uint l_ = (uint)get_local_id(0);                                              \
+    __global const float *ar[GEMM_TM];                                                  \
+    _Pragma("unroll") for (int i = 0; i < GEMM_TM; i++)                                 \
+        ar[i] = A + a_off + min(m0 + (uint)i, M - 1u) * lda;                            \
+    VFLOAT accv[GEMM_TM];                                                               \
+    _Pragma("unroll") for (int i = 0; i < GEMM_TM; i++) accv[i] = (VFLOAT)(0.0f);       \
+    const uint KV = K - K % GEMM_VW;                                                    \
+    for (uint k = l_ * GEMM_VW; k < KV; k += GEMM_KG_WG * GEMM_VW) {                    \
+        const VFLOAT b = LOADB(br + k);                                                 \
+        _Pragma("unroll") for (int i = 0; i < GEMM_TM; i++) accv[i] = LOADA(ar[i] + k) * b + accv[i]; \
+    }                                                                                   \
+    float acc[GEMM_TM][1];                                                              \
+    _Pragma("unroll") for (int i = 0; i < GEMM_TM; i++) acc[i][0] = VSUM(accv[i]);      \
+    for (uint k = KV + l_; k < K; k += GEMM_KG_WG)                                      \
+        _Pragma("unroll") for (int i = 0; i < GEMM_TM; i++)                             \
+            acc[i][0] = ar[i][k] * (float)br[k] + acc[i][0];                            \
+    _Pragma("unroll") for (int i = 0; i < GEMM_TM; i++) red_[i * GEMM_KG_WG + l_] = acc[i][0]; \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                       \
+    for (uint s_ = GEMM_KG_WG / 2u; s_ > 0u; s_ >>= 1) {                                \
+        if (l_ < s_)                                                                    \
+            _Pragma("unroll") for (int i = 0; i < GEMM_TM; i++)                         \
+                red_[i * GEMM_KG_WG + l_] += red_[i * GEMM_KG_WG + l_ + s_];            \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                   \
+    }                                                                                   \
+    if (l_ == 0u) {                                                                     \
+        _Pragma("unroll") for (int i = 0; i < GEMM_TM; i++) acc[i][0] = red_[i * GEMM_KG_WG]; \
+        GEMM_EPILOGUE_SCALAR(VAL)                                                       \
+    }
+
 /* Sinusoidal position term of column c (of d) at position pos (the
  * embeddings: elementwise.cl, gemm_f16.cl). */
 inline float pos_term(const uint c, const uint d, const float pos) {

@@ -3,6 +3,8 @@
  * Kernels:
  *   gemm_nt    C[M,N] = alpha * A[M,K] * B[N,K]^T (+ beta*C) (+ bias) (ReLU)
  *   gemm_nn    C[M,N] = alpha * A[M,K] * B[K,N]   (+ beta*C) (+ bias) (ReLU)
+ *   gemm_nt_kgroup  gemm_nt's product, a work-group per column of C (built
+ *              with -DGEMM_KG_WG: GPUs' decoding steps, common.cl GEMM_KGROUP)
  *   bias_act   C[M,N] += bias[N] and/or ReLU, in place (epilogue for CLBlast)
  *   gemm_nt_ln O[m,:] = LayerNorm(A[m,:] B^T (+ bias) + R[m,:]) * gamma + beta:
  *              a post-norm sub-layer's last product, residual and norm in
@@ -165,6 +167,21 @@ __kernel void gemm_nt(const uint M, const uint N, const uint K, const float alph
 
     GEMM_EPILOGUE()
 }
+
+#ifdef GEMM_KG_WG
+/* gemm_nt's product for few rows on GPUs: a work-group per column of C
+ * (common.cl GEMM_KGROUP; built with GEMM_TN 1 and GEMM_KG_WG, the local size). */
+__kernel __attribute__((reqd_work_group_size(GEMM_KG_WG, 1, 1)))
+void gemm_nt_kgroup(const uint M, const uint N, const uint K, const float alpha,
+                    __global const float *A, const uint a_off, const uint lda,
+                    __global const float *B, const uint b_off, const uint ldb,
+                    const float beta, __global float *C, const uint c_off, const uint ldc,
+                    __global const float *bias, const uint bias_off, const int flags) {
+    const uint n0 = (uint)get_group_id(0), m0 = (uint)get_group_id(1) * GEMM_TM;
+    __global const float *br = B + b_off + n0 * ldb;
+    GEMM_KGROUP(VLOAD, VLOAD, NT_VAL)
+}
+#endif
 
 #if GEMM_TN % GEMM_VW == 0
 #define GEMM_NN_VW GEMM_VW

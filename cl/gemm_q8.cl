@@ -122,3 +122,19 @@ __kernel void gemm_q8_nt(const uint M, const uint N, const uint K, const float a
 #endif
     GEMM_EPILOGUE_SCALAR(Q8_VAL)
 }
+
+#ifdef GEMM_KG_WG
+/* gemm_q8_nt's product for few rows on GPUs: a work-group per column of C
+ * (common.cl GEMM_KGROUP; built with GEMM_TN 1 and GEMM_KG_WG, the local size). */
+__kernel __attribute__((reqd_work_group_size(GEMM_KG_WG, 1, 1)))
+void gemm_q8_nt_kgroup(const uint M, const uint N, const uint K, const float alpha,
+                       __global const float *A, const uint a_off, const uint lda,
+                       __global const char *Q, const uint q_off, const uint ldq,
+                       __global const float *scale, const uint s_off,
+                       const float beta, __global float *C, const uint c_off, const uint ldc,
+                       __global const float *bias, const uint bias_off, const int flags) {
+    const uint n0 = (uint)get_group_id(0), m0 = (uint)get_group_id(1) * GEMM_TM;
+    __global const char *br = Q + q_off + n0 * ldq;
+    GEMM_KGROUP(VLOADF, VLOADQ, Q8_VAL)
+}
+#endif

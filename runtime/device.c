@@ -941,7 +941,10 @@ static void load_tuning(nmt_device *dev, nmt_gemm_provider forced) {
         nmt_gemm_provider p = forced == NMT_GEMM_CLBLAST ? NMT_GEMM_CLBLAST : NMT_GEMM_OWN;
         for (int op = 0; op < NMT_GOP_COUNT; op++)
             for (int c = 0; c < NMT_GCLASS_COUNT; c++)
-                if (op != NMT_GOP_Q8 && op != NMT_GOP_I8) t->gemm[op][c].provider = (uint8_t)p;
+                if (op != NMT_GOP_Q8 && op != NMT_GOP_I8) {
+                    t->gemm[op][c].provider = (uint8_t)p;
+                    if (p == NMT_GEMM_CLBLAST) t->gemm[op][c].kgroup = 0;
+                }
     }
     dev->gemm_forced = forced != NMT_GEMM_AUTO;
 }

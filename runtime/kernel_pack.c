@@ -144,8 +144,8 @@ uint64_t nmt_kpack_tuning_id(const nmt_tuning *t) {
     for (int op = 0; op < NMT_GOP_COUNT; op++)
         for (int c = 0; c < NMT_GCLASS_COUNT; c++) {
             const nmt_gemm_cfg *g = &t->gemm[op][c];
-            const uint16_t f[6] = {g->provider, g->tm, g->tn, g->vw, g->mfast, g->wg};
-            h = nmt_fnv1a(h, f, sizeof f);
+            const uint16_t f[7] = {g->provider, g->tm, g->tn, g->vw, g->mfast, g->wg, g->kgroup};
+            h = nmt_fnv1a(h, f, g->kgroup ? sizeof f : sizeof f - sizeof f[6]); /* ids of kgroup-free tunings kept */
         }
     h = nmt_fnv1a(h, t->i8dot, sizeof t->i8dot);
     const uint16_t w[2] = {t->wg, t->reduce_wg};

@@ -26,6 +26,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(NMT_HAVE_CLBLAST) && NMT_HAVE_CLBLAST
@@ -37,6 +38,7 @@
 
 #define NMT_OPS_POS_LIMIT (1u << 30)  /* attention positions are int in the kernels */
 #define NMT_OPS_ATTN_MAX_DH 128       /* ATTN_MAX_DH of cl/attention.cl */
+#define NMT_OPS_ATTN_GWG 64           /* ATTN_GWG of cl/attention.cl (attn_group's local size) */
 #define NMT_OPS_GEMM_LN_WG 256        /* GEMM_LN_WG of cl/gemm.cl */
 #define NMT_OPS_STREAM_WG 8           /* nmt_ops_plan_streaming's NT m2 work-group */
 
@@ -75,6 +77,7 @@ void nmt_ops_release(nmt_ops *ops) {
         for (int c = 0; c < NMT_GCLASS_COUNT; c++)
             if (ops->k_gemm[op][c]) clReleaseKernel(ops->k_gemm[op][c]);
     if (ops->k_bias_act) clReleaseKernel(ops->k_bias_act);
+    if (ops->k_attn_group) clReleaseKernel(ops->k_attn_group);
     if (ops->k_gemm_ln) clReleaseKernel(ops->k_gemm_ln);
     if (ops->k_segment_max) clReleaseKernel(ops->k_segment_max);
     if (ops->k_ngram_spans) clReleaseKernel(ops->k_ngram_spans);
@@ -107,25 +110,53 @@ nmt_status nmt_ops_gemm_kernel(nmt_ops *ops, nmt_gemm_op op, nmt_gemm_class cls)
         c->vw = 16;
         c->mfast = cls == NMT_GCLASS_M2 ? 0 : 1; /* several row blocks: the 4 of each share B's rows */
     }
-    char opts[160];
-    int n = snprintf(opts, sizeof opts, "-DGEMM_TM=%u -DGEMM_TN=%u -DGEMM_VW=%u -DGEMM_MFAST=%u", (unsigned)c->tm,
-                     (unsigned)c->tn, (unsigned)c->vw, (unsigned)c->mfast);
-    if (op == NMT_GOP_I8)
-        snprintf(opts + n, sizeof opts - (size_t)n, " -DI8_DOT=%d",
-                 ops->i8_use[cls] == NMT_I8_DOT_BUILTIN ? 1 : ops->i8_use[cls] == NMT_I8_VNNI ? 2 : 0);
-    cl_program prog;
     static const char *const progs[NMT_GOP_COUNT] = {"gemm", "gemm", "gemm_q8", "gemm_i8"};
-    NMT_TRY(nmt_device_program(ops->dev, progs[op], opts, &prog));
     static const char *const names[NMT_GOP_COUNT] = {"gemm_nt", "gemm_nn", "gemm_q8_nt", "gemm_i8_nt"};
-    NMT_TRY(nmt_device_kernel(ops->dev, prog, names[op], &ops->k_gemm[op][cls]));
-    size_t wg;
-    NMT_TRY(nmt_kernel_wg(ops->dev, ops->k_gemm[op][cls], c->wg, &wg));
-    c->wg = (uint16_t)wg;
-    if (op == NMT_GOP_NT && cls == NMT_GCLASS_M2 && c->provider == NMT_GEMM_OWN) {
+    static const char *const kg_names[NMT_GOP_COUNT] = {"gemm_nt_kgroup", NULL, "gemm_q8_nt_kgroup", NULL};
+    if (c->kgroup && kg_names[op] == NULL) return NMT_ERR_INVALID_ARGUMENT; /* nmt_gemm_cfg_valid refuses it */
+    cl_program prog;
+    for (;;) {
+        char opts[160];
+        int n = snprintf(opts, sizeof opts, "-DGEMM_TM=%u -DGEMM_TN=%u -DGEMM_VW=%u -DGEMM_MFAST=%u",
+                         (unsigned)c->tm, (unsigned)c->tn, (unsigned)c->vw, (unsigned)c->mfast);
+        if (op == NMT_GOP_I8)
+            snprintf(opts + n, sizeof opts - (size_t)n, " -DI8_DOT=%d",
+                     ops->i8_use[cls] == NMT_I8_DOT_BUILTIN ? 1 : ops->i8_use[cls] == NMT_I8_VNNI ? 2 : 0);
+        if (c->kgroup) snprintf(opts + n, sizeof opts - (size_t)n, " -DGEMM_KG_WG=%u", (unsigned)c->wg);
+        NMT_TRY(nmt_device_program(ops->dev, progs[op], opts, &prog));
+        if (ops->k_gemm[op][cls]) clReleaseKernel(ops->k_gemm[op][cls]);
+        ops->k_gemm[op][cls] = NULL;
+        NMT_TRY(nmt_device_kernel(ops->dev, prog, c->kgroup ? kg_names[op] : names[op], &ops->k_gemm[op][cls]));
+        size_t wg;
+        NMT_TRY(nmt_kernel_wg(ops->dev, ops->k_gemm[op][cls], c->wg, &wg));
+        /* a kgroup kernel's local size is compiled in: build it again at
+         * what the device allows */
+        const int again = c->kgroup && wg < c->wg;
+        c->wg = (uint16_t)(c->kgroup ? pow2_floor(wg) : wg);
+        if (!again) break;
+    }
+    if (op == NMT_GOP_NT && cls == NMT_GCLASS_M2 && c->provider == NMT_GEMM_OWN && !c->kgroup) {
         if (ops->k_gemm_ln) clReleaseKernel(ops->k_gemm_ln);
         ops->k_gemm_ln = NULL;
         NMT_TRY(nmt_device_kernel(ops->dev, prog, "gemm_nt_ln", &ops->k_gemm_ln));
         NMT_TRY(nmt_kernel_wg(ops->dev, ops->k_gemm_ln, NMT_OPS_GEMM_LN_WG, &ops->gemm_ln_wg));
+    }
+    return NMT_OK;
+}
+
+/* attn_group's kernel where the device runs it in work-groups of
+ * NMT_OPS_ATTN_GWG (else NULL: attn_fused serves), and $NMT_EDGE_ATTN. */
+static nmt_status attn_group_setup(nmt_ops *ops, cl_program prog) {
+    static const char *const modes[] = {"", "item", "split", "group"};
+    const char *v = getenv("NMT_EDGE_ATTN");
+    for (int m = 1; v != NULL && m < (int)NMT_ARRAY_LEN(modes); m++)
+        if (strcmp(v, modes[m]) == 0) ops->attn_mode = m;
+    NMT_TRY(nmt_device_kernel(ops->dev, prog, "attn_group", &ops->k_attn_group));
+    size_t wg = 0;
+    NMT_TRY(nmt_kernel_wg(ops->dev, ops->k_attn_group, NMT_OPS_ATTN_GWG, &wg));
+    if (wg < NMT_OPS_ATTN_GWG) {
+        clReleaseKernel(ops->k_attn_group);
+        ops->k_attn_group = NULL;
     }
     return NMT_OK;
 }
@@ -198,6 +229,7 @@ nmt_status nmt_ops_init_tuned(nmt_ops *ops, nmt_device *dev, const nmt_tuning *t
     ops->k_chunk = dev->info.is_cpu ? NMT_OPS_K_CHUNK_CPU : 0;
     ops->a_tile_bytes = dev->info.is_cpu ? NMT_OPS_A_TILE_BYTES : 0;
     s = nmt_ops_sg_setup(ops);
+    if (s == NMT_OK) s = attn_group_setup(ops, progs[P_ATTENTION]);
     if (s != NMT_OK) {
         nmt_ops_release(ops);
         return s;
@@ -284,6 +316,11 @@ nmt_status nmt_ops_launch_gemm(nmt_ops *ops, cl_kernel k, const nmt_gemm_cfg *c,
                               const char *kname) {
     const size_t nb = (N + c->tn - 1) / c->tn, mb = (M + c->tm - 1) / c->tm;
     const size_t l[2] = {c->wg, 1};
+    if (c->kgroup) { /* a work-group per column of C and block of rows (cl/common.cl GEMM_KGROUP) */
+        if (N > SIZE_MAX / c->wg) return NMT_ERR_UNSUPPORTED;
+        const size_t n[2] = {(size_t)N * c->wg, mb};
+        return launch_local(ops, k, 2, n, l, kname);
+    }
     if (c->mfast) {
         /* the kernel's block index is a uint: every padded work-item's too */
         if (nb != 0 && mb > ((size_t)UINT32_MAX - c->wg) / nb) return NMT_ERR_UNSUPPORTED;
@@ -499,8 +536,8 @@ nmt_status nmt_ops_set_pos_table(nmt_ops *ops, nmt_buf PT, uint32_t n_pos, uint3
 
 int nmt_ops_plan_streaming(nmt_ops *ops, uint64_t step_bytes) {
     if (!ops_ok(ops) || !ops->dev->info.is_cpu || ops->dev->global_cache_bytes == 0 ||
-        step_bytes <= ops->dev->global_cache_bytes)
-        return 0;
+        step_bytes <= ops->dev->global_cache_bytes || ops->cfg[NMT_GOP_NT][NMT_GCLASS_M2].kgroup)
+        return 0; /* a kgroup kernel's work-group size is compiled in */
     nmt_gemm_cfg *c = &ops->cfg[NMT_GOP_NT][NMT_GCLASS_M2];
     if (c->wg > NMT_OPS_STREAM_WG) c->wg = NMT_OPS_STREAM_WG;
     ops->fused_norm = 0;
@@ -721,8 +758,13 @@ static void attn_mask_args(args *a, const nmt_attn_args *p, int32_t kind, int32_
 }
 
 int nmt_ops_attn_kv_row(const nmt_ops *ops, uint32_t d_head) {
-    return ops != NULL && d_head <= NMT_OPS_ATTN_MAX_DH &&
-           (ops->attn_mode == NMT_ATTN_FUSED || ops->attn_mode == NMT_ATTN_AUTO);
+    return ops != NULL && d_head <= NMT_OPS_ATTN_MAX_DH && ops->attn_mode != NMT_ATTN_SPLIT;
+}
+
+/* attn_group where chosen (or AUTO on a GPU) and built, else attn_fused. */
+static int attn_use_group(const nmt_ops *ops) {
+    if (ops->k_attn_group == NULL) return 0;
+    return ops->attn_mode == NMT_ATTN_GROUP || (ops->attn_mode == NMT_ATTN_AUTO && ops->dev->info.is_gpu);
 }
 
 nmt_status nmt_op_attention(nmt_ops *ops, const nmt_attn_args *p) {
@@ -759,7 +801,10 @@ nmt_status nmt_op_attention(nmt_ops *ops, const nmt_attn_args *p) {
             kinds |= (cl_uint)p->branches[b].kind << (4 * b);
             radii.s[b] = (cl_int)NMT_MIN(p->branches[b].k, NMT_OPS_POS_LIMIT);
         }
-        args a = args_begin(ops->k_attn_fused);
+        const int grp = attn_use_group(ops);
+        cl_kernel k = grp ? ops->k_attn_group : ops->k_attn_fused;
+        const char *kname = grp ? "attn_group" : "attn_fused";
+        args a = args_begin(k);
         arg_u32(&a, p->n_seq);
         arg_u32(&a, p->lq);
         arg_u32(&a, p->q_pos0);
@@ -799,9 +844,14 @@ nmt_status nmt_op_attention(nmt_ops *ops, const nmt_attn_args *p) {
         arg_mem(&a, p->out.mem);
         arg_u64(&a, p->out.off);
         arg_u32(&a, p->out_ld);
-        NMT_TRY(args_end(ops->dev, &a, "attn_fused"));
+        NMT_TRY(args_end(ops->dev, &a, kname));
+        if (grp) {
+            const size_t n_grp[3] = {(size_t)rows_sh * NMT_OPS_ATTN_GWG, p->lq, p->n_branches};
+            const size_t l_grp[3] = {NMT_OPS_ATTN_GWG, 1, 1};
+            return launch_local(ops, k, 3, n_grp, l_grp, kname);
+        }
         const size_t n_fused[3] = {rows_sh, p->lq, p->n_branches};
-        return nmt_ops_launch(ops, ops->k_attn_fused, 3, n_fused, "attn_fused");
+        return nmt_ops_launch(ops, k, 3, n_fused, kname);
     }
 
     if (p->kv_row.mem != NULL) return NMT_ERR_UNSUPPORTED; /* only the fused kernel reads through a table */

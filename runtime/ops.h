@@ -59,6 +59,7 @@ typedef struct nmt_ops {
     uint32_t pos_rows, pos_d;
     cl_kernel k_gather_rows, k_log_softmax;
     cl_kernel k_attn_scores, k_attn_stats, k_attn_apply, k_attn_fused;
+    cl_kernel k_attn_group;     /* attn_group (NULL where a work-group of 64 cannot run it) */
     /* phrase memories (cl/phrase.cl), created by nmt_ops_enable_phrase */
     cl_kernel k_segment_max, k_ngram_spans, k_span_tokens, k_span_last, k_pattn_scores, k_pattn_softmax,
         k_pattn_apply, k_pattn_fused, k_window_rows;
@@ -91,7 +92,7 @@ typedef struct nmt_ops {
                                    reduce_wg; a plain
                                    field (tests set both) */
     size_t wg_max;              /* local size (dimension 0) of the other kernels */
-    int attn_mode;              /* NMT_ATTN_AUTO / _FUSED / _SPLIT (tests force one) */
+    int attn_mode;              /* NMT_ATTN_*: $NMT_EDGE_ATTN at init, else AUTO (tests force one) */
     /* cache blocking of own fp32 products on CPUs (0: none; plain fields,
      * tests change them): NN split K into chunks of k_chunk rows, NT split M
      * into tiles of about a_tile_bytes of A (whole work-groups of rows) */
@@ -120,9 +121,13 @@ typedef struct nmt_ops {
 #define NMT_OPS_K_CHUNK_CPU 256u
 #define NMT_OPS_A_TILE_BYTES (512u * 1024u)
 
-/* Attention path: AUTO uses attn_fused when d_head <= 128, else the
- * scores / stats / apply kernels. */
-enum { NMT_ATTN_AUTO = 0, NMT_ATTN_FUSED = 1, NMT_ATTN_SPLIT = 2 };
+/* Attention path, for d_head <= 128 (larger heads always take the scores /
+ * stats / apply kernels): FUSED = attn_fused (a work-item per query row and
+ * head: CPUs), GROUP = attn_group (a work-group of 64 per row and head:
+ * GPUs), SPLIT = the three kernels; AUTO = GROUP on GPUs, else FUSED.
+ * $NMT_EDGE_ATTN = item | group | split forces one at nmt_ops_init (to time
+ * one against another). */
+enum { NMT_ATTN_AUTO = 0, NMT_ATTN_FUSED = 1, NMT_ATTN_SPLIT = 2, NMT_ATTN_GROUP = 3 };
 
 /* Subgroup reductions (runtime/ops_sg.c).  nmt_ops_sg_wanted: 1 when the
  * device reports subgroups (and the driver answers

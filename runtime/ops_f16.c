@@ -24,6 +24,11 @@ nmt_status nmt_ops_enable_f16(nmt_ops *ops) {
         if (ops->k_gemm_f16[c] != NULL) continue;
         nmt_gemm_cfg *g = &ops->cfg_f16[c];
         *g = ops->cfg[NMT_GOP_Q8][c];
+        if (g->kgroup) { /* gemm_f16.cl has no kgroup kernel: the portable blocks */
+            g->tm = c == NMT_GCLASS_M2 ? 1 : 4;
+            g->tn = 4;
+            g->kgroup = 0;
+        }
         char opts[96];
         snprintf(opts, sizeof opts, "-DGEMM_TM=%u -DGEMM_TN=%u -DGEMM_VW=%u -DGEMM_MFAST=%u", (unsigned)g->tm,
                  (unsigned)g->tn, (unsigned)g->vw, (unsigned)g->mfast);

@@ -11,9 +11,10 @@
 
 #include <string.h>
 
-#define CFG(p, m, n, v, f, w) {(uint8_t)(p), (uint8_t)(m), (uint8_t)(n), (uint8_t)(v), (uint8_t)(f), (uint16_t)(w)}
+#define CFG(p, m, n, v, f, w) {(uint8_t)(p), (uint8_t)(m), (uint8_t)(n), (uint8_t)(v), (uint8_t)(f), (uint16_t)(w), 0}
 #define OWN(m, n, v, f, w) CFG(NMT_GEMM_OWN, m, n, v, f, w)
 #define BLAS CFG(NMT_GEMM_CLBLAST, 4, 4, 4, 0, 64)
+#define KGROUP(m, v, w) {NMT_GEMM_OWN, (uint8_t)(m), 1, (uint8_t)(v), 0, (uint16_t)(w), 1}
 
 /* ------------------------------------------------------------------------ */
 /* The table                                                                */
@@ -36,11 +37,15 @@ static const table_row table[] = {
                [NMT_GOP_Q8] = {OWN(1, 4, 4, 0, 64), OWN(4, 4, 4, 0, 64), OWN(4, 4, 4, 0, 64)},
                [NMT_GOP_I8] = {OWN(1, 4, 16, 0, 64), OWN(4, 4, 16, 0, 64), OWN(4, 4, 16, 0, 64)}},
       .wg = 64, .reduce_wg = 256}},
-    /* GPUs: CLBlast has tuned entries for most; ours keep the int8 path. */
+    /* GPUs: CLBlast for products of more than 16 rows; up to 16 (decoding
+     * steps) a work-group per output column splitting K, whose loads of a
+     * weight row are contiguous across the group, where CLBlast's kernels
+     * and ours with a work-item per output block left most of an H200 idle
+     * (docs/PERFORMANCE.md, "On an NVIDIA H200"). */
     {"GPU", GPU, NULL, NULL,
-     {.gemm = {[NMT_GOP_NT] = {BLAS, BLAS, BLAS},
+     {.gemm = {[NMT_GOP_NT] = {KGROUP(2, 4, 64), KGROUP(8, 4, 64), BLAS},
                [NMT_GOP_NN] = {BLAS, BLAS, BLAS},
-               [NMT_GOP_Q8] = {OWN(1, 4, 4, 0, 64), OWN(4, 4, 4, 0, 64), OWN(4, 4, 4, 0, 64)},
+               [NMT_GOP_Q8] = {KGROUP(2, 4, 64), KGROUP(8, 4, 64), OWN(4, 4, 4, 0, 64)},
                [NMT_GOP_I8] = {OWN(1, 4, 16, 0, 64), OWN(4, 4, 16, 0, 64), OWN(4, 4, 16, 0, 64)}},
       .wg = 64, .reduce_wg = 256}},
     /* PoCL on a CPU (measured on a 2-core AVX-512 Xeon, docs/PERFORMANCE.md):
@@ -97,6 +102,9 @@ int nmt_gemm_cfg_valid(nmt_gemm_op op, const nmt_gemm_cfg *c) {
     if (c == NULL || (unsigned)op >= NMT_GOP_COUNT) return 0;
     if (c->provider != NMT_GEMM_OWN && c->provider != NMT_GEMM_CLBLAST) return 0;
     if (c->provider == NMT_GEMM_CLBLAST && (op == NMT_GOP_Q8 || op == NMT_GOP_I8)) return 0;
+    if (c->kgroup > 1 || (c->kgroup && (c->provider != NMT_GEMM_OWN || (op != NMT_GOP_NT && op != NMT_GOP_Q8) ||
+                                        c->tn != 1 || c->mfast != 0)))
+        return 0;
     if (op == NMT_GOP_I8 && c->vw < 4) return 0;  /* four-element dot products */
     const unsigned tn_max = op == NMT_GOP_NN ? 32u : 8u;
     if (c->tm < 1 || c->tm > 8 || c->tn < 1 || c->tn > tn_max) return 0;
@@ -109,11 +117,11 @@ int nmt_gemm_cfg_valid(nmt_gemm_op op, const nmt_gemm_cfg *c) {
  * choice first anyway). */
 static const nmt_gemm_cfg cand_nt_m2[] = {
     OWN(1, 8, 4, 0, 64), OWN(1, 4, 16, 0, 64), OWN(1, 8, 16, 0, 64), OWN(1, 8, 8, 0, 64),
-    OWN(2, 4, 16, 0, 64), OWN(1, 4, 16, 0, 16),
+    OWN(2, 4, 16, 0, 64), OWN(1, 4, 16, 0, 16), KGROUP(2, 4, 64),
 };
 static const nmt_gemm_cfg cand_nt_m16[] = {
     OWN(4, 4, 4, 0, 64), OWN(4, 4, 16, 1, 16), OWN(4, 4, 16, 0, 64), OWN(8, 2, 16, 1, 16),
-    OWN(2, 8, 16, 0, 64), OWN(4, 4, 8, 1, 16), OWN(1, 8, 16, 0, 64), OWN(4, 4, 16, 0, 16),
+    OWN(2, 8, 16, 0, 64), OWN(4, 4, 8, 1, 16), OWN(1, 8, 16, 0, 64), OWN(4, 4, 16, 0, 16), KGROUP(8, 4, 64),
 };
 static const nmt_gemm_cfg cand_nt_big[] = {
     OWN(4, 4, 4, 0, 64), OWN(4, 4, 16, 1, 16), OWN(4, 4, 16, 0, 64), OWN(4, 5, 16, 1, 16),
@@ -132,11 +140,11 @@ static const nmt_gemm_cfg cand_nn_big[] = {
 };
 static const nmt_gemm_cfg cand_q8_m2[] = {
     OWN(1, 4, 4, 0, 64), OWN(1, 4, 16, 0, 64), OWN(1, 8, 16, 0, 64), OWN(1, 2, 16, 0, 64),
-    OWN(2, 4, 16, 0, 64), OWN(1, 4, 16, 0, 16),
+    OWN(2, 4, 16, 0, 64), OWN(1, 4, 16, 0, 16), KGROUP(2, 8, 32),
 };
 static const nmt_gemm_cfg cand_q8_m16[] = {
     OWN(4, 4, 4, 0, 64), OWN(4, 4, 16, 1, 16), OWN(4, 4, 16, 0, 64), OWN(8, 2, 16, 1, 16),
-    OWN(8, 2, 16, 0, 64), OWN(2, 8, 16, 0, 64), OWN(4, 2, 16, 0, 64),
+    OWN(8, 2, 16, 0, 64), OWN(2, 8, 16, 0, 64), OWN(4, 2, 16, 0, 64), KGROUP(8, 4, 64),
 };
 static const nmt_gemm_cfg cand_q8_big[] = {
     OWN(4, 4, 4, 0, 64), OWN(4, 4, 16, 1, 16), OWN(4, 4, 16, 0, 64), OWN(4, 6, 16, 1, 16),
@@ -228,7 +236,7 @@ static int key_value(const char *w, size_t n, const char *key, unsigned *v) {
     return 1;
 }
 
-/* gemm <op> <class> own tm=.. tn=.. vw=.. mfast=.. wg=..  |  gemm <op> <class> clblast */
+/* gemm <op> <class> own tm=.. tn=.. vw=.. mfast=.. wg=.. [kgroup=0|1]  |  gemm <op> <class> clblast */
 static int parse_gemm(lex *l, nmt_tuning *t) {
     const char *w;
     size_t n = word(l, &w);
@@ -253,6 +261,14 @@ static int parse_gemm(lex *l, nmt_tuning *t) {
         c.vw = (uint8_t)NMT_MIN(v[2], 255u);
         c.mfast = (uint8_t)NMT_MIN(v[3], 255u);
         c.wg = (uint16_t)v[4];
+        c.kgroup = 0;
+        lex rest = *l;
+        n = word(&rest, &w);
+        unsigned kg;
+        if (n != 0 && key_value(w, n, "kgroup", &kg)) { /* optional */
+            c.kgroup = (uint8_t)NMT_MIN(kg, 255u);
+            *l = rest;
+        }
     } else {
         return 0;
     }
@@ -358,7 +374,7 @@ size_t nmt_tuning_format(const nmt_tuning *t, const char *device, char *buf, siz
                 put(buf, cap, &u, keys[k]);
                 put_uint(buf, cap, &u, v[k]);
             }
-            put(buf, cap, &u, "\n");
+            put(buf, cap, &u, c->kgroup ? " kgroup=1\n" : "\n");
         }
     for (int cls = 0; cls < NMT_GCLASS_COUNT; cls++) {
         put(buf, cap, &u, "i8dot ");

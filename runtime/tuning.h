@@ -48,6 +48,9 @@ typedef struct nmt_gemm_cfg {
     uint8_t vw;         /* GEMM_VW: 1, 2, 4, 8 or 16 */
     uint8_t mfast;      /* GEMM_MFAST */
     uint16_t wg;        /* work-items per group (power of two; clamped to the device) */
+    uint8_t kgroup;     /* 1: a work-group of wg per column of C and block of tm rows,
+                           splitting K (cl/common.cl GEMM_KGROUP; GPUs' few-row
+                           products); NT and Q8 only, tn 1, mfast 0 */
 } nmt_gemm_cfg;
 
 /* Which kernel the int8-weight products of a shape class use (ops_i8dot.c):

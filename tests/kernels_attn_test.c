@@ -172,10 +172,11 @@ static void run_attention_mode(env *e, const attn_case *c, uint64_t seed, int mo
     const int saved_mode = e->ops.attn_mode;
     e->ops.attn_mode = mode;
     nmt_status st = nmt_op_attention(&e->ops, &a);
-    assert_int_equal(nmt_ops_attn_kv_row(&e->ops, c->dh), mode == NMT_ATTN_FUSED && c->dh <= 128);
+    assert_int_equal(nmt_ops_attn_kv_row(&e->ops, c->dh), mode != NMT_ATTN_SPLIT && c->dh <= 128);
+    if (mode == NMT_ATTN_GROUP) assert_non_null(e->ops.k_attn_group); /* it ran, not attn_fused */
     e->ops.attn_mode = saved_mode;
     float *got = NULL;
-    if (kv_table && mode != NMT_ATTN_FUSED) {
+    if (kv_table && mode == NMT_ATTN_SPLIT) {
         assert_int_equal(st, NMT_ERR_UNSUPPORTED); /* only the fused kernel reads through a table */
         goto done;
     }
@@ -208,7 +209,8 @@ static void run_attention_mode(env *e, const attn_case *c, uint64_t seed, int mo
     ref_attention(&ra);
 
     char what[128];
-    snprintf(what, sizeof what, "attention [%s] %s%s", c->name, mode == NMT_ATTN_FUSED ? "fused" : "split",
+    snprintf(what, sizeof what, "attention [%s] %s%s", c->name,
+             mode == NMT_ATTN_FUSED ? "fused" : mode == NMT_ATTN_GROUP ? "group" : "split",
              append ? ", appending" : "");
     check_block(got, out, no, oo, c->n_seq * c->lq, c->n_branches * width, out_ld, TOL, what);
     if (append) { /* the cache now holds the new rows at q_pos0, bit for bit, and nothing else changed */
@@ -262,24 +264,23 @@ done:
     free(got);
 }
 
-/* Both paths: the fused online-softmax kernel and scores/stats/apply. */
+/* Every path: the fused online-softmax kernel (a work-item per row, and a
+ * work-group per row) and scores/stats/apply. */
+static const int attn_modes[] = {NMT_ATTN_FUSED, NMT_ATTN_GROUP, NMT_ATTN_SPLIT};
+
 static void run_attention(env *e, const attn_case *c, uint64_t seed) {
-    run_attention_mode(e, c, seed, NMT_ATTN_FUSED, 0, 0);
-    run_attention_mode(e, c, seed, NMT_ATTN_SPLIT, 0, 0);
+    for (size_t m = 0; m < NMT_ARRAY_LEN(attn_modes); m++) run_attention_mode(e, c, seed, attn_modes[m], 0, 0);
 }
 
-/* The same through a kv_row table: fused, and the split path's refusal. */
+/* The same through a kv_row table: the fused kernels, and the split path's refusal. */
 static void run_attention_table(env *e, const attn_case *c, uint64_t seed) {
-    run_attention_mode(e, c, seed, NMT_ATTN_FUSED, 1, 0);
-    run_attention_mode(e, c, seed, NMT_ATTN_SPLIT, 1, 0);
+    for (size_t m = 0; m < NMT_ARRAY_LEN(attn_modes); m++) run_attention_mode(e, c, seed, attn_modes[m], 1, 0);
 }
 
-/* A step appending its K|V: both paths, then both through a table. */
+/* A step appending its K|V: every path, then every path through a table. */
 static void run_attention_append(env *e, const attn_case *c, uint64_t seed) {
-    run_attention_mode(e, c, seed, NMT_ATTN_FUSED, 0, 1);
-    run_attention_mode(e, c, seed, NMT_ATTN_SPLIT, 0, 1);
-    run_attention_mode(e, c, seed, NMT_ATTN_FUSED, 1, 1);
-    run_attention_mode(e, c, seed, NMT_ATTN_SPLIT, 1, 1);
+    for (int t = 0; t < 2; t++)
+        for (size_t m = 0; m < NMT_ARRAY_LEN(attn_modes); m++) run_attention_mode(e, c, seed, attn_modes[m], t, 1);
 }
 
 static void test_attention_single_branches(void **state) {
@@ -418,6 +419,31 @@ static void test_attention_long_rows(void **state) {
     static const int32_t kl[] = {130, 65};
     attn_case c2 = {"130/65 keys, encoder", 2, 130, 0, 130, 1, 1, 3, 0, 3, {G(), BW(), LOCAL(64)}, kl, 0};
     run_attention(e, &c2, 81);
+    /* a HySAN decoder's teacher-forced self-attention past one tile of keys */
+    attn_case c3 = {"100 rows causal, 4 heads of 64", 1, 100, 0, 100, 1, 4, 64, 1, 4,
+                    {G(), FW(), BW(), LOCAL(3)}, NULL, 100};
+    run_attention(e, &c3, 82);
+}
+
+/* $NMT_EDGE_ATTN picks the path at nmt_ops_init; anything else leaves AUTO,
+ * which is the work-group kernel on GPUs and the work-item one elsewhere
+ * (the kernel's presence on this device is asserted by the runs above). */
+static void test_attention_mode_env(void **state) {
+    env *e = *state;
+    static const struct {
+        const char *v;
+        int mode;
+    } cases[] = {{"item", NMT_ATTN_FUSED}, {"group", NMT_ATTN_GROUP}, {"split", NMT_ATTN_SPLIT},
+                 {"", NMT_ATTN_AUTO},      {"Group", NMT_ATTN_AUTO},  {"fused", NMT_ATTN_AUTO}};
+    for (size_t i = 0; i < NMT_ARRAY_LEN(cases); i++) {
+        setenv("NMT_EDGE_ATTN", cases[i].v, 1);
+        nmt_ops o;
+        nmt_test_assert_ok(e->dev, nmt_ops_init(&o, e->dev));
+        assert_int_equal(o.attn_mode, cases[i].mode);
+        assert_int_equal(nmt_ops_attn_kv_row(&o, 64), cases[i].mode != NMT_ATTN_SPLIT);
+        nmt_ops_release(&o);
+    }
+    unsetenv("NMT_EDGE_ATTN");
 }
 
 static void test_attention_arguments(void **state) {
@@ -515,6 +541,7 @@ int main(void) {
         cmocka_unit_test(test_attention_masked_and_edge),
         cmocka_unit_test(test_attention_long_rows),
         cmocka_unit_test(test_attention_arguments),
+        cmocka_unit_test(test_attention_mode_env),
     };
     return cmocka_run_group_tests(tests, kernels_setup, ops_teardown);
 }

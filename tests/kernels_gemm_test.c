@@ -503,6 +503,92 @@ static void test_plan_streaming(void **state) {
     assert_int_equal(nmt_ops_plan_streaming(NULL, UINT64_MAX), 0);
 }
 
+static int same_gemm_cfgs(const nmt_tuning *a, const nmt_tuning *b) {
+    for (int op = 0; op < NMT_GOP_COUNT; op++)
+        for (int c = 0; c < NMT_GCLASS_COUNT; c++) {
+            const nmt_gemm_cfg *x = &a->gemm[op][c], *y = &b->gemm[op][c];
+            if (x->provider != y->provider || x->tm != y->tm || x->tn != y->tn || x->vw != y->vw ||
+                x->mfast != y->mfast || x->wg != y->wg || x->kgroup != y->kgroup)
+                return 0;
+        }
+    return 1;
+}
+
+/* The products of few rows as a work-group per column (nmt_gemm_cfg.kgroup,
+ * the GPU row's NT and Q8 m2 / m16 classes): the tuning file's lines, the
+ * refusals, the table's GPU row, and products of 1..16 rows (K with a
+ * scalar tail, bias, ReLU, beta 1, offsets) against the naive one, at
+ * work-groups of 64 and 16; the streaming rule leaves them alone. */
+static void test_gemm_kgroup(void **state) {
+    env *e = *state;
+    nmt_tuning t = e->dev->tuning;
+    static const char text[] = "nmt-edge-tuning 1\n"
+                               "gemm nt m2 own tm=2 tn=1 vw=4 mfast=0 wg=16 kgroup=1\n"
+                               "gemm nt m16 own tm=8 tn=1 vw=4 mfast=0 wg=64 kgroup=1\n"
+                               "gemm q8 m2 own tm=1 tn=1 vw=8 mfast=0 wg=16 kgroup=1\n"
+                               "gemm q8 m16 own tm=4 tn=1 vw=4 mfast=0 wg=64 kgroup=1\n"
+                               "gemm nt big own tm=4 tn=4 vw=4 mfast=0 wg=64 kgroup=0\n";
+    assert_int_equal(nmt_tuning_parse(&t, text, sizeof text - 1), NMT_OK);
+    const nmt_gemm_cfg *c = &t.gemm[NMT_GOP_NT][NMT_GCLASS_M2];
+    assert_int_equal(c->kgroup, 1);
+    assert_int_equal(c->tm, 2);
+    assert_int_equal(c->wg, 16);
+    assert_int_equal(t.gemm[NMT_GOP_Q8][NMT_GCLASS_M2].vw, 8);
+    assert_int_equal(t.gemm[NMT_GOP_NT][NMT_GCLASS_BIG].kgroup, 0);
+    char buf[2048];
+    assert_true(nmt_tuning_format(&t, "x", buf, sizeof buf) > 0);
+    assert_non_null(strstr(buf, "gemm nt m2 own tm=2 tn=1 vw=4 mfast=0 wg=16 kgroup=1\n"));
+    assert_non_null(strstr(buf, "gemm nt big own tm=4 tn=4 vw=4 mfast=0 wg=64\n"));
+    nmt_tuning back = e->dev->tuning;
+    assert_int_equal(nmt_tuning_parse(&back, buf, strlen(buf)), NMT_OK);
+    assert_true(same_gemm_cfgs(&back, &t));
+    static const char *const bad[] = {
+        "nmt-edge-tuning 1\ngemm nt m2 own tm=2 tn=4 vw=4 mfast=0 wg=64 kgroup=1\n", /* tn must be 1 */
+        "nmt-edge-tuning 1\ngemm nt m2 own tm=2 tn=1 vw=4 mfast=1 wg=64 kgroup=1\n", /* no mfast */
+        "nmt-edge-tuning 1\ngemm nn m2 own tm=2 tn=1 vw=4 mfast=0 wg=64 kgroup=1\n", /* NT and Q8 only */
+        "nmt-edge-tuning 1\ngemm i8 m2 own tm=2 tn=1 vw=4 mfast=0 wg=64 kgroup=1\n",
+        "nmt-edge-tuning 1\ngemm nt m2 own tm=2 tn=1 vw=4 mfast=0 wg=64 kgroup=2\n",
+        "nmt-edge-tuning 1\ngemm nt m2 own tm=2 tn=1 vw=4 mfast=0 wg=64 kgroup=1 x\n",
+        "nmt-edge-tuning 1\ngemm nt m2 own tm=2 tn=1 vw=4 mfast=0 wg=64 kgroup\n",
+    };
+    for (size_t i = 0; i < NMT_ARRAY_LEN(bad); i++) {
+        nmt_tuning u = t;
+        assert_int_equal(nmt_tuning_parse(&u, bad[i], strlen(bad[i])), NMT_ERR_INVALID_ARGUMENT);
+        assert_true(same_gemm_cfgs(&u, &t)); /* untouched */
+    }
+    nmt_device_info gpu;
+    memset(&gpu, 0, sizeof gpu);
+    gpu.is_gpu = 1;
+    nmt_tuning g;
+    nmt_tuning_from_table(&g, &gpu);
+    for (int op = NMT_GOP_NT; op <= NMT_GOP_Q8; op += NMT_GOP_Q8 - NMT_GOP_NT) {
+        assert_int_equal(g.gemm[op][NMT_GCLASS_M2].kgroup, 1);
+        assert_int_equal(g.gemm[op][NMT_GCLASS_M16].kgroup, 1);
+        assert_int_equal(g.gemm[op][NMT_GCLASS_BIG].kgroup, 0);
+    }
+    assert_int_equal(g.gemm[NMT_GOP_NT][NMT_GCLASS_BIG].provider, NMT_GEMM_CLBLAST);
+
+    nmt_ops o;
+    nmt_test_assert_ok(e->dev, nmt_ops_init_tuned(&o, e->dev, &t));
+    nmt_test_assert_ok(e->dev, nmt_ops_enable_q8(&o));
+    assert_int_equal(o.cfg[NMT_GOP_NT][NMT_GCLASS_M2].wg, 16);
+    assert_null(o.k_gemm_ln); /* no gemm_nt_ln beside a kgroup m2 class */
+    assert_int_equal(nmt_ops_plan_streaming(&o, UINT64_MAX), 0);
+    assert_int_equal(o.cfg[NMT_GOP_NT][NMT_GCLASS_M2].wg, 16);
+    const gemm_case cases[] = {
+        {1, 1, 50, 67, 1.0f, 0.0f, 1, 0, 0, 0},    /* K % 4 = 3: the scalar tail */
+        {1, 2, 33, 300, 0.5f, 1.0f, 1, 1, 3, 5},   /* beta 1, ReLU, padding and offsets */
+        {1, 3, 17, 1, 1.0f, 0.0f, 0, 0, 0, 0},     /* K 1: only a tail */
+        {1, 9, 40, 129, -1.0f, 0.0f, 1, 1, 1, 2},  /* two row blocks, the second ragged */
+        {1, 16, 65, 520, 1.0f, 1.0f, 0, 1, 0, 7},  /* K past one sweep of the group */
+    };
+    for (size_t i = 0; i < NMT_ARRAY_LEN(cases); i++) {
+        run_gemm(e, &o, &cases[i], 950 + i);
+        run_gemm_q8(e, &o, &cases[i], 970 + i);
+    }
+    nmt_ops_release(&o);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gemm),
@@ -515,6 +601,7 @@ int main(void) {
         cmocka_unit_test(test_gemm_ln_arguments),
         cmocka_unit_test(test_gemm_ln_clblast),
         cmocka_unit_test(test_plan_streaming),
+        cmocka_unit_test(test_gemm_kgroup),
     };
     return cmocka_run_group_tests(tests, kernels_setup, ops_teardown);
 }
