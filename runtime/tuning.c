@@ -248,6 +248,7 @@ static int parse_gemm(lex *l, nmt_tuning *t) {
     n = word(l, &w);
     if (word_is(w, n, "clblast")) {
         c.provider = NMT_GEMM_CLBLAST;
+        c.kgroup = 0; /* over a kgroup class of the table (the GPU row's) */
     } else if (word_is(w, n, "own")) {
         c.provider = NMT_GEMM_OWN;
         static const char *const keys[5] = {"tm", "tn", "vw", "mfast", "wg"};

@@ -556,6 +556,11 @@ static void test_gemm_kgroup(void **state) {
         assert_int_equal(nmt_tuning_parse(&u, bad[i], strlen(bad[i])), NMT_ERR_INVALID_ARGUMENT);
         assert_true(same_gemm_cfgs(&u, &t)); /* untouched */
     }
+    nmt_tuning u = t; /* "clblast" over a kgroup class: CLBlast, no kgroup */
+    static const char blas[] = "nmt-edge-tuning 1\ngemm nt m2 clblast\n";
+    assert_int_equal(nmt_tuning_parse(&u, blas, sizeof blas - 1), NMT_OK);
+    assert_int_equal(u.gemm[NMT_GOP_NT][NMT_GCLASS_M2].provider, NMT_GEMM_CLBLAST);
+    assert_int_equal(u.gemm[NMT_GOP_NT][NMT_GCLASS_M2].kgroup, 0);
     nmt_device_info gpu;
     memset(&gpu, 0, sizeof gpu);
     gpu.is_gpu = 1;
