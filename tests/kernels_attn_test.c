@@ -503,6 +503,7 @@ static void test_attention_arguments(void **state) {
      * rows as wide as the heads */
     b = a;
     b.lq = 1;
+    b.k = b.v = B(m, 8); /* the append writes the cache: not q's rows (attn_group's work-items would race) */
     b.k_new = B(m, 40);
     b.v_new = B(m, 48);
     b.new_ld = 4;
