@@ -1,5 +1,6 @@
-/* device.c — OpenCL device selection, capability query, program building
- * with the on-disk binary cache, buffers and transfers, error mapping.
+/* device.c — OpenCL device selection, capability query, the tuning a
+ * device starts with, buffers and transfers, error mapping (programs and
+ * their on-disk binary cache: device_program.c).
  *
  * The nmt_device lives at the start of the caller's memory (the handle is
  * `mem` itself).  Nothing here allocates: enumeration uses fixed arrays on
@@ -28,7 +29,6 @@
 
 #define NMT_MAX_PLATFORMS 16
 #define NMT_MAX_DEVICES 32          /* per platform */
-#define NMT_BUILD_LOG_LINES 40      /* lines of a failing build log sent to the logger */
 
 /* ------------------------------------------------------------------------ */
 /* Errors                                                                   */
@@ -136,9 +136,7 @@ uint64_t nmt_fnv1a(uint64_t h, const void *data, size_t n) {
     return h;
 }
 
-/* Hash a NUL-terminated string including its terminator, so that
- * consecutive fields cannot run into each other ("ab"+"c" != "a"+"bc"). */
-static uint64_t fnv_str(uint64_t h, const char *s) { return nmt_fnv1a(h, s, strlen(s) + 1); }
+uint64_t nmt_fnv1a_str(uint64_t h, const char *s) { return nmt_fnv1a(h, s, strlen(s) + 1); }
 
 /* ------------------------------------------------------------------------ */
 /* Enumeration and selection                                                */
@@ -389,15 +387,15 @@ static void query_info(nmt_device *dev) {
     char buf[1024];
     uint64_t h = NMT_FNV_OFFSET;
     get_platform_str(dev->platform, CL_PLATFORM_VERSION, buf, sizeof buf);
-    h = fnv_str(h, buf);
+    h = nmt_fnv1a_str(h, buf);
     get_str(d, CL_DEVICE_NAME, buf, sizeof buf);
-    h = fnv_str(h, buf);
+    h = nmt_fnv1a_str(h, buf);
     get_str(d, CL_DEVICE_VENDOR, buf, sizeof buf);
-    h = fnv_str(h, buf);
+    h = nmt_fnv1a_str(h, buf);
     get_str(d, CL_DRIVER_VERSION, buf, sizeof buf);
-    h = fnv_str(h, buf);
+    h = nmt_fnv1a_str(h, buf);
     get_str(d, CL_DEVICE_VERSION, buf, sizeof buf);
-    h = fnv_str(h, buf);
+    h = nmt_fnv1a_str(h, buf);
     dev->cache_key_base = h;
 }
 
@@ -575,353 +573,6 @@ nmt_status nmt_device_list(nmt_device_list_fn fn, void *user) {
     return NMT_OK;
 }
 
-/* ------------------------------------------------------------------------ */
-/* Programs                                                                 */
-/* ------------------------------------------------------------------------ */
-
-/* Fetch the build log into dev->build_log (truncated, NUL-terminated). */
-static void fetch_build_log(nmt_device *dev, cl_program prog) {
-    char *log = dev->build_log;
-    size_t cap = sizeof dev->build_log;
-    log[0] = '\0';
-    size_t n = 0;
-    if (clGetProgramBuildInfo(prog, dev->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) != CL_SUCCESS) return;
-    if (n <= cap) {
-        if (clGetProgramBuildInfo(prog, dev->device, CL_PROGRAM_BUILD_LOG, cap, log, NULL) != CL_SUCCESS)
-            log[0] = '\0';
-    } else {
-        /* Longer than the scratch: the API cannot return a prefix, so say so. */
-        snprintf(log, cap, "(build log of %zu bytes exceeds the %zu-byte buffer)", n, cap);
-    }
-    log[cap - 1] = '\0';
-    /* Trim trailing whitespace; drivers often append newlines. */
-    size_t len = strlen(log);
-    while (len > 0 && (log[len - 1] == '\n' || log[len - 1] == '\r' || log[len - 1] == ' ')) log[--len] = '\0';
-}
-
-/* Send dev->build_log to the logger line by line (the logger's line
- * buffer is 1 KiB), at most NMT_BUILD_LOG_LINES lines. */
-static void log_build_log(nmt_device *dev, nmt_log_level level, const char *source) {
-    const char *p = dev->build_log;
-    unsigned lines = 0;
-    while (*p && lines < NMT_BUILD_LOG_LINES) {
-        const char *e = strchr(p, '\n');
-        size_t n = e ? (size_t)(e - p) : strlen(p);
-        nmt_log(&dev->log, level, "  %s.cl: %.*s", source, (int)NMT_MIN(n, (size_t)900), p);
-        lines++;
-        p += n;
-        if (*p == '\n') p++;
-    }
-    if (*p) nmt_log(&dev->log, level, "  %s.cl: (build log truncated)", source);
-}
-
-static int contains_ci(const char *h, const char *n) { return nmt_strcasestr_ascii(h, n); }
-
-typedef struct cache_fill_ctx {
-    nmt_device *dev;
-    cl_program program;
-    uint64_t key;
-    size_t payload;
-} cache_fill_ctx;
-
-/* Writes header + driver binary straight into the temp file's mapping. */
-static int cache_fill(void *user, void *dst, size_t size) {
-    cache_fill_ctx *c = (cache_fill_ctx *)user;
-    if (dst == NULL || size != sizeof(nmt_clbin_header) + c->payload) return 1;
-    unsigned char *payload = (unsigned char *)dst + sizeof(nmt_clbin_header);
-    cl_int e = clGetProgramInfo(c->program, CL_PROGRAM_BINARIES, sizeof payload, &payload, NULL);
-    if (e != CL_SUCCESS) {
-        nmt_log(&c->dev->log, NMT_LOG_WARN, "clGetProgramInfo(CL_PROGRAM_BINARIES) failed: %s (%d)",
-                nmt_cl_error_str(e), (int)e);
-        return 1;
-    }
-    nmt_clbin_header h;
-    memset(&h, 0, sizeof h);
-    memcpy(h.magic, NMT_CLBIN_MAGIC, sizeof h.magic);
-    h.format = NMT_CLBIN_FORMAT;
-    h.key = c->key;
-    h.payload_size = c->payload;
-    h.payload_hash = nmt_fnv1a(NMT_FNV_OFFSET, payload, c->payload);
-    memcpy(dst, &h, sizeof h);
-    return 0;
-}
-
-/* Store the freshly built program's binary under `path` (best effort). */
-static size_t cache_store(nmt_device *dev, cl_program prog, uint64_t key, const char *path) {
-    size_t bin_size = 0;
-    cl_int e = clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof bin_size, &bin_size, NULL);
-    if (e != CL_SUCCESS || bin_size == 0) {
-        nmt_log(&dev->log, NMT_LOG_WARN, "program binary unavailable (%s, %zu bytes); not cached",
-                nmt_cl_error_str(e), bin_size);
-        return 0;
-    }
-    cache_fill_ctx c = {dev, prog, key, bin_size};
-    if (nmt_write_file_atomic(path, sizeof(nmt_clbin_header) + bin_size, cache_fill, &c) != NMT_OK) {
-        nmt_log(&dev->log, NMT_LOG_WARN, "cannot write program cache file %s", path);
-        return 0;
-    }
-    nmt_log(&dev->log, NMT_LOG_DEBUG, "cached program binary %s (%zu bytes)", path, bin_size);
-    return bin_size;
-}
-
-/* Try the cache file.  Returns a built program, or NULL (miss or reject;
- * a rejected file is deleted and counted). */
-static cl_program cache_load(nmt_device *dev, uint64_t key, const char *path, const char *options,
-                             const char *source) {
-    nmt_mapping m;
-    if (nmt_map_file(path, &m) != NMT_OK) {
-        dev->n_cache_misses++;
-        return NULL;
-    }
-    const char *why = NULL;
-    cl_int e = CL_SUCCESS;
-    cl_program prog = NULL;
-    nmt_clbin_header h;
-    if (m.size < sizeof h) {
-        why = "shorter than its header";
-    } else {
-        memcpy(&h, m.data, sizeof h);
-        const unsigned char *payload = (const unsigned char *)m.data + sizeof h;
-        size_t payload_size = m.size - sizeof h;
-        if (memcmp(h.magic, NMT_CLBIN_MAGIC, sizeof h.magic) != 0 || h.format != NMT_CLBIN_FORMAT)
-            why = "bad header";
-        else if (h.key != key)
-            why = "key mismatch";
-        else if (h.payload_size != payload_size || payload_size == 0)
-            why = "size mismatch";
-        else if (h.payload_hash != nmt_fnv1a(NMT_FNV_OFFSET, payload, payload_size))
-            why = "checksum mismatch";
-        else {
-            cl_int bin_status = CL_SUCCESS;
-            prog = clCreateProgramWithBinary(dev->context, 1, &dev->device, &payload_size, &payload,
-                                             &bin_status, &e);
-            if (prog == NULL || e != CL_SUCCESS || bin_status != CL_SUCCESS) {
-                if (e == CL_SUCCESS) e = bin_status != CL_SUCCESS ? bin_status : CL_INVALID_BINARY;
-                why = "driver rejected the binary";
-            } else {
-                e = clBuildProgram(prog, 1, &dev->device, options, NULL, NULL);
-                if (e != CL_SUCCESS) why = "driver could not build the binary";
-            }
-            if (why && prog) {
-                clReleaseProgram(prog);
-                prog = NULL;
-            }
-        }
-    }
-    nmt_unmap_file(&m);
-    if (why) {
-        /* Recovered by rebuilding from source, so last_cl_error is left alone. */
-        nmt_log(&dev->log, NMT_LOG_WARN, "program cache %s for %s.cl: %s%s%s; rebuilding", path, source, why,
-                e != CL_SUCCESS ? " " : "", e != CL_SUCCESS ? nmt_cl_error_str(e) : "");
-        nmt_remove_file(path);
-        dev->n_cache_rejects++;
-        return NULL;
-    }
-    dev->n_cache_hits++;
-    return prog;
-}
-
-void nmt_device_add_sources(nmt_device *dev, const nmt_embedded_source *table, size_t n) {
-    if (dev == NULL) return;
-    dev->extra_sources = table;
-    dev->n_extra_sources = table ? n : 0;
-}
-
-static const nmt_embedded_source *find_embedded(const nmt_device *dev, const char *name) {
-    for (size_t i = 0; i < nmt_embedded_source_count; i++)
-        if (strcmp(nmt_embedded_sources[i].name, name) == 0) return &nmt_embedded_sources[i];
-    for (size_t i = 0; i < dev->n_extra_sources; i++)
-        if (strcmp(dev->extra_sources[i].name, name) == 0) return &dev->extra_sources[i];
-    return NULL;
-}
-
-/* The text of <source>.cl: embedded, or mapped from kernel_dir (*file, to be
- * unmapped by the caller).  A file missing from kernel_dir is an I/O error,
- * never a fallback to the embedded copy. */
-static nmt_status source_text(nmt_device *dev, const char *source, nmt_mapping *file, const char **text,
-                              size_t *len) {
-    if (dev->kernel_dir[0]) {
-        char path[NMT_PATH_MAX + 64];
-        snprintf(path, sizeof path, "%s/%s.cl", dev->kernel_dir, source);
-        if (nmt_map_file(path, file) != NMT_OK) {
-            nmt_log(&dev->log, NMT_LOG_ERROR, "cannot read kernel source %s", path);
-            return NMT_ERR_IO;
-        }
-        *text = file->data ? (const char *)file->data : "";
-        *len = file->size;
-        return NMT_OK;
-    }
-    const nmt_embedded_source *es = find_embedded(dev, source);
-    if (es == NULL) {
-        nmt_log(&dev->log, NMT_LOG_ERROR, "no embedded kernel source %s.cl", source);
-        return NMT_ERR_INVALID_ARGUMENT;
-    }
-    *text = es->text;
-    *len = es->length;
-    return NMT_OK;
-}
-
-nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *options, cl_program *out) {
-    if (out) *out = NULL;
-    if (dev == NULL || source == NULL || out == NULL || dev->context == NULL) return NMT_ERR_INVALID_ARGUMENT;
-    if (options == NULL) options = "";
-    if (source[0] == '\0' || strlen(source) >= sizeof dev->programs[0].source ||
-        strlen(options) >= sizeof dev->programs[0].options)
-        return NMT_ERR_INVALID_ARGUMENT;
-    for (const char *c = source; *c; c++)  /* a file stem, never a path */
-        if (*c == '/' || *c == '\\' || *c == '.') return NMT_ERR_INVALID_ARGUMENT;
-    if (strcmp(source, NMT_COMMON_SOURCE) == 0) return NMT_ERR_INVALID_ARGUMENT; /* prepended, not a program */
-
-    for (uint32_t i = 0; i < dev->n_programs; i++) {
-        nmt_program_slot *sl = &dev->programs[i];
-        if (strcmp(sl->source, source) == 0 && strcmp(sl->options, options) == 0) {
-            *out = sl->program;
-            return NMT_OK;
-        }
-    }
-    if (dev->n_programs >= NMT_MAX_PROGRAMS) {
-        nmt_log(&dev->log, NMT_LOG_ERROR, "program table full (%d programs)", NMT_MAX_PROGRAMS);
-        return NMT_ERR_UNSUPPORTED;
-    }
-
-    /* Source text: cl/common.cl (helpers every program shares) then the
-     * program's own file; embedded, or both mapped from kernel_dir for the
-     * duration of the build. */
-    nmt_mapping files[2] = {{NULL, 0}, {NULL, 0}};
-    const char *texts[2];
-    size_t lens[2];
-    nmt_status ls = source_text(dev, NMT_COMMON_SOURCE, &files[0], &texts[0], &lens[0]);
-    if (ls == NMT_OK) ls = source_text(dev, source, &files[1], &texts[1], &lens[1]);
-    if (ls != NMT_OK) {
-        nmt_unmap_file(&files[0]);
-        return ls;
-    }
-    char full_opts[NMT_BUILD_OPTIONS_MAX + 32];
-    nmt_full_build_options(options, full_opts, sizeof full_opts);
-    uint64_t source_hash = NMT_FNV_OFFSET;  /* what a pack entry must have been built from */
-    for (int i = 0; i < 2; i++) {  /* lengths as u64: the same on every host */
-        const uint64_t len64 = (uint64_t)lens[i];
-        source_hash = nmt_fnv1a(source_hash, &len64, sizeof len64);
-        source_hash = nmt_fnv1a(source_hash, texts[i], lens[i]);
-    }
-
-    char cache_path[NMT_PATH_MAX + 32];
-    uint64_t key = 0;
-    cl_program prog = NULL;
-    int from_cache = 0, from_pack = 0;
-    size_t binary_size = 0;
-    nmt_status s = NMT_OK;
-    if (dev->kernel_pack[0]) {
-        s = nmt_kpack_program(dev, source, full_opts, source_hash, &prog);
-        from_pack = prog != NULL;
-    }
-    if (s == NMT_OK && prog == NULL && dev->cache_dir[0]) {
-        const uint32_t fmt = NMT_CLBIN_FORMAT;
-        key = fnv_str(dev->cache_key_base, source);
-        for (int i = 0; i < 2; i++) {
-            key = nmt_fnv1a(key, &lens[i], sizeof lens[i]);
-            key = nmt_fnv1a(key, texts[i], lens[i]);
-        }
-        key = fnv_str(key, full_opts);
-        key = nmt_fnv1a(key, &fmt, sizeof fmt);
-        snprintf(cache_path, sizeof cache_path, "%s/%016llx.clbin", dev->cache_dir, (unsigned long long)key);
-        prog = cache_load(dev, key, cache_path, full_opts, source);
-        from_cache = prog != NULL;
-        if (prog != NULL &&
-            clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof binary_size, &binary_size, NULL) != CL_SUCCESS)
-            binary_size = 0;
-    }
-
-    if (s == NMT_OK && prog == NULL && dev->binaries_only) {
-        nmt_log(&dev->log, NMT_LOG_ERROR, "%s.cl (\"%s\") is in no kernel pack%s and cannot be compiled here "
-                "(binaries only); make a pack for this model and device (nmt-edge-convert kernels)",
-                source, full_opts, dev->kernel_pack[0] ? "" : " (none given)");
-        s = NMT_ERR_KERNEL_PACK_MISSING;
-    }
-    if (s == NMT_OK && prog == NULL) {
-        cl_int e = CL_SUCCESS;
-        prog = clCreateProgramWithSource(dev->context, 2, texts, lens, &e);
-        if (prog == NULL || e != CL_SUCCESS) {
-            prog = NULL;
-            s = nmt_cl_fail(dev, e != CL_SUCCESS ? e : CL_INVALID_PROGRAM, "clCreateProgramWithSource");
-        } else {
-            e = clBuildProgram(prog, 1, &dev->device, full_opts, NULL, NULL);
-            fetch_build_log(dev, prog);
-            if (e != CL_SUCCESS) {
-                nmt_status mapped = nmt_cl_fail(dev, e, "clBuildProgram");
-                /* Compiler rejections are build failures whatever the code. */
-                if (e == CL_BUILD_PROGRAM_FAILURE || e == CL_INVALID_BUILD_OPTIONS ||
-                    e == CL_COMPILER_NOT_AVAILABLE || e == CL_INVALID_PROGRAM)
-                    mapped = NMT_ERR_KERNEL_BUILD;
-                s = mapped;
-                nmt_log(&dev->log, NMT_LOG_ERROR, "building %s.cl with \"%s\" failed; build log:", source,
-                        full_opts);
-                log_build_log(dev, NMT_LOG_ERROR, source);
-                clReleaseProgram(prog);
-                prog = NULL;
-            } else {
-                dev->n_source_builds++;
-                if (dev->build_log[0]) {
-                    nmt_log_level lvl = contains_ci(dev->build_log, "warning") ? NMT_LOG_WARN : NMT_LOG_DEBUG;
-                    nmt_log(&dev->log, lvl, "build log of %s.cl (\"%s\"):", source, full_opts);
-                    log_build_log(dev, lvl, source);
-                }
-                if (dev->cache_dir[0]) binary_size = cache_store(dev, prog, key, cache_path);
-            }
-        }
-    }
-    nmt_unmap_file(&files[1]);
-    nmt_unmap_file(&files[0]);
-    if (s != NMT_OK) return s;
-
-    nmt_program_slot *sl = &dev->programs[dev->n_programs++];
-    nmt_strlcpy(sl->source, source, sizeof sl->source);
-    nmt_strlcpy(sl->options, options, sizeof sl->options);
-    sl->program = prog;
-    sl->from_cache = from_cache;
-    sl->key = key;
-    sl->binary_size = binary_size;
-    sl->source_hash = source_hash;
-    sl->from_pack = from_pack;
-    nmt_log(&dev->log, NMT_LOG_DEBUG, "program %s.cl (\"%s\") %s", source, options,
-            from_pack ? "created from the kernel pack" : from_cache ? "loaded from cache" : "built from source");
-    *out = prog;
-    return NMT_OK;
-}
-
-void nmt_full_build_options(const char *options, char *buf, size_t cap) {
-    snprintf(buf, cap, "-cl-std=CL1.2%s%s", options && options[0] ? " " : "", options ? options : "");
-}
-
-uint32_t nmt_device_cache_refresh(nmt_device *dev) {
-    if (dev == NULL || dev->cache_dir[0] == '\0') return 0;
-    uint32_t written = 0;
-    for (uint32_t i = 0; i < dev->n_programs; i++) {
-        nmt_program_slot *sl = &dev->programs[i];
-        size_t now = 0;
-        if (sl->program == NULL || sl->key == 0 ||
-            clGetProgramInfo(sl->program, CL_PROGRAM_BINARY_SIZES, sizeof now, &now, NULL) != CL_SUCCESS ||
-            now == 0 || now == sl->binary_size)
-            continue;
-        char path[NMT_PATH_MAX + 32];
-        snprintf(path, sizeof path, "%s/%016llx.clbin", dev->cache_dir, (unsigned long long)sl->key);
-        size_t stored = cache_store(dev, sl->program, sl->key, path);
-        if (stored) {
-            sl->binary_size = stored;
-            written++;
-        }
-    }
-    if (written) nmt_log(&dev->log, NMT_LOG_DEBUG, "program cache: %u binaries refreshed after warm-up", (unsigned)written);
-    return written;
-}
-
-void nmt_device_tuning_path(const nmt_device *dev, char *buf, size_t cap) {
-    if (buf == NULL || cap == 0) return;
-    buf[0] = '\0';
-    if (dev == NULL || dev->cache_dir[0] == '\0') return;
-    snprintf(buf, cap, "%s/tuning-%016llx.txt", dev->cache_dir, (unsigned long long)dev->cache_key_base);
-}
-
 /* Table row for the device, then the tuner's file, then a forced provider. */
 static void load_tuning(nmt_device *dev, nmt_gemm_provider forced) {
     nmt_tuning *t = &dev->tuning;
@@ -931,7 +582,8 @@ static void load_tuning(nmt_device *dev, nmt_gemm_provider forced) {
     nmt_mapping m;
     if (path[0] && nmt_map_file(path, &m) == NMT_OK) {
         if (nmt_tuning_parse(t, (const char *)m.data, m.size) == NMT_OK) {
-            snprintf(t->origin, sizeof t->origin, "cache: %s", path);
+            nmt_strlcpy(t->origin, "cache: ", sizeof t->origin); /* a long path is cut, as intended */
+            nmt_strlcpy(t->origin + 7, path, sizeof t->origin - 7);
         } else {
             nmt_log(&dev->log, NMT_LOG_WARN, "tuning file %s not understood; using the built-in table", path);
         }
@@ -941,10 +593,7 @@ static void load_tuning(nmt_device *dev, nmt_gemm_provider forced) {
         nmt_gemm_provider p = forced == NMT_GEMM_CLBLAST ? NMT_GEMM_CLBLAST : NMT_GEMM_OWN;
         for (int op = 0; op < NMT_GOP_COUNT; op++)
             for (int c = 0; c < NMT_GCLASS_COUNT; c++)
-                if (op != NMT_GOP_Q8 && op != NMT_GOP_I8) {
-                    t->gemm[op][c].provider = (uint8_t)p;
-                    if (p == NMT_GEMM_CLBLAST) t->gemm[op][c].kgroup = 0;
-                }
+                if (op != NMT_GOP_Q8 && op != NMT_GOP_I8) nmt_gemm_cfg_set_provider(&t->gemm[op][c], p);
     }
     dev->gemm_forced = forced != NMT_GEMM_AUTO;
 }

@@ -190,5 +190,8 @@ unsigned nmt_i8dot_describe(const nmt_device *dev, char *buf, size_t cap);
  * start with NMT_FNV_OFFSET). */
 #define NMT_FNV_OFFSET 0xcbf29ce484222325ull
 uint64_t nmt_fnv1a(uint64_t h, const void *data, size_t n);
+/* The same over a NUL-terminated string including its terminator, so that
+ * consecutive fields cannot run into each other ("ab"+"c" != "a"+"bc"). */
+uint64_t nmt_fnv1a_str(uint64_t h, const char *s);
 
 #endif

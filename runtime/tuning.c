@@ -11,10 +11,11 @@
 
 #include <string.h>
 
-#define CFG(p, m, n, v, f, w) {(uint8_t)(p), (uint8_t)(m), (uint8_t)(n), (uint8_t)(v), (uint8_t)(f), (uint16_t)(w), 0}
-#define OWN(m, n, v, f, w) CFG(NMT_GEMM_OWN, m, n, v, f, w)
-#define BLAS CFG(NMT_GEMM_CLBLAST, 4, 4, 4, 0, 64)
-#define KGROUP(m, v, w) {NMT_GEMM_OWN, (uint8_t)(m), 1, (uint8_t)(v), 0, (uint16_t)(w), 1}
+#define CFG(p, m, n, v, f, w, k) \
+    {(uint8_t)(p), (uint8_t)(m), (uint8_t)(n), (uint8_t)(v), (uint8_t)(f), (uint16_t)(w), (uint8_t)(k)}
+#define OWN(m, n, v, f, w) CFG(NMT_GEMM_OWN, m, n, v, f, w, 0)
+#define BLAS CFG(NMT_GEMM_CLBLAST, 4, 4, 4, 0, 64, 0)
+#define KGROUP(m, v, w) CFG(NMT_GEMM_OWN, m, 1, v, 0, w, 1)
 
 /* ------------------------------------------------------------------------ */
 /* The table                                                                */
@@ -62,15 +63,18 @@ static const table_row table[] = {
                [NMT_GOP_Q8] = {OWN(1, 2, 16, 0, 64), OWN(2, 8, 16, 0, 64), OWN(6, 4, 16, 1, 16)},
                [NMT_GOP_I8] = {OWN(1, 4, 16, 0, 64), OWN(2, 8, 16, 0, 64), OWN(6, 4, 16, 1, 16)}},
       .wg = 64, .reduce_wg = 64}},
-    /* Intel's OpenCL CPU runtime: the default kernels; it reports integer
-     * dot products, but int8 x int8 measured 1.7-3.1x slower end to end
-     * than int8 weights x fp32 (docs/PERFORMANCE.md, "int8 x int8
-     * products"), so its int8 products stay int8 x fp32. */
+    /* Intel's OpenCL CPU runtime: the tuner's choice on the small shapes
+     * (d 256, FFN 1024, vocabulary 8,000) on a 2-core AMD EPYC: float16
+     * loads, as PoCL's row, where the default's float4 ran 1.3x (M = 1) to
+     * 4x (M >= 64) slower (docs/PERFORMANCE.md, "Intel's runtime gets its
+     * own row").  It reports integer dot products, but int8 x int8 measured
+     * 1.7-3.1x slower end to end than int8 weights x fp32 (docs/PERFORMANCE.md,
+     * "int8 x int8 products"), so its int8 products stay int8 x fp32. */
     {"Intel CPU", CPU, "Intel(R) OpenCL", NULL,
-     {.gemm = {[NMT_GOP_NT] = {OWN(1, 8, 4, 0, 64), OWN(4, 4, 4, 0, 64), OWN(4, 4, 4, 0, 64)},
-               [NMT_GOP_NN] = {OWN(1, 8, 4, 0, 64), OWN(4, 4, 4, 0, 64), OWN(4, 4, 4, 0, 64)},
-               [NMT_GOP_Q8] = {OWN(1, 4, 4, 0, 64), OWN(4, 4, 4, 0, 64), OWN(4, 4, 4, 0, 64)},
-               [NMT_GOP_I8] = {OWN(1, 4, 16, 0, 64), OWN(4, 4, 16, 0, 64), OWN(4, 4, 16, 0, 64)}},
+     {.gemm = {[NMT_GOP_NT] = {OWN(1, 4, 16, 0, 16), OWN(4, 4, 16, 1, 16), OWN(4, 4, 16, 1, 64)},
+               [NMT_GOP_NN] = {OWN(1, 16, 16, 0, 16), OWN(8, 16, 16, 0, 16), OWN(6, 32, 16, 1, 16)},
+               [NMT_GOP_Q8] = {OWN(1, 8, 16, 0, 64), OWN(4, 4, 16, 1, 16), OWN(4, 4, 16, 0, 64)},
+               [NMT_GOP_I8] = {OWN(1, 8, 4, 0, 64), OWN(4, 4, 16, 1, 16), OWN(4, 4, 16, 0, 64)}},
       .i8dot = {NMT_I8DOT_OFF, NMT_I8DOT_OFF, NMT_I8DOT_OFF},
       .wg = 64, .reduce_wg = 256}},
 };
@@ -110,6 +114,11 @@ int nmt_gemm_cfg_valid(nmt_gemm_op op, const nmt_gemm_cfg *c) {
     if (c->tm < 1 || c->tm > 8 || c->tn < 1 || c->tn > tn_max) return 0;
     if (!pow2(c->vw) || c->vw > 16 || c->mfast > 1 || !pow2(c->wg) || c->wg > 1024) return 0;
     return 1;
+}
+
+void nmt_gemm_cfg_set_provider(nmt_gemm_cfg *c, nmt_gemm_provider p) {
+    c->provider = (uint8_t)p;
+    if (p == NMT_GEMM_CLBLAST) c->kgroup = 0;
 }
 
 /* Candidates of our kernels per (op, class); the PoCL-CPU row's choice and
@@ -247,10 +256,9 @@ static int parse_gemm(lex *l, nmt_tuning *t) {
     nmt_gemm_cfg c = t->gemm[op][cls];
     n = word(l, &w);
     if (word_is(w, n, "clblast")) {
-        c.provider = NMT_GEMM_CLBLAST;
-        c.kgroup = 0; /* over a kgroup class of the table (the GPU row's) */
+        nmt_gemm_cfg_set_provider(&c, NMT_GEMM_CLBLAST); /* over the GPU row's kgroup classes too */
     } else if (word_is(w, n, "own")) {
-        c.provider = NMT_GEMM_OWN;
+        nmt_gemm_cfg_set_provider(&c, NMT_GEMM_OWN);
         static const char *const keys[5] = {"tm", "tn", "vw", "mfast", "wg"};
         unsigned v[5];
         for (int k = 0; k < 5; k++) {

@@ -84,6 +84,11 @@ size_t nmt_tuning_format(const nmt_tuning *t, const char *device, char *buf, siz
 /* 1 if cfg is acceptable for op (knob ranges). */
 int nmt_gemm_cfg_valid(nmt_gemm_op op, const nmt_gemm_cfg *cfg);
 
+/* Set a configuration's provider.  CLBlast takes no kgroup: choosing it
+ * clears the flag (the table's kgroup classes stay valid under a tuning
+ * file's "clblast" or a forced provider). */
+void nmt_gemm_cfg_set_provider(nmt_gemm_cfg *cfg, nmt_gemm_provider p);
+
 /* The configurations of our kernels the tuner tries for (op, class): the
  * table's default first.  Returns how many were written (at most cap). */
 size_t nmt_gemm_candidates(nmt_gemm_op op, nmt_gemm_class cls, nmt_gemm_cfg *out, size_t cap);
