@@ -1,4 +1,4 @@
-/* device_test.c — the device layer (runtime/device.c) and the platform
+/* device_test.c — the device layer (runtime/device.c, device_program.c) and the platform
  * services it uses (runtime/platform_posix.c): selection, capabilities,
  * program building, added source tables, the on-disk binary cache,
  * kernel_dir, build failures, error mapping, buffers, atomic file writes and
