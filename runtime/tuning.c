@@ -65,8 +65,8 @@ static const table_row table[] = {
       .wg = 64, .reduce_wg = 64}},
     /* Intel's OpenCL CPU runtime: the tuner's choice on the small shapes
      * (d 256, FFN 1024, vocabulary 8,000) on a 2-core AMD EPYC: float16
-     * loads, as PoCL's row, where the default's float4 ran 1.3x (M = 1) to
-     * 4x (M >= 64) slower (docs/PERFORMANCE.md, "Intel's runtime gets its
+     * loads, as PoCL's row, where the default's float4 ran 1.3x (nt m2) to
+     * 7.9x (nn big) slower (docs/PERFORMANCE.md, "Intel's runtime gets its
      * own row").  It reports integer dot products, but int8 x int8 measured
      * 1.7-3.1x slower end to end than int8 weights x fp32 (docs/PERFORMANCE.md,
      * "int8 x int8 products"), so its int8 products stay int8 x fp32.
