@@ -425,11 +425,7 @@ int main(int argc, char **argv) {
     nmt_status st = nmt_device_open(&p, mem, nmt_device_footprint(), &c.dev);
     if (st != NMT_OK) die("device", st);
     nmt_tuning t = c.dev->tuning;
-    if (!strcmp(tuning, "default")) {
-        nmt_device_info generic;
-        memset(&generic, 0, sizeof generic);
-        nmt_tuning_from_table(&t, &generic);
-    }
+    if (!strcmp(tuning, "default")) nmt_tuning_table_row(0, &t); /* the portable default */
     st = nmt_ops_init_tuned(&c.ops, c.dev, &t);
     if (st == NMT_OK) st = nmt_ops_enable_q8(&c.ops);
     if (st == NMT_OK && train) st = nmt_train_ops_init(&c.t, c.dev);

@@ -89,13 +89,23 @@ static int row_matches(const table_row *r, const nmt_device_info *info) {
     return 1;
 }
 
+static void row_settings(const table_row *r, nmt_tuning *t) {
+    *t = r->t;
+    nmt_strlcpy(t->origin, "table: ", sizeof t->origin);
+    nmt_strlcpy(t->origin + 7, r->label, sizeof t->origin - 7);
+}
+
 void nmt_tuning_from_table(nmt_tuning *t, const nmt_device_info *info) {
     const table_row *chosen = &table[0];
     for (size_t i = 1; i < NMT_ARRAY_LEN(table); i++)
         if (row_matches(&table[i], info)) chosen = &table[i];
-    *t = chosen->t;
-    nmt_strlcpy(t->origin, "table: ", sizeof t->origin);
-    nmt_strlcpy(t->origin + 7, chosen->label, sizeof t->origin - 7);
+    row_settings(chosen, t);
+}
+
+int nmt_tuning_table_row(size_t i, nmt_tuning *t) {
+    if (i >= NMT_ARRAY_LEN(table) || t == NULL) return 0;
+    row_settings(&table[i], t);
+    return 1;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -103,6 +113,7 @@ void nmt_tuning_from_table(nmt_tuning *t, const nmt_device_info *info) {
 /* ------------------------------------------------------------------------ */
 
 static int pow2(unsigned x) { return x != 0 && (x & (x - 1)) == 0; }
+static int wg_valid(unsigned wg) { return pow2(wg) && wg <= 1024; }
 
 int nmt_gemm_cfg_valid(nmt_gemm_op op, const nmt_gemm_cfg *c) {
     if (c == NULL || (unsigned)op >= NMT_GOP_COUNT) return 0;
@@ -114,7 +125,17 @@ int nmt_gemm_cfg_valid(nmt_gemm_op op, const nmt_gemm_cfg *c) {
     if (op == NMT_GOP_I8 && c->vw < 4) return 0;  /* four-element dot products */
     const unsigned tn_max = op == NMT_GOP_NN ? 32u : 8u;
     if (c->tm < 1 || c->tm > 8 || c->tn < 1 || c->tn > tn_max) return 0;
-    if (!pow2(c->vw) || c->vw > 16 || c->mfast > 1 || !pow2(c->wg) || c->wg > 1024) return 0;
+    if (!pow2(c->vw) || c->vw > 16 || c->mfast > 1 || !wg_valid(c->wg)) return 0;
+    return 1;
+}
+
+int nmt_tuning_valid(const nmt_tuning *t) {
+    if (t == NULL || !wg_valid(t->wg) || !wg_valid(t->reduce_wg)) return 0;
+    for (int op = 0; op < NMT_GOP_COUNT; op++)
+        for (int c = 0; c < NMT_GCLASS_COUNT; c++)
+            if (!nmt_gemm_cfg_valid((nmt_gemm_op)op, &t->gemm[op][c])) return 0;
+    for (int c = 0; c < NMT_GCLASS_COUNT; c++)
+        if (t->i8dot[c] > NMT_I8DOT_ON) return 0;
     return 1;
 }
 
@@ -326,7 +347,7 @@ nmt_status nmt_tuning_parse(nmt_tuning *t, const char *text, size_t len) {
                 NMT_CHECK(v[i] >= '0' && v[i] <= '9', NMT_ERR_INVALID_ARGUMENT);
                 x = x * 10u + (unsigned)(v[i] - '0');
             }
-            NMT_CHECK(pow2(x) && x <= 1024 && word(&l, &w) == 0, NMT_ERR_INVALID_ARGUMENT);
+            NMT_CHECK(wg_valid(x) && word(&l, &w) == 0, NMT_ERR_INVALID_ARGUMENT);
             if (is_wg) r.wg = (uint16_t)x;
             else r.reduce_wg = (uint16_t)x;
         } else {

@@ -71,6 +71,15 @@ typedef struct nmt_tuning {
 /* The built-in table's choice for a device (always succeeds). */
 void nmt_tuning_from_table(nmt_tuning *t, const nmt_device_info *info);
 
+/* Row i of the built-in table into t (origin "table: <label>"), for tests
+ * and tools that walk every row; 0 (t untouched) past the last row. */
+int nmt_tuning_table_row(size_t i, nmt_tuning *t);
+
+/* 1 if every field of t is in range: each product's configuration
+ * (nmt_gemm_cfg_valid), i8dot, and wg and reduce_wg (powers of two up to
+ * 1024, as a tuning file must give them). */
+int nmt_tuning_valid(const nmt_tuning *t);
+
 /* Override t with the settings of a tuning file's text (the format
  * docs/PERFORMANCE.md describes).  Lines that are not understood, or values
  * out of range, make the whole file rejected (t untouched):

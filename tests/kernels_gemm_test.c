@@ -2,7 +2,8 @@
  * with per-row scales) against ref_gemm / ref_gemm_q8 of ref_ops.c on
  * seeded random data: every shape class, odd M/N/K, K = 0, alpha, beta 0/1,
  * bias and ReLU epilogues, element offsets and wide leading dimensions;
- * every parameter set the tuner can choose, the cache-blocked paths with
+ * every parameter set the tuner can choose and every row of the built-in
+ * table (nmt_tuning_valid, the field ranges), the cache-blocked paths with
  * tiny blocks, argument validation and the CLBlast provider; the fused
  * product + residual + layer norm (nmt_op_gemm_nt_ln) against ref_gemm and
  * ref_layernorm and bit for bit against the two launches it replaces.  Nothing
@@ -188,8 +189,12 @@ static void test_gemm(void **state) {
 }
 
 /* Every parameter set the tuner can choose: set i takes candidate i of
- * every (op, class) (the last one when a list is shorter), plus the
- * portable default row.  Each set runs on a fresh device (program table). */
+ * every (op, class) (the last one when a list is shorter); then every row
+ * of the built-in table, whose settings must all be in range, so a row for
+ * a device CI never sees (a GPU's, Intel's runtime's) is checked here on
+ * the test device.  A row's CLBlast classes run the portable default's
+ * kernel instead (test_gemm_clblast tests that provider).  Each set runs
+ * on a fresh device (program table). */
 static void test_gemm_parameter_sets(void **state) {
     (void)state;
     size_t longest = 0;
@@ -202,17 +207,27 @@ static void test_gemm_parameter_sets(void **state) {
             for (size_t i = 0; i < count[op][c]; i++) assert_true(nmt_gemm_cfg_valid((nmt_gemm_op)op, &cand[op][c][i]));
             longest = NMT_MAX(longest, count[op][c]);
         }
-    for (size_t set = 0; set <= longest; set++) {
+    nmt_tuning def;
+    assert_true(nmt_tuning_table_row(0, &def));
+    size_t rows = 0;
+    for (nmt_tuning t; nmt_tuning_table_row(rows, &t); rows++) {
+        if (!nmt_tuning_valid(&t)) fail_msg("%s: a setting out of range", t.origin);
+        assert_non_null(strstr(t.origin, "table: "));
+    }
+    assert_true(rows >= 4); /* default, GPU, PoCL CPU, Intel CPU */
+    assert_false(nmt_tuning_table_row(rows, &def));
+    for (size_t set = 0; set < longest + rows; set++) {
         void *mem = NULL;
         nmt_device *dev = nmt_test_device_open(&mem);
         assert_non_null(dev);
-        nmt_tuning t;
-        if (set == longest) {
-            nmt_device_info generic;
-            memset(&generic, 0, sizeof generic);
-            nmt_tuning_from_table(&t, &generic);
+        nmt_tuning t = dev->tuning;
+        if (set >= longest) {
+            assert_true(nmt_tuning_table_row(set - longest, &t));
+            print_message("table row %zu (%s)\n", set - longest, t.origin);
+            for (int op = 0; op < NMT_GOP_COUNT; op++)
+                for (int c = 0; c < NMT_GCLASS_COUNT; c++)
+                    if (t.gemm[op][c].provider == NMT_GEMM_CLBLAST) t.gemm[op][c] = def.gemm[op][c];
         } else {
-            t = dev->tuning;
             for (int op = 0; op < NMT_GOP_COUNT; op++)
                 for (int c = 0; c < NMT_GCLASS_COUNT; c++)
                     t.gemm[op][c] = cand[op][c][NMT_MIN(set, count[op][c] - 1)];
@@ -225,6 +240,40 @@ static void test_gemm_parameter_sets(void **state) {
         nmt_ops_release(&ops);
         nmt_test_device_close(dev, mem);
     }
+}
+
+/* nmt_tuning_valid: each field's range, as the tuning-file reader's. */
+static void test_tuning_valid(void **state) {
+    (void)state;
+    nmt_tuning ok;
+    assert_true(nmt_tuning_table_row(0, &ok));
+    assert_true(nmt_tuning_valid(&ok));
+    assert_false(nmt_tuning_valid(NULL));
+    static const uint16_t bad_wg[] = {0, 3, 48, 2048};
+    for (size_t i = 0; i < NMT_ARRAY_LEN(bad_wg); i++) {
+        nmt_tuning t = ok;
+        t.wg = bad_wg[i];
+        assert_false(nmt_tuning_valid(&t));
+        t = ok;
+        t.reduce_wg = bad_wg[i];
+        assert_false(nmt_tuning_valid(&t));
+    }
+    nmt_tuning t = ok;
+    t.wg = 1024;
+    t.reduce_wg = 1;
+    assert_true(nmt_tuning_valid(&t));
+    t = ok;
+    t.i8dot[NMT_GCLASS_BIG] = NMT_I8DOT_ON + 1;
+    assert_false(nmt_tuning_valid(&t));
+    t = ok;
+    t.gemm[NMT_GOP_Q8][NMT_GCLASS_M16].provider = NMT_GEMM_CLBLAST; /* own kernels only */
+    assert_false(nmt_tuning_valid(&t));
+    t = ok;
+    t.gemm[NMT_GOP_NN][NMT_GCLASS_M2].kgroup = 1; /* NT and Q8 only */
+    assert_false(nmt_tuning_valid(&t));
+    t = ok;
+    t.gemm[NMT_GOP_I8][NMT_GCLASS_BIG].tm = 9;
+    assert_false(nmt_tuning_valid(&t));
 }
 
 static void test_gemm_arguments(void **state) {
@@ -369,9 +418,7 @@ static void with_own_m2(env *e, void (*body)(env *e)) {
         return;
     }
     nmt_tuning t = e->dev->tuning, d;
-    nmt_device_info generic;
-    memset(&generic, 0, sizeof generic);
-    nmt_tuning_from_table(&d, &generic);
+    assert_true(nmt_tuning_table_row(0, &d)); /* the portable default */
     t.gemm[NMT_GOP_NT][NMT_GCLASS_M2] = d.gemm[NMT_GOP_NT][NMT_GCLASS_M2];
     env ce = *e;
     nmt_test_assert_ok(e->dev, nmt_ops_init_tuned(&ce.ops, e->dev, &t));
@@ -601,6 +648,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_gemm_parameter_sets),
+        cmocka_unit_test(test_tuning_valid),
         cmocka_unit_test(test_gemm_blocking),
         cmocka_unit_test(test_gemm_arguments),
         cmocka_unit_test(test_gemm_clblast),

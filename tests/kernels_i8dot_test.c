@@ -338,13 +338,19 @@ static void test_gemm_i8_vnni(void **state) {
     nmt_ops_release(&ops);
 }
 
-/* Every configuration the tuner may choose, with a shape of each class. */
+/* Every configuration the tuner may choose and every built-in table row's
+ * (rows for devices CI never sees included), with a shape of each class. */
 static void test_gemm_i8_candidates(void **state) {
     env *e = *state;
     for (int cls = 0; cls < NMT_GCLASS_COUNT; cls++) {
-        nmt_gemm_cfg cand[16];
-        const size_t n = nmt_gemm_candidates(NMT_GOP_I8, (nmt_gemm_class)cls, cand, 16);
+        nmt_gemm_cfg cand[32];
+        size_t n = nmt_gemm_candidates(NMT_GOP_I8, (nmt_gemm_class)cls, cand, 16);
         assert_true(n >= 2);
+        nmt_tuning row;
+        for (size_t r = 0; nmt_tuning_table_row(r, &row); r++) {
+            assert_true(n < NMT_ARRAY_LEN(cand));
+            cand[n++] = row.gemm[NMT_GOP_I8][cls];
+        }
         for (size_t i = 0; i < n; i++) {
             nmt_tuning t = e->dev->tuning;
             t.gemm[NMT_GOP_I8][cls] = cand[i];
