@@ -13,6 +13,13 @@
  *               (the host builds with -cl-fp32-correctly-rounded-divide-sqrt),
  *               so a host reference with IEEE float arithmetic gets the same
  *               bytes and scales.
+ *   gemm_i8_nt_q  (built with -DI8_QUANT=1) quant_rows and gemm_i8_nt in
+ *               one launch, for products of few rows (the host uses it up to
+ *               4 rows, on CPU devices): every work-group first quantizes all
+ *               M rows of X into local memory, then computes gemm_i8_nt's
+ *               blocks from there.  The bytes and scales are quant_rows' (the
+ *               row maximum is the same in any order; every element takes
+ *               the same operations), so the results are gemm_i8_nt's.
  *   gemm_i8_nt  C[M,N] = alpha * (sum_k A[m,k] * Q[n,k]) * (sa[m] * sq[n])
  *               (+ beta*C) (+ bias) (ReLU): A int8 [M,K] with row scales sa,
  *               Q int8 [N,K] with row scales sq (the .nmt weight layout).
@@ -31,6 +38,7 @@
  *   GEMM_TN     columns of C per work-item   (4; 1..8)
  *   GEMM_VW     int8 elements per load       (16; 4, 8, 16)
  *   GEMM_MFAST  1: the blocks in one dimension, M fastest (0)
+ *   I8_QUANT    1: build gemm_i8_nt_q instead of gemm_i8_nt (0)
  *   I8_DOT      1: four-element products with the cl_khr_integer_dot_product
  *               built-in dot(char4, char4); 2: x86 AVX-512 VNNI through
  *               clang's vpdpbusd builtin (PoCL on a CPU that has it; the
@@ -67,6 +75,23 @@
 #ifndef I8_DOT
 #define I8_DOT 0
 #endif
+#ifndef I8_QUANT
+#define I8_QUANT 0
+#endif
+#if I8_QUANT
+#define A_AS __local /* the activations' bytes: quantized by the work-group */
+#else
+#define A_AS __global
+#endif
+/* gemm_i8_nt_q's one-row x86 VNNI form reads a private copy of its row of
+ * at most I8_Q_ROW_MAX bytes (the host checks K): through a __local
+ * pointer that helper gave wrong sums under PoCL 3.1 (docs/PERFORMANCE.md) */
+#define I8_Q_ROW_MAX 2048
+#if I8_QUANT && I8_DOT == 2 && GEMM_TM == 1
+#define ROW_AS __private
+#else
+#define ROW_AS A_AS
+#endif
 
 #if I8_DOT == 1
 /* The device reports cl_khr_integer_dot_product with 4x8-bit inputs (the
@@ -94,12 +119,12 @@ int __attribute__((overloadable, const)) dot(char4 a, char4 b);
 
 /* The 4 x 4 int32 sums of rows ar[0..3] of A with rows qr[0..3] of Q over K,
  * lane 4 i + j = sum_k A[i,k] Q[j,k]. */
-__attribute__((target("avx512vnni,avx512f"))) static int16 vnni_block(__global const char *a0, __global const char *a1,
-                                                                      __global const char *a2, __global const char *a3,
+__attribute__((target("avx512vnni,avx512f"))) static int16 vnni_block(A_AS const char *a0, A_AS const char *a1,
+                                                                      A_AS const char *a2, A_AS const char *a3,
                                                                       __global const char *q0, __global const char *q1,
                                                                       __global const char *q2, __global const char *q3,
                                                                       const uint K) {
-    __global const char *ar[4] = {a0, a1, a2, a3};
+    A_AS const char *ar[4] = {a0, a1, a2, a3};
     __global const char *qr[4] = {q0, q1, q2, q3};
     const int16 flip = (int16)((int)0x80808080);
     int16 acc[4][4], cor[4];
@@ -149,7 +174,7 @@ __attribute__((target("avx512vnni,avx512f"))) static int16 vnni_block(__global c
 
 /* The one-row form (GEMM_TM 1, the m2 class): the 4 sums of row a0 of A
  * with rows qr[0..3] of Q, without computing the row four times. */
-__attribute__((target("avx512vnni,avx512f"))) static int4 vnni_row(__global const char *a0, __global const char *q0,
+__attribute__((target("avx512vnni,avx512f"))) static int4 vnni_row(ROW_AS const char *a0, __global const char *q0,
                                                                    __global const char *q1, __global const char *q2,
                                                                    __global const char *q3, const uint K) {
     __global const char *qr[4] = {q0, q1, q2, q3};
@@ -225,7 +250,66 @@ __kernel void quant_rows(const uint M, const uint K, __global const float *X, co
     for (uint k = KV; k < K; k++) q[k] = convert_char_sat_rte(clamp(x[k] * inv, -127.0f, 127.0f));
 }
 
+#if I8_QUANT
+/* quant_rows for all M rows of X by the whole work-group, into A (M rows of
+ * K bytes) and S; part holds M x local-size partial maxima.  Every
+ * work-item reaches the barriers. */
+static void quant_rows_group(const uint M, const uint K, __global const float *X, const uint ldx, __local char *A,
+                             __local float *S, __local float *part) {
+    const uint lid = (uint)get_local_id(0), lsz = (uint)get_local_size(0), nc = (K + 15u) / 16u;
+    for (uint m = 0; m < M; m++) {
+        __global const float *x = X + m * ldx;
+        float amax = 0.0f;
+        for (uint c = lid; c < nc; c += lsz) {
+            const uint k = c * 16u;
+            if (k + 16u <= K) {
+                const float16 v = fabs(vload16(0, x + k));
+                const float8 m8 = fmax(v.lo, v.hi);
+                const float4 m4 = fmax(m8.lo, m8.hi);
+                const float2 m2 = fmax(m4.lo, m4.hi);
+                amax = fmax(amax, fmax(m2.x, m2.y));
+            } else {
+                for (uint t = k; t < K; t++) amax = fmax(amax, fabs(x[t]));
+            }
+        }
+        part[m * lsz + lid] = amax;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint m = lid; m < M; m += lsz) { /* quant_rows' scale and its reciprocal */
+        float amax = 0.0f;
+        for (uint i = 0; i < lsz; i++) amax = fmax(amax, part[m * lsz + i]);
+        const int ok = amax > 0.0f && isfinite(amax);
+        S[m] = ok ? amax / 127.0f : 0.0f;
+        part[m * lsz] = ok ? 127.0f / amax : 0.0f;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint c = lid; c < M * nc; c += lsz) {
+        const uint m = c / nc, k = (c % nc) * 16u;
+        const float inv = part[m * lsz];
+        __global const float *x = X + m * ldx;
+        __local char *q = A + m * K;
+        if (k + 16u <= K) {
+            vstore16(convert_char16_sat_rte(clamp(vload16(0, x + k) * inv, -127.0f, 127.0f)), 0, q + k);
+        } else {
+            for (uint t = k; t < K; t++) q[t] = convert_char_sat_rte(clamp(x[t] * inv, -127.0f, 127.0f));
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
 
+__kernel void gemm_i8_nt_q(const uint M, const uint N, const uint K, const float alpha,
+                           __global const float *X, const uint x_off, const uint ldx,
+                           __local float *scratch,
+                           __global const char *Q, const uint q_off, const uint ldq,
+                           __global const float *sq, const uint sq_off,
+                           const float beta, __global float *C, const uint c_off, const uint ldc,
+                           __global const float *bias, const uint bias_off, const int flags) {
+    /* scratch: M x local-size partial maxima, M scales, then M rows of K bytes */
+    __local float *part = scratch, *sa = scratch + M * (uint)get_local_size(0);
+    __local char *A = (__local char *)(sa + M);
+    const uint a_off = 0, lda = K, sa_off = 0;
+    quant_rows_group(M, K, X + x_off, ldx, A, sa, part);
+#else
 __kernel void gemm_i8_nt(const uint M, const uint N, const uint K, const float alpha,
                          __global const char *A, const uint a_off, const uint lda,
                          __global const float *sa, const uint sa_off,
@@ -233,10 +317,11 @@ __kernel void gemm_i8_nt(const uint M, const uint N, const uint K, const float a
                          __global const float *sq, const uint sq_off,
                          const float beta, __global float *C, const uint c_off, const uint ldc,
                          __global const float *bias, const uint bias_off, const int flags) {
+#endif
     GEMM_BLOCK_ORIGIN() /* common.cl */
     if (m0 >= M || n0 >= N) return;
 
-    __global const char *ar[GEMM_TM];
+    A_AS const char *ar[GEMM_TM];
     __global const char *qr[GEMM_TN];
     #pragma unroll
     for (int i = 0; i < GEMM_TM; i++) ar[i] = A + a_off + min(m0 + (uint)i, M - 1u) * lda;
@@ -246,7 +331,13 @@ __kernel void gemm_i8_nt(const uint M, const uint N, const uint K, const float a
     int acc[GEMM_TM][GEMM_TN];
 #if I8_DOT == 2 && GEMM_TM == 1
     {
+#if I8_QUANT
+        char row[I8_Q_ROW_MAX];
+        for (uint k = 0; k < K; k++) row[k] = ar[0][k];
+        const int4 r = vnni_row(row, qr[0], qr[1], qr[2], qr[3], K);
+#else
         const int4 r = vnni_row(ar[0], qr[0], qr[1], qr[2], qr[3], K);
+#endif
         acc[0][0] = r.x;
         acc[0][1] = r.y;
         acc[0][2] = r.z;

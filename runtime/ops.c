@@ -96,8 +96,20 @@ void nmt_ops_release(nmt_ops *ops) {
     nmt_ops_release_beam(ops);
     nmt_ops_release_f16(ops);
     if (ops->k_quant_rows) clReleaseKernel(ops->k_quant_rows);
+    for (int c = 0; c < NMT_GCLASS_COUNT; c++)
+        if (ops->k_i8_quant[c]) clReleaseKernel(ops->k_i8_quant[c]);
     /* Programs belong to the device (built once, shared by sessions). */
     memset(ops, 0, sizeof *ops);
+}
+
+void nmt_ops_gemm_opts(const nmt_ops *ops, nmt_gemm_op op, nmt_gemm_class cls, char opts[NMT_OPS_GEMM_OPTS]) {
+    const nmt_gemm_cfg *c = &ops->cfg[op][cls];
+    int n = snprintf(opts, NMT_OPS_GEMM_OPTS, "-DGEMM_TM=%u -DGEMM_TN=%u -DGEMM_VW=%u -DGEMM_MFAST=%u",
+                     (unsigned)c->tm, (unsigned)c->tn, (unsigned)c->vw, (unsigned)c->mfast);
+    if (op == NMT_GOP_I8)
+        snprintf(opts + n, NMT_OPS_GEMM_OPTS - (size_t)n, " -DI8_DOT=%d",
+                 ops->i8_use[cls] == NMT_I8_DOT_BUILTIN ? 1 : ops->i8_use[cls] == NMT_I8_VNNI ? 2 : 0);
+    if (c->kgroup) snprintf(opts + n, NMT_OPS_GEMM_OPTS - (size_t)n, " -DGEMM_KG_WG=%u", (unsigned)c->wg);
 }
 
 /* Build the program of one product configuration and create its kernel
@@ -116,13 +128,8 @@ nmt_status nmt_ops_gemm_kernel(nmt_ops *ops, nmt_gemm_op op, nmt_gemm_class cls)
     if (c->kgroup && kg_names[op] == NULL) return NMT_ERR_INVALID_ARGUMENT; /* nmt_gemm_cfg_valid refuses it */
     cl_program prog;
     for (;;) {
-        char opts[160];
-        int n = snprintf(opts, sizeof opts, "-DGEMM_TM=%u -DGEMM_TN=%u -DGEMM_VW=%u -DGEMM_MFAST=%u",
-                         (unsigned)c->tm, (unsigned)c->tn, (unsigned)c->vw, (unsigned)c->mfast);
-        if (op == NMT_GOP_I8)
-            snprintf(opts + n, sizeof opts - (size_t)n, " -DI8_DOT=%d",
-                     ops->i8_use[cls] == NMT_I8_DOT_BUILTIN ? 1 : ops->i8_use[cls] == NMT_I8_VNNI ? 2 : 0);
-        if (c->kgroup) snprintf(opts + n, sizeof opts - (size_t)n, " -DGEMM_KG_WG=%u", (unsigned)c->wg);
+        char opts[NMT_OPS_GEMM_OPTS];
+        nmt_ops_gemm_opts(ops, op, cls, opts);
         NMT_TRY(nmt_device_program(ops->dev, progs[op], opts, &prog));
         if (ops->k_gemm[op][cls]) clReleaseKernel(ops->k_gemm[op][cls]);
         ops->k_gemm[op][cls] = NULL;
@@ -226,6 +233,7 @@ nmt_status nmt_ops_init_tuned(nmt_ops *ops, nmt_device *dev, const nmt_tuning *t
     ops->wg_max = pow2_floor(wg_max);
     ops->norm_wg = dev->info.is_cpu && !ops->norm_subgroups ? 1 : ops->reduce_wg;
     ops->fused_norm = !nmt_env_flag("NMT_EDGE_NO_FUSED_NORM");
+    ops->i8_fuse_quant = dev->info.is_cpu && !nmt_env_flag("NMT_EDGE_NO_FUSED_QUANT");
     ops->k_chunk = dev->info.is_cpu ? NMT_OPS_K_CHUNK_CPU : 0;
     ops->a_tile_bytes = dev->info.is_cpu ? NMT_OPS_A_TILE_BYTES : 0;
     s = nmt_ops_sg_setup(ops);

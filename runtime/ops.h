@@ -110,13 +110,28 @@ typedef struct nmt_ops {
      * chooses them; nmt_op_gemm_q8 then quantizes A into i8_a / i8_s
      * (scratch the session plans: nmt_ops_i8dot_plan) and runs gemm_i8_nt */
     cl_kernel k_quant_rows;
+    /* gemm_i8_nt_q (quant_rows and the product in one launch) per class,
+     * built for m2 and m16 where i8_fuse_quant (nmt_ops_init: CPU devices,
+     * unless $NMT_EDGE_NO_FUSED_QUANT; a plain field, tests set it); NULL
+     * elsewhere (two launches) */
+    cl_kernel k_i8_quant[NMT_GCLASS_COUNT];
+    int i8_fuse_quant;
     uint8_t i8_use[NMT_GCLASS_COUNT]; /* nmt_i8dot_path per class (plain field; tests set it) */
     nmt_buf i8_a;               /* int8 activations, i8_cap bytes */
     nmt_buf i8_s;               /* their row scales, i8_rows floats */
     size_t i8_cap, i8_rows;
     size_t i8_quant_wg;         /* local size of quant_rows */
     uint64_t n_i8_products;     /* int8-weight products run as int8 x int8 (tests read it) */
+    uint64_t n_i8_fused;        /* of them, in one launch with the quantization (k_i8_quant) */
 } nmt_ops;
+
+/* gemm_i8_nt_q serves products of at most this many rows: every work-group
+ * quantizes all of them, so with more rows (more row blocks, fewer columns
+ * per group) the repeated quantization outweighs the launch it saves
+ * (docs/PERFORMANCE.md); and, in its one-row x86 VNNI form, K of at most
+ * NMT_OPS_I8_FUSE_ROW_MAX (cl/gemm_i8.cl I8_Q_ROW_MAX). */
+#define NMT_OPS_I8_FUSE_ROWS 4u
+#define NMT_OPS_I8_FUSE_ROW_MAX 2048u
 
 #define NMT_OPS_K_CHUNK_CPU 256u
 #define NMT_OPS_A_TILE_BYTES (512u * 1024u)
@@ -197,6 +212,9 @@ void nmt_ops_release_f16(nmt_ops *ops);
  * from ops->cfg; check the operands every product shares; launch a product
  * kernel whose arguments are set (blocks of cfg->tm x cfg->tn). */
 nmt_status nmt_ops_gemm_kernel(nmt_ops *ops, nmt_gemm_op op, nmt_gemm_class cls);
+/* The build options (-D knobs) of that kernel's program. */
+#define NMT_OPS_GEMM_OPTS 160
+void nmt_ops_gemm_opts(const nmt_ops *ops, nmt_gemm_op op, nmt_gemm_class cls, char opts[NMT_OPS_GEMM_OPTS]);
 nmt_status nmt_ops_check_gemm(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, nmt_buf A, uint32_t lda,
                               float beta, nmt_buf C, uint32_t ldc, nmt_buf bias);
 nmt_status nmt_ops_launch_gemm(nmt_ops *ops, cl_kernel k, const nmt_gemm_cfg *c, uint32_t M, uint32_t N,

@@ -24,13 +24,15 @@ nmt_status nmt_session_warm(nmt_session *s) {
     s->io.h_src_len = NULL;
     NMT_TRY(st);
 
-    /* Decoder steps at t = 0 with one row (M <= 2) and with several rows
-     * reading the same sentence (3 <= M <= 16), each followed by what
-     * beam search does: log-softmax and a reorder of the decoder state. */
-    const uint32_t rows_list[2] = {1, NMT_MIN(d->step_rows, 16u)};
-    for (int i = 0; i < 2; i++) {
+    /* Decoder steps at t = 0 with one row (M <= 2), with up to 4 rows (the
+     * m16 class's int8 products in one launch with their quantization,
+     * ops.h NMT_OPS_I8_FUSE_ROWS) and with up to 16 rows, all reading the
+     * same sentence, each followed by what beam search does: log-softmax
+     * and a reorder of the decoder state. */
+    const uint32_t rows_list[3] = {1, NMT_MIN(d->step_rows, NMT_OPS_I8_FUSE_ROWS), NMT_MIN(d->step_rows, 16u)};
+    for (int i = 0; i < 3; i++) {
         const uint32_t rows = rows_list[i];
-        if (i == 1 && rows < 3) break;
+        if (i >= 1 && (rows < 3 || (i == 1 && rows == rows_list[2]))) continue;
         for (uint32_t r = 0; r < rows; r++) tok[r] = (int32_t)s->info.bos_id;
         NMT_TRY(upload(s, s->io.step_tok, tok, rows));
         NMT_TRY(s->fam->step(s->fam_state, &s->io, rows, rows, 0));
@@ -46,7 +48,7 @@ nmt_status nmt_session_warm(nmt_session *s) {
         NMT_TRY(upload(s, s->io.reorder, tok, rows));
         NMT_TRY(s->fam->reorder(s->fam_state, &s->io, rows, 0));
         const uint32_t K = NMT_MIN(d->max_beam, NMT_BEAM_DEVICE_MAX);
-        if (i == 1 && K >= 2 && s->ops.k_beam_advance != NULL && s->ops.k_topk != NULL) {
+        if (i == 2 && K >= 2 && s->ops.k_beam_advance != NULL && s->ops.k_topk != NULL) {
             /* a chained beam step's kernels (session.c decode_chained): one
              * sentence of K beams at its length limit, on candidates of the
              * width the session reads, then a reorder through the device's

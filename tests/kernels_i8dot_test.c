@@ -366,6 +366,101 @@ static void test_gemm_i8_candidates(void **state) {
     }
 }
 
+/* ---- quantization and product in one launch (gemm_i8_nt_q) ---------------- */
+
+/* One nmt_op_gemm_q8 of case c through the int8 x int8 path, fused (the
+ * ops' own k_i8_quant) or not (k_i8_quant hidden); returns C (nc floats)
+ * and checks which path ran. */
+static float *q8_as_i8_run(env *e, nmt_ops *ops, const i8_case *c, cl_mem dA, cl_mem dQ, cl_mem dS, cl_mem db,
+                           const float *C0, size_t nc, int fused) {
+    const uint32_t lda = c->K + c->pad, ldq = c->K + c->pad, ldc = c->N + c->pad;
+    cl_mem dC = nmt_test_upload_f32(e->dev, C0, nc);
+    cl_kernel saved[NMT_GCLASS_COUNT];
+    memcpy(saved, ops->k_i8_quant, sizeof saved);
+    if (!fused) memset(ops->k_i8_quant, 0, sizeof ops->k_i8_quant);
+    const uint64_t products = ops->n_i8_products, fusions = ops->n_i8_fused;
+    nmt_test_assert_ok(e->dev, nmt_op_gemm_q8(ops, c->M, c->N, c->K, c->alpha, B(dA, c->off), lda, B(dQ, c->off), ldq,
+                                              B(dS, c->off), c->beta, B(dC, c->off), ldc,
+                                              c->bias ? B(db, c->off) : NONE, c->relu));
+    memcpy(ops->k_i8_quant, saved, sizeof saved);
+    assert_int_equal(ops->n_i8_products, products + 1);
+    assert_int_equal(ops->n_i8_fused, fusions + (uint64_t)(fused != 0));
+    float *got = download(e, dC, nc);
+    nmt_test_release(dC);
+    return got;
+}
+
+/* gemm_i8_nt_q against quant_rows + gemm_i8_nt, bit for bit (the same bytes,
+ * scales and integer sums), in every variant this device builds: 1..4 rows
+ * (the m2 and m16 classes), K of 1, with a tail, whole 64-byte steps and
+ * longer than the one-row VNNI form's private row; a zero row, a row with
+ * an infinity, offsets, wide leading dimensions and every epilogue.  On a
+ * CPU device the kernel must exist for m2 and m16 (not big), and 5 rows or
+ * more take two launches. */
+static void test_gemm_i8_fused_quant(void **state) {
+    env *e = *state;
+    const int variants[2] = {nmt_i8dot_fast_variant(e->dev), NMT_I8_PORTABLE};
+    static const i8_case cases[] = {
+        {1, 37, 1, 1.0f, 0.0f, 0, 0, 0, 0},    {1, 45, 70, 1.0f, 0.0f, 1, 0, 1, 3},
+        {2, 33, 256, 0.5f, 1.0f, 1, 1, 2, 1},  {3, 17, 130, 1.0f, 0.0f, 0, 1, 0, 5},
+        {4, 65, 64, 2.0f, 1.0f, 1, 0, 3, 2},   {4, 9, 300, 1.0f, 0.0f, 0, 0, 0, 0},
+        {1, 21, 2100, 1.0f, 0.0f, 1, 0, 1, 1}, {5, 19, 70, 1.0f, 0.0f, 1, 1, 0, 0},
+    };
+    for (int vi = 0; vi < 2; vi++) {
+        if (vi == 1 && variants[0] == NMT_I8_PORTABLE) break;
+        nmt_ops ops;
+        open_i8_ops(e, &ops, variants[vi]);
+        assert_int_equal(ops.i8_fuse_quant, e->dev->info.is_cpu && !nmt_env_flag("NMT_EDGE_NO_FUSED_QUANT"));
+        if (!ops.i8_fuse_quant) { /* a GPU (Oclgrind too): built on request */
+            assert_null(ops.k_i8_quant[NMT_GCLASS_M2]);
+            ops.i8_fuse_quant = 1;
+            for (int c = 0; c < NMT_GCLASS_COUNT; c++) {
+                clReleaseKernel(ops.k_gemm[NMT_GOP_I8][c]);
+                ops.k_gemm[NMT_GOP_I8][c] = NULL;
+            }
+            nmt_test_assert_ok(e->dev, nmt_ops_enable_i8(&ops));
+        }
+        assert_non_null(ops.k_i8_quant[NMT_GCLASS_M2]);
+        assert_non_null(ops.k_i8_quant[NMT_GCLASS_M16]);
+        assert_null(ops.k_i8_quant[NMT_GCLASS_BIG]);
+        for (size_t i = 0; i < NMT_ARRAY_LEN(cases); i++) {
+            const i8_case *c = &cases[i];
+            nmt_test_rng r = nmt_test_rng_make(600 + i);
+            const uint32_t lda = c->K + c->pad, ldq = c->K + c->pad, ldc = c->N + c->pad;
+            const size_t na = c->off + (size_t)c->M * lda + 3, nq = c->off + (size_t)c->N * ldq + 5;
+            const size_t nc = c->off + (size_t)c->M * ldc + 3, ns = c->off + c->N + 3;
+            float *A = host_block(&r, na, c->off, c->M, c->K, lda, -2, 2);
+            if (c->M >= 3) { /* row 1 all zeros (scale 0), row 2 with an infinity (scale 0) */
+                for (uint32_t k = 0; k < c->K; k++) A[c->off + lda + k] = 0.0f;
+                A[c->off + 2 * (size_t)lda + c->K / 2] = INFINITY;
+            }
+            int8_t *Q = random_i8(&r, nq);
+            float *scale = host_block(&r, ns, c->off, 1, c->N, c->N, 0.001f, 0.05f);
+            float *bias = host_block(&r, ns, c->off, 1, c->N, c->N, -0.5f, 0.5f);
+            float *C0 = host_block(&r, nc, c->off, c->M, c->N, ldc, -1, 1);
+            ops.i8_a = B(nmt_test_buffer(e->dev, (size_t)c->M * c->K, NULL), 0);
+            ops.i8_s = B(nmt_test_buffer(e->dev, c->M * sizeof(float), NULL), 0);
+            ops.i8_cap = (size_t)c->M * c->K;
+            ops.i8_rows = c->M;
+            cl_mem dA = nmt_test_upload_f32(e->dev, A, na), dQ = nmt_test_buffer(e->dev, nq, Q);
+            cl_mem dS = nmt_test_upload_f32(e->dev, scale, ns), db = nmt_test_upload_f32(e->dev, bias, ns);
+            const int fuses = c->M <= 4 && !(variants[vi] == NMT_I8_VNNI && c->M <= 2 && c->K > 2048);
+            float *one = q8_as_i8_run(e, &ops, c, dA, dQ, dS, db, C0, nc, fuses);
+            float *two = q8_as_i8_run(e, &ops, c, dA, dQ, dS, db, C0, nc, 0);
+            if (memcmp(one, two, nc * sizeof(float)) != 0)
+                fail_msg("variant %d case %zu (M=%u N=%u K=%u): one launch differs from two", variants[vi], i, c->M,
+                         c->N, c->K);
+            for (uint32_t m = 0; m < c->M; m++) /* and it is a product: finite where A is */
+                for (uint32_t n = 0; n < c->N; n++) assert_true(isfinite(one[c->off + (size_t)m * ldc + n]));
+            const cl_mem mems[] = {ops.i8_a.mem, ops.i8_s.mem, dA, dQ, dS, db};
+            for (size_t j = 0; j < NMT_ARRAY_LEN(mems); j++) nmt_test_release(mems[j]);
+            void *host[] = {A, Q, scale, bias, C0, one, two};
+            for (size_t j = 0; j < NMT_ARRAY_LEN(host); j++) free(host[j]);
+        }
+        nmt_ops_release(&ops);
+    }
+}
+
 /* ---- nmt_op_gemm_q8 through the scratch ----------------------------------- */
 
 static void test_gemm_q8_as_i8(void **state) {
@@ -546,6 +641,7 @@ int main(void) {
         cmocka_unit_test(test_gemm_i8_portable),   cmocka_unit_test(test_gemm_i8_dot),
         cmocka_unit_test(test_gemm_i8_vnni),
         cmocka_unit_test(test_gemm_i8_candidates), cmocka_unit_test(test_gemm_q8_as_i8),
+        cmocka_unit_test(test_gemm_i8_fused_quant),
         cmocka_unit_test(test_bad_args),           cmocka_unit_test(test_model_int8_paths),
     };
     return cmocka_run_group_tests(tests, kernels_setup, ops_teardown);
