@@ -21,7 +21,7 @@
 /* Model discovery: the family registry (families/registry.c)              */
 /* ------------------------------------------------------------------------ */
 
-static void summarise(const nmt_file *f, nmt_model_info *info) {
+static void summarise(const nmt_file *f, const void *tok_src, const void *tok_tgt, nmt_model_info *info) {
     uint64_t n_params = 0, bytes = 0;
     unsigned dtypes = 0, dtypes_2d = 0; /* bit per dtype: all tensors, the 2-D ones */
     for (uint32_t i = 0; i < f->h.n_tensors; i++) {
@@ -33,10 +33,7 @@ static void summarise(const nmt_file *f, nmt_model_info *info) {
         if (v.ndim == 2) dtypes_2d |= 1u << v.dtype;
     }
     if (dtypes_2d) dtypes = dtypes_2d; /* the weights' type: converted models keep 1-D tensors fp32 */
-    nmt_tensor_view tv;
-    info->tokenizer = nmt_file_find(f, "tokenizer.src", &tv) != NMT_OK   ? 0
-                      : nmt_file_find(f, "tokenizer.tgt", &tv) == NMT_OK ? 2
-                                                                          : 1;
+    info->tokenizer = tok_src == NULL ? 0 : tok_tgt != NULL ? 2 : 1;
     info->format_version = f->h.version;
     info->n_params = n_params;
     info->weight_bytes = bytes;
@@ -67,8 +64,11 @@ static nmt_status open_model(const void *data, size_t size, nmt_file *f, const n
     memset(info, 0, sizeof *info);
     NMT_TRY(nmt_family_parse(*fam, f, cfg));
     NMT_TRY(nmt_family_check_tensors(*fam, cfg, f, NULL));
+    const void *tok_src, *tok_tgt;
+    size_t tok_src_n, tok_tgt_n;
+    NMT_TRY(nmt_file_tokenizers(f, &tok_src, &tok_src_n, &tok_tgt, &tok_tgt_n));
     (*fam)->info(cfg, info);
-    summarise(f, info);
+    summarise(f, tok_src, tok_tgt, info);
     f->why = NULL; /* the caller's buffer: not kept past this call */
     f->why_cap = 0;
     return NMT_OK;

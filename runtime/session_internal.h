@@ -90,6 +90,12 @@ struct nmt_session {
 /* Plan the tokenizers and text buffers (session_text.c; called by
  * plan_session on both passes). */
 nmt_status nmt_session_plan_text(nmt_session *s, nmt_arena *a);
+/* The embedded tokenizer models of f (session_text.c): each a 1-D U8
+ * tensor or absent (NULL, 0); `tokenizer.tgt` only beside `tokenizer.src`.
+ * NMT_ERR_MODEL_TENSOR_SHAPE / NMT_ERR_MODEL_MISSING_TENSOR otherwise, so
+ * nmt_model_inspect refuses what a session would. */
+nmt_status nmt_file_tokenizers(const nmt_file *f, const void **src, size_t *src_n, const void **tgt,
+                               size_t *tgt_n);
 
 /* Add the GNMT coverage penalty beta * sum_j log(max(min(c_j, 1), 1e-6))
  * to the score of every finished hypothesis of the last translate call and

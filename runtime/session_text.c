@@ -13,23 +13,32 @@ static nmt_status find_blob(const nmt_file *f, const char *name, const void **da
     *data = NULL;
     *size = 0;
     if (nmt_file_find(f, name, &v) != NMT_OK) return NMT_OK;
-    NMT_CHECK(v.dtype == NMT_DTYPE_U8 && v.ndim == 1, NMT_ERR_MODEL_TENSOR_SHAPE);
+    if (v.dtype != NMT_DTYPE_U8 || v.ndim != 1) {
+        nmt_why(f->why, f->why_cap, "tensor '%s' must be 1-D u8 bytes (an embedded SentencePiece model)", name);
+        return NMT_ERR_MODEL_TENSOR_SHAPE;
+    }
     *data = v.data;
     *size = (size_t)v.nbytes;
+    return NMT_OK;
+}
+
+nmt_status nmt_file_tokenizers(const nmt_file *f, const void **src, size_t *src_n, const void **tgt,
+                               size_t *tgt_n) {
+    NMT_TRY(find_blob(f, "tokenizer.src", src, src_n));
+    NMT_TRY(find_blob(f, "tokenizer.tgt", tgt, tgt_n));
+    if (*src == NULL && *tgt != NULL) { /* a target tokenizer alone is a packaging error */
+        nmt_why(f->why, f->why_cap, "tensor 'tokenizer.tgt' without 'tokenizer.src'");
+        return NMT_ERR_MODEL_MISSING_TENSOR;
+    }
     return NMT_OK;
 }
 
 nmt_status nmt_session_plan_text(nmt_session *s, nmt_arena *a) {
     const void *src, *tgt;
     size_t src_n, tgt_n;
-    NMT_TRY(find_blob(&s->file, "tokenizer.src", &src, &src_n));
-    NMT_TRY(find_blob(&s->file, "tokenizer.tgt", &tgt, &tgt_n));
+    NMT_TRY(nmt_file_tokenizers(&s->file, &src, &src_n, &tgt, &tgt_n));
     s->tok_src = s->tok_tgt = NULL;
-    if (src == NULL) {
-        /* a target tokenizer alone is a packaging error */
-        NMT_CHECK(tgt == NULL, NMT_ERR_MODEL_MISSING_TENSOR);
-        return NMT_OK;
-    }
+    if (src == NULL) return NMT_OK;
     const nmt_limits *L = &s->limits;
     uint32_t n_src, n_tgt, dec_bytes;
     NMT_TRY(nmt_tok_plan_new(a, src, src_n, L->max_text_bytes, &s->tok_src, &n_src, &dec_bytes));

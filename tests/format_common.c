@@ -106,6 +106,8 @@ uint8_t *model_variant(const model_change *c, size_t *size) {
         }
         assert_int_equal(nmtw_add_tensor(w, v.name, v.dtype, v.ndim, v.shape, v.data, v.scales), NMT_OK);
     }
+    if (c->add_f32) assert_int_equal(nmtw_add_f32(w, c->add_f32, 1, (const uint32_t[]){2}, (const float[]){1, 2}), NMT_OK);
+    if (c->add_blob) assert_int_equal(nmtw_add_blob(w, c->add_blob, "spm", 3), NMT_OK);
     void *img = NULL;
     assert_int_equal(nmtw_write_memory(w, &img, size), NMT_OK);
     nmtw_destroy(w);

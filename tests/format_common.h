@@ -40,6 +40,7 @@ uint8_t *roundtrip_image(size_t *size);
  * string.  NULL fields change nothing.  malloc'd image (free it). */
 typedef struct model_change {
     const char *drop, *reshape, *as_u8, *meta_drop, *meta_key, *meta_str;
+    const char *add_f32, *add_blob; /* one more tensor: fp32 [2], or 3 bytes of u8 */
     uint32_t rows, cols;
     int64_t meta_i64;
 } model_change;

@@ -527,6 +527,11 @@ static void test_explain(void **state) {
                "unsupported model: hyper-parameter 'd_ff' is missing (required)");
     expect_why(&(model_change){.meta_drop = "arch"}, NMT_ERR_MODEL_ARCH,
                "metadata key 'arch' is missing (required)");
+    /* the embedded tokenizers' form (their contents are parsed by sessions) */
+    expect_why(&(model_change){.add_f32 = "tokenizer.src"}, NMT_ERR_MODEL_TENSOR_SHAPE,
+               "tensor 'tokenizer.src' must be 1-D u8 bytes (an embedded SentencePiece model)");
+    expect_why(&(model_change){.add_blob = "tokenizer.tgt"}, NMT_ERR_MODEL_MISSING_TENSOR,
+               "tensor 'tokenizer.tgt' without 'tokenizer.src'");
     expect_why(&(model_change){.meta_key = "enc_branches", .meta_str = "global sideways"}, NMT_ERR_MODEL_ARCH,
                "unsupported hyper-parameters of arch 'transformer': enc_branches 'global sideways': expected 1 to "
                "8 of global, fw, bw, local:K");
