@@ -20,6 +20,18 @@
  *               blocks from there.  The bytes and scales are quant_rows' (the
  *               row maximum is the same in any order; every element takes
  *               the same operations), so the results are gemm_i8_nt's.
+ *   gemm_i8_gate  (built with -DI8_GATE=1 and a class's options) one
+ *               HySAN branch's squeeze gate over a few rows, x [rows, d]:
+ *                 h = ReLU(x W1^T (+ b1)), W1 int8 [dr, d], scales S1
+ *                 g = h W2^T (+ b2),        W2 int8 [d, dr], scales S2
+ *                 O = (accumulate ? O : 0) + x * sigmoid(g)
+ *               (flags: bit 0 b1, bit 1 b2, bit 2 accumulate): quant_rows,
+ *               gemm_i8_nt, quant_rows, gemm_i8_nt and gate_accum
+ *               (elementwise.cl) of one row in one work-item, with the same
+ *               operations per value, so the same bits as those five
+ *               launches (the sums are exact in any order).  For CPU
+ *               devices (the host launches it with a local size of 1), where
+ *               the launches cost more than this work.
  *   gemm_i8_nt  C[M,N] = alpha * (sum_k A[m,k] * Q[n,k]) * (sa[m] * sq[n])
  *               (+ beta*C) (+ bias) (ReLU): A int8 [M,K] with row scales sa,
  *               Q int8 [N,K] with row scales sq (the .nmt weight layout).
@@ -39,6 +51,7 @@
  *   GEMM_VW     int8 elements per load       (16; 4, 8, 16)
  *   GEMM_MFAST  1: the blocks in one dimension, M fastest (0)
  *   I8_QUANT    1: build gemm_i8_nt_q instead of gemm_i8_nt (0)
+ *   I8_GATE     1: build gemm_i8_gate instead of gemm_i8_nt (0)
  *   I8_DOT      1: four-element products with the cl_khr_integer_dot_product
  *               built-in dot(char4, char4); 2: x86 AVX-512 VNNI through
  *               clang's vpdpbusd builtin (PoCL on a CPU that has it; the
@@ -78,6 +91,9 @@
 #ifndef I8_QUANT
 #define I8_QUANT 0
 #endif
+#ifndef I8_GATE
+#define I8_GATE 0
+#endif
 #if I8_QUANT
 #define A_AS __local /* the activations' bytes: quantized by the work-group */
 #else
@@ -87,7 +103,7 @@
  * at most I8_Q_ROW_MAX bytes (the host checks K): through a __local
  * pointer that helper gave wrong sums under PoCL 3.1 (docs/PERFORMANCE.md) */
 #define I8_Q_ROW_MAX 2048
-#if I8_QUANT && I8_DOT == 2 && GEMM_TM == 1
+#if I8_DOT == 2 && ((I8_QUANT && GEMM_TM == 1) || I8_GATE) /* gemm_i8_gate: its private rows */
 #define ROW_AS __private
 #else
 #define ROW_AS A_AS
@@ -227,30 +243,119 @@ __attribute__((target("avx512vnni,avx512f"))) static int4 vnni_row(ROW_AS const 
 #error "GEMM_VW must be 4, 8 or 16"
 #endif
 
+/* quant_rows' operations on one row of K floats x into q, returning its
+ * scale (X_AS, Q_AS: the address spaces of x and q) */
+#define QUANT_ROW(NAME, X_AS, Q_AS)                                                                         \
+    static float NAME(X_AS const float *x, const uint K, Q_AS char *q) {                                    \
+        /* 16 elements at a time (the same operations per element as the tail) */                         \
+        const uint KV = K - K % 16u;                                                                        \
+        float16 vmax = (float16)0.0f;                                                                       \
+        for (uint k = 0; k < KV; k += 16u) vmax = fmax(vmax, fabs(vload16(0, x + k)));                      \
+        float8 m8 = fmax(vmax.lo, vmax.hi);                                                                 \
+        float4 m4 = fmax(m8.lo, m8.hi);                                                                     \
+        float2 m2 = fmax(m4.lo, m4.hi);                                                                     \
+        float amax = fmax(m2.x, m2.y);                                                                      \
+        for (uint k = KV; k < K; k++) amax = fmax(amax, fabs(x[k]));                                        \
+        const int ok = amax > 0.0f && isfinite(amax);                                                       \
+        const float inv = ok ? 127.0f / amax : 0.0f;                                                        \
+        for (uint k = 0; k < KV; k += 16u)                                                                  \
+            vstore16(convert_char16_sat_rte(clamp(vload16(0, x + k) * inv, -127.0f, 127.0f)), 0, q + k);   \
+        for (uint k = KV; k < K; k++) q[k] = convert_char_sat_rte(clamp(x[k] * inv, -127.0f, 127.0f));     \
+        return ok ? amax / 127.0f : 0.0f;                                                                   \
+    }
+QUANT_ROW(quant_row, __global, __global)
+
 __kernel void quant_rows(const uint M, const uint K, __global const float *X, const uint x_off, const uint ldx,
                          __global char *Q, const uint q_off, const uint ldq, __global float *S, const uint s_off) {
     const uint m = (uint)get_global_id(0);
     if (m >= M) return;
-    __global const float *x = X + x_off + m * ldx;
-    __global char *q = Q + q_off + m * ldq;
-    /* 16 elements at a time (the same operations per element as the tail) */
-    const uint KV = K - K % 16u;
-    float16 vmax = (float16)0.0f;
-    for (uint k = 0; k < KV; k += 16u) vmax = fmax(vmax, fabs(vload16(0, x + k)));
-    float8 m8 = fmax(vmax.lo, vmax.hi);
-    float4 m4 = fmax(m8.lo, m8.hi);
-    float2 m2 = fmax(m4.lo, m4.hi);
-    float amax = fmax(m2.x, m2.y);
-    for (uint k = KV; k < K; k++) amax = fmax(amax, fabs(x[k]));
-    const int ok = amax > 0.0f && isfinite(amax);
-    const float inv = ok ? 127.0f / amax : 0.0f;
-    S[s_off + m] = ok ? amax / 127.0f : 0.0f;
-    for (uint k = 0; k < KV; k += 16u)
-        vstore16(convert_char16_sat_rte(clamp(vload16(0, x + k) * inv, -127.0f, 127.0f)), 0, q + k);
-    for (uint k = KV; k < K; k++) q[k] = convert_char_sat_rte(clamp(x[k] * inv, -127.0f, 127.0f));
+    S[s_off + m] = quant_row(X + x_off + m * ldx, K, Q + q_off + m * ldq);
 }
 
-#if I8_QUANT
+#if I8_GATE
+/* gemm_i8_gate (-DI8_GATE=1): see the top.  One work-item per row, its
+ * rows of bytes in private arrays; with x86 VNNI the one-row helper (of any
+ * class's build: ROW_AS is private here). */
+#define I8_GATE_DR_MAX 512 /* the host checks dr (and d <= I8_Q_ROW_MAX) */
+QUANT_ROW(quant_row_g, __global, __private)
+QUANT_ROW(quant_row_p, __private, __private)
+
+#if I8_DOT == 2
+#define GATE_ROW4 vnni_row
+#else
+/* the 4 sums of row a with rows q0..q3 of Q over K */
+static int4 gate_row4(__private const char *a, __global const char *q0, __global const char *q1,
+                      __global const char *q2, __global const char *q3, const uint K) {
+    int4 acc = (int4)0;
+    const uint KV = K - K % GEMM_VW;
+    for (uint k = 0; k < KV; k += GEMM_VW) {
+        const VCHAR v = VLOAD(a + k);
+        acc.x += VDOT(v, VLOAD(q0 + k));
+        acc.y += VDOT(v, VLOAD(q1 + k));
+        acc.z += VDOT(v, VLOAD(q2 + k));
+        acc.w += VDOT(v, VLOAD(q3 + k));
+    }
+    for (uint k = KV; k < K; k++)
+        acc += (int4)((int)q0[k], (int)q1[k], (int)q2[k], (int)q3[k]) * (int)a[k];
+    return acc;
+}
+#define GATE_ROW4 gate_row4
+#endif
+
+/* The 4 sums of row a with rows n .. n + 3 of Q [N, K] (rows past N clamped
+ * to N - 1; their sums are not used) */
+#define GATE_SUMS(a, Q, N, K, n)                                                                        \
+    GATE_ROW4((a), (Q) + min((n), (N) - 1u) * (K), (Q) + min((n) + 1u, (N) - 1u) * (K),                 \
+              (Q) + min((n) + 2u, (N) - 1u) * (K), (Q) + min((n) + 3u, (N) - 1u) * (K), (K))
+
+__kernel void gemm_i8_gate(const uint rows, const uint d, const uint dr, __global const float *X, const uint x_off,
+                           const uint ldx, __global const char *W1, const uint w1_off, __global const float *S1,
+                           const uint s1_off, __global const float *B1, const uint b1_off, __global const char *W2,
+                           const uint w2_off, __global const float *S2, const uint s2_off, __global const float *B2,
+                           const uint b2_off, __global float *O, const uint o_off, const uint ldo, const int flags) {
+    const uint r = (uint)get_global_id(0);
+    if (r >= rows) return;
+    __global const float *x = X + x_off + r * ldx;
+    char xq[I8_Q_ROW_MAX], hq[I8_GATE_DR_MAX];
+    float h[I8_GATE_DR_MAX];
+    /* h = ReLU(x W1^T + b1): quant_rows, then gemm_i8_nt's epilogue per
+     * output (value, bias, ReLU; alpha 1) */
+    const float sx = quant_row_g(x, d, xq);
+    for (uint j = 0; j < dr; j += 4u) {
+        int s[4];
+        vstore4(GATE_SUMS(xq, W1 + w1_off, dr, d, j), 0, s);
+        for (uint i = 0; i < 4u && j + i < dr; i++) {
+            float v = (float)s[i] * (sx * S1[s1_off + j + i]);
+            if (flags & 1) v += B1[b1_off + j + i];
+            h[j + i] = fmax(v, 0.0f);
+        }
+    }
+    /* g = h W2^T + b2 the same way, then gate_accum's operations */
+    const float sh = quant_row_p(h, dr, hq);
+    __global float *o = O + o_off + r * ldo;
+    for (uint c = 0; c < d; c += 4u) {
+        const int4 s = GATE_SUMS(hq, W2 + w2_off, d, dr, c);
+        if (c + 4u <= d) {
+            float4 g = convert_float4(s) * (sh * vload4(0, S2 + s2_off + c));
+            if (flags & 2) g += vload4(0, B2 + b2_off + c);
+            /* x * sigmoid(g), with gate_accum's scalar exp (a vector exp
+             * may differ from it in the last bit) */
+            const float4 e4 = (float4)(exp(-g.x), exp(-g.y), exp(-g.z), exp(-g.w));
+            const float4 v = vload4(0, x + c) / (1.0f + e4);
+            vstore4((flags & 4) ? vload4(0, o + c) + v : v, 0, o + c);
+        } else {
+            int t[4];
+            vstore4(s, 0, t);
+            for (uint i = 0; c + i < d; i++) {
+                float g = (float)t[i] * (sh * S2[s2_off + c + i]);
+                if (flags & 2) g += B2[b2_off + c + i];
+                const float v = x[c + i] / (1.0f + exp(-g));
+                o[c + i] = (flags & 4) ? o[c + i] + v : v;
+            }
+        }
+    }
+}
+#elif I8_QUANT
 /* quant_rows for all M rows of X by the whole work-group, into A (M rows of
  * K bytes) and S; part holds M x local-size partial maxima.  Every
  * work-item reaches the barriers. */
@@ -309,7 +414,9 @@ __kernel void gemm_i8_nt_q(const uint M, const uint N, const uint K, const float
     __local char *A = (__local char *)(sa + M);
     const uint a_off = 0, lda = K, sa_off = 0;
     quant_rows_group(M, K, X + x_off, ldx, A, sa, part);
-#else
+#endif
+#if !I8_GATE
+#if !I8_QUANT
 __kernel void gemm_i8_nt(const uint M, const uint N, const uint K, const float alpha,
                          __global const char *A, const uint a_off, const uint lda,
                          __global const float *sa, const uint sa_off,
@@ -386,3 +493,4 @@ __kernel void gemm_i8_nt(const uint M, const uint N, const uint K, const float a
 #endif
     GEMM_EPILOGUE_SCALAR(I8_VAL)
 }
+#endif /* !I8_GATE */

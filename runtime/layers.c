@@ -21,6 +21,19 @@ nmt_status nmt_layer_linear_norm(nmt_ops *ops, nmt_buf in, uint32_t ld_in, uint3
     return nmt_layer_norm(ops, t, res, out, rows, out_dim, ln, eps);
 }
 
+nmt_status nmt_layer_gate(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t rows, const nmt_lin *g1, const nmt_lin *g2,
+                          uint32_t d, uint32_t dr, nmt_buf gh, nmt_buf g, nmt_buf out, uint32_t ld_out, int accumulate,
+                          int fuse) {
+    if (fuse && g1->q8 && g2->q8) {
+        const nmt_status s = nmt_op_gate_i8(ops, rows, d, dr, x, ld_x, g1->w, g1->s, g1->b, g2->w, g2->s, g2->b, out,
+                                            ld_out, accumulate);
+        if (s != NMT_ERR_UNSUPPORTED) return s;
+    }
+    NMT_TRY(nmt_layer_linear(ops, x, ld_x, rows, g1, dr, d, gh, dr, 1));
+    NMT_TRY(nmt_layer_linear(ops, gh, dr, rows, g2, d, dr, g, d, 0));
+    return nmt_op_gate_accum(ops, x, ld_x, g, d, out, ld_out, rows, d, accumulate);
+}
+
 nmt_status nmt_layer_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_len, uint32_t pos0,
                            const nmt_lin *E, uint32_t d, float scale, nmt_buf out) {
     if (E->f16) return nmt_op_embed_f16(ops, tok, rows, seq_len, pos0, E->w, d, scale, out);

@@ -58,6 +58,16 @@ nmt_status nmt_layer_linear_norm(nmt_ops *ops, nmt_buf in, uint32_t ld_in, uint3
                                  uint32_t out_dim, uint32_t in_dim, nmt_buf res, const nmt_lin *ln, float eps,
                                  nmt_buf t, nmt_buf out);
 
+/* One branch's squeeze gate (HySAN fusion "gate"), rows of width d:
+ *   out = (accumulate ? out : 0) + x * sigmoid(ReLU(x W1^T + b1) W2^T + b2)
+ * with g1 = W1 [dr, d], g2 = W2 [d, dr].  One launch where fuse and
+ * nmt_op_gate_i8 runs it (a few rows, int8 x int8 products); otherwise
+ * the two products into gh (rows x dr) and g (rows x d), then gate_accum:
+ * the trainer passes fuse 0, its backward reads gh and g. */
+nmt_status nmt_layer_gate(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t rows, const nmt_lin *g1, const nmt_lin *g2,
+                          uint32_t d, uint32_t dr, nmt_buf gh, nmt_buf g, nmt_buf out, uint32_t ld_out, int accumulate,
+                          int fuse);
+
 /* out[rows, d] = E[tok] * scale + P(pos0 + position in sequence). */
 nmt_status nmt_layer_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_len, uint32_t pos0,
                            const nmt_lin *E, uint32_t d, float scale, nmt_buf out);

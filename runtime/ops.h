@@ -123,7 +123,21 @@ typedef struct nmt_ops {
     size_t i8_quant_wg;         /* local size of quant_rows */
     uint64_t n_i8_products;     /* int8-weight products run as int8 x int8 (tests read it) */
     uint64_t n_i8_fused;        /* of them, in one launch with the quantization (k_i8_quant) */
+    /* a HySAN branch's squeeze gate in one launch where its two products
+     * are int8 x int8 (cl/gemm_i8.cl gemm_i8_gate, -DI8_GATE=1), built on
+     * first use where i8_fuse_gate (nmt_ops_init: CPU devices, unless
+     * $NMT_EDGE_NO_FUSED_GATE; a plain field, tests set it); i8_gate_tried:
+     * a build was attempted (k_i8_gate NULL after it: three launches) */
+    cl_kernel k_i8_gate;
+    int i8_gate_tried, i8_fuse_gate;
+    uint64_t n_i8_gates;        /* gates run in one launch (tests read it) */
 } nmt_ops;
+
+/* gemm_i8_gate serves steps of at most this many rows (a work-item per
+ * row, for CPU devices), d up to NMT_OPS_I8_FUSE_ROW_MAX and d / r up to
+ * NMT_OPS_I8_GATE_DR_MAX (its private arrays, cl/gemm_i8.cl). */
+#define NMT_OPS_I8_GATE_ROWS 4u
+#define NMT_OPS_I8_GATE_DR_MAX 512u
 
 /* gemm_i8_nt_q serves products of at most this many rows: every work-group
  * quantizes all of them, so with more rows (more row blocks, fewer columns
@@ -359,6 +373,22 @@ nmt_status nmt_op_relu(nmt_ops *ops, nmt_buf x, uint32_t n);
 nmt_status nmt_op_gate_accum(nmt_ops *ops, nmt_buf x, uint32_t ld_x, nmt_buf g, uint32_t ld_g,
                              nmt_buf out, uint32_t ld_out, uint32_t rows, uint32_t d,
                              int accumulate);
+
+/* One branch's squeeze gate over rows x d, int8 weights W1 [dr, d] and
+ * W2 [d, dr] with row scales s1, s2, in one launch (cl/gemm_i8.cl
+ * gemm_i8_gate):
+ *   h = ReLU(x W1^T + b1), g = h W2^T + b2,
+ *   out = (accumulate ? out : 0) + x * sigmoid(g)
+ * (b1, b2 may be absent: mem NULL), the same bits as the two products by
+ * way of int8 x int8 (nmt_op_gemm_q8 where nmt_ops_i8_fits) and
+ * nmt_op_gate_accum.  NMT_ERR_UNSUPPORTED (nothing enqueued; callers launch
+ * the three) where !ops->i8_fuse_gate, rows > NMT_OPS_I8_GATE_ROWS, either
+ * product would not take int8 x int8, or d or dr is over its limit; the
+ * first call builds the kernel (its failure is the status; the calls after
+ * it are NMT_ERR_UNSUPPORTED).  out must not overlap x. */
+nmt_status nmt_op_gate_i8(nmt_ops *ops, uint32_t rows, uint32_t d, uint32_t dr, nmt_buf x, uint32_t ld_x, nmt_buf w1,
+                          nmt_buf s1, nmt_buf b1, nmt_buf w2, nmt_buf s2, nmt_buf b2, nmt_buf out, uint32_t ld_out,
+                          int accumulate);
 
 /* dst[r*ld_dst + c] = src[r*ld_src + c], r < rows, c < cols (strided copy;
  * used to write K/V of a step into the cache and to pack/unpack). */

@@ -217,6 +217,79 @@ nmt_status nmt_ops_gemm_q8_as_i8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t 
     return nmt_op_gemm_i8(ops, M, N, K, alpha, ops->i8_a, K, ops->i8_s, Q, ldq, scale, beta, C, ldc, bias, relu);
 }
 
+/* ------------------------------------------------------------------------ */
+/* A squeeze gate in one launch                                             */
+/* ------------------------------------------------------------------------ */
+
+/* gemm_i8_gate, built on first use (in the session's warm-up) with the
+ * options of class cls's int8 x int8 product: any variant gives the same
+ * bits, the sums are exact.  A build that fails (a kernel pack without it
+ * in binaries-only mode: NMT_ERR_KERNEL_PACK_MISSING) is the caller's
+ * status, as for every other program; later calls then take three
+ * launches. */
+static nmt_status gate_kernel(nmt_ops *ops, nmt_gemm_class cls, cl_kernel *out) {
+    if (!ops->i8_gate_tried) {
+        ops->i8_gate_tried = 1;
+        char opts[NMT_OPS_GEMM_OPTS + 64];
+        nmt_ops_gemm_opts(ops, NMT_GOP_I8, cls, opts);
+        strncat(opts, " -DI8_GATE=1 -cl-fp32-correctly-rounded-divide-sqrt", sizeof opts - strlen(opts) - 1);
+        cl_program prog;
+        NMT_TRY(nmt_device_program(ops->dev, "gemm_i8", opts, &prog));
+        NMT_TRY(nmt_device_kernel(ops->dev, prog, "gemm_i8_gate", &ops->k_i8_gate));
+    }
+    *out = ops->k_i8_gate;
+    return *out != NULL ? NMT_OK : NMT_ERR_UNSUPPORTED;
+}
+
+/* a buffer argument and its element offset (an absent one: stand_in, never
+ * read) */
+static void arg_buf(args *a, nmt_buf b, cl_mem stand_in) {
+    arg_mem(a, b.mem ? b.mem : stand_in);
+    arg_u32(a, b.mem ? (uint32_t)b.off : 0u);
+}
+
+nmt_status nmt_op_gate_i8(nmt_ops *ops, uint32_t rows, uint32_t d, uint32_t dr, nmt_buf x, uint32_t ld_x, nmt_buf w1,
+                          nmt_buf s1, nmt_buf b1, nmt_buf w2, nmt_buf s2, nmt_buf b2, nmt_buf out, uint32_t ld_out,
+                          int accumulate) {
+    if (ops == NULL || ops->dev == NULL || ops->k_add == NULL) return NMT_ERR_INVALID_ARGUMENT;
+    const nmt_gemm_class cls = nmt_gemm_class_of(rows);
+    if (!ops->i8_fuse_gate || rows > NMT_OPS_I8_GATE_ROWS || d > NMT_OPS_I8_FUSE_ROW_MAX ||
+        dr > NMT_OPS_I8_GATE_DR_MAX || !nmt_ops_i8_fits(ops, cls, rows, d) || !nmt_ops_i8_fits(ops, cls, rows, dr))
+        return NMT_ERR_UNSUPPORTED;
+    if (rows == 0 || d == 0) return NMT_OK;
+    if (x.mem == NULL || out.mem == NULL || w1.mem == NULL || w2.mem == NULL || s1.mem == NULL || s2.mem == NULL ||
+        dr == 0 || ld_x < d || ld_out < d)
+        return NMT_ERR_INVALID_ARGUMENT;
+    const uint64_t x_end = x.off + (uint64_t)(rows - 1) * ld_x + d;
+    const uint64_t o_end = out.off + (uint64_t)(rows - 1) * ld_out + d, lim = UINT32_MAX;
+    if (x.mem == out.mem && x.off < o_end && out.off < x_end) return NMT_ERR_INVALID_ARGUMENT;
+    if (x_end > lim || o_end > lim || (uint64_t)w1.off + (uint64_t)dr * d > lim ||
+        (uint64_t)w2.off + (uint64_t)d * dr > lim || (uint64_t)s1.off + dr > lim || (uint64_t)s2.off + d > lim ||
+        (b1.mem && (uint64_t)b1.off + dr > lim) || (b2.mem && (uint64_t)b2.off + d > lim))
+        return NMT_ERR_UNSUPPORTED;
+    cl_kernel k;
+    NMT_TRY(gate_kernel(ops, cls, &k));
+    args a = args_begin(k);
+    arg_u32(&a, rows);
+    arg_u32(&a, d);
+    arg_u32(&a, dr);
+    arg_buf(&a, x, x.mem);
+    arg_u32(&a, ld_x);
+    arg_buf(&a, w1, x.mem);
+    arg_buf(&a, s1, x.mem);
+    arg_buf(&a, b1, x.mem);
+    arg_buf(&a, w2, x.mem);
+    arg_buf(&a, s2, x.mem);
+    arg_buf(&a, b2, x.mem);
+    arg_buf(&a, out, x.mem);
+    arg_u32(&a, ld_out);
+    arg_i32(&a, (b1.mem != NULL) | (b2.mem != NULL) << 1 | (accumulate != 0) << 2);
+    NMT_TRY(args_end(ops->dev, &a, "gemm_i8_gate"));
+    ops->n_i8_gates++;
+    const size_t gws = rows, lws = 1;
+    return nmt_enqueue(ops->dev, k, 1, &gws, &lws, "gemm_i8_gate");
+}
+
 nmt_status nmt_session_plan_i8dot(nmt_session *s, nmt_arena *a, size_t rows, size_t kmax) {
     size_t bytes;
     NMT_CHECK(nmt_mul_ok(rows, kmax, &bytes), NMT_ERR_DEVICE_MEMORY);

@@ -18,6 +18,8 @@
  *     unaligned rows and the extremes -128 / 127 of every byte);
  *   - nmt_op_gemm_q8 through the scratch against ref_gemm_q8 (fp32
  *     activations): the quantization error bound; too-big A falls back;
+ *   - gemm_i8_gate (a HySAN gate in one launch) against its five launches,
+ *     bit for bit, and what it refuses;
  *   - bad arguments: exact statuses;
  *   - a whole int8 model: its session (arena and device bytes exactly as
  *     predicted) with the tuning "on" runs its products int8 x int8 (the
@@ -461,6 +463,166 @@ static void test_gemm_i8_fused_quant(void **state) {
     }
 }
 
+/* ---- a squeeze gate in one launch ---------------------------------------- */
+
+typedef struct gate_case {
+    uint32_t rows, d, dr, ld_pad, off;
+    int bias1, bias2, accumulate;
+} gate_case;
+
+/* One gate of case c: nmt_op_gate_i8 (one) or the two products through
+ * nmt_op_gemm_q8 and gate_accum (three, as a step without it); returns out. */
+static float *gate_run(env *e, nmt_ops *ops, const gate_case *c, nmt_buf x, nmt_buf w1, nmt_buf s1, nmt_buf b1,
+                       nmt_buf w2, nmt_buf s2, nmt_buf b2, const float *O0, size_t no, int one) {
+    const uint32_t ld = c->d + c->ld_pad;
+    cl_mem dO = nmt_test_upload_f32(e->dev, O0, no);
+    const nmt_buf out = B(dO, c->off);
+    if (one) {
+        const uint64_t gates = ops->n_i8_gates;
+        nmt_test_assert_ok(e->dev, nmt_op_gate_i8(ops, c->rows, c->d, c->dr, x, ld, w1, s1, b1, w2, s2, b2, out, ld,
+                                                  c->accumulate));
+        assert_int_equal(ops->n_i8_gates, gates + 1);
+    } else {
+        cl_mem gh = nmt_test_buffer(e->dev, (size_t)c->rows * c->dr * sizeof(float), NULL);
+        cl_mem g = nmt_test_buffer(e->dev, (size_t)c->rows * c->d * sizeof(float), NULL);
+        const uint64_t products = ops->n_i8_products;
+        nmt_test_assert_ok(e->dev, nmt_op_gemm_q8(ops, c->rows, c->dr, c->d, 1.0f, x, ld, w1, c->d, s1, 0.0f,
+                                                  B(gh, 0), c->dr, b1, 1));
+        nmt_test_assert_ok(e->dev, nmt_op_gemm_q8(ops, c->rows, c->d, c->dr, 1.0f, B(gh, 0), c->dr, w2, c->dr, s2,
+                                                  0.0f, B(g, 0), c->d, b2, 0));
+        assert_int_equal(ops->n_i8_products, products + 2); /* both int8 x int8 */
+        nmt_test_assert_ok(e->dev, nmt_op_gate_accum(ops, x, ld, B(g, 0), c->d, out, ld, c->rows, c->d,
+                                                     c->accumulate));
+        nmt_test_release(gh);
+        nmt_test_release(g);
+    }
+    float *got = download(e, dO, no);
+    nmt_test_release(dO);
+    return got;
+}
+
+/* gemm_i8_gate against its five launches (quant_rows + gemm_i8_nt twice,
+ * gate_accum), bit for bit, in every variant the device builds (and built
+ * with the m16 class's options where m2 is not int8 x int8): 1..4 rows,
+ * d and dr with and without tails of 4 and of 64 bytes, at their limits
+ * (2,048 and 512), biases or not, accumulating or not, offsets and leading
+ * dimensions; a zero row and a row with an infinity.  Then what it refuses:
+ * NMT_ERR_UNSUPPORTED with nothing written (5 rows, d or dr over its limit,
+ * a product that would not be int8 x int8, fusion off), and bad arguments. */
+static void test_gemm_i8_gate(void **state) {
+    env *e = *state;
+    const int variants[2] = {nmt_i8dot_fast_variant(e->dev), NMT_I8_PORTABLE};
+    static const gate_case cases[] = {
+        {1, 256, 64, 0, 0, 1, 1, 0},  {1, 256, 64, 512, 3, 1, 1, 1}, {2, 70, 18, 5, 1, 0, 1, 1},
+        {3, 130, 33, 0, 2, 1, 0, 0},  {4, 64, 16, 3, 0, 0, 0, 1},    {4, 2048, 512, 0, 0, 1, 1, 1},
+        {1, 7, 1, 0, 0, 1, 1, 0},     {2, 1, 3, 1, 1, 1, 0, 1},
+    };
+    for (int vi = 0; vi < 2; vi++) {
+        if (vi == 1 && variants[0] == NMT_I8_PORTABLE) break;
+        nmt_ops ops;
+        open_i8_ops(e, &ops, variants[vi]);
+        assert_int_equal(ops.i8_fuse_gate, e->dev->info.is_cpu && !nmt_env_flag("NMT_EDGE_NO_FUSED_GATE"));
+        ops.i8_fuse_gate = 1; /* a GPU (Oclgrind too): on request */
+        for (size_t i = 0; i < NMT_ARRAY_LEN(cases); i++) {
+            const gate_case *c = &cases[i];
+            nmt_test_rng r = nmt_test_rng_make(700 + i);
+            const uint32_t ld = c->d + c->ld_pad;
+            const size_t nx = c->off + (size_t)c->rows * ld + 3, n1 = c->off + (size_t)c->dr * c->d + 5;
+            const size_t n2 = c->off + (size_t)c->d * c->dr + 5, ns = c->off + c->d + c->dr + 3;
+            float *X = host_block(&r, nx, c->off, c->rows, c->d, ld, -2, 2);
+            if (c->rows >= 3) { /* row 1 all zeros, row 2 with an infinity: both scale 0 */
+                for (uint32_t k = 0; k < c->d; k++) X[c->off + ld + k] = 0.0f;
+                X[c->off + 2 * (size_t)ld + c->d / 2] = INFINITY;
+            }
+            int8_t *W1 = random_i8(&r, n1), *W2 = random_i8(&r, n2);
+            float *S1 = host_block(&r, ns, c->off, 1, c->dr, c->dr, 0.001f, 0.05f);
+            float *S2 = host_block(&r, ns, c->off, 1, c->d, c->d, 0.001f, 0.05f);
+            float *B1 = host_block(&r, ns, c->off, 1, c->dr, c->dr, -0.5f, 0.5f);
+            float *B2 = host_block(&r, ns, c->off, 1, c->d, c->d, -0.5f, 0.5f);
+            float *O0 = host_block(&r, nx, c->off, c->rows, c->d, ld, -1, 1);
+            ops.i8_cap = (size_t)c->rows * (c->d > c->dr ? c->d : c->dr); /* both products' rows */
+            ops.i8_a = B(nmt_test_buffer(e->dev, ops.i8_cap, NULL), 0);
+            ops.i8_s = B(nmt_test_buffer(e->dev, c->rows * sizeof(float), NULL), 0);
+            ops.i8_rows = c->rows;
+            cl_mem dX = nmt_test_upload_f32(e->dev, X, nx), dW1 = nmt_test_buffer(e->dev, n1, W1);
+            cl_mem dW2 = nmt_test_buffer(e->dev, n2, W2), dS1 = nmt_test_upload_f32(e->dev, S1, ns);
+            cl_mem dS2 = nmt_test_upload_f32(e->dev, S2, ns), dB1 = nmt_test_upload_f32(e->dev, B1, ns);
+            cl_mem dB2 = nmt_test_upload_f32(e->dev, B2, ns);
+            const nmt_buf x = B(dX, c->off), w1 = B(dW1, c->off), w2 = B(dW2, c->off), s1 = B(dS1, c->off);
+            const nmt_buf s2 = B(dS2, c->off), b1 = c->bias1 ? B(dB1, c->off) : NONE;
+            const nmt_buf b2 = c->bias2 ? B(dB2, c->off) : NONE;
+            float *one = gate_run(e, &ops, c, x, w1, s1, b1, w2, s2, b2, O0, nx, 1);
+            float *three = gate_run(e, &ops, c, x, w1, s1, b1, w2, s2, b2, O0, nx, 0);
+            for (size_t j = 0; j < nx; j++) {
+                const uint32_t row = j >= c->off ? (uint32_t)((j - c->off) / ld) : c->rows;
+                const int inside = row < c->rows && (j - c->off) % ld < c->d;
+                if (memcmp(&one[j], &three[j], sizeof(float)) != 0)
+                    fail_msg("variant %d case %zu (rows %u d %u dr %u): element %zu %.9g, three launches %.9g",
+                             variants[vi], i, c->rows, c->d, c->dr, j, one[j], three[j]);
+                if (!inside && memcmp(&one[j], &O0[j], sizeof(float)) != 0) /* nothing else written */
+                    fail_msg("case %zu: element %zu outside the rows changed", i, j);
+                if (inside && !(c->rows >= 3 && row == 2)) assert_true(isfinite(one[j]));
+            }
+            if (i == 0) { /* what it refuses: nothing written */
+                cl_mem dO = nmt_test_upload_f32(e->dev, O0, nx);
+                const nmt_buf o = B(dO, c->off);
+                assert_int_equal(nmt_op_gate_i8(&ops, 5, c->d, c->dr, x, ld, w1, s1, b1, w2, s2, b2, o, ld, 0),
+                                 NMT_ERR_UNSUPPORTED); /* more rows than it serves */
+                assert_int_equal(nmt_op_gate_i8(&ops, 1, 2049, c->dr, x, 2049, w1, s1, b1, w2, s2, b2, o, 2049, 0),
+                                 NMT_ERR_UNSUPPORTED); /* d over the private row */
+                assert_int_equal(nmt_op_gate_i8(&ops, 1, c->d, 513, x, ld, w1, s1, b1, w2, s2, b2, o, ld, 0),
+                                 NMT_ERR_UNSUPPORTED); /* dr over its private arrays */
+                ops.i8_rows = 0; /* the products would not be int8 x int8 */
+                assert_int_equal(nmt_op_gate_i8(&ops, 1, c->d, c->dr, x, ld, w1, s1, b1, w2, s2, b2, o, ld, 0),
+                                 NMT_ERR_UNSUPPORTED);
+                ops.i8_rows = c->rows;
+                ops.i8_fuse_gate = 0;
+                assert_int_equal(nmt_op_gate_i8(&ops, 1, c->d, c->dr, x, ld, w1, s1, b1, w2, s2, b2, o, ld, 0),
+                                 NMT_ERR_UNSUPPORTED);
+                ops.i8_fuse_gate = 1;
+                assert_int_equal(nmt_op_gate_i8(&ops, 1, c->d, c->dr, x, ld, w1, NONE, b1, w2, s2, b2, o, ld, 0),
+                                 NMT_ERR_INVALID_ARGUMENT); /* no scales */
+                assert_int_equal(nmt_op_gate_i8(&ops, 1, c->d, c->dr, x, ld - 1, w1, s1, b1, w2, s2, b2, o, ld, 0),
+                                 NMT_ERR_INVALID_ARGUMENT); /* ld_x < d */
+                assert_int_equal(nmt_op_gate_i8(&ops, 1, c->d, c->dr, x, ld, w1, s1, b1, w2, s2, b2,
+                                                B(dX, c->off + 1), ld, 0),
+                                 NMT_ERR_INVALID_ARGUMENT); /* out overlaps x */
+                assert_int_equal(nmt_op_gate_i8(&ops, 0, c->d, c->dr, x, ld, w1, s1, b1, w2, s2, b2, o, ld, 0),
+                                 NMT_OK);
+                float *after = download(e, dO, nx);
+                assert_memory_equal(after, O0, nx * sizeof(float));
+                free(after);
+                nmt_test_release(dO);
+            }
+            if (i == 3) { /* m2 without int8 x int8: refused at 1 row, built with m16's options at 3 */
+                nmt_ops m16;
+                open_i8_ops(e, &m16, variants[vi]);
+                m16.i8_fuse_gate = 1;
+                m16.i8_use[NMT_GCLASS_M2] = 0;
+                m16.i8_a = ops.i8_a;
+                m16.i8_s = ops.i8_s;
+                m16.i8_cap = ops.i8_cap;
+                m16.i8_rows = ops.i8_rows;
+                cl_mem dO = nmt_test_upload_f32(e->dev, O0, nx);
+                assert_int_equal(nmt_op_gate_i8(&m16, 1, c->d, c->dr, x, ld, w1, s1, b1, w2, s2, b2, B(dO, c->off),
+                                                ld, c->accumulate),
+                                 NMT_ERR_UNSUPPORTED);
+                assert_null(m16.k_i8_gate);
+                nmt_test_release(dO);
+                float *m16_one = gate_run(e, &m16, c, x, w1, s1, b1, w2, s2, b2, O0, nx, 1);
+                assert_memory_equal(m16_one, one, nx * sizeof(float));
+                free(m16_one);
+                nmt_ops_release(&m16);
+            }
+            const cl_mem mems[] = {ops.i8_a.mem, ops.i8_s.mem, dX, dW1, dW2, dS1, dS2, dB1, dB2};
+            for (size_t j = 0; j < NMT_ARRAY_LEN(mems); j++) nmt_test_release(mems[j]);
+            void *host[] = {X, W1, W2, S1, S2, B1, B2, O0, one, three};
+            for (size_t j = 0; j < NMT_ARRAY_LEN(host); j++) free(host[j]);
+        }
+        nmt_ops_release(&ops);
+    }
+}
+
 /* ---- nmt_op_gemm_q8 through the scratch ----------------------------------- */
 
 static void test_gemm_q8_as_i8(void **state) {
@@ -641,7 +803,7 @@ int main(void) {
         cmocka_unit_test(test_gemm_i8_portable),   cmocka_unit_test(test_gemm_i8_dot),
         cmocka_unit_test(test_gemm_i8_vnni),
         cmocka_unit_test(test_gemm_i8_candidates), cmocka_unit_test(test_gemm_q8_as_i8),
-        cmocka_unit_test(test_gemm_i8_fused_quant),
+        cmocka_unit_test(test_gemm_i8_fused_quant), cmocka_unit_test(test_gemm_i8_gate),
         cmocka_unit_test(test_bad_args),           cmocka_unit_test(test_model_int8_paths),
     };
     return cmocka_run_group_tests(tests, kernels_setup, ops_teardown);

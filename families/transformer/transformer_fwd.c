@@ -145,12 +145,9 @@ static nmt_status fuse_and_project(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, 
         return tl ? nmt_layer_norm(fw->ops, a->t, tl->res, tl->out, rows, d, tl->ln, c->eps) : NMT_OK;
     }
     const uint32_t dr = d / c->gate_r;
-    for (uint32_t b = 0; b < nbr; b++) {
-        nmt_buf xb = nmt_buf_at(a->ctx, (size_t)b * d);
-        NMT_TRY(linear(fw, xb, ld, rows, &w->g1[b], dr, d, a->gh[b], dr, 1));
-        NMT_TRY(linear(fw, a->gh[b], dr, rows, &w->g2[b], d, dr, a->g[b], d, 0));
-        NMT_TRY(nmt_op_gate_accum(fw->ops, xb, ld, a->g[b], d, a->fused, d, rows, d, b > 0));
-    }
+    for (uint32_t b = 0; b < nbr; b++)
+        NMT_TRY(nmt_layer_gate(fw->ops, nmt_buf_at(a->ctx, (size_t)b * d), ld, rows, &w->g1[b], &w->g2[b], d, dr,
+                               a->gh[b], a->g[b], a->fused, d, b > 0, fw->fuse_norm));
     return project(fw, tl, a->fused, d, rows, &w->o, d, a->t);
 }
 

@@ -73,8 +73,10 @@ typedef struct nmt_tf_fwd {
      * (0 source embedding, 1 target embedding, 2 + k sub-layer k). */
     nmt_status (*drop)(void *user, nmt_buf x, uint32_t n, uint64_t site);
     /* Inference only (0 in training, whose backward reads every sub-layer's
-     * t): a post-norm sub-layer may run its last product, residual and norm
-     * as one launch (nmt_layer_linear_norm), leaving t unwritten. */
+     * t, gh and g): a post-norm sub-layer may run its last product, residual
+     * and norm as one launch (nmt_layer_linear_norm), leaving t unwritten,
+     * and a branch's squeeze gate as one (nmt_layer_gate), leaving gh and g
+     * unwritten. */
     int fuse_norm;
     void *user;
 } nmt_tf_fwd;
