@@ -20,7 +20,7 @@
  *               blocks from there.  The bytes and scales are quant_rows' (the
  *               row maximum is the same in any order; every element takes
  *               the same operations), so the results are gemm_i8_nt's.
- *   gemm_i8_gate  (built with -DI8_GATE=1 and a class's options) one
+ *   gemm_i8_gate  (built with -DI8_ROW=1 and a class's options) one
  *               HySAN branch's squeeze gate over a few rows, x [rows, d]:
  *                 h = ReLU(x W1^T (+ b1)), W1 int8 [dr, d], scales S1
  *                 g = h W2^T (+ b2),        W2 int8 [d, dr], scales S2
@@ -32,6 +32,12 @@
  *               launches (the sums are exact in any order).  For CPU
  *               devices (the host launches it with a local size of 1), where
  *               the launches cost more than this work.
+ *   gemm_i8_nt_ln  (built with -DI8_ROW=1, beside gemm_i8_gate)
+ *               O[m,:] = LayerNorm(A[m,:] Q^T * scales (+ bias) + R[m,:]) *
+ *               gamma + beta for a few rows, one work-item per row (local
+ *               size 1): quant_rows, gemm_i8_nt and layernorm (norm.cl, a
+ *               work-item per row on CPUs) in one launch, the same bits (the
+ *               norm is common.cl's ln_row, as in gemm.cl's gemm_nt_ln).
  *   gemm_i8_nt  C[M,N] = alpha * (sum_k A[m,k] * Q[n,k]) * (sa[m] * sq[n])
  *               (+ beta*C) (+ bias) (ReLU): A int8 [M,K] with row scales sa,
  *               Q int8 [N,K] with row scales sq (the .nmt weight layout).
@@ -51,7 +57,7 @@
  *   GEMM_VW     int8 elements per load       (16; 4, 8, 16)
  *   GEMM_MFAST  1: the blocks in one dimension, M fastest (0)
  *   I8_QUANT    1: build gemm_i8_nt_q instead of gemm_i8_nt (0)
- *   I8_GATE     1: build gemm_i8_gate instead of gemm_i8_nt (0)
+ *   I8_ROW      1: build gemm_i8_gate and gemm_i8_nt_ln instead of gemm_i8_nt (0)
  *   I8_DOT      1: four-element products with the cl_khr_integer_dot_product
  *               built-in dot(char4, char4); 2: x86 AVX-512 VNNI through
  *               clang's vpdpbusd builtin (PoCL on a CPU that has it; the
@@ -91,8 +97,8 @@
 #ifndef I8_QUANT
 #define I8_QUANT 0
 #endif
-#ifndef I8_GATE
-#define I8_GATE 0
+#ifndef I8_ROW
+#define I8_ROW 0
 #endif
 #if I8_QUANT
 #define A_AS __local /* the activations' bytes: quantized by the work-group */
@@ -103,7 +109,7 @@
  * at most I8_Q_ROW_MAX bytes (the host checks K): through a __local
  * pointer that helper gave wrong sums under PoCL 3.1 (docs/PERFORMANCE.md) */
 #define I8_Q_ROW_MAX 2048
-#if I8_DOT == 2 && ((I8_QUANT && GEMM_TM == 1) || I8_GATE) /* gemm_i8_gate: its private rows */
+#if I8_DOT == 2 && ((I8_QUANT && GEMM_TM == 1) || I8_ROW) /* I8_ROW: private rows */
 #define ROW_AS __private
 #else
 #define ROW_AS A_AS
@@ -272,19 +278,19 @@ __kernel void quant_rows(const uint M, const uint K, __global const float *X, co
     S[s_off + m] = quant_row(X + x_off + m * ldx, K, Q + q_off + m * ldq);
 }
 
-#if I8_GATE
-/* gemm_i8_gate (-DI8_GATE=1): see the top.  One work-item per row, its
- * rows of bytes in private arrays; with x86 VNNI the one-row helper (of any
- * class's build: ROW_AS is private here). */
-#define I8_GATE_DR_MAX 512 /* the host checks dr (and d <= I8_Q_ROW_MAX) */
+#if I8_ROW
+/* gemm_i8_gate and gemm_i8_nt_ln (-DI8_ROW=1): see the top.  One work-item
+ * per row, its rows of bytes in private arrays; with x86 VNNI the one-row
+ * helper (of any class's build: ROW_AS is private here). */
+#define I8_ROW_DR_MAX 512 /* the host checks dr (and d <= I8_Q_ROW_MAX) */
 QUANT_ROW(quant_row_g, __global, __private)
 QUANT_ROW(quant_row_p, __private, __private)
 
 #if I8_DOT == 2
-#define GATE_ROW4 vnni_row
+#define ROW4 vnni_row
 #else
 /* the 4 sums of row a with rows q0..q3 of Q over K */
-static int4 gate_row4(__private const char *a, __global const char *q0, __global const char *q1,
+static int4 row4(__private const char *a, __global const char *q0, __global const char *q1,
                       __global const char *q2, __global const char *q3, const uint K) {
     int4 acc = (int4)0;
     const uint KV = K - K % GEMM_VW;
@@ -299,14 +305,14 @@ static int4 gate_row4(__private const char *a, __global const char *q0, __global
         acc += (int4)((int)q0[k], (int)q1[k], (int)q2[k], (int)q3[k]) * (int)a[k];
     return acc;
 }
-#define GATE_ROW4 gate_row4
+#define ROW4 row4
 #endif
 
-/* The 4 sums of row a with rows n .. n + 3 of Q [N, K] (rows past N clamped
- * to N - 1; their sums are not used) */
-#define GATE_SUMS(a, Q, N, K, n)                                                                        \
-    GATE_ROW4((a), (Q) + min((n), (N) - 1u) * (K), (Q) + min((n) + 1u, (N) - 1u) * (K),                 \
-              (Q) + min((n) + 2u, (N) - 1u) * (K), (Q) + min((n) + 3u, (N) - 1u) * (K), (K))
+/* The 4 sums of row a with rows n .. n + 3 of Q [N, K] (row stride ldq;
+ * rows past N clamped to N - 1, their sums not used) */
+#define ROW_SUMS(a, Q, N, K, ldq, n)                                                                      \
+    ROW4((a), (Q) + min((n), (N) - 1u) * (ldq), (Q) + min((n) + 1u, (N) - 1u) * (ldq),               \
+              (Q) + min((n) + 2u, (N) - 1u) * (ldq), (Q) + min((n) + 3u, (N) - 1u) * (ldq), (K))
 
 __kernel void gemm_i8_gate(const uint rows, const uint d, const uint dr, __global const float *X, const uint x_off,
                            const uint ldx, __global const char *W1, const uint w1_off, __global const float *S1,
@@ -316,14 +322,14 @@ __kernel void gemm_i8_gate(const uint rows, const uint d, const uint dr, __globa
     const uint r = (uint)get_global_id(0);
     if (r >= rows) return;
     __global const float *x = X + x_off + r * ldx;
-    char xq[I8_Q_ROW_MAX], hq[I8_GATE_DR_MAX];
-    float h[I8_GATE_DR_MAX];
+    char xq[I8_Q_ROW_MAX], hq[I8_ROW_DR_MAX];
+    float h[I8_ROW_DR_MAX];
     /* h = ReLU(x W1^T + b1): quant_rows, then gemm_i8_nt's epilogue per
      * output (value, bias, ReLU; alpha 1) */
     const float sx = quant_row_g(x, d, xq);
     for (uint j = 0; j < dr; j += 4u) {
         int s[4];
-        vstore4(GATE_SUMS(xq, W1 + w1_off, dr, d, j), 0, s);
+        vstore4(ROW_SUMS(xq, W1 + w1_off, dr, d, d, j), 0, s);
         for (uint i = 0; i < 4u && j + i < dr; i++) {
             float v = (float)s[i] * (sx * S1[s1_off + j + i]);
             if (flags & 1) v += B1[b1_off + j + i];
@@ -334,7 +340,7 @@ __kernel void gemm_i8_gate(const uint rows, const uint d, const uint dr, __globa
     const float sh = quant_row_p(h, dr, hq);
     __global float *o = O + o_off + r * ldo;
     for (uint c = 0; c < d; c += 4u) {
-        const int4 s = GATE_SUMS(hq, W2 + w2_off, d, dr, c);
+        const int4 s = ROW_SUMS(hq, W2 + w2_off, d, dr, dr, c);
         if (c + 4u <= d) {
             float4 g = convert_float4(s) * (sh * vload4(0, S2 + s2_off + c));
             if (flags & 2) g += vload4(0, B2 + b2_off + c);
@@ -354,6 +360,35 @@ __kernel void gemm_i8_gate(const uint rows, const uint d, const uint dr, __globa
             }
         }
     }
+}
+
+__kernel void gemm_i8_nt_ln(const uint rows, const uint N, const uint K, __global const float *A, const uint a_off,
+                            const uint lda, __global const char *Q, const uint q_off, const uint ldq,
+                            __global const float *sq, const uint sq_off, __global const float *bias,
+                            const uint bias_off, const int has_bias, __global const float *R, const uint r_off,
+                            const uint ldr, __global float *O, const uint o_off, const uint ldo,
+                            __global const float *G, const uint g_off, __global const float *Bt, const uint bt_off,
+                            const float eps) {
+    __local float red[1];
+    const uint m = (uint)get_global_id(0);
+    if (m >= rows) return; /* a work-group of its own: no barrier skipped */
+    __global const float *r = R + r_off + m * ldr;
+    __global float *o = O + o_off + m * ldo;
+    char aq[I8_Q_ROW_MAX];
+    const float sa = quant_row_g(A + a_off + m * lda, K, aq);
+    /* gemm_i8_nt's epilogue per output (value, bias; alpha 1), plus R: what
+     * layernorm adds before its statistics; o may alias r (each column is
+     * read, then written) */
+    for (uint n = 0; n < N; n += 4u) {
+        int s[4];
+        vstore4(ROW_SUMS(aq, Q + q_off, N, K, ldq, n), 0, s);
+        for (uint j = 0; j < 4u && n + j < N; j++) {
+            float v = (float)s[j] * (sa * sq[sq_off + n + j]);
+            if (has_bias) v += bias[bias_off + n + j];
+            o[n + j] = v + r[n + j];
+        }
+    }
+    ln_row(o, o, 0, o, N, G + g_off, Bt + bt_off, eps, red);
 }
 #elif I8_QUANT
 /* quant_rows for all M rows of X by the whole work-group, into A (M rows of
@@ -415,7 +450,7 @@ __kernel void gemm_i8_nt_q(const uint M, const uint N, const uint K, const float
     const uint a_off = 0, lda = K, sa_off = 0;
     quant_rows_group(M, K, X + x_off, ldx, A, sa, part);
 #endif
-#if !I8_GATE
+#if !I8_ROW
 #if !I8_QUANT
 __kernel void gemm_i8_nt(const uint M, const uint N, const uint K, const float alpha,
                          __global const char *A, const uint a_off, const uint lda,
@@ -493,4 +528,4 @@ __kernel void gemm_i8_nt(const uint M, const uint N, const uint K, const float a
 #endif
     GEMM_EPILOGUE_SCALAR(I8_VAL)
 }
-#endif /* !I8_GATE */
+#endif /* !I8_ROW */

@@ -12,9 +12,12 @@ nmt_status nmt_layer_matmul(nmt_ops *ops, uint32_t rows, uint32_t N, uint32_t K,
 nmt_status nmt_layer_linear_norm(nmt_ops *ops, nmt_buf in, uint32_t ld_in, uint32_t rows, const nmt_lin *w,
                                  uint32_t out_dim, uint32_t in_dim, nmt_buf res, const nmt_lin *ln, float eps,
                                  nmt_buf t, nmt_buf out) {
-    if (!w->f16 && !w->q8) {
-        const nmt_status s = nmt_op_gemm_nt_ln(ops, rows, out_dim, in_dim, in, ld_in, w->w, in_dim, w->b, res, out_dim,
-                                               ln->w, ln->b, eps, out, out_dim);
+    if (!w->f16) {
+        const nmt_status s =
+            w->q8 ? nmt_op_gemm_i8_nt_ln(ops, rows, out_dim, in_dim, in, ld_in, w->w, in_dim, w->s, w->b, res, out_dim,
+                                         ln->w, ln->b, eps, out, out_dim)
+                  : nmt_op_gemm_nt_ln(ops, rows, out_dim, in_dim, in, ld_in, w->w, in_dim, w->b, res, out_dim, ln->w,
+                                      ln->b, eps, out, out_dim);
         if (s != NMT_ERR_UNSUPPORTED) return s;
     }
     NMT_TRY(nmt_layer_linear(ops, in, ld_in, rows, w, out_dim, in_dim, t, out_dim, 0));

@@ -51,9 +51,10 @@ static inline nmt_status nmt_layer_norm(nmt_ops *ops, nmt_buf x, nmt_buf res, nm
 
 /* out = LN(in W^T + b + res) (gain ln->w, bias ln->b; rows of width
  * out_dim, stride out_dim): a post-norm sub-layer's last product, its
- * residual and its norm.  One launch where nmt_op_gemm_nt_ln runs it (fp32
- * w, rows <= 2); otherwise the product into t, then the norm.  out may be
- * res, not in. */
+ * residual and its norm.  One launch where nmt_op_gemm_nt_ln (fp32 w, rows
+ * <= 2) or nmt_op_gemm_i8_nt_ln (int8 w taking int8 x int8, rows <= 2, CPU
+ * devices) runs it; otherwise the product into t, then the norm.  out may
+ * be res, not in. */
 nmt_status nmt_layer_linear_norm(nmt_ops *ops, nmt_buf in, uint32_t ld_in, uint32_t rows, const nmt_lin *w,
                                  uint32_t out_dim, uint32_t in_dim, nmt_buf res, const nmt_lin *ln, float eps,
                                  nmt_buf t, nmt_buf out);

@@ -80,6 +80,7 @@ void nmt_ops_release(nmt_ops *ops) {
     if (ops->k_attn_group) clReleaseKernel(ops->k_attn_group);
     if (ops->k_gemm_ln) clReleaseKernel(ops->k_gemm_ln);
     if (ops->k_i8_gate) clReleaseKernel(ops->k_i8_gate);
+    if (ops->k_i8_ln) clReleaseKernel(ops->k_i8_ln);
     if (ops->k_segment_max) clReleaseKernel(ops->k_segment_max);
     if (ops->k_ngram_spans) clReleaseKernel(ops->k_ngram_spans);
     if (ops->k_span_tokens) clReleaseKernel(ops->k_span_tokens);
@@ -236,6 +237,7 @@ nmt_status nmt_ops_init_tuned(nmt_ops *ops, nmt_device *dev, const nmt_tuning *t
     ops->fused_norm = !nmt_env_flag("NMT_EDGE_NO_FUSED_NORM");
     ops->i8_fuse_quant = dev->info.is_cpu && !nmt_env_flag("NMT_EDGE_NO_FUSED_QUANT");
     ops->i8_fuse_gate = dev->info.is_cpu && !nmt_env_flag("NMT_EDGE_NO_FUSED_GATE");
+    ops->i8_fuse_norm = dev->info.is_cpu;
     ops->k_chunk = dev->info.is_cpu ? NMT_OPS_K_CHUNK_CPU : 0;
     ops->a_tile_bytes = dev->info.is_cpu ? NMT_OPS_A_TILE_BYTES : 0;
     s = nmt_ops_sg_setup(ops);

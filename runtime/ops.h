@@ -123,21 +123,31 @@ typedef struct nmt_ops {
     size_t i8_quant_wg;         /* local size of quant_rows */
     uint64_t n_i8_products;     /* int8-weight products run as int8 x int8 (tests read it) */
     uint64_t n_i8_fused;        /* of them, in one launch with the quantization (k_i8_quant) */
-    /* a HySAN branch's squeeze gate in one launch where its two products
-     * are int8 x int8 (cl/gemm_i8.cl gemm_i8_gate, -DI8_GATE=1), built on
-     * first use where i8_fuse_gate (nmt_ops_init: CPU devices, unless
-     * $NMT_EDGE_NO_FUSED_GATE; a plain field, tests set it); i8_gate_tried:
-     * a build was attempted (k_i8_gate NULL after it: three launches) */
-    cl_kernel k_i8_gate;
-    int i8_gate_tried, i8_fuse_gate;
+    /* where the int8 products take int8 x int8, on CPU devices, for a few
+     * rows (NMT_OPS_I8_ROW_ROWS), the one-work-item-per-row kernels of
+     * cl/gemm_i8.cl (-DI8_ROW=1), built on first use (i8_row_tried: a build
+     * was attempted; the kernels NULL after it: separate launches):
+     * k_i8_gate, a HySAN branch's squeeze gate in one launch, where
+     * i8_fuse_gate (nmt_ops_init: CPU devices, unless
+     * $NMT_EDGE_NO_FUSED_GATE); k_i8_ln, a product with its residual and
+     * layer norm, where i8_fuse_norm (CPU devices) and fused_norm.  Plain
+     * fields: tests set them. */
+    cl_kernel k_i8_gate, k_i8_ln;
+    int i8_row_tried, i8_fuse_gate, i8_fuse_norm;
     uint64_t n_i8_gates;        /* gates run in one launch (tests read it) */
+    uint64_t n_i8_norms;        /* products run with their norm (tests read it) */
 } nmt_ops;
 
-/* gemm_i8_gate serves steps of at most this many rows (a work-item per
- * row, for CPU devices), d up to NMT_OPS_I8_FUSE_ROW_MAX and d / r up to
- * NMT_OPS_I8_GATE_DR_MAX (its private arrays, cl/gemm_i8.cl). */
-#define NMT_OPS_I8_GATE_ROWS 4u
-#define NMT_OPS_I8_GATE_DR_MAX 512u
+/* gemm_i8_gate and gemm_i8_nt_ln serve steps of at most this many rows (a
+ * work-item per row, for CPU devices), K (gate: d) up to
+ * NMT_OPS_I8_FUSE_ROW_MAX and the gate's d / r up to NMT_OPS_I8_ROW_DR_MAX
+ * (their private arrays, cl/gemm_i8.cl). */
+#define NMT_OPS_I8_ROW_ROWS 4u
+#define NMT_OPS_I8_ROW_DR_MAX 512u
+/* gemm_i8_nt_ln only up to 2 rows: at 3 and 4 the m16 class's 4 x 4 blocks,
+ * which read a weight row once for 4 rows, outrun a row per work-item on the
+ * sub-layers' larger products (docs/PERFORMANCE.md) */
+#define NMT_OPS_I8_LN_ROWS 2u
 
 /* gemm_i8_nt_q serves products of at most this many rows: every work-group
  * quantizes all of them, so with more rows (more row blocks, fewer columns
@@ -382,13 +392,27 @@ nmt_status nmt_op_gate_accum(nmt_ops *ops, nmt_buf x, uint32_t ld_x, nmt_buf g, 
  * (b1, b2 may be absent: mem NULL), the same bits as the two products by
  * way of int8 x int8 (nmt_op_gemm_q8 where nmt_ops_i8_fits) and
  * nmt_op_gate_accum.  NMT_ERR_UNSUPPORTED (nothing enqueued; callers launch
- * the three) where !ops->i8_fuse_gate, rows > NMT_OPS_I8_GATE_ROWS, either
+ * the three) where !ops->i8_fuse_gate, rows > NMT_OPS_I8_ROW_ROWS, either
  * product would not take int8 x int8, or d or dr is over its limit; the
  * first call builds the kernel (its failure is the status; the calls after
  * it are NMT_ERR_UNSUPPORTED).  out must not overlap x. */
 nmt_status nmt_op_gate_i8(nmt_ops *ops, uint32_t rows, uint32_t d, uint32_t dr, nmt_buf x, uint32_t ld_x, nmt_buf w1,
                           nmt_buf s1, nmt_buf b1, nmt_buf w2, nmt_buf s2, nmt_buf b2, nmt_buf out, uint32_t ld_out,
                           int accumulate);
+
+/* O[m,:] = LayerNorm(A[m,:] Q^T * (row scales) (+ bias) + R[m,:]) * gamma +
+ * beta, Q int8 [N, K] with scales sq (a post-norm sub-layer's last product,
+ * its residual and its norm; nmt_op_gemm_nt_ln's int8 counterpart) in one
+ * launch (cl/gemm_i8.cl gemm_i8_nt_ln), the same bits as nmt_op_gemm_q8 by
+ * way of int8 x int8 and nmt_op_layernorm.  NMT_ERR_UNSUPPORTED (nothing
+ * enqueued; callers launch the two) where !ops->i8_fuse_norm,
+ * !ops->fused_norm, the layer norm is not a work-item per row (norm_wg !=
+ * 1), M > NMT_OPS_I8_LN_ROWS, K > NMT_OPS_I8_FUSE_ROW_MAX or the product
+ * would not take int8 x int8; the first call builds the kernel, as
+ * nmt_op_gate_i8's.  O may alias R, not A. */
+nmt_status nmt_op_gemm_i8_nt_ln(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, nmt_buf A, uint32_t lda, nmt_buf Q,
+                               uint32_t ldq, nmt_buf sq, nmt_buf bias, nmt_buf R, uint32_t ldr, nmt_buf gamma,
+                               nmt_buf beta, float eps, nmt_buf O, uint32_t ldo);
 
 /* dst[r*ld_dst + c] = src[r*ld_src + c], r < rows, c < cols (strided copy;
  * used to write K/V of a step into the cache and to pack/unpack). */

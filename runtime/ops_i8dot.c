@@ -218,26 +218,28 @@ nmt_status nmt_ops_gemm_q8_as_i8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t 
 }
 
 /* ------------------------------------------------------------------------ */
-/* A squeeze gate in one launch                                             */
+/* One work-item per row: a squeeze gate, a product with its norm           */
 /* ------------------------------------------------------------------------ */
 
-/* gemm_i8_gate, built on first use (in the session's warm-up) with the
- * options of class cls's int8 x int8 product: any variant gives the same
- * bits, the sums are exact.  A build that fails (a kernel pack without it
- * in binaries-only mode: NMT_ERR_KERNEL_PACK_MISSING) is the caller's
- * status, as for every other program; later calls then take three
- * launches. */
-static nmt_status gate_kernel(nmt_ops *ops, nmt_gemm_class cls, cl_kernel *out) {
-    if (!ops->i8_gate_tried) {
-        ops->i8_gate_tried = 1;
+/* The one-work-item-per-row kernels (cl/gemm_i8.cl, -DI8_ROW=1:
+ * gemm_i8_gate, gemm_i8_nt_ln), built on first use (in the session's
+ * warm-up) with the options of class cls's int8 x int8 product: any variant
+ * gives the same bits, the sums are exact.  A build that fails (a kernel
+ * pack without it in binaries-only mode: NMT_ERR_KERNEL_PACK_MISSING) is
+ * the caller's status, as for every other program; later calls then take
+ * the separate launches.  *out: the kernel of name. */
+static nmt_status row_kernel(nmt_ops *ops, nmt_gemm_class cls, int ln, cl_kernel *out) {
+    if (!ops->i8_row_tried) {
+        ops->i8_row_tried = 1;
         char opts[NMT_OPS_GEMM_OPTS + 64];
         nmt_ops_gemm_opts(ops, NMT_GOP_I8, cls, opts);
-        strncat(opts, " -DI8_GATE=1 -cl-fp32-correctly-rounded-divide-sqrt", sizeof opts - strlen(opts) - 1);
+        strncat(opts, " -DI8_ROW=1 -cl-fp32-correctly-rounded-divide-sqrt", sizeof opts - strlen(opts) - 1);
         cl_program prog;
         NMT_TRY(nmt_device_program(ops->dev, "gemm_i8", opts, &prog));
         NMT_TRY(nmt_device_kernel(ops->dev, prog, "gemm_i8_gate", &ops->k_i8_gate));
+        NMT_TRY(nmt_device_kernel(ops->dev, prog, "gemm_i8_nt_ln", &ops->k_i8_ln));
     }
-    *out = ops->k_i8_gate;
+    *out = ln ? ops->k_i8_ln : ops->k_i8_gate;
     return *out != NULL ? NMT_OK : NMT_ERR_UNSUPPORTED;
 }
 
@@ -253,8 +255,8 @@ nmt_status nmt_op_gate_i8(nmt_ops *ops, uint32_t rows, uint32_t d, uint32_t dr, 
                           int accumulate) {
     if (ops == NULL || ops->dev == NULL || ops->k_add == NULL) return NMT_ERR_INVALID_ARGUMENT;
     const nmt_gemm_class cls = nmt_gemm_class_of(rows);
-    if (!ops->i8_fuse_gate || rows > NMT_OPS_I8_GATE_ROWS || d > NMT_OPS_I8_FUSE_ROW_MAX ||
-        dr > NMT_OPS_I8_GATE_DR_MAX || !nmt_ops_i8_fits(ops, cls, rows, d) || !nmt_ops_i8_fits(ops, cls, rows, dr))
+    if (!ops->i8_fuse_gate || rows > NMT_OPS_I8_ROW_ROWS || d > NMT_OPS_I8_FUSE_ROW_MAX ||
+        dr > NMT_OPS_I8_ROW_DR_MAX || !nmt_ops_i8_fits(ops, cls, rows, d) || !nmt_ops_i8_fits(ops, cls, rows, dr))
         return NMT_ERR_UNSUPPORTED;
     if (rows == 0 || d == 0) return NMT_OK;
     if (x.mem == NULL || out.mem == NULL || w1.mem == NULL || w2.mem == NULL || s1.mem == NULL || s2.mem == NULL ||
@@ -268,7 +270,7 @@ nmt_status nmt_op_gate_i8(nmt_ops *ops, uint32_t rows, uint32_t d, uint32_t dr, 
         (b1.mem && (uint64_t)b1.off + dr > lim) || (b2.mem && (uint64_t)b2.off + d > lim))
         return NMT_ERR_UNSUPPORTED;
     cl_kernel k;
-    NMT_TRY(gate_kernel(ops, cls, &k));
+    NMT_TRY(row_kernel(ops, cls, 0, &k));
     args a = args_begin(k);
     arg_u32(&a, rows);
     arg_u32(&a, d);
@@ -288,6 +290,52 @@ nmt_status nmt_op_gate_i8(nmt_ops *ops, uint32_t rows, uint32_t d, uint32_t dr, 
     ops->n_i8_gates++;
     const size_t gws = rows, lws = 1;
     return nmt_enqueue(ops->dev, k, 1, &gws, &lws, "gemm_i8_gate");
+}
+
+nmt_status nmt_op_gemm_i8_nt_ln(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, nmt_buf A, uint32_t lda, nmt_buf Q,
+                               uint32_t ldq, nmt_buf sq, nmt_buf bias, nmt_buf R, uint32_t ldr, nmt_buf gamma,
+                               nmt_buf beta, float eps, nmt_buf O, uint32_t ldo) {
+    if (ops == NULL || ops->dev == NULL || ops->k_add == NULL) return NMT_ERR_INVALID_ARGUMENT;
+    const nmt_gemm_class cls = nmt_gemm_class_of(M);
+    if (!ops->i8_fuse_norm || !ops->fused_norm || ops->norm_wg != 1 || M > NMT_OPS_I8_LN_ROWS ||
+        K > NMT_OPS_I8_FUSE_ROW_MAX || !nmt_ops_i8_fits(ops, cls, M, K))
+        return NMT_ERR_UNSUPPORTED;
+    if (M == 0 || N == 0) return NMT_OK;
+    if (Q.mem == NULL || sq.mem == NULL || R.mem == NULL || gamma.mem == NULL || beta.mem == NULL || ldq < K ||
+        ldr < N)
+        return NMT_ERR_INVALID_ARGUMENT;
+    NMT_TRY(nmt_ops_check_gemm(ops, M, N, K, A, lda, 0.0f, O, ldo, bias));
+    const uint64_t a_end = A.off + (uint64_t)(M - 1) * lda + K, o_end = O.off + (uint64_t)(M - 1) * ldo + N;
+    if (A.mem == O.mem && A.off < o_end && O.off < a_end) return NMT_ERR_INVALID_ARGUMENT; /* O must not alias A */
+    const uint64_t lim = UINT32_MAX;
+    if ((uint64_t)Q.off + (uint64_t)(N - 1) * ldq + K > lim || (uint64_t)sq.off + N > lim ||
+        R.off + (uint64_t)(M - 1) * ldr + N > lim || (uint64_t)gamma.off + N > lim || (uint64_t)beta.off + N > lim)
+        return NMT_ERR_UNSUPPORTED;
+    cl_kernel k;
+    NMT_TRY(row_kernel(ops, cls, 1, &k));
+    args a = args_begin(k);
+    arg_u32(&a, M);
+    arg_u32(&a, N);
+    arg_u32(&a, K);
+    arg_buf(&a, A, A.mem);
+    arg_u32(&a, lda);
+    arg_buf(&a, Q, A.mem);
+    arg_u32(&a, ldq);
+    arg_buf(&a, sq, A.mem);
+    arg_buf(&a, bias, A.mem);
+    arg_i32(&a, bias.mem != NULL);
+    arg_buf(&a, R, A.mem);
+    arg_u32(&a, ldr);
+    arg_buf(&a, O, A.mem);
+    arg_u32(&a, ldo);
+    arg_buf(&a, gamma, A.mem);
+    arg_buf(&a, beta, A.mem);
+    arg_f32(&a, eps);
+    NMT_TRY(args_end(ops->dev, &a, "gemm_i8_nt_ln"));
+    ops->n_i8_products++;
+    ops->n_i8_norms++;
+    const size_t gws = M, lws = 1;
+    return nmt_enqueue(ops->dev, k, 1, &gws, &lws, "gemm_i8_nt_ln");
 }
 
 nmt_status nmt_session_plan_i8dot(nmt_session *s, nmt_arena *a, size_t rows, size_t kmax) {

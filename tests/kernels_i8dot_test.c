@@ -19,7 +19,8 @@
  *   - nmt_op_gemm_q8 through the scratch against ref_gemm_q8 (fp32
  *     activations): the quantization error bound; too-big A falls back;
  *   - gemm_i8_gate (a HySAN gate in one launch) against its five launches,
- *     bit for bit, and what it refuses;
+ *     and gemm_i8_nt_ln (a product with its residual and norm) against the
+ *     product and layernorm, bit for bit, and what they refuse;
  *   - bad arguments: exact statuses;
  *   - a whole int8 model: its session (arena and device bytes exactly as
  *     predicted) with the tuning "on" runs its products int8 x int8 (the
@@ -623,6 +624,142 @@ static void test_gemm_i8_gate(void **state) {
     }
 }
 
+/* ---- a product with its residual and norm in one launch ------------------ */
+
+typedef struct ln_case {
+    uint32_t M, N, K, pad, off;
+    int bias, alias; /* alias: O is R */
+} ln_case;
+
+/* gemm_i8_nt_ln against nmt_op_gemm_q8 (int8 x int8) into T then
+ * nmt_op_layernorm, bit for bit, in every variant the device builds: 1 and
+ * 2 rows, N and K with and without tails (K up to the private row's 2,048),
+ * bias or not, offsets and leading dimensions, O aliasing R, a zero row
+ * and a row with an infinity.  Then the exact refusals (3 rows among them). */
+static void test_gemm_i8_nt_ln(void **state) {
+    env *e = *state;
+    const int variants[2] = {nmt_i8dot_fast_variant(e->dev), NMT_I8_PORTABLE};
+    static const ln_case cases[] = {
+        {1, 256, 256, 0, 0, 1, 0}, {1, 256, 1024, 3, 2, 1, 1}, {2, 70, 130, 5, 1, 0, 0},
+        {2, 64, 64, 0, 3, 1, 1},   {2, 300, 2048, 1, 0, 1, 0}, {1, 7, 1, 2, 1, 0, 1},
+    };
+    const float eps = 1e-5f;
+    for (int vi = 0; vi < 2; vi++) {
+        if (vi == 1 && variants[0] == NMT_I8_PORTABLE) break;
+        nmt_ops ops;
+        open_i8_ops(e, &ops, variants[vi]);
+        assert_int_equal(ops.i8_fuse_norm, e->dev->info.is_cpu);
+        ops.i8_fuse_norm = 1; /* a GPU (Oclgrind too): on request, with layernorm a work-item per row */
+        ops.norm_wg = 1;
+        for (size_t i = 0; i < NMT_ARRAY_LEN(cases); i++) {
+            const ln_case *c = &cases[i];
+            nmt_test_rng r = nmt_test_rng_make(800 + i);
+            const uint32_t lda = c->K + c->pad, ld = c->N + c->pad;
+            const size_t na = c->off + (size_t)c->M * lda + 3, nq = c->off + (size_t)c->N * c->K + 5;
+            const size_t no = c->off + (size_t)c->M * ld + 3, nn = c->off + c->N + 3;
+            float *A = host_block(&r, na, c->off, c->M, c->K, lda, -2, 2);
+            const int inf_row = i == 4; /* case 2: row 1 all zeros; case 4: row 1 with an infinity */
+            if (i == 2) for (uint32_t k = 0; k < c->K; k++) A[c->off + lda + k] = 0.0f;
+            if (inf_row) A[c->off + lda + c->K / 2] = INFINITY;
+            int8_t *Q = random_i8(&r, nq);
+            float *sq = host_block(&r, nn, c->off, 1, c->N, c->N, 0.001f, 0.05f);
+            float *bias = host_block(&r, nn, c->off, 1, c->N, c->N, -0.5f, 0.5f);
+            float *gam = host_block(&r, nn, c->off, 1, c->N, c->N, 0.5f, 1.5f);
+            float *bet = host_block(&r, nn, c->off, 1, c->N, c->N, -0.5f, 0.5f);
+            float *R = host_block(&r, no, c->off, c->M, c->N, ld, -1, 1);
+            float *O0 = host_block(&r, no, c->off, c->M, c->N, ld, -1, 1);
+            ops.i8_cap = (size_t)c->M * c->K;
+            ops.i8_rows = c->M;
+            ops.i8_a = B(nmt_test_buffer(e->dev, ops.i8_cap, NULL), 0);
+            ops.i8_s = B(nmt_test_buffer(e->dev, c->M * sizeof(float), NULL), 0);
+            cl_mem dA = nmt_test_upload_f32(e->dev, A, na), dQ = nmt_test_buffer(e->dev, nq, Q);
+            cl_mem dsq = nmt_test_upload_f32(e->dev, sq, nn), db = nmt_test_upload_f32(e->dev, bias, nn);
+            cl_mem dg = nmt_test_upload_f32(e->dev, gam, nn), dbt = nmt_test_upload_f32(e->dev, bet, nn);
+            cl_mem dR = nmt_test_upload_f32(e->dev, R, no), dO = c->alias ? dR : nmt_test_upload_f32(e->dev, O0, no);
+            const nmt_buf a = B(dA, c->off), q = B(dQ, c->off), s = B(dsq, c->off), g = B(dg, c->off);
+            const nmt_buf bt = B(dbt, c->off), bs = c->bias ? B(db, c->off) : NONE;
+            /* three: the product into T, then layernorm of T + R (rows contiguous) */
+            float *Rc = malloc((size_t)c->M * c->N * sizeof(float));
+            assert_non_null(Rc);
+            for (uint32_t m = 0; m < c->M; m++) memcpy(Rc + (size_t)m * c->N, R + c->off + (size_t)m * ld, c->N * 4);
+            cl_mem dT = nmt_test_buffer(e->dev, (size_t)c->M * c->N * sizeof(float), NULL);
+            cl_mem dRc = nmt_test_upload_f32(e->dev, Rc, (size_t)c->M * c->N);
+            cl_mem dOc = nmt_test_buffer(e->dev, (size_t)c->M * c->N * sizeof(float), NULL);
+            const uint64_t products = ops.n_i8_products;
+            nmt_test_assert_ok(e->dev, nmt_op_gemm_q8(&ops, c->M, c->N, c->K, 1.0f, a, lda, q, c->K, s, 0.0f,
+                                                      B(dT, 0), c->N, bs, 0));
+            assert_int_equal(ops.n_i8_products, products + 1); /* int8 x int8 */
+            nmt_test_assert_ok(e->dev, nmt_op_layernorm(&ops, B(dT, 0), B(dRc, 0), B(dOc, 0), c->M, c->N, g, bt, eps));
+            float *ref = download(e, dOc, (size_t)c->M * c->N);
+            /* one */
+            const uint64_t norms = ops.n_i8_norms;
+            nmt_test_assert_ok(e->dev, nmt_op_gemm_i8_nt_ln(&ops, c->M, c->N, c->K, a, lda, q, c->K, s, bs,
+                                                            B(dR, c->off), ld, g, bt, eps, B(dO, c->off), ld));
+            assert_int_equal(ops.n_i8_norms, norms + 1);
+            float *got = download(e, dO, no);
+            const float *before = c->alias ? R : O0;
+            for (size_t j = 0; j < no; j++) {
+                const int inside = j >= c->off && (j - c->off) / ld < c->M && (j - c->off) % ld < c->N;
+                if (!inside) {
+                    if (memcmp(&got[j], &before[j], sizeof(float)) != 0)
+                        fail_msg("case %zu: element %zu outside the rows changed", i, j);
+                    continue;
+                }
+                const size_t m = (j - c->off) / ld, n = (j - c->off) % ld;
+                const float want = ref[m * c->N + n];
+                if (memcmp(&got[j], &want, sizeof(float)) != 0)
+                    fail_msg("variant %d case %zu (M %u N %u K %u): row %zu col %zu %.9g, two launches %.9g",
+                             variants[vi], i, c->M, c->N, c->K, m, n, got[j], want);
+                if (!(inf_row && m == 1)) assert_true(isfinite(got[j]));
+            }
+            if (i == 0) { /* the refusals: nothing written */
+                cl_mem dX = nmt_test_upload_f32(e->dev, O0, no);
+                const nmt_buf o = B(dX, c->off), rr = B(dR, c->off);
+                assert_int_equal(nmt_op_gemm_i8_nt_ln(&ops, 3, c->N, c->K, a, lda, q, c->K, s, bs, rr, ld, g, bt, eps,
+                                                      o, ld),
+                                 NMT_ERR_UNSUPPORTED); /* more rows than it serves */
+                assert_int_equal(nmt_op_gemm_i8_nt_ln(&ops, 1, c->N, 2049, a, 2049, q, 2049, s, bs, rr, ld, g, bt,
+                                                      eps, o, ld),
+                                 NMT_ERR_UNSUPPORTED); /* K over the private row */
+                ops.norm_wg = 2; /* layernorm not a work-item per row: its bits would differ */
+                assert_int_equal(nmt_op_gemm_i8_nt_ln(&ops, 1, c->N, c->K, a, lda, q, c->K, s, bs, rr, ld, g, bt, eps,
+                                                      o, ld),
+                                 NMT_ERR_UNSUPPORTED);
+                ops.norm_wg = 1;
+                ops.fused_norm = 0; /* NMT_EDGE_NO_FUSED_NORM */
+                assert_int_equal(nmt_op_gemm_i8_nt_ln(&ops, 1, c->N, c->K, a, lda, q, c->K, s, bs, rr, ld, g, bt, eps,
+                                                      o, ld),
+                                 NMT_ERR_UNSUPPORTED);
+                ops.fused_norm = 1;
+                ops.i8_rows = 0; /* the product would not be int8 x int8 */
+                assert_int_equal(nmt_op_gemm_i8_nt_ln(&ops, 1, c->N, c->K, a, lda, q, c->K, s, bs, rr, ld, g, bt, eps,
+                                                      o, ld),
+                                 NMT_ERR_UNSUPPORTED);
+                ops.i8_rows = c->M;
+                assert_int_equal(nmt_op_gemm_i8_nt_ln(&ops, 1, c->N, c->K, a, lda, q, c->K, s, bs, rr, ld, NONE, bt,
+                                                      eps, o, ld),
+                                 NMT_ERR_INVALID_ARGUMENT); /* no gamma */
+                assert_int_equal(nmt_op_gemm_i8_nt_ln(&ops, 1, c->N, c->K, a, lda, q, c->K, s, bs, rr, c->N - 1, g,
+                                                      bt, eps, o, ld),
+                                 NMT_ERR_INVALID_ARGUMENT); /* ldr < N */
+                assert_int_equal(nmt_op_gemm_i8_nt_ln(&ops, 1, c->N, c->K, a, lda, q, c->K, s, bs, rr, ld, g, bt, eps,
+                                                      B(dA, c->off + 1), ld),
+                                 NMT_ERR_INVALID_ARGUMENT); /* O overlaps A */
+                float *after = download(e, dX, no);
+                assert_memory_equal(after, O0, no * sizeof(float));
+                free(after);
+                nmt_test_release(dX);
+            }
+            const cl_mem mems[] = {ops.i8_a.mem, ops.i8_s.mem, dA, dQ, dsq, db, dg, dbt, dR, dT, dRc, dOc};
+            for (size_t j = 0; j < NMT_ARRAY_LEN(mems); j++) nmt_test_release(mems[j]);
+            if (!c->alias) nmt_test_release(dO);
+            void *host[] = {A, Q, sq, bias, gam, bet, R, O0, Rc, ref, got};
+            for (size_t j = 0; j < NMT_ARRAY_LEN(host); j++) free(host[j]);
+        }
+        nmt_ops_release(&ops);
+    }
+}
+
 /* ---- nmt_op_gemm_q8 through the scratch ----------------------------------- */
 
 static void test_gemm_q8_as_i8(void **state) {
@@ -804,6 +941,7 @@ int main(void) {
         cmocka_unit_test(test_gemm_i8_vnni),
         cmocka_unit_test(test_gemm_i8_candidates), cmocka_unit_test(test_gemm_q8_as_i8),
         cmocka_unit_test(test_gemm_i8_fused_quant), cmocka_unit_test(test_gemm_i8_gate),
+        cmocka_unit_test(test_gemm_i8_nt_ln),
         cmocka_unit_test(test_bad_args),           cmocka_unit_test(test_model_int8_paths),
     };
     return cmocka_run_group_tests(tests, kernels_setup, ops_teardown);
