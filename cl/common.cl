@@ -76,6 +76,37 @@ inline float8 vsum16x8(const float16 a0, const float16 a1, const float16 a2, con
         _Pragma("unroll") for (int x_ = 0; x_ < 8; x_++) GEMM_ACC_ELEM_(acc, g_ + x_) = s_[x_];     \
     }
 
+/* A HySAN branch's squeeze gate over a few rows in one launch, a work-item
+ * per row (gemm_q8.cl gemm_q8_gate, gemm_i8.cl gemm_i8_gate; the host sets
+ * these parameters in runtime/ops_rows.c): x [rows, d] (stride ldx), W1
+ * int8 [dr, d] with row scales S1 and bias B1, W2 int8 [d, dr] with S2 and
+ * B2, O (stride ldo); flags: bit 0 B1, bit 1 B2, bit 2 accumulate into O.
+ * GATE_ROW_BEGIN() declares the row r and its x (surplus work-items
+ * return). */
+#define GATE_ROW_PARAMS                                                                                      \
+    const uint rows, const uint d, const uint dr, __global const float *X, const uint x_off, const uint ldx,  \
+        __global const char *W1, const uint w1_off, __global const float *S1, const uint s1_off,             \
+        __global const float *B1, const uint b1_off, __global const char *W2, const uint w2_off,             \
+        __global const float *S2, const uint s2_off, __global const float *B2, const uint b2_off,            \
+        __global float *O, const uint o_off, const uint ldo, const int flags
+#define GATE_ROW_BEGIN()                      \
+    const uint r = (uint)get_global_id(0);    \
+    if (r >= rows) return;                    \
+    __global const float *x = X + x_off + r * ldx
+
+/* The product with residual and layer norm of a few rows in one launch
+ * (gemm.cl gemm_nt_ln's int8 counterparts, gemm_q8.cl gemm_q8_nt_ln and
+ * gemm_i8.cl gemm_i8_nt_ln; runtime/ops_rows.c sets these): a work-group
+ * per row m of A [*, K] (stride lda), Q int8 [N, K] (stride ldq) with row
+ * scales and bias (has_bias), R and O (strides ldr, ldo), gain G, bias Bt. */
+#define LN_ROW_PARAMS                                                                                         \
+    const uint N, const uint K, __global const float *A, const uint a_off, const uint lda,                   \
+        __global const char *Q, const uint q_off, const uint ldq, __global const float *scale,                \
+        const uint s_off, __global const float *bias, const uint bias_off, const int has_bias,                \
+        __global const float *R, const uint r_off, const uint ldr, __global float *O, const uint o_off,      \
+        const uint ldo, __global const float *G, const uint g_off, __global const float *Bt, const uint bt_off, \
+        const float eps
+
 /* The products' epilogue (gemm.cl, gemm_f16.cl, gemm_q8.cl, gemm_i8.cl) for
  * the GEMM_TM x GEMM_TN block of C at (m0, n0): per element
  * v = value (+ beta * C) (+ bias[n]) (ReLU), stored where in range (flags:

@@ -314,14 +314,8 @@ static int4 row4(__private const char *a, __global const char *q0, __global cons
     ROW4((a), (Q) + min((n), (N) - 1u) * (ldq), (Q) + min((n) + 1u, (N) - 1u) * (ldq),               \
               (Q) + min((n) + 2u, (N) - 1u) * (ldq), (Q) + min((n) + 3u, (N) - 1u) * (ldq), (K))
 
-__kernel void gemm_i8_gate(const uint rows, const uint d, const uint dr, __global const float *X, const uint x_off,
-                           const uint ldx, __global const char *W1, const uint w1_off, __global const float *S1,
-                           const uint s1_off, __global const float *B1, const uint b1_off, __global const char *W2,
-                           const uint w2_off, __global const float *S2, const uint s2_off, __global const float *B2,
-                           const uint b2_off, __global float *O, const uint o_off, const uint ldo, const int flags) {
-    const uint r = (uint)get_global_id(0);
-    if (r >= rows) return;
-    __global const float *x = X + x_off + r * ldx;
+__kernel void gemm_i8_gate(GATE_ROW_PARAMS) { /* common.cl */
+    GATE_ROW_BEGIN();
     char xq[I8_Q_ROW_MAX], hq[I8_ROW_DR_MAX];
     float h[I8_ROW_DR_MAX];
     /* h = ReLU(x W1^T + b1): quant_rows, then gemm_i8_nt's epilogue per
@@ -362,16 +356,9 @@ __kernel void gemm_i8_gate(const uint rows, const uint d, const uint dr, __globa
     }
 }
 
-__kernel void gemm_i8_nt_ln(const uint rows, const uint N, const uint K, __global const float *A, const uint a_off,
-                            const uint lda, __global const char *Q, const uint q_off, const uint ldq,
-                            __global const float *sq, const uint sq_off, __global const float *bias,
-                            const uint bias_off, const int has_bias, __global const float *R, const uint r_off,
-                            const uint ldr, __global float *O, const uint o_off, const uint ldo,
-                            __global const float *G, const uint g_off, __global const float *Bt, const uint bt_off,
-                            const float eps) {
+__kernel void gemm_i8_nt_ln(LN_ROW_PARAMS) { /* common.cl; launched with a local size of 1 */
     __local float red[1];
-    const uint m = (uint)get_global_id(0);
-    if (m >= rows) return; /* a work-group of its own: no barrier skipped */
+    const uint m = (uint)get_group_id(0);
     __global const float *r = R + r_off + m * ldr;
     __global float *o = O + o_off + m * ldo;
     char aq[I8_Q_ROW_MAX];
@@ -383,7 +370,7 @@ __kernel void gemm_i8_nt_ln(const uint rows, const uint N, const uint K, __globa
         int s[4];
         vstore4(ROW_SUMS(aq, Q + q_off, N, K, ldq, n), 0, s);
         for (uint j = 0; j < 4u && n + j < N; j++) {
-            float v = (float)s[j] * (sa * sq[sq_off + n + j]);
+            float v = (float)s[j] * (sa * scale[s_off + n + j]);
             if (has_bias) v += bias[bias_off + n + j];
             o[n + j] = v + r[n + j];
         }

@@ -1,7 +1,15 @@
 /* gemm_q8.cl — products with int8 weights and per-row scales (runtime/ops.c,
  * nmt_op_gemm_q8).  Only built for models that carry int8 weights.
  *
- * Kernel:
+ * Kernels:
+ *   gemm_q8_gate  a HySAN branch's squeeze gate over a few rows, a
+ *               work-item per row (h = ReLU(x W1^T + b1), g = h W2^T + b2,
+ *               O = (accumulate ? O : 0) + x * sigmoid(g); flags: bit 0
+ *               b1, bit 1 b2, bit 2 accumulate), and
+ *   gemm_q8_nt_ln  a product of a few rows with its residual and layer norm
+ *               (gemm.cl gemm_nt_ln's int8 counterpart): both with
+ *               gemm_q8_nt's sums, so the same bits as their launches apart
+ *               (runtime/ops_rows.c nmt_op_gate_q8, nmt_op_gemm_q8_nt_ln);
  *   gemm_q8_nt  C[M,N] = alpha * A[M,K] * W^T (+ beta*C) (+ bias) (ReLU)
  *               with W[n,k] = Q[n,k] * scale[n]: Q is int8 [N,K] (the .nmt
  *               weight layout, row n = the K weights of output n), scale is
@@ -33,6 +41,9 @@
 #endif
 #ifndef GEMM_MFAST
 #define GEMM_MFAST 0
+#endif
+#ifndef GEMM_LN_WG
+#define GEMM_LN_WG 256 /* gemm_q8_nt_ln: the largest local size the host may launch it with */
 #endif
 
 #if GEMM_VW == 16
@@ -121,6 +132,62 @@ __kernel void gemm_q8_nt(const uint M, const uint N, const uint K, const float a
     if (n0 + GEMM_TN <= N) GEMM_EPILOGUE_VECTOR(Q8_VVAL) else
 #endif
     GEMM_EPILOGUE_SCALAR(Q8_VAL)
+}
+
+/* One output of gemm_q8_nt from a row a (A_AS: its address space), summed
+ * in gemm_q8_nt's order (before the row's scale) */
+#define Q8_DOT(NAME, A_AS)                                                                      \
+    static float NAME(A_AS const float *a, __global const char *q, const uint K) {              \
+        VFLOAT accv = (VFLOAT)(0.0f);                                                           \
+        const uint KV = K - K % GEMM_VW;                                                        \
+        for (uint k = 0; k < KV; k += GEMM_VW) accv = VLOADF(a + k) * VLOADQ(q + k) + accv;     \
+        float acc = VSUM(accv);                                                                 \
+        for (uint k = KV; k < K; k++) acc = a[k] * (float)q[k] + acc;                           \
+        return acc;                                                                             \
+    }
+Q8_DOT(q8_dot_g, __global)
+Q8_DOT(q8_dot_p, __private)
+#define Q8_GATE_VAL(sum, S, n) (1.0f * ((sum) * S[n])) /* Q8_VAL, alpha 1 */
+
+/* gemm_q8_gate (runtime/ops_rows.c nmt_op_gate_q8): one work-item per row,
+ * h in private memory, every value with the operations of the two
+ * products and gate_accum (exp per element): the same bits.  d / r at most
+ * Q8_GATE_DR_MAX (the host checks). */
+#define Q8_GATE_DR_MAX 512
+__kernel void gemm_q8_gate(GATE_ROW_PARAMS) { /* common.cl */
+    GATE_ROW_BEGIN();
+    float h[Q8_GATE_DR_MAX];
+    for (uint j = 0; j < dr; j++) { /* gemm_q8_nt's epilogue: value, bias, ReLU */
+        float v = Q8_GATE_VAL(q8_dot_g(x, W1 + w1_off + j * d, d), S1, s1_off + j);
+        if (flags & 1) v += B1[b1_off + j];
+        h[j] = fmax(v, 0.0f);
+    }
+    __global float *o = O + o_off + r * ldo;
+    for (uint c = 0; c < d; c++) {
+        float g = Q8_GATE_VAL(q8_dot_p(h, W2 + w2_off + c * dr, dr), S2, s2_off + c);
+        if (flags & 2) g += B2[b2_off + c];
+        const float v = x[c] / (1.0f + exp(-g)); /* gate_accum: x * sigmoid(g) */
+        o[c] = (flags & 4) ? o[c] + v : v;
+    }
+}
+
+/* gemm_q8_nt_ln: gemm.cl gemm_nt_ln for int8 weights, one work-group per row
+ * m (any power-of-two local size; CPUs: 1): work-item lid computes columns
+ * lid, lid + lsz, ... with gemm_q8_nt's sums and epilogue, adds R into O,
+ * then the group normalises the row with layernorm's ln_row (common.cl):
+ * the same bits as gemm_q8_nt then layernorm.  O may alias R, not A. */
+__kernel void gemm_q8_nt_ln(LN_ROW_PARAMS) { /* common.cl */
+    __local float red[GEMM_LN_WG];
+    const uint m = (uint)get_group_id(0), lid = (uint)get_local_id(0), lsz = (uint)get_local_size(0);
+    __global const float *ar = A + a_off + m * lda;
+    __global const float *r = R + r_off + m * ldr;
+    __global float *o = O + o_off + m * ldo;
+    for (uint n = lid; n < N; n += lsz) {
+        const float v = Q8_GATE_VAL(q8_dot_g(ar, Q + q_off + n * ldq, K), scale, s_off + n);
+        o[n] = (has_bias ? v + bias[bias_off + n] : v) + r[n];
+    }
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    ln_row(o, o, 0, o, N, G + g_off, Bt + bt_off, eps, red);
 }
 
 #ifdef GEMM_KG_WG

@@ -13,11 +13,17 @@ nmt_status nmt_layer_linear_norm(nmt_ops *ops, nmt_buf in, uint32_t ld_in, uint3
                                  uint32_t out_dim, uint32_t in_dim, nmt_buf res, const nmt_lin *ln, float eps,
                                  nmt_buf t, nmt_buf out) {
     if (!w->f16) {
-        const nmt_status s =
-            w->q8 ? nmt_op_gemm_i8_nt_ln(ops, rows, out_dim, in_dim, in, ld_in, w->w, in_dim, w->s, w->b, res, out_dim,
-                                         ln->w, ln->b, eps, out, out_dim)
-                  : nmt_op_gemm_nt_ln(ops, rows, out_dim, in_dim, in, ld_in, w->w, in_dim, w->b, res, out_dim, ln->w,
-                                      ln->b, eps, out, out_dim);
+        nmt_status s;
+        if (w->q8) {
+            s = nmt_op_gemm_i8_nt_ln(ops, rows, out_dim, in_dim, in, ld_in, w->w, in_dim, w->s, w->b, res, out_dim,
+                                     ln->w, ln->b, eps, out, out_dim);
+            if (s == NMT_ERR_UNSUPPORTED)
+                s = nmt_op_gemm_q8_nt_ln(ops, rows, out_dim, in_dim, in, ld_in, w->w, in_dim, w->s, w->b, res,
+                                         out_dim, ln->w, ln->b, eps, out, out_dim);
+        } else {
+            s = nmt_op_gemm_nt_ln(ops, rows, out_dim, in_dim, in, ld_in, w->w, in_dim, w->b, res, out_dim, ln->w,
+                                  ln->b, eps, out, out_dim);
+        }
         if (s != NMT_ERR_UNSUPPORTED) return s;
     }
     NMT_TRY(nmt_layer_linear(ops, in, ld_in, rows, w, out_dim, in_dim, t, out_dim, 0));
@@ -28,8 +34,11 @@ nmt_status nmt_layer_gate(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t rows,
                           uint32_t d, uint32_t dr, nmt_buf gh, nmt_buf g, nmt_buf out, uint32_t ld_out, int accumulate,
                           int fuse) {
     if (fuse && g1->q8 && g2->q8) {
-        const nmt_status s = nmt_op_gate_i8(ops, rows, d, dr, x, ld_x, g1->w, g1->s, g1->b, g2->w, g2->s, g2->b, out,
-                                            ld_out, accumulate);
+        nmt_status s = nmt_op_gate_i8(ops, rows, d, dr, x, ld_x, g1->w, g1->s, g1->b, g2->w, g2->s, g2->b, out,
+                                      ld_out, accumulate);
+        if (s == NMT_ERR_UNSUPPORTED)
+            s = nmt_op_gate_q8(ops, rows, d, dr, x, ld_x, g1->w, g1->s, g1->b, g2->w, g2->s, g2->b, out, ld_out,
+                               accumulate);
         if (s != NMT_ERR_UNSUPPORTED) return s;
     }
     NMT_TRY(nmt_layer_linear(ops, x, ld_x, rows, g1, dr, d, gh, dr, 1));

@@ -52,8 +52,8 @@ static inline nmt_status nmt_layer_norm(nmt_ops *ops, nmt_buf x, nmt_buf res, nm
 /* out = LN(in W^T + b + res) (gain ln->w, bias ln->b; rows of width
  * out_dim, stride out_dim): a post-norm sub-layer's last product, its
  * residual and its norm.  One launch where nmt_op_gemm_nt_ln (fp32 w, rows
- * <= 2) or nmt_op_gemm_i8_nt_ln (int8 w taking int8 x int8, rows <= 2, CPU
- * devices) runs it; otherwise the product into t, then the norm.  out may
+ * <= 2), nmt_op_gemm_i8_nt_ln (int8 w taking int8 x int8, rows <= 2, CPU
+ * devices) or nmt_op_gemm_q8_nt_ln (int8 w otherwise, rows <= 2) runs it; otherwise the product into t, then the norm.  out may
  * be res, not in. */
 nmt_status nmt_layer_linear_norm(nmt_ops *ops, nmt_buf in, uint32_t ld_in, uint32_t rows, const nmt_lin *w,
                                  uint32_t out_dim, uint32_t in_dim, nmt_buf res, const nmt_lin *ln, float eps,
@@ -62,7 +62,8 @@ nmt_status nmt_layer_linear_norm(nmt_ops *ops, nmt_buf in, uint32_t ld_in, uint3
 /* One branch's squeeze gate (HySAN fusion "gate"), rows of width d:
  *   out = (accumulate ? out : 0) + x * sigmoid(ReLU(x W1^T + b1) W2^T + b2)
  * with g1 = W1 [dr, d], g2 = W2 [d, dr].  One launch where fuse and
- * nmt_op_gate_i8 runs it (a few rows, int8 x int8 products); otherwise
+ * nmt_op_gate_i8 (int8 x int8 products) or nmt_op_gate_q8 (int8 weights x
+ * fp32) runs it (int8 weights, a few rows, CPU devices); otherwise
  * the two products into gh (rows x dr) and g (rows x d), then gate_accum:
  * the trainer passes fuse 0, its backward reads gh and g. */
 nmt_status nmt_layer_gate(nmt_ops *ops, nmt_buf x, uint32_t ld_x, uint32_t rows, const nmt_lin *g1, const nmt_lin *g2,

@@ -81,6 +81,9 @@ void nmt_ops_release(nmt_ops *ops) {
     if (ops->k_gemm_ln) clReleaseKernel(ops->k_gemm_ln);
     if (ops->k_i8_gate) clReleaseKernel(ops->k_i8_gate);
     if (ops->k_i8_ln) clReleaseKernel(ops->k_i8_ln);
+    if (ops->k_q8_ln) clReleaseKernel(ops->k_q8_ln);
+    for (int c = 0; c < 2; c++)
+        if (ops->k_q8_gate[c]) clReleaseKernel(ops->k_q8_gate[c]);
     if (ops->k_segment_max) clReleaseKernel(ops->k_segment_max);
     if (ops->k_ngram_spans) clReleaseKernel(ops->k_ngram_spans);
     if (ops->k_span_tokens) clReleaseKernel(ops->k_span_tokens);
@@ -149,6 +152,21 @@ nmt_status nmt_ops_gemm_kernel(nmt_ops *ops, nmt_gemm_op op, nmt_gemm_class cls)
         ops->k_gemm_ln = NULL;
         NMT_TRY(nmt_device_kernel(ops->dev, prog, "gemm_nt_ln", &ops->k_gemm_ln));
         NMT_TRY(nmt_kernel_wg(ops->dev, ops->k_gemm_ln, NMT_OPS_GEMM_LN_WG, &ops->gemm_ln_wg));
+    }
+    /* the few-row kernels with this class's sums (ops_rows.c) */
+    if (op == NMT_GOP_Q8 && cls != NMT_GCLASS_BIG) {
+        cl_kernel *g = &ops->k_q8_gate[cls];
+        if (*g) clReleaseKernel(*g);
+        *g = NULL;
+        if (c->provider == NMT_GEMM_OWN && !c->kgroup) NMT_TRY(nmt_device_kernel(ops->dev, prog, "gemm_q8_gate", g));
+    }
+    if (op == NMT_GOP_Q8 && cls == NMT_GCLASS_M2) {
+        if (ops->k_q8_ln) clReleaseKernel(ops->k_q8_ln);
+        ops->k_q8_ln = NULL;
+        if (c->provider == NMT_GEMM_OWN && !c->kgroup) {
+            NMT_TRY(nmt_device_kernel(ops->dev, prog, "gemm_q8_nt_ln", &ops->k_q8_ln));
+            NMT_TRY(nmt_kernel_wg(ops->dev, ops->k_q8_ln, NMT_OPS_GEMM_LN_WG, &ops->q8_ln_wg));
+        }
     }
     return NMT_OK;
 }
@@ -236,7 +254,7 @@ nmt_status nmt_ops_init_tuned(nmt_ops *ops, nmt_device *dev, const nmt_tuning *t
     ops->norm_wg = dev->info.is_cpu && !ops->norm_subgroups ? 1 : ops->reduce_wg;
     ops->fused_norm = !nmt_env_flag("NMT_EDGE_NO_FUSED_NORM");
     ops->i8_fuse_quant = dev->info.is_cpu && !nmt_env_flag("NMT_EDGE_NO_FUSED_QUANT");
-    ops->i8_fuse_gate = dev->info.is_cpu && !nmt_env_flag("NMT_EDGE_NO_FUSED_GATE");
+    ops->fuse_gate = dev->info.is_cpu && !nmt_env_flag("NMT_EDGE_NO_FUSED_GATE");
     ops->i8_fuse_norm = dev->info.is_cpu;
     ops->k_chunk = dev->info.is_cpu ? NMT_OPS_K_CHUNK_CPU : 0;
     ops->a_tile_bytes = dev->info.is_cpu ? NMT_OPS_A_TILE_BYTES : 0;

@@ -123,19 +123,22 @@ typedef struct nmt_ops {
     size_t i8_quant_wg;         /* local size of quant_rows */
     uint64_t n_i8_products;     /* int8-weight products run as int8 x int8 (tests read it) */
     uint64_t n_i8_fused;        /* of them, in one launch with the quantization (k_i8_quant) */
-    /* where the int8 products take int8 x int8, on CPU devices, for a few
-     * rows (NMT_OPS_I8_ROW_ROWS), the one-work-item-per-row kernels of
-     * cl/gemm_i8.cl (-DI8_ROW=1), built on first use (i8_row_tried: a build
-     * was attempted; the kernels NULL after it: separate launches):
-     * k_i8_gate, a HySAN branch's squeeze gate in one launch, where
-     * i8_fuse_gate (nmt_ops_init: CPU devices, unless
-     * $NMT_EDGE_NO_FUSED_GATE); k_i8_ln, a product with its residual and
-     * layer norm, where i8_fuse_norm (CPU devices) and fused_norm.  Plain
-     * fields: tests set them. */
-    cl_kernel k_i8_gate, k_i8_ln;
-    int i8_row_tried, i8_fuse_gate, i8_fuse_norm;
-    uint64_t n_i8_gates;        /* gates run in one launch (tests read it) */
-    uint64_t n_i8_norms;        /* products run with their norm (tests read it) */
+    /* decoding steps of a few rows on CPU devices (runtime/ops_rows.c): a
+     * HySAN branch's squeeze gate in one launch, a work-item per row, where
+     * fuse_gate (nmt_ops_init: CPU devices, unless $NMT_EDGE_NO_FUSED_GATE):
+     * k_q8_gate[cls] (gemm_q8_gate) of the q8 m2 and m16 classes' own
+     * product programs, and, where the products take int8 x
+     * int8, the one-work-item-per-row kernels of cl/gemm_i8.cl (-DI8_ROW=1:
+     * k_i8_gate and k_i8_ln, gemm_i8_nt_ln), built on first use
+     * (i8_row_tried: a build was attempted; NULL after it: separate
+     * launches), k_i8_ln where i8_fuse_norm (CPU devices) and fused_norm;
+     * k_q8_ln (gemm_q8_nt_ln, the q8 m2 class's program, its largest local
+     * size q8_ln_wg) where fused_norm.  Plain fields: tests set them. */
+    cl_kernel k_q8_gate[2], k_q8_ln, k_i8_gate, k_i8_ln;
+    size_t q8_ln_wg;
+    int i8_row_tried, fuse_gate, i8_fuse_norm;
+    uint64_t n_gates;           /* gates run in one launch (tests read it) */
+    uint64_t n_norms;           /* int8 products run with their norm (tests read it) */
 } nmt_ops;
 
 /* gemm_i8_gate and gemm_i8_nt_ln serve steps of at most this many rows (a
@@ -392,13 +395,38 @@ nmt_status nmt_op_gate_accum(nmt_ops *ops, nmt_buf x, uint32_t ld_x, nmt_buf g, 
  * (b1, b2 may be absent: mem NULL), the same bits as the two products by
  * way of int8 x int8 (nmt_op_gemm_q8 where nmt_ops_i8_fits) and
  * nmt_op_gate_accum.  NMT_ERR_UNSUPPORTED (nothing enqueued; callers launch
- * the three) where !ops->i8_fuse_gate, rows > NMT_OPS_I8_ROW_ROWS, either
+ * the three) where !ops->fuse_gate, rows > NMT_OPS_I8_ROW_ROWS, either
  * product would not take int8 x int8, or d or dr is over its limit; the
  * first call builds the kernel (its failure is the status; the calls after
  * it are NMT_ERR_UNSUPPORTED).  out must not overlap x. */
 nmt_status nmt_op_gate_i8(nmt_ops *ops, uint32_t rows, uint32_t d, uint32_t dr, nmt_buf x, uint32_t ld_x, nmt_buf w1,
                           nmt_buf s1, nmt_buf b1, nmt_buf w2, nmt_buf s2, nmt_buf b2, nmt_buf out, uint32_t ld_out,
                           int accumulate);
+
+/* The squeeze gate of nmt_op_gate_i8 where its int8 products take int8
+ * weights x fp32 in one launch (a work-item per row: cl/gemm_q8.cl
+ * gemm_q8_gate), the same bits as the two products (nmt_op_gemm_q8) and
+ * nmt_op_gate_accum.  NMT_ERR_UNSUPPORTED (nothing enqueued) where
+ * !ops->fuse_gate, rows > NMT_OPS_I8_ROW_ROWS, d / r >
+ * NMT_OPS_I8_ROW_DR_MAX, the class's products are not ours (CLBlast,
+ * kgroup: no kernel) or a product would take int8 x int8 (that is
+ * nmt_op_gate_i8's).  fp32 weights keep three launches: one work-item per
+ * row measured no faster there (docs/PERFORMANCE.md).  out must not
+ * overlap x. */
+nmt_status nmt_op_gate_q8(nmt_ops *ops, uint32_t rows, uint32_t d, uint32_t dr, nmt_buf x, uint32_t ld_x, nmt_buf w1,
+                          nmt_buf s1, nmt_buf b1, nmt_buf w2, nmt_buf s2, nmt_buf b2, nmt_buf out, uint32_t ld_out,
+                          int accumulate);
+
+/* nmt_op_gemm_nt_ln for int8 weights Q [N, K] with row scales, one or two
+ * rows (the q8 m2 class's program: gemm_q8_nt_ln, a work-group per row of
+ * layernorm's local size), the same bits as nmt_op_gemm_q8 then
+ * nmt_op_layernorm.  NMT_ERR_UNSUPPORTED (nothing enqueued) where the kernel
+ * is not there (the class's products not ours), !ops->fused_norm, M > 2 or
+ * the product would take int8 x int8 (nmt_op_gemm_i8_nt_ln's).  O may
+ * alias R, not A. */
+nmt_status nmt_op_gemm_q8_nt_ln(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, nmt_buf A, uint32_t lda, nmt_buf Q,
+                               uint32_t ldq, nmt_buf scale, nmt_buf bias, nmt_buf R, uint32_t ldr, nmt_buf gamma,
+                               nmt_buf beta, float eps, nmt_buf O, uint32_t ldo);
 
 /* O[m,:] = LayerNorm(A[m,:] Q^T * (row scales) (+ bias) + R[m,:]) * gamma +
  * beta, Q int8 [N, K] with scales sq (a post-norm sub-layer's last product,

@@ -16,7 +16,7 @@ fi
 cmake -S . -B "$build" -DNMT_WERROR=ON > /dev/null
 cmake --build "$build" -j"$(nproc)"
 tests=(kernels_test kernels_gemm_test kernels_attn_test kernels_phrase_test kernels_rec_test kernels_additive_test
-       kernels_gru_test kernels_topk_test kernels_beam_test kernels_i8dot_test grad_test grad_attn_test grad_exact_test session_test)
+       kernels_gru_test kernels_topk_test kernels_beam_test kernels_i8dot_test kernels_rows_test grad_test grad_attn_test grad_exact_test session_test)
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 fail=0

@@ -479,10 +479,10 @@ static float *gate_run(env *e, nmt_ops *ops, const gate_case *c, nmt_buf x, nmt_
     cl_mem dO = nmt_test_upload_f32(e->dev, O0, no);
     const nmt_buf out = B(dO, c->off);
     if (one) {
-        const uint64_t gates = ops->n_i8_gates;
+        const uint64_t gates = ops->n_gates;
         nmt_test_assert_ok(e->dev, nmt_op_gate_i8(ops, c->rows, c->d, c->dr, x, ld, w1, s1, b1, w2, s2, b2, out, ld,
                                                   c->accumulate));
-        assert_int_equal(ops->n_i8_gates, gates + 1);
+        assert_int_equal(ops->n_gates, gates + 1);
     } else {
         cl_mem gh = nmt_test_buffer(e->dev, (size_t)c->rows * c->dr * sizeof(float), NULL);
         cl_mem g = nmt_test_buffer(e->dev, (size_t)c->rows * c->d * sizeof(float), NULL);
@@ -522,8 +522,8 @@ static void test_gemm_i8_gate(void **state) {
         if (vi == 1 && variants[0] == NMT_I8_PORTABLE) break;
         nmt_ops ops;
         open_i8_ops(e, &ops, variants[vi]);
-        assert_int_equal(ops.i8_fuse_gate, e->dev->info.is_cpu && !nmt_env_flag("NMT_EDGE_NO_FUSED_GATE"));
-        ops.i8_fuse_gate = 1; /* a GPU (Oclgrind too): on request */
+        assert_int_equal(ops.fuse_gate, e->dev->info.is_cpu && !nmt_env_flag("NMT_EDGE_NO_FUSED_GATE"));
+        ops.fuse_gate = 1; /* a GPU (Oclgrind too): on request */
         for (size_t i = 0; i < NMT_ARRAY_LEN(cases); i++) {
             const gate_case *c = &cases[i];
             nmt_test_rng r = nmt_test_rng_make(700 + i);
@@ -577,10 +577,10 @@ static void test_gemm_i8_gate(void **state) {
                 assert_int_equal(nmt_op_gate_i8(&ops, 1, c->d, c->dr, x, ld, w1, s1, b1, w2, s2, b2, o, ld, 0),
                                  NMT_ERR_UNSUPPORTED);
                 ops.i8_rows = c->rows;
-                ops.i8_fuse_gate = 0;
+                ops.fuse_gate = 0;
                 assert_int_equal(nmt_op_gate_i8(&ops, 1, c->d, c->dr, x, ld, w1, s1, b1, w2, s2, b2, o, ld, 0),
                                  NMT_ERR_UNSUPPORTED);
-                ops.i8_fuse_gate = 1;
+                ops.fuse_gate = 1;
                 assert_int_equal(nmt_op_gate_i8(&ops, 1, c->d, c->dr, x, ld, w1, NONE, b1, w2, s2, b2, o, ld, 0),
                                  NMT_ERR_INVALID_ARGUMENT); /* no scales */
                 assert_int_equal(nmt_op_gate_i8(&ops, 1, c->d, c->dr, x, ld - 1, w1, s1, b1, w2, s2, b2, o, ld, 0),
@@ -598,7 +598,7 @@ static void test_gemm_i8_gate(void **state) {
             if (i == 3) { /* m2 without int8 x int8: refused at 1 row, built with m16's options at 3 */
                 nmt_ops m16;
                 open_i8_ops(e, &m16, variants[vi]);
-                m16.i8_fuse_gate = 1;
+                m16.fuse_gate = 1;
                 m16.i8_use[NMT_GCLASS_M2] = 0;
                 m16.i8_a = ops.i8_a;
                 m16.i8_s = ops.i8_s;
@@ -692,10 +692,10 @@ static void test_gemm_i8_nt_ln(void **state) {
             nmt_test_assert_ok(e->dev, nmt_op_layernorm(&ops, B(dT, 0), B(dRc, 0), B(dOc, 0), c->M, c->N, g, bt, eps));
             float *ref = download(e, dOc, (size_t)c->M * c->N);
             /* one */
-            const uint64_t norms = ops.n_i8_norms;
+            const uint64_t norms = ops.n_norms;
             nmt_test_assert_ok(e->dev, nmt_op_gemm_i8_nt_ln(&ops, c->M, c->N, c->K, a, lda, q, c->K, s, bs,
                                                             B(dR, c->off), ld, g, bt, eps, B(dO, c->off), ld));
-            assert_int_equal(ops.n_i8_norms, norms + 1);
+            assert_int_equal(ops.n_norms, norms + 1);
             float *got = download(e, dO, no);
             const float *before = c->alias ? R : O0;
             for (size_t j = 0; j < no; j++) {
