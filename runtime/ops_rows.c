@@ -2,12 +2,11 @@
  * costs more than a small product: a HySAN branch's squeeze gate with int8
  * weights in one launch, one work-item per row (cl/gemm_i8.cl gemm_i8_gate
  * for int8 x int8 products, cl/gemm_q8.cl gemm_q8_gate for int8 weights x
- * fp32), and a post-norm
- * sub-layer's last int8 product with its residual and norm (gemm_i8_nt_ln,
- * gemm_q8_nt_ln; gemm_nt_ln, the fp32 one, is in ops.c).  Each computes
- * every value with the operations of the launches it replaces, so the
- * results are the same bits (docs/PERFORMANCE.md, "The HySAN gate in one
- * launch; the int8 products' norms in theirs"). */
+ * fp32), and a post-norm sub-layer's last int8 product with its residual
+ * and norm (gemm_i8_nt_ln, gemm_q8_nt_ln; gemm_nt_ln, the fp32 one, is in
+ * ops.c).  Each computes every value with the operations of the launches
+ * it replaces, so the results are the same bits (docs/PERFORMANCE.md, "The
+ * HySAN gate in one launch; the int8 products' norms in theirs"). */
 #include "ops.h"
 
 #include "kernel_args.h"
@@ -23,8 +22,8 @@ static void arg_buf(args *a, nmt_buf b, cl_mem stand_in) {
 
 /* The gate's checks shared by its forms: NMT_OK to go on, NMT_ERR_UNSUPPORTED
  * to leave it to the three launches, or a bad argument. */
-static nmt_status gate_check(const nmt_ops *ops, uint32_t rows, uint32_t d, uint32_t dr, nmt_buf x, uint32_t ld_x,
-                             nmt_buf w1, nmt_buf s1, nmt_buf b1, nmt_buf w2, nmt_buf s2, nmt_buf b2, nmt_buf out,
+static nmt_status gate_check(uint32_t rows, uint32_t d, uint32_t dr, nmt_buf x, uint32_t ld_x, nmt_buf w1,
+                             nmt_buf s1, nmt_buf b1, nmt_buf w2, nmt_buf s2, nmt_buf b2, nmt_buf out,
                              uint32_t ld_out) {
     if (x.mem == NULL || out.mem == NULL || w1.mem == NULL || w2.mem == NULL || s1.mem == NULL || s2.mem == NULL ||
         dr == 0 || ld_x < d || ld_out < d)
@@ -32,7 +31,6 @@ static nmt_status gate_check(const nmt_ops *ops, uint32_t rows, uint32_t d, uint
     const uint64_t x_end = x.off + (uint64_t)(rows - 1) * ld_x + d;
     const uint64_t o_end = out.off + (uint64_t)(rows - 1) * ld_out + d, lim = UINT32_MAX;
     if (x.mem == out.mem && x.off < o_end && out.off < x_end) return NMT_ERR_INVALID_ARGUMENT;
-    (void)ops;
     if (x_end > lim || o_end > lim || (uint64_t)w1.off + (uint64_t)dr * d > lim ||
         (uint64_t)w2.off + (uint64_t)d * dr > lim || (uint64_t)s1.off + dr > lim || (uint64_t)s2.off + d > lim ||
         (b1.mem && (uint64_t)b1.off + dr > lim) || (b2.mem && (uint64_t)b2.off + d > lim))
@@ -74,7 +72,7 @@ static nmt_status gate_launch(nmt_ops *ops, cl_kernel k, const char *kname, uint
  * gives the same bits, the sums are exact.  A build that fails (a kernel
  * pack without it in binaries-only mode: NMT_ERR_KERNEL_PACK_MISSING) is
  * the caller's status, as for every other program; later calls then take
- * the separate launches.  *out: the kernel of name. */
+ * the separate launches.  *out: gemm_i8_nt_ln (ln) or gemm_i8_gate. */
 static nmt_status row_kernel(nmt_ops *ops, nmt_gemm_class cls, int ln, cl_kernel *out) {
     if (!ops->i8_row_tried) {
         ops->i8_row_tried = 1;
@@ -99,7 +97,7 @@ nmt_status nmt_op_gate_i8(nmt_ops *ops, uint32_t rows, uint32_t d, uint32_t dr, 
         dr > NMT_OPS_I8_ROW_DR_MAX || !nmt_ops_i8_fits(ops, cls, rows, d) || !nmt_ops_i8_fits(ops, cls, rows, dr))
         return NMT_ERR_UNSUPPORTED;
     if (rows == 0 || d == 0) return NMT_OK;
-    NMT_TRY(gate_check(ops, rows, d, dr, x, ld_x, w1, s1, b1, w2, s2, b2, out, ld_out));
+    NMT_TRY(gate_check(rows, d, dr, x, ld_x, w1, s1, b1, w2, s2, b2, out, ld_out));
     cl_kernel k;
     NMT_TRY(row_kernel(ops, cls, 0, &k));
     return gate_launch(ops, k, "gemm_i8_gate", rows, d, dr, x, ld_x, w1, s1, b1, w2, s2, b2, out, ld_out, accumulate);
@@ -183,7 +181,7 @@ nmt_status nmt_op_gate_q8(nmt_ops *ops, uint32_t rows, uint32_t d, uint32_t dr, 
     if (k == NULL || nmt_ops_i8_fits(ops, cls, rows, d) || nmt_ops_i8_fits(ops, cls, rows, dr))
         return NMT_ERR_UNSUPPORTED;
     if (rows == 0 || d == 0) return NMT_OK;
-    NMT_TRY(gate_check(ops, rows, d, dr, x, ld_x, w1, s1, b1, w2, s2, b2, out, ld_out));
+    NMT_TRY(gate_check(rows, d, dr, x, ld_x, w1, s1, b1, w2, s2, b2, out, ld_out));
     return gate_launch(ops, k, "gemm_q8_gate", rows, d, dr, x, ld_x, w1, s1, b1, w2, s2, b2, out, ld_out,
                        accumulate);
 }
