@@ -480,3 +480,134 @@ inline float row_logsumexp(__global const float *x, const uint n, __local float 
     return mx == -INFINITY ? -INFINITY : mx + log(red_s[0]);
 #endif
 }
+
+/* attention.cl's -D knob: the largest d_head attn_item handles (its
+ * private accumulator) */
+#ifndef ATTN_MAX_DH
+#define ATTN_MAX_DH 128
+#endif
+
+/* attn_fused's and attn_group's parameters, and what both derive from them
+ * for their (s*H + h, i, branch b): the kv sequence m, the key range r,
+ * the row pointers, and the own position (has_new). */
+#define ATTN_ROW_PARAMS                                                                                  \
+    const uint n_seq, const uint lq, const uint q_pos0, const uint lk_max, const uint group,             \
+        const uint n_heads, const uint d_head, const float scale, __global const float *Q,               \
+        const ulong q_off, const uint q_ld, __global float *Kc, const ulong k_off, const uint k_ld,      \
+        __global float *V, const ulong v_off, const uint v_ld, const ulong kv_stride,                    \
+        __global const int *kv_row, const ulong kr_off, const uint kr_ld, const int has_kv_row,          \
+        __global const float *Kn, const ulong kn_off, __global const float *Vn, const ulong vn_off,      \
+        const uint new_ld, const int has_new, __global const int *key_len, const ulong kl_off,           \
+        const int has_key_len, const uint key_len_const, const int causal, const uint n_branches,        \
+        const uint kinds, const int8 radii, __global float *out, const ulong out_off, const uint out_ld
+
+#define ATTN_ROW_SETUP(sh, i, b)                                                                         \
+    const uint s = sh / n_heads, h = sh - s * n_heads, m = s / group;                                    \
+    const int n_keys = attn_key_count(key_len, kl_off, has_key_len, key_len_const, m, lk_max);           \
+    const int kind = (int)((kinds >> (4 * b)) & 15u);                                                    \
+    const int radius = b == 0 ? radii.s0 : b == 1 ? radii.s1 : b == 2 ? radii.s2 : b == 3 ? radii.s3     \
+                     : b == 4 ? radii.s4 : b == 5 ? radii.s5 : b == 6 ? radii.s6 : radii.s7;             \
+    const int2 r = attn_range((int)(q_pos0 + i), n_keys, causal, kind, radius);                          \
+    __global const float *q = Q + q_off + (ulong)(s * lq + i) * q_ld + (ulong)h * d_head;                \
+    __global const float *kb = Kc + k_off + (ulong)h * d_head;                                           \
+    __global const float *vb = V + v_off + (ulong)h * d_head;                                            \
+    __global float *o = out + out_off + (ulong)(s * lq + i) * out_ld + (ulong)b * n_heads * d_head +     \
+                        (ulong)h * d_head;                                                               \
+    /* has_kv_row: key j of sequence m at row kr[j * kr_ld] */                                           \
+    __global const int *kr = kv_row + kr_off + m;                                                        \
+    /* has_new: the own position's key and value, read from the step's rows */                          \
+    const int own = has_new ? (int)(q_pos0 + i) : -1;                                                    \
+    __global const float *kn = Kn + kn_off + (ulong)(s * lq + i) * new_ld + (ulong)h * d_head;           \
+    __global const float *vn = Vn + vn_off + (ulong)(s * lq + i) * new_ld + (ulong)h * d_head;
+
+/* The step's K|V append (has_new), by the branch-0 row of (s, h), after its
+ * walk (a walk that read the cache at its own position would see what was
+ * there before, not the new rows); work-items c0, c0 + stride, ... of it. */
+#define ATTN_APPEND(c0, stride)                                                                          \
+    if (has_new && b == 0) {                                                                             \
+        const ulong row = (ulong)(has_kv_row ? (uint)kr[(ulong)own * kr_ld] : m) * kv_stride;            \
+        __global float *kw = Kc + k_off + row + (ulong)own * k_ld + (ulong)h * d_head;                   \
+        __global float *vw = V + v_off + row + (ulong)own * v_ld + (ulong)h * d_head;                    \
+        for (uint c = (c0); c < d_head; c += (stride)) {                                                 \
+            kw[c] = kn[c];                                                                               \
+            vw[c] = vn[c];                                                                               \
+        }                                                                                                \
+    }
+
+/* ATTN_ROW_PARAMS' names, in order, as arguments */
+#define ATTN_ROW_ARGS                                                                                    \
+    n_seq, lq, q_pos0, lk_max, group, n_heads, d_head, scale, Q, q_off, q_ld, Kc, k_off, k_ld, V, v_off,  \
+        v_ld, kv_stride, kv_row, kr_off, kr_ld, has_kv_row, Kn, kn_off, Vn, vn_off, new_ld, has_new,      \
+        key_len, kl_off, has_key_len, key_len_const, causal, n_branches, kinds, radii, out, out_off,      \
+        out_ld
+
+/* attn_fused's work-item (s*H + h, i, branch b): attention.cl's attn_fused
+ * and gemm.cl's gemm_chain run it, so both give the same bits. */
+inline void attn_item(ATTN_ROW_PARAMS, const uint sh, const uint i, const uint b) {
+    ATTN_ROW_SETUP(sh, i, b)
+
+    float mx = -INFINITY, sum = 0.0f;
+    if (d_head % 16u == 0) {
+        /* float16 path: q and the accumulator in registers (the loops over
+         * the at most ATTN_MAX_DH / 16 vectors are unrolled, each guarded) */
+        const uint nu = d_head / 16u;
+        float16 qv[ATTN_MAX_DH / 16], av[ATTN_MAX_DH / 16];
+#pragma unroll
+        for (uint u = 0; u < ATTN_MAX_DH / 16; u++) {
+            qv[u] = u < nu ? vload16(u, q) : (float16)(0.0f);
+            av[u] = (float16)(0.0f);
+        }
+        for (int j = r.x; j <= r.y; j++) {
+            const ulong kv = (ulong)(has_kv_row ? (uint)kr[(ulong)j * kr_ld] : m) * kv_stride;
+            __global const float *k = j == own ? kn : kb + kv + (ulong)j * k_ld;
+            float16 d16 = (float16)(0.0f);
+#pragma unroll
+            for (uint u = 0; u < ATTN_MAX_DH / 16; u++)
+                if (u < nu) d16 += qv[u] * vload16(u, k);
+            const float sc = vsum16(d16) * scale;
+            if (sc > mx) {
+                const float corr = exp(mx - sc); /* exp(-INF) = 0 on the first key */
+                sum *= corr;
+#pragma unroll
+                for (uint u = 0; u < ATTN_MAX_DH / 16; u++) av[u] *= corr;
+                mx = sc;
+            }
+            const float p = exp(sc - mx);
+            sum += p;
+            __global const float *v = j == own ? vn : vb + kv + (ulong)j * v_ld;
+#pragma unroll
+            for (uint u = 0; u < ATTN_MAX_DH / 16; u++)
+                if (u < nu) av[u] = p * vload16(u, v) + av[u];
+        }
+        const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+#pragma unroll
+        for (uint u = 0; u < ATTN_MAX_DH / 16; u++)
+            if (u < nu) vstore16(av[u] * inv, u, o);
+    } else {
+        float acc[ATTN_MAX_DH];
+        for (uint c = 0; c < d_head; c++) acc[c] = 0.0f;
+        const uint D4 = d_head & ~3u;
+        for (int j = r.x; j <= r.y; j++) {
+            const ulong kv = (ulong)(has_kv_row ? (uint)kr[(ulong)j * kr_ld] : m) * kv_stride;
+            __global const float *k = j == own ? kn : kb + kv + (ulong)j * k_ld;
+            float4 d4 = (float4)(0.0f);
+            for (uint c = 0; c < D4; c += 4) d4 += vload4(0, q + c) * vload4(0, k + c);
+            float dot = (d4.x + d4.y) + (d4.z + d4.w);
+            for (uint c = D4; c < d_head; c++) dot += q[c] * k[c];
+            const float sc = dot * scale;
+            if (sc > mx) {
+                const float corr = exp(mx - sc);  /* exp(-INF) = 0 on the first key */
+                sum *= corr;
+                for (uint c = 0; c < d_head; c++) acc[c] *= corr;
+                mx = sc;
+            }
+            const float p = exp(sc - mx);
+            sum += p;
+            __global const float *v = j == own ? vn : vb + kv + (ulong)j * v_ld;
+            for (uint c = 0; c < d_head; c++) acc[c] = p * v[c] + acc[c];
+        }
+        const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+        for (uint c = 0; c < d_head; c++) o[c] = acc[c] * inv;
+    }
+    ATTN_APPEND(0u, 1u)
+}

@@ -340,3 +340,171 @@ __kernel void gemm_nt_ln(const uint N, const uint K, __global const float *A, co
     barrier(CLK_GLOBAL_MEM_FENCE);
     ln_row(o, o, 0, o, N, G + g_off, Bt + bt_off, eps, red);
 }
+
+/* gemm_chain: a chain of few-row products and layer norms in one launch
+ * (runtime/ops_chain.c records them; CPU devices, decoding steps).
+ *
+ * The ops are CHAIN_W uints each in P (by value; CHAIN_OPS at most), their
+ * buffers CHAIN_BUFS arguments named by slot.  An op is cut into chunks:
+ * a product (CHAIN_PROD) into blocks of CHAIN_COLS columns of all its M
+ * rows, a norm (CHAIN_LN) into its rows.  The chunks of the whole chain are
+ * numbered in order, and the launch's work-groups (one work-item each; the
+ * host launches as many as the device has compute units) take them as
+ * tickets: a compare-and-swap on ctr[0] claims the next, the work-item
+ * waits until ctr[1] (chunks done) has counted every chunk of the ops
+ * before its own, computes it and counts it done.  A chunk waits only for
+ * chunks that running work-groups have claimed, so the launch finishes
+ * whichever of its work-groups run and in whatever order (one thread
+ * running them in turn does every chunk in the first).  The counters run
+ * on from launch to launch: the host passes where this launch's tickets
+ * begin (base) and the chunk count (total), so nothing resets them; their
+ * differences are taken modulo 2^32.  The atomics order the chunks' plain
+ * stores before the count (coherent memory, as on CPUs).
+ *
+ * A product's value per output is gemm_nt's (vector dot along K, VSUM,
+ * scalar tail; then + bias, ReLU; or + bias + R as gemm_nt_ln), a norm's
+ * ln_row with one work-item (layernorm and gemm_nt_ln at local size 1), so
+ * the chain gives the bits of the launches it replaces. */
+#define CHAIN_OPS 10
+#define CHAIN_W 20
+#define CHAIN_BUFS 20
+#define CHAIN_COLS 64
+#define CHAIN_PROD 0u
+#define CHAIN_LN 1u
+#define CHAIN_ATTN 2u
+#define CHAIN_NONE 0xffffffffu
+/* op fields (runtime/ops_chain.c writes them): kind, M, N, K, then
+ * (slot, offset, ld) of A, B, C, R; the bias (slot, offset); flags (1 bias,
+ * 2 ReLU, 4 residual); the op's first chunk.  A norm: M rows of N = d, A =
+ * x, R = res, C = out (each with its row stride), B = gamma, bias = beta,
+ * K = eps's bits. */
+enum { CF_KIND, CF_M, CF_N, CF_K, CF_A, CF_AO, CF_LDA, CF_B, CF_BO, CF_LDB, CF_C, CF_CO, CF_LDC,
+       CF_R, CF_RO, CF_LDR, CF_BIAS, CF_BIASO, CF_FLAGS, CF_FIRST };
+/* An attention (attn_item's work-items, one chunk each, (s*H + h) * lq + i)
+ * * n_branches + b) takes two slots: */
+enum { CA_KIND, CA_NSEQ, CA_LQ, CA_POS0, CA_LKMAX, CA_GROUP, CA_HEADS, CA_DH, CA_SCALE, CA_Q, CA_QO, CA_QLD,
+       CA_K, CA_KO, CA_KLD, CA_V, CA_VO, CA_VLD, CA_KVS, CA_FIRST,
+       /* the second slot (its first field the kind CHAIN_NONE, its CF_FIRST
+        * the next op's first chunk); CHAIN_NONE slots: absent */
+       CA_KIND2, CA_KR, CA_KRO, CA_KRLD, CA_KN, CA_KNO, CA_VN, CA_VNO, CA_NEWLD, CA_KL, CA_KLO, CA_KLC,
+       CA_NBC /* n_branches | causal << 8 */, CA_KINDS, CA_RAD0, CA_RAD1 /* radii of branches 0-3, 16 bits each */, CA_OUT, CA_OUTO, CA_OUTLD, CA_FIRST2 };
+typedef struct chain_ops {
+    uint v[CHAIN_OPS * CHAIN_W];
+} chain_ops;
+
+inline uint chain_chunks(const uint *o) {
+    return o[CF_KIND] == CHAIN_LN ? o[CF_M] : (o[CF_N] + CHAIN_COLS - 1u) / CHAIN_COLS;
+}
+
+/* CHAIN_TMR rows m0.. of a product's columns n0 .. nend - 1 (rows past M
+ * load row M - 1 and are not stored), GEMM_TN columns at a time sharing
+ * the loads of B. */
+#define CHAIN_ROWS(CHAIN_TMR)                                                                         \
+    for (uint n0 = c * CHAIN_COLS; n0 < nend; n0 += GEMM_TN) {                                        \
+        __global const float *br[GEMM_TN];                                                            \
+        _Pragma("unroll") for (int j = 0; j < GEMM_TN; j++)                                           \
+            br[j] = B + o[CF_BO] + min(n0 + (uint)j, N - 1u) * o[CF_LDB];                             \
+        __global const float *ar[CHAIN_TMR];                                                          \
+        _Pragma("unroll") for (int i = 0; i < CHAIN_TMR; i++)                                         \
+            ar[i] = A + o[CF_AO] + min(m0 + (uint)i, M - 1u) * o[CF_LDA];                             \
+        VFLOAT accv[CHAIN_TMR][GEMM_TN];                                                              \
+        _Pragma("unroll") for (int i = 0; i < CHAIN_TMR; i++)                                         \
+            _Pragma("unroll") for (int j = 0; j < GEMM_TN; j++) accv[i][j] = (VFLOAT)(0.0f);          \
+        for (uint k = 0; k < KV; k += GEMM_VW) {                                                      \
+            VFLOAT b_[GEMM_TN];                                                                       \
+            _Pragma("unroll") for (int j = 0; j < GEMM_TN; j++) b_[j] = VLOAD(br[j] + k);             \
+            _Pragma("unroll") for (int i = 0; i < CHAIN_TMR; i++) {                                   \
+                const VFLOAT a = VLOAD(ar[i] + k);                                                    \
+                _Pragma("unroll") for (int j = 0; j < GEMM_TN; j++) accv[i][j] = a * b_[j] + accv[i][j]; \
+            }                                                                                         \
+        }                                                                                             \
+        float acc[CHAIN_TMR][GEMM_TN];                                                                \
+        _Pragma("unroll") for (int i = 0; i < CHAIN_TMR; i++)                                         \
+            _Pragma("unroll") for (int j = 0; j < GEMM_TN; j++) acc[i][j] = VSUM(accv[i][j]);         \
+        for (uint k = KV; k < K; k++)                                                                 \
+            _Pragma("unroll") for (int i = 0; i < CHAIN_TMR; i++)                                     \
+                _Pragma("unroll") for (int j = 0; j < GEMM_TN; j++)                                   \
+                    acc[i][j] = ar[i][k] * br[j][k] + acc[i][j];                                      \
+        for (int i = 0; i < CHAIN_TMR; i++) { /* the epilogue: rolled, it stops at M and nend */      \
+            const uint m = m0 + (uint)i;                                                              \
+            if (m >= M) break;                                                                        \
+            __global float *crow = C + o[CF_CO] + m * o[CF_LDC];                                      \
+            __global const float *r = R + o[CF_RO] + m * o[CF_LDR];                                   \
+            for (int j = 0; j < GEMM_TN; j++) {                                                       \
+                const uint n = n0 + (uint)j;                                                          \
+                if (n >= nend) break;                                                                 \
+                float v = acc[i][j];                                                                  \
+                if (flags & 1u) v += bias[o[CF_BIASO] + n];                                           \
+                if (flags & 4u) v += r[n];                                                            \
+                if (flags & 2u) v = fmax(v, 0.0f);                                                    \
+                crow[n] = v;                                                                          \
+            }                                                                                         \
+        }                                                                                             \
+    }
+
+inline void chain_prod(const uint *o, uint c, __global const float *A, __global const float *B,
+                       __global float *C, __global const float *R, __global const float *bias) {
+    const uint M = o[CF_M], N = o[CF_N], K = o[CF_K], flags = o[CF_FLAGS];
+    const uint KV = K - K % GEMM_VW, nend = min(N, (c + 1u) * CHAIN_COLS);
+    const uint m0 = 0;
+    if (M == 1u) {
+        CHAIN_ROWS(1)
+    } else if (M == 2u) {
+        CHAIN_ROWS(2)
+    } else {
+        CHAIN_ROWS(4) /* the host records at most 4 rows */
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void gemm_chain(__global float *b0, __global float *b1, __global float *b2, __global float *b3,
+                __global float *b4, __global float *b5, __global float *b6, __global float *b7,
+                __global float *b8, __global float *b9, __global float *b10, __global float *b11,
+                __global float *b12, __global float *b13, __global float *b14, __global float *b15,
+                __global float *b16, __global float *b17, __global float *b18, __global float *b19,
+                const chain_ops P, const uint n_ops, const uint total, const uint base,
+                volatile __global uint *ctr) {
+    __local float red[1];
+    __global float *bufs[CHAIN_BUFS] = {b0, b1, b2, b3, b4, b5, b6, b7, b8, b9,
+                                        b10, b11, b12, b13, b14, b15, b16, b17, b18, b19};
+    uint p = 0;
+    for (;;) {
+        const uint t = atomic_add(&ctr[0], 0u);
+        if (t - base >= total) break;
+        if (atomic_cmpxchg(&ctr[0], t, t + 1u) != t) continue;
+        const uint c = t - base;
+        while (p + 1u < n_ops && P.v[(p + 1u) * CHAIN_W + CF_FIRST] <= c) p++;
+        uint o[CHAIN_W];
+        for (int f = 0; f < CHAIN_W; f++) o[f] = P.v[p * CHAIN_W + f];
+        while (atomic_add(&ctr[1], 0u) - base < o[CF_FIRST])
+            ;
+        const uint k = c - o[CF_FIRST];
+        if (o[CF_KIND] == CHAIN_ATTN) {
+            const uint *a = P.v + p * CHAIN_W;
+            const uint lq = a[CA_LQ], nb = a[CA_NBC] & 255u, b = k % nb, row = k / nb;
+            const uint sh = row / lq, i = row - sh * lq;
+            const int has_kr = a[CA_KR] != CHAIN_NONE, has_new = a[CA_KN] != CHAIN_NONE;
+            const int has_kl = a[CA_KL] != CHAIN_NONE;
+            const uint r0 = a[CA_RAD0], r1 = a[CA_RAD1]; /* 16 bits each, branches 0-3 */
+            const int8 radii = (int8)((int)(r0 & 0xffffu), (int)(r0 >> 16), (int)(r1 & 0xffffu), (int)(r1 >> 16),
+                                      0, 0, 0, 0);
+            attn_item(a[CA_NSEQ], lq, a[CA_POS0], a[CA_LKMAX], a[CA_GROUP], a[CA_HEADS], a[CA_DH],
+                      as_float(a[CA_SCALE]), bufs[a[CA_Q]], a[CA_QO], a[CA_QLD], bufs[a[CA_K]], a[CA_KO], a[CA_KLD],
+                      bufs[a[CA_V]], a[CA_VO], a[CA_VLD], a[CA_KVS],
+                      (__global const int *)bufs[has_kr ? a[CA_KR] : 0u], a[CA_KRO], a[CA_KRLD], has_kr,
+                      bufs[has_new ? a[CA_KN] : 0u], a[CA_KNO], bufs[has_new ? a[CA_VN] : 0u], a[CA_VNO],
+                      a[CA_NEWLD], has_new, (__global const int *)bufs[has_kl ? a[CA_KL] : 0u], a[CA_KLO], has_kl,
+                      a[CA_KLC], (int)(a[CA_NBC] >> 8), nb, a[CA_KINDS], radii, bufs[a[CA_OUT]], a[CA_OUTO],
+                      a[CA_OUTLD], sh, i, b);
+        } else if (o[CF_KIND] == CHAIN_PROD) {
+            chain_prod(o, k, bufs[o[CF_A]], bufs[o[CF_B]], bufs[o[CF_C]], bufs[o[CF_R]], bufs[o[CF_BIAS]]);
+        } else {
+            const uint d = o[CF_N];
+            __global float *out = bufs[o[CF_C]] + o[CF_CO] + k * o[CF_LDC];
+            ln_row(bufs[o[CF_A]] + o[CF_AO] + k * o[CF_LDA], bufs[o[CF_R]] + o[CF_RO] + k * o[CF_LDR],
+                   (o[CF_FLAGS] & 4u) != 0u, out, d, bufs[o[CF_B]] + o[CF_BO], bufs[o[CF_BIAS]] + o[CF_BIASO],
+                   as_float(o[CF_K]), red);
+        }
+        atomic_inc(&ctr[1]);
+    }
+}

@@ -632,9 +632,17 @@ nmt_status nmt_device_buffer(nmt_device *dev, size_t bytes, const void *host, cl
     return NMT_OK;
 }
 
+nmt_status nmt_device_settle(nmt_device *dev) {
+    if (dev == NULL || dev->settle == NULL) return NMT_OK;
+    nmt_status (*fn)(void *) = dev->settle;
+    dev->settle = NULL;
+    return fn(dev->settle_ctx);
+}
+
 nmt_status nmt_device_write(nmt_device *dev, cl_mem buf, size_t offset, size_t bytes, const void *src) {
     if (dev == NULL || buf == NULL || (src == NULL && bytes)) return NMT_ERR_INVALID_ARGUMENT;
     if (bytes == 0) return NMT_OK;
+    NMT_TRY(nmt_device_settle(dev));
     NMT_CL(dev, clEnqueueWriteBuffer(dev->queue, buf, CL_TRUE, offset, bytes, src, 0, NULL, NULL));
     return NMT_OK;
 }
@@ -642,6 +650,7 @@ nmt_status nmt_device_write(nmt_device *dev, cl_mem buf, size_t offset, size_t b
 nmt_status nmt_device_write_queued(nmt_device *dev, cl_mem buf, size_t offset, size_t bytes, const void *src) {
     if (dev == NULL || buf == NULL || (src == NULL && bytes)) return NMT_ERR_INVALID_ARGUMENT;
     if (bytes == 0) return NMT_OK;
+    NMT_TRY(nmt_device_settle(dev));
     NMT_CL(dev, clEnqueueWriteBuffer(dev->queue, buf, CL_FALSE, offset, bytes, src, 0, NULL, NULL));
     return NMT_OK;
 }
@@ -649,12 +658,14 @@ nmt_status nmt_device_write_queued(nmt_device *dev, cl_mem buf, size_t offset, s
 nmt_status nmt_device_read(nmt_device *dev, cl_mem buf, size_t offset, size_t bytes, void *dst) {
     if (dev == NULL || buf == NULL || (dst == NULL && bytes)) return NMT_ERR_INVALID_ARGUMENT;
     if (bytes == 0) return NMT_OK;
+    NMT_TRY(nmt_device_settle(dev));
     NMT_CL(dev, clEnqueueReadBuffer(dev->queue, buf, CL_TRUE, offset, bytes, dst, 0, NULL, NULL));
     return NMT_OK;
 }
 
 nmt_status nmt_device_read_async(nmt_device *dev, cl_mem buf, size_t offset, size_t bytes, void *dst, cl_event *ev) {
     if (dev == NULL || buf == NULL || ev == NULL || dst == NULL || bytes == 0) return NMT_ERR_INVALID_ARGUMENT;
+    NMT_TRY(nmt_device_settle(dev));
     NMT_CL(dev, clEnqueueReadBuffer(dev->queue, buf, CL_FALSE, offset, bytes, dst, 0, NULL, ev));
     clFlush(dev->queue);
     return NMT_OK;
@@ -671,6 +682,7 @@ nmt_status nmt_device_wait(nmt_device *dev, cl_event *ev) {
 
 nmt_status nmt_device_finish(nmt_device *dev) {
     if (dev == NULL || dev->queue == NULL) return NMT_ERR_INVALID_ARGUMENT;
+    NMT_TRY(nmt_device_settle(dev));
     NMT_CL(dev, clFinish(dev->queue));
     return NMT_OK;
 }

@@ -87,6 +87,12 @@ struct nmt_device {
                                        open), or NMT_SG_ALL: runtime/ops_sg.c; a plain
                                        field, tests and reduce_bench set it */
     uint64_t cache_key_base;        /* hash of platform/device/driver identity */
+    /* Work recorded but not enqueued yet (runtime/ops_chain.c): every
+     * enqueue, read, write and finish of this device runs settle(settle_ctx)
+     * first (nmt_device_settle), so the queue sees the commands in the
+     * order they were issued. */
+    nmt_status (*settle)(void *ctx);
+    void *settle_ctx;
     char build_log[NMT_BUILD_LOG_MAX]; /* last build log (also extension scratch) */
 };
 
@@ -153,6 +159,9 @@ nmt_status nmt_device_kernel(nmt_device *dev, cl_program prog, const char *name,
 nmt_status nmt_device_buffer(nmt_device *dev, size_t bytes, const void *host, cl_mem *out);
 
 /* Blocking host<->device transfers and queue completion. */
+/* Enqueue the recorded work (dev->settle), if any. */
+nmt_status nmt_device_settle(nmt_device *dev);
+
 nmt_status nmt_device_write(nmt_device *dev, cl_mem buf, size_t offset, size_t bytes, const void *src);
 nmt_status nmt_device_read(nmt_device *dev, cl_mem buf, size_t offset, size_t bytes, void *dst);
 /* The read enqueued without waiting (the queue runs it after the commands

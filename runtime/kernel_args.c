@@ -121,6 +121,7 @@ nmt_status args_end(nmt_device *dev, const args *a, const char *kernel) {
 
 nmt_status nmt_enqueue(nmt_device *dev, cl_kernel k, cl_uint dims, const size_t *gws,
                        const size_t *lws, const char *kernel) {
+    NMT_TRY(nmt_device_settle(dev));
     double t0 = 0;
     size_t g[3] = {0, 0, 0};
     for (cl_uint d = 0; d < dims && d < 3; d++) g[d] = gws[d];

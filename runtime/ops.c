@@ -84,6 +84,10 @@ void nmt_ops_release(nmt_ops *ops) {
     if (ops->k_q8_ln) clReleaseKernel(ops->k_q8_ln);
     for (int c = 0; c < 2; c++)
         if (ops->k_q8_gate[c]) clReleaseKernel(ops->k_q8_gate[c]);
+    for (int c = 0; c < 2; c++)
+        if (ops->k_chain[c]) clReleaseKernel(ops->k_chain[c]);
+    if (ops->chain_ctr) clReleaseMemObject(ops->chain_ctr);
+    if (ops->dev && ops->dev->settle_ctx == ops) ops->dev->settle = NULL; /* recorded work is dropped */
     if (ops->k_segment_max) clReleaseKernel(ops->k_segment_max);
     if (ops->k_ngram_spans) clReleaseKernel(ops->k_ngram_spans);
     if (ops->k_span_tokens) clReleaseKernel(ops->k_span_tokens);
@@ -146,6 +150,12 @@ nmt_status nmt_ops_gemm_kernel(nmt_ops *ops, nmt_gemm_op op, nmt_gemm_class cls)
         const int again = c->kgroup && wg < c->wg;
         c->wg = (uint16_t)(c->kgroup ? pow2_floor(wg) : wg);
         if (!again) break;
+    }
+    if (op == NMT_GOP_NT && cls != NMT_GCLASS_BIG) { /* chained few-row products (ops_chain.c) */
+        cl_kernel *g = &ops->k_chain[cls];
+        if (*g) clReleaseKernel(*g);
+        *g = NULL;
+        if (c->provider == NMT_GEMM_OWN && !c->kgroup) NMT_TRY(nmt_device_kernel(ops->dev, prog, "gemm_chain", g));
     }
     if (op == NMT_GOP_NT && cls == NMT_GCLASS_M2 && c->provider == NMT_GEMM_OWN && !c->kgroup) {
         if (ops->k_gemm_ln) clReleaseKernel(ops->k_gemm_ln);
@@ -390,9 +400,15 @@ nmt_status nmt_op_gemm(nmt_ops *ops, int trans_b, uint32_t M, uint32_t N, uint32
     const nmt_gemm_op op = trans_b ? NMT_GOP_NT : NMT_GOP_NN;
     const nmt_gemm_class cls = nmt_gemm_class_of(M);
     const nmt_gemm_cfg *cfg = &ops->cfg[op][cls];
+    if (ops->chain_on && trans_b && alpha == 1.0f && beta == 0.0f) { /* recorded into a chain (ops_chain.c) */
+        int taken = 0;
+        NMT_TRY(nmt_ops_chain_prod(ops, M, N, K, A, lda, B, ldb, bias, C, ldc, (nmt_buf){NULL, 0}, 0, relu, &taken));
+        if (taken) return NMT_OK;
+    }
 
 #if NMT_OPS_CLBLAST
     if (cfg->provider == NMT_GEMM_CLBLAST && K > 0) {
+        NMT_TRY(nmt_device_settle(ops->dev)); /* CLBlast enqueues on the queue itself */
         cl_command_queue q = ops->dev->queue;
         CLBlastStatusCode st = CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo,
                                             trans_b ? CLBlastTransposeYes : CLBlastTransposeNo, M, N, K, alpha,
@@ -598,6 +614,11 @@ nmt_status nmt_op_layernorm(nmt_ops *ops, nmt_buf x, nmt_buf res, nmt_buf out, u
     if (!ops_ok(ops)) return NMT_ERR_INVALID_ARGUMENT;
     if (rows == 0 || d == 0) return NMT_OK;
     if (x.mem == NULL || out.mem == NULL || gamma.mem == NULL || beta.mem == NULL) return NMT_ERR_INVALID_ARGUMENT;
+    if (ops->chain_on) { /* recorded into a chain (ops_chain.c) */
+        int taken = 0;
+        NMT_TRY(nmt_ops_chain_ln(ops, rows, d, x, d, res, d, out, d, gamma, beta, eps, &taken));
+        if (taken) return NMT_OK;
+    }
     args a = args_begin(ops->k_layernorm);
     arg_mem(&a, x.mem);
     arg_u64(&a, x.off);
@@ -613,7 +634,6 @@ nmt_status nmt_op_layernorm(nmt_ops *ops, nmt_buf x, nmt_buf res, nmt_buf out, u
     arg_u64(&a, beta.off);
     arg_f32(&a, eps);
     NMT_TRY(args_end(ops->dev, &a, "layernorm"));
-    if (rows == 0) return NMT_OK;
     size_t lws = ops->norm_wg ? ops->norm_wg : 1, gws = (size_t)rows * lws;
     return nmt_enqueue(ops->dev, ops->k_layernorm, 1, &gws, &lws, "layernorm");
 }
@@ -634,6 +654,14 @@ nmt_status nmt_op_gemm_nt_ln(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, n
         (uint64_t)beta.off + N > lim) {
         nmt_log(&ops->dev->log, NMT_LOG_ERROR, "gemm_nt_ln operands beyond 32-bit element indexing");
         return NMT_ERR_UNSUPPORTED;
+    }
+    if (ops->chain_on && ops->norm_wg == 1) { /* the product with R, then the norm in place: a chain's two ops */
+        int taken = 0;
+        NMT_TRY(nmt_ops_chain_prod(ops, M, N, K, A, lda, B, ldb, bias, O, ldo, R, ldr, 0, &taken));
+        if (taken) {
+            NMT_TRY(nmt_ops_chain_ln(ops, M, N, O, ldo, (nmt_buf){NULL, 0}, 0, O, ldo, gamma, beta, eps, &taken));
+            return taken ? NMT_OK : nmt_op_layernorm(ops, O, (nmt_buf){NULL, 0}, O, M, N, gamma, beta, eps);
+        }
     }
     args a = args_begin(ops->k_gemm_ln);
     arg_u32(&a, N);
@@ -832,6 +860,11 @@ nmt_status nmt_op_attention(nmt_ops *ops, const nmt_attn_args *p) {
             radii.s[b] = (cl_int)NMT_MIN(p->branches[b].k, NMT_OPS_POS_LIMIT);
         }
         const int grp = attn_use_group(ops);
+        if (!grp && ops->chain_on) { /* recorded into a chain (ops_chain.c) */
+            int taken = 0;
+            NMT_TRY(nmt_ops_chain_attn(ops, p, scale, kinds, radii.s, &taken));
+            if (taken) return NMT_OK;
+        }
         cl_kernel k = grp ? ops->k_attn_group : ops->k_attn_fused;
         const char *kname = grp ? "attn_group" : "attn_fused";
         args a = args_begin(k);

@@ -37,6 +37,14 @@ typedef struct nmt_branch {
     uint32_t k;            /* LOCAL radius, BLOCK size */
 } nmt_branch;
 
+/* gemm_chain's capacity (cl/gemm.cl CHAIN_OPS, CHAIN_W, CHAIN_BUFS,
+ * CHAIN_COLS: the same values) and the most rows an op may have. */
+#define NMT_OPS_CHAIN_OPS 10
+#define NMT_OPS_CHAIN_W 20
+#define NMT_OPS_CHAIN_BUFS 20
+#define NMT_OPS_CHAIN_COLS 64
+#define NMT_OPS_CHAIN_ROWS 4u
+
 typedef struct nmt_ops {
     nmt_device *dev;
     nmt_gemm_provider gemm;  /* provider of large fp32 NT products (OWN or CLBLAST) */
@@ -139,6 +147,21 @@ typedef struct nmt_ops {
     int i8_row_tried, fuse_gate, i8_fuse_norm;
     uint64_t n_gates;           /* gates run in one launch (tests read it) */
     uint64_t n_norms;           /* int8 products run with their norm (tests read it) */
+    /* few-row fp32 products and norms chained into one launch (runtime/
+     * ops_chain.c, cl/gemm.cl gemm_chain): k_chain[cls] of the NT m2 and
+     * m16 classes' own programs; chain_on (nmt_ops_chain_enable: inference
+     * sessions on CPU devices, unless $NMT_EDGE_NO_PRODUCT_CHAIN; a plain
+     * field, tests set it); the ops recorded so far (chain_v, CHAIN_W
+     * uints each, of class chain_cls) and their buffers; the ticket
+     * counters (chain_ctr, 2 uints) and where the next launch's tickets
+     * begin (chain_base). */
+    cl_kernel k_chain[2];
+    int chain_on;
+    uint32_t chain_n, chain_nbufs, chain_total, chain_cls, chain_base, chain_groups;
+    cl_uint chain_v[NMT_OPS_CHAIN_OPS * NMT_OPS_CHAIN_W];
+    cl_mem chain_bufs[NMT_OPS_CHAIN_BUFS];
+    cl_mem chain_ctr;
+    uint64_t n_chains, n_chained;  /* chain launches, op slots run in them (tests read them) */
 } nmt_ops;
 
 /* gemm_i8_gate and gemm_i8_nt_ln serve steps of at most this many rows (a
@@ -399,6 +422,37 @@ nmt_status nmt_op_gate_accum(nmt_ops *ops, nmt_buf x, uint32_t ld_x, nmt_buf g, 
  * product would not take int8 x int8, or d or dr is over its limit; the
  * first call builds the kernel (its failure is the status; the calls after
  * it are NMT_ERR_UNSUPPORTED).  out must not overlap x. */
+/* Chained few-row ops (runtime/ops_chain.c).  Where ops->chain_on and the
+ * device is a CPU, nmt_op_gemm (fp32, B transposed, alpha 1, beta 0, K > 0,
+ * at most NMT_OPS_CHAIN_ROWS rows, the NT class's own kernel) and
+ * nmt_op_gemm_nt_ln record their work instead of launching it, and so do
+ * nmt_op_layernorm (norm_wg 1) and nmt_op_attention (attn_fused, at most 4
+ * query rows and branches) when such a product has begun a chain.  The
+ * next launch, read, write or finish on the device (nmt_device_settle), or
+ * a full chain, enqueues everything recorded as one gemm_chain launch, with
+ * the bits of the launches it replaces.
+ * nmt_ops_chain_enable turns it on where the device allows it (then
+ * ops->chain_on is 1; the counters' buffer is created on the first call)
+ * or off; nmt_ops_chain_flush enqueues what is recorded. */
+nmt_status nmt_ops_chain_enable(nmt_ops *ops, int on);
+nmt_status nmt_ops_chain_flush(nmt_ops *ops);
+/* Record C = A B^T (+ bias) (+ R) (ReLU) of M rows (internal; *taken 0:
+ * not chainable, the caller launches it). */
+nmt_status nmt_ops_chain_prod(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, nmt_buf A, uint32_t lda,
+                              nmt_buf B, uint32_t ldb, nmt_buf bias, nmt_buf C, uint32_t ldc, nmt_buf R,
+                              uint32_t ldr, int relu, int *taken);
+/* Record out = LN(x (+ res)) * gamma + beta of rows x d (rows contiguous,
+ * stride d; internal, *taken as above). */
+nmt_status nmt_ops_chain_ln(nmt_ops *ops, uint32_t rows, uint32_t d, nmt_buf x, uint32_t ldx, nmt_buf res,
+                            uint32_t ldr, nmt_buf out, uint32_t ldo, nmt_buf gamma, nmt_buf beta, float eps,
+                            int *taken);
+
+/* Record nmt_op_attention's attn_fused launch (internal: nmt_op_attention
+ * calls it with its scale, packed kinds and radii; *taken as above). */
+struct nmt_attn_args;
+nmt_status nmt_ops_chain_attn(nmt_ops *ops, const struct nmt_attn_args *p, float scale, cl_uint kinds,
+                              const cl_int *radii, int *taken);
+
 nmt_status nmt_op_gate_i8(nmt_ops *ops, uint32_t rows, uint32_t d, uint32_t dr, nmt_buf x, uint32_t ld_x, nmt_buf w1,
                           nmt_buf s1, nmt_buf b1, nmt_buf w2, nmt_buf s2, nmt_buf b2, nmt_buf out, uint32_t ld_out,
                           int accumulate);

@@ -328,6 +328,7 @@ nmt_status nmt_session_create(nmt_device *dev, const nmt_session_params *params,
     *s = tmp;
     s->device_bytes = 0;
     st = nmt_ops_init(&s->ops, dev);
+    if (st == NMT_OK) st = nmt_ops_chain_enable(&s->ops, 1); /* few-row products chained (CPU devices) */
     if (st == NMT_OK) st = plan_session(s, &a);
     if (st == NMT_OK) st = nmt_session_warm(s); /* compile every kernel now, refresh the cache */
     if (st != NMT_OK) {

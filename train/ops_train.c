@@ -198,6 +198,7 @@ nmt_status nmt_op_gemm_tn(nmt_train_ops *t, uint32_t M, uint32_t N, uint32_t K, 
     if (lda < M || ldb < N || ldc < N) return NMT_ERR_INVALID_ARGUMENT;
 #if NMT_TRAIN_CLBLAST
     if (t->gemm == NMT_GEMM_CLBLAST && K > 0) {
+        NMT_TRY(nmt_device_settle(t->dev)); /* CLBlast enqueues on the queue itself */
         cl_command_queue q = t->dev->queue;
         CLBlastStatusCode st = CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeYes, CLBlastTransposeNo, M, N, K,
                                             alpha, A.mem, A.off, lda, B.mem, B.off, ldb, beta, C.mem, C.off, ldc,

@@ -1,0 +1,257 @@
+/* ops_chain.c — few-row fp32 products and layer norms chained into one
+ * launch (ops.h, nmt_ops_chain_*; the kernel is cl/gemm.cl gemm_chain).
+ *
+ * Why: on a CPU OpenCL runtime a decoding step of one row is a chain of
+ * launches of a few microseconds each.  PoCL's worker threads sleep between
+ * commands, so each launch pays the runtime's bookkeeping and runs on the
+ * one thread that took it (docs/PERFORMANCE.md, "One launch for a step's
+ * products").  Recording the products and norms between two other launches
+ * and running them as one launch whose work-groups take the chunks by
+ * ticket keeps both the launches and the idle cores out of the step.
+ *
+ * Recording is transparent to the callers: nmt_op_gemm, nmt_op_gemm_nt_ln
+ * and nmt_op_layernorm record where they may and return; the device's
+ * settle hook (device.h) enqueues the chain before anything else reaches
+ * the queue. */
+#include "common.h"
+#include "kernel_args.h"
+#include "ops.h"
+
+#include <string.h>
+
+/* cl/gemm.cl's op fields and kinds */
+enum { CF_KIND, CF_M, CF_N, CF_K, CF_A, CF_AO, CF_LDA, CF_B, CF_BO, CF_LDB, CF_C, CF_CO, CF_LDC,
+       CF_R, CF_RO, CF_LDR, CF_BIAS, CF_BIASO, CF_FLAGS, CF_FIRST };
+enum { CHAIN_PROD = 0, CHAIN_LN = 1, CHAIN_ATTN = 2 };
+#define CHAIN_NONE 0xffffffffu
+/* an attention's two slots (cl/gemm.cl) */
+enum { CA_KIND, CA_NSEQ, CA_LQ, CA_POS0, CA_LKMAX, CA_GROUP, CA_HEADS, CA_DH, CA_SCALE, CA_Q, CA_QO, CA_QLD,
+       CA_K, CA_KO, CA_KLD, CA_V, CA_VO, CA_VLD, CA_KVS, CA_FIRST,
+       CA_KIND2, CA_KR, CA_KRO, CA_KRLD, CA_KN, CA_KNO, CA_VN, CA_VNO, CA_NEWLD, CA_KL, CA_KLO, CA_KLC,
+       CA_NBC, CA_KINDS, CA_RAD0, CA_RAD1, CA_OUT, CA_OUTO, CA_OUTLD, CA_FIRST2 };
+#define CHAIN_FLAG_BIAS 1u
+#define CHAIN_FLAG_RELU 2u
+#define CHAIN_FLAG_RES 4u
+
+static nmt_status settle_cb(void *ctx) { return nmt_ops_chain_flush((nmt_ops *)ctx); }
+
+nmt_status nmt_ops_chain_enable(nmt_ops *ops, int on) {
+    if (ops == NULL || ops->dev == NULL) return NMT_ERR_INVALID_ARGUMENT;
+    if (ops->chain_n) NMT_TRY(nmt_ops_chain_flush(ops));
+    ops->chain_on = 0;
+    if (!on || !ops->dev->info.is_cpu || ops->norm_wg != 1 || nmt_env_flag("NMT_EDGE_NO_PRODUCT_CHAIN") ||
+        (ops->k_chain[0] == NULL && ops->k_chain[1] == NULL))
+        return NMT_OK;
+    if (ops->chain_ctr == NULL) {
+        const cl_uint zero[2] = {0, 0};
+        NMT_TRY(nmt_device_buffer(ops->dev, sizeof zero, zero, &ops->chain_ctr));
+        ops->chain_base = 0;
+    }
+    ops->chain_groups = ops->dev->info.compute_units ? ops->dev->info.compute_units : 1;
+    ops->chain_on = 1;
+    return NMT_OK;
+}
+
+nmt_status nmt_ops_chain_flush(nmt_ops *ops) {
+    if (ops == NULL) return NMT_ERR_INVALID_ARGUMENT;
+    nmt_device *dev = ops->dev;
+    if (dev->settle_ctx == ops) dev->settle = NULL;
+    if (ops->chain_n == 0) return NMT_OK;
+    const uint32_t n = ops->chain_n, total = ops->chain_total;
+    ops->chain_n = 0; /* recorded work is enqueued once, whatever happens below */
+    ops->chain_total = 0;
+    cl_kernel k = ops->k_chain[ops->chain_cls];
+    args a = args_begin(k);
+    for (uint32_t i = 0; i < NMT_OPS_CHAIN_BUFS; i++)
+        arg_mem(&a, ops->chain_bufs[i < ops->chain_nbufs ? i : 0]);
+    arg_raw(&a, sizeof ops->chain_v, ops->chain_v);
+    arg_u32(&a, n);
+    arg_u32(&a, total);
+    arg_u32(&a, ops->chain_base);
+    arg_mem(&a, ops->chain_ctr);
+    ops->chain_nbufs = 0;
+    NMT_TRY(args_end(dev, &a, "gemm_chain"));
+    const size_t lws = 1, gws = ops->chain_groups;
+    NMT_TRY(nmt_enqueue(dev, k, 1, &gws, &lws, "gemm_chain"));
+    ops->chain_base += total; /* modulo 2^32, as the kernel takes it */
+    ops->n_chains++;
+    ops->n_chained += n;
+    return NMT_OK;
+}
+
+/* Room for n_ops more ops of class cls using the buffers mems (NULL
+ * entries ignored): flushes what is recorded when it is another class or
+ * full, and another session's recorded work on the device first. */
+static nmt_status reserve(nmt_ops *ops, uint32_t cls, uint32_t n_ops, const cl_mem *mems, int n_mems) {
+    nmt_device *dev = ops->dev;
+    if (dev->settle != NULL && dev->settle_ctx != ops) NMT_TRY(nmt_device_settle(dev));
+    uint32_t fresh = 0;
+    for (int i = 0; i < n_mems; i++) {
+        int seen = mems[i] == NULL;
+        for (uint32_t j = 0; j < ops->chain_nbufs && !seen; j++) seen = ops->chain_bufs[j] == mems[i];
+        for (int j = 0; j < i && !seen; j++) seen = mems[j] == mems[i];
+        fresh += !seen;
+    }
+    if (ops->chain_n > 0 && (cls != ops->chain_cls || ops->chain_n + n_ops > NMT_OPS_CHAIN_OPS ||
+                             ops->chain_nbufs + fresh > NMT_OPS_CHAIN_BUFS))
+        NMT_TRY(nmt_ops_chain_flush(ops));
+    if (ops->chain_n == 0) {
+        ops->chain_cls = cls;
+        ops->chain_nbufs = 0;
+        ops->chain_total = 0;
+    }
+    return NMT_OK;
+}
+
+static cl_uint slot(nmt_ops *ops, cl_mem m) {
+    for (uint32_t j = 0; j < ops->chain_nbufs; j++)
+        if (ops->chain_bufs[j] == m) return j;
+    ops->chain_bufs[ops->chain_nbufs] = m;
+    return ops->chain_nbufs++;
+}
+
+/* Append an op; the buffers have room (reserve). */
+static void push(nmt_ops *ops, cl_uint kind, uint32_t M, uint32_t N, cl_uint K, nmt_buf A, uint32_t lda, nmt_buf B,
+                 uint32_t ldb, nmt_buf C, uint32_t ldc, nmt_buf R, uint32_t ldr, nmt_buf bias, cl_uint flags) {
+    cl_uint *o = ops->chain_v + (size_t)ops->chain_n * NMT_OPS_CHAIN_W;
+    memset(o, 0, sizeof(cl_uint) * NMT_OPS_CHAIN_W);
+    o[CF_KIND] = kind;
+    o[CF_M] = M;
+    o[CF_N] = N;
+    o[CF_K] = K;
+    o[CF_A] = slot(ops, A.mem);
+    o[CF_AO] = (cl_uint)A.off;
+    o[CF_LDA] = lda;
+    o[CF_B] = slot(ops, B.mem);
+    o[CF_BO] = (cl_uint)B.off;
+    o[CF_LDB] = ldb;
+    o[CF_C] = slot(ops, C.mem);
+    o[CF_CO] = (cl_uint)C.off;
+    o[CF_LDC] = ldc;
+    o[CF_R] = R.mem ? slot(ops, R.mem) : o[CF_A]; /* never read without its flag */
+    o[CF_RO] = R.mem ? (cl_uint)R.off : 0u;
+    o[CF_LDR] = ldr;
+    o[CF_BIAS] = bias.mem ? slot(ops, bias.mem) : o[CF_A];
+    o[CF_BIASO] = bias.mem ? (cl_uint)bias.off : 0u;
+    o[CF_FLAGS] = flags;
+    o[CF_FIRST] = ops->chain_total;
+    ops->chain_total += kind == CHAIN_LN ? M : (N + NMT_OPS_CHAIN_COLS - 1) / NMT_OPS_CHAIN_COLS;
+    ops->chain_n++;
+    ops->dev->settle = settle_cb;
+    ops->dev->settle_ctx = ops;
+}
+
+static cl_uint opt_slot(nmt_ops *ops, nmt_buf b) { return b.mem ? slot(ops, b.mem) : CHAIN_NONE; }
+
+static cl_uint f32_bits(float f) {
+    cl_uint u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+nmt_status nmt_ops_chain_prod(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, nmt_buf A, uint32_t lda,
+                              nmt_buf B, uint32_t ldb, nmt_buf bias, nmt_buf C, uint32_t ldc, nmt_buf R,
+                              uint32_t ldr, int relu, int *taken) {
+    *taken = 0;
+    const nmt_gemm_class cls = nmt_gemm_class_of(M);
+    if (!ops->chain_on || M == 0 || M > NMT_OPS_CHAIN_ROWS || N == 0 || K == 0 || cls == NMT_GCLASS_BIG ||
+        ops->k_chain[cls] == NULL)
+        return NMT_OK;
+    const nmt_gemm_cfg *cfg = &ops->cfg[NMT_GOP_NT][cls];
+    if (cfg->provider != NMT_GEMM_OWN || cfg->kgroup) return NMT_OK;
+    const cl_mem mems[5] = {A.mem, B.mem, C.mem, R.mem, bias.mem};
+    NMT_TRY(reserve(ops, cls, 1, mems, 5));
+    const cl_uint flags = (bias.mem ? CHAIN_FLAG_BIAS : 0u) | (relu ? CHAIN_FLAG_RELU : 0u) |
+                          (R.mem ? CHAIN_FLAG_RES : 0u);
+    push(ops, CHAIN_PROD, M, N, K, A, lda, B, ldb, C, ldc, R, ldr, bias, flags);
+    *taken = 1;
+    return NMT_OK;
+}
+
+nmt_status nmt_ops_chain_ln(nmt_ops *ops, uint32_t rows, uint32_t d, nmt_buf x, uint32_t ldx, nmt_buf res,
+                            uint32_t ldr, nmt_buf out, uint32_t ldo, nmt_buf gamma, nmt_buf beta, float eps,
+                            int *taken) {
+    *taken = 0;
+    /* norms and attentions join a chain a product began: between launches
+     * of other kinds (int8 products, say) they launch as before */
+    if (!ops->chain_on || ops->chain_n == 0 || rows == 0 || rows > NMT_OPS_CHAIN_ROWS || d == 0 || ops->norm_wg != 1)
+        return NMT_OK;
+    const uint64_t lim = UINT32_MAX;
+    if ((uint64_t)x.off + (uint64_t)rows * ldx > lim || (uint64_t)out.off + (uint64_t)rows * ldo > lim ||
+        (res.mem && (uint64_t)res.off + (uint64_t)rows * ldr > lim) || (uint64_t)gamma.off + d > lim ||
+        (uint64_t)beta.off + d > lim)
+        return NMT_OK;
+    const uint32_t cls = ops->chain_cls; /* a norm's bits do not depend on the class */
+    const cl_mem mems[5] = {x.mem, res.mem, out.mem, gamma.mem, beta.mem};
+    NMT_TRY(reserve(ops, cls, 1, mems, 5));
+    push(ops, CHAIN_LN, rows, d, f32_bits(eps), x, ldx, gamma, 0, out, ldo, res, ldr, beta,
+         res.mem ? CHAIN_FLAG_RES : 0u);
+    *taken = 1;
+    return NMT_OK;
+}
+
+nmt_status nmt_ops_chain_attn(nmt_ops *ops, const nmt_attn_args *p, float scale, cl_uint kinds, const cl_int *radii,
+                              int *taken) {
+    *taken = 0;
+    if (!ops->chain_on || ops->chain_n == 0 || (uint64_t)p->n_seq * p->lq > NMT_OPS_CHAIN_ROWS || p->n_branches > 4)
+        return NMT_OK;
+    for (uint32_t b = 0; b < p->n_branches; b++)
+        if (radii[b] < 0 || radii[b] > 0xffff) return NMT_OK;
+    const uint64_t lim = UINT32_MAX;
+    const nmt_buf bufs[8] = {p->q, p->k, p->v, p->kv_row, p->k_new, p->v_new, p->key_len, p->out};
+    for (int i = 0; i < 8; i++)
+        if (bufs[i].off > lim) return NMT_OK;
+    if (p->kv_seq_stride > lim) return NMT_OK;
+    const uint32_t cls = ops->chain_cls;
+    cl_mem mems[8];
+    for (int i = 0; i < 8; i++) mems[i] = bufs[i].mem;
+    NMT_TRY(reserve(ops, cls, 2, mems, 8));
+    cl_uint *o = ops->chain_v + (size_t)ops->chain_n * NMT_OPS_CHAIN_W;
+    memset(o, 0, sizeof(cl_uint) * 2 * NMT_OPS_CHAIN_W);
+    const uint32_t chunks = p->n_seq * p->n_heads * p->lq * p->n_branches;
+    o[CA_KIND] = CHAIN_ATTN;
+    o[CA_NSEQ] = p->n_seq;
+    o[CA_LQ] = p->lq;
+    o[CA_POS0] = p->q_pos0;
+    o[CA_LKMAX] = p->lk_max;
+    o[CA_GROUP] = p->group;
+    o[CA_HEADS] = p->n_heads;
+    o[CA_DH] = p->d_head;
+    o[CA_SCALE] = f32_bits(scale);
+    o[CA_Q] = slot(ops, p->q.mem);
+    o[CA_QO] = (cl_uint)p->q.off;
+    o[CA_QLD] = p->q_ld;
+    o[CA_K] = slot(ops, p->k.mem);
+    o[CA_KO] = (cl_uint)p->k.off;
+    o[CA_KLD] = p->k_ld;
+    o[CA_V] = slot(ops, p->v.mem);
+    o[CA_VO] = (cl_uint)p->v.off;
+    o[CA_VLD] = p->v_ld;
+    o[CA_KVS] = (cl_uint)p->kv_seq_stride;
+    o[CA_FIRST] = ops->chain_total;
+    o[CA_KIND2] = CHAIN_NONE;
+    o[CA_KR] = opt_slot(ops, p->kv_row);
+    o[CA_KRO] = (cl_uint)p->kv_row.off;
+    o[CA_KRLD] = p->kv_row_ld;
+    o[CA_KN] = opt_slot(ops, p->k_new);
+    o[CA_KNO] = (cl_uint)p->k_new.off;
+    o[CA_VN] = opt_slot(ops, p->v_new);
+    o[CA_VNO] = (cl_uint)p->v_new.off;
+    o[CA_NEWLD] = p->new_ld;
+    o[CA_KL] = opt_slot(ops, p->key_len);
+    o[CA_KLO] = (cl_uint)p->key_len.off;
+    o[CA_KLC] = p->key_len_const;
+    o[CA_NBC] = p->n_branches | (p->causal ? 1u << 8 : 0u);
+    o[CA_KINDS] = kinds;
+    for (uint32_t b = 0; b < p->n_branches; b++) o[b < 2 ? CA_RAD0 : CA_RAD1] |= (cl_uint)radii[b] << (16 * (b % 2));
+    o[CA_OUT] = slot(ops, p->out.mem);
+    o[CA_OUTO] = (cl_uint)p->out.off;
+    o[CA_OUTLD] = p->out_ld;
+    ops->chain_total += chunks;
+    o[CA_FIRST2] = ops->chain_total; /* the ticket scan passes over it */
+    ops->chain_n += 2;
+    ops->dev->settle = settle_cb;
+    ops->dev->settle_ctx = ops;
+    *taken = 1;
+    return NMT_OK;
+}
