@@ -344,8 +344,11 @@ __kernel void gemm_nt_ln(const uint N, const uint K, __global const float *A, co
 /* gemm_chain: a chain of few-row products and layer norms in one launch
  * (runtime/ops_chain.c records them; CPU devices, decoding steps).
  *
- * The ops are CHAIN_W uints each in P (by value; CHAIN_OPS at most), their
- * buffers CHAIN_BUFS arguments named by slot.  An op is cut into chunks:
+ * The ops are CHAIN_W uints each at P + p_off (a block of the session's
+ * descriptor buffer, written once and reused while the recorded ops repeat;
+ * an attention's step positions are relative to the argument pos where
+ * CHAIN_POS_REL says so), their buffers CHAIN_BUFS arguments named by
+ * slot.  An op is cut into chunks:
  * a product (CHAIN_PROD) into blocks of CHAIN_COLS columns of all its M
  * rows, a norm (CHAIN_LN) into its rows.  The chunks of the whole chain are
  * numbered in order, and the launch's work-groups (one work-item each; the
@@ -365,14 +368,14 @@ __kernel void gemm_nt_ln(const uint N, const uint K, __global const float *A, co
  * scalar tail; then + bias, ReLU; or + bias + R as gemm_nt_ln), a norm's
  * ln_row with one work-item (layernorm and gemm_nt_ln at local size 1), so
  * the chain gives the bits of the launches it replaces. */
-#define CHAIN_OPS 10
 #define CHAIN_W 20
-#define CHAIN_BUFS 20
+#define CHAIN_BUFS 64
 #define CHAIN_COLS 64
 #define CHAIN_PROD 0u
 #define CHAIN_LN 1u
 #define CHAIN_ATTN 2u
 #define CHAIN_NONE 0xffffffffu
+#define CHAIN_POS_REL (1u << 9) /* in CA_NBC */
 /* op fields (runtime/ops_chain.c writes them): kind, M, N, K, then
  * (slot, offset, ld) of A, B, C, R; the bias (slot, offset); flags (1 bias,
  * 2 ReLU, 4 residual); the op's first chunk.  A norm: M rows of N = d, A =
@@ -387,10 +390,7 @@ enum { CA_KIND, CA_NSEQ, CA_LQ, CA_POS0, CA_LKMAX, CA_GROUP, CA_HEADS, CA_DH, CA
        /* the second slot (its first field the kind CHAIN_NONE, its CF_FIRST
         * the next op's first chunk); CHAIN_NONE slots: absent */
        CA_KIND2, CA_KR, CA_KRO, CA_KRLD, CA_KN, CA_KNO, CA_VN, CA_VNO, CA_NEWLD, CA_KL, CA_KLO, CA_KLC,
-       CA_NBC /* n_branches | causal << 8 */, CA_KINDS, CA_RAD0, CA_RAD1 /* radii of branches 0-3, 16 bits each */, CA_OUT, CA_OUTO, CA_OUTLD, CA_FIRST2 };
-typedef struct chain_ops {
-    uint v[CHAIN_OPS * CHAIN_W];
-} chain_ops;
+       CA_NBC /* n_branches | causal << 8 | CHAIN_POS_REL */, CA_KINDS, CA_RAD0, CA_RAD1 /* radii of branches 0-3, 16 bits each */, CA_OUT, CA_OUTO, CA_OUTLD, CA_FIRST2 };
 
 inline uint chain_chunks(const uint *o) {
     return o[CF_KIND] == CHAIN_LN ? o[CF_M] : (o[CF_N] + CHAIN_COLS - 1u) / CHAIN_COLS;
@@ -456,46 +456,62 @@ inline void chain_prod(const uint *o, uint c, __global const float *A, __global 
     }
 }
 
+/* gemm_chain's buffer parameters b0 .. b63 and the array of them */
+#define CHAIN_BUF_PARAMS                                                                               \
+    __global float *b0, __global float *b1, __global float *b2, __global float *b3, __global float *b4, __global float *b5, \
+    __global float *b6, __global float *b7, __global float *b8, __global float *b9, __global float *b10, __global float *b11, \
+    __global float *b12, __global float *b13, __global float *b14, __global float *b15, __global float *b16, __global float *b17, \
+    __global float *b18, __global float *b19, __global float *b20, __global float *b21, __global float *b22, __global float *b23, \
+    __global float *b24, __global float *b25, __global float *b26, __global float *b27, __global float *b28, __global float *b29, \
+    __global float *b30, __global float *b31, __global float *b32, __global float *b33, __global float *b34, __global float *b35, \
+    __global float *b36, __global float *b37, __global float *b38, __global float *b39, __global float *b40, __global float *b41, \
+    __global float *b42, __global float *b43, __global float *b44, __global float *b45, __global float *b46, __global float *b47, \
+    __global float *b48, __global float *b49, __global float *b50, __global float *b51, __global float *b52, __global float *b53, \
+    __global float *b54, __global float *b55, __global float *b56, __global float *b57, __global float *b58, __global float *b59, \
+    __global float *b60, __global float *b61, __global float *b62, __global float *b63
+#define CHAIN_BUF_NAMES                                                                                \
+    b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11, b12, b13, b14, b15, \
+    b16, b17, b18, b19, b20, b21, b22, b23, b24, b25, b26, b27, b28, b29, b30, b31, \
+    b32, b33, b34, b35, b36, b37, b38, b39, b40, b41, b42, b43, b44, b45, b46, b47, \
+    b48, b49, b50, b51, b52, b53, b54, b55, b56, b57, b58, b59, b60, b61, b62, b63
+
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
-void gemm_chain(__global float *b0, __global float *b1, __global float *b2, __global float *b3,
-                __global float *b4, __global float *b5, __global float *b6, __global float *b7,
-                __global float *b8, __global float *b9, __global float *b10, __global float *b11,
-                __global float *b12, __global float *b13, __global float *b14, __global float *b15,
-                __global float *b16, __global float *b17, __global float *b18, __global float *b19,
-                const chain_ops P, const uint n_ops, const uint total, const uint base,
-                volatile __global uint *ctr) {
+void gemm_chain(CHAIN_BUF_PARAMS, __global const uint *P, const uint p_off, const uint n_ops, const uint total,
+                const uint base, const uint pos, volatile __global uint *ctr) {
     __local float red[1];
-    __global float *bufs[CHAIN_BUFS] = {b0, b1, b2, b3, b4, b5, b6, b7, b8, b9,
-                                        b10, b11, b12, b13, b14, b15, b16, b17, b18, b19};
+    __global float *bufs[CHAIN_BUFS] = {CHAIN_BUF_NAMES};
+    P += p_off;
     uint p = 0;
     for (;;) {
         const uint t = atomic_add(&ctr[0], 0u);
         if (t - base >= total) break;
         if (atomic_cmpxchg(&ctr[0], t, t + 1u) != t) continue;
         const uint c = t - base;
-        while (p + 1u < n_ops && P.v[(p + 1u) * CHAIN_W + CF_FIRST] <= c) p++;
+        while (p + 1u < n_ops && P[(p + 1u) * CHAIN_W + CF_FIRST] <= c) p++;
         uint o[CHAIN_W];
-        for (int f = 0; f < CHAIN_W; f++) o[f] = P.v[p * CHAIN_W + f];
+        for (int f = 0; f < CHAIN_W; f++) o[f] = P[p * CHAIN_W + f];
         while (atomic_add(&ctr[1], 0u) - base < o[CF_FIRST])
             ;
         const uint k = c - o[CF_FIRST];
         if (o[CF_KIND] == CHAIN_ATTN) {
-            const uint *a = P.v + p * CHAIN_W;
-            const uint lq = a[CA_LQ], nb = a[CA_NBC] & 255u, b = k % nb, row = k / nb;
+            __global const uint *a = P + p * CHAIN_W;
+            const uint lq = a[CA_LQ], nbc = a[CA_NBC], nb = nbc & 255u, b = k % nb, row = k / nb;
             const uint sh = row / lq, i = row - sh * lq;
+            /* CHAIN_POS_REL: q_pos0, lk_max and key_len_const relative to pos */
+            const uint rel = (nbc & CHAIN_POS_REL) ? pos : 0u;
             const int has_kr = a[CA_KR] != CHAIN_NONE, has_new = a[CA_KN] != CHAIN_NONE;
             const int has_kl = a[CA_KL] != CHAIN_NONE;
             const uint r0 = a[CA_RAD0], r1 = a[CA_RAD1]; /* 16 bits each, branches 0-3 */
             const int8 radii = (int8)((int)(r0 & 0xffffu), (int)(r0 >> 16), (int)(r1 & 0xffffu), (int)(r1 >> 16),
                                       0, 0, 0, 0);
-            attn_item(a[CA_NSEQ], lq, a[CA_POS0], a[CA_LKMAX], a[CA_GROUP], a[CA_HEADS], a[CA_DH],
+            attn_item(a[CA_NSEQ], lq, a[CA_POS0] + rel, a[CA_LKMAX] + rel, a[CA_GROUP], a[CA_HEADS], a[CA_DH],
                       as_float(a[CA_SCALE]), bufs[a[CA_Q]], a[CA_QO], a[CA_QLD], bufs[a[CA_K]], a[CA_KO], a[CA_KLD],
                       bufs[a[CA_V]], a[CA_VO], a[CA_VLD], a[CA_KVS],
                       (__global const int *)bufs[has_kr ? a[CA_KR] : 0u], a[CA_KRO], a[CA_KRLD], has_kr,
                       bufs[has_new ? a[CA_KN] : 0u], a[CA_KNO], bufs[has_new ? a[CA_VN] : 0u], a[CA_VNO],
                       a[CA_NEWLD], has_new, (__global const int *)bufs[has_kl ? a[CA_KL] : 0u], a[CA_KLO], has_kl,
-                      a[CA_KLC], (int)(a[CA_NBC] >> 8), nb, a[CA_KINDS], radii, bufs[a[CA_OUT]], a[CA_OUTO],
-                      a[CA_OUTLD], sh, i, b);
+                      a[CA_KLC] + rel, (int)((nbc >> 8) & 1u), nb, a[CA_KINDS], radii, bufs[a[CA_OUT]],
+                      a[CA_OUTO], a[CA_OUTLD], sh, i, b);
         } else if (o[CF_KIND] == CHAIN_PROD) {
             chain_prod(o, k, bufs[o[CF_A]], bufs[o[CF_B]], bufs[o[CF_C]], bufs[o[CF_R]], bufs[o[CF_BIAS]]);
         } else {

@@ -37,13 +37,16 @@ typedef struct nmt_branch {
     uint32_t k;            /* LOCAL radius, BLOCK size */
 } nmt_branch;
 
-/* gemm_chain's capacity (cl/gemm.cl CHAIN_OPS, CHAIN_W, CHAIN_BUFS,
- * CHAIN_COLS: the same values) and the most rows an op may have. */
-#define NMT_OPS_CHAIN_OPS 10
+/* gemm_chain's capacity: op slots of NMT_OPS_CHAIN_W uints (cl/gemm.cl
+ * CHAIN_W) a launch, buffers a launch (CHAIN_BUFS), a product's columns a
+ * chunk (CHAIN_COLS), the most rows an op may have, and how many recorded
+ * chains the descriptor buffer keeps. */
+#define NMT_OPS_CHAIN_OPS 48
 #define NMT_OPS_CHAIN_W 20
-#define NMT_OPS_CHAIN_BUFS 20
+#define NMT_OPS_CHAIN_BUFS 64
 #define NMT_OPS_CHAIN_COLS 64
 #define NMT_OPS_CHAIN_ROWS 4u
+#define NMT_OPS_CHAIN_CACHE 8
 
 typedef struct nmt_ops {
     nmt_device *dev;
@@ -154,14 +157,21 @@ typedef struct nmt_ops {
      * field, tests set it); the ops recorded so far (chain_v, CHAIN_W
      * uints each, of class chain_cls) and their buffers; the ticket
      * counters (chain_ctr, 2 uints) and where the next launch's tickets
-     * begin (chain_base). */
+     * begin (chain_base); the device's descriptor blocks (chain_desc,
+     * NMT_OPS_CHAIN_CACHE of them) and the host's copies of what they hold
+     * (chain_cache, chain_cache_n slots each; chain_cache_next is replaced
+     * next). */
     cl_kernel k_chain[2];
     int chain_on;
-    uint32_t chain_n, chain_nbufs, chain_total, chain_cls, chain_base, chain_groups;
+    uint32_t chain_n, chain_nbufs, chain_total, chain_cls, chain_base, chain_groups, chain_cache_next;
     cl_uint chain_v[NMT_OPS_CHAIN_OPS * NMT_OPS_CHAIN_W];
     cl_mem chain_bufs[NMT_OPS_CHAIN_BUFS];
-    cl_mem chain_ctr;
-    uint64_t n_chains, n_chained;  /* chain launches, op slots run in them (tests read them) */
+    cl_mem chain_ctr, chain_desc;
+    cl_uint chain_cache[NMT_OPS_CHAIN_CACHE][NMT_OPS_CHAIN_OPS * NMT_OPS_CHAIN_W];
+    uint32_t chain_cache_n[NMT_OPS_CHAIN_CACHE];
+    /* chain launches, op slots run in them, descriptor blocks written
+     * (tests read them) */
+    uint64_t n_chains, n_chained, n_chain_writes;
 } nmt_ops;
 
 /* gemm_i8_gate and gemm_i8_nt_ln serve steps of at most this many rows (a

@@ -24,6 +24,7 @@ enum { CF_KIND, CF_M, CF_N, CF_K, CF_A, CF_AO, CF_LDA, CF_B, CF_BO, CF_LDB, CF_C
        CF_R, CF_RO, CF_LDR, CF_BIAS, CF_BIASO, CF_FLAGS, CF_FIRST };
 enum { CHAIN_PROD = 0, CHAIN_LN = 1, CHAIN_ATTN = 2 };
 #define CHAIN_NONE 0xffffffffu
+#define CHAIN_POS_REL (1u << 9)
 /* an attention's two slots (cl/gemm.cl) */
 enum { CA_KIND, CA_NSEQ, CA_LQ, CA_POS0, CA_LKMAX, CA_GROUP, CA_HEADS, CA_DH, CA_SCALE, CA_Q, CA_QO, CA_QLD,
        CA_K, CA_KO, CA_KLD, CA_V, CA_VO, CA_VLD, CA_KVS, CA_FIRST,
@@ -47,8 +48,56 @@ nmt_status nmt_ops_chain_enable(nmt_ops *ops, int on) {
         NMT_TRY(nmt_device_buffer(ops->dev, sizeof zero, zero, &ops->chain_ctr));
         ops->chain_base = 0;
     }
+    if (ops->chain_desc == NULL) {
+        NMT_TRY(nmt_device_buffer(ops->dev, sizeof ops->chain_cache, NULL, &ops->chain_desc));
+        memset(ops->chain_cache_n, 0, sizeof ops->chain_cache_n);
+        ops->chain_cache_next = 0;
+    }
     ops->chain_groups = ops->dev->info.compute_units ? ops->dev->info.compute_units : 1;
     ops->chain_on = 1;
+    return NMT_OK;
+}
+
+/* An attention's step positions relative to the chain's latest one (pos,
+ * returned): the recorded ops of a decoding step then read the same from
+ * step to step, and the descriptor block written at one step serves the
+ * next ones. */
+static uint32_t relative_positions(nmt_ops *ops) {
+    cl_uint *v = ops->chain_v;
+    uint32_t pos = 0;
+    for (uint32_t i = 0; i < ops->chain_n; i++)
+        if (v[i * NMT_OPS_CHAIN_W + CA_KIND] == CHAIN_ATTN) pos = NMT_MAX(pos, v[i * NMT_OPS_CHAIN_W + CA_POS0]);
+    if (pos == 0) return 0;
+    for (uint32_t i = 0; i < ops->chain_n; i++) {
+        cl_uint *o = v + (size_t)i * NMT_OPS_CHAIN_W;
+        if (o[CA_KIND] != CHAIN_ATTN || o[CA_POS0] != pos) continue;
+        o[CA_POS0] -= pos;
+        o[CA_LKMAX] -= pos; /* modulo 2^32: the kernel adds pos back */
+        o[CA_KLC] -= pos;
+        o[CA_NBC] |= CHAIN_POS_REL;
+    }
+    return pos;
+}
+
+/* The descriptor block holding the recorded ops: one already written with
+ * the same contents, else the next in turn, written now (a blocking write:
+ * the in-order queue runs it after every launch that may still read the
+ * block's old contents). */
+static nmt_status descriptor_block(nmt_ops *ops, uint32_t *block) {
+    const size_t bytes = sizeof(cl_uint) * NMT_OPS_CHAIN_W * ops->chain_n;
+    for (uint32_t e = 0; e < NMT_OPS_CHAIN_CACHE; e++)
+        if (ops->chain_cache_n[e] == ops->chain_n && memcmp(ops->chain_cache[e], ops->chain_v, bytes) == 0) {
+            *block = e;
+            return NMT_OK;
+        }
+    const uint32_t e = ops->chain_cache_next;
+    ops->chain_cache_next = (e + 1) % NMT_OPS_CHAIN_CACHE;
+    ops->chain_cache_n[e] = 0; /* until the write succeeds */
+    NMT_TRY(nmt_device_write(ops->dev, ops->chain_desc, sizeof ops->chain_cache[0] * e, bytes, ops->chain_v));
+    memcpy(ops->chain_cache[e], ops->chain_v, bytes);
+    ops->chain_cache_n[e] = ops->chain_n;
+    ops->n_chain_writes++;
+    *block = e;
     return NMT_OK;
 }
 
@@ -57,17 +106,22 @@ nmt_status nmt_ops_chain_flush(nmt_ops *ops) {
     nmt_device *dev = ops->dev;
     if (dev->settle_ctx == ops) dev->settle = NULL;
     if (ops->chain_n == 0) return NMT_OK;
-    const uint32_t n = ops->chain_n, total = ops->chain_total;
+    const uint32_t n = ops->chain_n, total = ops->chain_total, pos = relative_positions(ops);
+    uint32_t block = 0;
+    nmt_status st = descriptor_block(ops, &block);
     ops->chain_n = 0; /* recorded work is enqueued once, whatever happens below */
     ops->chain_total = 0;
+    NMT_TRY(st);
     cl_kernel k = ops->k_chain[ops->chain_cls];
     args a = args_begin(k);
     for (uint32_t i = 0; i < NMT_OPS_CHAIN_BUFS; i++)
         arg_mem(&a, ops->chain_bufs[i < ops->chain_nbufs ? i : 0]);
-    arg_raw(&a, sizeof ops->chain_v, ops->chain_v);
+    arg_mem(&a, ops->chain_desc);
+    arg_u32(&a, block * NMT_OPS_CHAIN_OPS * NMT_OPS_CHAIN_W);
     arg_u32(&a, n);
     arg_u32(&a, total);
     arg_u32(&a, ops->chain_base);
+    arg_u32(&a, pos);
     arg_mem(&a, ops->chain_ctr);
     ops->chain_nbufs = 0;
     NMT_TRY(args_end(dev, &a, "gemm_chain"));

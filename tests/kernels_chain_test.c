@@ -36,14 +36,14 @@ typedef struct step_case {
     uint32_t M, d, ff, vocab, off, heads, nbr, pos;
 } step_case;
 
-/* the self-attention reads a cache of T positions (pos < T) */
+/* the self-attention reads a cache of T positions (steps at pos and pos + 1 < T) */
 #define T 12
 
 static const step_case step_cases[] = {
     /* M  d    ff   vocab off heads branches pos */
     {1, 64, 256, 500, 0, 4, 1, 5},  /* a small decoder step */
     {2, 70, 130, 77, 3, 2, 2, 0},   /* K tails, N not a multiple of the chunk; d_head 35; the first step */
-    {3, 33, 40, 64, 1, 3, 1, 11},   /* three rows: the m16 class, rows past M clamped */
+    {3, 33, 40, 64, 1, 3, 1, 10},   /* three rows: the m16 class, rows past M clamped; the cache's end */
     {4, 128, 96, 200, 0, 4, 2, 7},  /* beam 4, HySAN-like branches (global, local 2) */
     {1, 5, 7, 3, 2, 1, 1, 3},       /* N below a block of columns */
 };
@@ -128,8 +128,8 @@ static void release(step_bufs *b) {
 /* The step: q|k|v, the self-attention (its K|V append), the output
  * product with x and a norm (gemm_nt_ln at 1-2 rows; at 3-4 it refuses and
  * the product and layernorm go apart), the FFN, a norm with a residual,
- * the vocabulary product; then z += logits outside the chain. */
-static void run_step(env *e, nmt_ops *ops, const step_case *c, const step_bufs *b) {
+ * the vocabulary product; then (add) z += logits outside the chain. */
+static void run_step(env *e, nmt_ops *ops, const step_case *c, const step_bufs *b, uint32_t pos, int add) {
     const uint32_t d = c->d, ff = c->ff, V = c->vocab, o = c->off, M = c->M;
     const float eps = 1e-5f;
     nmt_test_assert_ok(e->dev, nmt_op_gemm(ops, 1, M, 3 * d, d, 1.0f, B(b->x, o), d, B(b->w1, o), d, 0.0f,
@@ -140,8 +140,8 @@ static void run_step(env *e, nmt_ops *ops, const step_case *c, const step_bufs *
     memset(&a, 0, sizeof a);
     a.n_seq = M;
     a.lq = 1;
-    a.q_pos0 = c->pos;
-    a.lk_max = c->pos + 1;
+    a.q_pos0 = pos;
+    a.lk_max = pos + 1;
     a.group = 1;
     a.n_heads = c->heads;
     a.d_head = d / c->heads;
@@ -156,7 +156,7 @@ static void run_step(env *e, nmt_ops *ops, const step_case *c, const step_bufs *
     a.k_new = B(b->qkv, o + d);
     a.v_new = B(b->qkv, o + 2 * (size_t)d);
     a.new_ld = 3 * d;
-    a.key_len_const = c->pos + 1;
+    a.key_len_const = pos + 1;
     a.causal = 1;
     a.n_branches = c->nbr;
     a.branches[0] = (nmt_branch){NMT_BRANCH_GLOBAL, 0};
@@ -183,7 +183,7 @@ static void run_step(env *e, nmt_ops *ops, const step_case *c, const step_bufs *
                                                 B(b->be2, o), eps));
     nmt_test_assert_ok(e->dev, nmt_op_gemm(ops, 1, M, V, d, 1.0f, B(b->o2, o), d, B(b->w5, o), d, 0.0f,
                                            B(b->lg, o), V, NONE, 0));
-    nmt_test_assert_ok(e->dev, nmt_op_add(ops, B(b->z, o), B(b->lg, o), M * V)); /* outside the chain */
+    if (add) nmt_test_assert_ok(e->dev, nmt_op_add(ops, B(b->z, o), B(b->lg, o), M * V)); /* outside the chain */
 }
 
 /* Every output buffer of the run, downloaded (sizes as upload made them). */
@@ -251,17 +251,20 @@ static void test_chain_step(void **state) {
         float **res[2];
         size_t sizes[N_OUT];
         int on = 0;
-        uint64_t chains = 0, chained = 0;
+        uint64_t chains = 0, chained = 0, writes = 0;
         for (int pass = 0; pass < 2; pass++) {
             nmt_ops ops;
             const int got = chain_ops(e, &ops, pass == 1);
             if (pass == 1) on = got;
             step_bufs b;
             upload(e, c, &h, &b);
-            run_step(e, &ops, c, &b);
+            run_step(e, &ops, c, &b, c->pos, 0); /* two steps: the second appends at pos + 1 */
+            nmt_test_assert_ok(e->dev, nmt_device_finish(e->dev)); /* else one chain holds both */
+            run_step(e, &ops, c, &b, c->pos + 1, 1);
             res[pass] = outputs(e, c, &b, sizes);
             chains = ops.n_chains;
             chained = ops.n_chained;
+            writes = ops.n_chain_writes;
             release(&b);
             nmt_ops_release(&ops);
         }
@@ -273,12 +276,15 @@ static void test_chain_step(void **state) {
         /* the add outside the chain: z = 0 + logits, bit for bit */
         assert_memory_equal(res[1][6] + c->off, res[1][5] + c->off, (size_t)c->M * c->vocab * sizeof(float));
         if (on) {
-            /* 8 ops (5 products, 2 norms, the attention; at 1-2 rows
-             * gemm_nt_ln's product and norm are two of them), 9 slots, and
-             * their 22-23 buffers: two launches, the second from the op
-             * whose buffers no longer fit */
+            /* a step's 8 ops (5 products, 2 norms, the attention; at 1-2
+             * rows gemm_nt_ln's product and norm are two of them; 9 slots)
+             * and their 22-23 buffers in one launch; the second step reads
+             * the first's descriptor block (its position relative), except
+             * after a first step at position 0 (no position to be relative
+             * to) */
             assert_int_equal(chains, 2);
-            assert_int_equal(chained, 9);
+            assert_int_equal(chained, 18);
+            assert_int_equal(writes, c->pos == 0 ? 2 : 1);
         } else {
             assert_int_equal(chains, 0);
         }
@@ -290,11 +296,12 @@ static void test_chain_step(void **state) {
 
 /* 24 products in a row, each with weights, a bias and an output of its
  * own: more buffers than a launch holds (a chain's first op brings 4, each
- * next 3: 6 ops fill 19 of the 20 slots).  Chained and not: the same bits;
- * with the chain, 4 launches of 6 ops. */
+ * next 3: 21 ops fill 64 buffer slots), then 50 more on two buffers: more
+ * op slots than a launch holds (48).  Chained and not: the same bits; with
+ * the chain, 2 launches (21 + 3) and 2 more (48 + 2). */
 static void test_chain_capacity(void **state) {
     env *e = *state;
-    enum { NP = 24, D = 48 };
+    enum { NP = 24, NQ = 50, D = 48 };
     const uint32_t M = 2;
     nmt_test_rng r = nmt_test_rng_make(7);
     float *x = nmt_test_random_f32(&r, (size_t)M * D, -1, 1);
@@ -320,9 +327,14 @@ static void test_chain_capacity(void **state) {
         for (int i = 0; i < NP; i++)
             nmt_test_assert_ok(e->dev, nmt_op_gemm(&ops, 1, M, D, D, 1.0f, B(act[i], 0), D, B(dw[i], 0), D, 0.0f,
                                                    B(act[i + 1], 0), D, B(db[i], 0), i % 3 == 0));
-        out[pass] = download(e, act[NP], (size_t)M * D);
+        nmt_test_assert_ok(e->dev, nmt_device_finish(e->dev));
+        if (pass == 1 && on) assert_int_equal(ops.n_chains, 2);
+        for (int i = 0; i < NQ; i++) /* act[NP] and act[NP - 1] in turn */
+            nmt_test_assert_ok(e->dev, nmt_op_gemm(&ops, 1, M, D, D, 1.0f, B(act[NP - i % 2], 0), D, B(dw[0], 0), D,
+                                                   0.0f, B(act[NP - 1 + i % 2], 0), D, B(db[0], 0), 1));
+        out[pass] = download(e, act[NP - NQ % 2], (size_t)M * D);
         chains = ops.n_chains;
-        if (pass == 1 && on) assert_int_equal(ops.n_chained, NP);
+        if (pass == 1 && on) assert_int_equal(ops.n_chained, NP + NQ);
         for (int i = 0; i < NP; i++) {
             nmt_test_release(dw[i]);
             nmt_test_release(db[i]);
@@ -335,8 +347,9 @@ static void test_chain_capacity(void **state) {
     /* and the values: the chain of products on the host */
     float *a = nmt_test_alloc_f32((size_t)M * D), *t = nmt_test_alloc_f32((size_t)M * D);
     memcpy(a, x, (size_t)M * D * sizeof(float));
-    for (int i = 0; i < NP; i++) {
-        ref_gemm(1, M, D, D, 1.0f, a, D, w[i], D, 0.0f, t, D, bias[i], i % 3 == 0);
+    for (int i = 0; i < NP + NQ; i++) {
+        const int j = i < NP ? i : 0;
+        ref_gemm(1, M, D, D, 1.0f, a, D, w[j], D, 0.0f, t, D, bias[j], i < NP ? i % 3 == 0 : 1);
         memcpy(a, t, (size_t)M * D * sizeof(float));
     }
     for (size_t j = 0; j < (size_t)M * D; j++) assert_true(fabsf(out[1][j] - a[j]) <= 1e-4f * (1.0f + fabsf(a[j])));
