@@ -374,6 +374,7 @@ __kernel void gemm_nt_ln(const uint N, const uint K, __global const float *A, co
 #define CHAIN_PROD 0u
 #define CHAIN_LN 1u
 #define CHAIN_ATTN 2u
+#define CHAIN_EMBED 3u
 #define CHAIN_NONE 0xffffffffu
 #define CHAIN_POS_REL (1u << 9) /* in CA_NBC */
 /* op fields (runtime/ops_chain.c writes them): kind, M, N, K, then
@@ -391,6 +392,9 @@ enum { CA_KIND, CA_NSEQ, CA_LQ, CA_POS0, CA_LKMAX, CA_GROUP, CA_HEADS, CA_DH, CA
         * the next op's first chunk); CHAIN_NONE slots: absent */
        CA_KIND2, CA_KR, CA_KRO, CA_KRLD, CA_KN, CA_KNO, CA_VN, CA_VNO, CA_NEWLD, CA_KL, CA_KLO, CA_KLC,
        CA_NBC /* n_branches | causal << 8 | CHAIN_POS_REL */, CA_KINDS, CA_RAD0, CA_RAD1 /* radii of branches 0-3, 16 bits each */, CA_OUT, CA_OUTO, CA_OUTLD, CA_FIRST2 };
+/* An embedding (embed's work-items, all in one chunk): */
+enum { CE_KIND, CE_TOK, CE_TOKO, CE_ROWS, CE_SEQ, CE_POS0, CE_E, CE_EO, CE_D, CE_SCALE, CE_OUT, CE_OUTO, CE_PT,
+       CE_PTO, CE_PTROWS, CE_FLAGS /* CHAIN_POS_REL */, CE_FIRST = 19 };
 
 inline uint chain_chunks(const uint *o) {
     return o[CF_KIND] == CHAIN_LN ? o[CF_M] : (o[CF_N] + CHAIN_COLS - 1u) / CHAIN_COLS;
@@ -512,6 +516,24 @@ void gemm_chain(CHAIN_BUF_PARAMS, __global const uint *P, const uint p_off, cons
                       a[CA_NEWLD], has_new, (__global const int *)bufs[has_kl ? a[CA_KL] : 0u], a[CA_KLO], has_kl,
                       a[CA_KLC] + rel, (int)((nbc >> 8) & 1u), nb, a[CA_KINDS], radii, bufs[a[CA_OUT]],
                       a[CA_OUTO], a[CA_OUTLD], sh, i, b);
+        } else if (o[CF_KIND] == CHAIN_EMBED) {
+            /* embed's work-items (c, j) in turn, with its expressions (common.cl EMBED_ROWS) */
+            const uint rows = o[CE_ROWS], seq_len = o[CE_SEQ], d = o[CE_D], pt_rows = o[CE_PTROWS];
+            const uint pos0 = o[CE_POS0] + ((o[CE_FLAGS] & CHAIN_POS_REL) ? pos : 0u);
+            const float scale = as_float(o[CE_SCALE]);
+            __global const int *tok = (__global const int *)bufs[o[CE_TOK]];
+            __global const float *E = bufs[o[CE_E]], *PT = bufs[o[CE_PT]];
+            __global float *out = bufs[o[CE_OUT]];
+            const ulong tok_off = o[CE_TOKO], e_off = o[CE_EO], out_off = o[CE_OUTO], pt_off = o[CE_PTO];
+            for (uint j = 0; j < seq_len && j < rows; j++)
+                for (uint c = 0; c < d; c++) {
+                    const uint at = pos0 + j;
+                    const float p = at < pt_rows ? PT[pt_off + (ulong)at * d + c] : pos_term(c, d, (float)at);
+                    for (uint r = j; r < rows; r += seq_len) {
+                        const ulong t = (ulong)tok[tok_off + r];
+                        out[out_off + (ulong)r * d + c] = (E[e_off + t * d + c]) * scale + p;
+                    }
+                }
         } else if (o[CF_KIND] == CHAIN_PROD) {
             chain_prod(o, k, bufs[o[CF_A]], bufs[o[CF_B]], bufs[o[CF_C]], bufs[o[CF_R]], bufs[o[CF_BIAS]]);
         } else {

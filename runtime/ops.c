@@ -537,6 +537,13 @@ nmt_status nmt_ops_embed_kernel(nmt_ops *ops, cl_kernel k, const char *name, nmt
                                 nmt_buf out) {
     if (rows == 0 || d == 0) return NMT_OK;
     if (tok.mem == NULL || E.mem == NULL || out.mem == NULL || seq_len == 0) return NMT_ERR_INVALID_ARGUMENT;
+    const int table = ops->pos_rows > 0 && ops->pos_d == d;
+    if (ops->chain_on && k == ops->k_embed) { /* recorded into a chain (ops_chain.c) */
+        int taken = 0;
+        NMT_TRY(nmt_ops_chain_embed(ops, tok, rows, seq_len, pos0, E, d, scale, out, table ? ops->pos_tab : out,
+                                    table ? ops->pos_rows : 0, &taken));
+        if (taken) return NMT_OK;
+    }
     args a = args_begin(k);
     arg_mem(&a, tok.mem);
     arg_u64(&a, tok.off);
@@ -553,7 +560,6 @@ nmt_status nmt_ops_embed_kernel(nmt_ops *ops, cl_kernel k, const char *name, nmt
     arg_f32(&a, scale);
     arg_mem(&a, out.mem);
     arg_u64(&a, out.off);
-    const int table = ops->pos_rows > 0 && ops->pos_d == d;
     arg_mem(&a, table ? ops->pos_tab.mem : out.mem); /* never read without rows */
     arg_u64(&a, table ? ops->pos_tab.off : 0);
     arg_u32(&a, table ? ops->pos_rows : 0);

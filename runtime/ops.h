@@ -437,7 +437,8 @@ nmt_status nmt_op_gate_accum(nmt_ops *ops, nmt_buf x, uint32_t ld_x, nmt_buf g, 
  * at most NMT_OPS_CHAIN_ROWS rows, the NT class's own kernel) and
  * nmt_op_gemm_nt_ln record their work instead of launching it, and so do
  * nmt_op_layernorm (norm_wg 1) and nmt_op_attention (attn_fused, at most 4
- * query rows and branches) when such a product has begun a chain.  The
+ * query rows and branches) when such a product has begun a chain, and
+ * nmt_op_embed (fp32, at most 4 rows) at any time.  The
  * next launch, read, write or finish on the device (nmt_device_settle), or
  * a full chain, enqueues everything recorded as one gemm_chain launch, with
  * the bits of the launches it replaces.
@@ -457,6 +458,10 @@ nmt_status nmt_ops_chain_ln(nmt_ops *ops, uint32_t rows, uint32_t d, nmt_buf x, 
                             uint32_t ldr, nmt_buf out, uint32_t ldo, nmt_buf gamma, nmt_buf beta, float eps,
                             int *taken);
 
+/* Record an fp32 embedding (nmt_op_embed's launch; the position table PT
+ * of pt_rows rows or, pt_rows 0, none; internal, *taken as above). */
+nmt_status nmt_ops_chain_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_len, uint32_t pos0, nmt_buf E,
+                               uint32_t d, float scale, nmt_buf out, nmt_buf PT, uint32_t pt_rows, int *taken);
 /* Record nmt_op_attention's attn_fused launch (internal: nmt_op_attention
  * calls it with its scale, packed kinds and radii; *taken as above). */
 struct nmt_attn_args;

@@ -22,7 +22,7 @@
 /* cl/gemm.cl's op fields and kinds */
 enum { CF_KIND, CF_M, CF_N, CF_K, CF_A, CF_AO, CF_LDA, CF_B, CF_BO, CF_LDB, CF_C, CF_CO, CF_LDC,
        CF_R, CF_RO, CF_LDR, CF_BIAS, CF_BIASO, CF_FLAGS, CF_FIRST };
-enum { CHAIN_PROD = 0, CHAIN_LN = 1, CHAIN_ATTN = 2 };
+enum { CHAIN_PROD = 0, CHAIN_LN = 1, CHAIN_ATTN = 2, CHAIN_EMBED = 3 };
 #define CHAIN_NONE 0xffffffffu
 #define CHAIN_POS_REL (1u << 9)
 /* an attention's two slots (cl/gemm.cl) */
@@ -30,6 +30,9 @@ enum { CA_KIND, CA_NSEQ, CA_LQ, CA_POS0, CA_LKMAX, CA_GROUP, CA_HEADS, CA_DH, CA
        CA_K, CA_KO, CA_KLD, CA_V, CA_VO, CA_VLD, CA_KVS, CA_FIRST,
        CA_KIND2, CA_KR, CA_KRO, CA_KRLD, CA_KN, CA_KNO, CA_VN, CA_VNO, CA_NEWLD, CA_KL, CA_KLO, CA_KLC,
        CA_NBC, CA_KINDS, CA_RAD0, CA_RAD1, CA_OUT, CA_OUTO, CA_OUTLD, CA_FIRST2 };
+/* an embedding's slot (cl/gemm.cl) */
+enum { CE_KIND, CE_TOK, CE_TOKO, CE_ROWS, CE_SEQ, CE_POS0, CE_E, CE_EO, CE_D, CE_SCALE, CE_OUT, CE_OUTO, CE_PT,
+       CE_PTO, CE_PTROWS, CE_FLAGS, CE_FIRST = 19 };
 #define CHAIN_FLAG_BIAS 1u
 #define CHAIN_FLAG_RELU 2u
 #define CHAIN_FLAG_RES 4u
@@ -65,11 +68,18 @@ nmt_status nmt_ops_chain_enable(nmt_ops *ops, int on) {
 static uint32_t relative_positions(nmt_ops *ops) {
     cl_uint *v = ops->chain_v;
     uint32_t pos = 0;
-    for (uint32_t i = 0; i < ops->chain_n; i++)
-        if (v[i * NMT_OPS_CHAIN_W + CA_KIND] == CHAIN_ATTN) pos = NMT_MAX(pos, v[i * NMT_OPS_CHAIN_W + CA_POS0]);
+    for (uint32_t i = 0; i < ops->chain_n; i++) {
+        const cl_uint *o = v + (size_t)i * NMT_OPS_CHAIN_W;
+        if (o[CA_KIND] == CHAIN_ATTN) pos = NMT_MAX(pos, o[CA_POS0]);
+        if (o[CE_KIND] == CHAIN_EMBED) pos = NMT_MAX(pos, o[CE_POS0]);
+    }
     if (pos == 0) return 0;
     for (uint32_t i = 0; i < ops->chain_n; i++) {
         cl_uint *o = v + (size_t)i * NMT_OPS_CHAIN_W;
+        if (o[CE_KIND] == CHAIN_EMBED && o[CE_POS0] == pos) {
+            o[CE_POS0] = 0;
+            o[CE_FLAGS] |= CHAIN_POS_REL;
+        }
         if (o[CA_KIND] != CHAIN_ATTN || o[CA_POS0] != pos) continue;
         o[CA_POS0] -= pos;
         o[CA_LKMAX] -= pos; /* modulo 2^32: the kernel adds pos back */
@@ -304,6 +314,43 @@ nmt_status nmt_ops_chain_attn(nmt_ops *ops, const nmt_attn_args *p, float scale,
     ops->chain_total += chunks;
     o[CA_FIRST2] = ops->chain_total; /* the ticket scan passes over it */
     ops->chain_n += 2;
+    ops->dev->settle = settle_cb;
+    ops->dev->settle_ctx = ops;
+    *taken = 1;
+    return NMT_OK;
+}
+
+nmt_status nmt_ops_chain_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_len, uint32_t pos0, nmt_buf E,
+                               uint32_t d, float scale, nmt_buf out, nmt_buf PT, uint32_t pt_rows, int *taken) {
+    *taken = 0;
+    /* it may begin a chain: in a decoding step the q|k|v product follows */
+    const uint32_t cls = ops->chain_n ? ops->chain_cls : (uint32_t)nmt_gemm_class_of(rows);
+    if (!ops->chain_on || rows == 0 || rows > NMT_OPS_CHAIN_ROWS || cls == NMT_GCLASS_BIG || ops->k_chain[cls] == NULL)
+        return NMT_OK;
+    const uint64_t lim = UINT32_MAX;
+    if (tok.off > lim || E.off > lim || out.off > lim || PT.off > lim) return NMT_OK;
+    const cl_mem mems[4] = {tok.mem, E.mem, out.mem, PT.mem};
+    NMT_TRY(reserve(ops, cls, 1, mems, 4));
+    cl_uint *o = ops->chain_v + (size_t)ops->chain_n * NMT_OPS_CHAIN_W;
+    memset(o, 0, sizeof(cl_uint) * NMT_OPS_CHAIN_W);
+    o[CE_KIND] = CHAIN_EMBED;
+    o[CE_TOK] = slot(ops, tok.mem);
+    o[CE_TOKO] = (cl_uint)tok.off;
+    o[CE_ROWS] = rows;
+    o[CE_SEQ] = seq_len;
+    o[CE_POS0] = pos0;
+    o[CE_E] = slot(ops, E.mem);
+    o[CE_EO] = (cl_uint)E.off;
+    o[CE_D] = d;
+    o[CE_SCALE] = f32_bits(scale);
+    o[CE_OUT] = slot(ops, out.mem);
+    o[CE_OUTO] = (cl_uint)out.off;
+    o[CE_PT] = slot(ops, PT.mem);
+    o[CE_PTO] = (cl_uint)PT.off;
+    o[CE_PTROWS] = pt_rows;
+    o[CE_FIRST] = ops->chain_total;
+    ops->chain_total += 1;
+    ops->chain_n++;
     ops->dev->settle = settle_cb;
     ops->dev->settle_ctx = ops;
     *taken = 1;

@@ -1,6 +1,7 @@
 /* kernels_chain_test.c — few-row products and norms chained into one
  * launch (runtime/ops_chain.c, cl/gemm.cl gemm_chain):
- *   - a decoder step's op sequence (q|k|v, the self-attention with its K|V
+ *   - a decoder step's op sequence (an embedding with its position terms
+ *     computed or from a table, q|k|v, the self-attention with its K|V
  *     append through a beam's table, one or two branches, the output
  *     product with its residual and norm, the FFN with ReLU, a norm with a
  *     residual, a vocabulary product) at 1-4 rows, odd sizes and offsets:
@@ -50,7 +51,8 @@ static const step_case step_cases[] = {
 
 /* The buffers of one run, each a separate allocation. */
 typedef struct step_bufs {
-    cl_mem x, w1, b1, qkv, w2, b2, t, o1, g1, be1, w3, b3, h, w4, y, g2, be2, o2, w5, lg, z, kv, kr, ctx, sc;
+    cl_mem x, w1, b1, qkv, w2, b2, t, o1, g1, be1, w3, b3, h, w4, y, g2, be2, o2, w5, lg, z, kv, kr, ctx, sc, tok, em,
+        pt;
 } step_bufs;
 
 /* The host's copies of the inputs (weights, x, gains). */
@@ -118,6 +120,11 @@ static void upload(env *e, const step_case *c, const step_host *h, step_bufs *b)
     b->kr = nmt_test_upload_i32(dev, h->kr, (size_t)T * M);
     b->ctx = nmt_test_buffer_f32_fill(dev, o + (size_t)M * d * c->nbr + 1, NAN);
     b->sc = nmt_test_buffer_f32_fill(dev, 16, 0.0f); /* scores and stats: attn_fused reads neither */
+    int32_t tok[4];
+    for (uint32_t m = 0; m < M; m++) tok[m] = (int32_t)((7 * m + 3) % V);
+    b->tok = nmt_test_upload_i32(dev, tok, M);
+    b->em = nmt_test_buffer_f32_fill(dev, (size_t)M * d + 1, NAN);
+    b->pt = nmt_test_buffer_f32_fill(dev, (size_t)(T + 1) * d, 0.0f);
 }
 
 static void release(step_bufs *b) {
@@ -132,6 +139,8 @@ static void release(step_bufs *b) {
 static void run_step(env *e, nmt_ops *ops, const step_case *c, const step_bufs *b, uint32_t pos, int add) {
     const uint32_t d = c->d, ff = c->ff, V = c->vocab, o = c->off, M = c->M;
     const float eps = 1e-5f;
+    /* the step's embedding (rows of the vocabulary product's weights) */
+    nmt_test_assert_ok(e->dev, nmt_op_embed(ops, B(b->tok, 0), M, 1, pos, B(b->w5, o), d, 1.5f, B(b->em, 0)));
     nmt_test_assert_ok(e->dev, nmt_op_gemm(ops, 1, M, 3 * d, d, 1.0f, B(b->x, o), d, B(b->w1, o), d, 0.0f,
                                            B(b->qkv, o), 3 * d, B(b->b1, o), 0));
     /* the decoder's self-attention at position pos: the step's k and v
@@ -189,10 +198,11 @@ static void run_step(env *e, nmt_ops *ops, const step_case *c, const step_bufs *
 /* Every output buffer of the run, downloaded (sizes as upload made them). */
 static float **outputs(env *e, const step_case *c, const step_bufs *b, size_t *sizes) {
     const uint32_t d = c->d, ff = c->ff, V = c->vocab, o = c->off, M = c->M;
-    const cl_mem m[] = {b->qkv, b->o1, b->h, b->y, b->o2, b->lg, b->z, b->ctx, b->kv};
+    const cl_mem m[] = {b->qkv, b->o1, b->h, b->y, b->o2, b->lg, b->z, b->ctx, b->kv, b->em};
     const size_t n[] = {o + (size_t)M * 3 * d + 1, o + (size_t)M * d + 1, o + (size_t)M * ff + 1,
                         o + (size_t)M * d + 1,     o + (size_t)M * d + 1, o + (size_t)M * V + 1,
-                        o + (size_t)M * V + 1,     o + (size_t)M * d * c->nbr + 1, (size_t)M * T * 2 * d};
+                        o + (size_t)M * V + 1,     o + (size_t)M * d * c->nbr + 1, (size_t)M * T * 2 * d,
+                        (size_t)M * d + 1};
     float **out = calloc(NMT_ARRAY_LEN(m), sizeof *out);
     assert_non_null(out);
     for (size_t i = 0; i < NMT_ARRAY_LEN(m); i++) {
@@ -202,7 +212,7 @@ static float **outputs(env *e, const step_case *c, const step_bufs *b, size_t *s
     return out;
 }
 
-#define N_OUT 9
+#define N_OUT 10
 
 static void free_outputs(float **o) {
     for (int i = 0; i < N_OUT; i++) free(o[i]);
@@ -258,6 +268,8 @@ static void test_chain_step(void **state) {
             if (pass == 1) on = got;
             step_bufs b;
             upload(e, c, &h, &b);
+            if (ci % 2) /* the position terms from a table (zeros: not pos_term's values, so it shows) */
+                nmt_test_assert_ok(e->dev, nmt_ops_set_pos_table(&ops, B(b.pt, 0), T + 1, c->d));
             run_step(e, &ops, c, &b, c->pos, 0); /* two steps: the second appends at pos + 1 */
             nmt_test_assert_ok(e->dev, nmt_device_finish(e->dev)); /* else one chain holds both */
             run_step(e, &ops, c, &b, c->pos + 1, 1);
@@ -276,14 +288,14 @@ static void test_chain_step(void **state) {
         /* the add outside the chain: z = 0 + logits, bit for bit */
         assert_memory_equal(res[1][6] + c->off, res[1][5] + c->off, (size_t)c->M * c->vocab * sizeof(float));
         if (on) {
-            /* a step's 8 ops (5 products, 2 norms, the attention; at 1-2
-             * rows gemm_nt_ln's product and norm are two of them; 9 slots)
-             * and their 22-23 buffers in one launch; the second step reads
+            /* a step's 9 ops (the embedding, 5 products, 2 norms, the
+             * attention; at 1-2 rows gemm_nt_ln's product and norm are two
+             * of them; 10 slots) and their 25-26 buffers in one launch; the second step reads
              * the first's descriptor block (its position relative), except
              * after a first step at position 0 (no position to be relative
              * to) */
             assert_int_equal(chains, 2);
-            assert_int_equal(chained, 18);
+            assert_int_equal(chained, 20);
             assert_int_equal(writes, c->pos == 0 ? 2 : 1);
         } else {
             assert_int_equal(chains, 0);
