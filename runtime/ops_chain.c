@@ -174,6 +174,15 @@ static cl_uint slot(nmt_ops *ops, cl_mem m) {
     return ops->chain_nbufs++;
 }
 
+/* The op just written takes `slots` slots and `chunks` tickets; the
+ * device now has recorded work. */
+static void commit(nmt_ops *ops, uint32_t slots, uint32_t chunks) {
+    ops->chain_total += chunks;
+    ops->chain_n += slots;
+    ops->dev->settle = settle_cb;
+    ops->dev->settle_ctx = ops;
+}
+
 /* Append an op; the buffers have room (reserve). */
 static void push(nmt_ops *ops, cl_uint kind, uint32_t M, uint32_t N, cl_uint K, nmt_buf A, uint32_t lda, nmt_buf B,
                  uint32_t ldb, nmt_buf C, uint32_t ldc, nmt_buf R, uint32_t ldr, nmt_buf bias, cl_uint flags) {
@@ -199,10 +208,7 @@ static void push(nmt_ops *ops, cl_uint kind, uint32_t M, uint32_t N, cl_uint K, 
     o[CF_BIASO] = bias.mem ? (cl_uint)bias.off : 0u;
     o[CF_FLAGS] = flags;
     o[CF_FIRST] = ops->chain_total;
-    ops->chain_total += kind == CHAIN_LN ? M : (N + NMT_OPS_CHAIN_COLS - 1) / NMT_OPS_CHAIN_COLS;
-    ops->chain_n++;
-    ops->dev->settle = settle_cb;
-    ops->dev->settle_ctx = ops;
+    commit(ops, 1, kind == CHAIN_LN ? M : (N + NMT_OPS_CHAIN_COLS - 1) / NMT_OPS_CHAIN_COLS);
 }
 
 static cl_uint opt_slot(nmt_ops *ops, nmt_buf b) { return b.mem ? slot(ops, b.mem) : CHAIN_NONE; }
@@ -311,11 +317,8 @@ nmt_status nmt_ops_chain_attn(nmt_ops *ops, const nmt_attn_args *p, float scale,
     o[CA_OUT] = slot(ops, p->out.mem);
     o[CA_OUTO] = (cl_uint)p->out.off;
     o[CA_OUTLD] = p->out_ld;
-    ops->chain_total += chunks;
-    o[CA_FIRST2] = ops->chain_total; /* the ticket scan passes over it */
-    ops->chain_n += 2;
-    ops->dev->settle = settle_cb;
-    ops->dev->settle_ctx = ops;
+    o[CA_FIRST2] = ops->chain_total + chunks; /* the ticket scan passes over it */
+    commit(ops, 2, chunks);
     *taken = 1;
     return NMT_OK;
 }
@@ -349,10 +352,7 @@ nmt_status nmt_ops_chain_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_
     o[CE_PTO] = (cl_uint)PT.off;
     o[CE_PTROWS] = pt_rows;
     o[CE_FIRST] = ops->chain_total;
-    ops->chain_total += 1;
-    ops->chain_n++;
-    ops->dev->settle = settle_cb;
-    ops->dev->settle_ctx = ops;
+    commit(ops, 1, 1);
     *taken = 1;
     return NMT_OK;
 }
