@@ -341,8 +341,9 @@ __kernel void gemm_nt_ln(const uint N, const uint K, __global const float *A, co
     ln_row(o, o, 0, o, N, G + g_off, Bt + bt_off, eps, red);
 }
 
-/* gemm_chain: a chain of few-row products and layer norms in one launch
- * (runtime/ops_chain.c records them; CPU devices, decoding steps).
+/* gemm_chain: a chain of few-row products, layer norms, attentions and
+ * embeddings in one launch (runtime/ops_chain.c records them; CPU devices,
+ * decoding steps).
  *
  * The ops are CHAIN_W uints each at P + p_off (a block of the session's
  * descriptor buffer, written once and reused while the recorded ops repeat;
@@ -366,8 +367,9 @@ __kernel void gemm_nt_ln(const uint N, const uint K, __global const float *A, co
  *
  * A product's value per output is gemm_nt's (vector dot along K, VSUM,
  * scalar tail; then + bias, ReLU; or + bias + R as gemm_nt_ln), a norm's
- * ln_row with one work-item (layernorm and gemm_nt_ln at local size 1), so
- * the chain gives the bits of the launches it replaces. */
+ * ln_row with one work-item (layernorm and gemm_nt_ln at local size 1), an
+ * attention's attn_item (attn_fused's work-item), an embedding's embed's
+ * expressions, so the chain gives the bits of the launches it replaces. */
 #define CHAIN_W 20
 #define CHAIN_BUFS 64
 #define CHAIN_COLS 64

@@ -1,18 +1,19 @@
-/* ops_chain.c — few-row fp32 products and layer norms chained into one
- * launch (ops.h, nmt_ops_chain_*; the kernel is cl/gemm.cl gemm_chain).
+/* ops_chain.c — few-row fp32 products, layer norms, attentions and
+ * embeddings chained into one launch (ops.h, nmt_ops_chain_*; the kernel is
+ * cl/gemm.cl gemm_chain).
  *
  * Why: on a CPU OpenCL runtime a decoding step of one row is a chain of
  * launches of a few microseconds each.  PoCL's worker threads sleep between
  * commands, so each launch pays the runtime's bookkeeping and runs on the
- * one thread that took it (docs/PERFORMANCE.md, "One launch for a step's
- * products").  Recording the products and norms between two other launches
- * and running them as one launch whose work-groups take the chunks by
- * ticket keeps both the launches and the idle cores out of the step.
+ * one thread that took it (docs/PERFORMANCE.md, "One launch for a decoding
+ * step").  Recording the ops between two other launches and running them
+ * as one launch whose work-groups take the chunks by ticket keeps both the
+ * launches and the idle cores out of the step.
  *
- * Recording is transparent to the callers: nmt_op_gemm, nmt_op_gemm_nt_ln
- * and nmt_op_layernorm record where they may and return; the device's
- * settle hook (device.h) enqueues the chain before anything else reaches
- * the queue. */
+ * Recording is transparent to the callers: nmt_op_gemm, nmt_op_gemm_nt_ln,
+ * nmt_op_embed, nmt_op_layernorm and nmt_op_attention record where they
+ * may and return; the device's settle hook (device.h) enqueues the chain
+ * before anything else reaches the queue. */
 #include "common.h"
 #include "kernel_args.h"
 #include "ops.h"
