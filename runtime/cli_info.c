@@ -1,5 +1,6 @@
 /* cli_info.c — `nmt-edge info` (model, memory, device) and `devices`. */
 #include "cli.h"
+#include "common.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -87,6 +88,13 @@ static void describe_device(strbuf *out, const nmt_device_info *d) {
     kv(out, "int_dot", "%s", yes_no(d->has_int_dot));
     kv(out, "x86_vnni", "%s", yes_no(d->has_x86_vnni));
     kv(out, "int8_products", "%s", d->int8_products);
+    /* runtime/ops_chain.c: what a session turns on (nmt_ops_chain_enable) */
+    kv(out, "decoding_steps", "%s",
+       !d->is_cpu ? "a launch per op (few-row ops are chained on CPU devices only)"
+       : nmt_env_flag("NMT_EDGE_NO_PRODUCT_CHAIN")
+           ? "a launch per op (NMT_EDGE_NO_PRODUCT_CHAIN)"
+           : "one launch for fp32 products of up to 4 rows and the embeddings, norms and attentions between "
+             "them (gemm_chain; off: NMT_EDGE_NO_PRODUCT_CHAIN=1)");
 }
 
 /* The precision of the products (docs/PORTING.md, "Fast paths: fp16

@@ -530,6 +530,20 @@ static void test_info(void **state) {
     else
         assert_int_equal(strncmp(pr, "int8 weights (per-row scales); the int8 x int8 products", 55), 0);
     free_result(&r);
+    /* the decoding steps' path: chained on CPU devices unless turned off */
+    run_cli(&r, NULL, "info", "--model", NMT_TEST_SOURCE_DIR "/models/en-de.nmt", NULL);
+    expect_status(&r, 0);
+    const int cpu = strncmp(field(r.out, "device_type"), "CPU", 3) == 0;
+    assert_int_equal(strncmp(field(r.out, "decoding_steps"), cpu ? "one launch for fp32" : "a launch per op",
+                             cpu ? 19 : 15),
+                     0);
+    free_result(&r);
+    setenv("NMT_EDGE_NO_PRODUCT_CHAIN", "1", 1);
+    run_cli(&r, NULL, "info", "--model", NMT_TEST_SOURCE_DIR "/models/en-de.nmt", NULL);
+    unsetenv("NMT_EDGE_NO_PRODUCT_CHAIN");
+    expect_status(&r, 0);
+    assert_int_equal(strncmp(field(r.out, "decoding_steps"), "a launch per op", 15), 0);
+    free_result(&r);
     /* with int8 x int8 turned off, the other description */
     setenv("NMT_EDGE_NO_I8DOT", "1", 1);
     run_cli(&r, NULL, "info", "--model", NMT_TEST_SOURCE_DIR "/models/en-de.nmt", NULL);
