@@ -47,6 +47,13 @@ nmt_status nmt_ops_chain_enable(nmt_ops *ops, int on) {
     if (!on || !ops->dev->info.is_cpu || ops->norm_wg != 1 || nmt_env_flag("NMT_EDGE_NO_PRODUCT_CHAIN") ||
         (ops->k_chain[0] == NULL && ops->k_chain[1] == NULL))
         return NMT_OK;
+    /* gemm_chain's arguments: 64 buffers and 7 more (an embedded-profile
+     * device may take as few as 256 bytes) */
+    size_t param_bytes = 0;
+    if (clGetDeviceInfo(ops->dev->device, CL_DEVICE_MAX_PARAMETER_SIZE, sizeof param_bytes, &param_bytes, NULL) !=
+            CL_SUCCESS ||
+        param_bytes < (NMT_OPS_CHAIN_BUFS + 2) * sizeof(cl_mem) + 5 * sizeof(cl_uint))
+        return NMT_OK;
     if (ops->chain_ctr == NULL) {
         const cl_uint zero[2] = {0, 0};
         NMT_TRY(nmt_device_buffer(ops->dev, sizeof zero, zero, &ops->chain_ctr));
