@@ -57,6 +57,8 @@
  *   GEMM_MFAST  1: the blocks in one dimension, M fastest  (0)
  *   GEMM_LN_WG  gemm_nt_ln: the largest local size the host may launch it
  *               with (256; power of two)
+ *   GEMM_CHAIN  defined: gemm_chain is compiled (the NT m2 and m16 classes
+ *               on CPU devices)
  */
 #ifndef GEMM_TM
 #define GEMM_TM 4
@@ -341,6 +343,7 @@ __kernel void gemm_nt_ln(const uint N, const uint K, __global const float *A, co
     ln_row(o, o, 0, o, N, G + g_off, Bt + bt_off, eps, red);
 }
 
+#ifdef GEMM_CHAIN /* the NT m2 and m16 classes' programs on CPUs (runtime/ops.c nmt_ops_gemm_opts) */
 /* gemm_chain: a chain of few-row products, layer norms, attentions and
  * embeddings in one launch (runtime/ops_chain.c records them; CPU devices,
  * decoding steps).
@@ -548,3 +551,4 @@ void gemm_chain(CHAIN_BUF_PARAMS, __global const uint *P, const uint p_off, cons
         atomic_inc(&ctr[1]);
     }
 }
+#endif /* GEMM_CHAIN */

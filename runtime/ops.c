@@ -120,6 +120,9 @@ void nmt_ops_gemm_opts(const nmt_ops *ops, nmt_gemm_op op, nmt_gemm_class cls, c
         snprintf(opts + n, NMT_OPS_GEMM_OPTS - (size_t)n, " -DI8_DOT=%d",
                  ops->i8_use[cls] == NMT_I8_DOT_BUILTIN ? 1 : ops->i8_use[cls] == NMT_I8_VNNI ? 2 : 0);
     if (c->kgroup) snprintf(opts + n, NMT_OPS_GEMM_OPTS - (size_t)n, " -DGEMM_KG_WG=%u", (unsigned)c->wg);
+    /* gemm_chain (ops_chain.c: CPU devices) only in the programs that create it */
+    if (op == NMT_GOP_NT && cls != NMT_GCLASS_BIG && !c->kgroup && ops->dev->info.is_cpu)
+        snprintf(opts + n, NMT_OPS_GEMM_OPTS - (size_t)n, " -DGEMM_CHAIN=1");
 }
 
 /* Build the program of one product configuration and create its kernel
@@ -152,11 +155,12 @@ nmt_status nmt_ops_gemm_kernel(nmt_ops *ops, nmt_gemm_op op, nmt_gemm_class cls)
         c->wg = (uint16_t)(c->kgroup ? pow2_floor(wg) : wg);
         if (!again) break;
     }
-    if (op == NMT_GOP_NT && cls != NMT_GCLASS_BIG) { /* chained few-row products (ops_chain.c) */
+    if (op == NMT_GOP_NT && cls != NMT_GCLASS_BIG) { /* chained few-row products (ops_chain.c; -DGEMM_CHAIN) */
         cl_kernel *g = &ops->k_chain[cls];
         if (*g) clReleaseKernel(*g);
         *g = NULL;
-        if (c->provider == NMT_GEMM_OWN && !c->kgroup) NMT_TRY(nmt_device_kernel(ops->dev, prog, "gemm_chain", g));
+        if (c->provider == NMT_GEMM_OWN && !c->kgroup && ops->dev->info.is_cpu)
+            NMT_TRY(nmt_device_kernel(ops->dev, prog, "gemm_chain", g));
     }
     if (op == NMT_GOP_NT && cls == NMT_GCLASS_M2 && c->provider == NMT_GEMM_OWN && !c->kgroup) {
         if (ops->k_gemm_ln) clReleaseKernel(ops->k_gemm_ln);
