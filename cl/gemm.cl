@@ -451,12 +451,59 @@ inline uint chain_chunks(const uint *o) {
         }                                                                                             \
     }
 
+/* A product with a residual (gemm_nt_ln's product, recorded apart from its
+ * norm): gemm_nt_ln's own loop, row by row, so that every compiler makes
+ * the same operations of it (on arm64 PoCL the blocked loop below summed
+ * the scalar tail differently from gemm_nt_ln's). */
+inline void chain_prod_res(const uint *o, uint c, __global const float *A, __global const float *B,
+                           __global float *C, __global const float *R, __global const float *bias) {
+    const uint M = o[CF_M], N = o[CF_N], K = o[CF_K], has_bias = o[CF_FLAGS] & 1u;
+    const uint KV = K - K % GEMM_VW, nend = min(N, (c + 1u) * CHAIN_COLS);
+    for (uint m = 0; m < M; m++) {
+        __global const float *ar = A + o[CF_AO] + m * o[CF_LDA];
+        __global const float *r = R + o[CF_RO] + m * o[CF_LDR];
+        __global float *out = C + o[CF_CO] + m * o[CF_LDC];
+        for (uint n0 = c * CHAIN_COLS; n0 < nend; n0 += GEMM_TN) {
+            __global const float *br[GEMM_TN];
+            #pragma unroll
+            for (int j = 0; j < GEMM_TN; j++) br[j] = B + o[CF_BO] + min(n0 + (uint)j, N - 1u) * o[CF_LDB];
+            VFLOAT accv[GEMM_TN];
+            #pragma unroll
+            for (int j = 0; j < GEMM_TN; j++) accv[j] = (VFLOAT)(0.0f);
+            for (uint k = 0; k < KV; k += GEMM_VW) {
+                const VFLOAT a = VLOAD(ar + k);
+                #pragma unroll
+                for (int j = 0; j < GEMM_TN; j++) accv[j] = a * VLOAD(br[j] + k) + accv[j];
+            }
+            float sums[GEMM_TN];
+#if GEMM_VW == 16 && GEMM_TN % 8 == 0
+            #pragma unroll
+            for (int g = 0; g < GEMM_TN; g += 8)
+                vstore8(vsum16x8(accv[g], accv[g + 1], accv[g + 2], accv[g + 3], accv[g + 4], accv[g + 5],
+                                 accv[g + 6], accv[g + 7]), 0, sums + g);
+#else
+            #pragma unroll
+            for (int j = 0; j < GEMM_TN; j++) sums[j] = VSUM(accv[j]);
+#endif
+            #pragma unroll
+            for (int j = 0; j < GEMM_TN; j++) {
+                float acc = sums[j];
+                for (uint k = KV; k < K; k++) acc = ar[k] * br[j][k] + acc;
+                const uint n = n0 + (uint)j;
+                if (n < nend) out[n] = (has_bias ? acc + bias[o[CF_BIASO] + n] : acc) + r[n];
+            }
+        }
+    }
+}
+
 inline void chain_prod(const uint *o, uint c, __global const float *A, __global const float *B,
                        __global float *C, __global const float *R, __global const float *bias) {
     const uint M = o[CF_M], N = o[CF_N], K = o[CF_K], flags = o[CF_FLAGS];
     const uint KV = K - K % GEMM_VW, nend = min(N, (c + 1u) * CHAIN_COLS);
     const uint m0 = 0;
-    if (M == 1u) {
+    if (flags & 4u) {
+        chain_prod_res(o, c, A, B, C, R, bias);
+    } else if (M == 1u) {
         CHAIN_ROWS(1)
     } else if (M == 2u) {
         CHAIN_ROWS(2)
