@@ -287,6 +287,46 @@ __kernel void bias_act(const uint M, const uint N, __global float *C, const uint
 #define GEMM_LN_WG 256
 #endif
 
+/* One block of GEMM_TN columns n0.. of row ar's product with B^T, with
+ * gemm_nt's vector dot products (the same summation order, so the same
+ * bits), written as o[n] = acc (+ bias) + r[n] for n < nend.  gemm_nt_ln
+ * and gemm_chain's residual products both run it, so every compiler makes
+ * the same operations of both (on arm64 PoCL a blocked loop of its own
+ * summed the scalar tail differently). */
+inline void nt_res_block(__global const float *ar, __global const float *B, const uint b_off, const uint ldb,
+                         const uint n0, const uint N, const uint nend, const uint K, __global const float *bias,
+                         const uint bias_off, const uint has_bias, __global const float *r, __global float *o) {
+    const uint KV = K - K % GEMM_VW;
+    __global const float *br[GEMM_TN];
+    #pragma unroll
+    for (int j = 0; j < GEMM_TN; j++) br[j] = B + b_off + min(n0 + (uint)j, N - 1u) * ldb;
+    VFLOAT accv[GEMM_TN];
+    #pragma unroll
+    for (int j = 0; j < GEMM_TN; j++) accv[j] = (VFLOAT)(0.0f);
+    for (uint k = 0; k < KV; k += GEMM_VW) {
+        const VFLOAT a = VLOAD(ar + k);
+        #pragma unroll
+        for (int j = 0; j < GEMM_TN; j++) accv[j] = a * VLOAD(br[j] + k) + accv[j];
+    }
+    float sums[GEMM_TN];
+#if GEMM_VW == 16 && GEMM_TN % 8 == 0
+    #pragma unroll
+    for (int g = 0; g < GEMM_TN; g += 8) /* common.cl: bitwise vsum16, eight at a time */
+        vstore8(vsum16x8(accv[g], accv[g + 1], accv[g + 2], accv[g + 3], accv[g + 4], accv[g + 5], accv[g + 6],
+                         accv[g + 7]), 0, sums + g);
+#else
+    #pragma unroll
+    for (int j = 0; j < GEMM_TN; j++) sums[j] = VSUM(accv[j]);
+#endif
+    #pragma unroll
+    for (int j = 0; j < GEMM_TN; j++) {
+        float acc = sums[j];
+        for (uint k = KV; k < K; k++) acc = ar[k] * br[j][k] + acc;
+        const uint n = n0 + (uint)j;
+        if (n < nend) o[n] = (has_bias ? acc + bias[bias_off + n] : acc) + r[n];
+    }
+}
+
 /* gemm_nt_ln: one work-group per row m (any power-of-two local size <=
  * GEMM_LN_WG; CPUs: 1).  Work-item lid computes the blocks of GEMM_TN
  * columns n0 = lid * GEMM_TN, n0 + lsz * GEMM_TN, ... with gemm_nt's
@@ -307,38 +347,9 @@ __kernel void gemm_nt_ln(const uint N, const uint K, __global const float *A, co
     __global const float *ar = A + a_off + m * lda;
     __global const float *r = R + r_off + m * ldr;
     __global float *o = O + o_off + m * ldo;
-    const uint KV = K - K % GEMM_VW;
 
-    for (uint n0 = lid * GEMM_TN; n0 < N; n0 += lsz * GEMM_TN) {
-        __global const float *br[GEMM_TN];
-        #pragma unroll
-        for (int j = 0; j < GEMM_TN; j++) br[j] = B + b_off + min(n0 + (uint)j, N - 1u) * ldb;
-        VFLOAT accv[GEMM_TN];
-        #pragma unroll
-        for (int j = 0; j < GEMM_TN; j++) accv[j] = (VFLOAT)(0.0f);
-        for (uint k = 0; k < KV; k += GEMM_VW) {
-            const VFLOAT a = VLOAD(ar + k);
-            #pragma unroll
-            for (int j = 0; j < GEMM_TN; j++) accv[j] = a * VLOAD(br[j] + k) + accv[j];
-        }
-        float sums[GEMM_TN];
-#if GEMM_VW == 16 && GEMM_TN % 8 == 0
-        #pragma unroll
-        for (int g = 0; g < GEMM_TN; g += 8) /* common.cl: bitwise vsum16, eight at a time */
-            vstore8(vsum16x8(accv[g], accv[g + 1], accv[g + 2], accv[g + 3], accv[g + 4], accv[g + 5], accv[g + 6],
-                             accv[g + 7]), 0, sums + g);
-#else
-        #pragma unroll
-        for (int j = 0; j < GEMM_TN; j++) sums[j] = VSUM(accv[j]);
-#endif
-        #pragma unroll
-        for (int j = 0; j < GEMM_TN; j++) {
-            float acc = sums[j];
-            for (uint k = KV; k < K; k++) acc = ar[k] * br[j][k] + acc;
-            const uint n = n0 + (uint)j;
-            if (n < N) o[n] = (has_bias ? acc + bias[bias_off + n] : acc) + r[n];
-        }
-    }
+    for (uint n0 = lid * GEMM_TN; n0 < N; n0 += lsz * GEMM_TN)
+        nt_res_block(ar, B, b_off, ldb, n0, N, N, K, bias, bias_off, (uint)has_bias, r, o);
     barrier(CLK_GLOBAL_MEM_FENCE);
     ln_row(o, o, 0, o, N, G + g_off, Bt + bt_off, eps, red);
 }
@@ -452,48 +463,14 @@ inline uint chain_chunks(const uint *o) {
     }
 
 /* A product with a residual (gemm_nt_ln's product, recorded apart from its
- * norm): gemm_nt_ln's own loop, row by row, so that every compiler makes
- * the same operations of it (on arm64 PoCL the blocked loop below summed
- * the scalar tail differently from gemm_nt_ln's). */
+ * norm): gemm_nt_ln's own blocks, row by row. */
 inline void chain_prod_res(const uint *o, uint c, __global const float *A, __global const float *B,
                            __global float *C, __global const float *R, __global const float *bias) {
-    const uint M = o[CF_M], N = o[CF_N], K = o[CF_K], has_bias = o[CF_FLAGS] & 1u;
-    const uint KV = K - K % GEMM_VW, nend = min(N, (c + 1u) * CHAIN_COLS);
-    for (uint m = 0; m < M; m++) {
-        __global const float *ar = A + o[CF_AO] + m * o[CF_LDA];
-        __global const float *r = R + o[CF_RO] + m * o[CF_LDR];
-        __global float *out = C + o[CF_CO] + m * o[CF_LDC];
-        for (uint n0 = c * CHAIN_COLS; n0 < nend; n0 += GEMM_TN) {
-            __global const float *br[GEMM_TN];
-            #pragma unroll
-            for (int j = 0; j < GEMM_TN; j++) br[j] = B + o[CF_BO] + min(n0 + (uint)j, N - 1u) * o[CF_LDB];
-            VFLOAT accv[GEMM_TN];
-            #pragma unroll
-            for (int j = 0; j < GEMM_TN; j++) accv[j] = (VFLOAT)(0.0f);
-            for (uint k = 0; k < KV; k += GEMM_VW) {
-                const VFLOAT a = VLOAD(ar + k);
-                #pragma unroll
-                for (int j = 0; j < GEMM_TN; j++) accv[j] = a * VLOAD(br[j] + k) + accv[j];
-            }
-            float sums[GEMM_TN];
-#if GEMM_VW == 16 && GEMM_TN % 8 == 0
-            #pragma unroll
-            for (int g = 0; g < GEMM_TN; g += 8)
-                vstore8(vsum16x8(accv[g], accv[g + 1], accv[g + 2], accv[g + 3], accv[g + 4], accv[g + 5],
-                                 accv[g + 6], accv[g + 7]), 0, sums + g);
-#else
-            #pragma unroll
-            for (int j = 0; j < GEMM_TN; j++) sums[j] = VSUM(accv[j]);
-#endif
-            #pragma unroll
-            for (int j = 0; j < GEMM_TN; j++) {
-                float acc = sums[j];
-                for (uint k = KV; k < K; k++) acc = ar[k] * br[j][k] + acc;
-                const uint n = n0 + (uint)j;
-                if (n < nend) out[n] = (has_bias ? acc + bias[o[CF_BIASO] + n] : acc) + r[n];
-            }
-        }
-    }
+    const uint N = o[CF_N], nend = min(N, (c + 1u) * CHAIN_COLS);
+    for (uint m = 0; m < o[CF_M]; m++)
+        for (uint n0 = c * CHAIN_COLS; n0 < nend; n0 += GEMM_TN)
+            nt_res_block(A + o[CF_AO] + m * o[CF_LDA], B, o[CF_BO], o[CF_LDB], n0, N, nend, o[CF_K], bias,
+                         o[CF_BIASO], o[CF_FLAGS] & 1u, R + o[CF_RO] + m * o[CF_LDR], C + o[CF_CO] + m * o[CF_LDC]);
 }
 
 inline void chain_prod(const uint *o, uint c, __global const float *A, __global const float *B,

@@ -175,6 +175,21 @@ static nmt_status reserve(nmt_ops *ops, uint32_t cls, uint32_t n_ops, const cl_m
     return NMT_OK;
 }
 
+/* Room for an op of n_slots slots (reserve), zeroed at *o. */
+static nmt_status open_op(nmt_ops *ops, uint32_t cls, uint32_t n_slots, const cl_mem *mems, int n_mems, cl_uint **o) {
+    NMT_TRY(reserve(ops, cls, n_slots, mems, n_mems));
+    *o = ops->chain_v + (size_t)ops->chain_n * NMT_OPS_CHAIN_W;
+    memset(*o, 0, sizeof(cl_uint) * n_slots * NMT_OPS_CHAIN_W);
+    return NMT_OK;
+}
+
+/* The kernel takes offsets as 32-bit uints. */
+static int offsets_fit(const nmt_buf *b, int n) {
+    for (int i = 0; i < n; i++)
+        if (b[i].off > UINT32_MAX) return 0;
+    return 1;
+}
+
 static cl_uint slot(nmt_ops *ops, cl_mem m) {
     for (uint32_t j = 0; j < ops->chain_nbufs; j++)
         if (ops->chain_bufs[j] == m) return j;
@@ -191,11 +206,13 @@ static void commit(nmt_ops *ops, uint32_t slots, uint32_t chunks) {
     ops->dev->settle_ctx = ops;
 }
 
-/* Append an op; the buffers have room (reserve). */
-static void push(nmt_ops *ops, cl_uint kind, uint32_t M, uint32_t N, cl_uint K, nmt_buf A, uint32_t lda, nmt_buf B,
-                 uint32_t ldb, nmt_buf C, uint32_t ldc, nmt_buf R, uint32_t ldr, nmt_buf bias, cl_uint flags) {
-    cl_uint *o = ops->chain_v + (size_t)ops->chain_n * NMT_OPS_CHAIN_W;
-    memset(o, 0, sizeof(cl_uint) * NMT_OPS_CHAIN_W);
+/* Record a product or a norm (R and bias may be absent); mems: the
+ * buffers it names. */
+static nmt_status push(nmt_ops *ops, uint32_t cls, const cl_mem *mems, cl_uint kind, uint32_t M, uint32_t N,
+                       cl_uint K, nmt_buf A, uint32_t lda, nmt_buf B, uint32_t ldb, nmt_buf C, uint32_t ldc, nmt_buf R,
+                       uint32_t ldr, nmt_buf bias, cl_uint flags) {
+    cl_uint *o;
+    NMT_TRY(open_op(ops, cls, 1, mems, 5, &o));
     o[CF_KIND] = kind;
     o[CF_M] = M;
     o[CF_N] = N;
@@ -217,6 +234,7 @@ static void push(nmt_ops *ops, cl_uint kind, uint32_t M, uint32_t N, cl_uint K, 
     o[CF_FLAGS] = flags;
     o[CF_FIRST] = ops->chain_total;
     commit(ops, 1, kind == CHAIN_LN ? M : (N + NMT_OPS_CHAIN_COLS - 1) / NMT_OPS_CHAIN_COLS);
+    return NMT_OK;
 }
 
 static cl_uint opt_slot(nmt_ops *ops, nmt_buf b) { return b.mem ? slot(ops, b.mem) : CHAIN_NONE; }
@@ -237,11 +255,12 @@ nmt_status nmt_ops_chain_prod(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, 
         return NMT_OK;
     const nmt_gemm_cfg *cfg = &ops->cfg[NMT_GOP_NT][cls];
     if (cfg->provider != NMT_GEMM_OWN || cfg->kgroup) return NMT_OK;
+    const nmt_buf bufs[5] = {A, B, C, R, bias};
+    if (!offsets_fit(bufs, 5)) return NMT_OK;
     const cl_mem mems[5] = {A.mem, B.mem, C.mem, R.mem, bias.mem};
-    NMT_TRY(reserve(ops, cls, 1, mems, 5));
     const cl_uint flags = (bias.mem ? CHAIN_FLAG_BIAS : 0u) | (relu ? CHAIN_FLAG_RELU : 0u) |
                           (R.mem ? CHAIN_FLAG_RES : 0u);
-    push(ops, CHAIN_PROD, M, N, K, A, lda, B, ldb, C, ldc, R, ldr, bias, flags);
+    NMT_TRY(push(ops, (uint32_t)cls, mems, CHAIN_PROD, M, N, K, A, lda, B, ldb, C, ldc, R, ldr, bias, flags));
     *taken = 1;
     return NMT_OK;
 }
@@ -261,9 +280,8 @@ nmt_status nmt_ops_chain_ln(nmt_ops *ops, uint32_t rows, uint32_t d, nmt_buf x, 
         return NMT_OK;
     const uint32_t cls = ops->chain_cls; /* a norm's bits do not depend on the class */
     const cl_mem mems[5] = {x.mem, res.mem, out.mem, gamma.mem, beta.mem};
-    NMT_TRY(reserve(ops, cls, 1, mems, 5));
-    push(ops, CHAIN_LN, rows, d, f32_bits(eps), x, ldx, gamma, 0, out, ldo, res, ldr, beta,
-         res.mem ? CHAIN_FLAG_RES : 0u);
+    NMT_TRY(push(ops, cls, mems, CHAIN_LN, rows, d, f32_bits(eps), x, ldx, gamma, 0, out, ldo, res, ldr, beta,
+                 res.mem ? CHAIN_FLAG_RES : 0u));
     *taken = 1;
     return NMT_OK;
 }
@@ -275,17 +293,12 @@ nmt_status nmt_ops_chain_attn(nmt_ops *ops, const nmt_attn_args *p, float scale,
         return NMT_OK;
     for (uint32_t b = 0; b < p->n_branches; b++)
         if (radii[b] < 0 || radii[b] > 0xffff) return NMT_OK;
-    const uint64_t lim = UINT32_MAX;
     const nmt_buf bufs[8] = {p->q, p->k, p->v, p->kv_row, p->k_new, p->v_new, p->key_len, p->out};
-    for (int i = 0; i < 8; i++)
-        if (bufs[i].off > lim) return NMT_OK;
-    if (p->kv_seq_stride > lim) return NMT_OK;
-    const uint32_t cls = ops->chain_cls;
+    if (!offsets_fit(bufs, 8) || p->kv_seq_stride > UINT32_MAX) return NMT_OK;
     cl_mem mems[8];
     for (int i = 0; i < 8; i++) mems[i] = bufs[i].mem;
-    NMT_TRY(reserve(ops, cls, 2, mems, 8));
-    cl_uint *o = ops->chain_v + (size_t)ops->chain_n * NMT_OPS_CHAIN_W;
-    memset(o, 0, sizeof(cl_uint) * 2 * NMT_OPS_CHAIN_W);
+    cl_uint *o;
+    NMT_TRY(open_op(ops, ops->chain_cls, 2, mems, 8, &o));
     const uint32_t chunks = p->n_seq * p->n_heads * p->lq * p->n_branches;
     o[CA_KIND] = CHAIN_ATTN;
     o[CA_NSEQ] = p->n_seq;
@@ -338,12 +351,11 @@ nmt_status nmt_ops_chain_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_
     const uint32_t cls = ops->chain_n ? ops->chain_cls : (uint32_t)nmt_gemm_class_of(rows);
     if (!ops->chain_on || rows == 0 || rows > NMT_OPS_CHAIN_ROWS || cls == NMT_GCLASS_BIG || ops->k_chain[cls] == NULL)
         return NMT_OK;
-    const uint64_t lim = UINT32_MAX;
-    if (tok.off > lim || E.off > lim || out.off > lim || PT.off > lim) return NMT_OK;
+    const nmt_buf bufs[4] = {tok, E, out, PT};
+    if (!offsets_fit(bufs, 4)) return NMT_OK;
     const cl_mem mems[4] = {tok.mem, E.mem, out.mem, PT.mem};
-    NMT_TRY(reserve(ops, cls, 1, mems, 4));
-    cl_uint *o = ops->chain_v + (size_t)ops->chain_n * NMT_OPS_CHAIN_W;
-    memset(o, 0, sizeof(cl_uint) * NMT_OPS_CHAIN_W);
+    cl_uint *o;
+    NMT_TRY(open_op(ops, cls, 1, mems, 4, &o));
     o[CE_KIND] = CHAIN_EMBED;
     o[CE_TOK] = slot(ops, tok.mem);
     o[CE_TOKO] = (cl_uint)tok.off;
