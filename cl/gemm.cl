@@ -355,67 +355,6 @@ __kernel void gemm_nt_ln(const uint N, const uint K, __global const float *A, co
 }
 
 #ifdef GEMM_CHAIN /* the NT m2 and m16 classes' programs on CPUs (runtime/ops.c nmt_ops_gemm_opts) */
-/* gemm_chain: a chain of few-row products, layer norms, attentions and
- * embeddings in one launch (runtime/ops_chain.c records them; CPU devices,
- * decoding steps).
- *
- * The ops are CHAIN_W uints each at P + p_off (a block of the session's
- * descriptor buffer, written once and reused while the recorded ops repeat;
- * an attention's step positions are relative to the argument pos where
- * CHAIN_POS_REL says so), their buffers CHAIN_BUFS arguments named by
- * slot.  An op is cut into chunks:
- * a product (CHAIN_PROD) into blocks of CHAIN_COLS columns of all its M
- * rows, a norm (CHAIN_LN) into its rows.  The chunks of the whole chain are
- * numbered in order, and the launch's work-groups (one work-item each; the
- * host launches as many as the device has compute units) take them as
- * tickets: a compare-and-swap on ctr[0] claims the next, the work-item
- * waits until ctr[1] (chunks done) has counted every chunk of the ops
- * before its own, computes it and counts it done.  A chunk waits only for
- * chunks that running work-groups have claimed, so the launch finishes
- * whichever of its work-groups run and in whatever order (one thread
- * running them in turn does every chunk in the first).  The counters run
- * on from launch to launch: the host passes where this launch's tickets
- * begin (base) and the chunk count (total), so nothing resets them; their
- * differences are taken modulo 2^32.  The atomics order the chunks' plain
- * stores before the count (coherent memory, as on CPUs).
- *
- * A product's value per output is gemm_nt's (vector dot along K, VSUM,
- * scalar tail; then + bias, ReLU; or + bias + R as gemm_nt_ln), a norm's
- * ln_row with one work-item (layernorm and gemm_nt_ln at local size 1), an
- * attention's attn_item (attn_fused's work-item), an embedding's embed's
- * expressions, so the chain gives the bits of the launches it replaces. */
-#define CHAIN_W 20
-#define CHAIN_BUFS 64
-#define CHAIN_COLS 64
-#define CHAIN_PROD 0u
-#define CHAIN_LN 1u
-#define CHAIN_ATTN 2u
-#define CHAIN_EMBED 3u
-#define CHAIN_NONE 0xffffffffu
-#define CHAIN_POS_REL (1u << 9) /* in CA_NBC */
-/* op fields (runtime/ops_chain.c writes them): kind, M, N, K, then
- * (slot, offset, ld) of A, B, C, R; the bias (slot, offset); flags (1 bias,
- * 2 ReLU, 4 residual); the op's first chunk.  A norm: M rows of N = d, A =
- * x, R = res, C = out (each with its row stride), B = gamma, bias = beta,
- * K = eps's bits. */
-enum { CF_KIND, CF_M, CF_N, CF_K, CF_A, CF_AO, CF_LDA, CF_B, CF_BO, CF_LDB, CF_C, CF_CO, CF_LDC,
-       CF_R, CF_RO, CF_LDR, CF_BIAS, CF_BIASO, CF_FLAGS, CF_FIRST };
-/* An attention (attn_item's work-items, one chunk each, (s*H + h) * lq + i)
- * * n_branches + b) takes two slots: */
-enum { CA_KIND, CA_NSEQ, CA_LQ, CA_POS0, CA_LKMAX, CA_GROUP, CA_HEADS, CA_DH, CA_SCALE, CA_Q, CA_QO, CA_QLD,
-       CA_K, CA_KO, CA_KLD, CA_V, CA_VO, CA_VLD, CA_KVS, CA_FIRST,
-       /* the second slot (its first field the kind CHAIN_NONE, its CF_FIRST
-        * the next op's first chunk); CHAIN_NONE slots: absent */
-       CA_KIND2, CA_KR, CA_KRO, CA_KRLD, CA_KN, CA_KNO, CA_VN, CA_VNO, CA_NEWLD, CA_KL, CA_KLO, CA_KLC,
-       CA_NBC /* n_branches | causal << 8 | CHAIN_POS_REL */, CA_KINDS, CA_RAD0, CA_RAD1 /* radii of branches 0-3, 16 bits each */, CA_OUT, CA_OUTO, CA_OUTLD, CA_FIRST2 };
-/* An embedding (embed's work-items, all in one chunk): */
-enum { CE_KIND, CE_TOK, CE_TOKO, CE_ROWS, CE_SEQ, CE_POS0, CE_E, CE_EO, CE_D, CE_SCALE, CE_OUT, CE_OUTO, CE_PT,
-       CE_PTO, CE_PTROWS, CE_FLAGS /* CHAIN_POS_REL */, CE_FIRST = 19 };
-
-inline uint chain_chunks(const uint *o) {
-    return o[CF_KIND] == CHAIN_LN ? o[CF_M] : (o[CF_N] + CHAIN_COLS - 1u) / CHAIN_COLS;
-}
-
 /* CHAIN_TMR rows m0.. of a product's columns n0 .. nend - 1 (rows past M
  * load row M - 1 and are not stored), GEMM_TN columns at a time sharing
  * the loads of B. */
@@ -489,90 +428,10 @@ inline void chain_prod(const uint *o, uint c, __global const float *A, __global 
     }
 }
 
-/* gemm_chain's buffer parameters b0 .. b63 and the array of them */
-#define CHAIN_BUF_PARAMS                                                                               \
-    __global float *b0, __global float *b1, __global float *b2, __global float *b3, __global float *b4, __global float *b5, \
-    __global float *b6, __global float *b7, __global float *b8, __global float *b9, __global float *b10, __global float *b11, \
-    __global float *b12, __global float *b13, __global float *b14, __global float *b15, __global float *b16, __global float *b17, \
-    __global float *b18, __global float *b19, __global float *b20, __global float *b21, __global float *b22, __global float *b23, \
-    __global float *b24, __global float *b25, __global float *b26, __global float *b27, __global float *b28, __global float *b29, \
-    __global float *b30, __global float *b31, __global float *b32, __global float *b33, __global float *b34, __global float *b35, \
-    __global float *b36, __global float *b37, __global float *b38, __global float *b39, __global float *b40, __global float *b41, \
-    __global float *b42, __global float *b43, __global float *b44, __global float *b45, __global float *b46, __global float *b47, \
-    __global float *b48, __global float *b49, __global float *b50, __global float *b51, __global float *b52, __global float *b53, \
-    __global float *b54, __global float *b55, __global float *b56, __global float *b57, __global float *b58, __global float *b59, \
-    __global float *b60, __global float *b61, __global float *b62, __global float *b63
-#define CHAIN_BUF_NAMES                                                                                \
-    b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11, b12, b13, b14, b15, \
-    b16, b17, b18, b19, b20, b21, b22, b23, b24, b25, b26, b27, b28, b29, b30, b31, \
-    b32, b33, b34, b35, b36, b37, b38, b39, b40, b41, b42, b43, b44, b45, b46, b47, \
-    b48, b49, b50, b51, b52, b53, b54, b55, b56, b57, b58, b59, b60, b61, b62, b63
-
-__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
-void gemm_chain(CHAIN_BUF_PARAMS, __global const uint *P, const uint p_off, const uint n_ops, const uint total,
-                const uint base, const uint pos, volatile __global uint *ctr) {
-    __local float red[1];
-    __global float *bufs[CHAIN_BUFS] = {CHAIN_BUF_NAMES};
-    P += p_off;
-    uint p = 0;
-    for (;;) {
-        const uint t = atomic_add(&ctr[0], 0u);
-        if (t - base >= total) break;
-        if (atomic_cmpxchg(&ctr[0], t, t + 1u) != t) continue;
-        const uint c = t - base;
-        while (p + 1u < n_ops && P[(p + 1u) * CHAIN_W + CF_FIRST] <= c) p++;
-        uint o[CHAIN_W];
-        for (int f = 0; f < CHAIN_W; f++) o[f] = P[p * CHAIN_W + f];
-        while (atomic_add(&ctr[1], 0u) - base < o[CF_FIRST])
-            ;
-        const uint k = c - o[CF_FIRST];
-        if (o[CF_KIND] == CHAIN_ATTN) {
-            __global const uint *a = P + p * CHAIN_W;
-            const uint lq = a[CA_LQ], nbc = a[CA_NBC], nb = nbc & 255u, b = k % nb, row = k / nb;
-            const uint sh = row / lq, i = row - sh * lq;
-            /* CHAIN_POS_REL: q_pos0, lk_max and key_len_const relative to pos */
-            const uint rel = (nbc & CHAIN_POS_REL) ? pos : 0u;
-            const int has_kr = a[CA_KR] != CHAIN_NONE, has_new = a[CA_KN] != CHAIN_NONE;
-            const int has_kl = a[CA_KL] != CHAIN_NONE;
-            const uint r0 = a[CA_RAD0], r1 = a[CA_RAD1]; /* 16 bits each, branches 0-3 */
-            const int8 radii = (int8)((int)(r0 & 0xffffu), (int)(r0 >> 16), (int)(r1 & 0xffffu), (int)(r1 >> 16),
-                                      0, 0, 0, 0);
-            attn_item(a[CA_NSEQ], lq, a[CA_POS0] + rel, a[CA_LKMAX] + rel, a[CA_GROUP], a[CA_HEADS], a[CA_DH],
-                      as_float(a[CA_SCALE]), bufs[a[CA_Q]], a[CA_QO], a[CA_QLD], bufs[a[CA_K]], a[CA_KO], a[CA_KLD],
-                      bufs[a[CA_V]], a[CA_VO], a[CA_VLD], a[CA_KVS],
-                      (__global const int *)bufs[has_kr ? a[CA_KR] : 0u], a[CA_KRO], a[CA_KRLD], has_kr,
-                      bufs[has_new ? a[CA_KN] : 0u], a[CA_KNO], bufs[has_new ? a[CA_VN] : 0u], a[CA_VNO],
-                      a[CA_NEWLD], has_new, (__global const int *)bufs[has_kl ? a[CA_KL] : 0u], a[CA_KLO], has_kl,
-                      a[CA_KLC] + rel, (int)((nbc >> 8) & 1u), nb, a[CA_KINDS], radii, bufs[a[CA_OUT]],
-                      a[CA_OUTO], a[CA_OUTLD], sh, i, b);
-        } else if (o[CF_KIND] == CHAIN_EMBED) {
-            /* embed's work-items (c, j) in turn, with its expressions (common.cl EMBED_ROWS) */
-            const uint rows = o[CE_ROWS], seq_len = o[CE_SEQ], d = o[CE_D], pt_rows = o[CE_PTROWS];
-            const uint pos0 = o[CE_POS0] + ((o[CE_FLAGS] & CHAIN_POS_REL) ? pos : 0u);
-            const float scale = as_float(o[CE_SCALE]);
-            __global const int *tok = (__global const int *)bufs[o[CE_TOK]];
-            __global const float *E = bufs[o[CE_E]], *PT = bufs[o[CE_PT]];
-            __global float *out = bufs[o[CE_OUT]];
-            const ulong tok_off = o[CE_TOKO], e_off = o[CE_EO], out_off = o[CE_OUTO], pt_off = o[CE_PTO];
-            for (uint j = 0; j < seq_len && j < rows; j++)
-                for (uint c = 0; c < d; c++) {
-                    const uint at = pos0 + j;
-                    const float p = at < pt_rows ? PT[pt_off + (ulong)at * d + c] : pos_term(c, d, (float)at);
-                    for (uint r = j; r < rows; r += seq_len) {
-                        const ulong t = (ulong)tok[tok_off + r];
-                        out[out_off + (ulong)r * d + c] = (E[e_off + t * d + c]) * scale + p;
-                    }
-                }
-        } else if (o[CF_KIND] == CHAIN_PROD) {
-            chain_prod(o, k, bufs[o[CF_A]], bufs[o[CF_B]], bufs[o[CF_C]], bufs[o[CF_R]], bufs[o[CF_BIAS]]);
-        } else {
-            const uint d = o[CF_N];
-            __global float *out = bufs[o[CF_C]] + o[CF_CO] + k * o[CF_LDC];
-            ln_row(bufs[o[CF_A]] + o[CF_AO] + k * o[CF_LDA], bufs[o[CF_R]] + o[CF_RO] + k * o[CF_LDR],
-                   (o[CF_FLAGS] & 4u) != 0u, out, d, bufs[o[CF_B]] + o[CF_BO], bufs[o[CF_BIAS]] + o[CF_BIASO],
-                   as_float(o[CF_K]), red);
-        }
-        atomic_inc(&ctr[1]);
-    }
+/* gemm_chain's own ops (common.cl chain_run): CHAIN_PROD */
+static void chain_own(__global const uint *a, const uint *o, const uint k, __global float **bufs) {
+    chain_prod(o, k, bufs[o[CF_A]], bufs[o[CF_B]], bufs[o[CF_C]], bufs[o[CF_R]], bufs[o[CF_BIAS]]);
 }
+
+CHAIN_KERNEL(gemm_chain) /* common.cl */
 #endif /* GEMM_CHAIN */

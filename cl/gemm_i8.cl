@@ -38,6 +38,11 @@
  *               size 1): quant_rows, gemm_i8_nt and layernorm (norm.cl, a
  *               work-item per row on CPUs) in one launch, the same bits (the
  *               norm is common.cl's ln_row, as in gemm.cl's gemm_nt_ln).
+ *   gemm_i8_chain  (built with -DI8_ROW=1 -DI8_CHAIN=1, CPU devices where the
+ *               host chains few-row ops) common.cl's chain_run with this
+ *               program's own ops: int8 x int8 products of fp32 rows (each
+ *               row quantized as quant_rows, its sums exact, gemm_i8_nt's or
+ *               gemm_i8_nt_ln's epilogue) and gemm_i8_gate's rows.
  *   gemm_i8_nt  C[M,N] = alpha * (sum_k A[m,k] * Q[n,k]) * (sa[m] * sq[n])
  *               (+ beta*C) (+ bias) (ReLU): A int8 [M,K] with row scales sa,
  *               Q int8 [N,K] with row scales sq (the .nmt weight layout).
@@ -58,6 +63,7 @@
  *   GEMM_MFAST  1: the blocks in one dimension, M fastest (0)
  *   I8_QUANT    1: build gemm_i8_nt_q instead of gemm_i8_nt (0)
  *   I8_ROW      1: build gemm_i8_gate and gemm_i8_nt_ln instead of gemm_i8_nt (0)
+ *   I8_CHAIN    defined (with I8_ROW): gemm_i8_chain as well
  *   I8_DOT      1: four-element products with the cl_khr_integer_dot_product
  *               built-in dot(char4, char4); 2: x86 AVX-512 VNNI through
  *               clang's vpdpbusd builtin (PoCL on a CPU that has it; the
@@ -314,8 +320,10 @@ static int4 row4(__private const char *a, __global const char *q0, __global cons
     ROW4((a), (Q) + min((n), (N) - 1u) * (ldq), (Q) + min((n) + 1u, (N) - 1u) * (ldq),               \
               (Q) + min((n) + 2u, (N) - 1u) * (ldq), (Q) + min((n) + 3u, (N) - 1u) * (ldq), (K))
 
-__kernel void gemm_i8_gate(GATE_ROW_PARAMS) { /* common.cl */
-    GATE_ROW_BEGIN();
+/* gemm_i8_gate's work for one row: x and o that row's input and output */
+static void i8_gate_row(const uint d, const uint dr, __global const float *x, __global const char *W1,
+                        __global const float *S1, __global const float *B1, __global const char *W2,
+                        __global const float *S2, __global const float *B2, __global float *o, const int flags) {
     char xq[I8_Q_ROW_MAX], hq[I8_ROW_DR_MAX];
     float h[I8_ROW_DR_MAX];
     /* h = ReLU(x W1^T + b1): quant_rows, then gemm_i8_nt's epilogue per
@@ -323,21 +331,20 @@ __kernel void gemm_i8_gate(GATE_ROW_PARAMS) { /* common.cl */
     const float sx = quant_row_g(x, d, xq);
     for (uint j = 0; j < dr; j += 4u) {
         int s[4];
-        vstore4(ROW_SUMS(xq, W1 + w1_off, dr, d, d, j), 0, s);
+        vstore4(ROW_SUMS(xq, W1, dr, d, d, j), 0, s);
         for (uint i = 0; i < 4u && j + i < dr; i++) {
-            float v = (float)s[i] * (sx * S1[s1_off + j + i]);
-            if (flags & 1) v += B1[b1_off + j + i];
+            float v = (float)s[i] * (sx * S1[j + i]);
+            if (flags & 1) v += B1[j + i];
             h[j + i] = fmax(v, 0.0f);
         }
     }
     /* g = h W2^T + b2 the same way, then gate_accum's operations */
     const float sh = quant_row_p(h, dr, hq);
-    __global float *o = O + o_off + r * ldo;
     for (uint c = 0; c < d; c += 4u) {
-        const int4 s = ROW_SUMS(hq, W2 + w2_off, d, dr, dr, c);
+        const int4 s = ROW_SUMS(hq, W2, d, dr, dr, c);
         if (c + 4u <= d) {
-            float4 g = convert_float4(s) * (sh * vload4(0, S2 + s2_off + c));
-            if (flags & 2) g += vload4(0, B2 + b2_off + c);
+            float4 g = convert_float4(s) * (sh * vload4(0, S2 + c));
+            if (flags & 2) g += vload4(0, B2 + c);
             /* x * sigmoid(g), with gate_accum's scalar exp (a vector exp
              * may differ from it in the last bit) */
             const float4 e4 = (float4)(exp(-g.x), exp(-g.y), exp(-g.z), exp(-g.w));
@@ -347,13 +354,19 @@ __kernel void gemm_i8_gate(GATE_ROW_PARAMS) { /* common.cl */
             int t[4];
             vstore4(s, 0, t);
             for (uint i = 0; c + i < d; i++) {
-                float g = (float)t[i] * (sh * S2[s2_off + c + i]);
-                if (flags & 2) g += B2[b2_off + c + i];
+                float g = (float)t[i] * (sh * S2[c + i]);
+                if (flags & 2) g += B2[c + i];
                 const float v = x[c + i] / (1.0f + exp(-g));
                 o[c + i] = (flags & 4) ? o[c + i] + v : v;
             }
         }
     }
+}
+
+__kernel void gemm_i8_gate(GATE_ROW_PARAMS) { /* common.cl */
+    GATE_ROW_BEGIN();
+    i8_gate_row(d, dr, x, W1 + w1_off, S1 + s1_off, B1 + b1_off, W2 + w2_off, S2 + s2_off, B2 + b2_off,
+                O + o_off + r * ldo, flags);
 }
 
 __kernel void gemm_i8_nt_ln(LN_ROW_PARAMS) { /* common.cl; launched with a local size of 1 */
@@ -377,6 +390,56 @@ __kernel void gemm_i8_nt_ln(LN_ROW_PARAMS) { /* common.cl; launched with a local
     }
     ln_row(o, o, 0, o, N, G + g_off, Bt + bt_off, eps, red);
 }
+
+#ifdef I8_CHAIN /* CPU devices where the host chains few-row ops (runtime/ops_chain.c) */
+/* An int8 x int8 product's chunk c (CHAIN_COLS columns of its M rows):
+ * each row quantized as quant_rows does, its sums over 4 columns at a time
+ * (exact in int32, so any order gives gemm_i8_nt's), then gemm_i8_nt's
+ * epilogue (alpha 1, beta 0: value, bias, ReLU) or, with a residual,
+ * gemm_i8_nt_ln's (value, bias, + R). */
+static void chain_i8_prod(__global const uint *a, const uint *o, const uint c, __global float **bufs) {
+    const uint M = o[CF_M], N = o[CF_N], K = o[CF_K], flags = o[CF_FLAGS];
+    const uint nend = min(N, (c + 1u) * CHAIN_COLS);
+    __global const char *Q = (__global const char *)bufs[o[CF_B]] + o[CF_BO];
+    __global const float *sq = bufs[a[CI_SQ]] + a[CI_SQO], *bias = bufs[o[CF_BIAS]] + o[CF_BIASO];
+    char xq[I8_Q_ROW_MAX];
+    for (uint m = 0; m < M; m++) {
+        const float sa = quant_row_g(bufs[o[CF_A]] + o[CF_AO] + m * o[CF_LDA], K, xq);
+        __global const float *r = bufs[o[CF_R]] + o[CF_RO] + m * o[CF_LDR];
+        __global float *crow = bufs[o[CF_C]] + o[CF_CO] + m * o[CF_LDC];
+        for (uint n0 = c * CHAIN_COLS; n0 < nend; n0 += 4u) {
+            int s[4];
+            vstore4(ROW_SUMS(xq, Q, N, K, o[CF_LDB], n0), 0, s);
+            for (uint j = 0; j < 4u && n0 + j < nend; j++) {
+                const uint n = n0 + j;
+                float v = (float)s[j] * (sa * sq[n]);
+                if (flags & 1u) v += bias[n];
+                if (flags & 4u) {
+                    crow[n] = v + r[n];
+                } else {
+                    if (flags & 2u) v = fmax(v, 0.0f);
+                    crow[n] = v;
+                }
+            }
+        }
+    }
+}
+
+/* gemm_i8_chain's own ops (common.cl chain_run): CHAIN_I8, CHAIN_GATE */
+static void chain_own(__global const uint *a, const uint *o, const uint k, __global float **bufs) {
+    if (o[CF_KIND] == CHAIN_I8) {
+        chain_i8_prod(a, o, k, bufs);
+    } else { /* CHAIN_GATE: row k */
+        i8_gate_row(a[CG_D], a[CG_DR], bufs[a[CG_X]] + a[CG_XO] + k * a[CG_LDX],
+                    (__global const char *)bufs[a[CG_W1]] + a[CG_W1O], bufs[a[CG_S1]] + a[CG_S1O],
+                    bufs[a[CG_B1]] + a[CG_B1O], (__global const char *)bufs[a[CG_W2]] + a[CG_W2O],
+                    bufs[a[CG_S2]] + a[CG_S2O], bufs[a[CG_B2]] + a[CG_B2O],
+                    bufs[a[CG_OUT]] + a[CG_OUTO] + k * a[CG_LDO], (int)a[CG_FLAGS]);
+    }
+}
+
+CHAIN_KERNEL(gemm_i8_chain) /* common.cl */
+#endif /* I8_CHAIN */
 #elif I8_QUANT
 /* quant_rows for all M rows of X by the whole work-group, into A (M rows of
  * K bytes) and S; part holds M x local-size partial maxima.  Every

@@ -81,6 +81,7 @@ void nmt_ops_release(nmt_ops *ops) {
     if (ops->k_gemm_ln) clReleaseKernel(ops->k_gemm_ln);
     if (ops->k_i8_gate) clReleaseKernel(ops->k_i8_gate);
     if (ops->k_i8_ln) clReleaseKernel(ops->k_i8_ln);
+    if (ops->k_i8_chain) clReleaseKernel(ops->k_i8_chain);
     if (ops->k_q8_ln) clReleaseKernel(ops->k_q8_ln);
     for (int c = 0; c < 2; c++)
         if (ops->k_q8_gate[c]) clReleaseKernel(ops->k_q8_gate[c]);

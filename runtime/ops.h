@@ -37,16 +37,19 @@ typedef struct nmt_branch {
     uint32_t k;            /* LOCAL radius, BLOCK size */
 } nmt_branch;
 
-/* gemm_chain's capacity: op slots of NMT_OPS_CHAIN_W uints (cl/gemm.cl
- * CHAIN_W) a launch, buffers a launch (CHAIN_BUFS), a product's columns a
+/* The chain kernels' capacity: op slots of NMT_OPS_CHAIN_W uints
+ * (cl/common.cl CHAIN_W) a launch, buffers a launch (CHAIN_BUFS), a product's columns a
  * chunk (CHAIN_COLS), the most rows an op may have, and how many recorded
  * chains the descriptor buffer keeps. */
-#define NMT_OPS_CHAIN_OPS 48
+#define NMT_OPS_CHAIN_OPS 64
 #define NMT_OPS_CHAIN_W 20
-#define NMT_OPS_CHAIN_BUFS 64
+#define NMT_OPS_CHAIN_BUFS 96
 #define NMT_OPS_CHAIN_COLS 64
 #define NMT_OPS_CHAIN_ROWS 4u
 #define NMT_OPS_CHAIN_CACHE 8
+/* chain_cls of a chain of int8 x int8 products (gemm_i8_chain); 0 and 1
+ * are the fp32 NT m2 and m16 classes (gemm_chain) */
+#define NMT_OPS_CHAIN_I8 2u
 
 typedef struct nmt_ops {
     nmt_device *dev;
@@ -140,19 +143,21 @@ typedef struct nmt_ops {
      * k_q8_gate[cls] (gemm_q8_gate) of the q8 m2 and m16 classes' own
      * product programs, and, where the products take int8 x
      * int8, the one-work-item-per-row kernels of cl/gemm_i8.cl (-DI8_ROW=1:
-     * k_i8_gate and k_i8_ln, gemm_i8_nt_ln), built on first use
+     * k_i8_gate and k_i8_ln, gemm_i8_nt_ln; and, where chain_on at the
+     * build, k_i8_chain, gemm_i8_chain), built on first use
      * (i8_row_tried: a build was attempted; NULL after it: separate
      * launches), k_i8_ln where i8_fuse_norm (CPU devices) and fused_norm;
      * k_q8_ln (gemm_q8_nt_ln, the q8 m2 class's program, its largest local
      * size q8_ln_wg) where fused_norm.  Plain fields: tests set them. */
-    cl_kernel k_q8_gate[2], k_q8_ln, k_i8_gate, k_i8_ln;
+    cl_kernel k_q8_gate[2], k_q8_ln, k_i8_gate, k_i8_ln, k_i8_chain;
     size_t q8_ln_wg;
     int i8_row_tried, fuse_gate, i8_fuse_norm;
     uint64_t n_gates;           /* gates run in one launch (tests read it) */
     uint64_t n_norms;           /* int8 products run with their norm (tests read it) */
-    /* few-row fp32 products and norms chained into one launch (runtime/
-     * ops_chain.c, cl/gemm.cl gemm_chain): k_chain[cls] of the NT m2 and
-     * m16 classes' own programs; chain_on (nmt_ops_chain_enable: inference
+    /* few-row products, norms, attentions and gates chained into one
+     * launch (runtime/ops_chain.c, cl/gemm.cl gemm_chain, cl/gemm_i8.cl
+     * gemm_i8_chain): k_chain[cls] of the NT m2 and m16 classes' own
+     * programs (fp32 products), k_i8_chain above (int8 x int8); chain_on (nmt_ops_chain_enable: inference
      * sessions on CPU devices, unless $NMT_EDGE_NO_PRODUCT_CHAIN; a plain
      * field, tests set it); the ops recorded so far (chain_v, CHAIN_W
      * uints each, of class chain_cls) and their buffers; the ticket
@@ -438,10 +443,13 @@ nmt_status nmt_op_gate_accum(nmt_ops *ops, nmt_buf x, uint32_t ld_x, nmt_buf g, 
  * nmt_op_gemm_nt_ln record their work instead of launching it, and so do
  * nmt_op_layernorm (norm_wg 1) and nmt_op_attention (attn_fused, at most 4
  * query rows and branches) when such a product has begun a chain, and
- * nmt_op_embed (fp32, at most 4 rows) at any time.  The
+ * nmt_op_embed (fp32, at most 4 rows) at any time; likewise the int8
+ * x int8 products of nmt_op_gemm_q8 and nmt_op_gemm_i8_nt_ln (alpha 1,
+ * beta 0, at most 4 rows, K <= NMT_OPS_I8_FUSE_ROW_MAX), and
+ * nmt_op_gate_i8 in a chain they began (class NMT_OPS_CHAIN_I8).  The
  * next launch, read, write or finish on the device (nmt_device_settle), or
- * a full chain, enqueues everything recorded as one gemm_chain launch, with
- * the bits of the launches it replaces.
+ * a full chain, enqueues everything recorded as one gemm_chain (or
+ * gemm_i8_chain) launch, with the bits of the launches it replaces.
  * nmt_ops_chain_enable turns it on where the device allows it (then
  * ops->chain_on is 1; the counters' buffer is created on the first call)
  * or off; nmt_ops_chain_flush enqueues what is recorded. */
@@ -467,7 +475,24 @@ nmt_status nmt_ops_chain_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_
 struct nmt_attn_args;
 nmt_status nmt_ops_chain_attn(nmt_ops *ops, const struct nmt_attn_args *p, float scale, cl_uint kinds,
                               const cl_int *radii, int *taken);
+/* Record an int8 x int8 product of fp32 rows A (quantized per row as
+ * quant_rows does) with int8 weights Q and their row scales sq: C = A Q^T
+ * (+ bias) (ReLU), or with R, C = A Q^T (+ bias) + R (gemm_i8_nt_ln's
+ * product); alpha 1, beta 0 (internal; *taken as above).  Where the int8
+ * x int8 path is in use (the caller checks) and K <= NMT_OPS_I8_FUSE_ROW_MAX. */
+nmt_status nmt_ops_chain_i8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, nmt_buf A, uint32_t lda, nmt_buf Q,
+                            uint32_t ldq, nmt_buf sq, nmt_buf bias, nmt_buf C, uint32_t ldc, nmt_buf R, uint32_t ldr,
+                            int relu, int *taken);
+/* Record nmt_op_gate_i8's gemm_i8_gate launch (after its checks; flags as
+ * the kernel's: bit 0 b1, bit 1 b2, bit 2 accumulate; *taken as above). */
+nmt_status nmt_ops_chain_gate(nmt_ops *ops, uint32_t rows, uint32_t d, uint32_t dr, nmt_buf x, uint32_t ld_x,
+                              nmt_buf w1, nmt_buf s1, nmt_buf b1, nmt_buf w2, nmt_buf s2, nmt_buf b2, nmt_buf out,
+                              uint32_t ld_out, cl_uint flags, int *taken);
 
+/* Build cl/gemm_i8.cl's one-work-item-per-row program (-DI8_ROW=1) with
+ * class cls's options, once: k_i8_gate, k_i8_ln and, where ops->chain_on,
+ * k_i8_chain (runtime/ops_rows.c; internal). */
+nmt_status nmt_ops_i8_rows_build(nmt_ops *ops, nmt_gemm_class cls);
 nmt_status nmt_op_gate_i8(nmt_ops *ops, uint32_t rows, uint32_t d, uint32_t dr, nmt_buf x, uint32_t ld_x, nmt_buf w1,
                           nmt_buf s1, nmt_buf b1, nmt_buf w2, nmt_buf s2, nmt_buf b2, nmt_buf out, uint32_t ld_out,
                           int accumulate);

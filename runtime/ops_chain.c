@@ -23,7 +23,7 @@
 /* cl/gemm.cl's op fields and kinds */
 enum { CF_KIND, CF_M, CF_N, CF_K, CF_A, CF_AO, CF_LDA, CF_B, CF_BO, CF_LDB, CF_C, CF_CO, CF_LDC,
        CF_R, CF_RO, CF_LDR, CF_BIAS, CF_BIASO, CF_FLAGS, CF_FIRST };
-enum { CHAIN_PROD = 0, CHAIN_LN = 1, CHAIN_ATTN = 2, CHAIN_EMBED = 3 };
+enum { CHAIN_PROD = 0, CHAIN_LN = 1, CHAIN_ATTN = 2, CHAIN_EMBED = 3, CHAIN_I8 = 4, CHAIN_GATE = 5 };
 #define CHAIN_NONE 0xffffffffu
 #define CHAIN_POS_REL (1u << 9)
 /* an attention's two slots (cl/gemm.cl) */
@@ -34,6 +34,11 @@ enum { CA_KIND, CA_NSEQ, CA_LQ, CA_POS0, CA_LKMAX, CA_GROUP, CA_HEADS, CA_DH, CA
 /* an embedding's slot (cl/gemm.cl) */
 enum { CE_KIND, CE_TOK, CE_TOKO, CE_ROWS, CE_SEQ, CE_POS0, CE_E, CE_EO, CE_D, CE_SCALE, CE_OUT, CE_OUTO, CE_PT,
        CE_PTO, CE_PTROWS, CE_FLAGS, CE_FIRST = 19 };
+/* an int8 x int8 product's second slot, a gate's two (cl/common.cl) */
+enum { CI_KIND2 = NMT_OPS_CHAIN_W, CI_SQ, CI_SQO, CI_FIRST2 = 2 * NMT_OPS_CHAIN_W - 1 };
+enum { CG_KIND, CG_ROWS, CG_D, CG_DR, CG_X, CG_XO, CG_LDX, CG_W1, CG_W1O, CG_S1, CG_S1O, CG_B1, CG_B1O, CG_W2,
+       CG_W2O, CG_S2, CG_S2O, CG_B2, CG_B2O, CG_FIRST,
+       CG_KIND2, CG_OUT, CG_OUTO, CG_LDO, CG_FLAGS, CG_FIRST2 = 2 * NMT_OPS_CHAIN_W - 1 };
 #define CHAIN_FLAG_BIAS 1u
 #define CHAIN_FLAG_RELU 2u
 #define CHAIN_FLAG_RES 4u
@@ -47,7 +52,7 @@ nmt_status nmt_ops_chain_enable(nmt_ops *ops, int on) {
     if (!on || !ops->dev->info.is_cpu || ops->norm_wg != 1 || nmt_env_flag("NMT_EDGE_NO_PRODUCT_CHAIN") ||
         (ops->k_chain[0] == NULL && ops->k_chain[1] == NULL))
         return NMT_OK;
-    /* gemm_chain's arguments: 64 buffers and 7 more (an embedded-profile
+    /* the chain kernels' arguments: 96 buffers and 7 more (an embedded-profile
      * device may take as few as 256 bytes) */
     size_t param_bytes = 0;
     if (clGetDeviceInfo(ops->dev->device, CL_DEVICE_MAX_PARAMETER_SIZE, sizeof param_bytes, &param_bytes, NULL) !=
@@ -130,7 +135,7 @@ nmt_status nmt_ops_chain_flush(nmt_ops *ops) {
     ops->chain_n = 0; /* recorded work is enqueued once, whatever happens below */
     ops->chain_total = 0;
     NMT_TRY(st);
-    cl_kernel k = ops->k_chain[ops->chain_cls];
+    cl_kernel k = ops->chain_cls == NMT_OPS_CHAIN_I8 ? ops->k_i8_chain : ops->k_chain[ops->chain_cls];
     args a = args_begin(k);
     for (uint32_t i = 0; i < NMT_OPS_CHAIN_BUFS; i++)
         arg_mem(&a, ops->chain_bufs[i < ops->chain_nbufs ? i : 0]);
@@ -142,9 +147,10 @@ nmt_status nmt_ops_chain_flush(nmt_ops *ops) {
     arg_u32(&a, pos);
     arg_mem(&a, ops->chain_ctr);
     ops->chain_nbufs = 0;
-    NMT_TRY(args_end(dev, &a, "gemm_chain"));
+    const char *kname = ops->chain_cls == NMT_OPS_CHAIN_I8 ? "gemm_i8_chain" : "gemm_chain";
+    NMT_TRY(args_end(dev, &a, kname));
     const size_t lws = 1, gws = ops->chain_groups;
-    NMT_TRY(nmt_enqueue(dev, k, 1, &gws, &lws, "gemm_chain"));
+    NMT_TRY(nmt_enqueue(dev, k, 1, &gws, &lws, kname));
     ops->chain_base += total; /* modulo 2^32, as the kernel takes it */
     ops->n_chains++;
     ops->n_chained += n;
@@ -197,6 +203,18 @@ static cl_uint slot(nmt_ops *ops, cl_mem m) {
     return ops->chain_nbufs++;
 }
 
+/* o[at], o[at + 1]: buffer b's slot and offset; absent (optional), the
+ * slot stand_in and offset 0. */
+static void put_buf(nmt_ops *ops, cl_uint *o, int at, nmt_buf b) {
+    o[at] = slot(ops, b.mem);
+    o[at + 1] = (cl_uint)b.off;
+}
+
+static void put_opt(nmt_ops *ops, cl_uint *o, int at, nmt_buf b, cl_uint stand_in) {
+    o[at] = b.mem ? slot(ops, b.mem) : stand_in;
+    o[at + 1] = b.mem ? (cl_uint)b.off : 0u;
+}
+
 /* The op just written takes `slots` slots and `chunks` tickets; the
  * device now has recorded work. */
 static void commit(nmt_ops *ops, uint32_t slots, uint32_t chunks) {
@@ -210,34 +228,35 @@ static void commit(nmt_ops *ops, uint32_t slots, uint32_t chunks) {
  * buffers it names. */
 static nmt_status push(nmt_ops *ops, uint32_t cls, const cl_mem *mems, cl_uint kind, uint32_t M, uint32_t N,
                        cl_uint K, nmt_buf A, uint32_t lda, nmt_buf B, uint32_t ldb, nmt_buf C, uint32_t ldc, nmt_buf R,
-                       uint32_t ldr, nmt_buf bias, cl_uint flags) {
+                       uint32_t ldr, nmt_buf bias, cl_uint flags, size_t sq_off) {
     cl_uint *o;
-    NMT_TRY(open_op(ops, cls, 1, mems, 5, &o));
+    const int i8 = kind == CHAIN_I8; /* mems[5]: the scales */
+    NMT_TRY(open_op(ops, cls, i8 ? 2 : 1, mems, i8 ? 6 : 5, &o));
     o[CF_KIND] = kind;
     o[CF_M] = M;
     o[CF_N] = N;
     o[CF_K] = K;
-    o[CF_A] = slot(ops, A.mem);
-    o[CF_AO] = (cl_uint)A.off;
+    put_buf(ops, o, CF_A, A);
     o[CF_LDA] = lda;
-    o[CF_B] = slot(ops, B.mem);
-    o[CF_BO] = (cl_uint)B.off;
+    put_buf(ops, o, CF_B, B);
     o[CF_LDB] = ldb;
-    o[CF_C] = slot(ops, C.mem);
-    o[CF_CO] = (cl_uint)C.off;
+    put_buf(ops, o, CF_C, C);
     o[CF_LDC] = ldc;
-    o[CF_R] = R.mem ? slot(ops, R.mem) : o[CF_A]; /* never read without its flag */
-    o[CF_RO] = R.mem ? (cl_uint)R.off : 0u;
+    put_opt(ops, o, CF_R, R, o[CF_A]); /* never read without its flag */
     o[CF_LDR] = ldr;
-    o[CF_BIAS] = bias.mem ? slot(ops, bias.mem) : o[CF_A];
-    o[CF_BIASO] = bias.mem ? (cl_uint)bias.off : 0u;
+    put_opt(ops, o, CF_BIAS, bias, o[CF_A]);
     o[CF_FLAGS] = flags;
     o[CF_FIRST] = ops->chain_total;
-    commit(ops, 1, kind == CHAIN_LN ? M : (N + NMT_OPS_CHAIN_COLS - 1) / NMT_OPS_CHAIN_COLS);
+    const uint32_t chunks = kind == CHAIN_LN ? M : (N + NMT_OPS_CHAIN_COLS - 1) / NMT_OPS_CHAIN_COLS;
+    if (kind == CHAIN_I8) { /* the second slot: the weights' scales (the caller's last mem) */
+        o[CI_KIND2] = CHAIN_NONE;
+        o[CI_SQ] = slot(ops, mems[5]);
+        o[CI_SQO] = (cl_uint)sq_off;
+        o[CI_FIRST2] = ops->chain_total + chunks; /* the ticket scan passes over it */
+    }
+    commit(ops, kind == CHAIN_I8 ? 2 : 1, chunks);
     return NMT_OK;
 }
-
-static cl_uint opt_slot(nmt_ops *ops, nmt_buf b) { return b.mem ? slot(ops, b.mem) : CHAIN_NONE; }
 
 static cl_uint f32_bits(float f) {
     cl_uint u;
@@ -260,7 +279,7 @@ nmt_status nmt_ops_chain_prod(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, 
     const cl_mem mems[5] = {A.mem, B.mem, C.mem, R.mem, bias.mem};
     const cl_uint flags = (bias.mem ? CHAIN_FLAG_BIAS : 0u) | (relu ? CHAIN_FLAG_RELU : 0u) |
                           (R.mem ? CHAIN_FLAG_RES : 0u);
-    NMT_TRY(push(ops, (uint32_t)cls, mems, CHAIN_PROD, M, N, K, A, lda, B, ldb, C, ldc, R, ldr, bias, flags));
+    NMT_TRY(push(ops, (uint32_t)cls, mems, CHAIN_PROD, M, N, K, A, lda, B, ldb, C, ldc, R, ldr, bias, flags, 0));
     *taken = 1;
     return NMT_OK;
 }
@@ -281,7 +300,7 @@ nmt_status nmt_ops_chain_ln(nmt_ops *ops, uint32_t rows, uint32_t d, nmt_buf x, 
     const uint32_t cls = ops->chain_cls; /* a norm's bits do not depend on the class */
     const cl_mem mems[5] = {x.mem, res.mem, out.mem, gamma.mem, beta.mem};
     NMT_TRY(push(ops, cls, mems, CHAIN_LN, rows, d, f32_bits(eps), x, ldx, gamma, 0, out, ldo, res, ldr, beta,
-                 res.mem ? CHAIN_FLAG_RES : 0u));
+                 res.mem ? CHAIN_FLAG_RES : 0u, 0));
     *taken = 1;
     return NMT_OK;
 }
@@ -309,34 +328,26 @@ nmt_status nmt_ops_chain_attn(nmt_ops *ops, const nmt_attn_args *p, float scale,
     o[CA_HEADS] = p->n_heads;
     o[CA_DH] = p->d_head;
     o[CA_SCALE] = f32_bits(scale);
-    o[CA_Q] = slot(ops, p->q.mem);
-    o[CA_QO] = (cl_uint)p->q.off;
+    put_buf(ops, o, CA_Q, p->q);
     o[CA_QLD] = p->q_ld;
-    o[CA_K] = slot(ops, p->k.mem);
-    o[CA_KO] = (cl_uint)p->k.off;
+    put_buf(ops, o, CA_K, p->k);
     o[CA_KLD] = p->k_ld;
-    o[CA_V] = slot(ops, p->v.mem);
-    o[CA_VO] = (cl_uint)p->v.off;
+    put_buf(ops, o, CA_V, p->v);
     o[CA_VLD] = p->v_ld;
     o[CA_KVS] = (cl_uint)p->kv_seq_stride;
     o[CA_FIRST] = ops->chain_total;
     o[CA_KIND2] = CHAIN_NONE;
-    o[CA_KR] = opt_slot(ops, p->kv_row);
-    o[CA_KRO] = (cl_uint)p->kv_row.off;
+    put_opt(ops, o, CA_KR, p->kv_row, CHAIN_NONE);
     o[CA_KRLD] = p->kv_row_ld;
-    o[CA_KN] = opt_slot(ops, p->k_new);
-    o[CA_KNO] = (cl_uint)p->k_new.off;
-    o[CA_VN] = opt_slot(ops, p->v_new);
-    o[CA_VNO] = (cl_uint)p->v_new.off;
+    put_opt(ops, o, CA_KN, p->k_new, CHAIN_NONE);
+    put_opt(ops, o, CA_VN, p->v_new, CHAIN_NONE);
     o[CA_NEWLD] = p->new_ld;
-    o[CA_KL] = opt_slot(ops, p->key_len);
-    o[CA_KLO] = (cl_uint)p->key_len.off;
+    put_opt(ops, o, CA_KL, p->key_len, CHAIN_NONE);
     o[CA_KLC] = p->key_len_const;
     o[CA_NBC] = p->n_branches | (p->causal ? 1u << 8 : 0u);
     o[CA_KINDS] = kinds;
     for (uint32_t b = 0; b < p->n_branches; b++) o[b < 2 ? CA_RAD0 : CA_RAD1] |= (cl_uint)radii[b] << (16 * (b % 2));
-    o[CA_OUT] = slot(ops, p->out.mem);
-    o[CA_OUTO] = (cl_uint)p->out.off;
+    put_buf(ops, o, CA_OUT, p->out);
     o[CA_OUTLD] = p->out_ld;
     o[CA_FIRST2] = ops->chain_total + chunks; /* the ticket scan passes over it */
     commit(ops, 2, chunks);
@@ -357,22 +368,73 @@ nmt_status nmt_ops_chain_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_
     cl_uint *o;
     NMT_TRY(open_op(ops, cls, 1, mems, 4, &o));
     o[CE_KIND] = CHAIN_EMBED;
-    o[CE_TOK] = slot(ops, tok.mem);
-    o[CE_TOKO] = (cl_uint)tok.off;
+    put_buf(ops, o, CE_TOK, tok);
     o[CE_ROWS] = rows;
     o[CE_SEQ] = seq_len;
     o[CE_POS0] = pos0;
-    o[CE_E] = slot(ops, E.mem);
-    o[CE_EO] = (cl_uint)E.off;
+    put_buf(ops, o, CE_E, E);
     o[CE_D] = d;
     o[CE_SCALE] = f32_bits(scale);
-    o[CE_OUT] = slot(ops, out.mem);
-    o[CE_OUTO] = (cl_uint)out.off;
-    o[CE_PT] = slot(ops, PT.mem);
-    o[CE_PTO] = (cl_uint)PT.off;
+    put_buf(ops, o, CE_OUT, out);
+    put_buf(ops, o, CE_PT, PT);
     o[CE_PTROWS] = pt_rows;
     o[CE_FIRST] = ops->chain_total;
     commit(ops, 1, 1);
+    *taken = 1;
+    return NMT_OK;
+}
+
+nmt_status nmt_ops_chain_i8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, nmt_buf A, uint32_t lda, nmt_buf Q,
+                            uint32_t ldq, nmt_buf sq, nmt_buf bias, nmt_buf C, uint32_t ldc, nmt_buf R, uint32_t ldr,
+                            int relu, int *taken) {
+    *taken = 0;
+    if (!ops->chain_on || ops->k_i8_chain == NULL || M == 0 || M > NMT_OPS_CHAIN_ROWS || N == 0 || K == 0 ||
+        K > NMT_OPS_I8_FUSE_ROW_MAX || ldq < K)
+        return NMT_OK;
+    /* the kernel's 32-bit indexing, as gemm_i8_nt's checks */
+    const uint64_t lim = UINT32_MAX;
+    const nmt_buf bufs[6] = {A, Q, C, R, bias, sq};
+    if (!offsets_fit(bufs, 6) || (uint64_t)Q.off + (uint64_t)(N - 1) * ldq + K > lim || (uint64_t)sq.off + N > lim)
+        return NMT_OK;
+    const cl_mem mems[6] = {A.mem, Q.mem, C.mem, R.mem, bias.mem, sq.mem};
+    const cl_uint flags = (bias.mem ? CHAIN_FLAG_BIAS : 0u) | (relu ? CHAIN_FLAG_RELU : 0u) |
+                          (R.mem ? CHAIN_FLAG_RES : 0u);
+    NMT_TRY(push(ops, NMT_OPS_CHAIN_I8, mems, CHAIN_I8, M, N, K, A, lda, Q, ldq, C, ldc, R, ldr, bias, flags, sq.off));
+    *taken = 1;
+    return NMT_OK;
+}
+
+nmt_status nmt_ops_chain_gate(nmt_ops *ops, uint32_t rows, uint32_t d, uint32_t dr, nmt_buf x, uint32_t ld_x,
+                              nmt_buf w1, nmt_buf s1, nmt_buf b1, nmt_buf w2, nmt_buf s2, nmt_buf b2, nmt_buf out,
+                              uint32_t ld_out, cl_uint flags, int *taken) {
+    *taken = 0;
+    /* gates join a chain an int8 product began (nmt_op_gate_i8 checked
+     * the rest: sizes, 32-bit extents, no overlap) */
+    if (!ops->chain_on || ops->chain_n == 0 || ops->chain_cls != NMT_OPS_CHAIN_I8 || rows == 0 ||
+        rows > NMT_OPS_CHAIN_ROWS)
+        return NMT_OK;
+    const cl_mem mems[8] = {x.mem, w1.mem, s1.mem, b1.mem, w2.mem, s2.mem, b2.mem, out.mem};
+    cl_uint *o;
+    NMT_TRY(open_op(ops, NMT_OPS_CHAIN_I8, 2, mems, 8, &o));
+    o[CG_KIND] = CHAIN_GATE;
+    o[CG_ROWS] = rows;
+    o[CG_D] = d;
+    o[CG_DR] = dr;
+    put_buf(ops, o, CG_X, x);
+    o[CG_LDX] = ld_x;
+    put_buf(ops, o, CG_W1, w1);
+    put_buf(ops, o, CG_S1, s1);
+    put_opt(ops, o, CG_B1, b1, o[CG_X]); /* never read without its flag */
+    put_buf(ops, o, CG_W2, w2);
+    put_buf(ops, o, CG_S2, s2);
+    put_opt(ops, o, CG_B2, b2, o[CG_X]);
+    o[CG_FIRST] = ops->chain_total;
+    o[CG_KIND2] = CHAIN_NONE;
+    put_buf(ops, o, CG_OUT, out);
+    o[CG_LDO] = ld_out;
+    o[CG_FLAGS] = flags;
+    o[CG_FIRST2] = ops->chain_total + rows;
+    commit(ops, 2, rows);
     *taken = 1;
     return NMT_OK;
 }

@@ -208,6 +208,13 @@ nmt_status nmt_ops_gemm_q8_as_i8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t 
     const nmt_gemm_class cls = nmt_gemm_class_of(M);
     cl_kernel kq = ops->k_i8_quant[cls];
     ops->n_i8_products++;
+    if (ops->chain_on && alpha == 1.0f && beta == 0.0f) { /* recorded into a chain (ops_chain.c) */
+        int taken = 0;
+        NMT_TRY(nmt_ops_i8_rows_build(ops, cls));
+        NMT_TRY(nmt_ops_chain_i8(ops, M, N, K, A, lda, Q, ldq, scale, bias, C, ldc, (nmt_buf){NULL, 0}, 0, relu,
+                                 &taken));
+        if (taken) return NMT_OK;
+    }
     if (kq != NULL && M <= NMT_OPS_I8_FUSE_ROWS && fused_local_bytes(ops, M, K) <= ops->dev->info.local_mem_bytes &&
         (ops->i8_use[cls] != NMT_I8_VNNI || cls != NMT_GCLASS_M2 || K <= NMT_OPS_I8_FUSE_ROW_MAX)) {
         ops->n_i8_fused++;

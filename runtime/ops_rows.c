@@ -67,23 +67,30 @@ static nmt_status gate_launch(nmt_ops *ops, cl_kernel k, const char *kname, uint
 /* ---- int8 x int8 (cl/gemm_i8.cl, -DI8_ROW=1) ------------------------------ */
 
 /* The one-work-item-per-row kernels (cl/gemm_i8.cl, -DI8_ROW=1:
- * gemm_i8_gate, gemm_i8_nt_ln), built on first use (in the session's
- * warm-up) with the options of class cls's int8 x int8 product: any variant
- * gives the same bits, the sums are exact.  A build that fails (a kernel
- * pack without it in binaries-only mode: NMT_ERR_KERNEL_PACK_MISSING) is
- * the caller's status, as for every other program; later calls then take
- * the separate launches.  *out: gemm_i8_nt_ln (ln) or gemm_i8_gate. */
+ * gemm_i8_gate, gemm_i8_nt_ln, and gemm_i8_chain where ops->chain_on),
+ * built on first use (in the session's warm-up) with the options of class
+ * cls's int8 x int8 product: any variant gives the same bits, the sums are
+ * exact.  A build that fails (a kernel pack without it in binaries-only
+ * mode: NMT_ERR_KERNEL_PACK_MISSING) is the caller's status, as for every
+ * other program; later calls then take the separate launches. */
+nmt_status nmt_ops_i8_rows_build(nmt_ops *ops, nmt_gemm_class cls) {
+    if (ops->i8_row_tried) return NMT_OK;
+    ops->i8_row_tried = 1;
+    char opts[NMT_OPS_GEMM_OPTS + 80];
+    nmt_ops_gemm_opts(ops, NMT_GOP_I8, cls, opts);
+    strncat(opts, " -DI8_ROW=1 -cl-fp32-correctly-rounded-divide-sqrt", sizeof opts - strlen(opts) - 1);
+    if (ops->chain_on) strncat(opts, " -DI8_CHAIN=1", sizeof opts - strlen(opts) - 1);
+    cl_program prog;
+    NMT_TRY(nmt_device_program(ops->dev, "gemm_i8", opts, &prog));
+    NMT_TRY(nmt_device_kernel(ops->dev, prog, "gemm_i8_gate", &ops->k_i8_gate));
+    NMT_TRY(nmt_device_kernel(ops->dev, prog, "gemm_i8_nt_ln", &ops->k_i8_ln));
+    if (ops->chain_on) NMT_TRY(nmt_device_kernel(ops->dev, prog, "gemm_i8_chain", &ops->k_i8_chain));
+    return NMT_OK;
+}
+
+/* *out: gemm_i8_nt_ln (ln) or gemm_i8_gate, built on first use. */
 static nmt_status row_kernel(nmt_ops *ops, nmt_gemm_class cls, int ln, cl_kernel *out) {
-    if (!ops->i8_row_tried) {
-        ops->i8_row_tried = 1;
-        char opts[NMT_OPS_GEMM_OPTS + 64];
-        nmt_ops_gemm_opts(ops, NMT_GOP_I8, cls, opts);
-        strncat(opts, " -DI8_ROW=1 -cl-fp32-correctly-rounded-divide-sqrt", sizeof opts - strlen(opts) - 1);
-        cl_program prog;
-        NMT_TRY(nmt_device_program(ops->dev, "gemm_i8", opts, &prog));
-        NMT_TRY(nmt_device_kernel(ops->dev, prog, "gemm_i8_gate", &ops->k_i8_gate));
-        NMT_TRY(nmt_device_kernel(ops->dev, prog, "gemm_i8_nt_ln", &ops->k_i8_ln));
-    }
+    NMT_TRY(nmt_ops_i8_rows_build(ops, cls));
     *out = ln ? ops->k_i8_ln : ops->k_i8_gate;
     return *out != NULL ? NMT_OK : NMT_ERR_UNSUPPORTED;
 }
@@ -100,6 +107,15 @@ nmt_status nmt_op_gate_i8(nmt_ops *ops, uint32_t rows, uint32_t d, uint32_t dr, 
     NMT_TRY(gate_check(rows, d, dr, x, ld_x, w1, s1, b1, w2, s2, b2, out, ld_out));
     cl_kernel k;
     NMT_TRY(row_kernel(ops, cls, 0, &k));
+    if (ops->chain_on) { /* recorded into a chain (ops_chain.c) */
+        int taken = 0;
+        const cl_uint flags = (b1.mem != NULL) | (b2.mem != NULL) << 1 | (accumulate != 0) << 2;
+        NMT_TRY(nmt_ops_chain_gate(ops, rows, d, dr, x, ld_x, w1, s1, b1, w2, s2, b2, out, ld_out, flags, &taken));
+        if (taken) {
+            ops->n_gates++;
+            return NMT_OK;
+        }
+    }
     return gate_launch(ops, k, "gemm_i8_gate", rows, d, dr, x, ld_x, w1, s1, b1, w2, s2, b2, out, ld_out, accumulate);
 }
 
@@ -163,6 +179,15 @@ nmt_status nmt_op_gemm_i8_nt_ln(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K
     cl_kernel k;
     NMT_TRY(row_kernel(ops, cls, 1, &k));
     ops->n_i8_products++;
+    if (ops->chain_on) { /* the product with R, then the norm in place: a chain's two ops (ops_chain.c) */
+        int taken = 0;
+        NMT_TRY(nmt_ops_chain_i8(ops, M, N, K, A, lda, Q, ldq, sq, bias, O, ldo, R, ldr, 0, &taken));
+        if (taken) {
+            ops->n_norms++;
+            NMT_TRY(nmt_ops_chain_ln(ops, M, N, O, ldo, (nmt_buf){NULL, 0}, 0, O, ldo, gamma, beta, eps, &taken));
+            return taken ? NMT_OK : nmt_op_layernorm(ops, O, (nmt_buf){NULL, 0}, O, M, N, gamma, beta, eps);
+        }
+    }
     return ln_launch(ops, k, "gemm_i8_nt_ln", 1, M, N, K, A, lda, Q, ldq, sq, bias, R, ldr, gamma, beta, eps, O, ldo);
 }
 

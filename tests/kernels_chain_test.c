@@ -1,5 +1,6 @@
 /* kernels_chain_test.c — few-row products and norms chained into one
- * launch (runtime/ops_chain.c, cl/gemm.cl gemm_chain):
+ * launch (runtime/ops_chain.c, cl/gemm.cl gemm_chain, cl/gemm_i8.cl
+ * gemm_i8_chain):
  *   - a decoder step's op sequence (an embedding with its position terms
  *     computed or from a table, q|k|v, the self-attention with its K|V
  *     append through a beam's table, one or two branches, the output
@@ -13,7 +14,11 @@
  *   - more ops or buffers than one launch holds: several launches, the
  *     same bits;
  *   - what is not chained: more than 4 rows, alpha or beta not 1 / 0, NN
- *     products, chain_on 0 — launched as before. */
+ *     products, chain_on 0 — launched as before;
+ *   - an int8 x int8 step (cl/gemm_i8.cl gemm_i8_chain: products, HySAN
+ *     gates, the product with its residual and norm) at 1-4 rows, d and dr
+ *     at their limits, in the device's fast variant and the portable one:
+ *     the same bits chained and not, one launch. */
 #include "ops_common.h"
 
 #include <math.h>
@@ -306,14 +311,15 @@ static void test_chain_step(void **state) {
     }
 }
 
-/* 24 products in a row, each with weights, a bias and an output of its
+/* NP products in a row, each with weights, a bias and an output of its
  * own: more buffers than a launch holds (a chain's first op brings 4, each
- * next 3: 21 ops fill 64 buffer slots), then 50 more on two buffers: more
- * op slots than a launch holds (48).  Chained and not: the same bits; with
- * the chain, 2 launches (21 + 3) and 2 more (48 + 2). */
+ * next 3: PER ops fill its buffer slots, 31 of 96), then NQ more on two
+ * buffers: more op slots than a launch holds.  Chained and not: the same
+ * bits; with the chain, 2 launches (PER + 3) and 2 more (all the slots +
+ * 2). */
 static void test_chain_capacity(void **state) {
     env *e = *state;
-    enum { NP = 24, NQ = 50, D = 48 };
+    enum { PER = (NMT_OPS_CHAIN_BUFS - 4) / 3 + 1, NP = PER + 3, NQ = NMT_OPS_CHAIN_OPS + 2, D = 48 };
     const uint32_t M = 2;
     nmt_test_rng r = nmt_test_rng_make(7);
     float *x = nmt_test_random_f32(&r, (size_t)M * D, -1, 1);
@@ -422,11 +428,153 @@ static void test_chain_not_taken(void **state) {
     nmt_ops_release(&ops);
 }
 
+/* ---- int8 x int8 (cl/gemm_i8.cl gemm_i8_chain) ---------------------------- */
+
+typedef struct i8_case {
+    uint32_t M, d, dr, ff, vocab, off;
+} i8_case;
+
+static const i8_case i8_cases[] = {
+    /* M  d     dr   ff   vocab off */
+    {1, 256, 64, 128, 500, 0},  /* a small step */
+    {2, 70, 18, 130, 77, 3},    /* K tails of 4 and 64 bytes, N not a multiple of the chunk */
+    {3, 33, 5, 40, 64, 1},      /* the m16 class; the norm as a product and a norm with a residual */
+    {4, 128, 32, 96, 200, 0},   /* beam 4 */
+    {1, 2048, 512, 64, 9, 0},   /* d and dr at their limits (2,048 and 512) */
+};
+
+/* One int8 step of case c through the public ops: h = ReLU(x W1^T + b1);
+ * g = two HySAN gates of x (the second without b1, accumulating); y =
+ * LN(h W2^T + b2 + g) (gemm_i8_nt_ln's form up to 2 rows, else the product
+ * and a norm with the residual, as nmt_layer_linear_norm); z = y W3^T.
+ * Returns h | g | y | z in one malloc'd array. */
+static float *i8_step(env *e, nmt_ops *ops, const i8_case *c, uint64_t seed) {
+    const uint32_t M = c->M, d = c->d, dr = c->dr, ff = c->ff, V = c->vocab, o = c->off;
+    nmt_test_rng r = nmt_test_rng_make(seed);
+    float *x = nmt_test_random_f32(&r, o + (size_t)M * d, -2, 2);
+    int8_t *w1 = random_i8(&r, o + (size_t)ff * d), *g1 = random_i8(&r, o + (size_t)dr * d);
+    int8_t *g2 = random_i8(&r, o + (size_t)d * dr), *w2 = random_i8(&r, o + (size_t)d * ff);
+    int8_t *w3 = random_i8(&r, o + (size_t)V * d);
+    float *s1 = nmt_test_random_f32(&r, o + ff, 0.001f, 0.01f), *b1 = nmt_test_random_f32(&r, o + ff, -0.5f, 0.5f);
+    float *gs1 = nmt_test_random_f32(&r, o + dr, 0.001f, 0.05f), *gb1 = nmt_test_random_f32(&r, o + dr, -0.5f, 0.5f);
+    float *gs2 = nmt_test_random_f32(&r, o + d, 0.001f, 0.05f), *gb2 = nmt_test_random_f32(&r, o + d, -0.5f, 0.5f);
+    float *s2 = nmt_test_random_f32(&r, o + d, 0.001f, 0.01f), *b2 = nmt_test_random_f32(&r, o + d, -0.5f, 0.5f);
+    float *s3 = nmt_test_random_f32(&r, o + V, 0.001f, 0.01f);
+    float *ga = nmt_test_random_f32(&r, o + d, 0.5f, 1.5f), *be = nmt_test_random_f32(&r, o + d, -0.5f, 0.5f);
+    const size_t kmax = d > ff ? d : ff;
+    ops->i8_cap = (size_t)M * (kmax > dr ? kmax : dr);
+    ops->i8_a = B(nmt_test_buffer(e->dev, ops->i8_cap, NULL), 0);
+    ops->i8_s = B(nmt_test_buffer(e->dev, M * sizeof(float), NULL), 0);
+    ops->i8_rows = M;
+    cl_mem dx = nmt_test_upload_f32(e->dev, x, o + (size_t)M * d);
+    cl_mem dw1 = nmt_test_buffer(e->dev, o + (size_t)ff * d, w1), dg1 = nmt_test_buffer(e->dev, o + (size_t)dr * d, g1);
+    cl_mem dg2 = nmt_test_buffer(e->dev, o + (size_t)d * dr, g2), dw2 = nmt_test_buffer(e->dev, o + (size_t)d * ff, w2);
+    cl_mem dw3 = nmt_test_buffer(e->dev, o + (size_t)V * d, w3);
+    cl_mem ds1 = nmt_test_upload_f32(e->dev, s1, o + ff), db1 = nmt_test_upload_f32(e->dev, b1, o + ff);
+    cl_mem dgs1 = nmt_test_upload_f32(e->dev, gs1, o + dr), dgb1 = nmt_test_upload_f32(e->dev, gb1, o + dr);
+    cl_mem dgs2 = nmt_test_upload_f32(e->dev, gs2, o + d), dgb2 = nmt_test_upload_f32(e->dev, gb2, o + d);
+    cl_mem ds2 = nmt_test_upload_f32(e->dev, s2, o + d), db2 = nmt_test_upload_f32(e->dev, b2, o + d);
+    cl_mem ds3 = nmt_test_upload_f32(e->dev, s3, o + V), dga = nmt_test_upload_f32(e->dev, ga, o + d);
+    cl_mem dbe = nmt_test_upload_f32(e->dev, be, o + d);
+    const size_t nh = (size_t)M * ff, nd = (size_t)M * d, nz = (size_t)M * V;
+    cl_mem dh = nmt_test_buffer_f32_fill(e->dev, o + nh, NAN), dg = nmt_test_buffer_f32_fill(e->dev, o + nd, NAN);
+    cl_mem dy = nmt_test_buffer_f32_fill(e->dev, o + nd, NAN), dt = nmt_test_buffer_f32_fill(e->dev, nd, NAN);
+    cl_mem dz = nmt_test_buffer_f32_fill(e->dev, o + nz, NAN);
+    const uint64_t gates = ops->n_gates;
+    nmt_test_assert_ok(e->dev, nmt_op_gemm_q8(ops, M, ff, d, 1.0f, B(dx, o), d, B(dw1, o), d, B(ds1, o), 0.0f,
+                                              B(dh, o), ff, B(db1, o), 1));
+    nmt_test_assert_ok(e->dev, nmt_op_gate_i8(ops, M, d, dr, B(dx, o), d, B(dg1, o), B(dgs1, o), B(dgb1, o), B(dg2, o),
+                                              B(dgs2, o), B(dgb2, o), B(dg, o), d, 0));
+    nmt_test_assert_ok(e->dev, nmt_op_gate_i8(ops, M, d, dr, B(dx, o), d, B(dg1, o), B(dgs1, o), NONE, B(dg2, o),
+                                              B(dgs2, o), B(dgb2, o), B(dg, o), d, 1));
+    assert_int_equal(ops->n_gates, gates + 2);
+    nmt_status st = nmt_op_gemm_i8_nt_ln(ops, M, d, ff, B(dh, o), ff, B(dw2, o), ff, B(ds2, o), B(db2, o), B(dg, o), d,
+                                         B(dga, o), B(dbe, o), 1e-5f, B(dy, o), d);
+    assert_int_equal(st, M <= NMT_OPS_I8_LN_ROWS ? NMT_OK : NMT_ERR_UNSUPPORTED);
+    if (st == NMT_ERR_UNSUPPORTED) {
+        nmt_test_assert_ok(e->dev, nmt_op_gemm_q8(ops, M, d, ff, 1.0f, B(dh, o), ff, B(dw2, o), ff, B(ds2, o), 0.0f,
+                                                  B(dt, 0), d, B(db2, o), 0));
+        nmt_test_assert_ok(e->dev, nmt_op_layernorm(ops, B(dt, 0), B(dg, o), B(dy, o), M, d, B(dga, o), B(dbe, o),
+                                                    1e-5f));
+    }
+    nmt_test_assert_ok(e->dev, nmt_op_gemm_q8(ops, M, V, d, 1.0f, B(dy, o), d, B(dw3, o), d, B(ds3, o), 0.0f,
+                                              B(dz, o), V, NONE, 0));
+    float *out = nmt_test_alloc_f32(nh + 2 * nd + nz);
+    nmt_test_download_f32(e->dev, dh, o, nh, out); /* the read settles the chain first */
+    nmt_test_download_f32(e->dev, dg, o, nd, out + nh);
+    nmt_test_download_f32(e->dev, dy, o, nd, out + nh + nd);
+    nmt_test_download_f32(e->dev, dz, o, nz, out + nh + 2 * nd);
+    /* h against the host: x quantized per row (|error| <= amax / 254 per
+     * element) times W1 and its scales, + b1, ReLU */
+    for (uint32_t m = 0; m < M; m++) {
+        const float *xr = x + o + (size_t)m * d;
+        float amax = 0.0f;
+        for (uint32_t k = 0; k < d; k++) amax = fmaxf(amax, fabsf(xr[k]));
+        for (uint32_t n = 0; n < ff; n++) {
+            double acc = 0.0, bound = 0.0;
+            for (uint32_t k = 0; k < d; k++) {
+                const double w = (double)w1[o + (size_t)n * d + k] * s1[o + n];
+                acc += xr[k] * w;
+                bound += fabs(w) * amax / 254.0;
+            }
+            const double want = fmax(acc + b1[o + n], 0.0), got = out[(size_t)m * ff + n];
+            if (fabs(got - want) > bound * 1.01 + 1e-5 * (1.0 + fabs(want)))
+                fail_msg("h[%u,%u] = %.7g, want %.7g (bound %.3g)", m, n, got, want, bound);
+        }
+    }
+    const cl_mem mems[] = {dx, dw1, dg1, dg2, dw2, dw3, ds1, db1, dgs1, dgb1, dgs2, dgb2, ds2, db2, ds3, dga, dbe,
+                           dh, dg, dy, dt, dz, ops->i8_a.mem, ops->i8_s.mem};
+    for (size_t i = 0; i < NMT_ARRAY_LEN(mems); i++) nmt_test_release(mems[i]);
+    void *host[] = {x, w1, g1, g2, w2, w3, s1, b1, gs1, gb1, gs2, gb2, s2, b2, s3, ga, be};
+    for (size_t i = 0; i < NMT_ARRAY_LEN(host); i++) free(host[i]);
+    return out;
+}
+
+/* The int8 step chained and not, in every variant the device builds (its
+ * fast one and the portable one): the same bits in every output; with the
+ * chain on a CPU, one launch of 11 slots (a product and a gate 2 each, a
+ * norm 1); the first product within the quantization bound of the host's. */
+static void test_chain_i8_step(void **state) {
+    env *e = *state;
+    const int variants[2] = {nmt_i8dot_fast_variant(e->dev), NMT_I8_PORTABLE};
+    for (int vi = 0; vi < 2; vi++) {
+        if (vi == 1 && variants[0] == NMT_I8_PORTABLE) break;
+        for (size_t i = 0; i < NMT_ARRAY_LEN(i8_cases); i++) {
+            const i8_case *c = &i8_cases[i];
+            const size_t n = (size_t)c->M * (c->ff + 2 * c->d + c->vocab);
+            float *res[2];
+            for (int pass = 0; pass < 2; pass++) {
+                nmt_ops ops;
+                open_i8_ops(e, &ops, variants[vi]);
+                nmt_test_assert_ok(e->dev, nmt_ops_chain_enable(&ops, pass));
+                ops.fuse_gate = 1; /* a GPU (Oclgrind too): on request */
+                res[pass] = i8_step(e, &ops, c, 900 + i);
+                if (ops.chain_on) {
+                    assert_non_null(ops.k_i8_chain);
+                    assert_int_equal(ops.n_chains, 1);
+                    assert_int_equal(ops.n_chained, 11);
+                } else {
+                    assert_int_equal(ops.n_chains, 0);
+                    if (pass == 1) assert_false(e->dev->info.is_cpu && !nmt_env_flag("NMT_EDGE_NO_PRODUCT_CHAIN"));
+                }
+                nmt_ops_release(&ops);
+            }
+            for (size_t j = 0; j < n; j++)
+                if (memcmp(&res[0][j], &res[1][j], sizeof(float)) != 0)
+                    fail_msg("variant %d case %zu (M=%u d=%u): output %zu chained %.9g, launched %.9g", variants[vi],
+                             i, c->M, c->d, j, res[1][j], res[0][j]);
+            free(res[0]);
+            free(res[1]);
+        }
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chain_step),
         cmocka_unit_test(test_chain_capacity),
         cmocka_unit_test(test_chain_not_taken),
+        cmocka_unit_test(test_chain_i8_step),
     };
     return cmocka_run_group_tests(tests, kernels_setup, ops_teardown);
 }

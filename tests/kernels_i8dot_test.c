@@ -73,13 +73,6 @@ static void ref_gemm_i8(uint32_t M, uint32_t N, uint32_t K, float alpha, const i
         }
 }
 
-static int8_t *random_i8(nmt_test_rng *r, size_t n) {
-    int8_t *q = malloc(n);
-    assert_non_null(q);
-    for (size_t i = 0; i < n; i++) q[i] = (int8_t)nmt_test_rng_int(r, -127, 128);
-    return q;
-}
-
 /* ---- choice --------------------------------------------------------------- */
 
 static void test_path_choice(void **state) {
@@ -154,22 +147,6 @@ static void test_path_choice(void **state) {
     char buf[2048];
     assert_true(nmt_tuning_format(&t, "x", buf, sizeof buf) > 0);
     assert_non_null(strstr(buf, "i8dot m2 off\ni8dot m16 auto\ni8dot big on\n"));
-}
-
-/* An nmt_ops on the test device with the int8 x int8 kernels of every
- * class in variant v (NMT_I8_*; the device must have it). */
-static void open_i8_ops(env *e, nmt_ops *ops, int v) {
-    nmt_test_assert_ok(e->dev, nmt_ops_init(ops, e->dev));
-    nmt_test_assert_ok(e->dev, nmt_ops_enable_q8(ops)); /* the device's own choice first */
-    for (int c = 0; c < NMT_GCLASS_COUNT; c++) {
-        if (ops->i8_use[c] != v && ops->k_gemm[NMT_GOP_I8][c] != NULL) {
-            clReleaseKernel(ops->k_gemm[NMT_GOP_I8][c]); /* the other variant: rebuilt below */
-            ops->k_gemm[NMT_GOP_I8][c] = NULL;
-        }
-        ops->i8_use[c] = (uint8_t)v;
-    }
-    nmt_test_assert_ok(e->dev, nmt_ops_enable_i8(ops));
-    for (int c = 0; c < NMT_GCLASS_COUNT; c++) assert_int_equal(ops->i8_use[c], v);
 }
 
 /* ---- quant_rows ----------------------------------------------------------- */

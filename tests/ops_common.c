@@ -132,6 +132,27 @@ float *download(env *e, cl_mem m, size_t n) {
 
 /* ---- kernels*_test.c ------------------------------------------------------ */
 
+int8_t *random_i8(nmt_test_rng *r, size_t n) {
+    int8_t *q = malloc(n);
+    assert_non_null(q);
+    for (size_t i = 0; i < n; i++) q[i] = (int8_t)nmt_test_rng_int(r, -127, 128);
+    return q;
+}
+
+void open_i8_ops(env *e, nmt_ops *ops, int v) {
+    nmt_test_assert_ok(e->dev, nmt_ops_init(ops, e->dev));
+    nmt_test_assert_ok(e->dev, nmt_ops_enable_q8(ops)); /* the device's own choice first */
+    for (int c = 0; c < NMT_GCLASS_COUNT; c++) {
+        if (ops->i8_use[c] != v && ops->k_gemm[NMT_GOP_I8][c] != NULL) {
+            clReleaseKernel(ops->k_gemm[NMT_GOP_I8][c]); /* the other variant: rebuilt below */
+            ops->k_gemm[NMT_GOP_I8][c] = NULL;
+        }
+        ops->i8_use[c] = (uint8_t)v;
+    }
+    nmt_test_assert_ok(e->dev, nmt_ops_enable_i8(ops));
+    for (int c = 0; c < NMT_GCLASS_COUNT; c++) assert_int_equal(ops->i8_use[c], v);
+}
+
 float *host_block(nmt_test_rng *r, size_t total, size_t off, uint32_t rows, uint32_t cols, uint64_t ld, float lo,
                   float hi) {
     float *x = nmt_test_alloc_f32(total);

@@ -75,6 +75,13 @@ float *download(env *e, cl_mem m, size_t n);
 
 #define TOL 1e-5
 
+/* n random int8 values in [-127, 127] (free() it). */
+int8_t *random_i8(nmt_test_rng *r, size_t n);
+
+/* An nmt_ops on the test device with the int8 x int8 kernels of every
+ * class in variant v (NMT_I8_*; the device must have it). */
+void open_i8_ops(env *e, nmt_ops *ops, int v);
+
 /* Host array of `total` floats: NaN everywhere, then a rows x cols block at
  * `off` (stride ld) of uniform random values in [lo, hi). */
 float *host_block(nmt_test_rng *r, size_t total, size_t off, uint32_t rows, uint32_t cols, uint64_t ld, float lo,
