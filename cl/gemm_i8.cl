@@ -108,6 +108,8 @@
 #endif
 #if I8_QUANT
 #define A_AS __local /* the activations' bytes: quantized by the work-group */
+#elif I8_ROW
+#define A_AS __private /* quantized by the work-item (gemm_i8_chain's blocks) */
 #else
 #define A_AS __global
 #endif
@@ -393,26 +395,42 @@ __kernel void gemm_i8_nt_ln(LN_ROW_PARAMS) { /* common.cl; launched with a local
 
 #ifdef I8_CHAIN /* CPU devices where the host chains few-row ops (runtime/ops_chain.c) */
 /* An int8 x int8 product's chunk c (CHAIN_COLS columns of its M rows):
- * each row quantized as quant_rows does, its sums over 4 columns at a time
- * (exact in int32, so any order gives gemm_i8_nt's), then gemm_i8_nt's
- * epilogue (alpha 1, beta 0: value, bias, ReLU) or, with a residual,
- * gemm_i8_nt_ln's (value, bias, + R). */
+ * the rows quantized as quant_rows does, then 4 columns at a time their
+ * sums (exact in int32, so any order gives gemm_i8_nt's: with x86 VNNI and
+ * 3-4 rows vnni_block's 4 x 4 block, else each row's 4 sums while the 4
+ * weight rows stay in the cache), then gemm_i8_nt's epilogue (alpha 1,
+ * beta 0: value, bias, ReLU) or, with a residual, gemm_i8_nt_ln's (value,
+ * bias, + R). */
 static void chain_i8_prod(__global const uint *a, const uint *o, const uint c, __global float **bufs) {
-    const uint M = o[CF_M], N = o[CF_N], K = o[CF_K], flags = o[CF_FLAGS];
+    const uint M = o[CF_M], N = o[CF_N], K = o[CF_K], flags = o[CF_FLAGS], ldq = o[CF_LDB];
     const uint nend = min(N, (c + 1u) * CHAIN_COLS);
     __global const char *Q = (__global const char *)bufs[o[CF_B]] + o[CF_BO];
     __global const float *sq = bufs[a[CI_SQ]] + a[CI_SQO], *bias = bufs[o[CF_BIAS]] + o[CF_BIASO];
-    char xq[I8_Q_ROW_MAX];
-    for (uint m = 0; m < M; m++) {
-        const float sa = quant_row_g(bufs[o[CF_A]] + o[CF_AO] + m * o[CF_LDA], K, xq);
-        __global const float *r = bufs[o[CF_R]] + o[CF_RO] + m * o[CF_LDR];
-        __global float *crow = bufs[o[CF_C]] + o[CF_CO] + m * o[CF_LDC];
-        for (uint n0 = c * CHAIN_COLS; n0 < nend; n0 += 4u) {
-            int s[4];
-            vstore4(ROW_SUMS(xq, Q, N, K, o[CF_LDB], n0), 0, s);
+    char xq[4][I8_Q_ROW_MAX]; /* the host records at most 4 rows */
+    float sa[4];
+    for (uint m = 0; m < M; m++) sa[m] = quant_row_g(bufs[o[CF_A]] + o[CF_AO] + m * o[CF_LDA], K, xq[m]);
+    for (uint n0 = c * CHAIN_COLS; n0 < nend; n0 += 4u) {
+        int s[4][4];
+#if I8_DOT == 2
+        if (M >= 3u) {
+            int v[16];
+            vstore16(vnni_block(xq[0], xq[1], xq[2], xq[min(3u, M - 1u)], Q + min(n0, N - 1u) * ldq,
+                                Q + min(n0 + 1u, N - 1u) * ldq, Q + min(n0 + 2u, N - 1u) * ldq,
+                                Q + min(n0 + 3u, N - 1u) * ldq, K),
+                     0, v);
+            for (int i = 0; i < 4; i++)
+                for (int j = 0; j < 4; j++) s[i][j] = v[i * 4 + j];
+        } else
+#endif
+        {
+            for (uint m = 0; m < M; m++) vstore4(ROW_SUMS(xq[m], Q, N, K, ldq, n0), 0, s[m]);
+        }
+        for (uint m = 0; m < M; m++) {
+            __global const float *r = bufs[o[CF_R]] + o[CF_RO] + m * o[CF_LDR];
+            __global float *crow = bufs[o[CF_C]] + o[CF_CO] + m * o[CF_LDC];
             for (uint j = 0; j < 4u && n0 + j < nend; j++) {
                 const uint n = n0 + j;
-                float v = (float)s[j] * (sa * sq[n]);
+                float v = (float)s[m][j] * (sa[m] * sq[n]);
                 if (flags & 1u) v += bias[n];
                 if (flags & 4u) {
                     crow[n] = v + r[n];
