@@ -612,12 +612,13 @@ inline void attn_item(ATTN_ROW_PARAMS, const uint sh, const uint i, const uint b
     ATTN_APPEND(0u, 1u)
 }
 
-#if defined(GEMM_CHAIN) || defined(I8_CHAIN)
+#if defined(GEMM_CHAIN) || defined(I8_CHAIN) || defined(Q8_CHAIN)
 /* Chained few-row ops: a chain of few-row products, layer norms,
  * attentions, embeddings and HySAN gates in one launch (runtime/ops_chain.c
  * records them; CPU devices, decoding steps).  The kernels are gemm.cl's
- * gemm_chain (fp32 products, -DGEMM_CHAIN) and gemm_i8.cl's gemm_i8_chain
- * (int8 x int8 products and gates, -DI8_CHAIN); both run chain_run below,
+ * gemm_chain (fp32 products, -DGEMM_CHAIN), gemm_i8.cl's gemm_i8_chain
+ * (int8 x int8 products and gates, -DI8_CHAIN) and gemm_q8.cl's
+ * gemm_q8_chain (int8 weights x fp32, -DQ8_CHAIN); all run chain_run below,
  * which does the norms, attentions and embeddings itself and hands every
  * other kind to the program's own chain_own.
  *
@@ -678,9 +679,10 @@ enum { CA_KIND, CA_NSEQ, CA_LQ, CA_POS0, CA_LKMAX, CA_GROUP, CA_HEADS, CA_DH, CA
 /* An embedding (embed's work-items, all in one chunk): */
 enum { CE_KIND, CE_TOK, CE_TOKO, CE_ROWS, CE_SEQ, CE_POS0, CE_E, CE_EO, CE_D, CE_SCALE, CE_OUT, CE_OUTO, CE_PT,
        CE_PTO, CE_PTROWS, CE_FLAGS /* CHAIN_POS_REL */, CE_FIRST = 19 };
-/* An int8 x int8 product takes a product's slot (B: the int8 weights Q,
- * offset in bytes; A: the fp32 activations) and a second one with the
- * weights' row scales: */
+/* An int8-weight product (CHAIN_I8: int8 x int8 in gemm_i8_chain, int8
+ * weights x fp32 in gemm_q8_chain) takes a product's slot (B: the int8
+ * weights Q, offset in bytes; A: the fp32 activations) and a second one
+ * with the weights' row scales: */
 enum { CI_KIND2 = CHAIN_W, CI_SQ, CI_SQO, CI_FIRST2 = 2 * CHAIN_W - 1 };
 /* A gate (gemm_i8_gate's operands, one chunk per row) takes two slots: */
 enum { CG_KIND, CG_ROWS, CG_D, CG_DR, CG_X, CG_XO, CG_LDX, CG_W1, CG_W1O, CG_S1, CG_S1O, CG_B1, CG_B1O, CG_W2,
@@ -712,6 +714,55 @@ enum { CG_KIND, CG_ROWS, CG_D, CG_DR, CG_X, CG_XO, CG_LDX, CG_W1, CG_W1O, CG_S1,
     b48, b49, b50, b51, b52, b53, b54, b55, b56, b57, b58, b59, b60, b61, b62, b63,\
     b64, b65, b66, b67, b68, b69, b70, b71, b72, b73, b74, b75, b76, b77, b78, b79,\
     b80, b81, b82, b83, b84, b85, b86, b87, b88, b89, b90, b91, b92, b93, b94, b95
+
+/* A product chunk's blocks (gemm.cl and gemm_q8.cl, with their GEMM_TN,
+ * GEMM_VW, VFLOAT and VSUM): CHAIN_TMR rows m0.. of its columns n0 ..
+ * nend - 1 (rows past M load row M - 1 and are not stored), GEMM_TN columns
+ * at a time sharing the loads of B (elements of type BT), with the
+ * operations of gemm_nt / gemm_q8_nt: LOADA / LOADB vectors of A and B,
+ * their products summed along K, VSUM, the scalar tail, then VAL(acc, n)
+ * (+ bias) (ReLU).  The caller's locals: o, c, A, B, C, bias, M, N, K, KV,
+ * nend, m0, flags. */
+#define CHAIN_ROWS(CHAIN_TMR, BT, LOADA, LOADB, VAL)                                                                         \
+    for (uint n0 = c * CHAIN_COLS; n0 < nend; n0 += GEMM_TN) {                                        \
+        __global const BT *br[GEMM_TN];                                                            \
+        _Pragma("unroll") for (int j = 0; j < GEMM_TN; j++)                                           \
+            br[j] = B + o[CF_BO] + min(n0 + (uint)j, N - 1u) * o[CF_LDB];                             \
+        __global const float *ar[CHAIN_TMR];                                                          \
+        _Pragma("unroll") for (int i = 0; i < CHAIN_TMR; i++)                                         \
+            ar[i] = A + o[CF_AO] + min(m0 + (uint)i, M - 1u) * o[CF_LDA];                             \
+        VFLOAT accv[CHAIN_TMR][GEMM_TN];                                                              \
+        _Pragma("unroll") for (int i = 0; i < CHAIN_TMR; i++)                                         \
+            _Pragma("unroll") for (int j = 0; j < GEMM_TN; j++) accv[i][j] = (VFLOAT)(0.0f);          \
+        for (uint k = 0; k < KV; k += GEMM_VW) {                                                      \
+            VFLOAT b_[GEMM_TN];                                                                       \
+            _Pragma("unroll") for (int j = 0; j < GEMM_TN; j++) b_[j] = LOADB(br[j] + k);             \
+            _Pragma("unroll") for (int i = 0; i < CHAIN_TMR; i++) {                                   \
+                const VFLOAT a = LOADA(ar[i] + k);                                                    \
+                _Pragma("unroll") for (int j = 0; j < GEMM_TN; j++) accv[i][j] = a * b_[j] + accv[i][j]; \
+            }                                                                                         \
+        }                                                                                             \
+        float acc[CHAIN_TMR][GEMM_TN];                                                                \
+        _Pragma("unroll") for (int i = 0; i < CHAIN_TMR; i++)                                         \
+            _Pragma("unroll") for (int j = 0; j < GEMM_TN; j++) acc[i][j] = VSUM(accv[i][j]);         \
+        for (uint k = KV; k < K; k++)                                                                 \
+            _Pragma("unroll") for (int i = 0; i < CHAIN_TMR; i++)                                     \
+                _Pragma("unroll") for (int j = 0; j < GEMM_TN; j++)                                   \
+                    acc[i][j] = ar[i][k] * br[j][k] + acc[i][j];                                      \
+        for (int i = 0; i < CHAIN_TMR; i++) { /* the epilogue: rolled, it stops at M and nend */      \
+            const uint m = m0 + (uint)i;                                                              \
+            if (m >= M) break;                                                                        \
+            __global float *crow = C + o[CF_CO] + m * o[CF_LDC];                                      \
+            for (int j = 0; j < GEMM_TN; j++) {                                                       \
+                const uint n = n0 + (uint)j;                                                          \
+                if (n >= nend) break;                                                                 \
+                float v = VAL(acc[i][j], n);                                                          \
+                if (flags & 1u) v += bias[o[CF_BIASO] + n];                                           \
+                if (flags & 2u) v = fmax(v, 0.0f);                                                    \
+                crow[n] = v;                                                                          \
+            }                                                                                         \
+        }                                                                                             \
+    }
 
 /* The program's own kinds (products, gates), defined after this file;
  * a: the op's slots, o: a copy of its first. */
@@ -792,4 +843,4 @@ inline void chain_run(__global float **bufs, __global const uint *P, const uint 
         __global float *bufs[CHAIN_BUFS] = {CHAIN_BUF_NAMES};                                               \
         chain_run(bufs, P + p_off, n_ops, total, base, pos, ctr, red);                                      \
     }
-#endif /* GEMM_CHAIN || I8_CHAIN */
+#endif /* GEMM_CHAIN || I8_CHAIN || Q8_CHAIN */

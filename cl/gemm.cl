@@ -355,52 +355,6 @@ __kernel void gemm_nt_ln(const uint N, const uint K, __global const float *A, co
 }
 
 #ifdef GEMM_CHAIN /* the NT m2 and m16 classes' programs on CPUs (runtime/ops.c nmt_ops_gemm_opts) */
-/* CHAIN_TMR rows m0.. of a product's columns n0 .. nend - 1 (rows past M
- * load row M - 1 and are not stored), GEMM_TN columns at a time sharing
- * the loads of B. */
-#define CHAIN_ROWS(CHAIN_TMR)                                                                         \
-    for (uint n0 = c * CHAIN_COLS; n0 < nend; n0 += GEMM_TN) {                                        \
-        __global const float *br[GEMM_TN];                                                            \
-        _Pragma("unroll") for (int j = 0; j < GEMM_TN; j++)                                           \
-            br[j] = B + o[CF_BO] + min(n0 + (uint)j, N - 1u) * o[CF_LDB];                             \
-        __global const float *ar[CHAIN_TMR];                                                          \
-        _Pragma("unroll") for (int i = 0; i < CHAIN_TMR; i++)                                         \
-            ar[i] = A + o[CF_AO] + min(m0 + (uint)i, M - 1u) * o[CF_LDA];                             \
-        VFLOAT accv[CHAIN_TMR][GEMM_TN];                                                              \
-        _Pragma("unroll") for (int i = 0; i < CHAIN_TMR; i++)                                         \
-            _Pragma("unroll") for (int j = 0; j < GEMM_TN; j++) accv[i][j] = (VFLOAT)(0.0f);          \
-        for (uint k = 0; k < KV; k += GEMM_VW) {                                                      \
-            VFLOAT b_[GEMM_TN];                                                                       \
-            _Pragma("unroll") for (int j = 0; j < GEMM_TN; j++) b_[j] = VLOAD(br[j] + k);             \
-            _Pragma("unroll") for (int i = 0; i < CHAIN_TMR; i++) {                                   \
-                const VFLOAT a = VLOAD(ar[i] + k);                                                    \
-                _Pragma("unroll") for (int j = 0; j < GEMM_TN; j++) accv[i][j] = a * b_[j] + accv[i][j]; \
-            }                                                                                         \
-        }                                                                                             \
-        float acc[CHAIN_TMR][GEMM_TN];                                                                \
-        _Pragma("unroll") for (int i = 0; i < CHAIN_TMR; i++)                                         \
-            _Pragma("unroll") for (int j = 0; j < GEMM_TN; j++) acc[i][j] = VSUM(accv[i][j]);         \
-        for (uint k = KV; k < K; k++)                                                                 \
-            _Pragma("unroll") for (int i = 0; i < CHAIN_TMR; i++)                                     \
-                _Pragma("unroll") for (int j = 0; j < GEMM_TN; j++)                                   \
-                    acc[i][j] = ar[i][k] * br[j][k] + acc[i][j];                                      \
-        for (int i = 0; i < CHAIN_TMR; i++) { /* the epilogue: rolled, it stops at M and nend */      \
-            const uint m = m0 + (uint)i;                                                              \
-            if (m >= M) break;                                                                        \
-            __global float *crow = C + o[CF_CO] + m * o[CF_LDC];                                      \
-            __global const float *r = R + o[CF_RO] + m * o[CF_LDR];                                   \
-            for (int j = 0; j < GEMM_TN; j++) {                                                       \
-                const uint n = n0 + (uint)j;                                                          \
-                if (n >= nend) break;                                                                 \
-                float v = acc[i][j];                                                                  \
-                if (flags & 1u) v += bias[o[CF_BIASO] + n];                                           \
-                if (flags & 4u) v += r[n];                                                            \
-                if (flags & 2u) v = fmax(v, 0.0f);                                                    \
-                crow[n] = v;                                                                          \
-            }                                                                                         \
-        }                                                                                             \
-    }
-
 /* A product with a residual (gemm_nt_ln's product, recorded apart from its
  * norm): gemm_nt_ln's own blocks, row by row. */
 inline void chain_prod_res(const uint *o, uint c, __global const float *A, __global const float *B,
@@ -412,6 +366,7 @@ inline void chain_prod_res(const uint *o, uint c, __global const float *A, __glo
                          o[CF_BIASO], o[CF_FLAGS] & 1u, R + o[CF_RO] + m * o[CF_LDR], C + o[CF_CO] + m * o[CF_LDC]);
 }
 
+#define CHAIN_F32_VAL(acc, n) (acc) /* gemm_nt's value: the sum */
 inline void chain_prod(const uint *o, uint c, __global const float *A, __global const float *B,
                        __global float *C, __global const float *R, __global const float *bias) {
     const uint M = o[CF_M], N = o[CF_N], K = o[CF_K], flags = o[CF_FLAGS];
@@ -420,11 +375,11 @@ inline void chain_prod(const uint *o, uint c, __global const float *A, __global 
     if (flags & 4u) {
         chain_prod_res(o, c, A, B, C, R, bias);
     } else if (M == 1u) {
-        CHAIN_ROWS(1)
+        CHAIN_ROWS(1, float, VLOAD, VLOAD, CHAIN_F32_VAL)
     } else if (M == 2u) {
-        CHAIN_ROWS(2)
+        CHAIN_ROWS(2, float, VLOAD, VLOAD, CHAIN_F32_VAL)
     } else {
-        CHAIN_ROWS(4) /* the host records at most 4 rows */
+        CHAIN_ROWS(4, float, VLOAD, VLOAD, CHAIN_F32_VAL) /* the host records at most 4 rows */
     }
 }
 

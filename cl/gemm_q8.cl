@@ -10,6 +10,10 @@
  *               (gemm.cl gemm_nt_ln's int8 counterpart): both with
  *               gemm_q8_nt's sums, so the same bits as their launches apart
  *               (runtime/ops_rows.c nmt_op_gate_q8, nmt_op_gemm_q8_nt_ln);
+ *   gemm_q8_chain  (-DQ8_CHAIN, the m2 and m16 classes' programs on CPU
+ *               devices) common.cl's chain_run with this program's own
+ *               ops: int8-weight products (gemm_q8_nt's sums, q8_dot_g) and
+ *               gemm_q8_gate's rows;
  *   gemm_q8_nt  C[M,N] = alpha * A[M,K] * W^T (+ beta*C) (+ bias) (ReLU)
  *               with W[n,k] = Q[n,k] * scale[n]: Q is int8 [N,K] (the .nmt
  *               weight layout, row n = the K weights of output n), scale is
@@ -29,6 +33,7 @@
  *   GEMM_TN     columns of C per work-item   (4; 1..8)
  *   GEMM_VW     int8 weights per load        (16; 1, 2, 4, 8, 16)
  *   GEMM_MFAST  1: the blocks in one dimension, M fastest (0)
+ *   Q8_CHAIN    defined: gemm_q8_chain is compiled
  */
 #ifndef GEMM_TM
 #define GEMM_TM 1
@@ -154,21 +159,28 @@ Q8_DOT(q8_dot_p, __private)
  * products and gate_accum (exp per element): the same bits.  d / r at most
  * Q8_GATE_DR_MAX (the host checks). */
 #define Q8_GATE_DR_MAX 512
-__kernel void gemm_q8_gate(GATE_ROW_PARAMS) { /* common.cl */
-    GATE_ROW_BEGIN();
+/* gemm_q8_gate's work for one row: x and o that row's input and output */
+static void q8_gate_row(const uint d, const uint dr, __global const float *x, __global const char *W1,
+                        __global const float *S1, __global const float *B1, __global const char *W2,
+                        __global const float *S2, __global const float *B2, __global float *o, const int flags) {
     float h[Q8_GATE_DR_MAX];
     for (uint j = 0; j < dr; j++) { /* gemm_q8_nt's epilogue: value, bias, ReLU */
-        float v = Q8_GATE_VAL(q8_dot_g(x, W1 + w1_off + j * d, d), S1, s1_off + j);
-        if (flags & 1) v += B1[b1_off + j];
+        float v = Q8_GATE_VAL(q8_dot_g(x, W1 + j * d, d), S1, j);
+        if (flags & 1) v += B1[j];
         h[j] = fmax(v, 0.0f);
     }
-    __global float *o = O + o_off + r * ldo;
     for (uint c = 0; c < d; c++) {
-        float g = Q8_GATE_VAL(q8_dot_p(h, W2 + w2_off + c * dr, dr), S2, s2_off + c);
-        if (flags & 2) g += B2[b2_off + c];
+        float g = Q8_GATE_VAL(q8_dot_p(h, W2 + c * dr, dr), S2, c);
+        if (flags & 2) g += B2[c];
         const float v = x[c] / (1.0f + exp(-g)); /* gate_accum: x * sigmoid(g) */
         o[c] = (flags & 4) ? o[c] + v : v;
     }
+}
+
+__kernel void gemm_q8_gate(GATE_ROW_PARAMS) { /* common.cl */
+    GATE_ROW_BEGIN();
+    q8_gate_row(d, dr, x, W1 + w1_off, S1 + s1_off, B1 + b1_off, W2 + w2_off, S2 + s2_off, B2 + b2_off,
+                O + o_off + r * ldo, flags);
 }
 
 /* gemm_q8_nt_ln: gemm.cl gemm_nt_ln for int8 weights, one work-group per row
@@ -189,6 +201,54 @@ __kernel void gemm_q8_nt_ln(LN_ROW_PARAMS) { /* common.cl */
     barrier(CLK_GLOBAL_MEM_FENCE);
     ln_row(o, o, 0, o, N, G + g_off, Bt + bt_off, eps, red);
 }
+
+#ifdef Q8_CHAIN /* the m2 and m16 classes' programs on CPUs (runtime/ops.c nmt_ops_gemm_opts) */
+/* An int8-weight product's chunk c (CHAIN_COLS columns of its M rows):
+ * gemm_q8_nt's blocks (common.cl CHAIN_ROWS with its loads and value) and
+ * epilogue (alpha 1, beta 0: value, bias, ReLU) or, with a residual,
+ * gemm_q8_nt_ln's outputs (q8_dot_g; value, bias, + R). */
+#define CHAIN_Q8_VAL(acc, n) Q8_GATE_VAL(acc, sq, n)
+static void chain_q8_prod(__global const uint *a, const uint *o, const uint c, __global float **bufs) {
+    const uint M = o[CF_M], N = o[CF_N], K = o[CF_K], flags = o[CF_FLAGS];
+    const uint KV = K - K % GEMM_VW, nend = min(N, (c + 1u) * CHAIN_COLS), m0 = 0;
+    __global const float *A = bufs[o[CF_A]];
+    __global const char *B = (__global const char *)bufs[o[CF_B]];
+    __global float *C = bufs[o[CF_C]];
+    __global const float *sq = bufs[a[CI_SQ]] + a[CI_SQO], *bias = bufs[o[CF_BIAS]];
+    if (flags & 4u) {
+        for (uint m = 0; m < M; m++) {
+            __global const float *ar = A + o[CF_AO] + m * o[CF_LDA], *r = bufs[o[CF_R]] + o[CF_RO] + m * o[CF_LDR];
+            __global float *crow = C + o[CF_CO] + m * o[CF_LDC];
+            for (uint n = c * CHAIN_COLS; n < nend; n++) {
+                const float v = Q8_GATE_VAL(q8_dot_g(ar, B + o[CF_BO] + n * o[CF_LDB], K), sq, n);
+                crow[n] = ((flags & 1u) ? v + bias[o[CF_BIASO] + n] : v) + r[n];
+            }
+        }
+    } else if (M == 1u) {
+        CHAIN_ROWS(1, char, VLOADF, VLOADQ, CHAIN_Q8_VAL)
+    } else if (M == 2u) {
+        CHAIN_ROWS(2, char, VLOADF, VLOADQ, CHAIN_Q8_VAL)
+    } else {
+        CHAIN_ROWS(4, char, VLOADF, VLOADQ, CHAIN_Q8_VAL) /* the host records at most 4 rows */
+    }
+}
+
+/* gemm_q8_chain's own ops (common.cl chain_run): CHAIN_I8 (here int8
+ * weights x fp32), CHAIN_GATE */
+static void chain_own(__global const uint *a, const uint *o, const uint k, __global float **bufs) {
+    if (o[CF_KIND] == CHAIN_I8) {
+        chain_q8_prod(a, o, k, bufs);
+    } else { /* CHAIN_GATE: row k */
+        q8_gate_row(a[CG_D], a[CG_DR], bufs[a[CG_X]] + a[CG_XO] + k * a[CG_LDX],
+                    (__global const char *)bufs[a[CG_W1]] + a[CG_W1O], bufs[a[CG_S1]] + a[CG_S1O],
+                    bufs[a[CG_B1]] + a[CG_B1O], (__global const char *)bufs[a[CG_W2]] + a[CG_W2O],
+                    bufs[a[CG_S2]] + a[CG_S2O], bufs[a[CG_B2]] + a[CG_B2O],
+                    bufs[a[CG_OUT]] + a[CG_OUTO] + k * a[CG_LDO], (int)a[CG_FLAGS]);
+    }
+}
+
+CHAIN_KERNEL(gemm_q8_chain) /* common.cl */
+#endif /* Q8_CHAIN */
 
 #ifdef GEMM_KG_WG
 /* gemm_q8_nt's product for few rows on GPUs: a work-group per column of C

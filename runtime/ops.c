@@ -82,6 +82,8 @@ void nmt_ops_release(nmt_ops *ops) {
     if (ops->k_i8_gate) clReleaseKernel(ops->k_i8_gate);
     if (ops->k_i8_ln) clReleaseKernel(ops->k_i8_ln);
     if (ops->k_i8_chain) clReleaseKernel(ops->k_i8_chain);
+    for (int c = 0; c < 2; c++)
+        if (ops->k_q8_chain[c]) clReleaseKernel(ops->k_q8_chain[c]);
     if (ops->k_q8_ln) clReleaseKernel(ops->k_q8_ln);
     for (int c = 0; c < 2; c++)
         if (ops->k_q8_gate[c]) clReleaseKernel(ops->k_q8_gate[c]);
@@ -121,9 +123,10 @@ void nmt_ops_gemm_opts(const nmt_ops *ops, nmt_gemm_op op, nmt_gemm_class cls, c
         snprintf(opts + n, NMT_OPS_GEMM_OPTS - (size_t)n, " -DI8_DOT=%d",
                  ops->i8_use[cls] == NMT_I8_DOT_BUILTIN ? 1 : ops->i8_use[cls] == NMT_I8_VNNI ? 2 : 0);
     if (c->kgroup) snprintf(opts + n, NMT_OPS_GEMM_OPTS - (size_t)n, " -DGEMM_KG_WG=%u", (unsigned)c->wg);
-    /* gemm_chain (ops_chain.c: CPU devices) only in the programs that create it */
-    if (op == NMT_GOP_NT && cls != NMT_GCLASS_BIG && !c->kgroup && ops->dev->info.is_cpu)
-        snprintf(opts + n, NMT_OPS_GEMM_OPTS - (size_t)n, " -DGEMM_CHAIN=1");
+    /* gemm_chain and gemm_q8_chain (ops_chain.c: CPU devices) only in the
+     * programs that create them */
+    if ((op == NMT_GOP_NT || op == NMT_GOP_Q8) && cls != NMT_GCLASS_BIG && !c->kgroup && ops->dev->info.is_cpu)
+        snprintf(opts + n, NMT_OPS_GEMM_OPTS - (size_t)n, op == NMT_GOP_NT ? " -DGEMM_CHAIN=1" : " -DQ8_CHAIN=1");
 }
 
 /* Build the program of one product configuration and create its kernel
@@ -175,6 +178,11 @@ nmt_status nmt_ops_gemm_kernel(nmt_ops *ops, nmt_gemm_op op, nmt_gemm_class cls)
         if (*g) clReleaseKernel(*g);
         *g = NULL;
         if (c->provider == NMT_GEMM_OWN && !c->kgroup) NMT_TRY(nmt_device_kernel(ops->dev, prog, "gemm_q8_gate", g));
+        cl_kernel *q = &ops->k_q8_chain[cls]; /* -DQ8_CHAIN: nmt_ops_gemm_opts */
+        if (*q) clReleaseKernel(*q);
+        *q = NULL;
+        if (c->provider == NMT_GEMM_OWN && !c->kgroup && ops->dev->info.is_cpu)
+            NMT_TRY(nmt_device_kernel(ops->dev, prog, "gemm_q8_chain", q));
     }
     if (op == NMT_GOP_Q8 && cls == NMT_GCLASS_M2) {
         if (ops->k_q8_ln) clReleaseKernel(ops->k_q8_ln);
@@ -519,6 +527,12 @@ nmt_status nmt_op_gemm_q8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, floa
     if (extent(Q.off, N, ldq, K) > (uint64_t)UINT32_MAX || (uint64_t)scale.off + N > (uint64_t)UINT32_MAX) {
         nmt_log(&ops->dev->log, NMT_LOG_ERROR, "gemm_q8 operands beyond 32-bit element indexing");
         return NMT_ERR_UNSUPPORTED;
+    }
+    if (ops->chain_on && alpha == 1.0f && beta == 0.0f) { /* recorded into a chain (ops_chain.c) */
+        int taken = 0;
+        NMT_TRY(nmt_ops_chain_q8(ops, 0, M, N, K, A, lda, Q, ldq, scale, bias, C, ldc, (nmt_buf){NULL, 0}, 0, relu,
+                                 &taken));
+        if (taken) return NMT_OK;
     }
     cl_kernel k = ops->k_gemm[NMT_GOP_Q8][cls];
     args a = args_begin(k);

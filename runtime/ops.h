@@ -47,9 +47,11 @@ typedef struct nmt_branch {
 #define NMT_OPS_CHAIN_COLS 64
 #define NMT_OPS_CHAIN_ROWS 4u
 #define NMT_OPS_CHAIN_CACHE 8
-/* chain_cls of a chain of int8 x int8 products (gemm_i8_chain); 0 and 1
- * are the fp32 NT m2 and m16 classes (gemm_chain) */
+/* chain_cls of a chain of int8 x int8 products (gemm_i8_chain), and of int8
+ * weights x fp32 products of class cls (NMT_OPS_CHAIN_Q8 + cls,
+ * gemm_q8_chain); 0 and 1 are the fp32 NT m2 and m16 classes (gemm_chain) */
 #define NMT_OPS_CHAIN_I8 2u
+#define NMT_OPS_CHAIN_Q8 3u
 
 typedef struct nmt_ops {
     nmt_device *dev;
@@ -157,7 +159,8 @@ typedef struct nmt_ops {
     /* few-row products, norms, attentions and gates chained into one
      * launch (runtime/ops_chain.c, cl/gemm.cl gemm_chain, cl/gemm_i8.cl
      * gemm_i8_chain): k_chain[cls] of the NT m2 and m16 classes' own
-     * programs (fp32 products), k_i8_chain above (int8 x int8); chain_on (nmt_ops_chain_enable: inference
+     * programs (fp32 products), k_q8_chain[cls] of the q8 ones (int8
+     * weights x fp32), k_i8_chain above (int8 x int8); chain_on (nmt_ops_chain_enable: inference
      * sessions on CPU devices, unless $NMT_EDGE_NO_PRODUCT_CHAIN; a plain
      * field, tests set it); the ops recorded so far (chain_v, CHAIN_W
      * uints each, of class chain_cls) and their buffers; the ticket
@@ -166,7 +169,7 @@ typedef struct nmt_ops {
      * NMT_OPS_CHAIN_CACHE of them) and the host's copies of what they hold
      * (chain_cache, chain_cache_n slots each; chain_cache_next is replaced
      * next). */
-    cl_kernel k_chain[2];
+    cl_kernel k_chain[2], k_q8_chain[2];
     int chain_on;
     uint32_t chain_n, chain_nbufs, chain_total, chain_cls, chain_base, chain_groups, chain_cache_next;
     cl_uint chain_v[NMT_OPS_CHAIN_OPS * NMT_OPS_CHAIN_W];
@@ -475,17 +478,21 @@ nmt_status nmt_ops_chain_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_
 struct nmt_attn_args;
 nmt_status nmt_ops_chain_attn(nmt_ops *ops, const struct nmt_attn_args *p, float scale, cl_uint kinds,
                               const cl_int *radii, int *taken);
-/* Record an int8 x int8 product of fp32 rows A (quantized per row as
- * quant_rows does) with int8 weights Q and their row scales sq: C = A Q^T
- * (+ bias) (ReLU), or with R, C = A Q^T (+ bias) + R (gemm_i8_nt_ln's
- * product); alpha 1, beta 0 (internal; *taken as above).  Where the int8
- * x int8 path is in use (the caller checks) and K <= NMT_OPS_I8_FUSE_ROW_MAX. */
-nmt_status nmt_ops_chain_i8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, nmt_buf A, uint32_t lda, nmt_buf Q,
-                            uint32_t ldq, nmt_buf sq, nmt_buf bias, nmt_buf C, uint32_t ldc, nmt_buf R, uint32_t ldr,
-                            int relu, int *taken);
-/* Record nmt_op_gate_i8's gemm_i8_gate launch (after its checks; flags as
- * the kernel's: bit 0 b1, bit 1 b2, bit 2 accumulate; *taken as above). */
-nmt_status nmt_ops_chain_gate(nmt_ops *ops, uint32_t rows, uint32_t d, uint32_t dr, nmt_buf x, uint32_t ld_x,
+/* Record a product of fp32 rows A with int8 weights Q and their row scales
+ * sq: C = A Q^T (+ bias) (ReLU), or with R, C = A Q^T (+ bias) + R (the
+ * product of gemm_i8_nt_ln / gemm_q8_nt_ln); alpha 1, beta 0 (internal;
+ * *taken as above).  i8: int8 x int8, A quantized per row as quant_rows
+ * does (where that path is in use: the caller checks; K <=
+ * NMT_OPS_I8_FUSE_ROW_MAX); else int8 weights x fp32 with gemm_q8_nt's sums
+ * of the rows' class. */
+nmt_status nmt_ops_chain_q8(nmt_ops *ops, int i8, uint32_t M, uint32_t N, uint32_t K, nmt_buf A, uint32_t lda,
+                            nmt_buf Q, uint32_t ldq, nmt_buf sq, nmt_buf bias, nmt_buf C, uint32_t ldc, nmt_buf R,
+                            uint32_t ldr, int relu, int *taken);
+/* Record nmt_op_gate_i8's gemm_i8_gate launch (i8) or nmt_op_gate_q8's
+ * gemm_q8_gate (after their checks; flags as the kernels': bit 0 b1, bit 1
+ * b2, bit 2 accumulate; *taken as above), in a chain of that path's
+ * products. */
+nmt_status nmt_ops_chain_gate(nmt_ops *ops, int i8, uint32_t rows, uint32_t d, uint32_t dr, nmt_buf x, uint32_t ld_x,
                               nmt_buf w1, nmt_buf s1, nmt_buf b1, nmt_buf w2, nmt_buf s2, nmt_buf b2, nmt_buf out,
                               uint32_t ld_out, cl_uint flags, int *taken);
 

@@ -135,7 +135,10 @@ nmt_status nmt_ops_chain_flush(nmt_ops *ops) {
     ops->chain_n = 0; /* recorded work is enqueued once, whatever happens below */
     ops->chain_total = 0;
     NMT_TRY(st);
-    cl_kernel k = ops->chain_cls == NMT_OPS_CHAIN_I8 ? ops->k_i8_chain : ops->k_chain[ops->chain_cls];
+    const uint32_t cls = ops->chain_cls;
+    cl_kernel k = cls == NMT_OPS_CHAIN_I8 ? ops->k_i8_chain
+                  : cls >= NMT_OPS_CHAIN_Q8 ? ops->k_q8_chain[cls - NMT_OPS_CHAIN_Q8]
+                                            : ops->k_chain[cls];
     args a = args_begin(k);
     for (uint32_t i = 0; i < NMT_OPS_CHAIN_BUFS; i++)
         arg_mem(&a, ops->chain_bufs[i < ops->chain_nbufs ? i : 0]);
@@ -147,7 +150,7 @@ nmt_status nmt_ops_chain_flush(nmt_ops *ops) {
     arg_u32(&a, pos);
     arg_mem(&a, ops->chain_ctr);
     ops->chain_nbufs = 0;
-    const char *kname = ops->chain_cls == NMT_OPS_CHAIN_I8 ? "gemm_i8_chain" : "gemm_chain";
+    const char *kname = cls == NMT_OPS_CHAIN_I8 ? "gemm_i8_chain" : cls >= NMT_OPS_CHAIN_Q8 ? "gemm_q8_chain" : "gemm_chain";
     NMT_TRY(args_end(dev, &a, kname));
     const size_t lws = 1, gws = ops->chain_groups;
     NMT_TRY(nmt_enqueue(dev, k, 1, &gws, &lws, kname));
@@ -384,12 +387,25 @@ nmt_status nmt_ops_chain_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_
     return NMT_OK;
 }
 
-nmt_status nmt_ops_chain_i8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, nmt_buf A, uint32_t lda, nmt_buf Q,
-                            uint32_t ldq, nmt_buf sq, nmt_buf bias, nmt_buf C, uint32_t ldc, nmt_buf R, uint32_t ldr,
-                            int relu, int *taken) {
+/* The chain class of an int8-weight product of M rows (nmt_ops_chain_q8)
+ * and whether its kernel is there. */
+static int q8_class(const nmt_ops *ops, int i8, uint32_t M, uint32_t *cls) {
+    const nmt_gemm_class g = nmt_gemm_class_of(M);
+    if (i8) {
+        *cls = NMT_OPS_CHAIN_I8;
+        return ops->k_i8_chain != NULL;
+    }
+    *cls = NMT_OPS_CHAIN_Q8 + (uint32_t)g;
+    return g != NMT_GCLASS_BIG && ops->k_q8_chain[g] != NULL;
+}
+
+nmt_status nmt_ops_chain_q8(nmt_ops *ops, int i8, uint32_t M, uint32_t N, uint32_t K, nmt_buf A, uint32_t lda,
+                            nmt_buf Q, uint32_t ldq, nmt_buf sq, nmt_buf bias, nmt_buf C, uint32_t ldc, nmt_buf R,
+                            uint32_t ldr, int relu, int *taken) {
     *taken = 0;
-    if (!ops->chain_on || ops->k_i8_chain == NULL || M == 0 || M > NMT_OPS_CHAIN_ROWS || N == 0 || K == 0 ||
-        K > NMT_OPS_I8_FUSE_ROW_MAX || ldq < K)
+    uint32_t cls = 0;
+    if (!ops->chain_on || M == 0 || M > NMT_OPS_CHAIN_ROWS || N == 0 || K == 0 || ldq < K ||
+        (i8 && K > NMT_OPS_I8_FUSE_ROW_MAX) || !q8_class(ops, i8, M, &cls))
         return NMT_OK;
     /* the kernel's 32-bit indexing, as gemm_i8_nt's checks */
     const uint64_t lim = UINT32_MAX;
@@ -399,23 +415,24 @@ nmt_status nmt_ops_chain_i8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, nm
     const cl_mem mems[6] = {A.mem, Q.mem, C.mem, R.mem, bias.mem, sq.mem};
     const cl_uint flags = (bias.mem ? CHAIN_FLAG_BIAS : 0u) | (relu ? CHAIN_FLAG_RELU : 0u) |
                           (R.mem ? CHAIN_FLAG_RES : 0u);
-    NMT_TRY(push(ops, NMT_OPS_CHAIN_I8, mems, CHAIN_I8, M, N, K, A, lda, Q, ldq, C, ldc, R, ldr, bias, flags, sq.off));
+    NMT_TRY(push(ops, cls, mems, CHAIN_I8, M, N, K, A, lda, Q, ldq, C, ldc, R, ldr, bias, flags, sq.off));
     *taken = 1;
     return NMT_OK;
 }
 
-nmt_status nmt_ops_chain_gate(nmt_ops *ops, uint32_t rows, uint32_t d, uint32_t dr, nmt_buf x, uint32_t ld_x,
+nmt_status nmt_ops_chain_gate(nmt_ops *ops, int i8, uint32_t rows, uint32_t d, uint32_t dr, nmt_buf x, uint32_t ld_x,
                               nmt_buf w1, nmt_buf s1, nmt_buf b1, nmt_buf w2, nmt_buf s2, nmt_buf b2, nmt_buf out,
                               uint32_t ld_out, cl_uint flags, int *taken) {
     *taken = 0;
-    /* gates join a chain an int8 product began (nmt_op_gate_i8 checked
-     * the rest: sizes, 32-bit extents, no overlap) */
-    if (!ops->chain_on || ops->chain_n == 0 || ops->chain_cls != NMT_OPS_CHAIN_I8 || rows == 0 ||
-        rows > NMT_OPS_CHAIN_ROWS)
+    /* gates join a chain their path's products began (nmt_op_gate_i8 and
+     * nmt_op_gate_q8 checked the rest: sizes, 32-bit extents, no overlap) */
+    uint32_t cls = 0;
+    if (!ops->chain_on || ops->chain_n == 0 || rows == 0 || rows > NMT_OPS_CHAIN_ROWS || !q8_class(ops, i8, rows, &cls) ||
+        ops->chain_cls != cls)
         return NMT_OK;
     const cl_mem mems[8] = {x.mem, w1.mem, s1.mem, b1.mem, w2.mem, s2.mem, b2.mem, out.mem};
     cl_uint *o;
-    NMT_TRY(open_op(ops, NMT_OPS_CHAIN_I8, 2, mems, 8, &o));
+    NMT_TRY(open_op(ops, cls, 2, mems, 8, &o));
     o[CG_KIND] = CHAIN_GATE;
     o[CG_ROWS] = rows;
     o[CG_D] = d;

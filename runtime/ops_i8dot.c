@@ -211,7 +211,7 @@ nmt_status nmt_ops_gemm_q8_as_i8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t 
     if (ops->chain_on && alpha == 1.0f && beta == 0.0f) { /* recorded into a chain (ops_chain.c) */
         int taken = 0;
         NMT_TRY(nmt_ops_i8_rows_build(ops, cls));
-        NMT_TRY(nmt_ops_chain_i8(ops, M, N, K, A, lda, Q, ldq, scale, bias, C, ldc, (nmt_buf){NULL, 0}, 0, relu,
+        NMT_TRY(nmt_ops_chain_q8(ops, 1, M, N, K, A, lda, Q, ldq, scale, bias, C, ldc, (nmt_buf){NULL, 0}, 0, relu,
                                  &taken));
         if (taken) return NMT_OK;
     }

@@ -38,11 +38,21 @@ static nmt_status gate_check(uint32_t rows, uint32_t d, uint32_t dr, nmt_buf x, 
     return NMT_OK;
 }
 
-/* Set the gate kernel k's arguments (gemm_q8_gate's and gemm_i8_gate's,
- * the same list) and launch a work-item per row. */
-static nmt_status gate_launch(nmt_ops *ops, cl_kernel k, const char *kname, uint32_t rows, uint32_t d, uint32_t dr,
-                              nmt_buf x, uint32_t ld_x, nmt_buf w1, nmt_buf s1, nmt_buf b1, nmt_buf w2, nmt_buf s2,
-                              nmt_buf b2, nmt_buf out, uint32_t ld_out, int accumulate) {
+/* Record the gate into a chain of its path's products (ops_chain.c; i8:
+ * int8 x int8), or set the gate kernel k's arguments (gemm_q8_gate's and
+ * gemm_i8_gate's, the same list) and launch a work-item per row. */
+static nmt_status gate_launch(nmt_ops *ops, int i8, cl_kernel k, const char *kname, uint32_t rows, uint32_t d,
+                              uint32_t dr, nmt_buf x, uint32_t ld_x, nmt_buf w1, nmt_buf s1, nmt_buf b1, nmt_buf w2,
+                              nmt_buf s2, nmt_buf b2, nmt_buf out, uint32_t ld_out, int accumulate) {
+    if (ops->chain_on) {
+        int taken = 0;
+        const cl_uint flags = (b1.mem != NULL) | (b2.mem != NULL) << 1 | (accumulate != 0) << 2;
+        NMT_TRY(nmt_ops_chain_gate(ops, i8, rows, d, dr, x, ld_x, w1, s1, b1, w2, s2, b2, out, ld_out, flags, &taken));
+        if (taken) {
+            ops->n_gates++;
+            return NMT_OK;
+        }
+    }
     args a = args_begin(k);
     arg_u32(&a, rows);
     arg_u32(&a, d);
@@ -107,16 +117,7 @@ nmt_status nmt_op_gate_i8(nmt_ops *ops, uint32_t rows, uint32_t d, uint32_t dr, 
     NMT_TRY(gate_check(rows, d, dr, x, ld_x, w1, s1, b1, w2, s2, b2, out, ld_out));
     cl_kernel k;
     NMT_TRY(row_kernel(ops, cls, 0, &k));
-    if (ops->chain_on) { /* recorded into a chain (ops_chain.c) */
-        int taken = 0;
-        const cl_uint flags = (b1.mem != NULL) | (b2.mem != NULL) << 1 | (accumulate != 0) << 2;
-        NMT_TRY(nmt_ops_chain_gate(ops, rows, d, dr, x, ld_x, w1, s1, b1, w2, s2, b2, out, ld_out, flags, &taken));
-        if (taken) {
-            ops->n_gates++;
-            return NMT_OK;
-        }
-    }
-    return gate_launch(ops, k, "gemm_i8_gate", rows, d, dr, x, ld_x, w1, s1, b1, w2, s2, b2, out, ld_out, accumulate);
+    return gate_launch(ops, 1, k, "gemm_i8_gate", rows, d, dr, x, ld_x, w1, s1, b1, w2, s2, b2, out, ld_out, accumulate);
 }
 
 /* The product-with-norm ops' checks shared by both forms: NMT_OK to go on,
@@ -137,12 +138,23 @@ static nmt_status ln_check(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, nmt
     return NMT_OK;
 }
 
-/* Set a product-with-norm kernel's arguments (common.cl LN_ROW_PARAMS) and
- * launch a work-group of lws per row. */
-static nmt_status ln_launch(nmt_ops *ops, cl_kernel k, const char *kname, size_t lws, uint32_t M, uint32_t N,
+/* Record the product with R, then the norm in place, into a chain of its
+ * path's products (ops_chain.c; i8: int8 x int8), or set a
+ * product-with-norm kernel's arguments (common.cl LN_ROW_PARAMS) and launch
+ * a work-group of lws per row. */
+static nmt_status ln_launch(nmt_ops *ops, int i8, cl_kernel k, const char *kname, size_t lws, uint32_t M, uint32_t N,
                             uint32_t K, nmt_buf A, uint32_t lda, nmt_buf Q, uint32_t ldq, nmt_buf scale,
                             nmt_buf bias, nmt_buf R, uint32_t ldr, nmt_buf gamma, nmt_buf beta, float eps, nmt_buf O,
                             uint32_t ldo) {
+    if (ops->chain_on) {
+        int taken = 0;
+        NMT_TRY(nmt_ops_chain_q8(ops, i8, M, N, K, A, lda, Q, ldq, scale, bias, O, ldo, R, ldr, 0, &taken));
+        if (taken) {
+            ops->n_norms++;
+            NMT_TRY(nmt_ops_chain_ln(ops, M, N, O, ldo, (nmt_buf){NULL, 0}, 0, O, ldo, gamma, beta, eps, &taken));
+            return taken ? NMT_OK : nmt_op_layernorm(ops, O, (nmt_buf){NULL, 0}, O, M, N, gamma, beta, eps);
+        }
+    }
     args a = args_begin(k);
     arg_u32(&a, N);
     arg_u32(&a, K);
@@ -179,16 +191,7 @@ nmt_status nmt_op_gemm_i8_nt_ln(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K
     cl_kernel k;
     NMT_TRY(row_kernel(ops, cls, 1, &k));
     ops->n_i8_products++;
-    if (ops->chain_on) { /* the product with R, then the norm in place: a chain's two ops (ops_chain.c) */
-        int taken = 0;
-        NMT_TRY(nmt_ops_chain_i8(ops, M, N, K, A, lda, Q, ldq, sq, bias, O, ldo, R, ldr, 0, &taken));
-        if (taken) {
-            ops->n_norms++;
-            NMT_TRY(nmt_ops_chain_ln(ops, M, N, O, ldo, (nmt_buf){NULL, 0}, 0, O, ldo, gamma, beta, eps, &taken));
-            return taken ? NMT_OK : nmt_op_layernorm(ops, O, (nmt_buf){NULL, 0}, O, M, N, gamma, beta, eps);
-        }
-    }
-    return ln_launch(ops, k, "gemm_i8_nt_ln", 1, M, N, K, A, lda, Q, ldq, sq, bias, R, ldr, gamma, beta, eps, O, ldo);
+    return ln_launch(ops, 1, k, "gemm_i8_nt_ln", 1, M, N, K, A, lda, Q, ldq, sq, bias, R, ldr, gamma, beta, eps, O, ldo);
 }
 
 
@@ -207,7 +210,7 @@ nmt_status nmt_op_gate_q8(nmt_ops *ops, uint32_t rows, uint32_t d, uint32_t dr, 
         return NMT_ERR_UNSUPPORTED;
     if (rows == 0 || d == 0) return NMT_OK;
     NMT_TRY(gate_check(rows, d, dr, x, ld_x, w1, s1, b1, w2, s2, b2, out, ld_out));
-    return gate_launch(ops, k, "gemm_q8_gate", rows, d, dr, x, ld_x, w1, s1, b1, w2, s2, b2, out, ld_out,
+    return gate_launch(ops, 0, k, "gemm_q8_gate", rows, d, dr, x, ld_x, w1, s1, b1, w2, s2, b2, out, ld_out,
                        accumulate);
 }
 
@@ -222,6 +225,6 @@ nmt_status nmt_op_gemm_q8_nt_ln(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K
     NMT_TRY(ln_check(ops, M, N, K, A, lda, Q, ldq, scale, bias, R, ldr, gamma, beta, O, ldo));
     /* layernorm's local size, as gemm_nt_ln: the same reduction */
     const size_t lws = pow2_floor(NMT_MIN(ops->norm_wg ? ops->norm_wg : 1, ops->q8_ln_wg ? ops->q8_ln_wg : 1));
-    return ln_launch(ops, ops->k_q8_ln, "gemm_q8_nt_ln", lws, M, N, K, A, lda, Q, ldq, scale, bias, R, ldr, gamma,
+    return ln_launch(ops, 0, ops->k_q8_ln, "gemm_q8_nt_ln", lws, M, N, K, A, lda, Q, ldq, scale, bias, R, ldr, gamma,
                      beta, eps, O, ldo);
 }

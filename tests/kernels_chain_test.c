@@ -15,9 +15,10 @@
  *     same bits;
  *   - what is not chained: more than 4 rows, alpha or beta not 1 / 0, NN
  *     products, chain_on 0 — launched as before;
- *   - an int8 x int8 step (cl/gemm_i8.cl gemm_i8_chain: products, HySAN
- *     gates, the product with its residual and norm) at 1-4 rows, d and dr
- *     at their limits, in the device's fast variant and the portable one:
+ *   - an int8 step (products, HySAN gates, the product with its residual
+ *     and norm) at 1-4 rows, d and dr at their limits: int8 x int8
+ *     (cl/gemm_i8.cl gemm_i8_chain) in the device's fast variant and the
+ *     portable one, and int8 weights x fp32 (cl/gemm_q8.cl gemm_q8_chain):
  *     the same bits chained and not, one launch. */
 #include "ops_common.h"
 
@@ -448,7 +449,7 @@ static const i8_case i8_cases[] = {
  * LN(h W2^T + b2 + g) (gemm_i8_nt_ln's form up to 2 rows, else the product
  * and a norm with the residual, as nmt_layer_linear_norm); z = y W3^T.
  * Returns h | g | y | z in one malloc'd array. */
-static float *i8_step(env *e, nmt_ops *ops, const i8_case *c, uint64_t seed) {
+static float *i8_step(env *e, nmt_ops *ops, const i8_case *c, uint64_t seed, int i8) {
     const uint32_t M = c->M, d = c->d, dr = c->dr, ff = c->ff, V = c->vocab, o = c->off;
     nmt_test_rng r = nmt_test_rng_make(seed);
     float *x = nmt_test_random_f32(&r, o + (size_t)M * d, -2, 2);
@@ -483,14 +484,17 @@ static float *i8_step(env *e, nmt_ops *ops, const i8_case *c, uint64_t seed) {
     const uint64_t gates = ops->n_gates;
     nmt_test_assert_ok(e->dev, nmt_op_gemm_q8(ops, M, ff, d, 1.0f, B(dx, o), d, B(dw1, o), d, B(ds1, o), 0.0f,
                                               B(dh, o), ff, B(db1, o), 1));
-    nmt_test_assert_ok(e->dev, nmt_op_gate_i8(ops, M, d, dr, B(dx, o), d, B(dg1, o), B(dgs1, o), B(dgb1, o), B(dg2, o),
-                                              B(dgs2, o), B(dgb2, o), B(dg, o), d, 0));
-    nmt_test_assert_ok(e->dev, nmt_op_gate_i8(ops, M, d, dr, B(dx, o), d, B(dg1, o), B(dgs1, o), NONE, B(dg2, o),
-                                              B(dgs2, o), B(dgb2, o), B(dg, o), d, 1));
+    nmt_status (*gate)(nmt_ops *, uint32_t, uint32_t, uint32_t, nmt_buf, uint32_t, nmt_buf, nmt_buf, nmt_buf,
+                       nmt_buf, nmt_buf, nmt_buf, nmt_buf, uint32_t, int) = i8 ? nmt_op_gate_i8 : nmt_op_gate_q8;
+    nmt_test_assert_ok(e->dev, gate(ops, M, d, dr, B(dx, o), d, B(dg1, o), B(dgs1, o), B(dgb1, o), B(dg2, o), B(dgs2, o),
+                                    B(dgb2, o), B(dg, o), d, 0));
+    nmt_test_assert_ok(e->dev, gate(ops, M, d, dr, B(dx, o), d, B(dg1, o), B(dgs1, o), NONE, B(dg2, o), B(dgs2, o),
+                                    B(dgb2, o), B(dg, o), d, 1));
     assert_int_equal(ops->n_gates, gates + 2);
-    nmt_status st = nmt_op_gemm_i8_nt_ln(ops, M, d, ff, B(dh, o), ff, B(dw2, o), ff, B(ds2, o), B(db2, o), B(dg, o), d,
-                                         B(dga, o), B(dbe, o), 1e-5f, B(dy, o), d);
-    assert_int_equal(st, M <= NMT_OPS_I8_LN_ROWS ? NMT_OK : NMT_ERR_UNSUPPORTED);
+    nmt_status st = (i8 ? nmt_op_gemm_i8_nt_ln : nmt_op_gemm_q8_nt_ln)(ops, M, d, ff, B(dh, o), ff, B(dw2, o), ff,
+                                                                       B(ds2, o), B(db2, o), B(dg, o), d, B(dga, o),
+                                                                       B(dbe, o), 1e-5f, B(dy, o), d);
+    assert_int_equal(st, M <= (i8 ? NMT_OPS_I8_LN_ROWS : 2) ? NMT_OK : NMT_ERR_UNSUPPORTED);
     if (st == NMT_ERR_UNSUPPORTED) {
         nmt_test_assert_ok(e->dev, nmt_op_gemm_q8(ops, M, d, ff, 1.0f, B(dh, o), ff, B(dw2, o), ff, B(ds2, o), 0.0f,
                                                   B(dt, 0), d, B(db2, o), 0));
@@ -530,27 +534,36 @@ static float *i8_step(env *e, nmt_ops *ops, const i8_case *c, uint64_t seed) {
     return out;
 }
 
-/* The int8 step chained and not, in every variant the device builds (its
- * fast one and the portable one): the same bits in every output; with the
- * chain on a CPU, one launch of 11 slots (a product and a gate 2 each, a
- * norm 1); the first product within the quantization bound of the host's. */
+/* The int8 step chained and not, int8 x int8 in every variant the device
+ * builds (its fast one and the portable one) and int8 weights x fp32 (the
+ * m2 and m16 classes' own kernels): the same bits in every output; with
+ * the chain on a CPU, one launch of 11 slots (a product and a gate 2 each,
+ * a norm 1); the first product within the quantization bound of the
+ * host's (x exact for int8 weights x fp32: the bound holds too). */
 static void test_chain_i8_step(void **state) {
     env *e = *state;
-    const int variants[2] = {nmt_i8dot_fast_variant(e->dev), NMT_I8_PORTABLE};
-    for (int vi = 0; vi < 2; vi++) {
-        if (vi == 1 && variants[0] == NMT_I8_PORTABLE) break;
+    const int variants[3] = {0, nmt_i8dot_fast_variant(e->dev), NMT_I8_PORTABLE};
+    for (int vi = 0; vi < 3; vi++) {
+        if (vi == 2 && variants[1] == NMT_I8_PORTABLE) break;
         for (size_t i = 0; i < NMT_ARRAY_LEN(i8_cases); i++) {
             const i8_case *c = &i8_cases[i];
             const size_t n = (size_t)c->M * (c->ff + 2 * c->d + c->vocab);
             float *res[2];
             for (int pass = 0; pass < 2; pass++) {
                 nmt_ops ops;
-                open_i8_ops(e, &ops, variants[vi]);
+                if (variants[vi] == 0) { /* int8 weights x fp32 */
+                    nmt_test_assert_ok(e->dev, nmt_ops_init(&ops, e->dev));
+                    nmt_test_assert_ok(e->dev, nmt_ops_enable_q8(&ops));
+                    memset(ops.i8_use, 0, sizeof ops.i8_use);
+                } else {
+                    open_i8_ops(e, &ops, variants[vi]);
+                }
                 nmt_test_assert_ok(e->dev, nmt_ops_chain_enable(&ops, pass));
                 ops.fuse_gate = 1; /* a GPU (Oclgrind too): on request */
-                res[pass] = i8_step(e, &ops, c, 900 + i);
+                res[pass] = i8_step(e, &ops, c, 900 + i, variants[vi] != 0);
                 if (ops.chain_on) {
-                    assert_non_null(ops.k_i8_chain);
+                    if (variants[vi] != 0) assert_non_null(ops.k_i8_chain);
+                    else assert_non_null(ops.k_q8_chain[nmt_gemm_class_of(c->M)]);
                     assert_int_equal(ops.n_chains, 1);
                     assert_int_equal(ops.n_chained, 11);
                 } else {
