@@ -764,6 +764,25 @@ enum { CG_KIND, CG_ROWS, CG_D, CG_DR, CG_X, CG_XO, CG_LDX, CG_W1, CG_W1O, CG_S1,
         }                                                                                             \
     }
 
+/* CHAIN_ROWS for the op's M rows (1, 2, or 3-4 as 4: the host records at
+ * most 4) */
+#define CHAIN_ROWS_M(BT, LOADA, LOADB, VAL)        \
+    if (M == 1u) {                                 \
+        CHAIN_ROWS(1, BT, LOADA, LOADB, VAL)       \
+    } else if (M == 2u) {                          \
+        CHAIN_ROWS(2, BT, LOADA, LOADB, VAL)       \
+    } else {                                       \
+        CHAIN_ROWS(4, BT, LOADA, LOADB, VAL)       \
+    }
+
+/* A gate's row k (CHAIN_GATE) through the program's ROW function
+ * (gemm_i8_gate's or gemm_q8_gate's work for one row). */
+#define CHAIN_GATE_ROW(ROW)                                                                                   \
+    ROW(a[CG_D], a[CG_DR], bufs[a[CG_X]] + a[CG_XO] + k * a[CG_LDX],                                           \
+        (__global const char *)bufs[a[CG_W1]] + a[CG_W1O], bufs[a[CG_S1]] + a[CG_S1O], bufs[a[CG_B1]] + a[CG_B1O], \
+        (__global const char *)bufs[a[CG_W2]] + a[CG_W2O], bufs[a[CG_S2]] + a[CG_S2O], bufs[a[CG_B2]] + a[CG_B2O], \
+        bufs[a[CG_OUT]] + a[CG_OUTO] + k * a[CG_LDO], (int)a[CG_FLAGS])
+
 /* The program's own kinds (products, gates), defined after this file;
  * a: the op's slots, o: a copy of its first. */
 static void chain_own(__global const uint *a, const uint *o, const uint k, __global float **bufs);

@@ -374,12 +374,8 @@ inline void chain_prod(const uint *o, uint c, __global const float *A, __global 
     const uint m0 = 0;
     if (flags & 4u) {
         chain_prod_res(o, c, A, B, C, R, bias);
-    } else if (M == 1u) {
-        CHAIN_ROWS(1, float, VLOAD, VLOAD, CHAIN_F32_VAL)
-    } else if (M == 2u) {
-        CHAIN_ROWS(2, float, VLOAD, VLOAD, CHAIN_F32_VAL)
     } else {
-        CHAIN_ROWS(4, float, VLOAD, VLOAD, CHAIN_F32_VAL) /* the host records at most 4 rows */
+        CHAIN_ROWS_M(float, VLOAD, VLOAD, CHAIN_F32_VAL) /* common.cl */
     }
 }
 

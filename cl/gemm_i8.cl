@@ -447,12 +447,8 @@ static void chain_i8_prod(__global const uint *a, const uint *o, const uint c, _
 static void chain_own(__global const uint *a, const uint *o, const uint k, __global float **bufs) {
     if (o[CF_KIND] == CHAIN_I8) {
         chain_i8_prod(a, o, k, bufs);
-    } else { /* CHAIN_GATE: row k */
-        i8_gate_row(a[CG_D], a[CG_DR], bufs[a[CG_X]] + a[CG_XO] + k * a[CG_LDX],
-                    (__global const char *)bufs[a[CG_W1]] + a[CG_W1O], bufs[a[CG_S1]] + a[CG_S1O],
-                    bufs[a[CG_B1]] + a[CG_B1O], (__global const char *)bufs[a[CG_W2]] + a[CG_W2O],
-                    bufs[a[CG_S2]] + a[CG_S2O], bufs[a[CG_B2]] + a[CG_B2O],
-                    bufs[a[CG_OUT]] + a[CG_OUTO] + k * a[CG_LDO], (int)a[CG_FLAGS]);
+    } else {
+        CHAIN_GATE_ROW(i8_gate_row); /* common.cl */
     }
 }
 

@@ -224,12 +224,8 @@ static void chain_q8_prod(__global const uint *a, const uint *o, const uint c, _
                 crow[n] = ((flags & 1u) ? v + bias[o[CF_BIASO] + n] : v) + r[n];
             }
         }
-    } else if (M == 1u) {
-        CHAIN_ROWS(1, char, VLOADF, VLOADQ, CHAIN_Q8_VAL)
-    } else if (M == 2u) {
-        CHAIN_ROWS(2, char, VLOADF, VLOADQ, CHAIN_Q8_VAL)
     } else {
-        CHAIN_ROWS(4, char, VLOADF, VLOADQ, CHAIN_Q8_VAL) /* the host records at most 4 rows */
+        CHAIN_ROWS_M(char, VLOADF, VLOADQ, CHAIN_Q8_VAL) /* common.cl */
     }
 }
 
@@ -238,12 +234,8 @@ static void chain_q8_prod(__global const uint *a, const uint *o, const uint c, _
 static void chain_own(__global const uint *a, const uint *o, const uint k, __global float **bufs) {
     if (o[CF_KIND] == CHAIN_I8) {
         chain_q8_prod(a, o, k, bufs);
-    } else { /* CHAIN_GATE: row k */
-        q8_gate_row(a[CG_D], a[CG_DR], bufs[a[CG_X]] + a[CG_XO] + k * a[CG_LDX],
-                    (__global const char *)bufs[a[CG_W1]] + a[CG_W1O], bufs[a[CG_S1]] + a[CG_S1O],
-                    bufs[a[CG_B1]] + a[CG_B1O], (__global const char *)bufs[a[CG_W2]] + a[CG_W2O],
-                    bufs[a[CG_S2]] + a[CG_S2O], bufs[a[CG_B2]] + a[CG_B2O],
-                    bufs[a[CG_OUT]] + a[CG_OUTO] + k * a[CG_LDO], (int)a[CG_FLAGS]);
+    } else {
+        CHAIN_GATE_ROW(q8_gate_row); /* common.cl */
     }
 }
 
