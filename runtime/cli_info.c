@@ -93,8 +93,8 @@ static void describe_device(strbuf *out, const nmt_device_info *d) {
        !d->is_cpu ? "a launch per op (few-row ops are chained on CPU devices only)"
        : nmt_env_flag("NMT_EDGE_NO_PRODUCT_CHAIN")
            ? "a launch per op (NMT_EDGE_NO_PRODUCT_CHAIN)"
-           : "one launch for fp32 and int8 x int8 products of up to 4 rows and the embeddings, norms, "
-             "attentions and HySAN gates between them (gemm_chain, gemm_i8_chain; off: "
+           : "one launch for fp32 and int8-weight products of up to 4 rows and the embeddings, norms, "
+             "attentions and HySAN gates between them (gemm_chain, gemm_q8_chain, gemm_i8_chain; off: "
              "NMT_EDGE_NO_PRODUCT_CHAIN=1)");
 }
 

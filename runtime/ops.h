@@ -446,13 +446,15 @@ nmt_status nmt_op_gate_accum(nmt_ops *ops, nmt_buf x, uint32_t ld_x, nmt_buf g, 
  * nmt_op_gemm_nt_ln record their work instead of launching it, and so do
  * nmt_op_layernorm (norm_wg 1) and nmt_op_attention (attn_fused, at most 4
  * query rows and branches) when such a product has begun a chain, and
- * nmt_op_embed (fp32, at most 4 rows) at any time; likewise the int8
- * x int8 products of nmt_op_gemm_q8 and nmt_op_gemm_i8_nt_ln (alpha 1,
- * beta 0, at most 4 rows, K <= NMT_OPS_I8_FUSE_ROW_MAX), and
- * nmt_op_gate_i8 in a chain they began (class NMT_OPS_CHAIN_I8).  The
- * next launch, read, write or finish on the device (nmt_device_settle), or
- * a full chain, enqueues everything recorded as one gemm_chain (or
- * gemm_i8_chain) launch, with the bits of the launches it replaces.
+ * nmt_op_embed (fp32, at most 4 rows) at any time; likewise the
+ * int8-weight products of nmt_op_gemm_q8, nmt_op_gemm_q8_nt_ln and
+ * nmt_op_gemm_i8_nt_ln (alpha 1, beta 0, at most 4 rows; int8 x int8: K <=
+ * NMT_OPS_I8_FUSE_ROW_MAX), and nmt_op_gate_q8 / nmt_op_gate_i8 in a chain
+ * their path's products began (classes NMT_OPS_CHAIN_Q8 + cls,
+ * NMT_OPS_CHAIN_I8).  The next launch, read, write or finish on the device
+ * (nmt_device_settle), or a full chain, enqueues everything recorded as one
+ * gemm_chain (gemm_q8_chain, gemm_i8_chain) launch, with the bits of the
+ * launches it replaces.
  * nmt_ops_chain_enable turns it on where the device allows it (then
  * ops->chain_on is 1; the counters' buffer is created on the first call)
  * or off; nmt_ops_chain_flush enqueues what is recorded. */
