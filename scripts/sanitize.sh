@@ -27,6 +27,7 @@ san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-fram
 # output is the same, but under ASan (every malloc unwound in full, see below)
 # compiling took most of this part's time. kernels_gemm_test: 21 s with the
 # shared cache against 748-1191 s cold (docs/RELIABILITY.md).
+mkdir -p build/pocl-cache
 cmake -S . -B build-asan -DCMAKE_C_COMPILER=clang -DNMT_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DNMT_TEST_TIMEOUT=1800 -DNMT_TEST_POCL_CACHE_DIR="$PWD/build/pocl-cache" \
   -DCMAKE_C_FLAGS="$san" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined"
