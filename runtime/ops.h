@@ -145,8 +145,8 @@ typedef struct nmt_ops {
      * k_q8_gate[cls] (gemm_q8_gate) of the q8 m2 and m16 classes' own
      * product programs, and, where the products take int8 x
      * int8, the one-work-item-per-row kernels of cl/gemm_i8.cl (-DI8_ROW=1:
-     * k_i8_gate and k_i8_ln, gemm_i8_nt_ln; and, where chain_on at the
-     * build, k_i8_chain, gemm_i8_chain), built on first use
+     * k_i8_gate and k_i8_ln, gemm_i8_nt_ln; and, on CPU devices,
+     * k_i8_chain, gemm_i8_chain), built on first use
      * (i8_row_tried: a build was attempted; NULL after it: separate
      * launches), k_i8_ln where i8_fuse_norm (CPU devices) and fused_norm;
      * k_q8_ln (gemm_q8_nt_ln, the q8 m2 class's program, its largest local
@@ -499,7 +499,7 @@ nmt_status nmt_ops_chain_gate(nmt_ops *ops, int i8, uint32_t rows, uint32_t d, u
                               uint32_t ld_out, cl_uint flags, int *taken);
 
 /* Build cl/gemm_i8.cl's one-work-item-per-row program (-DI8_ROW=1) with
- * class cls's options, once: k_i8_gate, k_i8_ln and, where ops->chain_on,
+ * class cls's options, once: k_i8_gate, k_i8_ln and, on CPU devices,
  * k_i8_chain (runtime/ops_rows.c; internal). */
 nmt_status nmt_ops_i8_rows_build(nmt_ops *ops, nmt_gemm_class cls);
 nmt_status nmt_op_gate_i8(nmt_ops *ops, uint32_t rows, uint32_t d, uint32_t dr, nmt_buf x, uint32_t ld_x, nmt_buf w1,

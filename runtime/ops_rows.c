@@ -77,24 +77,33 @@ static nmt_status gate_launch(nmt_ops *ops, int i8, cl_kernel k, const char *kna
 /* ---- int8 x int8 (cl/gemm_i8.cl, -DI8_ROW=1) ------------------------------ */
 
 /* The one-work-item-per-row kernels (cl/gemm_i8.cl, -DI8_ROW=1:
- * gemm_i8_gate, gemm_i8_nt_ln, and gemm_i8_chain where ops->chain_on),
- * built on first use (in the session's warm-up) with the options of class
- * cls's int8 x int8 product: any variant gives the same bits, the sums are
- * exact.  A build that fails (a kernel pack without it in binaries-only
- * mode: NMT_ERR_KERNEL_PACK_MISSING) is the caller's status, as for every
- * other program; later calls then take the separate launches. */
+ * gemm_i8_gate, gemm_i8_nt_ln, and gemm_i8_chain on CPU devices),
+ * built on first use (in the session's warm-up) with the options of the
+ * smallest class whose products take int8 x int8 (cls, the caller's, has
+ * them): any variant gives the same bits, the sums are exact, and the
+ * options do not depend on which op comes first (a kernel pack made with
+ * the chain on serves a session with it off).  A build that fails (a
+ * kernel pack without it in binaries-only mode:
+ * NMT_ERR_KERNEL_PACK_MISSING) is the caller's status, as for every other
+ * program; later calls then take the separate launches. */
 nmt_status nmt_ops_i8_rows_build(nmt_ops *ops, nmt_gemm_class cls) {
     if (ops->i8_row_tried) return NMT_OK;
     ops->i8_row_tried = 1;
+    for (int c = NMT_GCLASS_COUNT - 1; c >= 0; c--)
+        if (ops->i8_use[c] != 0) cls = (nmt_gemm_class)c;
     char opts[NMT_OPS_GEMM_OPTS + 80];
     nmt_ops_gemm_opts(ops, NMT_GOP_I8, cls, opts);
     strncat(opts, " -DI8_ROW=1 -cl-fp32-correctly-rounded-divide-sqrt", sizeof opts - strlen(opts) - 1);
-    if (ops->chain_on) strncat(opts, " -DI8_CHAIN=1", sizeof opts - strlen(opts) - 1);
+    /* gemm_i8_chain on CPU devices, as gemm_chain and gemm_q8_chain: the
+     * program's options do not depend on whether a session chains
+     * (NMT_EDGE_NO_PRODUCT_CHAIN), so one kernel pack serves both */
+    const int chain = ops->dev->info.is_cpu;
+    if (chain) strncat(opts, " -DI8_CHAIN=1", sizeof opts - strlen(opts) - 1);
     cl_program prog;
     NMT_TRY(nmt_device_program(ops->dev, "gemm_i8", opts, &prog));
     NMT_TRY(nmt_device_kernel(ops->dev, prog, "gemm_i8_gate", &ops->k_i8_gate));
     NMT_TRY(nmt_device_kernel(ops->dev, prog, "gemm_i8_nt_ln", &ops->k_i8_ln));
-    if (ops->chain_on) NMT_TRY(nmt_device_kernel(ops->dev, prog, "gemm_i8_chain", &ops->k_i8_chain));
+    if (chain) NMT_TRY(nmt_device_kernel(ops->dev, prog, "gemm_i8_chain", &ops->k_i8_chain));
     return NMT_OK;
 }
 

@@ -165,7 +165,8 @@ static void ensure_pack(void) {
 
 /* A pack made from a JIT session of `model`, then a binaries-only session
  * from it without cache: no source compile, every program from the pack,
- * the same translations. */
+ * the same translations; then the same with the decoding steps not chained
+ * (NMT_EDGE_NO_PRODUCT_CHAIN). */
 static void pack_matches_jit(const char *model, int text) {
     char dir_pack[700];
     snprintf(dir_pack, sizeof dir_pack, "%s/%s.nmk", g_dir, text ? "bundled" : "random");
@@ -192,6 +193,18 @@ static void pack_matches_jit(const char *model, int text) {
     assert_int_equal(g_source_creates, before);
     assert_string_equal(got, want);
     sess_close(&b);
+    /* the same pack serves a session that does not chain its steps (the
+     * programs' options do not depend on it; the int8 row program's once
+     * did, by which op built it first) */
+    setenv("NMT_EDGE_NO_PRODUCT_CHAIN", "1", 1);
+    sess c;
+    const nmt_status st = sess_open(&dp, model, &c);
+    unsetenv("NMT_EDGE_NO_PRODUCT_CHAIN");
+    nmt_test_assert_ok(NULL, st);
+    assert_int_equal(c.dev->n_source_builds, 0);
+    translate_all(&c, got, sizeof got);
+    assert_string_equal(got, want);
+    sess_close(&c);
 }
 
 /* ---- tests -------------------------------------------------------------- */
