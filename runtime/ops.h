@@ -309,6 +309,16 @@ nmt_status nmt_ops_gemm_q8_as_i8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t 
  * the op files (ops_*.c). */
 nmt_status nmt_ops_launch(nmt_ops *ops, cl_kernel k, cl_uint dims, const size_t *n, const char *kernel);
 
+/* nmt_ops_launch with explicit local sizes lws[0..dims); n[] is padded up to
+ * multiples of them. */
+nmt_status nmt_ops_launch_local(nmt_ops *ops, cl_kernel k, cl_uint dims, const size_t *n, const size_t *lws,
+                                const char *kernel);
+
+/* ops_attn.c, called by the init with the attention program: creates
+ * attn_group where the device runs it in work-groups of its size (else it
+ * stays NULL and attn_fused serves) and reads $NMT_EDGE_ATTN. */
+nmt_status nmt_ops_attn_setup(nmt_ops *ops, cl_program prog);
+
 /* C[M,N] = alpha * A[M,K] * op(B) + beta * C (+ bias[N]) (then ReLU if relu).
  * trans_b = 1: B is [N,K] (row n holds the K weights of output n: the layout
  * of every weight matrix in .nmt files);  trans_b = 0: B is [K,N].
