@@ -8,47 +8,54 @@
 # range, and in how many rounds A was ahead.  docs/PERFORMANCE.md uses it
 # for the chained decoding steps (NMT_EDGE_NO_PRODUCT_CHAIN=1 as B).
 #
-#   bash bench/paired_rounds.sh [-r ROUNDS] [-b BUILD] [-c CACHE] MODEL 'ENV_A' 'ENV_B'
+#   bash bench/paired_rounds.sh [-r ROUNDS] [-b BUILD] [-B BUILD_B] [-c CACHE] MODEL 'ENV_A' 'ENV_B'
 #
 # ENV_A, ENV_B  space-separated VAR=VALUE settings ('' for none), e.g.
 #               '' 'NMT_EDGE_NO_PRODUCT_CHAIN=1'
 # -r ROUNDS     rounds (default 3)
 # -b BUILD      build directory with translate_bench (default build)
+# -B BUILD_B    B runs this build's translate_bench instead (one change
+#               against the commit before it: two builds, same settings)
 # -c CACHE      program cache directory for translate_bench --cache (default
 #               a fresh mktemp -d, removed at the end; its first run compiles)
 # Environment: SENTENCES (default 32), BATCH (translate_bench's largest
 # batch, default 16); POCL_CACHE_DIR and the like pass through.
 set -euo pipefail
-rounds=3 build=build cache=
-while getopts "r:b:c:h" opt; do
+rounds=3 build=build build_b= cache=
+while getopts "r:b:B:c:h" opt; do
   case $opt in
     r) rounds=$OPTARG ;;
     b) build=$OPTARG ;;
+    B) build_b=$OPTARG ;;
     c) cache=$OPTARG ;;
-    h) sed -n '2,21p' "$0"; exit 0 ;;
-    *) echo "usage: $0 [-r ROUNDS] [-b BUILD] [-c CACHE] MODEL 'ENV_A' 'ENV_B'" >&2; exit 2 ;;
+    h) sed -n '2,23p' "$0"; exit 0 ;;
+    *) echo "usage: $0 [-r ROUNDS] [-b BUILD] [-B BUILD_B] [-c CACHE] MODEL 'ENV_A' 'ENV_B'" >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
 if [ $# -ne 3 ]; then
-  echo "usage: $0 [-r ROUNDS] [-b BUILD] [-c CACHE] MODEL 'ENV_A' 'ENV_B'" >&2
+  echo "usage: $0 [-r ROUNDS] [-b BUILD] [-B BUILD_B] [-c CACHE] MODEL 'ENV_A' 'ENV_B'" >&2
   exit 2
 fi
 model=$1 env_a=$2 env_b=$3
-bench=$build/translate_bench
-[ -x "$bench" ] || { echo "$0: $bench not found (build the translate_bench target)" >&2; exit 1; }
+bench=$build/translate_bench bench_b=${build_b:-$build}/translate_bench
+for b in "$bench" "$bench_b"; do
+  [ -x "$b" ] || { echo "$0: $b not found (build the translate_bench target)" >&2; exit 1; }
+done
 [ -r "$model" ] || { echo "$0: cannot read model $model" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 [ -n "$cache" ] || cache=$tmp/cache
+cache_b=$cache
+[ -z "$build_b" ] || cache_b=$cache.b # another build's programs: a cache of their own
 out=$tmp/rounds.txt
 : > "$out"
 for r in $(seq 1 "$rounds"); do
   for v in 0 1; do
-    if [ $(((r + v) % 2)) = 1 ]; then e=$env_b tag=B; else e=$env_a tag=A; fi
+    if [ $(((r + v) % 2)) = 1 ]; then e=$env_b tag=B b=$bench_b c=$cache_b; else e=$env_a tag=A b=$bench c=$cache; fi
     # the rows "batch beam seconds sent/s tok/s ..." of 1x1, 1x4, 16x1, 16x4
-    rates=$(env $e "$bench" --model-file "$model" --fixed-len --sentences "${SENTENCES:-32}" \
-      --batch "${BATCH:-16}" --cache "$cache" 2>&1 | awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && $6 ~ /x$/ { printf "%s ", $5 }')
+    rates=$(env $e "$b" --model-file "$model" --fixed-len --sentences "${SENTENCES:-32}" \
+      --batch "${BATCH:-16}" --cache "$c" 2>&1 | awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && $6 ~ /x$/ { printf "%s ", $5 }')
     echo "r$r $tag $rates" >> "$out"
     echo "round $r $tag: $rates" >&2
   done

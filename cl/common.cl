@@ -659,6 +659,7 @@ inline void attn_item(ATTN_ROW_PARAMS, const uint sh, const uint i, const uint b
 #define CHAIN_EMBED 3u
 #define CHAIN_I8 4u
 #define CHAIN_GATE 5u
+#define CHAIN_QUANT 6u
 #define CHAIN_NONE 0xffffffffu
 #define CHAIN_POS_REL (1u << 9) /* in CA_NBC */
 /* op fields (runtime/ops_chain.c writes them): kind, M, N, K, then
@@ -684,6 +685,12 @@ enum { CE_KIND, CE_TOK, CE_TOKO, CE_ROWS, CE_SEQ, CE_POS0, CE_E, CE_EO, CE_D, CE
  * weights Q, offset in bytes; A: the fp32 activations) and a second one
  * with the weights' row scales: */
 enum { CI_KIND2 = CHAIN_W, CI_SQ, CI_SQO, CI_FIRST2 = 2 * CHAIN_W - 1 };
+/* An int8 x int8 product's rows are quantized first, by an op of its own
+ * (CHAIN_QUANT, gemm_i8_chain; one chunk per row, so the product's chunks
+ * wait for all of them): A, lda, M and K are the product's, C the
+ * chain's scratch (the M scales, then row m's bytes at CHAIN_QS_ROWS +
+ * m * ldc), which the product then names as its A. */
+#define CHAIN_QS_ROWS 16u
 /* A gate (gemm_i8_gate's operands, one chunk per row) takes two slots: */
 enum { CG_KIND, CG_ROWS, CG_D, CG_DR, CG_X, CG_XO, CG_LDX, CG_W1, CG_W1O, CG_S1, CG_S1O, CG_B1, CG_B1O, CG_W2,
        CG_W2O, CG_S2, CG_S2O, CG_B2, CG_B2O, CG_FIRST,

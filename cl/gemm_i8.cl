@@ -40,8 +40,9 @@
  *               norm is common.cl's ln_row, as in gemm.cl's gemm_nt_ln).
  *   gemm_i8_chain  (built with -DI8_ROW=1 -DI8_CHAIN=1, CPU devices where the
  *               host chains few-row ops) common.cl's chain_run with this
- *               program's own ops: int8 x int8 products of fp32 rows (each
- *               row quantized as quant_rows, its sums exact, gemm_i8_nt's or
+ *               program's own ops: int8 x int8 products of fp32 rows (the
+ *               rows quantized as quant_rows by an op of their own into the
+ *               chain's scratch, the sums exact, gemm_i8_nt's or
  *               gemm_i8_nt_ln's epilogue) and gemm_i8_gate's rows.
  *   gemm_i8_nt  C[M,N] = alpha * (sum_k A[m,k] * Q[n,k]) * (sa[m] * sq[n])
  *               (+ beta*C) (+ bias) (ReLU): A int8 [M,K] with row scales sa,
@@ -394,8 +395,18 @@ __kernel void gemm_i8_nt_ln(LN_ROW_PARAMS) { /* common.cl; launched with a local
 }
 
 #ifdef I8_CHAIN /* CPU devices where the host chains few-row ops (runtime/ops_chain.c) */
+/* CHAIN_QUANT's chunk k: row k of the product's A quantized as quant_rows
+ * does, into the chain's scratch (common.cl) */
+static void chain_quant_row(const uint *o, const uint k, __global float **bufs) {
+    __global char *qs = (__global char *)bufs[o[CF_C]] + o[CF_CO];
+    ((__global float *)qs)[k] = quant_row(bufs[o[CF_A]] + o[CF_AO] + k * o[CF_LDA], o[CF_K],
+                                          qs + CHAIN_QS_ROWS + k * o[CF_LDC]);
+}
+
 /* An int8 x int8 product's chunk c (CHAIN_COLS columns of its M rows):
- * the rows quantized as quant_rows does, then 4 columns at a time their
+ * the rows' bytes and scales from the chain's scratch (its CHAIN_QUANT op
+ * wrote them: quant_rows' values) copied to private arrays, then 4 columns
+ * at a time their
  * sums (exact in int32, so any order gives gemm_i8_nt's: with x86 VNNI and
  * 3-4 rows vnni_block's 4 x 4 block, else each row's 4 sums while the 4
  * weight rows stay in the cache), then gemm_i8_nt's epilogue (alpha 1,
@@ -408,7 +419,14 @@ static void chain_i8_prod(__global const uint *a, const uint *o, const uint c, _
     __global const float *sq = bufs[a[CI_SQ]] + a[CI_SQO], *bias = bufs[o[CF_BIAS]] + o[CF_BIASO];
     char xq[4][I8_Q_ROW_MAX]; /* the host records at most 4 rows */
     float sa[4];
-    for (uint m = 0; m < M; m++) sa[m] = quant_row_g(bufs[o[CF_A]] + o[CF_AO] + m * o[CF_LDA], K, xq[m]);
+    __global const char *qs = (__global const char *)bufs[o[CF_A]] + o[CF_AO];
+    const uint KV = K - K % 16u;
+    for (uint m = 0; m < M; m++) {
+        __global const char *qrow = qs + CHAIN_QS_ROWS + m * o[CF_LDA];
+        sa[m] = ((__global const float *)qs)[m];
+        for (uint k = 0; k < KV; k += 16u) vstore16(vload16(0, qrow + k), 0, xq[m] + k);
+        for (uint k = KV; k < K; k++) xq[m][k] = qrow[k];
+    }
     for (uint n0 = c * CHAIN_COLS; n0 < nend; n0 += 4u) {
         int s[4][4];
 #if I8_DOT == 2
@@ -443,9 +461,12 @@ static void chain_i8_prod(__global const uint *a, const uint *o, const uint c, _
     }
 }
 
-/* gemm_i8_chain's own ops (common.cl chain_run): CHAIN_I8, CHAIN_GATE */
+/* gemm_i8_chain's own ops (common.cl chain_run): CHAIN_QUANT, CHAIN_I8,
+ * CHAIN_GATE */
 static void chain_own(__global const uint *a, const uint *o, const uint k, __global float **bufs) {
-    if (o[CF_KIND] == CHAIN_I8) {
+    if (o[CF_KIND] == CHAIN_QUANT) {
+        chain_quant_row(o, k, bufs);
+    } else if (o[CF_KIND] == CHAIN_I8) {
         chain_i8_prod(a, o, k, bufs);
     } else {
         CHAIN_GATE_ROW(i8_gate_row); /* common.cl */

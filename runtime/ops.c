@@ -88,6 +88,7 @@ void nmt_ops_release(nmt_ops *ops) {
         if (ops->k_chain[c]) clReleaseKernel(ops->k_chain[c]);
     if (ops->chain_ctr) clReleaseMemObject(ops->chain_ctr);
     if (ops->chain_desc) clReleaseMemObject(ops->chain_desc);
+    if (ops->chain_qs) clReleaseMemObject(ops->chain_qs);
     if (ops->dev && ops->dev->settle_ctx == ops) ops->dev->settle = NULL; /* recorded work is dropped */
     if (ops->k_segment_max) clReleaseKernel(ops->k_segment_max);
     if (ops->k_ngram_spans) clReleaseKernel(ops->k_ngram_spans);

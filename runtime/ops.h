@@ -47,6 +47,10 @@ typedef struct nmt_branch {
 #define NMT_OPS_CHAIN_COLS 64
 #define NMT_OPS_CHAIN_ROWS 4u
 #define NMT_OPS_CHAIN_CACHE 8
+/* gemm_i8_chain's scratch (chain_qs; cl/common.cl CHAIN_QS_ROWS): the
+ * scales of up to 4 rows, then their bytes, NMT_OPS_I8_FUSE_ROW_MAX each */
+#define NMT_OPS_CHAIN_QS_ROWS 16u
+#define NMT_OPS_CHAIN_QS_BYTES (NMT_OPS_CHAIN_QS_ROWS + NMT_OPS_CHAIN_ROWS * NMT_OPS_I8_FUSE_ROW_MAX)
 /* chain_cls of a chain of int8 x int8 products (gemm_i8_chain), and of int8
  * weights x fp32 products of class cls (NMT_OPS_CHAIN_Q8 + cls,
  * gemm_q8_chain); 0 and 1 are the fp32 NT m2 and m16 classes (gemm_chain) */
@@ -165,7 +169,8 @@ typedef struct nmt_ops {
      * field, tests set it); the ops recorded so far (chain_v, CHAIN_W
      * uints each, of class chain_cls) and their buffers; the ticket
      * counters (chain_ctr, 2 uints) and where the next launch's tickets
-     * begin (chain_base); the device's descriptor blocks (chain_desc,
+     * begin (chain_base); the int8 x int8 products' quantized rows
+     * (chain_qs: NMT_OPS_CHAIN_QS_BYTES, where k_i8_chain is built); the device's descriptor blocks (chain_desc,
      * NMT_OPS_CHAIN_CACHE of them) and the host's copies of what they hold
      * (chain_cache, chain_cache_n slots each; chain_cache_next is replaced
      * next). */
@@ -174,7 +179,7 @@ typedef struct nmt_ops {
     uint32_t chain_n, chain_nbufs, chain_total, chain_cls, chain_base, chain_groups, chain_cache_next;
     cl_uint chain_v[NMT_OPS_CHAIN_OPS * NMT_OPS_CHAIN_W];
     cl_mem chain_bufs[NMT_OPS_CHAIN_BUFS];
-    cl_mem chain_ctr, chain_desc;
+    cl_mem chain_ctr, chain_desc, chain_qs;
     cl_uint chain_cache[NMT_OPS_CHAIN_CACHE][NMT_OPS_CHAIN_OPS * NMT_OPS_CHAIN_W];
     uint32_t chain_cache_n[NMT_OPS_CHAIN_CACHE];
     /* chain launches, op slots run in them, descriptor blocks written

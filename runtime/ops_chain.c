@@ -23,7 +23,7 @@
 /* cl/gemm.cl's op fields and kinds */
 enum { CF_KIND, CF_M, CF_N, CF_K, CF_A, CF_AO, CF_LDA, CF_B, CF_BO, CF_LDB, CF_C, CF_CO, CF_LDC,
        CF_R, CF_RO, CF_LDR, CF_BIAS, CF_BIASO, CF_FLAGS, CF_FIRST };
-enum { CHAIN_PROD = 0, CHAIN_LN = 1, CHAIN_ATTN = 2, CHAIN_EMBED = 3, CHAIN_I8 = 4, CHAIN_GATE = 5 };
+enum { CHAIN_PROD = 0, CHAIN_LN = 1, CHAIN_ATTN = 2, CHAIN_EMBED = 3, CHAIN_I8 = 4, CHAIN_GATE = 5, CHAIN_QUANT = 6 };
 #define CHAIN_NONE 0xffffffffu
 #define CHAIN_POS_REL (1u << 9)
 /* an attention's two slots (cl/gemm.cl) */
@@ -250,7 +250,8 @@ static nmt_status push(nmt_ops *ops, uint32_t cls, const cl_mem *mems, cl_uint k
     put_opt(ops, o, CF_BIAS, bias, o[CF_A]);
     o[CF_FLAGS] = flags;
     o[CF_FIRST] = ops->chain_total;
-    const uint32_t chunks = kind == CHAIN_LN ? M : (N + NMT_OPS_CHAIN_COLS - 1) / NMT_OPS_CHAIN_COLS;
+    const uint32_t chunks =
+        kind == CHAIN_LN || kind == CHAIN_QUANT ? M : (N + NMT_OPS_CHAIN_COLS - 1) / NMT_OPS_CHAIN_COLS;
     if (kind == CHAIN_I8) { /* the second slot: the weights' scales (the caller's last mem) */
         o[CI_KIND2] = CHAIN_NONE;
         o[CI_SQ] = slot(ops, mems[5]);
@@ -412,9 +413,21 @@ nmt_status nmt_ops_chain_q8(nmt_ops *ops, int i8, uint32_t M, uint32_t N, uint32
     const nmt_buf bufs[6] = {A, Q, C, R, bias, sq};
     if (!offsets_fit(bufs, 6) || (uint64_t)Q.off + (uint64_t)(N - 1) * ldq + K > lim || (uint64_t)sq.off + N > lim)
         return NMT_OK;
-    const cl_mem mems[6] = {A.mem, Q.mem, C.mem, R.mem, bias.mem, sq.mem};
     const cl_uint flags = (bias.mem ? CHAIN_FLAG_BIAS : 0u) | (relu ? CHAIN_FLAG_RELU : 0u) |
                           (R.mem ? CHAIN_FLAG_RES : 0u);
+    if (i8) { /* the rows quantized once, by an op of their own, into chain_qs; the product reads them there */
+        if (ops->chain_qs == NULL) return NMT_OK;
+        const nmt_buf qs = {ops->chain_qs, 0};
+        const nmt_buf none = {NULL, 0};
+        const cl_mem all[7] = {A.mem, qs.mem, Q.mem, C.mem, R.mem, bias.mem, sq.mem};
+        NMT_TRY(reserve(ops, cls, 3, all, 7)); /* both in one launch */
+        const cl_mem qmems[5] = {A.mem, NULL, qs.mem, NULL, NULL};
+        NMT_TRY(push(ops, cls, qmems, CHAIN_QUANT, M, 0, K, A, lda, A, 0, qs, NMT_OPS_I8_FUSE_ROW_MAX, none, 0, none,
+                     0, 0));
+        A = qs;
+        lda = NMT_OPS_I8_FUSE_ROW_MAX;
+    }
+    const cl_mem mems[6] = {A.mem, Q.mem, C.mem, R.mem, bias.mem, sq.mem};
     NMT_TRY(push(ops, cls, mems, CHAIN_I8, M, N, K, A, lda, Q, ldq, C, ldc, R, ldr, bias, flags, sq.off));
     *taken = 1;
     return NMT_OK;

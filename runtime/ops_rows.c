@@ -103,7 +103,10 @@ nmt_status nmt_ops_i8_rows_build(nmt_ops *ops, nmt_gemm_class cls) {
     NMT_TRY(nmt_device_program(ops->dev, "gemm_i8", opts, &prog));
     NMT_TRY(nmt_device_kernel(ops->dev, prog, "gemm_i8_gate", &ops->k_i8_gate));
     NMT_TRY(nmt_device_kernel(ops->dev, prog, "gemm_i8_nt_ln", &ops->k_i8_ln));
-    if (chain) NMT_TRY(nmt_device_kernel(ops->dev, prog, "gemm_i8_chain", &ops->k_i8_chain));
+    if (chain) {
+        NMT_TRY(nmt_device_kernel(ops->dev, prog, "gemm_i8_chain", &ops->k_i8_chain));
+        NMT_TRY(nmt_device_buffer(ops->dev, NMT_OPS_CHAIN_QS_BYTES, NULL, &ops->chain_qs));
+    }
     return NMT_OK;
 }
 
