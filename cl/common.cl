@@ -677,9 +677,11 @@ enum { CA_KIND, CA_NSEQ, CA_LQ, CA_POS0, CA_LKMAX, CA_GROUP, CA_HEADS, CA_DH, CA
         * the next op's first chunk); CHAIN_NONE slots: absent */
        CA_KIND2, CA_KR, CA_KRO, CA_KRLD, CA_KN, CA_KNO, CA_VN, CA_VNO, CA_NEWLD, CA_KL, CA_KLO, CA_KLC,
        CA_NBC /* n_branches | causal << 8 | CHAIN_POS_REL */, CA_KINDS, CA_RAD0, CA_RAD1 /* radii of branches 0-3, 16 bits each */, CA_OUT, CA_OUTO, CA_OUTLD, CA_FIRST2 };
-/* An embedding (embed's work-items, all in one chunk): */
+/* An embedding (embed's or, CHAIN_EMBED_Q8, embed_q8's work-items, all in
+ * one chunk; E: the int8 table, CE_QS its row scales): */
 enum { CE_KIND, CE_TOK, CE_TOKO, CE_ROWS, CE_SEQ, CE_POS0, CE_E, CE_EO, CE_D, CE_SCALE, CE_OUT, CE_OUTO, CE_PT,
-       CE_PTO, CE_PTROWS, CE_FLAGS /* CHAIN_POS_REL */, CE_FIRST = 19 };
+       CE_PTO, CE_PTROWS, CE_FLAGS /* CHAIN_POS_REL, CHAIN_EMBED_Q8 */, CE_QS, CE_QSO, CE_FIRST = 19 };
+#define CHAIN_EMBED_Q8 (1u << 10) /* in CE_FLAGS */
 /* An int8-weight product (CHAIN_I8: int8 x int8 in gemm_i8_chain, int8
  * weights x fp32 in gemm_q8_chain) takes a product's slot (B: the int8
  * weights Q, offset in bytes; A: the fp32 activations) and a second one
@@ -834,16 +836,22 @@ inline void chain_run(__global float **bufs, __global const uint *P, const uint 
             const uint pos0 = o[CE_POS0] + ((o[CE_FLAGS] & CHAIN_POS_REL) ? pos : 0u);
             const float scale = as_float(o[CE_SCALE]);
             __global const int *tok = (__global const int *)bufs[o[CE_TOK]];
-            __global const float *E = bufs[o[CE_E]], *PT = bufs[o[CE_PT]];
+            __global const float *E = bufs[o[CE_E]], *PT = bufs[o[CE_PT]], *qs = bufs[o[CE_QS]];
+            __global const char *Q = (__global const char *)bufs[o[CE_E]];
             __global float *out = bufs[o[CE_OUT]];
             const ulong tok_off = o[CE_TOKO], e_off = o[CE_EO], out_off = o[CE_OUTO], pt_off = o[CE_PTO];
+            const ulong s_off = o[CE_QSO];
+            const int q8 = (o[CE_FLAGS] & CHAIN_EMBED_Q8) != 0u;
             for (uint j = 0; j < seq_len && j < rows; j++)
                 for (uint c = 0; c < d; c++) {
                     const uint at = pos0 + j;
                     const float p = at < pt_rows ? PT[pt_off + (ulong)at * d + c] : pos_term(c, d, (float)at);
                     for (uint r = j; r < rows; r += seq_len) {
                         const ulong t = (ulong)tok[tok_off + r];
-                        out[out_off + (ulong)r * d + c] = (E[e_off + t * d + c]) * scale + p;
+                        if (q8) /* embed_q8's FETCH */
+                            out[out_off + (ulong)r * d + c] = ((float)Q[e_off + t * d + c] * qs[s_off + t]) * scale + p;
+                        else
+                            out[out_off + (ulong)r * d + c] = (E[e_off + t * d + c]) * scale + p;
                     }
                 }
         } else if (o[CF_KIND] == CHAIN_LN) {

@@ -538,10 +538,10 @@ nmt_status nmt_ops_embed_kernel(nmt_ops *ops, cl_kernel k, const char *name, nmt
     if (rows == 0 || d == 0) return NMT_OK;
     if (tok.mem == NULL || E.mem == NULL || out.mem == NULL || seq_len == 0) return NMT_ERR_INVALID_ARGUMENT;
     const int table = ops->pos_rows > 0 && ops->pos_d == d;
-    if (ops->chain_on && k == ops->k_embed) { /* recorded into a chain (ops_chain.c) */
+    if (ops->chain_on && (k == ops->k_embed || k == ops->k_embed_q8)) { /* recorded into a chain (ops_chain.c) */
         int taken = 0;
-        NMT_TRY(nmt_ops_chain_embed(ops, tok, rows, seq_len, pos0, E, d, scale, out, table ? ops->pos_tab : out,
-                                    table ? ops->pos_rows : 0, &taken));
+        NMT_TRY(nmt_ops_chain_embed(ops, tok, rows, seq_len, pos0, E, E_scale, d, scale, out,
+                                    table ? ops->pos_tab : out, table ? ops->pos_rows : 0, &taken));
         if (taken) return NMT_OK;
     }
     args a = args_begin(k);

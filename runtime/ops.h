@@ -486,10 +486,13 @@ nmt_status nmt_ops_chain_ln(nmt_ops *ops, uint32_t rows, uint32_t d, nmt_buf x, 
                             uint32_t ldr, nmt_buf out, uint32_t ldo, nmt_buf gamma, nmt_buf beta, float eps,
                             int *taken);
 
-/* Record an fp32 embedding (nmt_op_embed's launch; the position table PT
- * of pt_rows rows or, pt_rows 0, none; internal, *taken as above). */
+/* Record an embedding (nmt_op_embed's launch, or with E_scale, an int8
+ * table E and its row scales, nmt_op_embed_q8's, into the int8 recording
+ * the step's products will take); the position table PT of pt_rows rows
+ * or, pt_rows 0, none; internal, *taken as above). */
 nmt_status nmt_ops_chain_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_len, uint32_t pos0, nmt_buf E,
-                               uint32_t d, float scale, nmt_buf out, nmt_buf PT, uint32_t pt_rows, int *taken);
+                               nmt_buf E_scale, uint32_t d, float scale, nmt_buf out, nmt_buf PT, uint32_t pt_rows,
+                               int *taken);
 /* Record nmt_op_attention's attn_fused launch (internal: nmt_op_attention
  * calls it with its scale, packed kinds and radii; *taken as above). */
 struct nmt_attn_args;

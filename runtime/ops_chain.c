@@ -33,7 +33,8 @@ enum { CA_KIND, CA_NSEQ, CA_LQ, CA_POS0, CA_LKMAX, CA_GROUP, CA_HEADS, CA_DH, CA
        CA_NBC, CA_KINDS, CA_RAD0, CA_RAD1, CA_OUT, CA_OUTO, CA_OUTLD, CA_FIRST2 };
 /* an embedding's slot (cl/gemm.cl) */
 enum { CE_KIND, CE_TOK, CE_TOKO, CE_ROWS, CE_SEQ, CE_POS0, CE_E, CE_EO, CE_D, CE_SCALE, CE_OUT, CE_OUTO, CE_PT,
-       CE_PTO, CE_PTROWS, CE_FLAGS, CE_FIRST = 19 };
+       CE_PTO, CE_PTROWS, CE_FLAGS, CE_QS, CE_QSO, CE_FIRST = 19 };
+#define CHAIN_EMBED_Q8 (1u << 10)
 /* an int8 x int8 product's second slot, a gate's two (cl/common.cl) */
 enum { CI_KIND2 = NMT_OPS_CHAIN_W, CI_SQ, CI_SQO, CI_FIRST2 = 2 * NMT_OPS_CHAIN_W - 1 };
 enum { CG_KIND, CG_ROWS, CG_D, CG_DR, CG_X, CG_XO, CG_LDX, CG_W1, CG_W1O, CG_S1, CG_S1O, CG_B1, CG_B1O, CG_W2,
@@ -359,18 +360,43 @@ nmt_status nmt_ops_chain_attn(nmt_ops *ops, const nmt_attn_args *p, float scale,
     return NMT_OK;
 }
 
+/* The chain class of an int8-weight product of M rows (nmt_ops_chain_q8)
+ * and whether its kernel is there. */
+static int q8_class(const nmt_ops *ops, int i8, uint32_t M, uint32_t *cls) {
+    const nmt_gemm_class g = nmt_gemm_class_of(M);
+    if (i8) {
+        *cls = NMT_OPS_CHAIN_I8;
+        return ops->k_i8_chain != NULL;
+    }
+    *cls = NMT_OPS_CHAIN_Q8 + (uint32_t)g;
+    return g != NMT_GCLASS_BIG && ops->k_q8_chain[g] != NULL;
+}
+
 nmt_status nmt_ops_chain_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_len, uint32_t pos0, nmt_buf E,
-                               uint32_t d, float scale, nmt_buf out, nmt_buf PT, uint32_t pt_rows, int *taken) {
+                               nmt_buf E_scale, uint32_t d, float scale, nmt_buf out, nmt_buf PT, uint32_t pt_rows,
+                               int *taken) {
     *taken = 0;
-    /* it may begin a chain: in a decoding step the q|k|v product follows */
-    const uint32_t cls = ops->chain_n ? ops->chain_cls : (uint32_t)nmt_gemm_class_of(rows);
-    if (!ops->chain_on || rows == 0 || rows > NMT_OPS_CHAIN_ROWS || cls == NMT_GCLASS_BIG || ops->k_chain[cls] == NULL)
+    if (!ops->chain_on || rows == 0 || rows > NMT_OPS_CHAIN_ROWS) return NMT_OK;
+    /* it may begin a chain: in a decoding step the q|k|v product follows, so
+     * an int8 table begins the recording of the int8 path the product of
+     * its rows (K = d) will take */
+    const int q8 = E_scale.mem != NULL;
+    const nmt_gemm_class g = nmt_gemm_class_of(rows);
+    uint32_t cls = (uint32_t)g;
+    if (ops->chain_n) {
+        cls = ops->chain_cls; /* every chain kernel runs embeddings */
+    } else if (q8) {
+        const int i8 = nmt_ops_i8_fits(ops, g, rows, d) && d <= NMT_OPS_I8_FUSE_ROW_MAX;
+        if (i8) NMT_TRY(nmt_ops_i8_rows_build(ops, g)); /* as the product's record does: built on first use */
+        if (!q8_class(ops, i8, rows, &cls)) return NMT_OK;
+    } else if (g == NMT_GCLASS_BIG || ops->k_chain[g] == NULL) {
         return NMT_OK;
-    const nmt_buf bufs[4] = {tok, E, out, PT};
-    if (!offsets_fit(bufs, 4)) return NMT_OK;
-    const cl_mem mems[4] = {tok.mem, E.mem, out.mem, PT.mem};
+    }
+    const nmt_buf bufs[5] = {tok, E, out, PT, E_scale};
+    if (!offsets_fit(bufs, 5)) return NMT_OK;
+    const cl_mem mems[5] = {tok.mem, E.mem, out.mem, PT.mem, E_scale.mem};
     cl_uint *o;
-    NMT_TRY(open_op(ops, cls, 1, mems, 4, &o));
+    NMT_TRY(open_op(ops, cls, 1, mems, 5, &o));
     o[CE_KIND] = CHAIN_EMBED;
     put_buf(ops, o, CE_TOK, tok);
     o[CE_ROWS] = rows;
@@ -382,22 +408,16 @@ nmt_status nmt_ops_chain_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_
     put_buf(ops, o, CE_OUT, out);
     put_buf(ops, o, CE_PT, PT);
     o[CE_PTROWS] = pt_rows;
+    if (q8) {
+        put_buf(ops, o, CE_QS, E_scale);
+        o[CE_FLAGS] = CHAIN_EMBED_Q8;
+    } else {
+        o[CE_QS] = o[CE_E]; /* never read without the flag */
+    }
     o[CE_FIRST] = ops->chain_total;
     commit(ops, 1, 1);
     *taken = 1;
     return NMT_OK;
-}
-
-/* The chain class of an int8-weight product of M rows (nmt_ops_chain_q8)
- * and whether its kernel is there. */
-static int q8_class(const nmt_ops *ops, int i8, uint32_t M, uint32_t *cls) {
-    const nmt_gemm_class g = nmt_gemm_class_of(M);
-    if (i8) {
-        *cls = NMT_OPS_CHAIN_I8;
-        return ops->k_i8_chain != NULL;
-    }
-    *cls = NMT_OPS_CHAIN_Q8 + (uint32_t)g;
-    return g != NMT_GCLASS_BIG && ops->k_q8_chain[g] != NULL;
 }
 
 nmt_status nmt_ops_chain_q8(nmt_ops *ops, int i8, uint32_t M, uint32_t N, uint32_t K, nmt_buf A, uint32_t lda,

@@ -444,11 +444,13 @@ static const i8_case i8_cases[] = {
     {1, 2048, 512, 64, 9, 0},   /* d and dr at their limits (2,048 and 512) */
 };
 
-/* One int8 step of case c through the public ops: h = ReLU(x W1^T + b1);
+/* One int8 step of case c through the public ops: e = the embedding of M
+ * tokens at position 7 from the int8 table W3 (embed_q8; its output is not
+ * the step's x, so the checks below keep their inputs); h = ReLU(x W1^T + b1);
  * g = two HySAN gates of x (the second without b1, accumulating); y =
  * LN(h W2^T + b2 + g) (gemm_i8_nt_ln's form up to 2 rows, else the product
  * and a norm with the residual, as nmt_layer_linear_norm); z = y W3^T.
- * Returns h | g | y | z in one malloc'd array. */
+ * Returns h | g | y | z | e in one malloc'd array. */
 static float *i8_step(env *e, nmt_ops *ops, const i8_case *c, uint64_t seed, int i8) {
     const uint32_t M = c->M, d = c->d, dr = c->dr, ff = c->ff, V = c->vocab, o = c->off;
     nmt_test_rng r = nmt_test_rng_make(seed);
@@ -481,6 +483,10 @@ static float *i8_step(env *e, nmt_ops *ops, const i8_case *c, uint64_t seed, int
     cl_mem dh = nmt_test_buffer_f32_fill(e->dev, o + nh, NAN), dg = nmt_test_buffer_f32_fill(e->dev, o + nd, NAN);
     cl_mem dy = nmt_test_buffer_f32_fill(e->dev, o + nd, NAN), dt = nmt_test_buffer_f32_fill(e->dev, nd, NAN);
     cl_mem dz = nmt_test_buffer_f32_fill(e->dev, o + nz, NAN);
+    int32_t tok[4];
+    for (uint32_t m = 0; m < M; m++) tok[m] = (int32_t)((7 * m + 3) % V);
+    cl_mem dtok = nmt_test_buffer(e->dev, M * sizeof(int32_t), tok), de = nmt_test_buffer_f32_fill(e->dev, nd, NAN);
+    nmt_test_assert_ok(e->dev, nmt_op_embed_q8(ops, B(dtok, 0), M, 1, 7, B(dw3, o), B(ds3, o), d, 1.5f, B(de, 0)));
     const uint64_t gates = ops->n_gates;
     nmt_test_assert_ok(e->dev, nmt_op_gemm_q8(ops, M, ff, d, 1.0f, B(dx, o), d, B(dw1, o), d, B(ds1, o), 0.0f,
                                               B(dh, o), ff, B(db1, o), 1));
@@ -503,11 +509,22 @@ static float *i8_step(env *e, nmt_ops *ops, const i8_case *c, uint64_t seed, int
     }
     nmt_test_assert_ok(e->dev, nmt_op_gemm_q8(ops, M, V, d, 1.0f, B(dy, o), d, B(dw3, o), d, B(ds3, o), 0.0f,
                                               B(dz, o), V, NONE, 0));
-    float *out = nmt_test_alloc_f32(nh + 2 * nd + nz);
+    float *out = nmt_test_alloc_f32(nh + 3 * nd + nz);
     nmt_test_download_f32(e->dev, dh, o, nh, out); /* the read settles the chain first */
     nmt_test_download_f32(e->dev, dg, o, nd, out + nh);
     nmt_test_download_f32(e->dev, dy, o, nd, out + nh + nd);
     nmt_test_download_f32(e->dev, dz, o, nz, out + nh + 2 * nd);
+    float *emb = out + nh + 2 * nd + nz;
+    nmt_test_download_f32(e->dev, de, 0, nd, emb);
+    for (uint32_t m = 0; m < M; m++) /* e: the table's row, dequantized, x 1.5 + the position's term (within 1e-5) */
+        for (uint32_t c2 = 0; c2 < d; c2++) {
+            const uint32_t half = d / 2, i = c2 < half ? c2 : c2 - half;
+            const double w = exp(-9.210340371976184 * (double)i / (double)(half > 1 ? half - 1 : 1));
+            const double p = c2 >= 2 * half ? 0.0 : c2 < half ? sin(7.0 * w) : cos(7.0 * w);
+            const double want = (double)w3[o + (size_t)tok[m] * d + c2] * s3[o + tok[m]] * 1.5 + p;
+            if (fabs(emb[(size_t)m * d + c2] - want) > 1e-4 * (1.0 + fabs(want)))
+                fail_msg("e[%u,%u] = %.7g, want %.7g", m, c2, emb[(size_t)m * d + c2], want);
+        }
     /* h against the host: x quantized per row (|error| <= amax / 254 per
      * element) times W1 and its scales, + b1, ReLU */
     for (uint32_t m = 0; m < M; m++) {
@@ -527,7 +544,7 @@ static float *i8_step(env *e, nmt_ops *ops, const i8_case *c, uint64_t seed, int
         }
     }
     const cl_mem mems[] = {dx, dw1, dg1, dg2, dw2, dw3, ds1, db1, dgs1, dgb1, dgs2, dgb2, ds2, db2, ds3, dga, dbe,
-                           dh, dg, dy, dt, dz, ops->i8_a.mem, ops->i8_s.mem};
+                           dh, dg, dy, dt, dz, dtok, de, ops->i8_a.mem, ops->i8_s.mem};
     for (size_t i = 0; i < NMT_ARRAY_LEN(mems); i++) nmt_test_release(mems[i]);
     void *host[] = {x, w1, g1, g2, w2, w3, s1, b1, gs1, gb1, gs2, gb2, s2, b2, s3, ga, be};
     for (size_t i = 0; i < NMT_ARRAY_LEN(host); i++) free(host[i]);
@@ -537,9 +554,11 @@ static float *i8_step(env *e, nmt_ops *ops, const i8_case *c, uint64_t seed, int
 /* The int8 step chained and not, int8 x int8 in every variant the device
  * builds (its fast one and the portable one) and int8 weights x fp32 (the
  * m2 and m16 classes' own kernels): the same bits in every output; with
- * the chain on a CPU, one launch of 11 slots (a product and a gate 2 each,
- * a norm 1); the first product within the quantization bound of the
- * host's (x exact for int8 weights x fp32: the bound holds too). */
+ * the chain on a CPU, one launch of 12 slots (a product and a gate 2 each,
+ * an embedding and a norm 1; the int8 x int8 products' quantizations 3
+ * more), which the int8 embedding begins; the first product within the
+ * quantization bound of the host's (x exact for int8 weights x fp32: the
+ * bound holds too). */
 static void test_chain_i8_step(void **state) {
     env *e = *state;
     const int variants[3] = {0, nmt_i8dot_fast_variant(e->dev), NMT_I8_PORTABLE};
@@ -547,7 +566,7 @@ static void test_chain_i8_step(void **state) {
         if (vi == 2 && variants[1] == NMT_I8_PORTABLE) break;
         for (size_t i = 0; i < NMT_ARRAY_LEN(i8_cases); i++) {
             const i8_case *c = &i8_cases[i];
-            const size_t n = (size_t)c->M * (c->ff + 2 * c->d + c->vocab);
+            const size_t n = (size_t)c->M * (c->ff + 3 * c->d + c->vocab);
             float *res[2];
             for (int pass = 0; pass < 2; pass++) {
                 nmt_ops ops;
@@ -565,7 +584,7 @@ static void test_chain_i8_step(void **state) {
                     if (variants[vi] != 0) assert_non_null(ops.k_i8_chain);
                     else assert_non_null(ops.k_q8_chain[nmt_gemm_class_of(c->M)]);
                     assert_int_equal(ops.n_chains, 1);
-                    assert_int_equal(ops.n_chained, variants[vi] != 0 ? 14 : 11);
+                    assert_int_equal(ops.n_chained, variants[vi] != 0 ? 15 : 12);
                 } else {
                     assert_int_equal(ops.n_chains, 0);
                     if (pass == 1) assert_false(e->dev->info.is_cpu && !nmt_env_flag("NMT_EDGE_NO_PRODUCT_CHAIN"));
