@@ -425,9 +425,10 @@ inline int2 attn_range(const int pos, const int n_keys, const int causal, const 
  * largest of the calling work-item's own entries (NaN skipped; -INFINITY
  * when none).  log_softmax (elementwise.cl) and topk_logprobs (topk.cl)
  * both use it: their log-probabilities are the same bits. */
-inline float row_logsumexp(__global const float *x, const uint n, __local float *red_m, __local float *red_s,
-                           float *item_max) {
-    const uint lid = (uint)get_local_id(0), lsz = (uint)get_local_size(0);
+/* Work-item lid's part of row_logsumexp (of lsz): its entries' max (*m)
+ * and their sum of exp relative to it (returned).  Also the chained top-k's
+ * lanes (lse_chain). */
+inline float lse_lane(__global const float *x, const uint n, const uint lid, const uint lsz, float *m_out) {
     const uint nv = n / 8;
     float8 vm = (float8)(-INFINITY);
     for (uint q = lid; q < nv; q += lsz) vm = fmax(vm, vload8(q, x));
@@ -441,6 +442,23 @@ inline float row_logsumexp(__global const float *x, const uint n, __local float 
         s = vsum8(vs);
         for (uint c = nv * 8 + lid; c < n; c += lsz) s += exp(x[c] - m);
     }
+    *m_out = m;
+    return s;
+}
+
+/* One step of row_logsumexp's tree: the pair (m1, s1), (m2, s2) into
+ * (*m1, *s1) (s1 kept where both maxima are -INFINITY). */
+inline void lse_pair(float *m1, float *s1, const float m2, const float s2) {
+    const float mm = fmax(*m1, m2);
+    if (mm != -INFINITY) *s1 = *s1 * exp(*m1 - mm) + s2 * exp(m2 - mm);
+    *m1 = mm;
+}
+
+inline float row_logsumexp(__global const float *x, const uint n, __local float *red_m, __local float *red_s,
+                           float *item_max) {
+    const uint lid = (uint)get_local_id(0), lsz = (uint)get_local_size(0);
+    float m;
+    const float s = lse_lane(x, n, lid, lsz, &m);
     *item_max = m;
 #ifdef NMT_SUBGROUPS
     {
@@ -469,16 +487,133 @@ inline float row_logsumexp(__global const float *x, const uint n, __local float 
     barrier(CLK_LOCAL_MEM_FENCE);
     for (uint w = lsz / 2; w > 0; w >>= 1) {
         if (lid < w) {
-            const float m1 = red_m[lid], m2 = red_m[lid + w];
-            const float mm = fmax(m1, m2);
-            if (mm != -INFINITY) red_s[lid] = red_s[lid] * exp(m1 - mm) + red_s[lid + w] * exp(m2 - mm);
-            red_m[lid] = mm;
+            float m1 = red_m[lid], s1 = red_s[lid];
+            lse_pair(&m1, &s1, red_m[lid + w], red_s[lid + w]);
+            red_m[lid] = m1;
+            red_s[lid] = s1;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     const float mx = red_m[0];
     return mx == -INFINITY ? -INFINITY : mx + log(red_s[0]);
 #endif
+}
+
+/* topk.cl's top-k steps, shared with the chained top-k (CHAIN_TOPK below),
+ * which runs the work-group's lanes one after another in one work-item and
+ * so gives topk_logprobs' bits.  TOPK_MAX: the largest k (topk.cl's -D). */
+#ifndef TOPK_MAX
+#define TOPK_MAX 17
+#endif
+
+/* (a, ia) ranks before (b, ib): larger key, then lower id. */
+inline int ranks_before(const float a, const int ia, const float b, const int ib) {
+    return a > b || (a == b && ia < ib);
+}
+
+/* Entry (key, id) into the sorted list tk/ti of cnt (at most k) entries when
+ * it is at or above key_min (not NaN) and among the best k; the new count. */
+inline uint topk_insert(float *tk, int *ti, uint cnt, const uint k, const float key, const int id,
+                        const float key_min) {
+    if (!(key >= key_min)) return cnt; /* below the bound, or NaN */
+    if (cnt == k && !ranks_before(key, id, tk[k - 1], ti[k - 1])) return cnt;
+    uint i = cnt < k ? cnt++ : k - 1;
+    while (i > 0 && ranks_before(key, id, tk[i - 1], ti[i - 1])) {
+        tk[i] = tk[i - 1];
+        ti[i] = ti[i - 1];
+        i--;
+    }
+    tk[i] = key;
+    ti[i] = id;
+    return cnt;
+}
+
+/* A dead row r (its score not > -inf): every entry and its lp_eos missing. */
+inline void topk_dead(__global uint *out, const ulong out_off, const uint rows, const uint r, const uint k) {
+    for (uint i = 0; i < k; i++) {
+        out[out_off + (ulong)r * k + i] = as_uint(-INFINITY);
+        out[out_off + (ulong)rows * k + (ulong)r * k + i] = (uint)-1;
+    }
+    out[out_off + 2 * (ulong)rows * k + r] = as_uint(-INFINITY);
+}
+
+/* A bound: the k-th largest of the lanes' maxima T is an entry, and at
+ * least k entries are >= T, so an entry whose key is below key(T) cannot be
+ * among the k best (keys are monotone in x).  (AS: item_max's address
+ * space.) */
+#define TOPK_BOUND(NAME, AS)                                                                                 \
+    inline float NAME(AS const float *item_max, const uint lsz, const uint k, const float s0, const float lse) { \
+        float best[TOPK_MAX];                                                                                \
+        uint nb = 0;                                                                                         \
+        for (uint w = 0; w < lsz; w++) {                                                                     \
+            const float v = item_max[w];                                                                     \
+            if (nb == k && !(v > best[k - 1])) continue;                                                     \
+            uint i = nb < k ? nb++ : k - 1;                                                                  \
+            while (i > 0 && v > best[i - 1]) {                                                               \
+                best[i] = best[i - 1];                                                                       \
+                i--;                                                                                         \
+            }                                                                                                \
+            best[i] = v;                                                                                     \
+        }                                                                                                    \
+        return nb == k ? s0 + (best[k - 1] - lse) : -INFINITY;                                               \
+    }
+
+/* Lane lid's best k of its entries (row_logsumexp's chunks) at or above the
+ * bound, sorted, into tk/ti; their count.  A float8 chunk is tested at
+ * once; the few entries at or above the bound are inserted one by one. */
+inline uint topk_lane_list(__global const float *x, const uint n, const uint lid, const uint lsz, const float s0,
+                           const float lse, const float key_min, const uint k, float *tk, int *ti) {
+    uint cnt = 0;
+    const uint nv = n / 8;
+    for (uint q = lid; q < nv; q += lsz) {
+        const float8 kv = s0 + (vload8(q, x) - lse);
+        if (!any(kv >= key_min)) continue; /* all below the bound, or NaN */
+        const float kk[8] = {kv.s0, kv.s1, kv.s2, kv.s3, kv.s4, kv.s5, kv.s6, kv.s7};
+        for (uint e = 0; e < 8; e++) cnt = topk_insert(tk, ti, cnt, k, kk[e], (int)(8 * q + e), key_min);
+    }
+    for (uint c = nv * 8 + lid; c < n; c += lsz) cnt = topk_insert(tk, ti, cnt, k, s0 + (x[c] - lse), (int)c, key_min);
+    return cnt;
+}
+
+/* One lane's list lk/li (k entries, missing ones id INT_MAX) merged into
+ * tk/ti of m entries; the new m.  A list is sorted, so it is left at its
+ * first entry that does not beat the k-th best so far.  (AS: the list's
+ * address space.) */
+#define TOPK_MERGE(NAME, AS)                                                                                 \
+    inline uint NAME(AS const float *lk, AS const int *li, const uint k, float *tk, int *ti, uint m) {       \
+        for (uint j = 0; j < k; j++) {                                                                       \
+            const float key = lk[j];                                                                         \
+            const int id = li[j];                                                                            \
+            if (id == INT_MAX || (m == k && !ranks_before(key, id, tk[k - 1], ti[k - 1]))) break;           \
+            m = topk_insert(tk, ti, m, k, key, id, -INFINITY); /* list keys are never NaN */                 \
+        }                                                                                                    \
+        return m;                                                                                            \
+    }
+
+/* Row r's results from its m ranked entries (topk.cl: the lp and ids, lp_eos;
+ * with pick, the next token and its key into tok and score). */
+inline void topk_write(__global const float *x, const float lse, const float *tk, const int *ti, const uint m,
+                       const uint k, const uint eos, const uint n, __global uint *out, const ulong out_off,
+                       const uint rows, const uint r, const uint pick, __global int *tok, const ulong tok_off,
+                       __global float *score, const ulong s_off) {
+    __global uint *o_lp = out + out_off + (ulong)r * k;
+    __global uint *o_id = out + out_off + (ulong)rows * k + (ulong)r * k;
+    for (uint j = 0; j < k; j++) {
+        o_lp[j] = as_uint(j < m ? x[ti[j]] - lse : -INFINITY);
+        o_id[j] = j < m ? (uint)ti[j] : (uint)-1;
+    }
+    out[out_off + 2 * (ulong)rows * k + r] = as_uint(eos < n ? x[eos] - lse : -INFINITY);
+    if (pick == 0) return;
+    int id = (int)eos;
+    float key = -INFINITY;
+    for (uint j = 0; j < m; j++)
+        if (tk[j] > -INFINITY && (pick == 1 || ti[j] != (int)eos)) {
+            id = ti[j];
+            key = tk[j];
+            break;
+        }
+    tok[tok_off + r] = id;
+    score[s_off + r] = key;
 }
 
 /* attention.cl's -D knob: the largest d_head attn_item handles (its
@@ -660,6 +795,7 @@ inline void attn_item(ATTN_ROW_PARAMS, const uint sh, const uint i, const uint b
 #define CHAIN_I8 4u
 #define CHAIN_GATE 5u
 #define CHAIN_QUANT 6u
+#define CHAIN_TOPK 7u
 #define CHAIN_NONE 0xffffffffu
 #define CHAIN_POS_REL (1u << 9) /* in CA_NBC */
 /* op fields (runtime/ops_chain.c writes them): kind, M, N, K, then
@@ -693,6 +829,11 @@ enum { CI_KIND2 = CHAIN_W, CI_SQ, CI_SQO, CI_FIRST2 = 2 * CHAIN_W - 1 };
  * chain's scratch (the M scales, then row m's bytes at CHAIN_QS_ROWS +
  * m * ldc), which the product then names as its A. */
 #define CHAIN_QS_ROWS 16u
+/* A top-k (topk_logprobs' operands, one chunk per row, its work-group's
+ * CT_LSZ lanes run one after another): */
+enum { CT_KIND, CT_X, CT_XO, CT_LD, CT_N, CT_ROWS, CT_K, CT_EOS, CT_SC, CT_SCO, CT_OUT, CT_OUTO, CT_PICK, CT_TOK,
+       CT_TOKO, CT_LSZ, CT_FIRST = 19 };
+#define CHAIN_TOPK_LANES 256 /* the largest CT_LSZ (the host checks reduce_wg) */
 /* A gate (gemm_i8_gate's operands, one chunk per row) takes two slots: */
 enum { CG_KIND, CG_ROWS, CG_D, CG_DR, CG_X, CG_XO, CG_LDX, CG_W1, CG_W1O, CG_S1, CG_S1O, CG_B1, CG_B1O, CG_W2,
        CG_W2O, CG_S2, CG_S2O, CG_B2, CG_B2O, CG_FIRST,
@@ -792,6 +933,49 @@ enum { CG_KIND, CG_ROWS, CG_D, CG_DR, CG_X, CG_XO, CG_LDX, CG_W1, CG_W1O, CG_S1,
         (__global const char *)bufs[a[CG_W2]] + a[CG_W2O], bufs[a[CG_S2]] + a[CG_S2O], bufs[a[CG_B2]] + a[CG_B2O], \
         bufs[a[CG_OUT]] + a[CG_OUTO] + k * a[CG_LDO], (int)a[CG_FLAGS])
 
+TOPK_BOUND(topk_bound_p, __private)
+TOPK_MERGE(topk_merge_p, __private)
+
+/* CHAIN_TOPK's chunk: topk_logprobs' work for row r, its lanes in turn:
+ * row_logsumexp's lane parts and tree (lse_lane, lse_pair, in the tree's
+ * order), the bound from the lanes' maxima, each lane's list merged in lane
+ * order, topk_write. */
+inline void chain_topk_row(__global const uint *a, const uint r, __global float **bufs) {
+    const uint n = a[CT_N], k = a[CT_K], lsz = a[CT_LSZ], rows = a[CT_ROWS];
+    __global const float *x = bufs[a[CT_X]] + a[CT_XO] + (ulong)r * a[CT_LD];
+    __global float *score = bufs[a[CT_SC]];
+    __global uint *out = (__global uint *)bufs[a[CT_OUT]];
+    const ulong s_off = a[CT_SCO], out_off = a[CT_OUTO];
+    const float s0 = score[s_off + r];
+    if (!(s0 > -INFINITY)) {
+        topk_dead(out, out_off, rows, r, k);
+        return;
+    }
+    float lm[CHAIN_TOPK_LANES], ls[CHAIN_TOPK_LANES], im[CHAIN_TOPK_LANES];
+    for (uint l = 0; l < lsz; l++) {
+        ls[l] = lse_lane(x, n, l, lsz, &lm[l]);
+        im[l] = lm[l];
+    }
+    for (uint w = lsz / 2; w > 0; w >>= 1)
+        for (uint l = 0; l < w; l++) lse_pair(&lm[l], &ls[l], lm[l + w], ls[l + w]);
+    float lse = lm[0] == -INFINITY ? -INFINITY : lm[0] + log(ls[0]);
+    if (lse == -INFINITY) lse = 0.0f;
+    const float key_min = topk_bound_p(im, lsz, k, s0, lse);
+    float tk[TOPK_MAX], lk[TOPK_MAX];
+    int ti[TOPK_MAX], li[TOPK_MAX];
+    uint m = 0;
+    for (uint l = 0; l < lsz; l++) {
+        const uint cnt = topk_lane_list(x, n, l, lsz, s0, lse, key_min, k, lk, li);
+        for (uint i = cnt; i < k; i++) {
+            lk[i] = -INFINITY;
+            li[i] = INT_MAX;
+        }
+        m = topk_merge_p(lk, li, k, tk, ti, m);
+    }
+    topk_write(x, lse, tk, ti, m, k, a[CT_EOS], n, out, out_off, rows, r, a[CT_PICK],
+               (__global int *)bufs[a[CT_TOK]], a[CT_TOKO], score, s_off);
+}
+
 /* The program's own kinds (products, gates), defined after this file;
  * a: the op's slots, o: a copy of its first. */
 static void chain_own(__global const uint *a, const uint *o, const uint k, __global float **bufs);
@@ -854,6 +1038,8 @@ inline void chain_run(__global float **bufs, __global const uint *P, const uint 
                             out[out_off + (ulong)r * d + c] = (E[e_off + t * d + c]) * scale + p;
                     }
                 }
+        } else if (o[CF_KIND] == CHAIN_TOPK) {
+            chain_topk_row(P + p * CHAIN_W, k, bufs);
         } else if (o[CF_KIND] == CHAIN_LN) {
             const uint d = o[CF_N];
             __global float *out = bufs[o[CF_C]] + o[CF_CO] + k * o[CF_LDC];

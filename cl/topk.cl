@@ -33,7 +33,9 @@
  *                  its entries above it (private, sorted), writes
  *                  them to local memory, and
  *                  work-item 0 merges the lists: one barrier, no per-rank
- *                  reduction rounds.
+ *                  reduction rounds.  The steps are common.cl's, which a
+ *                  chained decoding step runs with the same lanes in one
+ *                  work-item (CHAIN_TOPK): the same bits.
  *
  * Defines: REDUCE_WG (the local buffers' capacity, the largest local size),
  * TOPK_MAX (the largest k; local memory holds REDUCE_WG * TOPK_MAX keys and
@@ -43,31 +45,12 @@
 #ifndef REDUCE_WG
 #define REDUCE_WG 64
 #endif
-#ifndef TOPK_MAX
-#define TOPK_MAX 17
-#endif
 
-/* (a, ia) ranks before (b, ib): larger key, then lower id. */
-static inline int ranks_before(const float a, const int ia, const float b, const int ib) {
-    return a > b || (a == b && ia < ib);
-}
-
-/* Entry (key, id) into the sorted list tk/ti of cnt (at most k) entries when
- * it is at or above key_min (not NaN) and among the best k; the new count. */
-static inline uint topk_insert(float *tk, int *ti, uint cnt, const uint k, const float key, const int id,
-                               const float key_min) {
-    if (!(key >= key_min)) return cnt; /* below the bound, or NaN */
-    if (cnt == k && !ranks_before(key, id, tk[k - 1], ti[k - 1])) return cnt;
-    uint i = cnt < k ? cnt++ : k - 1;
-    while (i > 0 && ranks_before(key, id, tk[i - 1], ti[i - 1])) {
-        tk[i] = tk[i - 1];
-        ti[i] = ti[i - 1];
-        i--;
-    }
-    tk[i] = key;
-    ti[i] = id;
-    return cnt;
-}
+/* The work-items' parts (common.cl, shared with the chained top-k of
+ * gemm_chain / gemm_i8_chain / gemm_q8_chain): TOPK_BOUND, topk_lane_list,
+ * TOPK_MERGE, topk_write. */
+TOPK_BOUND(topk_bound_l, __local)
+TOPK_MERGE(topk_merge_l, __local)
 
 __kernel void topk_logprobs(__global const float *X, const ulong x_off, const uint n, const uint ld,
                             __global float *score, const ulong s_off, const uint rows, const uint k,
@@ -82,15 +65,9 @@ __kernel void topk_logprobs(__global const float *X, const ulong x_off, const ui
     const uint lid = (uint)get_local_id(0), lsz = (uint)get_local_size(0);
     const uint r = (uint)get_group_id(0);
     __global const float *x = X + x_off + (ulong)r * ld;
-    __global uint *o_lp = out + out_off + (ulong)r * k;
-    __global uint *o_id = out + out_off + (ulong)rows * k + (ulong)r * k;
     const float s0 = score[s_off + r];
     if (!(s0 > -INFINITY)) { /* the same for the whole group: no barrier is skipped by some only */
-        for (uint i = lid; i < k; i += lsz) {
-            o_lp[i] = as_uint(-INFINITY);
-            o_id[i] = (uint)-1;
-        }
-        if (lid == 0) out[out_off + 2 * (ulong)rows * k + r] = as_uint(-INFINITY);
+        if (lid == 0) topk_dead(out, out_off, rows, r, k);
         return;
     }
 
@@ -100,48 +77,18 @@ __kernel void topk_logprobs(__global const float *X, const ulong x_off, const ui
     float lse = row_logsumexp(x, n, red_m, red_s, &mw);
     if (lse == -INFINITY) lse = 0.0f;
 
-    /* A bound: the k-th largest of the work-items' maxima T is an entry, and
-     * at least k entries are >= T, so an entry whose key is below key(T)
-     * cannot be among the k best (keys are monotone in x).  Only the
-     * entries at or above it are ranked (few: the pass stays a compare). */
     item_max[lid] = mw; /* from row_logsumexp's pass */
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (lid == 0) {
-        float best[TOPK_MAX];
-        uint nb = 0;
-        for (uint w = 0; w < lsz; w++) {
-            const float v = item_max[w];
-            if (nb == k && !(v > best[k - 1])) continue;
-            uint i = nb < k ? nb++ : k - 1;
-            while (i > 0 && v > best[i - 1]) {
-                best[i] = best[i - 1];
-                i--;
-            }
-            best[i] = v;
-        }
-        thr[0] = nb == k ? s0 + (best[k - 1] - lse) : -INFINITY;
-    }
+    if (lid == 0) thr[0] = topk_bound_l(item_max, lsz, k, s0, lse);
     barrier(CLK_LOCAL_MEM_FENCE);
     const float key_min = thr[0];
 
-    /* Each work-item's best k of its entries (row_logsumexp's chunks) at or
-     * above the bound, sorted.  A float8 chunk is tested at once; the few
-     * entries at or above the bound are inserted one by one. */
     float tk[TOPK_MAX];
     int ti[TOPK_MAX];
-    uint cnt = 0;
-    const uint nv = n / 8;
-    for (uint q = lid; q < nv; q += lsz) {
-        const float8 kv = s0 + (vload8(q, x) - lse);
-        if (!any(kv >= key_min)) continue; /* all below the bound, or NaN */
-        const float kk[8] = {kv.s0, kv.s1, kv.s2, kv.s3, kv.s4, kv.s5, kv.s6, kv.s7};
-        for (uint e = 0; e < 8; e++) cnt = topk_insert(tk, ti, cnt, k, kk[e], (int)(8 * q + e), key_min);
-    }
-    for (uint c = nv * 8 + lid; c < n; c += lsz) cnt = topk_insert(tk, ti, cnt, k, s0 + (x[c] - lse), (int)c, key_min);
+    const uint cnt = topk_lane_list(x, n, lid, lsz, s0, lse, key_min, k, tk, ti);
 
     /* The lists into local memory (missing entries: key -inf, id INT_MAX),
-     * then work-item 0 merges them: each list is sorted, so a list is left
-     * at its first entry that does not beat the k-th best so far. */
+     * then work-item 0 merges them in work-item order. */
     for (uint i = 0; i < k; i++) {
         list_k[lid * k + i] = i < cnt ? tk[i] : -INFINITY;
         list_i[lid * k + i] = i < cnt ? ti[i] : INT_MAX;
@@ -151,27 +98,6 @@ __kernel void topk_logprobs(__global const float *X, const ulong x_off, const ui
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     if (lid != 0) return;
     uint m = 0;
-    for (uint w = 0; w < lsz; w++)
-        for (uint j = 0; j < k; j++) {
-            const float key = list_k[w * k + j];
-            const int id = list_i[w * k + j];
-            if (id == INT_MAX || (m == k && !ranks_before(key, id, tk[k - 1], ti[k - 1]))) break;
-            m = topk_insert(tk, ti, m, k, key, id, -INFINITY); /* list keys are never NaN */
-        }
-    for (uint j = 0; j < k; j++) {
-        o_lp[j] = as_uint(j < m ? x[ti[j]] - lse : -INFINITY);
-        o_id[j] = j < m ? (uint)ti[j] : (uint)-1;
-    }
-    if (lid == 0) out[out_off + 2 * (ulong)rows * k + r] = as_uint(eos < n ? x[eos] - lse : -INFINITY);
-    if (pick == 0) return;
-    int id = (int)eos;
-    float key = -INFINITY;
-    for (uint j = 0; j < m; j++)
-        if (tk[j] > -INFINITY && (pick == 1 || ti[j] != (int)eos)) {
-            id = ti[j];
-            key = tk[j];
-            break;
-        }
-    tok[tok_off + r] = id;
-    score[s_off + r] = key; /* read by every work-item before the last barrier */
+    for (uint w = 0; w < lsz; w++) m = topk_merge_l(list_k + w * k, list_i + w * k, k, tk, ti, m);
+    topk_write(x, lse, tk, ti, m, k, eos, n, out, out_off, rows, r, pick, tok, tok_off, score, s_off);
 }

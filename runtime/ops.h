@@ -493,6 +493,12 @@ nmt_status nmt_ops_chain_ln(nmt_ops *ops, uint32_t rows, uint32_t d, nmt_buf x, 
 nmt_status nmt_ops_chain_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_len, uint32_t pos0, nmt_buf E,
                                nmt_buf E_scale, uint32_t d, float scale, nmt_buf out, nmt_buf PT, uint32_t pt_rows,
                                int *taken);
+/* Record a top-k launch (nmt_op_topk_logprobs / nmt_op_topk_pick's
+ * topk_logprobs; internal, *taken as above): only into a recording a
+ * product began, and only where the reductions are the work-group tree's
+ * (no subgroups), whose order the chained lanes follow. */
+nmt_status nmt_ops_chain_topk(nmt_ops *ops, nmt_buf x, uint32_t rows, uint32_t n, uint32_t ld, nmt_buf score,
+                              uint32_t k, uint32_t eos, nmt_buf out, uint32_t pick, nmt_buf tok, int *taken);
 /* Record nmt_op_attention's attn_fused launch (internal: nmt_op_attention
  * calls it with its scale, packed kinds and radii; *taken as above). */
 struct nmt_attn_args;

@@ -23,7 +23,12 @@
 /* cl/gemm.cl's op fields and kinds */
 enum { CF_KIND, CF_M, CF_N, CF_K, CF_A, CF_AO, CF_LDA, CF_B, CF_BO, CF_LDB, CF_C, CF_CO, CF_LDC,
        CF_R, CF_RO, CF_LDR, CF_BIAS, CF_BIASO, CF_FLAGS, CF_FIRST };
-enum { CHAIN_PROD = 0, CHAIN_LN = 1, CHAIN_ATTN = 2, CHAIN_EMBED = 3, CHAIN_I8 = 4, CHAIN_GATE = 5, CHAIN_QUANT = 6 };
+enum { CHAIN_PROD = 0, CHAIN_LN = 1, CHAIN_ATTN = 2, CHAIN_EMBED = 3, CHAIN_I8 = 4, CHAIN_GATE = 5, CHAIN_QUANT = 6,
+       CHAIN_TOPK = 7 };
+/* a top-k's slot (cl/common.cl) */
+enum { CT_KIND, CT_X, CT_XO, CT_LD, CT_N, CT_ROWS, CT_K, CT_EOS, CT_SC, CT_SCO, CT_OUT, CT_OUTO, CT_PICK, CT_TOK,
+       CT_TOKO, CT_LSZ, CT_FIRST = 19 };
+#define CHAIN_TOPK_LANES 256u
 #define CHAIN_NONE 0xffffffffu
 #define CHAIN_POS_REL (1u << 9)
 /* an attention's two slots (cl/gemm.cl) */
@@ -485,6 +490,41 @@ nmt_status nmt_ops_chain_gate(nmt_ops *ops, int i8, uint32_t rows, uint32_t d, u
     o[CG_FLAGS] = flags;
     o[CG_FIRST2] = ops->chain_total + rows;
     commit(ops, 2, rows);
+    *taken = 1;
+    return NMT_OK;
+}
+
+nmt_status nmt_ops_chain_topk(nmt_ops *ops, nmt_buf x, uint32_t rows, uint32_t n, uint32_t ld, nmt_buf score,
+                              uint32_t k, uint32_t eos, nmt_buf out, uint32_t pick, nmt_buf tok, int *taken) {
+    *taken = 0;
+    /* it joins a recording (the step's vocabulary product began one); the
+     * lanes' order is the work-group tree's only without subgroup reductions */
+    if (!ops->chain_on || ops->chain_n == 0 || rows == 0 || rows > NMT_OPS_CHAIN_ROWS || ops->subgroups ||
+        ops->reduce_wg == 0 || ops->reduce_wg > CHAIN_TOPK_LANES)
+        return NMT_OK;
+    const nmt_buf bufs[4] = {x, score, out, tok};
+    const uint64_t lim = UINT32_MAX;
+    if (!offsets_fit(bufs, 4) || (uint64_t)x.off + (uint64_t)rows * ld > lim ||
+        (uint64_t)out.off + (2 * (uint64_t)k + 1) * rows > lim || (uint64_t)score.off + rows > lim ||
+        (uint64_t)tok.off + rows > lim)
+        return NMT_OK;
+    const cl_mem mems[4] = {x.mem, score.mem, out.mem, pick ? tok.mem : NULL};
+    cl_uint *o;
+    NMT_TRY(open_op(ops, ops->chain_cls, 1, mems, 4, &o));
+    o[CT_KIND] = CHAIN_TOPK;
+    put_buf(ops, o, CT_X, x);
+    o[CT_LD] = ld;
+    o[CT_N] = n;
+    o[CT_ROWS] = rows;
+    o[CT_K] = k;
+    o[CT_EOS] = eos;
+    put_buf(ops, o, CT_SC, score);
+    put_buf(ops, o, CT_OUT, out);
+    o[CT_PICK] = pick;
+    put_opt(ops, o, CT_TOK, pick ? tok : (nmt_buf){NULL, 0}, o[CT_OUT]); /* not written without pick */
+    o[CT_LSZ] = (cl_uint)ops->reduce_wg;
+    o[CT_FIRST] = ops->chain_total;
+    commit(ops, 1, rows);
     *taken = 1;
     return NMT_OK;
 }

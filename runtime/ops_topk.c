@@ -51,6 +51,11 @@ static nmt_status topk_launch(nmt_ops *ops, nmt_buf x, uint32_t rows, uint32_t n
     if (x.mem == NULL || score.mem == NULL || out.mem == NULL || n == 0 || ld < n || k == 0 ||
         k > ops->topk_max || n > (uint32_t)INT32_MAX - 1 || (pick && tok.mem == NULL))
         return NMT_ERR_INVALID_ARGUMENT;
+    if (ops->chain_on) { /* recorded into a chain (ops_chain.c) */
+        int taken = 0;
+        NMT_TRY(nmt_ops_chain_topk(ops, x, rows, n, ld, score, k, eos, out, pick, tok, &taken));
+        if (taken) return NMT_OK;
+    }
     args a = args_begin(ops->k_topk);
     arg_mem(&a, x.mem);
     arg_u64(&a, x.off);

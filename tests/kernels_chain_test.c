@@ -450,7 +450,10 @@ static const i8_case i8_cases[] = {
  * g = two HySAN gates of x (the second without b1, accumulating); y =
  * LN(h W2^T + b2 + g) (gemm_i8_nt_ln's form up to 2 rows, else the product
  * and a norm with the residual, as nmt_layer_linear_norm); z = y W3^T.
- * Returns h | g | y | z | e in one malloc'd array. */
+ * Then the device top-k of z (nmt_op_topk_logprobs, k 5, the last row dead
+ * when M > 1) and a greedy pick from it (nmt_op_topk_pick, EOS barred).
+ * Returns h | g | y | z | e | the top-k's and the pick's outputs, as
+ * floats' bits, in one malloc'd array. */
 static float *i8_step(env *e, nmt_ops *ops, const i8_case *c, uint64_t seed, int i8) {
     const uint32_t M = c->M, d = c->d, dr = c->dr, ff = c->ff, V = c->vocab, o = c->off;
     nmt_test_rng r = nmt_test_rng_make(seed);
@@ -509,13 +512,43 @@ static float *i8_step(env *e, nmt_ops *ops, const i8_case *c, uint64_t seed, int
     }
     nmt_test_assert_ok(e->dev, nmt_op_gemm_q8(ops, M, V, d, 1.0f, B(dy, o), d, B(dw3, o), d, B(ds3, o), 0.0f,
                                               B(dz, o), V, NONE, 0));
-    float *out = nmt_test_alloc_f32(nh + 3 * nd + nz);
+    /* the top-k of z: candidates (2k + 1 per row), the scores the pick
+     * rewrites and its tokens */
+    const uint32_t tk = 5, nc = M * (2 * tk + 1);
+    float sc[4], sc2[4];
+    for (uint32_t m = 0; m < M; m++) {
+        sc[m] = m + 1 == M && M > 1 ? -INFINITY : -0.25f * (float)m;
+        sc2[m] = -0.5f * (float)m;
+    }
+    cl_mem dsc = nmt_test_upload_f32(e->dev, sc, M), dsc2 = nmt_test_upload_f32(e->dev, sc2, M);
+    cl_mem dcand = nmt_test_buffer_f32_fill(e->dev, nc, NAN), dcand2 = nmt_test_buffer_f32_fill(e->dev, nc, NAN);
+    cl_mem dpick = nmt_test_buffer_f32_fill(e->dev, M, NAN);
+    nmt_test_assert_ok(e->dev, nmt_ops_enable_topk(ops));
+    nmt_test_assert_ok(e->dev, nmt_op_topk_logprobs(ops, B(dz, o), M, V, V, B(dsc, 0), tk, 1, B(dcand, 0)));
+    nmt_test_assert_ok(e->dev, nmt_op_topk_pick(ops, B(dz, o), M, V, V, B(dsc2, 0), tk, 1, B(dcand2, 0), 1,
+                                                B(dpick, 0)));
+    const size_t nk = 2 * (size_t)nc + 2 * M;
+    float *out = nmt_test_alloc_f32(nh + 3 * nd + nz + nk);
     nmt_test_download_f32(e->dev, dh, o, nh, out); /* the read settles the chain first */
     nmt_test_download_f32(e->dev, dg, o, nd, out + nh);
     nmt_test_download_f32(e->dev, dy, o, nd, out + nh + nd);
     nmt_test_download_f32(e->dev, dz, o, nz, out + nh + 2 * nd);
-    float *emb = out + nh + 2 * nd + nz;
+    float *emb = out + nh + 2 * nd + nz, *cand = emb + nd;
     nmt_test_download_f32(e->dev, de, 0, nd, emb);
+    nmt_test_download_f32(e->dev, dcand, 0, nc, cand);
+    nmt_test_download_f32(e->dev, dcand2, 0, nc, cand + nc);
+    nmt_test_download_f32(e->dev, dsc2, 0, M, cand + 2 * nc);
+    nmt_test_download_f32(e->dev, dpick, 0, M, cand + 2 * nc + M);
+    for (uint32_t m = 0; m < M; m++) { /* row m's first candidate: z's largest entry (ties to the lower id) */
+        const float *zr = out + nh + 2 * nd + (size_t)m * V;
+        uint32_t best = 0;
+        for (uint32_t v = 1; v < V; v++)
+            if (zr[v] > zr[best]) best = v;
+        uint32_t id;
+        memcpy(&id, &cand[M * tk + (size_t)m * tk], sizeof id);
+        if (m + 1 == M && M > 1) assert_int_equal(id, UINT32_MAX); /* the dead row */
+        else if (id != best) fail_msg("top-k row %u: first id %u, want %u", m, id, best);
+    }
     for (uint32_t m = 0; m < M; m++) /* e: the table's row, dequantized, x 1.5 + the position's term (within 1e-5) */
         for (uint32_t c2 = 0; c2 < d; c2++) {
             const uint32_t half = d / 2, i = c2 < half ? c2 : c2 - half;
@@ -544,7 +577,8 @@ static float *i8_step(env *e, nmt_ops *ops, const i8_case *c, uint64_t seed, int
         }
     }
     const cl_mem mems[] = {dx, dw1, dg1, dg2, dw2, dw3, ds1, db1, dgs1, dgb1, dgs2, dgb2, ds2, db2, ds3, dga, dbe,
-                           dh, dg, dy, dt, dz, dtok, de, ops->i8_a.mem, ops->i8_s.mem};
+                           dh, dg, dy, dt, dz, dtok, de, dsc, dsc2, dcand, dcand2, dpick,
+                           ops->i8_a.mem, ops->i8_s.mem};
     for (size_t i = 0; i < NMT_ARRAY_LEN(mems); i++) nmt_test_release(mems[i]);
     void *host[] = {x, w1, g1, g2, w2, w3, s1, b1, gs1, gb1, gs2, gb2, s2, b2, s3, ga, be};
     for (size_t i = 0; i < NMT_ARRAY_LEN(host); i++) free(host[i]);
@@ -554,9 +588,10 @@ static float *i8_step(env *e, nmt_ops *ops, const i8_case *c, uint64_t seed, int
 /* The int8 step chained and not, int8 x int8 in every variant the device
  * builds (its fast one and the portable one) and int8 weights x fp32 (the
  * m2 and m16 classes' own kernels): the same bits in every output; with
- * the chain on a CPU, one launch of 12 slots (a product and a gate 2 each,
- * an embedding and a norm 1; the int8 x int8 products' quantizations 3
- * more), which the int8 embedding begins; the first product within the
+ * the chain on a CPU, one launch of 14 slots (a product and a gate 2 each,
+ * an embedding, a norm and a top-k 1; the int8 x int8 products'
+ * quantizations 3 more; the top-ks launch on their own where the reductions
+ * use subgroups), which the int8 embedding begins; the first product within the
  * quantization bound of the host's (x exact for int8 weights x fp32: the
  * bound holds too). */
 static void test_chain_i8_step(void **state) {
@@ -566,7 +601,7 @@ static void test_chain_i8_step(void **state) {
         if (vi == 2 && variants[1] == NMT_I8_PORTABLE) break;
         for (size_t i = 0; i < NMT_ARRAY_LEN(i8_cases); i++) {
             const i8_case *c = &i8_cases[i];
-            const size_t n = (size_t)c->M * (c->ff + 3 * c->d + c->vocab);
+            const size_t n = (size_t)c->M * (c->ff + 3 * c->d + c->vocab + 2 * (2 * 5 + 1) + 2);
             float *res[2];
             for (int pass = 0; pass < 2; pass++) {
                 nmt_ops ops;
@@ -584,7 +619,7 @@ static void test_chain_i8_step(void **state) {
                     if (variants[vi] != 0) assert_non_null(ops.k_i8_chain);
                     else assert_non_null(ops.k_q8_chain[nmt_gemm_class_of(c->M)]);
                     assert_int_equal(ops.n_chains, 1);
-                    assert_int_equal(ops.n_chained, variants[vi] != 0 ? 15 : 12);
+                    assert_int_equal(ops.n_chained, (variants[vi] != 0 ? 15 : 12) + (ops.subgroups ? 0 : 2));
                 } else {
                     assert_int_equal(ops.n_chains, 0);
                     if (pass == 1) assert_false(e->dev->info.is_cpu && !nmt_env_flag("NMT_EDGE_NO_PRODUCT_CHAIN"));
