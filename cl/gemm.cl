@@ -363,7 +363,7 @@ inline void chain_prod_res(const uint *o, uint c, __global const float *A, __glo
     for (uint m = 0; m < o[CF_M]; m++)
         for (uint n0 = c * CHAIN_COLS; n0 < nend; n0 += GEMM_TN)
             nt_res_block(A + o[CF_AO] + m * o[CF_LDA], B, o[CF_BO], o[CF_LDB], n0, N, nend, o[CF_K], bias,
-                         o[CF_BIASO], o[CF_FLAGS] & 1u, R + o[CF_RO] + m * o[CF_LDR], C + o[CF_CO] + m * o[CF_LDC]);
+                         o[CF_BIASO], o[CF_FLAGS] & CHAIN_FLAG_BIAS, R + o[CF_RO] + m * o[CF_LDR], C + o[CF_CO] + m * o[CF_LDC]);
 }
 
 #define CHAIN_F32_VAL(acc, n) (acc) /* gemm_nt's value: the sum */
@@ -372,17 +372,17 @@ inline void chain_prod(const uint *o, uint c, __global const float *A, __global 
     const uint M = o[CF_M], N = o[CF_N], K = o[CF_K], flags = o[CF_FLAGS];
     const uint KV = K - K % GEMM_VW, nend = min(N, (c + 1u) * CHAIN_COLS);
     const uint m0 = 0;
-    if (flags & 4u) {
+    if (flags & CHAIN_FLAG_RES) {
         chain_prod_res(o, c, A, B, C, R, bias);
     } else {
-        CHAIN_ROWS_M(float, VLOAD, VLOAD, CHAIN_F32_VAL) /* common.cl */
+        CHAIN_ROWS_M(float, VLOAD, VLOAD, CHAIN_F32_VAL) /* chain.cl */
     }
 }
 
-/* gemm_chain's own ops (common.cl chain_run): CHAIN_PROD */
+/* gemm_chain's own ops (chain.cl chain_run): CHAIN_PROD */
 static void chain_own(__global const uint *a, const uint *o, const uint k, __global float **bufs) {
     chain_prod(o, k, bufs[o[CF_A]], bufs[o[CF_B]], bufs[o[CF_C]], bufs[o[CF_R]], bufs[o[CF_BIAS]]);
 }
 
-CHAIN_KERNEL(gemm_chain) /* common.cl */
+CHAIN_KERNEL(gemm_chain) /* chain.cl */
 #endif /* GEMM_CHAIN */

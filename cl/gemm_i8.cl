@@ -39,7 +39,7 @@
  *               work-item per row on CPUs) in one launch, the same bits (the
  *               norm is common.cl's ln_row, as in gemm.cl's gemm_nt_ln).
  *   gemm_i8_chain  (built with -DI8_ROW=1 -DI8_CHAIN=1, CPU devices where the
- *               host chains few-row ops) common.cl's chain_run with this
+ *               host chains few-row ops) chain.cl's chain_run with this
  *               program's own ops: int8 x int8 products of fp32 rows (the
  *               rows quantized as quant_rows by an op of their own into the
  *               chain's scratch, the sums exact, gemm_i8_nt's or
@@ -396,7 +396,7 @@ __kernel void gemm_i8_nt_ln(LN_ROW_PARAMS) { /* common.cl; launched with a local
 
 #ifdef I8_CHAIN /* CPU devices where the host chains few-row ops (runtime/ops_chain.c) */
 /* CHAIN_QUANT's chunk k: row k of the product's A quantized as quant_rows
- * does, into the chain's scratch (common.cl) */
+ * does, into the chain's scratch (chain.cl) */
 static void chain_quant_row(const uint *o, const uint k, __global float **bufs) {
     __global char *qs = (__global char *)bufs[o[CF_C]] + o[CF_CO];
     ((__global float *)qs)[k] = quant_row(bufs[o[CF_A]] + o[CF_AO] + k * o[CF_LDA], o[CF_K],
@@ -449,11 +449,11 @@ static void chain_i8_prod(__global const uint *a, const uint *o, const uint c, _
             for (uint j = 0; j < 4u && n0 + j < nend; j++) {
                 const uint n = n0 + j;
                 float v = (float)s[m][j] * (sa[m] * sq[n]);
-                if (flags & 1u) v += bias[n];
-                if (flags & 4u) {
+                if (flags & CHAIN_FLAG_BIAS) v += bias[n];
+                if (flags & CHAIN_FLAG_RES) {
                     crow[n] = v + r[n];
                 } else {
-                    if (flags & 2u) v = fmax(v, 0.0f);
+                    if (flags & CHAIN_FLAG_RELU) v = fmax(v, 0.0f);
                     crow[n] = v;
                 }
             }
@@ -461,7 +461,7 @@ static void chain_i8_prod(__global const uint *a, const uint *o, const uint c, _
     }
 }
 
-/* gemm_i8_chain's own ops (common.cl chain_run): CHAIN_QUANT, CHAIN_I8,
+/* gemm_i8_chain's own ops (chain.cl chain_run): CHAIN_QUANT, CHAIN_I8,
  * CHAIN_GATE */
 static void chain_own(__global const uint *a, const uint *o, const uint k, __global float **bufs) {
     if (o[CF_KIND] == CHAIN_QUANT) {
@@ -469,11 +469,11 @@ static void chain_own(__global const uint *a, const uint *o, const uint k, __glo
     } else if (o[CF_KIND] == CHAIN_I8) {
         chain_i8_prod(a, o, k, bufs);
     } else {
-        CHAIN_GATE_ROW(i8_gate_row); /* common.cl */
+        CHAIN_GATE_ROW(i8_gate_row); /* chain.cl */
     }
 }
 
-CHAIN_KERNEL(gemm_i8_chain) /* common.cl */
+CHAIN_KERNEL(gemm_i8_chain) /* chain.cl */
 #endif /* I8_CHAIN */
 #elif I8_QUANT
 /* quant_rows for all M rows of X by the whole work-group, into A (M rows of

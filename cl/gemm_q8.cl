@@ -11,7 +11,7 @@
  *               gemm_q8_nt's sums, so the same bits as their launches apart
  *               (runtime/ops_rows.c nmt_op_gate_q8, nmt_op_gemm_q8_nt_ln);
  *   gemm_q8_chain  (-DQ8_CHAIN, the m2 and m16 classes' programs on CPU
- *               devices) common.cl's chain_run with this program's own
+ *               devices) chain.cl's chain_run with this program's own
  *               ops: int8-weight products (gemm_q8_nt's sums, q8_dot_g) and
  *               gemm_q8_gate's rows;
  *   gemm_q8_nt  C[M,N] = alpha * A[M,K] * W^T (+ beta*C) (+ bias) (ReLU)
@@ -204,7 +204,7 @@ __kernel void gemm_q8_nt_ln(LN_ROW_PARAMS) { /* common.cl */
 
 #ifdef Q8_CHAIN /* the m2 and m16 classes' programs on CPUs (runtime/ops.c nmt_ops_gemm_opts) */
 /* An int8-weight product's chunk c (CHAIN_COLS columns of its M rows):
- * gemm_q8_nt's blocks (common.cl CHAIN_ROWS with its loads and value) and
+ * gemm_q8_nt's blocks (chain.cl CHAIN_ROWS with its loads and value) and
  * epilogue (alpha 1, beta 0: value, bias, ReLU) or, with a residual,
  * gemm_q8_nt_ln's outputs (q8_dot_g; value, bias, + R). */
 #define CHAIN_Q8_VAL(acc, n) Q8_GATE_VAL(acc, sq, n)
@@ -225,21 +225,21 @@ static void chain_q8_prod(__global const uint *a, const uint *o, const uint c, _
             }
         }
     } else {
-        CHAIN_ROWS_M(char, VLOADF, VLOADQ, CHAIN_Q8_VAL) /* common.cl */
+        CHAIN_ROWS_M(char, VLOADF, VLOADQ, CHAIN_Q8_VAL) /* chain.cl */
     }
 }
 
-/* gemm_q8_chain's own ops (common.cl chain_run): CHAIN_I8 (here int8
+/* gemm_q8_chain's own ops (chain.cl chain_run): CHAIN_I8 (here int8
  * weights x fp32), CHAIN_GATE */
 static void chain_own(__global const uint *a, const uint *o, const uint k, __global float **bufs) {
     if (o[CF_KIND] == CHAIN_I8) {
         chain_q8_prod(a, o, k, bufs);
     } else {
-        CHAIN_GATE_ROW(q8_gate_row); /* common.cl */
+        CHAIN_GATE_ROW(q8_gate_row); /* chain.cl */
     }
 }
 
-CHAIN_KERNEL(gemm_q8_chain) /* common.cl */
+CHAIN_KERNEL(gemm_q8_chain) /* chain.cl */
 #endif /* Q8_CHAIN */
 
 #ifdef GEMM_KG_WG

@@ -43,6 +43,9 @@ extern const nmt_embedded_source nmt_embedded_sources[];  /* the runtime's (forw
 /* cl/common.cl: helpers shared by every kernel program, prepended to each
  * program's own source (nmt_device_program). */
 #define NMT_COMMON_SOURCE "common"
+/* cl/chain.cl: the chained few-row ops, between common.cl and the program's
+ * own source for the programs with a chain kernel (gemm, gemm_i8, gemm_q8). */
+#define NMT_CHAIN_SOURCE "chain"
 extern const size_t nmt_embedded_source_count;
 
 typedef struct nmt_program_slot {
@@ -122,9 +125,10 @@ int nmt_device_have_clblast(void);
     } while (0)
 
 /* Get (build once per device, then reuse) the program for cl/<source>.cl
- * (after cl/common.cl, which every program includes; "common" itself is
+ * (after cl/common.cl, which every program includes, and cl/chain.cl for
+ * gemm, gemm_i8 and gemm_q8; "common" and "chain" themselves are
  * INVALID_ARGUMENT) with `options`.  Uses the binary cache when configured:
- * key = hash of device name, vendor, driver version, platform version, both
+ * key = hash of device name, vendor, driver version, platform version, the
  * source texts and options.  A cached binary that the driver rejects is deleted and the
  * program rebuilt from source.  The program is owned by the device. */
 nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *options,

@@ -199,6 +199,12 @@ static nmt_status source_text(nmt_device *dev, const char *source, nmt_mapping *
     return NMT_OK;
 }
 
+/* The programs with a chain kernel (cl/chain.cl's CHAIN_KERNEL): gemm.cl's
+ * gemm_chain, gemm_i8.cl's gemm_i8_chain, gemm_q8.cl's gemm_q8_chain. */
+static int chain_program(const char *source) {
+    return strcmp(source, "gemm") == 0 || strcmp(source, "gemm_i8") == 0 || strcmp(source, "gemm_q8") == 0;
+}
+
 nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *options, cl_program *out) {
     if (out) *out = NULL;
     if (dev == NULL || source == NULL || out == NULL || dev->context == NULL) return NMT_ERR_INVALID_ARGUMENT;
@@ -208,7 +214,8 @@ nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *o
         return NMT_ERR_INVALID_ARGUMENT;
     for (const char *c = source; *c; c++)  /* a file stem, never a path */
         if (*c == '/' || *c == '\\' || *c == '.') return NMT_ERR_INVALID_ARGUMENT;
-    if (strcmp(source, NMT_COMMON_SOURCE) == 0) return NMT_ERR_INVALID_ARGUMENT; /* prepended, not a program */
+    if (strcmp(source, NMT_COMMON_SOURCE) == 0 || strcmp(source, NMT_CHAIN_SOURCE) == 0)
+        return NMT_ERR_INVALID_ARGUMENT; /* prepended, not programs */
 
     for (uint32_t i = 0; i < dev->n_programs; i++) {
         nmt_program_slot *sl = &dev->programs[i];
@@ -222,22 +229,28 @@ nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *o
         return NMT_ERR_UNSUPPORTED;
     }
 
-    /* Source text: cl/common.cl (helpers every program shares) then the
-     * program's own file; embedded, or both mapped from kernel_dir for the
-     * duration of the build. */
-    nmt_mapping files[2] = {{NULL, 0}, {NULL, 0}};
-    const char *texts[2];
-    size_t lens[2];
-    nmt_status ls = source_text(dev, NMT_COMMON_SOURCE, &files[0], &texts[0], &lens[0]);
-    if (ls == NMT_OK) ls = source_text(dev, source, &files[1], &texts[1], &lens[1]);
+    /* Source text: cl/common.cl (helpers every program shares), cl/chain.cl
+     * where the program has a chain kernel, then the program's own file;
+     * embedded, or all mapped from kernel_dir for the duration of the build. */
+    nmt_mapping files[3] = {{NULL, 0}, {NULL, 0}, {NULL, 0}};
+    const char *names[3] = {NMT_COMMON_SOURCE, NMT_CHAIN_SOURCE, source};
+    const char *texts[3];
+    size_t lens[3];
+    int n_texts = 0;
+    nmt_status ls = NMT_OK;
+    for (int i = 0; i < 3 && ls == NMT_OK; i++) {
+        if (i == 1 && !chain_program(source)) continue;
+        ls = source_text(dev, names[i], &files[n_texts], &texts[n_texts], &lens[n_texts]);
+        n_texts++;
+    }
     if (ls != NMT_OK) {
-        nmt_unmap_file(&files[0]);
+        for (int i = 0; i < n_texts; i++) nmt_unmap_file(&files[i]);
         return ls;
     }
     char full_opts[NMT_BUILD_OPTIONS_MAX + 32];
     nmt_full_build_options(options, full_opts, sizeof full_opts);
     uint64_t source_hash = NMT_FNV_OFFSET;  /* what a pack entry must have been built from */
-    for (int i = 0; i < 2; i++) {  /* lengths as u64: the same on every host */
+    for (int i = 0; i < n_texts; i++) {  /* lengths as u64: the same on every host */
         const uint64_t len64 = (uint64_t)lens[i];
         source_hash = nmt_fnv1a(source_hash, &len64, sizeof len64);
         source_hash = nmt_fnv1a(source_hash, texts[i], lens[i]);
@@ -256,7 +269,7 @@ nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *o
     if (s == NMT_OK && prog == NULL && dev->cache_dir[0]) {
         const uint32_t fmt = NMT_CLBIN_FORMAT;
         key = nmt_fnv1a_str(dev->cache_key_base, source);
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < n_texts; i++) {
             key = nmt_fnv1a(key, &lens[i], sizeof lens[i]);
             key = nmt_fnv1a(key, texts[i], lens[i]);
         }
@@ -278,7 +291,7 @@ nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *o
     }
     if (s == NMT_OK && prog == NULL) {
         cl_int e = CL_SUCCESS;
-        prog = clCreateProgramWithSource(dev->context, 2, texts, lens, &e);
+        prog = clCreateProgramWithSource(dev->context, (cl_uint)n_texts, texts, lens, &e);
         if (prog == NULL || e != CL_SUCCESS) {
             prog = NULL;
             s = nmt_cl_fail(dev, e != CL_SUCCESS ? e : CL_INVALID_PROGRAM, "clCreateProgramWithSource");
@@ -308,8 +321,7 @@ nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *o
             }
         }
     }
-    nmt_unmap_file(&files[1]);
-    nmt_unmap_file(&files[0]);
+    for (int i = 0; i < n_texts; i++) nmt_unmap_file(&files[i]);
     if (s != NMT_OK) return s;
 
     nmt_program_slot *sl = &dev->programs[dev->n_programs++];

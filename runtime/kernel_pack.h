@@ -54,7 +54,7 @@ typedef struct nmt_kpack_entry {
     char name[NMT_KPACK_NAME];              /*   0: "gemm" for cl/gemm.cl */
     char options[NMT_KPACK_OPTIONS];        /*  32: "-cl-std=CL1.2 -DGEMM_TM=4 ..." */
     uint64_t options_hash;                  /* 320: FNV-1a of options with its NUL */
-    uint64_t source_hash;                   /* 328: FNV-1a of common.cl + <name>.cl (nmt_source_hash) */
+    uint64_t source_hash;                   /* 328: FNV-1a of common.cl (+ chain.cl) + <name>.cl */
     uint64_t offset;                        /* 336: of the binary; multiple of 64 */
     uint64_t size;                          /* 344: bytes of the binary, > 0 */
     uint32_t crc;                           /* 352: CRC-32 of the binary */

@@ -38,7 +38,7 @@ typedef struct nmt_branch {
 } nmt_branch;
 
 /* The chain kernels' capacity: op slots of NMT_OPS_CHAIN_W uints
- * (cl/common.cl CHAIN_W) a launch, buffers a launch (CHAIN_BUFS), a product's columns a
+ * (cl/chain.cl CHAIN_W) a launch, buffers a launch (CHAIN_BUFS), a product's columns a
  * chunk (CHAIN_COLS), the most rows an op may have, and how many recorded
  * chains the descriptor buffer keeps. */
 #define NMT_OPS_CHAIN_OPS 64
@@ -47,7 +47,7 @@ typedef struct nmt_branch {
 #define NMT_OPS_CHAIN_COLS 64
 #define NMT_OPS_CHAIN_ROWS 4u
 #define NMT_OPS_CHAIN_CACHE 8
-/* gemm_i8_chain's scratch (chain_qs; cl/common.cl CHAIN_QS_ROWS): the
+/* gemm_i8_chain's scratch (chain_qs; cl/chain.cl CHAIN_QS_ROWS): the
  * scales of up to 4 rows, then their bytes, NMT_OPS_I8_FUSE_ROW_MAX each */
 #define NMT_OPS_CHAIN_QS_ROWS 16u
 #define NMT_OPS_CHAIN_QS_BYTES (NMT_OPS_CHAIN_QS_ROWS + NMT_OPS_CHAIN_ROWS * NMT_OPS_I8_FUSE_ROW_MAX)

@@ -20,34 +20,18 @@
 
 #include <string.h>
 
-/* cl/gemm.cl's op fields and kinds */
-enum { CF_KIND, CF_M, CF_N, CF_K, CF_A, CF_AO, CF_LDA, CF_B, CF_BO, CF_LDB, CF_C, CF_CO, CF_LDC,
-       CF_R, CF_RO, CF_LDR, CF_BIAS, CF_BIASO, CF_FLAGS, CF_FIRST };
-enum { CHAIN_PROD = 0, CHAIN_LN = 1, CHAIN_ATTN = 2, CHAIN_EMBED = 3, CHAIN_I8 = 4, CHAIN_GATE = 5, CHAIN_QUANT = 6,
-       CHAIN_TOPK = 7 };
-/* a top-k's slot (cl/common.cl) */
-enum { CT_KIND, CT_X, CT_XO, CT_LD, CT_N, CT_ROWS, CT_K, CT_EOS, CT_SC, CT_SCO, CT_OUT, CT_OUTO, CT_PICK, CT_TOK,
-       CT_TOKO, CT_LSZ, CT_FIRST = 19 };
-#define CHAIN_TOPK_LANES 256u
-#define CHAIN_NONE 0xffffffffu
-#define CHAIN_POS_REL (1u << 9)
-/* an attention's two slots (cl/gemm.cl) */
-enum { CA_KIND, CA_NSEQ, CA_LQ, CA_POS0, CA_LKMAX, CA_GROUP, CA_HEADS, CA_DH, CA_SCALE, CA_Q, CA_QO, CA_QLD,
-       CA_K, CA_KO, CA_KLD, CA_V, CA_VO, CA_VLD, CA_KVS, CA_FIRST,
-       CA_KIND2, CA_KR, CA_KRO, CA_KRLD, CA_KN, CA_KNO, CA_VN, CA_VNO, CA_NEWLD, CA_KL, CA_KLO, CA_KLC,
-       CA_NBC, CA_KINDS, CA_RAD0, CA_RAD1, CA_OUT, CA_OUTO, CA_OUTLD, CA_FIRST2 };
-/* an embedding's slot (cl/gemm.cl) */
-enum { CE_KIND, CE_TOK, CE_TOKO, CE_ROWS, CE_SEQ, CE_POS0, CE_E, CE_EO, CE_D, CE_SCALE, CE_OUT, CE_OUTO, CE_PT,
-       CE_PTO, CE_PTROWS, CE_FLAGS, CE_QS, CE_QSO, CE_FIRST = 19 };
-#define CHAIN_EMBED_Q8 (1u << 10)
-/* an int8 x int8 product's second slot, a gate's two (cl/common.cl) */
-enum { CI_KIND2 = NMT_OPS_CHAIN_W, CI_SQ, CI_SQO, CI_FIRST2 = 2 * NMT_OPS_CHAIN_W - 1 };
-enum { CG_KIND, CG_ROWS, CG_D, CG_DR, CG_X, CG_XO, CG_LDX, CG_W1, CG_W1O, CG_S1, CG_S1O, CG_B1, CG_B1O, CG_W2,
-       CG_W2O, CG_S2, CG_S2O, CG_B2, CG_B2O, CG_FIRST,
-       CG_KIND2, CG_OUT, CG_OUTO, CG_LDO, CG_FLAGS, CG_FIRST2 = 2 * NMT_OPS_CHAIN_W - 1 };
-#define CHAIN_FLAG_BIAS 1u
-#define CHAIN_FLAG_RELU 2u
-#define CHAIN_FLAG_RES 4u
+/* the descriptor layout: the op kinds, each kind's fields, the flags, as
+ * the chain kernels read them (cl/chain.cl's first part is plain C) */
+#include "../cl/chain.cl"
+
+/* ops.h's capacities are the kernels' */
+_Static_assert(NMT_OPS_CHAIN_W == CHAIN_W && NMT_OPS_CHAIN_BUFS == CHAIN_BUFS && NMT_OPS_CHAIN_COLS == CHAIN_COLS &&
+                   NMT_OPS_CHAIN_QS_ROWS == CHAIN_QS_ROWS,
+               "runtime/ops.h NMT_OPS_CHAIN_* against cl/chain.cl");
+_Static_assert(NMT_TOPK_MAX <= CHAIN_TOPK_MAX, "a chained top-k's k must fit cl/chain.cl's arrays");
+_Static_assert(CF_FIRST == CHAIN_W - 1 && CA_FIRST2 == 2 * CHAIN_W - 1 && CE_FIRST == CHAIN_W - 1 &&
+                   CT_FIRST == CHAIN_W - 1 && CG_FIRST2 == 2 * CHAIN_W - 1,
+               "an op's first chunk is its last slot's last field");
 
 static nmt_status settle_cb(void *ctx) { return nmt_ops_chain_flush((nmt_ops *)ctx); }
 
@@ -500,7 +484,7 @@ nmt_status nmt_ops_chain_topk(nmt_ops *ops, nmt_buf x, uint32_t rows, uint32_t n
     /* it joins a recording (the step's vocabulary product began one); the
      * lanes' order is the work-group tree's only without subgroup reductions */
     if (!ops->chain_on || ops->chain_n == 0 || rows == 0 || rows > NMT_OPS_CHAIN_ROWS || ops->subgroups ||
-        ops->reduce_wg == 0 || ops->reduce_wg > CHAIN_TOPK_LANES)
+        ops->reduce_wg == 0 || ops->reduce_wg > CHAIN_TOPK_LANES || k == 0 || k > CHAIN_TOPK_MAX)
         return NMT_OK;
     const nmt_buf bufs[4] = {x, score, out, tok};
     const uint64_t lim = UINT32_MAX;

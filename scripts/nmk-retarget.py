@@ -5,8 +5,9 @@
   extract:   python3 scripts/nmk-retarget.py extract TEMPLATE.nmk DIR
       For every program of TEMPLATE (a pack made by `nmt-edge-convert kernels
       --model M --tuning TARGET.nmk.tuning.txt` on any device with a
-      compiler) writes DIR/NN-NAME.cl (cl/common.cl followed by
-      cl/NAME.cl: the exact source the runtime builds) and DIR/NN-NAME.options
+      compiler) writes DIR/NN-NAME.cl (cl/common.cl, cl/chain.cl for the
+      programs with a chain kernel, then cl/NAME.cl: the exact source the
+      runtime builds) and DIR/NN-NAME.options
       (its -D defines), checking that cl/ is the source the template was
       built from.  Compile each with the vendor's offline compiler into
       DIR/NN-NAME.bin (e.g. aoc / v++, see docs/PORTING.md).
@@ -51,8 +52,13 @@ def stem(i, name):
     return f"{i:02d}-{name.decode()}"
 
 
+# the programs cl/chain.cl goes into (runtime/device_program.c chain_program)
+CHAIN_PROGRAMS = ("gemm", "gemm_i8", "gemm_q8")
+
+
 def source(name):
-    texts = [open(os.path.join(ROOT, "cl", f), "rb").read() for f in ("common.cl", name.decode() + ".cl")]
+    files = ["common.cl"] + (["chain.cl"] if name.decode() in CHAIN_PROGRAMS else []) + [name.decode() + ".cl"]
+    texts = [open(os.path.join(ROOT, "cl", f), "rb").read() for f in files]
     h = 0xCBF29CE484222325
     for t in texts:
         h = fnv(struct.pack("<Q", len(t)) + t, h)
@@ -66,7 +72,7 @@ def extract(template, out):
         texts, h = source(name)
         if h != sh:
             sys.exit(f"cl/{name.decode()}.cl is not the source {template} was built from")
-        open(os.path.join(out, stem(i, name) + ".cl"), "wb").write(texts[0] + texts[1])
+        open(os.path.join(out, stem(i, name) + ".cl"), "wb").write(b"".join(texts))
         defines = b" ".join(o for o in opts.split() if not o.startswith(b"-cl-std"))
         open(os.path.join(out, stem(i, name) + ".options"), "wb").write(defines + b"\n")
         print(f"{stem(i, name)}.cl  {defines.decode()}")

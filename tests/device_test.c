@@ -513,9 +513,11 @@ static void test_sources_compile_clean(void **state) {
     assert_true(nmt_embedded_source_count >= 4);
     for (size_t i = 0; i < nmt_embedded_source_count; i++) {
         cl_program prog = NULL;
-        if (strcmp(nmt_embedded_sources[i].name, NMT_COMMON_SOURCE) == 0) {
-            /* common.cl is part of every program, not a program itself */
-            assert_int_equal(nmt_device_program(o.dev, NMT_COMMON_SOURCE, "", &prog), NMT_ERR_INVALID_ARGUMENT);
+        if (strcmp(nmt_embedded_sources[i].name, NMT_COMMON_SOURCE) == 0 ||
+            strcmp(nmt_embedded_sources[i].name, NMT_CHAIN_SOURCE) == 0) {
+            /* common.cl and chain.cl are parts of programs, not programs */
+            assert_int_equal(nmt_device_program(o.dev, nmt_embedded_sources[i].name, "", &prog),
+                             NMT_ERR_INVALID_ARGUMENT);
             assert_null(prog);
             continue;
         }
@@ -712,10 +714,13 @@ static void test_cache_dir_unusable(void **state) {
 static const char marker_kernel[] =
     "\n__kernel void nmt_test_marker(__global float *x) { x[get_global_id(0)] = 42.0f; }\n";
 
-/* Copy the repository's cl/common.cl into dir (every kernel_dir needs it). */
-static void copy_common(const char *dir) {
-    char *src = path_join(NMT_TEST_SOURCE_DIR, "cl/common.cl");
-    char *dst = path_join(dir, "common.cl");
+/* Copy the repository's cl/<stem>.cl into dir. */
+static void copy_source(const char *dir, const char *stem) {
+    char name[64], repo_name[80];
+    snprintf(name, sizeof name, "%s.cl", stem);
+    snprintf(repo_name, sizeof repo_name, "cl/%s", name);
+    char *src = path_join(NMT_TEST_SOURCE_DIR, repo_name);
+    char *dst = path_join(dir, name);
     size_t n = 0;
     char *text = nmt_test_read_file(src, &n);
     assert_non_null(text);
@@ -723,6 +728,36 @@ static void copy_common(const char *dir) {
     free(text);
     free(dst);
     free(src);
+}
+
+/* Every kernel_dir needs cl/common.cl. */
+static void copy_common(const char *dir) { copy_source(dir, NMT_COMMON_SOURCE); }
+
+/* FNV-1a of the repository's cl/<stem>.cl texts as nmt_device_program hashes
+ * them (each text's length as u64, then the text), in the order given. */
+static uint64_t repo_source_hash(const char *const *stems, int n) {
+    uint64_t h = NMT_FNV_OFFSET;
+    for (int i = 0; i < n; i++) {
+        char name[80];
+        snprintf(name, sizeof name, "cl/%s.cl", stems[i]);
+        char *path = path_join(NMT_TEST_SOURCE_DIR, name);
+        size_t len = 0;
+        char *text = nmt_test_read_file(path, &len);
+        assert_non_null(text);
+        const uint64_t len64 = (uint64_t)len;
+        h = nmt_fnv1a(h, &len64, sizeof len64);
+        h = nmt_fnv1a(h, text, len);
+        free(text);
+        free(path);
+    }
+    return h;
+}
+
+/* The slot of the first program built from cl/<stem>.cl (NULL: none). */
+static const nmt_program_slot *program_slot(const nmt_device *dev, const char *stem) {
+    for (uint32_t i = 0; i < dev->n_programs; i++)
+        if (strcmp(dev->programs[i].source, stem) == 0) return &dev->programs[i];
+    return NULL;
 }
 
 static void test_kernel_dir(void **state) {
@@ -771,6 +806,12 @@ static void test_kernel_dir(void **state) {
     /* a source absent from kernel_dir is an I/O error, not a silent fallback */
     o.dev->log.fn = NULL;
     assert_int_equal(nmt_device_program(o.dev, "attention", "", &prog), NMT_ERR_IO);
+    /* so is chain.cl for a program with a chain kernel, gemm.cl present */
+    copy_source(dir, "gemm");
+    assert_int_equal(nmt_device_program(o.dev, "gemm", "", &prog), NMT_ERR_IO);
+    assert_null(program_slot(o.dev, "gemm"));
+    copy_source(dir, NMT_CHAIN_SOURCE);
+    nmt_test_assert_ok(o.dev, nmt_device_program(o.dev, "gemm", "", &prog));
     close_dev(&o);
 
     /* Embedded: the marker kernel does not exist. */
@@ -792,6 +833,17 @@ static void test_kernel_dir(void **state) {
     nmt_test_assert_ok(o.dev, nmt_ops_init(&ops, o.dev));
     assert_non_null(ops.k_attn_apply);
     nmt_ops_release(&ops);
+    /* each program's hash covers the texts it was built from, in order: chain.cl
+     * only in gemm's, gemm_i8's and gemm_q8's (scripts/nmk-retarget.py's rule) */
+    const char *const gemm_texts[] = {NMT_COMMON_SOURCE, NMT_CHAIN_SOURCE, "gemm"};
+    const char *const plain_texts[] = {NMT_COMMON_SOURCE, "elementwise"};
+    const nmt_program_slot *sl = program_slot(o.dev, "gemm");
+    assert_non_null(sl);
+    assert_true(sl->source_hash == repo_source_hash(gemm_texts, 3));
+    assert_true(sl->source_hash != repo_source_hash((const char *const[]){NMT_COMMON_SOURCE, "gemm"}, 2));
+    sl = program_slot(o.dev, "elementwise");
+    assert_non_null(sl);
+    assert_true(sl->source_hash == repo_source_hash(plain_texts, 2));
     /* so do the training sources, with no table registered */
     nmt_test_assert_ok(o.dev, nmt_device_program(o.dev, "loss", "", &prog));
     close_dev(&o);
@@ -809,6 +861,7 @@ static void test_broken_source(void **state) {
     (void)state;
     char *dir = nmt_test_make_temp_dir("broken");
     copy_common(dir);
+    copy_source(dir, NMT_CHAIN_SOURCE);
     char *gemm = path_join(dir, "gemm.cl");
     const char bad[] = "/* broken on purpose */\n__kernel void gemm_nt(__global float *x) { x[0] = undeclared_name; }\n";
     assert_int_equal(nmt_test_write_file(gemm, bad, sizeof bad - 1), 0);
