@@ -58,6 +58,8 @@
 #define CHAIN_GATE 5u
 #define CHAIN_QUANT 6u
 #define CHAIN_TOPK 7u
+#define CHAIN_BEAM 8u
+#define CHAIN_KV_PERMUTE 9u
 #define CHAIN_NONE 0xffffffffu
 #define CHAIN_POS_REL (1u << 9) /* in CA_NBC */
 /* op fields (runtime/ops_chain.c writes them): kind, M, N, K, then
@@ -101,6 +103,15 @@ enum { CT_KIND, CT_X, CT_XO, CT_LD, CT_N, CT_ROWS, CT_K, CT_EOS, CT_SC, CT_SCO, 
 enum { CG_KIND, CG_ROWS, CG_D, CG_DR, CG_X, CG_XO, CG_LDX, CG_W1, CG_W1O, CG_S1, CG_S1O, CG_B1, CG_B1O, CG_W2,
        CG_W2O, CG_S2, CG_S2O, CG_B2, CG_B2O, CG_FIRST,
        CG_KIND2, CG_OUT, CG_OUTO, CG_LDO, CG_FLAGS, CG_FIRST2 = 2 * CHAIN_W - 1 };
+/* A beam step (beam_advance's operands, one chunk per sentence; t relative
+ * to the launch's pos where CB_FLAGS has CHAIN_POS_REL): */
+enum { CB_KIND, CB_CAND, CB_CANDO, CB_ROWS, CB_KC /* candidates a row */, CB_K /* the beam */, CB_V, CB_EOS, CB_T,
+       CB_MINLEN, CB_ST, CB_STO, CB_TOK, CB_TOKO, CB_SC, CB_SCO, CB_BACK, CB_BACKO, CB_FLAGS, CB_FIRST };
+/* The K|V table's permutation after it (kv_table_permute's operands, every
+ * position in one chunk, CK_ROWS <= CHAIN_MAX_ROWS; the position count
+ * relative to pos where CK_FLAGS has CHAIN_POS_REL): */
+enum { CK_KIND, CK_TAB, CK_TABO, CK_LD, CK_POSITIONS, CK_BACK, CK_BACKO, CK_ROWS, CK_FLAGS, CK_FIRST = 19 };
+#define CHAIN_MAX_ROWS 4u /* the most rows an op may have */
 /* a product's flags (CF_FLAGS) */
 #define CHAIN_FLAG_BIAS 1u
 #define CHAIN_FLAG_RELU 2u
@@ -248,6 +259,26 @@ inline void chain_topk_row(__global const uint *a, const uint r, __global float 
                (__global int *)bufs[a[CT_TOK]], a[CT_TOKO], score, s_off);
 }
 
+/* CHAIN_KV_PERMUTE's chunk: kv_table_permute's work, every position in
+ * turn: entry (p, r) = the old entry (p, back[r]) for r < rows.  The old
+ * entries this overwrites are kept first, so an entry r >= rows (never
+ * written) is read where it is. */
+inline void chain_kv_permute(const uint *o, const uint pos, __global float **bufs) {
+    __global int *tab = (__global int *)bufs[o[CK_TAB]] + o[CK_TABO];
+    __global const int *back = (__global const int *)bufs[o[CK_BACK]] + o[CK_BACKO];
+    const uint ld = o[CK_LD], rows = o[CK_ROWS];
+    const uint positions = o[CK_POSITIONS] + ((o[CK_FLAGS] & CHAIN_POS_REL) ? pos : 0u);
+    for (uint p = 0; p < positions; p++) {
+        __global int *e = tab + (ulong)p * ld;
+        int old[CHAIN_MAX_ROWS];
+        for (uint r = 0; r < rows; r++) old[r] = e[r];
+        for (uint r = 0; r < rows; r++) {
+            const uint b = (uint)back[r];
+            e[r] = b < rows ? old[b] : e[b];
+        }
+    }
+}
+
 /* The program's own kinds (products, gates), defined after this file;
  * a: the op's slots, o: a copy of its first. */
 static void chain_own(__global const uint *a, const uint *o, const uint k, __global float **bufs);
@@ -312,6 +343,13 @@ inline void chain_run(__global float **bufs, __global const uint *P, const uint 
                 }
         } else if (o[CF_KIND] == CHAIN_TOPK) {
             chain_topk_row(P + p * CHAIN_W, k, bufs);
+        } else if (o[CF_KIND] == CHAIN_BEAM) { /* sentence k */
+            beam_sentence((__global const uint *)bufs[o[CB_CAND]], o[CB_CANDO], o[CB_ROWS], o[CB_KC], o[CB_K], o[CB_V],
+                          o[CB_EOS], o[CB_T] + ((o[CB_FLAGS] & CHAIN_POS_REL) ? pos : 0u), o[CB_MINLEN],
+                          (__global int *)bufs[o[CB_ST]], o[CB_STO], (__global int *)bufs[o[CB_TOK]], o[CB_TOKO],
+                          bufs[o[CB_SC]], o[CB_SCO], (__global int *)bufs[o[CB_BACK]], o[CB_BACKO], k);
+        } else if (o[CF_KIND] == CHAIN_KV_PERMUTE) {
+            chain_kv_permute(o, pos, bufs);
         } else if (o[CF_KIND] == CHAIN_LN) {
             const uint d = o[CF_N];
             __global float *out = bufs[o[CF_C]] + o[CF_CO] + k * o[CF_LDC];

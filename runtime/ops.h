@@ -41,7 +41,7 @@ typedef struct nmt_branch {
  * (cl/chain.cl CHAIN_W) a launch, buffers a launch (CHAIN_BUFS), a product's columns a
  * chunk (CHAIN_COLS), the most rows an op may have, and how many recorded
  * chains the descriptor buffer keeps. */
-#define NMT_OPS_CHAIN_OPS 64
+#define NMT_OPS_CHAIN_OPS 96
 #define NMT_OPS_CHAIN_W 20
 #define NMT_OPS_CHAIN_BUFS 96
 #define NMT_OPS_CHAIN_COLS 64
@@ -907,5 +907,11 @@ nmt_status nmt_op_beam_advance(nmt_ops *ops, const nmt_beam_step *b);
 int nmt_ops_kv_permute_fits(const nmt_ops *ops, uint32_t ld); /* 1: the kernel exists and ld ints fit */
 nmt_status nmt_op_kv_table_permute(nmt_ops *ops, nmt_buf tab, uint32_t ld, uint32_t positions, nmt_buf back,
                                    uint32_t rows);
+/* Record the two launches above into the chain (internal: they call these
+ * first, after their checks; *taken as nmt_ops_chain_topk's): only into a
+ * recording a product began, rows <= NMT_OPS_CHAIN_ROWS. */
+nmt_status nmt_ops_chain_beam(nmt_ops *ops, const nmt_beam_step *b, int *taken);
+nmt_status nmt_ops_chain_kv_permute(nmt_ops *ops, nmt_buf tab, uint32_t ld, uint32_t positions, nmt_buf back,
+                                    uint32_t rows, int *taken);
 
 #endif

@@ -40,6 +40,11 @@ nmt_status nmt_op_beam_advance(nmt_ops *ops, const nmt_beam_step *b) {
         b->back.mem == NULL || b->K == 0 || b->K > NMT_BEAM_DEVICE_MAX || b->rows % b->K != 0 || b->k == 0 ||
         b->k > NMT_TOPK_MAX || b->V == 0 || b->V > (uint32_t)INT32_MAX)
         return NMT_ERR_INVALID_ARGUMENT;
+    if (ops->chain_on) { /* recorded into a chain (ops_chain.c) */
+        int taken = 0;
+        NMT_TRY(nmt_ops_chain_beam(ops, b, &taken));
+        if (taken) return NMT_OK;
+    }
     args a = args_begin(ops->k_beam_advance);
     arg_mem(&a, b->cand.mem);
     arg_u64(&a, b->cand.off);
@@ -75,6 +80,11 @@ nmt_status nmt_op_kv_table_permute(nmt_ops *ops, nmt_buf tab, uint32_t ld, uint3
     if (positions == 0 || rows == 0) return NMT_OK;
     if (tab.mem == NULL || back.mem == NULL || rows > ld) return NMT_ERR_INVALID_ARGUMENT;
     if (!nmt_ops_kv_permute_fits(ops, ld)) return NMT_ERR_UNSUPPORTED;
+    if (ops->chain_on) {
+        int taken = 0;
+        NMT_TRY(nmt_ops_chain_kv_permute(ops, tab, ld, positions, back, rows, &taken));
+        if (taken) return NMT_OK;
+    }
     args a = args_begin(ops->k_kv_permute);
     arg_mem(&a, tab.mem);
     arg_u64(&a, tab.off);

@@ -28,9 +28,11 @@
 _Static_assert(NMT_OPS_CHAIN_W == CHAIN_W && NMT_OPS_CHAIN_BUFS == CHAIN_BUFS && NMT_OPS_CHAIN_COLS == CHAIN_COLS &&
                    NMT_OPS_CHAIN_QS_ROWS == CHAIN_QS_ROWS,
                "runtime/ops.h NMT_OPS_CHAIN_* against cl/chain.cl");
+_Static_assert(NMT_OPS_CHAIN_ROWS == CHAIN_MAX_ROWS, "runtime/ops.h NMT_OPS_CHAIN_ROWS against cl/chain.cl");
 _Static_assert(NMT_TOPK_MAX <= CHAIN_TOPK_MAX, "a chained top-k's k must fit cl/chain.cl's arrays");
 _Static_assert(CF_FIRST == CHAIN_W - 1 && CA_FIRST2 == 2 * CHAIN_W - 1 && CE_FIRST == CHAIN_W - 1 &&
-                   CT_FIRST == CHAIN_W - 1 && CG_FIRST2 == 2 * CHAIN_W - 1,
+                   CT_FIRST == CHAIN_W - 1 && CG_FIRST2 == 2 * CHAIN_W - 1 && CB_FIRST == CHAIN_W - 1 &&
+                   CK_FIRST == CHAIN_W - 1,
                "an op's first chunk is its last slot's last field");
 
 static nmt_status settle_cb(void *ctx) { return nmt_ops_chain_flush((nmt_ops *)ctx); }
@@ -82,6 +84,14 @@ static uint32_t relative_positions(nmt_ops *ops) {
         if (o[CE_KIND] == CHAIN_EMBED && o[CE_POS0] == pos) {
             o[CE_POS0] = 0;
             o[CE_FLAGS] |= CHAIN_POS_REL;
+        }
+        if (o[CB_KIND] == CHAIN_BEAM) { /* the step t: pos in a decoding step */
+            o[CB_T] -= pos;               /* modulo 2^32, as the kernel adds it back */
+            o[CB_FLAGS] |= CHAIN_POS_REL;
+        }
+        if (o[CK_KIND] == CHAIN_KV_PERMUTE) { /* positions t + 1 */
+            o[CK_POSITIONS] -= pos;
+            o[CK_FLAGS] |= CHAIN_POS_REL;
         }
         if (o[CA_KIND] != CHAIN_ATTN || o[CA_POS0] != pos) continue;
         o[CA_POS0] -= pos;
@@ -509,6 +519,59 @@ nmt_status nmt_ops_chain_topk(nmt_ops *ops, nmt_buf x, uint32_t rows, uint32_t n
     o[CT_LSZ] = (cl_uint)ops->reduce_wg;
     o[CT_FIRST] = ops->chain_total;
     commit(ops, 1, rows);
+    *taken = 1;
+    return NMT_OK;
+}
+
+/* The beam step and the K|V table's permutation join a recording the
+ * step's products began (a decoding step's last ops: its top-k, then
+ * these); any class's chain kernel runs them (chain.cl's chain_run). */
+nmt_status nmt_ops_chain_beam(nmt_ops *ops, const nmt_beam_step *b, int *taken) {
+    *taken = 0;
+    if (!ops->chain_on || ops->chain_n == 0 || b->rows > NMT_OPS_CHAIN_ROWS || b->K == 0 || b->rows % b->K != 0)
+        return NMT_OK;
+    const nmt_buf bufs[5] = {b->cand, b->state, b->tok, b->score, b->back};
+    if (!offsets_fit(bufs, 5)) return NMT_OK;
+    const cl_mem mems[5] = {b->cand.mem, b->state.mem, b->tok.mem, b->score.mem, b->back.mem};
+    cl_uint *o;
+    NMT_TRY(open_op(ops, ops->chain_cls, 1, mems, 5, &o));
+    o[CB_KIND] = CHAIN_BEAM;
+    put_buf(ops, o, CB_CAND, b->cand);
+    o[CB_ROWS] = b->rows;
+    o[CB_KC] = b->k;
+    o[CB_K] = b->K;
+    o[CB_V] = b->V;
+    o[CB_EOS] = b->eos;
+    o[CB_T] = b->t;
+    o[CB_MINLEN] = b->min_len;
+    put_buf(ops, o, CB_ST, b->state);
+    put_buf(ops, o, CB_TOK, b->tok);
+    put_buf(ops, o, CB_SC, b->score);
+    put_buf(ops, o, CB_BACK, b->back);
+    o[CB_FIRST] = ops->chain_total;
+    commit(ops, 1, b->rows / b->K);
+    *taken = 1;
+    return NMT_OK;
+}
+
+nmt_status nmt_ops_chain_kv_permute(nmt_ops *ops, nmt_buf tab, uint32_t ld, uint32_t positions, nmt_buf back,
+                                    uint32_t rows, int *taken) {
+    *taken = 0;
+    const nmt_buf bufs[2] = {tab, back};
+    if (!ops->chain_on || ops->chain_n == 0 || rows > NMT_OPS_CHAIN_ROWS || !offsets_fit(bufs, 2) ||
+        (uint64_t)tab.off + (uint64_t)positions * ld > UINT32_MAX)
+        return NMT_OK;
+    const cl_mem mems[2] = {tab.mem, back.mem};
+    cl_uint *o;
+    NMT_TRY(open_op(ops, ops->chain_cls, 1, mems, 2, &o));
+    o[CK_KIND] = CHAIN_KV_PERMUTE;
+    put_buf(ops, o, CK_TAB, tab);
+    o[CK_LD] = ld;
+    o[CK_POSITIONS] = positions;
+    put_buf(ops, o, CK_BACK, back);
+    o[CK_ROWS] = rows;
+    o[CK_FIRST] = ops->chain_total;
+    commit(ops, 1, 1);
     *taken = 1;
     return NMT_OK;
 }

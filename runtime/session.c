@@ -555,13 +555,15 @@ static nmt_status chain_step(nmt_session *s, const nmt_beam *b, uint32_t t, uint
         NMT_TRY(nmt_op_beam_advance(&s->ops, &bs));
     }
     *k_out = k;
-    NMT_TRY(nmt_device_read_async(s->dev, s->d_cand.mem, 0, (size_t)rows * (2 * k + 1) * sizeof(uint32_t), host,
-                                  ev));
-    if (K == 1) return NMT_OK; /* greedy rows continue themselves */
-    s->io.reorder_on_device = 1;
-    const nmt_status st = s->fam->reorder(s->fam_state, &s->io, rows, t);
-    s->io.reorder_on_device = 0;
-    return st;
+    if (K > 1) { /* greedy rows continue themselves; beams are reordered before the read, so that on a CPU
+                  * the device's reorder joins the step's chain (the read enqueues it) */
+        s->io.reorder_on_device = 1;
+        const nmt_status st = s->fam->reorder(s->fam_state, &s->io, rows, t);
+        s->io.reorder_on_device = 0;
+        NMT_TRY(st);
+    }
+    return nmt_device_read_async(s->dev, s->d_cand.mem, 0, (size_t)rows * (2 * k + 1) * sizeof(uint32_t), host,
+                                 ev);
 }
 
 static int can_chain(const nmt_session *s, const nmt_beam *b) {

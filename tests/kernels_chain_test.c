@@ -451,9 +451,12 @@ static const i8_case i8_cases[] = {
  * LN(h W2^T + b2 + g) (gemm_i8_nt_ln's form up to 2 rows, else the product
  * and a norm with the residual, as nmt_layer_linear_norm); z = y W3^T.
  * Then the device top-k of z (nmt_op_topk_logprobs, k 5, the last row dead
- * when M > 1) and a greedy pick from it (nmt_op_topk_pick, EOS barred).
- * Returns h | g | y | z | e | the top-k's and the pick's outputs, as
- * floats' bits, in one malloc'd array. */
+ * when M > 1), a greedy pick from it (nmt_op_topk_pick, EOS barred), a beam
+ * step from its candidates (nmt_op_beam_advance) and a K|V table permuted
+ * through the step's back-pointers (nmt_op_kv_table_permute).  Returns h |
+ * g | y | z | e | the top-k's and the pick's outputs | the beam step's
+ * tokens, scores, back-pointers, state and the table, as floats' bits, in
+ * one malloc'd array. */
 static float *i8_step(env *e, nmt_ops *ops, const i8_case *c, uint64_t seed, int i8) {
     const uint32_t M = c->M, d = c->d, dr = c->dr, ff = c->ff, V = c->vocab, o = c->off;
     nmt_test_rng r = nmt_test_rng_make(seed);
@@ -527,8 +530,25 @@ static float *i8_step(env *e, nmt_ops *ops, const i8_case *c, uint64_t seed, int
     nmt_test_assert_ok(e->dev, nmt_op_topk_logprobs(ops, B(dz, o), M, V, V, B(dsc, 0), tk, 1, B(dcand, 0)));
     nmt_test_assert_ok(e->dev, nmt_op_topk_pick(ops, B(dz, o), M, V, V, B(dsc2, 0), tk, 1, B(dcand2, 0), 1,
                                                 B(dpick, 0)));
-    const size_t nk = 2 * (size_t)nc + 2 * M;
-    float *out = nmt_test_alloc_f32(nh + 3 * nd + nz + nk);
+    /* a beam step from the top-k's candidates (K 2 where M is even, else M;
+     * at M 4 the second sentence has a finished hypothesis and min_len 8 > t
+     * bars EOS; at M 3 the length limit is t: EOS only), then the K|V
+     * table's permutation through its back-pointers (M + 1 entries a
+     * position, the last never written) */
+    const uint32_t K = M % 2 == 0 ? 2 : M, t = 7, ld = M + 1, npos = t + 1, ntab = npos * ld;
+    int32_t bst[6] = {0, 0, 20, 0, 1, 20}, tab[8 * 5];
+    if (M == 3) bst[2] = (int32_t)t;
+    for (uint32_t i = 0; i < ntab; i++) tab[i] = (int32_t)(100 * (i / ld) + i % ld);
+    cl_mem dbst = nmt_test_buffer(e->dev, sizeof bst, bst), dtab = nmt_test_buffer(e->dev, ntab * sizeof(int32_t), tab);
+    cl_mem dbtok = nmt_test_buffer_f32_fill(e->dev, M, NAN), dback = nmt_test_buffer_f32_fill(e->dev, M, NAN);
+    nmt_test_assert_ok(e->dev, nmt_ops_enable_beam(ops));
+    const nmt_beam_step bs = {.cand = B(dcand, 0), .state = B(dbst, 0), .tok = B(dbtok, 0), .score = B(dsc, 0),
+                              .back = B(dback, 0), .rows = M, .k = tk, .K = K, .V = V, .eos = 1, .t = t,
+                              .min_len = M == 4 ? 8 : 0};
+    nmt_test_assert_ok(e->dev, nmt_op_beam_advance(ops, &bs));
+    nmt_test_assert_ok(e->dev, nmt_op_kv_table_permute(ops, B(dtab, 0), ld, npos, B(dback, 0), M));
+    const size_t nk = 2 * (size_t)nc + 2 * M, nb = 3 * (size_t)M + 6 + ntab;
+    float *out = nmt_test_alloc_f32(nh + 3 * nd + nz + nk + nb);
     nmt_test_download_f32(e->dev, dh, o, nh, out); /* the read settles the chain first */
     nmt_test_download_f32(e->dev, dg, o, nd, out + nh);
     nmt_test_download_f32(e->dev, dy, o, nd, out + nh + nd);
@@ -539,6 +559,26 @@ static float *i8_step(env *e, nmt_ops *ops, const i8_case *c, uint64_t seed, int
     nmt_test_download_f32(e->dev, dcand2, 0, nc, cand + nc);
     nmt_test_download_f32(e->dev, dsc2, 0, M, cand + 2 * nc);
     nmt_test_download_f32(e->dev, dpick, 0, M, cand + 2 * nc + M);
+    float *beam = cand + nk; /* tok, score, back, state, table */
+    nmt_test_download_f32(e->dev, dbtok, 0, M, beam);
+    nmt_test_download_f32(e->dev, dsc, 0, M, beam + M);
+    nmt_test_download_f32(e->dev, dback, 0, M, beam + 2 * M);
+    nmt_test_download_f32(e->dev, dbst, 0, 6, beam + 3 * M);
+    nmt_test_download_f32(e->dev, dtab, 0, ntab, beam + 3 * M + 6);
+    int32_t back[4], st_after[6], tab_after[8 * 5];
+    memcpy(back, beam + 2 * M, sizeof(int32_t) * M);
+    memcpy(st_after, beam + 3 * M, sizeof st_after);
+    memcpy(tab_after, beam + 3 * M + 6, sizeof(int32_t) * ntab);
+    for (uint32_t j = 0; j < M; j++) /* each row continues one of its sentence's rows */
+        if (back[j] < (int32_t)(j / K * K) || back[j] >= (int32_t)(j / K * K + K))
+            fail_msg("beam row %u continues row %d (K %u)", j, (int)back[j], K);
+    if (M == 3) assert_int_equal(st_after[0], 1); /* at its length limit: done */
+    for (uint32_t p = 0; p < npos; p++) /* the table: entry (p, r) = the old (p, back[r]); the last untouched */
+        for (uint32_t q = 0; q < ld; q++) {
+            const int32_t want = tab[p * ld + (q < M ? (uint32_t)back[q] : q)];
+            if (tab_after[p * ld + q] != want)
+                fail_msg("K|V table (%u, %u) = %d, want %d", p, q, (int)tab_after[p * ld + q], (int)want);
+        }
     for (uint32_t m = 0; m < M; m++) { /* row m's first candidate: z's largest entry (ties to the lower id) */
         const float *zr = out + nh + 2 * nd + (size_t)m * V;
         uint32_t best = 0;
@@ -577,7 +617,7 @@ static float *i8_step(env *e, nmt_ops *ops, const i8_case *c, uint64_t seed, int
         }
     }
     const cl_mem mems[] = {dx, dw1, dg1, dg2, dw2, dw3, ds1, db1, dgs1, dgb1, dgs2, dgb2, ds2, db2, ds3, dga, dbe,
-                           dh, dg, dy, dt, dz, dtok, de, dsc, dsc2, dcand, dcand2, dpick,
+                           dh, dg, dy, dt, dz, dtok, de, dsc, dsc2, dcand, dcand2, dpick, dbst, dtab, dbtok, dback,
                            ops->i8_a.mem, ops->i8_s.mem};
     for (size_t i = 0; i < NMT_ARRAY_LEN(mems); i++) nmt_test_release(mems[i]);
     void *host[] = {x, w1, g1, g2, w2, w3, s1, b1, gs1, gb1, gs2, gb2, s2, b2, s3, ga, be};
@@ -588,10 +628,11 @@ static float *i8_step(env *e, nmt_ops *ops, const i8_case *c, uint64_t seed, int
 /* The int8 step chained and not, int8 x int8 in every variant the device
  * builds (its fast one and the portable one) and int8 weights x fp32 (the
  * m2 and m16 classes' own kernels): the same bits in every output; with
- * the chain on a CPU, one launch of 14 slots (a product and a gate 2 each,
- * an embedding, a norm and a top-k 1; the int8 x int8 products'
- * quantizations 3 more; the top-ks launch on their own where the reductions
- * use subgroups), which the int8 embedding begins; the first product within the
+ * the chain on a CPU, one launch of 16 slots (a product and a gate 2 each,
+ * an embedding, a norm, the top-k, the pick, the beam step and the
+ * permutation 1; the int8 x int8 products' quantizations 3 more: 19; where
+ * the reductions use subgroups the top-ks launch on their own, and the beam
+ * step and the permutation after them), which the int8 embedding begins; the first product within the
  * quantization bound of the host's (x exact for int8 weights x fp32: the
  * bound holds too). */
 static void test_chain_i8_step(void **state) {
@@ -601,7 +642,8 @@ static void test_chain_i8_step(void **state) {
         if (vi == 2 && variants[1] == NMT_I8_PORTABLE) break;
         for (size_t i = 0; i < NMT_ARRAY_LEN(i8_cases); i++) {
             const i8_case *c = &i8_cases[i];
-            const size_t n = (size_t)c->M * (c->ff + 3 * c->d + c->vocab + 2 * (2 * 5 + 1) + 2);
+            const size_t n = (size_t)c->M * (c->ff + 3 * c->d + c->vocab + 2 * (2 * 5 + 1) + 2 + 3) + 6 +
+                             8 * ((size_t)c->M + 1);
             float *res[2];
             for (int pass = 0; pass < 2; pass++) {
                 nmt_ops ops;
@@ -619,7 +661,7 @@ static void test_chain_i8_step(void **state) {
                     if (variants[vi] != 0) assert_non_null(ops.k_i8_chain);
                     else assert_non_null(ops.k_q8_chain[nmt_gemm_class_of(c->M)]);
                     assert_int_equal(ops.n_chains, 1);
-                    assert_int_equal(ops.n_chained, (variants[vi] != 0 ? 15 : 12) + (ops.subgroups ? 0 : 2));
+                    assert_int_equal(ops.n_chained, (variants[vi] != 0 ? 15 : 12) + (ops.subgroups ? 0 : 4));
                 } else {
                     assert_int_equal(ops.n_chains, 0);
                     if (pass == 1) assert_false(e->dev->info.is_cpu && !nmt_env_flag("NMT_EDGE_NO_PRODUCT_CHAIN"));
