@@ -94,7 +94,7 @@ static void describe_device(strbuf *out, const nmt_device_info *d) {
        : nmt_env_flag("NMT_EDGE_NO_PRODUCT_CHAIN")
            ? "a launch per op (NMT_EDGE_NO_PRODUCT_CHAIN)"
            : "one launch for fp32 and int8-weight products of up to 4 rows and the embeddings, norms, "
-             "attentions, HySAN gates and top-k between them (gemm_chain, gemm_q8_chain, gemm_i8_chain; off: "
+             "attentions, HySAN gates, top-k and beam step between them (gemm_chain, gemm_q8_chain, gemm_i8_chain; off: "
              "NMT_EDGE_NO_PRODUCT_CHAIN=1)");
 }
 
