@@ -23,8 +23,11 @@
  * CHAIN_POS_REL says so), their buffers CHAIN_BUFS arguments named by
  * slot.  An op is cut into chunks:
  * a product (CHAIN_PROD, CHAIN_I8) into blocks of CHAIN_COLS columns of
- * all its M rows, a norm (CHAIN_LN) and a gate (CHAIN_GATE) into their
- * rows, an attention into its work-items, an embedding is one chunk.  The chunks of the whole chain are
+ * all its M rows, a norm (CHAIN_LN), a gate (CHAIN_GATE), a quantization
+ * (CHAIN_QUANT) and a top-k (CHAIN_TOPK) into their rows, an attention
+ * into its work-items, a beam step (CHAIN_BEAM) into its sentences; an
+ * embedding and a K|V table's permutation (CHAIN_KV_PERMUTE) are one chunk
+ * each.  The chunks of the whole chain are
  * numbered in order, and the launch's work-groups (one work-item each; the
  * host launches as many as the device has compute units) take them as
  * tickets: a compare-and-swap on ctr[0] claims the next, the work-item
@@ -98,7 +101,8 @@ enum { CI_KIND2 = CHAIN_W, CI_SQ, CI_SQO, CI_FIRST2 = 2 * CHAIN_W - 1 };
 enum { CT_KIND, CT_X, CT_XO, CT_LD, CT_N, CT_ROWS, CT_K, CT_EOS, CT_SC, CT_SCO, CT_OUT, CT_OUTO, CT_PICK, CT_TOK,
        CT_TOKO, CT_LSZ, CT_FIRST = 19 };
 #define CHAIN_TOPK_LANES 256u /* the largest CT_LSZ (the host checks reduce_wg) */
-#define CHAIN_TOPK_MAX 17u     /* the largest CT_K: the chained top-k's arrays */
+#define CHAIN_TOPK_MAX 17u     /* the largest CT_K and CB_KC: the chained top-k's and beam step's arrays */
+#define CHAIN_BEAM_MAX 8u      /* the largest CB_K (common.cl's BEAM_MAX) */
 /* A gate (gemm_i8_gate's operands, one chunk per row) takes two slots: */
 enum { CG_KIND, CG_ROWS, CG_D, CG_DR, CG_X, CG_XO, CG_LDX, CG_W1, CG_W1O, CG_S1, CG_S1O, CG_B1, CG_B1O, CG_W2,
        CG_W2O, CG_S2, CG_S2O, CG_B2, CG_B2O, CG_FIRST,
@@ -121,6 +125,9 @@ enum { CK_KIND, CK_TAB, CK_TABO, CK_LD, CK_POSITIONS, CK_BACK, CK_BACKO, CK_ROWS
 #if defined(__OPENCL_VERSION__) && (defined(GEMM_CHAIN) || defined(I8_CHAIN) || defined(Q8_CHAIN))
 #if TOPK_MAX < CHAIN_TOPK_MAX /* common.cl's TOPK_BOUND / TOPK_MERGE size their lists by it */
 #error "TOPK_MAX below CHAIN_TOPK_MAX"
+#endif
+#if CAND_MAX < CHAIN_TOPK_MAX || BEAM_MAX < CHAIN_BEAM_MAX /* common.cl's beam_sentence's arrays */
+#error "beam_sentence's arrays below CHAIN_TOPK_MAX or CHAIN_BEAM_MAX"
 #endif
 /* a chain kernel's buffer parameters b0 .. b95 and the array of them */
 #define CHAIN_BUF_PARAMS \

@@ -748,7 +748,11 @@ inline void attn_item(ATTN_ROW_PARAMS, const uint sh, const uint i, const uint b
 }
 
 /* beam.cl's beam_advance for sentence s (its header says what it does),
- * shared with chain.cl's CHAIN_BEAM, so both give the same results. */
+ * shared with chain.cl's CHAIN_BEAM, so both give the same results.  Its
+ * arrays hold BEAM_MAX beams of CAND_MAX candidates a row: the host's
+ * NMT_BEAM_DEVICE_MAX and NMT_TOPK_MAX (runtime/ops.h), which
+ * runtime/ops_chain.c checks against chain.cl's CHAIN_BEAM_MAX and
+ * CHAIN_TOPK_MAX, and chain.cl these against BEAM_MAX and CAND_MAX. */
 #define BEAM_MAX 8
 #define CAND_MAX 17
 

@@ -30,6 +30,7 @@ _Static_assert(NMT_OPS_CHAIN_W == CHAIN_W && NMT_OPS_CHAIN_BUFS == CHAIN_BUFS &&
                "runtime/ops.h NMT_OPS_CHAIN_* against cl/chain.cl");
 _Static_assert(NMT_OPS_CHAIN_ROWS == CHAIN_MAX_ROWS, "runtime/ops.h NMT_OPS_CHAIN_ROWS against cl/chain.cl");
 _Static_assert(NMT_TOPK_MAX <= CHAIN_TOPK_MAX, "a chained top-k's k must fit cl/chain.cl's arrays");
+_Static_assert(NMT_BEAM_DEVICE_MAX <= CHAIN_BEAM_MAX, "a device beam step's K must fit cl/common.cl's arrays");
 _Static_assert(CF_FIRST == CHAIN_W - 1 && CA_FIRST2 == 2 * CHAIN_W - 1 && CE_FIRST == CHAIN_W - 1 &&
                    CT_FIRST == CHAIN_W - 1 && CG_FIRST2 == 2 * CHAIN_W - 1 && CB_FIRST == CHAIN_W - 1 &&
                    CK_FIRST == CHAIN_W - 1,
@@ -77,6 +78,7 @@ static uint32_t relative_positions(nmt_ops *ops) {
         const cl_uint *o = v + (size_t)i * NMT_OPS_CHAIN_W;
         if (o[CA_KIND] == CHAIN_ATTN) pos = NMT_MAX(pos, o[CA_POS0]);
         if (o[CE_KIND] == CHAIN_EMBED) pos = NMT_MAX(pos, o[CE_POS0]);
+        if (o[CB_KIND] == CHAIN_BEAM) pos = NMT_MAX(pos, o[CB_T]); /* a recording the beam step began */
     }
     if (pos == 0) return 0;
     for (uint32_t i = 0; i < ops->chain_n; i++) {
@@ -124,6 +126,13 @@ static nmt_status descriptor_block(nmt_ops *ops, uint32_t *block) {
     return NMT_OK;
 }
 
+/* The chain kernel of class cls (NULL: not built). */
+static cl_kernel class_kernel(const nmt_ops *ops, uint32_t cls) {
+    return cls == NMT_OPS_CHAIN_I8 ? ops->k_i8_chain
+           : cls >= NMT_OPS_CHAIN_Q8 ? ops->k_q8_chain[cls - NMT_OPS_CHAIN_Q8]
+                                     : ops->k_chain[cls];
+}
+
 nmt_status nmt_ops_chain_flush(nmt_ops *ops) {
     if (ops == NULL) return NMT_ERR_INVALID_ARGUMENT;
     nmt_device *dev = ops->dev;
@@ -136,9 +145,7 @@ nmt_status nmt_ops_chain_flush(nmt_ops *ops) {
     ops->chain_total = 0;
     NMT_TRY(st);
     const uint32_t cls = ops->chain_cls;
-    cl_kernel k = cls == NMT_OPS_CHAIN_I8 ? ops->k_i8_chain
-                  : cls >= NMT_OPS_CHAIN_Q8 ? ops->k_q8_chain[cls - NMT_OPS_CHAIN_Q8]
-                                            : ops->k_chain[cls];
+    cl_kernel k = class_kernel(ops, cls);
     args a = args_begin(k);
     for (uint32_t i = 0; i < NMT_OPS_CHAIN_BUFS; i++)
         arg_mem(&a, ops->chain_bufs[i < ops->chain_nbufs ? i : 0]);
@@ -523,12 +530,14 @@ nmt_status nmt_ops_chain_topk(nmt_ops *ops, nmt_buf x, uint32_t rows, uint32_t n
     return NMT_OK;
 }
 
-/* The beam step and the K|V table's permutation join a recording the
- * step's products began (a decoding step's last ops: its top-k, then
- * these); any class's chain kernel runs them (chain.cl's chain_run). */
+/* The beam step joins the recording of the step before it, or begins one
+ * with the last class's kernel (where the top-k launched on its own: a
+ * device with subgroups); the K|V table's permutation after it joins that
+ * recording.  Any class's chain kernel runs them (chain.cl's chain_run). */
 nmt_status nmt_ops_chain_beam(nmt_ops *ops, const nmt_beam_step *b, int *taken) {
     *taken = 0;
-    if (!ops->chain_on || ops->chain_n == 0 || b->rows > NMT_OPS_CHAIN_ROWS || b->K == 0 || b->rows % b->K != 0)
+    if (!ops->chain_on || (ops->chain_n == 0 && class_kernel(ops, ops->chain_cls) == NULL) ||
+        b->rows > NMT_OPS_CHAIN_ROWS || b->K == 0 || b->rows % b->K != 0)
         return NMT_OK;
     const nmt_buf bufs[5] = {b->cand, b->state, b->tok, b->score, b->back};
     if (!offsets_fit(bufs, 5)) return NMT_OK;

@@ -537,6 +537,14 @@ static nmt_status decode_host(nmt_session *s, nmt_beam *b, uint32_t n, uint32_t 
  * t + 1 runs on the rows live before step t's results (trailing finished
  * sentences leave a step later), and a search that ends at step t has run
  * step t + 1 too, unread. */
+/* The family's reorder of the rows by the back-pointers the device wrote. */
+static nmt_status reorder_on_device(nmt_session *s, uint32_t rows, uint32_t t) {
+    s->io.reorder_on_device = 1;
+    const nmt_status st = s->fam->reorder(s->fam_state, &s->io, rows, t);
+    s->io.reorder_on_device = 0;
+    return st;
+}
+
 static nmt_status chain_step(nmt_session *s, const nmt_beam *b, uint32_t t, uint32_t rows, uint32_t *host,
                              cl_event *ev, uint32_t *k_out) {
     const uint32_t V = s->info.tgt_vocab, K = b->K, k = nmt_beam_topk_width(b, t);
@@ -555,15 +563,15 @@ static nmt_status chain_step(nmt_session *s, const nmt_beam *b, uint32_t t, uint
         NMT_TRY(nmt_op_beam_advance(&s->ops, &bs));
     }
     *k_out = k;
-    if (K > 1) { /* greedy rows continue themselves; beams are reordered before the read, so that on a CPU
-                  * the device's reorder joins the step's chain (the read enqueues it) */
-        s->io.reorder_on_device = 1;
-        const nmt_status st = s->fam->reorder(s->fam_state, &s->io, rows, t);
-        s->io.reorder_on_device = 0;
-        NMT_TRY(st);
-    }
-    return nmt_device_read_async(s->dev, s->d_cand.mem, 0, (size_t)rows * (2 * k + 1) * sizeof(uint32_t), host,
-                                 ev);
+    /* Greedy rows continue themselves; beams are reordered on the device.
+     * Where the beam step was recorded into a chain (a CPU runtime), the
+     * reorder goes before the read, so that it joins the chain the read
+     * enqueues; elsewhere after it, so that the read does not wait for it. */
+    const int reorder_first = K > 1 && nmt_ops_chain_open(&s->ops);
+    if (reorder_first) NMT_TRY(reorder_on_device(s, rows, t));
+    NMT_TRY(nmt_device_read_async(s->dev, s->d_cand.mem, 0, (size_t)rows * (2 * k + 1) * sizeof(uint32_t), host,
+                                  ev));
+    return K > 1 && !reorder_first ? reorder_on_device(s, rows, t) : NMT_OK;
 }
 
 static int can_chain(const nmt_session *s, const nmt_beam *b) {
