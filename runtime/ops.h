@@ -908,12 +908,11 @@ int nmt_ops_kv_permute_fits(const nmt_ops *ops, uint32_t ld); /* 1: the kernel e
 nmt_status nmt_op_kv_table_permute(nmt_ops *ops, nmt_buf tab, uint32_t ld, uint32_t positions, nmt_buf back,
                                    uint32_t rows);
 /* Record the two launches above into the chain (internal: they call these
- * first, after their checks; *taken as nmt_ops_chain_topk's), rows <=
- * NMT_OPS_CHAIN_ROWS: the beam step into the recording open or, none open,
- * a new one of the last class's kernel; the permutation only into an open
- * recording.  nmt_ops_chain_open: 1 while ops have been recorded and not
- * yet enqueued (the session reads a chained beam step's candidates after
- * its reorder, so that the permutation joins the recording). */
+ * first, after their checks; *taken as nmt_ops_chain_topk's): only into a
+ * recording a product began, rows <= NMT_OPS_CHAIN_ROWS.
+ * nmt_ops_chain_open: 1 while ops have been recorded and not yet enqueued
+ * (the session reads a chained beam step's candidates after its reorder,
+ * so that the permutation joins the recording). */
 nmt_status nmt_ops_chain_beam(nmt_ops *ops, const nmt_beam_step *b, int *taken);
 nmt_status nmt_ops_chain_kv_permute(nmt_ops *ops, nmt_buf tab, uint32_t ld, uint32_t positions, nmt_buf back,
                                     uint32_t rows, int *taken);

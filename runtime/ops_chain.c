@@ -78,7 +78,6 @@ static uint32_t relative_positions(nmt_ops *ops) {
         const cl_uint *o = v + (size_t)i * NMT_OPS_CHAIN_W;
         if (o[CA_KIND] == CHAIN_ATTN) pos = NMT_MAX(pos, o[CA_POS0]);
         if (o[CE_KIND] == CHAIN_EMBED) pos = NMT_MAX(pos, o[CE_POS0]);
-        if (o[CB_KIND] == CHAIN_BEAM) pos = NMT_MAX(pos, o[CB_T]); /* a recording the beam step began */
     }
     if (pos == 0) return 0;
     for (uint32_t i = 0; i < ops->chain_n; i++) {
@@ -530,14 +529,15 @@ nmt_status nmt_ops_chain_topk(nmt_ops *ops, nmt_buf x, uint32_t rows, uint32_t n
     return NMT_OK;
 }
 
-/* The beam step joins the recording of the step before it, or begins one
- * with the last class's kernel (where the top-k launched on its own: a
- * device with subgroups); the K|V table's permutation after it joins that
- * recording.  Any class's chain kernel runs them (chain.cl's chain_run). */
+/* The beam step and the K|V table's permutation join a recording the
+ * step's products began (a decoding step's last ops: its top-k, then
+ * these); any class's chain kernel runs them (chain.cl's chain_run).  They
+ * do not begin one: where the top-k launched on its own (Intel's runtime,
+ * whose reductions use subgroups), a chain of just these two measured no
+ * faster than their two launches (docs/PERFORMANCE.md). */
 nmt_status nmt_ops_chain_beam(nmt_ops *ops, const nmt_beam_step *b, int *taken) {
     *taken = 0;
-    if (!ops->chain_on || (ops->chain_n == 0 && class_kernel(ops, ops->chain_cls) == NULL) ||
-        b->rows > NMT_OPS_CHAIN_ROWS || b->K == 0 || b->rows % b->K != 0)
+    if (!ops->chain_on || ops->chain_n == 0 || b->rows > NMT_OPS_CHAIN_ROWS || b->K == 0 || b->rows % b->K != 0)
         return NMT_OK;
     const nmt_buf bufs[5] = {b->cand, b->state, b->tok, b->score, b->back};
     if (!offsets_fit(bufs, 5)) return NMT_OK;

@@ -632,8 +632,8 @@ static float *i8_step(env *e, nmt_ops *ops, const i8_case *c, uint64_t seed, int
  * an embedding, a norm, the top-k, the pick, the beam step and the
  * permutation 1; the int8 x int8 products' quantizations 3 more: 19),
  * which the int8 embedding begins; where the reductions use subgroups the
- * top-ks launch on their own, and the beam step begins a second launch,
- * which the permutation joins; the first product within the
+ * top-ks launch on their own, and so do the beam step and the permutation
+ * after them; the first product within the
  * quantization bound of the host's (x exact for int8 weights x fp32: the
  * bound holds too). */
 static void test_chain_i8_step(void **state) {
@@ -661,8 +661,8 @@ static void test_chain_i8_step(void **state) {
                 if (ops.chain_on) {
                     if (variants[vi] != 0) assert_non_null(ops.k_i8_chain);
                     else assert_non_null(ops.k_q8_chain[nmt_gemm_class_of(c->M)]);
-                    assert_int_equal(ops.n_chains, ops.subgroups ? 2 : 1);
-                    assert_int_equal(ops.n_chained, (variants[vi] != 0 ? 17 : 14) + (ops.subgroups ? 0 : 2));
+                    assert_int_equal(ops.n_chains, 1);
+                    assert_int_equal(ops.n_chained, (variants[vi] != 0 ? 15 : 12) + (ops.subgroups ? 0 : 4));
                 } else {
                     assert_int_equal(ops.n_chains, 0);
                     if (pass == 1) assert_false(e->dev->info.is_cpu && !nmt_env_flag("NMT_EDGE_NO_PRODUCT_CHAIN"));
