@@ -802,7 +802,7 @@ static void test_tokenize_fixture(void **state) {
     assert_non_null(ids);
     assert_non_null(dec);
     char *f_in = NULL, *f_ids = NULL, *f_dec = NULL;
-    size_t l_in = 0, l_ids = 0, l_dec = 0, a, b, c;
+    size_t l_in = 0, l_ids = 0, l_dec = 0, a = 0, b = 0, c = 0;
     unsigned lines = 0;
     for (unsigned k = 0;; k++) {
         const char *li = nth_line(in, n_in, k, &a), *le = nth_line(ids, n_ids, k, &b),

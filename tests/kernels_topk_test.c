@@ -130,6 +130,7 @@ static void run_topk_pick(env *e, uint32_t rows, uint32_t n, uint32_t ld, uint32
         }
         /* log_softmax leaves a row without a finite entry as it is: lse 0 */
         const uint32_t m = naive_rank(s, lp, n, ids);
+        assert_true(m <= n);
         if (pick) { /* the beam's choice at beam 1: the first allowed of the k best */
             int32_t want = (int32_t)eos;
             float want_score = -INFINITY;
@@ -148,7 +149,7 @@ static void run_topk_pick(env *e, uint32_t rows, uint32_t n, uint32_t ld, uint32
             fail_msg("%s: the plain kernel wrote a score", what);
         }
         for (uint32_t j = 0; j < k; j++) {
-            const int32_t want = j < m ? ids[j] : -1;
+            const int32_t want = j < m && j < n ? ids[j] : -1; /* m <= n: j < n tells GCC so */
             if ((int32_t)o_id[j] != want) fail_msg("%s: rank %u is id %d, want %d", what, j, (int)o_id[j], (int)want);
             const uint32_t want_lp = want >= 0 ? bits(lp[want]) : bits(-INFINITY);
             if (o_lp[j] != want_lp) fail_msg("%s: rank %u lp bits %08x, log_softmax's %08x", what, j, o_lp[j], want_lp);
