@@ -524,6 +524,13 @@ static nmt_status decode_host(nmt_session *s, nmt_beam *b, uint32_t n, uint32_t 
     return NMT_OK;
 }
 
+nmt_status nmt_session_reorder_on_device(nmt_session *s, uint32_t rows, uint32_t t) {
+    s->io.reorder_on_device = 1;
+    const nmt_status st = s->fam->reorder(s->fam_state, &s->io, rows, t);
+    s->io.reorder_on_device = 0;
+    return st;
+}
+
 /* A search with its steps chained on the device (docs/RUNTIME.md, "Steps
  * chained on the device"): after step t the device itself writes step t +
  * 1's input — each row's next token and score, at beam 1 by the top-k
@@ -537,14 +544,6 @@ static nmt_status decode_host(nmt_session *s, nmt_beam *b, uint32_t n, uint32_t 
  * t + 1 runs on the rows live before step t's results (trailing finished
  * sentences leave a step later), and a search that ends at step t has run
  * step t + 1 too, unread. */
-/* The family's reorder of the rows by the back-pointers the device wrote. */
-static nmt_status reorder_on_device(nmt_session *s, uint32_t rows, uint32_t t) {
-    s->io.reorder_on_device = 1;
-    const nmt_status st = s->fam->reorder(s->fam_state, &s->io, rows, t);
-    s->io.reorder_on_device = 0;
-    return st;
-}
-
 static nmt_status chain_step(nmt_session *s, const nmt_beam *b, uint32_t t, uint32_t rows, uint32_t *host,
                              cl_event *ev, uint32_t *k_out) {
     const uint32_t V = s->info.tgt_vocab, K = b->K, k = nmt_beam_topk_width(b, t);
@@ -568,10 +567,10 @@ static nmt_status chain_step(nmt_session *s, const nmt_beam *b, uint32_t t, uint
      * reorder goes before the read, so that it joins the chain the read
      * enqueues; elsewhere after it, so that the read does not wait for it. */
     const int reorder_first = K > 1 && nmt_ops_chain_open(&s->ops);
-    if (reorder_first) NMT_TRY(reorder_on_device(s, rows, t));
+    if (reorder_first) NMT_TRY(nmt_session_reorder_on_device(s, rows, t));
     NMT_TRY(nmt_device_read_async(s->dev, s->d_cand.mem, 0, (size_t)rows * (2 * k + 1) * sizeof(uint32_t), host,
                                   ev));
-    return K > 1 && !reorder_first ? reorder_on_device(s, rows, t) : NMT_OK;
+    return K > 1 && !reorder_first ? nmt_session_reorder_on_device(s, rows, t) : NMT_OK;
 }
 
 static int can_chain(const nmt_session *s, const nmt_beam *b) {

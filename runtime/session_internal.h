@@ -113,6 +113,11 @@ nmt_status nmt_session_score_aligned(nmt_session *s, const nmt_batch *src, const
  * log-probabilities predicting it (valid during the call). */
 typedef void (*nmt_forced_fn)(void *user, uint32_t i, uint32_t p, int32_t label, const float *row);
 
+/* The family's reorder of the first `rows` decoder rows by the
+ * back-pointers the device wrote into io.reorder (session.c; decoding step
+ * t), as the chained search and the warm-up do. */
+nmt_status nmt_session_reorder_on_device(nmt_session *s, uint32_t rows, uint32_t t);
+
 /* Teacher-forced decoding of (src, tgt) pairs: the whole target at once
  * (incremental = 0, what scoring and training use) or one position at a
  * time through the KV cache (incremental = 1, what beam search uses).  The

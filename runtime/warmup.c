@@ -60,10 +60,7 @@ nmt_status nmt_session_warm(nmt_session *s) {
                                       .score = nmt_buf_at(s->io.step_tok, rows), .back = s->io.reorder, .rows = K,
                                       .k = k, .K = K, .V = s->info.tgt_vocab, .eos = s->info.eos_id};
             NMT_TRY(nmt_op_beam_advance(&s->ops, &bs));
-            s->io.reorder_on_device = 1;
-            const nmt_status rs = s->fam->reorder(s->fam_state, &s->io, K, 0);
-            s->io.reorder_on_device = 0;
-            NMT_TRY(rs);
+            NMT_TRY(nmt_session_reorder_on_device(s, K, 0));
         }
     }
     NMT_TRY(nmt_device_finish(s->dev));
