@@ -1,7 +1,8 @@
 /* chain.cl — the chained few-row ops: the text every chain kernel runs.
  * The device layer puts it between cl/common.cl and the program's own
- * source for the three programs that have a chain kernel (gemm, gemm_i8,
- * gemm_q8: runtime/device_program.c, chain_program), and for no other, so
+ * source for the programs that have a chain kernel, those whose own text
+ * has a line beginning with CHAIN_KERNEL( (gemm, gemm_i8, gemm_q8:
+ * runtime/device_program.c, nmt_program_has_chain), and for no other, so
  * the rest of cl/ neither compiles nor hashes it.
  *
  * Its first part, the descriptor layout (to CHAIN_LAYOUT's end), is plain

@@ -44,9 +44,14 @@ extern const nmt_embedded_source nmt_embedded_sources[];  /* the runtime's (forw
  * program's own source (nmt_device_program). */
 #define NMT_COMMON_SOURCE "common"
 /* cl/chain.cl: the chained few-row ops, between common.cl and the program's
- * own source for the programs with a chain kernel (gemm, gemm_i8, gemm_q8). */
+ * own source for the programs with a chain kernel (nmt_program_has_chain:
+ * today gemm, gemm_i8, gemm_q8). */
 #define NMT_CHAIN_SOURCE "chain"
 extern const size_t nmt_embedded_source_count;
+/* 1 when a program's own text has a chain kernel: a line that begins with
+ * "CHAIN_KERNEL(" (chain.cl's macro).  The one rule for which programs
+ * cl/chain.cl goes into; scripts/nmk-retarget.py applies the same. */
+int nmt_program_has_chain(const char *text, size_t len);
 
 typedef struct nmt_program_slot {
     char source[32];                      /* file stem */

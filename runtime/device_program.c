@@ -199,10 +199,17 @@ static nmt_status source_text(nmt_device *dev, const char *source, nmt_mapping *
     return NMT_OK;
 }
 
-/* The programs with a chain kernel (cl/chain.cl's CHAIN_KERNEL): gemm.cl's
- * gemm_chain, gemm_i8.cl's gemm_i8_chain, gemm_q8.cl's gemm_q8_chain. */
-static int chain_program(const char *source) {
-    return strcmp(source, "gemm") == 0 || strcmp(source, "gemm_i8") == 0 || strcmp(source, "gemm_q8") == 0;
+int nmt_program_has_chain(const char *text, size_t len) {
+    static const char mark[] = "CHAIN_KERNEL(";
+    const size_t m = sizeof mark - 1;
+    if (text == NULL) return 0;
+    for (size_t i = 0; i + m <= len; i++) {
+        if ((i == 0 || text[i - 1] == '\n') && memcmp(text + i, mark, m) == 0) return 1;
+        const char *nl = memchr(text + i, '\n', len - i);
+        if (nl == NULL) break;
+        i = (size_t)(nl - text); /* the loop's i++ steps past it */
+    }
+    return 0;
 }
 
 nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *options, cl_program *out) {
@@ -230,21 +237,30 @@ nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *o
     }
 
     /* Source text: cl/common.cl (helpers every program shares), cl/chain.cl
-     * where the program has a chain kernel, then the program's own file;
-     * embedded, or all mapped from kernel_dir for the duration of the build. */
+     * where the program's own text has a chain kernel, then that own text;
+     * embedded, or all mapped from kernel_dir for the duration of the build.
+     * The own text is read first: it decides whether chain.cl goes in. */
     nmt_mapping files[3] = {{NULL, 0}, {NULL, 0}, {NULL, 0}};
-    const char *names[3] = {NMT_COMMON_SOURCE, NMT_CHAIN_SOURCE, source};
     const char *texts[3];
     size_t lens[3];
+    const char *own_text = NULL;
+    size_t own_len = 0;
+    nmt_mapping own = {NULL, 0};
+    nmt_status ls = source_text(dev, source, &own, &own_text, &own_len);
     int n_texts = 0;
-    nmt_status ls = NMT_OK;
-    for (int i = 0; i < 3 && ls == NMT_OK; i++) {
-        if (i == 1 && !chain_program(source)) continue;
-        ls = source_text(dev, names[i], &files[n_texts], &texts[n_texts], &lens[n_texts]);
+    if (ls == NMT_OK) {
+        const char *parts[2] = {NMT_COMMON_SOURCE, NMT_CHAIN_SOURCE};
+        const int n_parts = nmt_program_has_chain(own_text, own_len) ? 2 : 1;
+        for (int i = 0; i < n_parts && ls == NMT_OK; i++, n_texts++)
+            ls = source_text(dev, parts[i], &files[n_texts], &texts[n_texts], &lens[n_texts]);
+        files[n_texts] = own;
+        texts[n_texts] = own_text;
+        lens[n_texts] = own_len;
         n_texts++;
     }
     if (ls != NMT_OK) {
         for (int i = 0; i < n_texts; i++) nmt_unmap_file(&files[i]);
+        if (n_texts == 0) nmt_unmap_file(&own);
         return ls;
     }
     char full_opts[NMT_BUILD_OPTIONS_MAX + 32];

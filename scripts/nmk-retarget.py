@@ -20,6 +20,7 @@
       defines).
 """
 import os
+import re
 import struct
 import sys
 import zlib
@@ -52,13 +53,16 @@ def stem(i, name):
     return f"{i:02d}-{name.decode()}"
 
 
-# the programs cl/chain.cl goes into (runtime/device_program.c chain_program)
-CHAIN_PROGRAMS = ("gemm", "gemm_i8", "gemm_q8")
+def cl_text(f):
+    return open(os.path.join(ROOT, "cl", f), "rb").read()
 
 
 def source(name):
-    files = ["common.cl"] + (["chain.cl"] if name.decode() in CHAIN_PROGRAMS else []) + [name.decode() + ".cl"]
-    texts = [open(os.path.join(ROOT, "cl", f), "rb").read() for f in files]
+    # cl/chain.cl goes into a program whose own text has a line beginning
+    # with CHAIN_KERNEL( (runtime/device_program.c nmt_program_has_chain)
+    own = cl_text(name.decode() + ".cl")
+    chained = re.search(rb"^CHAIN_KERNEL\(", own, re.M) is not None
+    texts = [cl_text("common.cl")] + ([cl_text("chain.cl")] if chained else []) + [own]
     h = 0xCBF29CE484222325
     for t in texts:
         h = fnv(struct.pack("<Q", len(t)) + t, h)

@@ -526,21 +526,20 @@ static void test_sources_compile_clean(void **state) {
             printf("%s: not built here (the device lacks%s)\n", nmt_embedded_sources[i].name, ext);
             continue;
         }
-        nmt_test_assert_ok(o.dev, nmt_device_program(o.dev, nmt_embedded_sources[i].name, "-Werror", &prog));
+        nmt_test_build_clean(o.dev, nmt_embedded_sources[i].name, "");
         /* the header comment documents the file */
         assert_memory_equal(nmt_embedded_sources[i].text, "/* ", 3);
     }
-    cl_program prog = NULL;
-    nmt_test_assert_ok(o.dev, nmt_device_program(o.dev, "gemm", "-Werror -DGEMM_TM=3 -DGEMM_TN=5", &prog));
-    nmt_test_assert_ok(o.dev, nmt_device_program(o.dev, "gemm", "-Werror -DGEMM_TM=1 -DGEMM_TN=1", &prog));
-    nmt_test_assert_ok(o.dev, nmt_device_program(o.dev, "gemm", "-Werror -DGEMM_TM=1 -DGEMM_TN=8", &prog));
-    nmt_test_assert_ok(o.dev, nmt_device_program(o.dev, "norm", "-Werror -DREDUCE_WG=16", &prog));
-    nmt_test_assert_ok(o.dev, nmt_device_program(o.dev, "attention", "-Werror -DATTN_TILE=16", &prog));
+    nmt_test_build_clean(o.dev, "gemm", "-DGEMM_TM=3 -DGEMM_TN=5");
+    nmt_test_build_clean(o.dev, "gemm", "-DGEMM_TM=1 -DGEMM_TN=1");
+    nmt_test_build_clean(o.dev, "gemm", "-DGEMM_TM=1 -DGEMM_TN=8");
+    nmt_test_build_clean(o.dev, "norm", "-DREDUCE_WG=16");
+    nmt_test_build_clean(o.dev, "attention", "-DATTN_TILE=16");
     if (o.dev->info.has_fp16) /* fp16 compute: every vector width of its products */
         for (int vw = 1; vw <= 16; vw *= 2) {
             char opts[64];
-            snprintf(opts, sizeof opts, "-Werror -DGEMM_VW=%d -DGEMM_TM=3 -DGEMM_TN=2", vw);
-            nmt_test_assert_ok(o.dev, nmt_device_program(o.dev, "gemm_f16", opts, &prog));
+            snprintf(opts, sizeof opts, "-DGEMM_VW=%d -DGEMM_TM=3 -DGEMM_TN=2", vw);
+            nmt_test_build_clean(o.dev, "gemm_f16", opts);
         }
     close_dev(&o);
 }
@@ -834,7 +833,7 @@ static void test_kernel_dir(void **state) {
     assert_non_null(ops.k_attn_apply);
     nmt_ops_release(&ops);
     /* each program's hash covers the texts it was built from, in order: chain.cl
-     * only in gemm's, gemm_i8's and gemm_q8's (scripts/nmk-retarget.py's rule) */
+     * only in gemm's, gemm_i8's and gemm_q8's (nmt_program_has_chain) */
     const char *const gemm_texts[] = {NMT_COMMON_SOURCE, NMT_CHAIN_SOURCE, "gemm"};
     const char *const plain_texts[] = {NMT_COMMON_SOURCE, "elementwise"};
     const nmt_program_slot *sl = program_slot(o.dev, "gemm");
@@ -855,6 +854,37 @@ static void test_kernel_dir(void **state) {
     free(dst);
     free(src);
     free(dir);
+}
+
+/* The rule for which programs cl/chain.cl goes into: a line of the
+ * program's own text that begins with "CHAIN_KERNEL(" — in the repository,
+ * gemm.cl, gemm_i8.cl and gemm_q8.cl and no other. */
+static void test_program_has_chain(void **state) {
+    (void)state;
+#define HAS(t) nmt_program_has_chain((t), strlen(t))
+    assert_int_equal(HAS("CHAIN_KERNEL(gemm_chain)"), 1);
+    assert_int_equal(HAS("x\nCHAIN_KERNEL(gemm_chain) /* chain.cl */\n"), 1);
+    assert_int_equal(HAS("a\n\nb\nCHAIN_KERNEL(k)"), 1);
+    assert_int_equal(HAS(""), 0);
+    assert_int_equal(HAS(" CHAIN_KERNEL(k)"), 0);          /* not at a line's start */
+    assert_int_equal(HAS("x\n * CHAIN_KERNEL(k)\n"), 0);  /* a comment's line */
+    assert_int_equal(HAS("/* CHAIN_KERNEL(k) */"), 0);
+    assert_int_equal(HAS("#define CHAIN_KERNEL(NAME) \\\n"), 0); /* chain.cl's own */
+    assert_int_equal(HAS("x\nCHAIN_KERNEL"), 0);           /* no parenthesis */
+    assert_int_equal(HAS("x\nCHAIN_KERNELS(k)"), 0);
+#undef HAS
+    assert_int_equal(nmt_program_has_chain("CHAIN_KERNEL(k)", 12), 0); /* the length bounds it */
+    assert_int_equal(nmt_program_has_chain("CHAIN_KERNEL(k)", 13), 1);
+    assert_int_equal(nmt_program_has_chain(NULL, 0), 0);
+    int chained = 0;
+    for (size_t i = 0; i < nmt_embedded_source_count; i++) {
+        const nmt_embedded_source *es = &nmt_embedded_sources[i];
+        const int want = strcmp(es->name, "gemm") == 0 || strcmp(es->name, "gemm_i8") == 0 ||
+                         strcmp(es->name, "gemm_q8") == 0;
+        if (nmt_program_has_chain(es->text, es->length) != want) fail_msg("%s.cl: chain rule", es->name);
+        chained += want;
+    }
+    assert_int_equal(chained, 3);
 }
 
 static void test_broken_source(void **state) {
@@ -1040,6 +1070,7 @@ int main(void) {
         cmocka_unit_test(test_cache_reject_by_driver),
         cmocka_unit_test(test_cache_dir_unusable),
         cmocka_unit_test(test_kernel_dir),
+        cmocka_unit_test(test_program_has_chain),
         cmocka_unit_test(test_broken_source),
         cmocka_unit_test(test_platform_files),
         cmocka_unit_test(test_platform_make_dirs),

@@ -44,14 +44,11 @@ static void test_init(void **state) {
 
     /* the training sources compile warning-free with other knob values too */
     static const struct { const char *src, *opts; } builds[] = {
-        {"gemm_bwd", "-Werror"}, {"gemm_bwd", "-Werror -DGEMMT_TM=3 -DGEMMT_TN=5"},
-        {"gemm_bwd", "-Werror -DGEMMT_TM=1 -DGEMMT_TN=1"}, {"norm_bwd", "-Werror -DREDUCE_WG=16"},
-        {"elementwise_bwd", "-Werror"}, {"attention_bwd", "-Werror"}, {"loss", "-Werror -DREDUCE_WG=16"},
-        {"optim", "-Werror -DREDUCE_WG=16"}};
-    for (size_t i = 0; i < NMT_ARRAY_LEN(builds); i++) {
-        cl_program prog = NULL;
-        nmt_test_assert_ok(e->dev, nmt_device_program(e->dev, builds[i].src, builds[i].opts, &prog));
-    }
+        {"gemm_bwd", ""}, {"gemm_bwd", "-DGEMMT_TM=3 -DGEMMT_TN=5"},
+        {"gemm_bwd", "-DGEMMT_TM=1 -DGEMMT_TN=1"}, {"norm_bwd", "-DREDUCE_WG=16"},
+        {"elementwise_bwd", ""}, {"attention_bwd", ""}, {"loss", "-DREDUCE_WG=16"},
+        {"optim", "-DREDUCE_WG=16"}};
+    for (size_t i = 0; i < NMT_ARRAY_LEN(builds); i++) nmt_test_build_clean(e->dev, builds[i].src, builds[i].opts);
 }
 
 /* ---- linear layer (+ ReLU) vs finite differences ------------------------- */

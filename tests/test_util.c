@@ -440,3 +440,34 @@ int nmt_test_missing_extension(nmt_device *dev, const char *text, char *name, si
     free(ext);
     return missing;
 }
+
+int nmt_test_build_clean(nmt_device *dev, const char *source, const char *options) {
+    static const char psabi[] = "without 'avx512f' enabled changes the ABI";
+    char opts[NMT_BUILD_OPTIONS_MAX];
+    assert_true((size_t)snprintf(opts, sizeof opts, "-Werror%s%s", options[0] ? " " : "", options) < sizeof opts);
+    cl_program prog = NULL;
+    const nmt_logger saved = dev->log;
+    dev->log.fn = NULL; /* the tolerated notes are not errors of the test's */
+    const nmt_status st = nmt_device_program(dev, source, opts, &prog);
+    dev->log = saved;
+    if (st == NMT_OK) return 0;
+    if (st != NMT_ERR_KERNEL_BUILD) fail_msg("%s.cl with \"%s\": %s", source, opts, nmt_status_str(st));
+    const char *log = dev->build_log;
+    if (strncmp(log, "(build log of ", 14) == 0) fail_msg("%s.cl with \"%s\": %s", source, opts, log);
+    int notes = 0;
+    for (const char *line = log; *line;) {
+        const char *end = strchr(line, '\n');
+        const size_t len = end ? (size_t)(end - line) : strlen(line);
+        char buf[1024];
+        snprintf(buf, sizeof buf, "%.*s", (int)len, line);
+        if (strstr(buf, "error:") != NULL) {
+            if (strstr(buf, psabi) == NULL) fail_msg("%s.cl with \"%s\" is not warning-free:\n%s", source, opts, log);
+            notes++;
+        }
+        line += len + (end != NULL);
+    }
+    if (notes == 0) fail_msg("%s.cl with \"%s\" failed to build:\n%s", source, opts, log);
+    nmt_test_assert_ok(dev, nmt_device_program(dev, source, options, &prog));
+    printf("%s.cl \"%s\": %d x86 ABI notes (no AVX-512 here), no other warning\n", source, options, notes);
+    return notes;
+}

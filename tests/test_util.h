@@ -51,6 +51,18 @@ void nmt_test_device_close(nmt_device *dev, void *mem);
  * EXTENSION NAME : enable`, a fast path's file) that dev does not report,
  * with " NAME " in name[cap]; 0 when it needs none or dev has them all. */
 int nmt_test_missing_extension(nmt_device *dev, const char *text, char *name, size_t cap);
+/* Asserts that SOURCE builds with OPTIONS warning-free: built with
+ * "-Werror OPTIONS".  One kind of warning is not the source's to remove: an
+ * x86 compiler without AVX-512 (PoCL on such a host) notes every float16
+ * argument or return, vload16 and vstore16 included, as an ABI change
+ * (-Wpsabi), and PoCL refuses -Wno-psabi as a build option.  A build whose
+ * every error is that note passes if OPTIONS alone then builds; any other
+ * warning fails.  Returns the number of such notes (0 on a clean build).
+ * What such a host does not check: clang stops generating code at the
+ * first error, so a later code-generation warning (rare: the language's
+ * warnings come before, and all of them are checked) shows only on an
+ * AVX-512 host or another runtime. */
+int nmt_test_build_clean(nmt_device *dev, const char *source, const char *options);
 
 /* A cmocka group fixture holding the test device: setup stores a
  * malloc'd nmt_test_dev_env in *state (-1 when no device opens), teardown
