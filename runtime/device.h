@@ -52,6 +52,16 @@ extern const size_t nmt_embedded_source_count;
  * "CHAIN_KERNEL(" (chain.cl's macro).  The one rule for which programs
  * cl/chain.cl goes into; scripts/nmk-retarget.py applies the same. */
 int nmt_program_has_chain(const char *text, size_t len);
+/* 1 when a build log's line is clang's x86 ABI note on a 512-bit vector
+ * (float16, vload16's result included) passed or returned by value where
+ * the target lacks AVX-512 (-Wpsabi; PoCL on such a host gives dozens a
+ * program).  After inlining nothing crosses a call, and PoCL refuses
+ * -Wno-psabi as a build option, so it is no warning of the sources'. */
+int nmt_build_log_abi_note(const char *line, size_t len);
+/* The level a successful build's log goes to the logger at: NMT_LOG_WARN
+ * where a line says "warning" (any case) and is neither the ABI note nor
+ * clang's count ("33 warnings generated."), else NMT_LOG_DEBUG. */
+nmt_log_level nmt_build_log_level(const char *log);
 
 typedef struct nmt_program_slot {
     char source[32];                      /* file stem */

@@ -55,6 +55,28 @@ static void log_build_log(nmt_device *dev, nmt_log_level level, const char *sour
 
 static int contains_ci(const char *h, const char *n) { return nmt_strcasestr_ascii(h, n); }
 
+int nmt_build_log_abi_note(const char *line, size_t len) {
+    static const char note[] = "without 'avx512f' enabled changes the ABI";
+    const size_t m = sizeof note - 1;
+    for (size_t i = 0; i + m <= len; i++)
+        if (memcmp(line + i, note, m) == 0) return 1;
+    return 0;
+}
+
+nmt_log_level nmt_build_log_level(const char *log) {
+    for (const char *p = log; p && *p;) {
+        const char *e = strchr(p, '\n');
+        const size_t n = e ? (size_t)(e - p) : strlen(p);
+        char line[1024]; /* a line's head: where a compiler says "warning" */
+        snprintf(line, sizeof line, "%.*s", (int)NMT_MIN(n, sizeof line - 1), p);
+        const size_t ln = strlen(line);
+        const int count_line = line[0] >= '0' && line[0] <= '9' && ln > 10 && strcmp(line + ln - 10, "generated.") == 0;
+        if (contains_ci(line, "warning") && !count_line && !nmt_build_log_abi_note(p, n)) return NMT_LOG_WARN;
+        p = e ? e + 1 : p + n;
+    }
+    return NMT_LOG_DEBUG;
+}
+
 typedef struct cache_fill_ctx {
     nmt_device *dev;
     cl_program program;
@@ -329,7 +351,7 @@ nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *o
             } else {
                 dev->n_source_builds++;
                 if (dev->build_log[0]) {
-                    nmt_log_level lvl = contains_ci(dev->build_log, "warning") ? NMT_LOG_WARN : NMT_LOG_DEBUG;
+                    const nmt_log_level lvl = nmt_build_log_level(dev->build_log);
                     nmt_log(&dev->log, lvl, "build log of %s.cl (\"%s\"):", source, full_opts);
                     log_build_log(dev, lvl, source);
                 }

@@ -887,6 +887,36 @@ static void test_program_has_chain(void **state) {
     assert_int_equal(chained, 3);
 }
 
+/* A successful build's log: a warning goes to the logger as one, clang's
+ * x86 ABI note on 512-bit vectors (every program on a PoCL host without
+ * AVX-512) at debug level, so that a first run there prints nothing. */
+static void test_build_log_level(void **state) {
+    (void)state;
+    static const char abi_w[] = "gemm.cl:40:36: warning: AVX vector argument of type 'const __private float16' (vector "
+                                "of 16 'float' values) without 'avx512f' enabled changes the ABI";
+    static const char abi_e[] = "t.cl:1:52 <Spelling=_builtin_renames.h:812:20>: error: AVX vector return of type "
+                                "'float16' (vector of 16 'float' values) without 'avx512f' enabled changes the ABI";
+    assert_int_equal(nmt_build_log_abi_note(abi_w, strlen(abi_w)), 1);
+    assert_int_equal(nmt_build_log_abi_note(abi_e, strlen(abi_e)), 1);
+    assert_int_equal(nmt_build_log_abi_note(abi_w, strlen(abi_w) - 1), 0); /* bounded by the length */
+    const char *other = "k.cl:3:9: warning: unused variable 'x' [-Wunused-variable]";
+    assert_int_equal(nmt_build_log_abi_note(other, strlen(other)), 0);
+    assert_int_equal(nmt_build_log_level(""), NMT_LOG_DEBUG);
+    assert_int_equal(nmt_build_log_level("remark: 2 kernels vectorized"), NMT_LOG_DEBUG);
+    assert_int_equal(nmt_build_log_level(other), NMT_LOG_WARN);
+    assert_int_equal(nmt_build_log_level("Compilation WARNING: spill"), NMT_LOG_WARN);
+    assert_int_equal(nmt_build_log_level(abi_w), NMT_LOG_DEBUG);
+    char log[1024];
+    snprintf(log, sizeof log, "%s\n%s\n2 warnings generated.", abi_w, abi_w); /* clang's count line */
+    assert_int_equal(nmt_build_log_level(log), NMT_LOG_DEBUG);
+    snprintf(log, sizeof log, "%s\n%s\n", abi_w, abi_w);
+    assert_int_equal(nmt_build_log_level(log), NMT_LOG_DEBUG);
+    assert_int_equal(nmt_build_log_level("1 warning generated."), NMT_LOG_DEBUG);
+    assert_int_equal(nmt_build_log_level("warnings generated."), NMT_LOG_WARN); /* no count: not that line */
+    snprintf(log, sizeof log, "%s\n%s\n%s", abi_w, other, abi_w);
+    assert_int_equal(nmt_build_log_level(log), NMT_LOG_WARN);
+}
+
 static void test_broken_source(void **state) {
     (void)state;
     char *dir = nmt_test_make_temp_dir("broken");
@@ -1071,6 +1101,7 @@ int main(void) {
         cmocka_unit_test(test_cache_dir_unusable),
         cmocka_unit_test(test_kernel_dir),
         cmocka_unit_test(test_program_has_chain),
+        cmocka_unit_test(test_build_log_level),
         cmocka_unit_test(test_broken_source),
         cmocka_unit_test(test_platform_files),
         cmocka_unit_test(test_platform_make_dirs),
