@@ -17,13 +17,20 @@ cmake -S . -B "$build" -DNMT_WERROR=ON > /dev/null
 cmake --build "$build" -j"$(nproc)"
 tests=(kernels_test kernels_gemm_test kernels_attn_test kernels_phrase_test kernels_rec_test kernels_additive_test
        kernels_gru_test kernels_topk_test kernels_beam_test kernels_i8dot_test kernels_rows_test grad_test grad_attn_test grad_exact_test session_test)
+# Cases left out under the simulator (NMT_TEST_SKIP, a cmocka name pattern):
+# session_test's beam case (beam 4 on two models, every hypothesis rescored,
+# then each sentence again alone) ran over 14 minutes under Oclgrind on a
+# 2-core VM without AVX-512, more than the rest of this script; the kernels it
+# adds, the top-k and the beam step, run here in kernels_topk_test and
+# kernels_beam_test.  It runs natively, under ASan and on Intel's runtime.
+declare -A skip=([session_test]=test_beam_consistent)
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 fail=0
 for t in "${tests[@]}"; do
   t0=$SECONDS
   # the kernel cache would hand Oclgrind PoCL's binaries: none here
-  if ! NMT_EDGE_DEVICE=oclgrind NMT_EDGE_CACHE_DIR= oclgrind --data-races "$build/tests/$t" > "$log" 2>&1; then
+  if ! NMT_TEST_SKIP="${skip[$t]:-}" NMT_EDGE_DEVICE=oclgrind NMT_EDGE_CACHE_DIR= oclgrind --data-races "$build/tests/$t" > "$log" 2>&1; then
     echo "oclgrind: $t failed:"; tail -40 "$log"; fail=1; continue
   fi
   reports=$(grep -c $'^\tKernel: ' "$log" || true)

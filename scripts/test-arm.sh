@@ -4,7 +4,10 @@
 #
 #   bash scripts/test-arm.sh [arm64|armhf] [ctest args...]
 #   e.g. bash scripts/test-arm.sh arm64                 the whole suite
-#        bash scripts/test-arm.sh armhf -L arm-ci       the CI subset
+#        bash scripts/test-arm.sh armhf -R '^format_'   some tests
+#        NMT_ARM_TESTS="format_test cli_test" bash scripts/test-arm.sh armhf
+#                                    exactly these tests (.ci/run's subsets):
+#                                    each name must be a test of the build
 #
 # arm64 also builds examples/ against the installed cross build (below).
 # Build directory build-<arch>; PoCL's kernel cache persists in
@@ -98,6 +101,17 @@ if [ "$arch" = arm64 ]; then
     [[ $got == *Paket* ]] || { echo "test-arm: translate_lines under qemu printed '$got'" >&2; exit 1; }
     echo "test-arm: translate_lines (arm64) under qemu: $got ($((SECONDS - t0)) s)"
   fi
+fi
+# NMT_ARM_TESTS: a list of test names, each of which must exist (a renamed
+# test must not drop out of CI's subset unnoticed)
+if [ -n "${NMT_ARM_TESTS:-}" ]; then
+  names=()
+  for t in $NMT_ARM_TESTS; do
+    n=$(ctest --test-dir "build-$arch" -N -R "^$t\$" | sed -n 's/^Total Tests: //p')
+    [ "$n" = 1 ] || { echo "test-arm: NMT_ARM_TESTS names '$t', which is not a test of build-$arch" >&2; exit 1; }
+    names+=("$t")
+  done
+  set -- -R "^($(IFS='|'; echo "${names[*]}"))\$" "$@"
 fi
 # PoCL keeps one pthread per core; under qemu two tests at a time is the sweet spot
 ctest --test-dir "build-$arch" --output-on-failure -j2 "$@"

@@ -15,6 +15,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* ---- case filters -------------------------------------------------------- */
+
+/* NMT_TEST_FILTER and NMT_TEST_SKIP: cmocka's name patterns ('*', '?'; run
+ * only the matching cases / skip them), read before main.  For runs that
+ * cannot afford every case of a test, e.g. scripts/oclgrind.sh's session_test
+ * (every case under the simulator is minutes on a 2-core machine); the script
+ * checks that the pattern ran the number of cases it expects. */
+__attribute__((constructor)) static void nmt_test_case_filters(void) {
+    const char *run = getenv("NMT_TEST_FILTER");
+    const char *skip = getenv("NMT_TEST_SKIP");
+    if (run != NULL && run[0] != '\0') cmocka_set_test_filter(run);
+    if (skip != NULL && skip[0] != '\0') cmocka_set_skip_filter(skip);
+}
+
 /* ---- devices ------------------------------------------------------------ */
 
 static const char *level_name(nmt_log_level l) {

@@ -10,6 +10,8 @@
  *             assertion that prints the worst element on failure.
  *   buffers   create / upload / download wrappers that fail the test on error.
  *   files     temporary directories and whole-file read/write.
+ *   cases     NMT_TEST_FILTER / NMT_TEST_SKIP (cmocka name patterns, '*' and
+ *             '?') run only the matching cases of any test / skip them.
  *
  * Every nmt_test_* function that "fails the test" does so through cmocka's
  * fail_msg, so it must be called from inside a running test (or a group
