@@ -290,8 +290,13 @@ def main():
             envs = {"nmt": nmt_env, "ct2": ct2_env, "base": base_env}
             for eng in engines:  # untimed: kernel compilation, caches, page cache
                 run_timed(cmds[(eng, N)], envs[eng])
-            for _ in range(args.rounds):
-                for eng in engines:
+            # each round starts at the next engine: in a fixed order the
+            # engine after CTranslate2 ran 0.60-0.64x at batch 1 in both
+            # orders of two nmt-edge configurations (docs/PERFORMANCE.md,
+            # "Beside CTranslate2 on a host without AVX-512")
+            for rnd in range(args.rounds):
+                for i in range(len(engines)):
+                    eng = engines[(rnd + i) % len(engines)]
                     env = envs[eng]
                     t1, _ = run_timed(cmds[(eng, N)], env)
                     t2, r2 = run_timed(cmds[(eng, 2 * N)], env)
