@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmdbuf_bench.c — what a recorded command buffer (cl_khr_command_buffer,
  * issue 23 item 4) saves per launch against enqueueing each kernel, on the
  * device the runtime opens (docs/PERFORMANCE.md, "Launches per decoder

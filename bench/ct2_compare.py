@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """ct2_compare.py — `nmt-edge translate` beside CTranslate2 on the same
 random-weight vanilla Transformer (issue 22).
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gemm_bench.c — our GEMM kernels (fp32 and int8-weight) against OpenBLAS on
  * the transformer's shapes, in one process and one run, plus the CPU's
  * measured fp32 peak.  Prints GFLOP/s, the ratio ours / OpenBLAS and the

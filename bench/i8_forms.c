@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* i8_forms.c — can OpenCL C reach an int8 product faster than fp32 on this
  * device?  (issue 22: CTranslate2's int8 lead at batch x beam >= 16 comes
  * from 8-bit integer dot-product instructions, e.g. AVX-512 VNNI.)  One

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* nmt_edge_tune.c — the tuner: measures candidate kernel parameters for
  * every product (fp32 NT, fp32 NN, int8-weight NT with fp32 or with int8
  * activations) and shape class (M <= 2,

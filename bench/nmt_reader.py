@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Reader of .nmt files (docs/FORMAT.md) for the benchmark scripts: the
 metadata and the fp32 tensors by name. A verification aid for files this
 project wrote, not a loader for untrusted files: it checks the magic only."""

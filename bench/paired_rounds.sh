@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # paired_rounds.sh — one build's decoding speed under two environments (a
 # setting on against off), as paired rounds on a shared, noisy machine:
 # each round runs translate_bench once with each environment, the first of

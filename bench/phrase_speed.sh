@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # phrase_speed.sh — training and decoding speed of every phrase-based
 # attention configuration of the results table (docs/RESULTS.md, issue 16)
 # relative to the vanilla Transformer of the same shape, each ratio measured

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* reduce_bench.c — the per-row reductions (layernorm, log_softmax,
  * topk_logprobs) with the subgroup reductions of issue 23 against the
  * portable work-group ones, in one process, interleaved round by round

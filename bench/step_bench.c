@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* step_bench.c — a one-row decoder step's chain of products as one launch per
  * product against one launch for the whole chain whose work-groups take the
  * products' chunks by ticket (issue 22; docs/PERFORMANCE.md, "One launch for

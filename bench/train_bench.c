@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* train_bench.c — speed of one training step of the trainer's model
  * (train/tf_train.h) on the paper's small setting, beside PyTorch on the same
  * machine, model shape and batch, measured in the same run (issue 5, item 8).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """train_step_torch.py - PyTorch reference for bench/train_bench.c.
 
 The same Transformer / HySAN architecture as the runtime

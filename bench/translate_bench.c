@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* translate_bench.c — end-to-end translation throughput of random-weight
  * models on the chosen OpenCL device, and session start-up with a cold and
  * a warm program cache.  Prints one table; ratios compare configurations

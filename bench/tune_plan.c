@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tune_plan.c — the tuner's shapes and buffer sizes (tune_plan.h). */
 #include "tune_plan.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tune_plan.h — what the tuner (nmt_edge_tune.c) times for one product and
  * shape class: the model's product shapes at the class's representative row
  * counts, and the sizes of the operand buffers and of the host staging

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* additive.cl — additive (Bahdanau) attention over a sentence's encoder
  * states, one target step (runtime/ops.h nmt_op_additive_attn; the BA-NMT
  * family, issue 17; docs/ARCHITECTURES.md).  The backward is in the

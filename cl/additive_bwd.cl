@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* additive_bwd.cl — backward of additive attention (cl/additive.cl;
  * train/ops_train.h nmt_op_additive_bwd; docs/TRAINING-OPS.md).  Training
  * library only.  Rows b < n_rows, each its own sentence (group 1), n =

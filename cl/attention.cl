@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* attention.cl — multi-head masked attention with HySAN branches sharing one
  * score matrix (runtime/ops.h, nmt_attn_args, gives the exact semantics).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* attention_bwd.cl — backward of the HySAN multi-head masked attention of
  * attention.cl (runtime/ops_train.h, nmt_attn_bwd_args, gives the exact
  * semantics and the scratch sizes).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* beam.cl — beam search steps chained on the device (runtime/ops_beam.c;
  * runtime/session.c, decode_chained): the next step's inputs written here,
  * so that the host ranks a step behind instead of between the steps.

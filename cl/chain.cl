@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* chain.cl — the chained few-row ops: the text every chain kernel runs.
  * The device layer puts it between cl/common.cl and the program's own
  * source for the programs that have a chain kernel, those whose own text

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* common.cl — helpers shared by every kernel program.  The device layer
  * prepends this file to each program's own source (runtime/device.c,
  * nmt_device_program), so a helper is written once for all of cl/.  Only

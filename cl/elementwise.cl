@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* elementwise.cl — cheap per-element and per-row kernels of the op layer.
  *
  * Kernels (NDRange in brackets; every dimension may be padded, surplus

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* elementwise_bwd.cl — gradients of the cheap ops of elementwise.cl, and
  * dropout (runtime/ops_train.h gives the exact semantics of each).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gemm.cl — dense fp32 matrix products for the op layer (runtime/ops.c).
  *
  * Kernels:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gemm_bwd.cl — the products and reductions that gradients of the linear
  * layers need beyond the forward GEMMs (runtime/ops_train.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gemm_i8.cl — int8 x int8 products (runtime/ops_i8dot.c): activations
  * quantized per row on the fly, then an int8 x int8 -> int32 product with
  * the int8 weights of the .nmt file, rescaled to fp32 with both scales.

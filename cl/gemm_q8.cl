@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gemm_q8.cl — products with int8 weights and per-row scales (runtime/ops.c,
  * nmt_op_gemm_q8).  Only built for models that carry int8 weights.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* loss.cl — label-smoothed cross entropy over the output logits, forward and
  * backward in one kernel (runtime/ops_train.h, nmt_op_xent, gives the exact
  * semantics).

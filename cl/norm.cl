@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* norm.cl — normalisation kernels.
  *
  * Kernels:

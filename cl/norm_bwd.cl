@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* norm_bwd.cl — gradients of the layer norm of norm.cl (runtime/ops_train.h,
  * nmt_op_layernorm_bwd, gives the exact semantics).
  *

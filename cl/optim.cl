@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* optim.cl — optimiser and gradient-buffer kernels over flat float buffers
  * (runtime/ops_train.h gives the exact semantics of each call).
  *

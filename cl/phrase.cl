@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* phrase.cl — phrase-level memories of the MG-SA family (issue 15,
  * docs/ARCHITECTURES.md): token rows pooled into phrase rows over spans.
  *

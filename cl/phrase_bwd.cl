@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* phrase_bwd.cl — backward of cl/phrase.cl (training only).
  *
  * Kernels (NDRange in brackets; surplus work-items return):

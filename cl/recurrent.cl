@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* recurrent.cl — recurrent cells over time (runtime/layers.h
  * nmt_layer_lstm, nmt_layer_gru; docs/ARCHITECTURES.md): the pointwise
  * half of a step.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* recurrent_bwd.cl — backward of cl/recurrent.cl (training only).
  *
  * Kernels (NDRange in brackets; surplus work-items return):

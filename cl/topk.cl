@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* topk.cl — the beam search's candidates on the device (runtime/ops_topk.c,
  * nmt_op_topk_logprobs): the log-softmax of each row of logits fused with a
  * top-k selection, so that a decoder step reads back k candidates per row

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Debian packages with CPack (issue 20; docs/INTEGRATION.md "Debian packages").
 # Included at the end of CMakeLists.txt, after cmake/nmt_shared.cmake.  The
 # install() rules name four components, one package each:

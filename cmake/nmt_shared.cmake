@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Shared libnmtedge (issue 20; docs/INTEGRATION.md "Shared library").
 # Included at the end of CMakeLists.txt.  With BUILD_SHARED_LIBS=ON the
 # build makes libnmtedge.so.<SOVERSION> beside the static libnmtedge.a, from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* convert_cmds.h — the subcommands of nmt-edge-convert (one file each:
  * convert_random.c, convert_export.c, convert_inspect.c) and what they share
  * (convert_image.c): model files read whole, tensor and metadata helpers. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* convert_export.c — nmt-edge-convert export: checkpoints -> a deployment
  * model (average, strip train.*, fp32 / fp16 / int8). */
 #include "convert_cmds.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* convert_image.c — what the subcommands of nmt-edge-convert share
  * (convert_cmds.h): model files read whole, tensor and metadata helpers. */
 #include "convert_cmds.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* convert_inspect.c — nmt-edge-convert info and verify: describe a model
  * file, and check it on a device with a test forward. */
 #include "convert_cmds.h"

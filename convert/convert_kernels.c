@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* convert_kernels.c — nmt-edge-convert kernels: a kernel pack (.nmk,
  * docs/FORMAT.md "Kernel packs") with every program a model's session needs
  * on a device.  It opens the device, creates a session for the model under

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* convert_opts.c — nmt-edge-convert's option parsing and file reading
  * (convert_opts.h). */
 #include "convert_opts.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* convert_opts.h — nmt-edge-convert's table-driven option parsing and file
  * reading.  Each subcommand declares its options in a table (struct opt_def)
  * that drives both the parsing and its --help text. */

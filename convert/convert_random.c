@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* convert_random.c — nmt-edge-convert random: a random-weight model of any
  * registered family (--arch; default transformer).  The family's
  * hyper-parameters are command-line flags read from its table

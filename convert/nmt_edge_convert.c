@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* nmt_edge_convert.c — the nmt-edge-convert program: writes .nmt models.
  *
  *   nmt-edge-convert --help | --version

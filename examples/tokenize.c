@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tokenize.c — the tokenizer alone, no OpenCL device: read the SentencePiece
  * model a .nmt model carries (or a .model file), then print the pieces and
  * ids of each stdin line.  All memory is one arena sized up front.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* translate_lines.c — the smallest program that embeds libnmtedge: open a
  * device, size and hand over the arena once, then translate stdin line by
  * line with a model that carries its SentencePiece tokenizer, printing each

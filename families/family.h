@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* family.h — what a model family (Transformer/HySAN now; MG-SA, phrasal
  * attention and BA-NMT later) declares once and provides to every tool.
  *

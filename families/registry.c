@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* registry.c — the family registry and the generic readers of a family's
  * declaration (family.h): hyper-parameter tables, tensor checks. */
 #include "family.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* spans.c — phrase spans: the check and the partition (spans.h). */
 #include "spans.h"
 

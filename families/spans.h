@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* spans.h — phrase spans of source sentences (MG-SA's syntax heads): the
  * one check and the one completion to a partition, shared by the runtime
  * (nmt_session_set_spans in runtime/session.c, the family's encode in

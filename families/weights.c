@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* weights.c — loading a family's tensors into session buffers, driven by its
  * catalogue (family.h: nmt_family_load_weights), and the catalogues' one
  * way to declare a tensor (nmt_tensor_emit).  No allocation: F16 and I8

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * nmt_edge.h — the public C API of libnmtedge.
  *

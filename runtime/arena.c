@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* arena.c — bump allocator over caller memory; see arena.h. */
 #include "arena.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* arena.h — the caller-provided host memory every runtime object lives in.
  *
  * A bump allocator over one block.  The same planning code runs twice: once

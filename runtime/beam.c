@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* beam.c — batched beam search on the host; see beam.h for the rules. */
 #include "beam.h"
 

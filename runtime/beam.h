@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* beam.h — host-side beam search over log-probabilities, independent of
  * the model family.  All sentences of a batch advance together: one call per
  * decoder step consumes the (rows = n*K, V) log-probabilities and produces

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cli.h — what the files of the `nmt-edge` program share: output buffer,
  * options, device/session set-up, the batched line loop.  The program, not
  * the library: it may allocate. */

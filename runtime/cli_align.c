@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cli_align.c — `nmt-edge translate --alignment` and `score --alignment`:
  * the alignment of each printed hypothesis (translate) or of each given
  * pair under teacher forcing (score), appended to its line after " ||| "

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cli_batch.c — the batch runner of the nmt-edge program, and `translate`
  * and `score`, the two subcommands it drives through the library's batched
  * calls (tokenize/detokenize use it too, from cli_tokenize.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cli_decode.c — `nmt-edge translate`'s decoding options beyond the search
  * limits (--coverage-penalty, --repetition-penalty, --sampling topk:K,
  * --temperature, --seed, --prefix-file) and its output formats (--format

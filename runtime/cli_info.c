@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cli_info.c — `nmt-edge info` (model, memory, device) and `devices`. */
 #include "cli.h"
 #include "common.h"

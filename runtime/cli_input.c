@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cli_input.c — input lines of the nmt-edge program (see cli_input.h): the
  * line reader with its look-ahead, id parsing, score-line splitting. */
 #include "cli_input.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cli_input.h — the nmt-edge program's input parsing, apart from the rest
  * of the CLI so that a fuzzer (tests/fuzz/fuzz_cli_input.c) can drive it.
  * Part of the program, not of the library: it may allocate (growth failure

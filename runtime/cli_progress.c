@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cli_progress.c — the progress line of `nmt-edge translate` and `score`
  * on a terminal (cli_progress.h).  The formatting is a pure function
  * (tested in tests/cli_batch_test.c); the rest decides whether to draw and

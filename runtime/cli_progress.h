@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cli_progress.h — the progress line of `nmt-edge translate` and `score`
  * (issue 20, item 6), as nmt-edge-train draws its own: on standard error,
  * only when that is a terminal and --quiet is not given, never on a pipe or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cli_tokenize.c — `nmt-edge tokenize` and `detokenize`: SentencePiece
  * encoding and decoding of lines, as spm_encode / spm_decode do. */
 #include "cli.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* common.c — logging and small string helpers shared by the runtime. */
 #include "common.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* common.h — internal helpers shared by every runtime file: error macros,
  * logging through the caller's callback, small integer utilities. */
 #ifndef NMT_COMMON_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* device.c — OpenCL device selection, capability query, the tuning a
  * device starts with, buffers and transfers, error mapping (programs and
  * their on-disk binary cache: device_program.c).

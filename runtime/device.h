@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* device.h — internal view of the OpenCL device layer: the nmt_device
  * struct, program building with the on-disk binary cache, error mapping.
  * Everything here lives in the caller's device memory; no allocation. */

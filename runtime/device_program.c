@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* device_program.c — OpenCL programs for a device (device.h): the source
  * text (embedded or from the kernel directory), a kernel pack's binaries, the
  * on-disk binary cache keyed by device, driver, source and options, the build

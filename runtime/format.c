@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* format.c — reader of the .nmt model format, version 1 (docs/FORMAT.md).
  *
  * The image is untrusted input.  Rules this file keeps:

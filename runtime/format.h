@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* format.h — the .nmt model file, version 1: on-disk structures and the
  * reader's view.  docs/FORMAT.md is the byte-level specification; keep the
  * two in step.  All integers little-endian.  The reader treats the image as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* format_why.c — the one-line reasons of a refused model (format.h:
  * nmt_why, nmt_shape_str), written by the reader, the registry and the
  * families into the caller's buffer (nmt_file.why).  No heap. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kernel_args.c — error reporting for kernel_args.h. */
 #include "kernel_args.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kernel_args.h — setting kernel arguments and enqueueing, shared by the op
  * layers (ops.c for inference, train/ops_train.c for training).  Arguments are set
  * in order; the first failing clSetKernelArg is remembered and reported once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kernel_pack.c — kernel packs (kernel_pack.h, docs/FORMAT.md "Kernel
  * packs"): the reader (pure, fuzzed), the device side that creates programs
  * from a pack's binaries, and the writer used by `nmt-edge-convert kernels`.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kernel_pack.h — kernel packs: the device binaries of every program a
  * model's session needs on one device, in one file (.nmk), for devices that
  * cannot compile OpenCL C at run time (FPGA flows: CL_DEVICE_COMPILER_AVAILABLE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* layers.c — shared layers over the op layer (layers.h). */
 #include "layers.h"
 

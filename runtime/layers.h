@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* layers.h — layers built from the op layer (ops.h) that every family uses:
  * a linear map with fp32 or int8 weights, layer norm, token embedding.
  * Families compose these (and the ops) into their forward; the trainer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* nmt_edge_cli.c — the `nmt-edge` program: translate, score, info, devices.
  *
  * Uses only the public API in include/nmt_edge.h.  Unlike the library, this

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops.c — the kernel layer (ops.h): builds the programs of cl/, creates the
  * kernels once, and turns each nmt_op_* call into argument setting plus
  * non-blocking enqueues on the device's in-order queue.

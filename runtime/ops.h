@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops.h — the kernel layer: one C call per op, each launching kernels from
  * cl/.  Every model family (and the trainer) is written against these calls
  * only.  An nmt_ops holds the cl_kernel objects, created once (at session

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops_additive.c — additive (Bahdanau) attention (ops.h:
  * nmt_ops_enable_additive, nmt_op_additive_attn) over cl/additive.cl,
  * built only for the families with additive attention (BA-NMT, issue 17). */

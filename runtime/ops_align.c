@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops_align.c — attention alignments (ops.h: nmt_ops_enable_align,
  * nmt_op_attn_align) over cl/align.cl, built only for sessions created
  * with alignments (include/nmt_edge.h, nmt_session_params.alignment). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops_attn.c — the attention op (ops.h: nmt_op_attention) over
  * cl/attention.cl: one launch of attn_fused (one work-item per query row and
  * head) or attn_group (a work-group per row, on GPUs) for every branch of a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops_beam.c — beam search steps chained on the device (ops.h:
  * nmt_ops_enable_beam, nmt_op_beam_advance, nmt_op_kv_table_permute) over
  * cl/beam.cl: the next step's tokens, scores and back-pointers written by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops_chain.c — few-row fp32 products, layer norms, attentions and
  * embeddings chained into one launch (ops.h, nmt_ops_chain_*; the kernel is
  * cl/gemm.cl gemm_chain).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops_f16.c — fp16 compute (ops.h: nmt_ops_enable_f16, nmt_op_gemm_f16,
  * nmt_op_embed_f16) over cl/gemm_f16.cl: products and the embedding read
  * fp16 weights as they are stored, on devices with cl_khr_fp16 (the fast

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops_i8dot.c — int8 x int8 products (issue 23, item 2) over cl/gemm_i8.cl:
  * which path the int8-weight products take per device and shape class, the
  * per-row quantization of activations, the int8 x int8 product, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops_phrase.c — phrase-memory ops (ops.h: nmt_ops_enable_phrase,
  * nmt_op_segment_max) over cl/phrase.cl, built only for the families that
  * pool tokens into phrases (MG-SA, issue 15). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops_rec.c — recurrent-cell ops (ops.h: nmt_ops_enable_recurrent,
  * nmt_op_lstm_cell, nmt_op_gru_cell, nmt_op_gru_scaled_input, the RNN helpers) over cl/recurrent.cl, built only for
  * the families with recurrent layers (MG-SA's LSTM / ON-LSTM interaction,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops_rows.c — decoding steps of a few rows on CPU devices, where a launch
  * costs more than a small product: a HySAN branch's squeeze gate with int8
  * weights in one launch, one work-item per row (cl/gemm_i8.cl gemm_i8_gate

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops_sg.c — issue 23's subgroup reductions (docs/PORTING.md, "Fast paths:
  * subgroups"): whether the per-row reduction programs (layernorm in
  * cl/norm.cl, log_softmax in cl/elementwise.cl, topk_logprobs in cl/topk.cl)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops_topk.c — the beam search's candidates on the device (ops.h:
  * nmt_ops_enable_topk, nmt_op_topk_logprobs) over cl/topk.cl: the
  * log-softmax of each row fused with a top-k selection, so that a decoder

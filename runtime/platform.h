@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* platform.h — the few operating-system services the runtime uses, kept in
  * one place (runtime/platform_posix.c) so a port touches one file: read-only
  * file mapping, atomic file replacement, directory creation.  None of them

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* platform_posix.c — platform.h on POSIX systems (Linux, Android, macOS).
  *
  * No heap memory: paths are assembled in fixed stack buffers (PATH_MAX-sized

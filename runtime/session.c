@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* session.c — the session: model validation, planning of every host and
  * device resource from the limits (run twice: measure, then for real),
  * batching and token upload, beam search driving, forced-decoding scores.

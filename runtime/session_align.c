@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* session_align.c — the alignments of a translation (nmt_edge.h:
  * nmt_session_result_alignment, nmt_session_result_links).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* session_internal.h — the session struct and the internal entry points
  * that tests and the trainer use (not part of the public API). */
 #ifndef NMT_SESSION_INTERNAL_H

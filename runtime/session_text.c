@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* session_text.c — the session's text API: the SentencePiece models
  * embedded in the .nmt file (`tokenizer.src`, and `tokenizer.tgt` unless
  * the two sides share one), planned into the session arena from the limits,

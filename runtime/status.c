@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* status.c — nmt_status_str() and the version string. */
 #include "nmt_edge.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tokenizer.h — the SentencePiece-compatible tokenizer (internal view).
  *
  * A tokenizer copies a SentencePiece `.model` file (protobuf ModelProto)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tokenizer_bpe.c — BPE segmentation: SentencePiece's bpe::Model::Encode.
  *
  * The normalized text starts as one symbol per UTF-8 character (a

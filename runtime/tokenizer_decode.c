@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tokenizer_decode.c — the encoder driver (normalize, segment, then the
  * unknown-piece rules of SentencePieceProcessor::PopulateSentencePieceText),
  * the decoder (SentencePieceProcessor::Decode: control pieces vanish,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tokenizer_model.c — reading a SentencePiece .model file (copied into the
  * tokenizer's arena, then read in place there).
  *

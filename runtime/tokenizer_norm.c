@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tokenizer_norm.c — SentencePiece's normalizer: UTF-8 as it reads it, the
  * precompiled charsmap (a darts-clone double-array trie over input byte
  * strings whose values point into a block of NUL-terminated replacement

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tokenizer_unigram.c — unigram segmentation: SentencePiece's
  * Model::EncodeOptimized, a Viterbi pass over byte offsets of the
  * normalized text.  For each character start, every piece that prefixes the

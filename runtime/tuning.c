@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tuning.c — the per-device parameter table, the tuning-file reader and
  * writer, and the candidate configurations the tuner measures (tuning.h).
  *

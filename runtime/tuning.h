@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tuning.h — per-device kernel parameters: which GEMM provider and which
  * -D knobs each product uses, per shape class, plus the work-group sizes of
  * the other kernels.

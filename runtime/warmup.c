@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* warmup.c — see warmup.h. */
 #include "warmup.h"
 

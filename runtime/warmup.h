@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* warmup.h — session start-up: run every kernel a model uses once, then
  * refresh the program cache (warmup.c). */
 #ifndef NMT_WARMUP_H

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # apt-lib.sh — apt helpers sourced by the scripts that install packages
 # (setup.sh, cross-setup.sh, sanitize.sh, fuzz.sh, oclgrind.sh,
 # test-arm.sh, test-deb.sh; not run on its own).  Uses the caller's array

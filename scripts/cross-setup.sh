@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # cross-setup.sh — prepares this x86-64 Debian 12 machine to cross-compile
 # nmt-edge for ARM boards and to run the test suite under qemu-user.
 #

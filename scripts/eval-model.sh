@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # eval-model.sh — export a training run's last checkpoints (averaged) as
 # fp32, fp16 and int8 deployment models and measure each on the test split:
 # file size, corpus BLEU (sacreBLEU-compatible, `nmt-edge-train bleu`) and

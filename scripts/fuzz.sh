@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # fuzz.sh — builds the libFuzzer harnesses (tests/fuzz/fuzz_*.c) with clang,
 # -fsanitize=fuzzer,address,undefined, in build-fuzz/, and runs each for a
 # bounded time.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Writes tests/fixtures/bleu/cases.txt: 13a tokenizations and corpus BLEU
 scores computed by sacreBLEU, which train/bleu.c must reproduce exactly.
 

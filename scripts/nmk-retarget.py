@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """nmk-retarget.py - kernel packs for devices without a run-time compiler
 (FPGA flows; docs/PORTING.md, format in docs/FORMAT.md "Kernel packs").
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # oclgrind.sh — every kernel under Oclgrind (issue 19): the kernel and
 # gradient tests, and the Transformer session tests, run on Oclgrind's
 # simulated device with out-of-bounds and data-race checking; any report

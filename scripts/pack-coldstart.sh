@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # pack-coldstart.sh — cold start with a kernel pack vs JIT cold start vs warm
 # cache (issue 19 item 3; numbers in docs/PERFORMANCE.md).  For each model:
 # process start to exit of `nmt-edge translate` on one sentence, timed with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # parse-spans.sh — `nmt-edge-train parse-spans` on every core: the source
 # file is cut into JOBS pieces at line boundaries, each parsed by its own
 # process, and the spans joined in order (link-grammar parses one sentence

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # sanitize.sh — the whole test suite under AddressSanitizer + UndefinedBehavior-
 # Sanitizer (+ LeakSanitizer), in build-asan/.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # setup.sh — installs the Debian packages nmt-edge builds and tests with.
 # Idempotent: installs only what is missing; safe to run again.
 #   build:   gcc make cmake, OpenCL ICD loader + headers, CLBlast, cmocka

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # spm_corpus.sh OUTDIR — real English text from this Debian system for the
 # tokenizer parity runs (nothing is downloaded):
 #   desc.txt       package short descriptions (apt's Packages index)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # spm_fixtures.sh [WORKDIR] — regenerate tests/fixtures/spm/ with the
 # reference SentencePiece tools (Debian's `sentencepiece`: spm_train,
 # spm_encode, spm_decode).  The suite (tests/tokenizer_test.c) then checks

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Write the tokenizer's hard-case lines (bytes, one per line) to stdout.
 
 Deterministic: fixed lists plus seeded random mixtures.  Covers runs of

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # spm_parity.sh [BUILD_DIR] [WORKDIR] — the large tokenizer parity run.
 #
 # Trains SentencePiece models with the reference spm_train (Debian's

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # test-arm.sh — cross-compiles nmt-edge for ARM and runs the test suite under
 # qemu-user on this x86-64 machine (docs/CROSS.md).
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # test-deb.sh — the Debian packages (docs/INTEGRATION.md "Debian packages"):
 # builds them with CPack (amd64, shared library, Debian's hardening flags),
 # installs them with dpkg -i on this machine, translates the README's sentence

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # test-install.sh — the library as another program uses it (docs/INTEGRATION.md):
 # install the build into a temporary prefix, build examples/ out of tree
 # against it with CMake (find_package(nmt_edge CONFIG)) and with pkg-config,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # test-intel.sh — the whole suite on a second OpenCL implementation: Intel's
 # CPU runtime (issue 19), from PyPI (intel-opencl-rt + intel-cmplr-lib-rt,
 # pinned below), installed into a private virtual environment; the only

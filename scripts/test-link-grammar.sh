@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # test-link-grammar.sh — the MG-SA parser path, which the README's test
 # command builds without (link-grammar is optional): installs it
 # (scripts/setup.sh --with-link-grammar), builds nmt-edge, nmt-edge-train and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # test.sh — set up, build with warnings as errors, run the whole suite on the
 # first OpenCL device (PoCL on machines without a GPU).
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # train-bundled.sh — trains the bundled English→German model the way
 # docs/RESULTS.md describes, then exports and measures it.
 #

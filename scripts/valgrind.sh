@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # valgrind.sh — valgrind memcheck of the nmt-edge CLI (native build in build/):
 # info, translate (ids and text), score, each must exit 0 with no memcheck
 # error and no definite leak outside the OpenCL driver

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """aer_test.py — scripts/compare/aer.py and gdfa.py (docs/RESULTS.md,
 "Alignment agreement") against cases computed by hand; run by ctest when
 python3 is found (no network, no eflomal).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* align_test.c — attention alignments (nmt_session_params.alignment,
  * nmt_session_result_alignment / _links; docs/RUNTIME.md "Alignments") on
  * small random models of every family that runs through the Transformer's

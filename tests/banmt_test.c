@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* banmt_test.c — the BA-NMT family (arch "banmt", issue 17) in the
  * session: forced scores of random models against the double-precision
  * reference (tests/ref_banmt.c) for every history (none / sa / ta / ba,

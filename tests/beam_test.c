@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* beam_test.c — beam search (runtime/beam.c) against hand-built
  * distributions whose best hypotheses are known, with no device involved:
  * the "model" is a table of next-token probabilities keyed by the prefix;

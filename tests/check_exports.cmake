@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # shared_exports (registered with BUILD_SHARED_LIBS=ON, cmake/nmt_shared.cmake):
 # the shared libnmtedge exports exactly the NMT_API functions declared in
 # include/nmt_edge.h, and its SONAME is the expected one.

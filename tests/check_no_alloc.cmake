@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Fails if any object of the runtime library references an allocator symbol.
 execute_process(COMMAND ${NM} -u ${LIB} OUTPUT_VARIABLE undef RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Fails if the device runtime (libnmtedge.a, the nmt-edge program) carries
 # training code: a backward / loss / optimizer function or the training kernel
 # table of train/ops_train.h (as a symbol or string), the declaration of a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* checkpoint_test.c — training checkpoints: save and reload bit for bit
  * (parameters, Adam moments, train.* state, embedded tokenizer), keep-last-K
  * pruning, last.nmt, and the deployment export the runtime loads. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cli_align_test.c — `nmt-edge score --alignment` (runtime/cli_batch.c,
  * cli_align.c), run as a user would:
  *   - scoring each sentence against the model's own greedy translation

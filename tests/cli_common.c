@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cli_common.c — running the built `nmt-edge` from a test (cli_common.h). */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cli_common.h — what the tests that run the built `nmt-edge` share
  * (cli_test.c, cli_batch_test.c, cli_decode_test.c, cli_align_test.c): a
  * scratch directory with two small random models made by `nmt-edge-convert

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cli_decode_test.c — `nmt-edge translate`'s decoding options and output
  * formats (runtime/cli_decode.c), run as a user would:
  *   - --repetition-penalty, --sampling/--temperature/--seed,

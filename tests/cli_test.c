@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cli_test.c — runs the built `nmt-edge` (and `nmt-edge-convert random` for
  * a model) as a user would: stdin in, stdout/stderr/exit status out.  Checks
  * the output formats, that the CLI's greedy translations and scores are the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* convert_errors_test.c — nmt-edge-convert when things go wrong (issue 21,
  * items 4, 6, 8, 9, 10; issue 14 leftovers a and b), with the exact
  * message or status of each case:

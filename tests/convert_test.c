@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* convert_test.c — nmt-edge-convert export / info / verify (issue 6) and the
  * runtime's fp16 and int8 weight loading.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* data_test.c — the trainer's data: loading and tokenizing parallel text
  * with the committed SentencePiece fixture, the filters, token batches,
  * the seeded per-epoch order and resuming from a position. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* decode_session_test.c — the decoding options of nmt_decode_opts on a
  * small random Transformer, each against a naive reference built from the
  * model's own teacher-forced outputs (nmt_session_forced, one position at a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* decode_test.c — the decoding options of runtime/beam.c (repetition
  * penalty, random top-k sampling, forced target prefix, re-ranking) against
  * naive references on random first-order logit tables, with no device: the

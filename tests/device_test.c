@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* device_test.c — the device layer (runtime/device.c, device_program.c) and the platform
  * services it uses (runtime/platform_posix.c): selection, capabilities,
  * program building, added source tables, the on-disk binary cache,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* disk_full_test.c — a full disk while writing a converted model: the
  * atomic writer (nmtw_write_file, convert/nmt_writer.c) must report
  * NMT_ERR_IO, keep the previous file byte for byte and leave no temporary

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* family_common.c — see family_common.h. */
 #include "family_common.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* family_common.h — helpers shared by the model-family tests (mgsa_test.c,
  * phrase_test.c, and the trainers' tests train_model_test.c,
  * mgsa_syntax_test.c, banmt_train_test.c): a random model of any family

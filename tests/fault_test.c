@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fault_test.c — OpenCL fault injection: the k-th OpenCL call fails, for
  * every k along device open + session creation, and along a translate and
  * a score on a live session, and along the trainer's model creation and

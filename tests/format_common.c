@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* format_common.c — helpers shared by the .nmt format tests (see
  * format_common.h). */
 #include "format_common.h"

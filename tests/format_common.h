@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* format_common.h — helpers shared by the .nmt format tests
  * (format_test.c, format_writer_test.c, format_random_test.c): whole-file
  * reads and the round-trip model, a writer holding every metadata type and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* format_random_test.c — the random Transformer generator
  * (convert/random_model.c): the default and HySAN configurations produce
  * readable .nmt files with every expected tensor, shape and metadata key,

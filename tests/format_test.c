@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* format_test.c — the .nmt reader (runtime/format.c): CRC-32 and
  * half-precision conversion, the dtype table, metadata/tensor lookups,
  * every malformed-file fixture in tests/fixtures/bad/ with its exact status,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* format_writer_test.c — the .nmt writer (writer/nmt_writer.c) through the
  * reader (runtime/format.c): a round trip of every metadata type and every
  * dtype with the exact layout (alignment, padding, offsets, CRCs), the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fp16_compute_test.c — fp16 compute (issue 23 item 1, docs/PORTING.md
  * "Fast paths: fp16 compute"):
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* grad_attn_test.c — nmt_op_attention_bwd (train/ops_train.h) against
  * central finite differences of a double attention forward on the host:
  * self-attention through one packed qkv buffer and cross-attention through

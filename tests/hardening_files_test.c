@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hardening_files_test.c — issue 21, items 1, 2, 3 and 12: files replaced in
  * use, non-regular inputs, resource limits (docs/RELIABILITY.md).
  *

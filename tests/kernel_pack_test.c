@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kernel_pack_test.c — kernel packs (runtime/kernel_pack.c, docs/FORMAT.md
  * "Kernel packs", issue 19 item 3).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kernels_additive_test.c — additive (Bahdanau) attention (BA-NMT, issue
  * 17): the forward nmt_op_additive_attn (runtime/ops_additive.c,
  * cl/additive.cl) against the naive double reference ref_additive_attn,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kernels_attn_test.c — nmt_op_attention (the fused online-softmax kernel
  * and the split scores/stats/apply path) against ref_attention of
  * ref_ops.c: every branch kind (global, fw, bw, local:k) alone and several

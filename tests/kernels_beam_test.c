@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kernels_beam_test.c — beam steps chained on the device (issue 22;
  * cl/beam.cl, runtime/ops_beam.c):
  *   beam_advance      against the host's beam (runtime/beam.c,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kernels_chain_test.c — few-row products and norms chained into one
  * launch (runtime/ops_chain.c, cl/gemm.cl gemm_chain, cl/gemm_i8.cl
  * gemm_i8_chain):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kernels_gemm_test.c — nmt_op_gemm (NT and NN) and nmt_op_gemm_q8 (int8 B
  * with per-row scales) against ref_gemm / ref_gemm_q8 of ref_ops.c on
  * seeded random data: every shape class, odd M/N/K, K = 0, alpha, beta 0/1,

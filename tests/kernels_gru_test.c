@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kernels_gru_test.c — the GRU (BA-NMT, issue 17): the cell op
  * nmt_op_gru_cell (cl/recurrent.cl) against ref_gru_cell of ref_ops.c as a
  * decoder step over masked rows, with a broadcast bias row and in place;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kernels_i8dot_test.c — the int8 x int8 products (issue 23, item 2;
  * runtime/ops_i8dot.c, cl/gemm_i8.cl):
  *   - the path choice: the table's (auto, or off where measured slower:

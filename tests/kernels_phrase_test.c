@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kernels_phrase_test.c — the phrase-memory ops of MG-SA (issue 15):
  * nmt_op_segment_max (cl/phrase.cl) against a naive reference, and its
  * backward nmt_op_segment_max_bwd (cl/phrase_bwd.cl) against central finite

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kernels_rec_test.c — the recurrent layer (MG-SA's LSTM and ON-LSTM
  * interaction, issue 15): nmt_layer_lstm (runtime/layers.c over
  * cl/recurrent.cl and the GEMMs) against a naive double reference, and its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kernels_rnn_test.c — the RNN helper ops of BA-NMT (ops.h
  * nmt_op_act_rows, nmt_op_weighted_rows, nmt_op_lookup_q8; cl/recurrent.cl)
  * against naive C: tanh (strided and in place) and maxout over pairs,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kernels_test.c — the forward ops of runtime/ops.c and the cl/ kernels
  * other than GEMM and attention against the naive references of ref_ops.c
  * on seeded random data: ops init, embed (f32 and int8 tables), layernorm,

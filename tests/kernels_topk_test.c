@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kernels_topk_test.c — the beam's device top-k (issue 22):
  * nmt_op_topk_logprobs (runtime/ops_topk.c, cl/topk.cl) against a naive
  * host top-k over nmt_op_log_softmax's output of the same rows.  Its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* limits_test.c — the CLI at the edges of its input contract (issue 7):
  * empty input, empty lines, over-long lines, a 1 MB line, numbers that
  * overflow, binary garbage on stdin, and model files of another format

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* make_bad_fixtures.c — generates the malformed model files in
  * tests/fixtures/bad/ that tests/format_test.c feeds to nmt_file_open().
  *

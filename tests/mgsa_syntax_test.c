@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mgsa_syntax_test.c — MG-SA syntax heads in the trainer (issue 15):
  * spans files (good and bad lines, exact statuses and messages), the data
  * path (spans stay with their pairs through the filters and the batcher),

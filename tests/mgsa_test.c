@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mgsa_test.c — the MG-SA family (arch "mgsa", issue 15) in the session:
  * n-gram phrase heads with max-pooling against the double-precision
  * reference (tests/ref_model.c) over a padded batch; all-word heads equal

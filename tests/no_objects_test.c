@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* no_objects_test.c — after nmt_session_create() returns, translating and
  * scoring create no OpenCL objects.  The OpenCL creation entry points are
  * wrapped at link time (-Wl,--wrap, see tests/CMakeLists.txt) and counted;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops_common.c — the op tests' fixture and helpers (see ops_common.h). */
 #include "ops_common.h"
 

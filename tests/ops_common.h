@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops_common.h — the fixture and helpers shared by the op tests:
  *
  *   kernels_test.c, kernels_gemm_test.c, kernels_attn_test.c

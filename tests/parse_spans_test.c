@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* parse_spans_test.c — the link-grammar phrase parser (tools/parse_spans.c):
  * base constituents of fixed English sentences over words (exact spans,
  * labels and word byte ranges from link-grammar's English dictionary), the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* phrase_test.c — the phrase-based attention family (arch "phrase", issue
  * 16) in the session: for every method x structure (ConvKV, QueryK;
  * homogeneous, heterogeneous) in the encoder self-, decoder self- and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* plot_test.c — the training-curve SVG from a JSON-lines log. */
 #include <math.h>
 #include <stdio.h>

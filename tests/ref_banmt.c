@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ref_banmt.c — a naive, double-precision BA-NMT (RNNsearch with source /
  * target / bilingual history attention) written straight from
  * docs/ARCHITECTURES.md, reading weights from a validated fp32 .nmt image.

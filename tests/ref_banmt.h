@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ref_banmt.h — naive double-precision reference of the BA-NMT forward
  * (docs/ARCHITECTURES.md "BA-NMT"; tests only). */
 #ifndef NMT_REF_BANMT_H

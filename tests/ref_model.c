@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ref_model.c — a naive, double-precision Transformer/HySAN (and MG-SA:
  * n-gram phrase heads with max-pooling, optionally after a self-attention
  * inside each phrase, or the last state of an LSTM over each phrase;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ref_model.h — naive double-precision reference of the Transformer/HySAN
  * forward pass (tests only). */
 #ifndef NMT_REF_MODEL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ref_ops.c — see ref_ops.h.  Plain loops, double accumulation. */
 #include "ref_ops.h"
 

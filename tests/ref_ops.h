@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ref_ops.h — naive host references of every nmt_op_* in runtime/ops.h.
  *
  * One function per op with the same semantics and argument order, except

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* schedule_test.c — the trainer's learning-rate schedules at chosen steps. */
 #include <math.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* session_test.c — the whole Transformer/HySAN session on the OpenCL
  * device against the naive reference (tests/ref_model.c): teacher-forced and
  * incremental (KV cache) logits, scores, greedy and beam translation, arena

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_util.c — see test_util.h. */
 #include "test_util.h"
 

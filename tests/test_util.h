@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_util.h — helpers shared by every tests/<module>_test.c (cmocka).
  *
  *   devices   nmt_test_device_open() opens the test device: NMT_EDGE_DEVICE

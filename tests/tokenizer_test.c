@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tokenizer_test.c — the SentencePiece-compatible tokenizer.
  *
  *   parity      every model in fixtures/spm/MODELS: our ids for every line

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* train_cli_test.c — nmt-edge-train end to end (issue 5):
  *   - a small HySAN model learns a synthetic task (reverse a random token
  *     string) and `nmt-edge translate` then reverses unseen strings;

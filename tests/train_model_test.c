@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* train_model_test.c — the trainer's Transformer/HySAN model (train/tf_train.c):
  * whole-model gradients against double-precision central differences of the
  * reference forward (tests/ref_model.c), log-probability parity with the

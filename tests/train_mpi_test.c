@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* train_mpi_test.c — nmt-edge-train over MPI (issue 18), on this machine's
  * PoCL device with one compute unit per rank (POCL_CPU_MAX_CU_NUM=1):
  *   - 2 ranks against 1 process on the same global batches (--accum 4:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tune_test.c — the tuner (bench/nmt_edge_tune.c): its plan of shapes and
  * buffer sizes (bench/tune_plan.c) for every product and class of the
  * test, small and base shapes, and one class timed for real by the built

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Cross-compile for 64-bit ARM Linux boards with Debian's gcc-aarch64-linux-gnu
 # (or clang: -DNMT_CROSS_CLANG=ON).  Set-up and test run: docs/CROSS.md.
 #   bash scripts/cross-setup.sh arm64

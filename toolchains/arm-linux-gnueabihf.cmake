@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Cross-compile for 32-bit ARM (ARMv7 hard-float) Linux boards with Debian's
 # gcc-arm-linux-gnueabihf (or clang: -DNMT_CROSS_CLANG=ON).  See docs/CROSS.md.
 #   bash scripts/cross-setup.sh armhf

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Shared part of the Debian multiarch cross toolchains (included by
 # aarch64-linux-gnu.cmake and arm-linux-gnueabihf.cmake, which set
 # NMT_CROSS_TRIPLE, NMT_CROSS_DEBARCH and NMT_CROSS_QEMU).

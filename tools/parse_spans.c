@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* parse_spans.c — English base phrases from link-grammar (parse_spans.h). */
 #include "parse_spans.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* parse_spans.h — English constituent phrases for MG-SA's syntax heads,
  * from CMU Link Grammar (Debian's liblink-grammar-dev), on the tool side
  * only: nmt-edge translate and nmt-edge-train parse-spans link it when the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tool_env.c — the programs' environment (tool_env.h). */
 #include "tool_env.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tool_env.h — what the three programs (nmt-edge, nmt-edge-train,
  * nmt-edge-convert) read from the environment, written once: the device
  * selection, the kernel cache directory, the kernel source directory, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tool_file.c — bounded whole-file reading for the programs (tool_file.h). */
 #include "tool_file.h"
 

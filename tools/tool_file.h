@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tool_file.h — the one way the programs (nmt-edge, nmt-edge-convert,
  * nmt-edge-train) read a whole input file: a model, a SentencePiece model, a
  * text corpus.  Bounded by construction: a regular file is read up to the

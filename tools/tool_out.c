@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tool_out.c — temporaries removed on signals, standard output checked at
  * exit (tool_out.h). */
 #include "tool_out.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tool_out.h — output integrity for the programs (nmt-edge, nmt-edge-convert,
  * nmt-edge-train): temporary files that must not outlive an interrupted
  * program, and standard output checked at exit (docs/RELIABILITY.md, "files

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bleu.c — sacreBLEU-compatible corpus BLEU (13a tokenizer, exp smoothing).
  *
  * The 13a tokenizer is four regular-expression passes applied one after the

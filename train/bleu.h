@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bleu.h — corpus BLEU computed exactly as sacreBLEU's default
  * (`sacrebleu -tok 13a -s exp`, mixed case, max n-gram order 4, closest
  * reference length), for the trainer's validation.  No Python involved;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* checkpoint.c — training checkpoints and deployment exports (see
  * checkpoint.h).  Every file goes through nmtw_write_file (temp file, fsync,
  * rename), so a crash leaves either the old file or the new one. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* checkpoint.h — training checkpoints: a .nmt file (docs/FORMAT.md) that is
  * the deployment model (metadata + F32 parameters + embedded tokenizers, so
  * `nmt-edge` and `nmt-edge-convert` read it directly) plus

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* data.c — parallel text, tokenized once, filtered, and served as length-
  * bucketed token batches in a seeded per-epoch order (see data.h). */
 #include "data.h"

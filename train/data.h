@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* data.h — the trainer's data: parallel text, tokenized once, filtered, and
  * served as token-based batches from length buckets in a seeded order.
  *

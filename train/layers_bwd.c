@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* layers_bwd.c — backward of the shared layers of runtime/layers.h that
  * are more than one op (ops_train.h, "shared layers"). */
 #include "ops_train.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* model_arch.c — a new model of a family extending the Transformer, or of
  * a family with a configuration of its own (model_arch.h). */
 #include "model_arch.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* model_arch.h — a new model of a family that extends the Transformer's
  * configuration and tensors (MG-SA: the same weights plus phrase-head keys),
  * made from a random Transformer image so both start from the same weights

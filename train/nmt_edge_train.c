@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* nmt_edge_train.c — `nmt-edge-train`: trains a model of any family with a
  * trainer record (train/train_model.h; the Transformer, HySAN, MG-SA and
  * phrase attention: families/transformer/tf_train.c) on the runtime's own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops_train.c — the training half of the kernel layer (ops_train.h): builds
  * cl/gemm_bwd.cl, norm_bwd.cl, elementwise_bwd.cl, attention_bwd.cl,
  * loss.cl and optim.cl, creates their kernels once, and turns each call into

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops_train.h — the training half of the kernel layer: one C call per
  * backward op, the loss, dropout and the optimiser, launching the kernels of
  * cl/<family>_bwd.cl, cl/loss.cl and cl/optim.cl.  The trainer chains these with

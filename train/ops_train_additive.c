@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops_train_additive.c — backward of additive attention (ops_train.h
  * nmt_op_additive_bwd) over cl/additive_bwd.cl (BA-NMT, issue 17): one
  * work-group per row for the softmax backward and the per-element

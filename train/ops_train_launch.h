@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops_train_launch.h — how every training op enqueues its kernel
  * (ops_train.c, ops_train_rec.c, ops_train_rnn.c): internal to the training
  * library's op layer, not part of ops_train.h's interface.  Same launch rule

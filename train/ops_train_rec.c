@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops_train_rec.c — the GRU's backward ops (ops_train.h
  * nmt_op_gru_cell_bwd, nmt_op_gru_scaled_input_bwd) over
  * cl/recurrent_bwd.cl, whose kernels ops_train.c creates with the others.  Kept apart so ops_train.c stays

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ops_train_rnn.c — backward of the RNN helpers of ops.h (nmt_op_act_rows,
  * nmt_op_weighted_rows; BA-NMT, issue 17) over cl/recurrent_bwd.cl
  * (ops_train.h nmt_op_act_rows_bwd, nmt_op_weighted_rows_bwd).  Launched

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* param_store.c — a trainer model's flat parameters, gradients and Adam
  * moments (param_store.h), shared by every family's trainer. */
 #include "param_store.h"

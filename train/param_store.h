@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* param_store.h — a trainer model's parameters, the part every family's
  * trainer shares (docs/ADDING-A-FAMILY.md step 6; Transformer:
  * families/transformer/tf_train.c, BA-NMT: families/banmt/banmt_train.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* plot.c — JSON-lines training log -> SVG curves (see plot.h). */
 #include "plot.h"
 

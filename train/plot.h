@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* plot.h — training curves from the trainer's JSON-lines log as one
  * self-contained SVG.
  *

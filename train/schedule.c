@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* schedule.c — learning-rate schedules (see schedule.h). */
 #include "schedule.h"
 

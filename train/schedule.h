@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* schedule.h — learning-rate schedules of the trainer (step is 1-based).
  *   t2t / Vaswani et al.:  lr = scale * d^-0.5 * min(step^-0.5, step * warmup^-1.5)
  *   fairseq inverse_sqrt:  lr = peak * step / warmup             (step < warmup)

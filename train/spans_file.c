@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* spans_file.c — reading spans files (spans_file.h). */
 #include "spans_file.h"
 

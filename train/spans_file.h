@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* spans_file.h — spans files: the syntactic phrases of a training corpus's
  * source side (MG-SA syntax heads, docs/TRAINING.md "Phrase spans").
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* train_model.c — the trainer's family registry and the ntm_* calls
  * (train_model.h): one indirection through the family's record. */
 #include "train_model.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* train_model.h — the trainer's model of any family, found by the `arch`
  * of its model image in the trainer's registry (train/train_model.c).
  *

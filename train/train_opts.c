@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* train_opts.c — parsing the command line of `nmt-edge-train` (train_opts.h). */
 #include "train_opts.h"
 

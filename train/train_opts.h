@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* train_opts.h — the command line of `nmt-edge-train` (train/nmt_edge_train.c):
  * the options, their defaults and checks, and the usage text. */
 #ifndef NMT_TRAIN_OPTS_H

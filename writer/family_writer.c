@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* family_writer.c — hyper-parameters and random tensors of any family
  * (family_writer.h). */
 #include "family_writer.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* family_writer.h — writing any family's model from its declaration
  * (families/family.h): its hyper-parameters from the table, random weights
  * from the catalogue.  Used by the trainer (checkpoints), nmt-edge-convert

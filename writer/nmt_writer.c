@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* nmt_writer.c — the .nmt v1 writer (see nmt_writer.h, docs/FORMAT.md). */
 #include "nmt_writer.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* nmt_writer.h — builds .nmt model files, format version 1 (docs/FORMAT.md).
  *
  * The one writer of the project, shared by convert/, train/ and the tests.

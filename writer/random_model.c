@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* random_model.c — random-weight Transformer/HySAN models (random_model.h). */
 #include "random_model.h"
 

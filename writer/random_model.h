@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* random_model.h — random-weight models.
  *
  * Any family (nmt_random_model_*, what `nmt-edge-convert random --arch`

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* banmt.c — the BA-NMT family in the runtime (docs/ARCHITECTURES.md
  * "BA-NMT"): its registry record, plan (weights from the catalogue, the
  * encoder's outputs, the per-row decoder state s, h~, s~ and the step's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* banmt_cfg.c — the BA-NMT family's declaration (banmt_cfg.h):
  * hyper-parameter table, cross-key checks, tensor catalogue, info.  Every
  * key, default, check and tensor name of the family is written here and

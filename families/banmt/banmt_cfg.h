@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* banmt_cfg.h — the declaration of the BA-NMT family (arch "banmt", issue
  * 17, docs/ARCHITECTURES.md "BA-NMT"): RNNsearch (bidirectional GRU
  * encoder, dl4mt conditional-GRU decoder with additive attention) with an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* banmt_fwd.c — the BA-NMT forward (banmt_fwd.h): the bidirectional GRU
  * encoder, the initial decoder state, one conditional-GRU decoder step with
  * additive attention over the source and its histories, the readout, the

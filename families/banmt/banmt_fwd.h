@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* banmt_fwd.h — the one forward pass of the BA-NMT family
  * (docs/ARCHITECTURES.md "BA-NMT"), written against runtime/layers.h and
  * the op layer.  Three callers, one code path:

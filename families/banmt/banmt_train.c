@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* banmt_train.c — the BA-NMT family with gradients (banmt_train.h).
  *
  * The forward is the runtime's own (banmt_fwd.c) run over buffers that keep

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* banmt_train.h — the BA-NMT family with gradients (docs/TRAINING.md
  * "--arch banmt"): its record in the trainer's registry and the hooks its
  * tests read.  The model keeps every decoder step's activations

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* banmt_train_bwd.c — the BA-NMT trainer's backward pass
  * (banmt_train_internal.h bat_backward): the output layer over every
  * step, then backpropagation through time over the decoder steps (last

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* banmt_train_internal.h — the BA-NMT trainer model's private layout,
  * shared by banmt_train.c (plan, forward, the record's calls) and
  * banmt_train_bwd.c (backpropagation through time).  Step t's slice of a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tf_train.c — the Transformer/HySAN family with gradients (tf_train.h).
  *
  * The forward is the runtime's own (transformer_fwd.c), run over buffers

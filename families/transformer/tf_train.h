@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tf_train.h — the Transformer/HySAN family with gradients: the trainer's
  * model.  Forward with the calls of runtime/ops.h (the runtime's kernels),
  * backward with runtime/ops_train.h, the chaining of docs/TRAINING-OPS.md.

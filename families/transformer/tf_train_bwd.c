@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tf_train_bwd.c — the backward pass of the trainer's Transformer/HySAN
  * model (tf_train_internal.h): each sub-layer's backward chains
  * ops_train.h in the reverse order of the shared forward (transformer_fwd.c), as

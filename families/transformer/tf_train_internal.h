@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tf_train_internal.h — the trainer model's private layout, shared by
  * tf_train.c (catalogue, buffers, forward, steps) and tf_train_bwd.c (the
  * backward pass).  Not part of tf_train.h's interface. */

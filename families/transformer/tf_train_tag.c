@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tf_train_tag.c — MG-SA's phrase-tag supervision (a training-time loss of
  * syntax heads, docs/ARCHITECTURES.md): in every MG layer,
  *   p = softmax(W_t g_m + b_t)  over the phrase labels of spans_file.h,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* transformer.c — the Transformer / HySAN family in the runtime
  * (docs/ARCHITECTURES.md): its registry record, plan (weights from the
  * catalogue, activations, caches) and the session's entry points, each a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* transformer_cfg.c — the Transformer / HySAN family's declaration
  * (transformer_cfg.h): hyper-parameter table, cross-key checks, tensor
  * catalogue, info.  Every key, default, check and tensor name of the family

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* transformer_cfg.h — the declaration of the Transformer / HySAN family
  * (docs/ARCHITECTURES.md): its hyper-parameters (the table in
  * transformer_cfg.c), its tensors (nmt_tf_catalogue) and the weight struct

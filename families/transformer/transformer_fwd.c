@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* transformer_fwd.c — the Transformer / HySAN forward (transformer_fwd.h):
  * embeddings, HySAN self-attention with branch fusion, cross-attention, FFN,
  * pre-/post-norm residual wiring, output projection.  Used by decoding,

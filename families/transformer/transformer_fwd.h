@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* transformer_fwd.h — the one forward pass of the Transformer / HySAN family
  * (docs/ARCHITECTURES.md), written against runtime/layers.h and the op
  * layer.  Three callers, one code path:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* transformer_phrase.c — phrase-based attention sub-layers (arch "phrase",
  * issue 16, docs/ARCHITECTURES.md): the Transformer's attention with
  * n-gram keys (ConvKV: convolved keys and values; QueryK: the query as an

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """aer.py — alignment error rate of a system's word alignments against a
 reference of sure links S and possible links P (Och & Ney 2003):
     AER = 1 - (|A & S| + |A & P|) / (|A| + |S|),  S a subset of P,

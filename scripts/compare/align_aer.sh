@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # align_aer.sh — AER of a model's alignments of a test split against a
 # silver standard (docs/RESULTS.md, "Alignment agreement"): each test pair
 # is scored under teacher forcing with `nmt-edge score --alignment

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # batch.sh — several runs of the family comparison protocol at once
 # (scripts/compare/run.sh), for a machine with more cores and a GPU: each
 # line of SPEC_FILE is `NAME SEED [MODEL OPTIONS...]`; all runs start

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """diagonal_align.py — the diagonal baseline of an alignment-agreement
 table (docs/RESULTS.md): target word j of each pair linked to source word
 floor(j * S / T), S and T the pair's word counts (words split at spaces

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """gdfa.py — symmetrise two directional word alignments with
 grow-diag-final-and (Koehn, Och & Marcu 2003; the Moses heuristic).
 

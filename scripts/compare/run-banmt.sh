@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # run-banmt.sh — one BA-NMT run of the family comparison protocol
 # (docs/RESULTS.md "Comparing families"): scripts/compare/run.sh (same
 # corpus, shared vocabulary, optimiser, schedule, updates STEPS, checkpoint

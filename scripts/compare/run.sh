@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # run.sh — one run of the family comparison protocol (docs/RESULTS.md,
 # "Comparing families"): the corpus of scripts/corpus/make_corpus.sh, one
 # shared SentencePiece vocabulary (data/compare/spm.model, 8,000 pieces,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # silver_align.sh — the silver-standard word alignments of a test split
 # (docs/RESULTS.md, "Alignment agreement"): eflomal (a statistical aligner,
 # PyPI; a measurement-only dependency, never in scripts/setup.sh) aligns the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Build the English-German parallel corpus of issue 5 from Debian's archive.
 
 Sources (both fetched from a Debian mirror with apt, nothing else is needed):

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # make_corpus.sh — thin wrapper: build the en–de corpus (DDTP + LibreOffice help)
 # into data/de-en/ (or the directory given) and train the joint 8k SentencePiece
 # vocabulary.  All arguments go to make_corpus.py; see `make_corpus.sh --help`.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Unit tests for scripts/corpus/make_corpus.py on tiny synthetic inputs.
 
 No network, no apt: run with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz.h — the libFuzzer entry point every tests/fuzz/fuzz_*.c defines.
  * Built two ways by tests/fuzz/CMakeLists.txt:
  *   NMT_FUZZ=ON (clang):  -fsanitize=fuzzer,address,undefined, libFuzzer's main

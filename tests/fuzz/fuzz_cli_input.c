@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_cli_input.c — libFuzzer harness for the nmt-edge program's input
  * parsing (runtime/cli_input.c): line ends, score-line splitting, id
  * parsing with vocabulary and length limits, and the text batch buffers.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_file.c — model files that are not what they were (issue 21):
  *
  *   non-regular files: nmt_map_file and nmt_model_inspect_file refuse a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_model.c — the .nmt model loader on arbitrary bytes: nmt_file_open
  * (header, metadata, tensor table, data CRCs), the metadata and tensor
  * accessors, nmt_model_inspect (architecture parsing, required tensors) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_tokenizer.c — libFuzzer harness for the SentencePiece model reader,
  * the normalizer, the unigram/BPE encoders and the decoder.
  *

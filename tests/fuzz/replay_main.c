@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* replay_main.c — runs a fuzz harness over files without libFuzzer: every
  * regular file named on the command line, or inside a directory named there
  * (one level).  Used by ctest in every build (seed corpus and regression

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* train_cmds.c — the analysis commands of `nmt-edge-train` besides
  * training (train_cmds.h): `plot`, `bleu`, `attention` and `parse-spans`. */
 #include "train_cmds.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* train_cmds.h — `nmt-edge-train` commands other than training, each a
  * main() taking the whole argv (argv[1] is the command's name): 0, 1 on
  * failure after a message, TRAIN_EXIT_USAGE for bad usage. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* train_dist.c — data-parallel training over MPI (train_dist.h, issue 18).
  * Built with MPI when NMT_WITH_MPI is on (CMake option, on where MPI is
  * found); without it every call is that of a single rank. */

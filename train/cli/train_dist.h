@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* train_dist.h — data-parallel training over MPI for `nmt-edge-train`
  * (issue 18; docs/TRAINING.md "Several devices and machines").
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* train_env.c — the device and tokenizer of an `nmt-edge-train` command
  * (train_env.h). */
 #include "train_env.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* train_env.h — what every `nmt-edge-train` command opens: the OpenCL
  * device (with the program cache of tool_env.h) and a SentencePiece
  * tokenizer, from a model's embedded blob or a file.  The training run
