@@ -7,13 +7,15 @@
 #   MPI:     Open MPI (libopenmpi-dev, openmpi-bin): nmt-edge-train on several
 #            devices and machines (docs/TRAINING.md); the build turns
 #            NMT_WITH_MPI on when it is installed, and train_mpi_test runs
+#   training: sentencepiece (spm_train), which nmt-edge-train runs to train
+#            the SentencePiece model of a run given no --spm MODEL
 #   optional (--with-link-grammar): link-grammar's English parser for MG-SA
 #            syntax heads (nmt-edge translate, nmt-edge-train parse-spans);
 #            the build turns NMT_WITH_LINK_GRAMMAR on when it is installed
 set -euo pipefail
 
 packages=(gcc make cmake pkg-config ocl-icd-opencl-dev opencl-c-headers libclblast-dev
-          libcmocka-dev pocl-opencl-icd clinfo libopenmpi-dev openmpi-bin)
+          libcmocka-dev pocl-opencl-icd clinfo libopenmpi-dev openmpi-bin sentencepiece)
 if [ "${1:-}" = "--with-link-grammar" ]; then
   packages+=(liblink-grammar-dev link-grammar)
 fi
