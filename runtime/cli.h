@@ -49,8 +49,10 @@ typedef struct cli_opts {
     double alpha;
     long gemm;
     int no_cache, no_device, verbose, help;
+    int help_all;                   /* --help-all: every option, grouped */
     int skip_long;  /* translate, score: over-long sentences give empty lines */
     int with_score; /* translate: "SCORE ||| " before each translation */
+    int with_pieces; /* translate --format jsonl: "pieces" too */
     const char *input, *output; /* -i / -o FILE, NULL: standard input / output */
     long min_len, no_repeat_ngram;  /* translate: decoding constraints (0: none) */
     const char *max_len_ratio;      /* translate: "A,B", parsed into max_len_a / max_len_b */
@@ -116,6 +118,8 @@ typedef struct batch_job {
     int keep_cr;        /* a CR before LF is text (tokenize: as spm_encode reads lines) */
     int blank_skipped;  /* a line skipped by --skip-long is an empty output line */
     int show_progress;  /* a progress line on a terminal unless --quiet (cli_progress.h) */
+    int show_summary;   /* translate: the summary line at the end (cli_progress_finish) */
+    int can_skip;       /* the subcommand takes --skip-long: a long-line error names it */
 
     /* runner state */
     uint32_t pending;   /* lines parsed into the current batch */
@@ -128,6 +132,7 @@ typedef struct batch_job {
     int out_fd;         /* 1 or the temporary file of -o */
     char *out_path;     /* -o FILE, symbolic links resolved (malloc'd); NULL: stdout */
     char *tmp_path;     /* the temporary beside it (malloc'd) */
+    int kept_said;      /* a message already said -o FILE is left as it was */
     cli_progress progress;
 } batch_job;
 
@@ -195,6 +200,12 @@ void cli_align_free(cli_align *a);
  * with the message printed. */
 int cli_align_append(cli_align *a, const runtime *rt, uint32_t i, uint32_t rank, const char *src, size_t src_len,
                      const char *tgt, size_t tgt_len, strbuf *out);
+/* The same alignment of a translate result as a JSON array (--format
+ * jsonl): hard [[i, j], ...] (source i, target j, as the pairs 'i-j'),
+ * soft [[p, ...], ...] (a row per target piece); nothing without
+ * --alignment.  0, or 1 with the message printed. */
+int cli_align_json(cli_align *a, const runtime *rt, uint32_t i, uint32_t rank, const char *src, size_t src_len,
+                   strbuf *out);
 
 /* ---- Decoding options and output formats (cli_decode.c) ---------------- */
 
@@ -224,18 +235,24 @@ void cli_prefix_free(cli_prefix *p);
  * are not UTF-8 become U+FFFD. */
 void cli_json_string(strbuf *out, const char *s, size_t n);
 
-/* --format jsonl: one object for a hypothesis, and its newline. */
+/* --format jsonl: one object for a hypothesis, and its newline:
+ *   {"line": L, "rank": R, "text": "...", "tokens": [...], "score": S,
+ *    "logprob": P, "token_logprobs": [...], "alignment": [...], "pieces": [...]}
+ * tokens, token_logprobs and pieces have n_tokens entries each, the last
+ * the end-of-sentence; alignment and pieces only when given. */
 typedef struct cli_json_hyp {
     unsigned long line;           /* 0-based input line */
     uint32_t rank;
     const char *text;             /* what the text format prints (ids joined by spaces without a tokenizer) */
     size_t text_len;
-    const int32_t *tokens;
+    const int32_t *tokens;        /* (n_tokens): the hypothesis's ids, then the end-of-sentence id */
     uint32_t n_tokens;
     float score, logprob;
-    const float *token_lp;        /* (n_tokens + 1) */
-    const char *alignment;        /* NULL: none */
+    const float *token_lp;        /* (n_tokens), summing to logprob */
+    const char *alignment;        /* a JSON array (cli_align_json), NULL: none */
     size_t alignment_len;
+    const char *const *pieces;    /* (n_tokens) piece strings, NULL entry: null; NULL: no "pieces" */
+    const size_t *piece_lens;     /* (n_tokens) */
 } cli_json_hyp;
 void cli_json_append(strbuf *out, const cli_json_hyp *h);
 

@@ -20,7 +20,9 @@
  *          by " ; ", each row the probabilities ("%.4f") of the source
  *          pieces then of the source's end-of-sentence (so it sums to 1).
  *
- * An empty translation (or source) appends " |||" and nothing after it. */
+ * An empty translation (or source) appends " |||" and nothing after it.
+ * --format jsonl takes the same alignment as a JSON array (cli_align_json):
+ * hard [[i, j], ...], soft [[p, ...], ...] (one array per target piece). */
 #include "cli.h"
 
 #include <stdio.h>
@@ -75,25 +77,39 @@ void cli_align_free(cli_align *a) {
     memset(a, 0, sizeof *a);
 }
 
-int cli_align_append(cli_align *a, const runtime *rt, uint32_t i, uint32_t rank, const char *src, size_t src_len,
-                     const char *tgt_text, size_t tgt_text_len, strbuf *out) {
-    if (a->mode == CLI_ALIGN_NONE) return 0;
+/* The alignment of hypothesis `rank` of result i as text (" ||| 0-0 1-1",
+ * " ||| 0.9 0.1 ; ...") or as one JSON array (json: [[0, 0], [1, 1]] or
+ * [[0.9, 0.1], ...]). */
+static int align_write(cli_align *a, const runtime *rt, uint32_t i, uint32_t rank, const char *src, size_t src_len,
+                       const char *tgt_text, size_t tgt_text_len, int json, strbuf *out) {
     uint32_t len, cols;
     nmt_status st = nmt_session_result_alignment(rt->s, i, rank, a->soft,
                                                  (size_t)a->max_tgt * (a->max_src + 1), &len, &cols);
     if (st == NMT_OK && a->mode == CLI_ALIGN_HARD) st = nmt_session_result_links(rt->s, i, rank, a->links, a->max_tgt, &len);
     if (st != NMT_OK) return report_status("reading an alignment failed", st, rt);
-    sb_printf(out, " |||");
+    /* text: " |||" then " ITEM" each; JSON: "[" then "ITEM" joined by ", ", "]" */
+    const char *sep = json ? ", " : " ";
+    int first = 1;
+    sb_printf(out, json ? "[" : " |||");
+#define NEXT_ITEM() (sb_printf(out, "%s", first && json ? "" : sep), first = 0)
     if (a->mode == CLI_ALIGN_SOFT) {
         for (uint32_t p = 0; p < len; p++) {
-            if (p) sb_printf(out, " ;");
-            for (uint32_t j = 0; j < cols; j++) sb_printf(out, " %.4f", (double)a->soft[(size_t)p * cols + j]);
+            if (json) NEXT_ITEM(), sb_printf(out, "[");
+            else if (p) sb_printf(out, " ;");
+            for (uint32_t j = 0; j < cols; j++)
+                sb_printf(out, "%s%.4f", json ? (j ? ", " : "") : " ", (double)a->soft[(size_t)p * cols + j]);
+            if (json) sb_printf(out, "]");
         }
+        if (json) sb_printf(out, "]");
         return 0;
     }
     if (!a->words) {
-        for (uint32_t p = 0; p < len; p++)
-            if (a->links[p] >= 0) sb_printf(out, " %d-%u", (int)a->links[p], p);
+        for (uint32_t p = 0; p < len; p++) {
+            if (a->links[p] < 0) continue;
+            NEXT_ITEM();
+            sb_printf(out, json ? "[%d, %u]" : "%d-%u", (int)a->links[p], p);
+        }
+        if (json) sb_printf(out, "]");
         return 0;
     }
     /* words: the source pieces again (the session's tokenizer, as the translation did), then the target's:
@@ -116,8 +132,25 @@ int cli_align_append(cli_align *a, const runtime *rt, uint32_t i, uint32_t rank,
     for (uint32_t p = 0; p < len; p++)
         if (a->links[p] >= 0) link[(size_t)a->tgt_word[p] * sw + a->src_word[a->links[p]]] = 1;
     for (uint32_t q = 0; q < tw; q++)
-        for (uint32_t k = 0; k < sw; k++)
-            if (link[(size_t)q * sw + k]) sb_printf(out, " %u-%u", k, q);
+        for (uint32_t k = 0; k < sw; k++) {
+            if (!link[(size_t)q * sw + k]) continue;
+            NEXT_ITEM();
+            sb_printf(out, json ? "[%u, %u]" : "%u-%u", k, q);
+        }
+#undef NEXT_ITEM
     free(link);
+    if (json) sb_printf(out, "]");
     return 0;
+}
+
+int cli_align_append(cli_align *a, const runtime *rt, uint32_t i, uint32_t rank, const char *src, size_t src_len,
+                     const char *tgt_text, size_t tgt_text_len, strbuf *out) {
+    if (a->mode == CLI_ALIGN_NONE) return 0;
+    return align_write(a, rt, i, rank, src, src_len, tgt_text, tgt_text_len, 0, out);
+}
+
+int cli_align_json(cli_align *a, const runtime *rt, uint32_t i, uint32_t rank, const char *src, size_t src_len,
+                   strbuf *out) {
+    if (a->mode == CLI_ALIGN_NONE) return 0;
+    return align_write(a, rt, i, rank, src, src_len, NULL, 0, 1, out);
 }

@@ -134,7 +134,10 @@ int batch_open(batch_job *job, const cli_opts *o) {
     }
     if (o->output != NULL && open_output(job, o->output) != 0) return 1;
     cli_reader_init(&job->in, job->in_fd);
-    cli_progress_init(&job->progress, job->show_progress && !o->quiet, job->in_fd, job->out_fd);
+    const int summary = !job->show_summary || o->quiet ? CLI_SUMMARY_NEVER
+                        : o->verbose                   ? CLI_SUMMARY_ALWAYS
+                                                       : CLI_SUMMARY_ON_TERMINAL;
+    cli_progress_init(&job->progress, job->show_progress && !o->quiet, summary, job->in_fd, job->out_fd);
     return 0;
 }
 
@@ -160,8 +163,9 @@ int batch_close(batch_job *job, int rc) {
         }
         if (rc != 0) {
             unlink(job->tmp_path);
-            fprintf(stderr, PROG ": nothing written to %s (the run failed; the file is as it was)\n",
-                    job->out_name);
+            if (!job->kept_said)
+                fprintf(stderr, PROG ": nothing written to %s (the run failed; the file is as it was)\n",
+                        job->out_name);
         }
         nmt_tool_tmp_end();
     }
@@ -178,6 +182,21 @@ int batch_close(batch_job *job, int rc) {
 static const char *skip_note(const batch_job *job) {
     return job->blank_skipped ? "its output is an empty line (--skip-long)"
                               : "it has no output lines (--skip-long)";
+}
+
+/* A line over the limits stops the run (no --skip-long): say why, that -o
+ * FILE stays as it was, and what --skip-long would do (translate, score). */
+static void long_line_stop(batch_job *job, const char *why) {
+    cli_progress_clear(&job->progress);
+    fprintf(stderr, PROG ": %s", why);
+    if (job->tmp_path != NULL) {
+        fprintf(stderr, "; %s is left as it was", job->out_name);
+        job->kept_said = 1;
+    }
+    if (job->can_skip)
+        fprintf(stderr, "; --skip-long writes %s for it instead",
+                job->blank_skipped ? "an empty line" : "no lines");
+    fputc('\n', stderr);
 }
 
 static void skipped_output(const batch_job *job, strbuf *out) {
@@ -212,11 +231,11 @@ static int run_batch(batch_job *job, unsigned long first, strbuf *out) {
         if (st == NMT_ERR_INPUT_TOO_LONG) {
             char why[512];
             job->why_long(job, i, first + i + 1, why, sizeof why);
-            cli_progress_clear(&job->progress);
             if (!job->skip_long) {
-                fprintf(stderr, PROG ": %s\n", why);
+                long_line_stop(job, why);
                 return 1;
             }
+            cli_progress_clear(&job->progress);
             fprintf(stderr, PROG ": %s; %s\n", why, skip_note(job));
             skipped_output(job, out);
             continue;
@@ -240,7 +259,7 @@ int process_lines(batch_job *job) {
     for (;;) {
         const char *line;
         size_t n;
-        int got = cli_reader_line(&job->in, &line, &n), stop = 0, read_errno = errno;
+        int got = cli_reader_line(&job->in, &line, &n), stop = 0, read_errno = errno, too_long = 0;
         if (got < 0) {
             stop = 1; /* after the lines before it */
         } else if (got > 0) {
@@ -254,7 +273,7 @@ int process_lines(batch_job *job) {
                 v = LINE_OK;
             }
             if (v == LINE_OK) job->pending++;
-            else stop = 1; /* after the lines before it */
+            else stop = 1, too_long = v == LINE_LONG; /* after the lines before it */
         }
         if (job->pending > 0 && (got <= 0 || stop || job->pending == job->batch ||
                                  !cli_reader_ready(&job->in))) {
@@ -271,6 +290,8 @@ int process_lines(batch_job *job) {
         if (stop) cli_progress_clear(&job->progress);
         if (stop && got < 0)
             fprintf(stderr, PROG ": error reading %s: %s\n", job->in_name, strerror(read_errno));
+        else if (stop && too_long)
+            long_line_stop(job, err);
         else if (stop)
             fprintf(stderr, PROG ": %s\n", err);
         rc |= stop;
@@ -387,6 +408,12 @@ typedef struct translate_job {
     const char *prefix_path; /* --prefix-file, NULL: none */
     cli_prefix prefix;
     float *token_lp;      /* (max_tgt_len + 1) --format jsonl */
+    int32_t *tokens;      /* (max_tgt_len + 1) --format jsonl: a hypothesis's ids, then EOS */
+    int32_t eos_id;       /* the target end-of-sentence id */
+    int with_pieces;      /* --with-pieces */
+    const char **pieces;  /* (max_tgt_len + 1) --with-pieces */
+    size_t *piece_lens;   /* (max_tgt_len + 1) */
+    uint64_t tokens_out;  /* target tokens of the best translations written (the summary) */
     strbuf scratch;       /* --format jsonl: the ids text, the alignment */
     nmt_syntax_spans syn; /* MG-SA syntax heads: link-grammar spans of text input (tools/parse_spans.h) */
 } translate_job;
@@ -441,71 +468,80 @@ static nmt_status translate_call(batch_job *job, uint32_t lo, uint32_t n) {
 }
 
 /* --format jsonl: hypothesis r of result i (its text when t->text) as one
- * JSON object (cli_json_append). */
+ * JSON object (cli_json_append): tokens, token_logprobs and (--with-pieces)
+ * pieces end with the end-of-sentence; the alignment as a JSON array. */
 static int translate_json(translate_job *t, uint32_t i, uint32_t r, unsigned long index, const char *text,
                           size_t text_len, float score, float logprob, strbuf *out) {
     const int32_t *ids;
     uint32_t len, n_lp;
     nmt_status st = nmt_session_result(t->rt->s, i, r, &ids, &len, NULL, NULL);
     if (st == NMT_OK) st = nmt_session_result_token_logprobs(t->rt->s, i, r, t->token_lp, (size_t)len + 1, &n_lp);
+    if (st == NMT_OK && n_lp != len + 1) st = NMT_ERR_INVALID_ARGUMENT; /* cannot happen: documented */
     if (st != NMT_OK) return report_status("reading a translation failed", st, t->rt);
+    memcpy(t->tokens, ids, sizeof *ids * len);
+    t->tokens[len] = t->eos_id;
+    const nmt_tokenizer *tok = t->with_pieces ? nmt_session_tokenizer(t->rt->s, 1) : NULL;
+    for (uint32_t k = 0; tok != NULL && k <= len; k++)
+        if (nmt_tokenizer_piece(tok, t->tokens[k], &t->pieces[k], &t->piece_lens[k]) != NMT_OK) t->pieces[k] = NULL;
     t->scratch.len = 0;
-    if (!t->text) { /* the text is what the text format prints: the ids */
-        append_ids(&t->scratch, ids, len);
-        text = t->scratch.p ? t->scratch.p : "";
-        text_len = t->scratch.len;
-    }
-    const size_t aln_at = t->scratch.len;
+    if (!t->text) append_ids(&t->scratch, ids, len); /* the text is what the text format prints: the ids */
+    const size_t text_at = t->scratch.len;
     if (t->align.mode != CLI_ALIGN_NONE) {
         const uint32_t k = t->lo + i;
-        if (cli_align_append(&t->align, t->rt, i, r, t->text ? t->src_text.ptrs[k] : NULL,
-                             t->text ? t->src_text.lens[k] : 0, NULL, 0, &t->scratch) != 0)
+        if (cli_align_json(&t->align, t->rt, i, r, t->text ? t->src_text.ptrs[k] : NULL,
+                           t->text ? t->src_text.lens[k] : 0, &t->scratch) != 0)
             return 1;
     }
-    /* " ||| 0-0 1-1": the alignment is what follows " ||| " */
-    const char *aln = t->align.mode != CLI_ALIGN_NONE ? t->scratch.p + aln_at + 4 : NULL;
-    size_t aln_len = aln ? t->scratch.len - aln_at - 4 : 0;
-    if (aln && aln_len > 0 && aln[0] == ' ') aln++, aln_len--;
-    if (!t->text) text = t->scratch.p; /* scratch may have moved */
-    const cli_json_hyp h = {.line = index, .rank = r, .text = text, .text_len = text_len, .tokens = ids,
-                            .n_tokens = len, .score = score, .logprob = logprob, .token_lp = t->token_lp,
-                            .alignment = aln, .alignment_len = aln_len};
+    if (!t->text) { /* scratch may have moved */
+        text = t->scratch.p ? t->scratch.p : "";
+        text_len = text_at;
+    }
+    const cli_json_hyp h = {.line = index, .rank = r, .text = text, .text_len = text_len, .tokens = t->tokens,
+                            .n_tokens = len + 1, .score = score, .logprob = logprob, .token_lp = t->token_lp,
+                            .alignment = t->align.mode != CLI_ALIGN_NONE ? t->scratch.p + text_at : NULL,
+                            .alignment_len = t->scratch.len - text_at,
+                            .pieces = tok != NULL ? t->pieces : NULL, .piece_lens = t->piece_lens};
     cli_json_append(out, &h);
     return 0;
 }
 
-/* The hypotheses of result i: one line, or with --n-best N > 1 (or
- * --format marian) up to N lines "INDEX ||| TEXT ||| SCORE";
- * --with-score: "SCORE ||| TEXT"; --format jsonl: JSON objects. */
+/* The hypotheses of result i: one line, or with --n-best N > 1 up to N
+ * lines "INDEX ||| TEXT ||| SCORE[ ||| ALIGNMENT]"; --with-score: "SCORE
+ * ||| TEXT"; --format marian: Marian's n-best lines "INDEX ||| TEXT[ |||
+ * ALIGNMENT] ||| F0= LOGPROB ||| SCORE"; --format jsonl: JSON objects. */
 static int translate_append(batch_job *job, uint32_t i, unsigned long index, strbuf *out) {
     translate_job *t = (translate_job *)job;
     for (uint32_t r = 0; r < t->dopts.n_best; r++) {
-        const int32_t *ids;
-        const char *text;
-        size_t text_len;
-        uint32_t len;
+        const int32_t *ids = NULL;
+        const char *text = NULL;
+        size_t text_len = 0;
+        uint32_t len = 0;
         float score, logprob;
         nmt_status st;
         if (t->text) st = nmt_session_result_text(t->rt->s, i, r, &text, &text_len, &score, &logprob);
         else st = nmt_session_result(t->rt->s, i, r, &ids, &len, &score, &logprob);
         /* the search may finish fewer than n_best hypotheses; print those */
         if (st == NMT_ERR_INVALID_ARGUMENT && r > 0) break;
+        if (st == NMT_OK && r == 0) st = nmt_session_result(t->rt->s, i, 0, &ids, &len, NULL, NULL);
         if (st != NMT_OK) return report_status("reading a translation failed", st, t->rt);
+        if (r == 0) t->tokens_out += len; /* the summary counts the best translations' tokens */
         if (t->format == CLI_FORMAT_JSONL) {
             if (translate_json(t, i, r, index, text, text_len, score, logprob, out) != 0) return 1;
             continue;
         }
-        if (t->dopts.n_best > 1 || t->format == CLI_FORMAT_MARIAN) sb_printf(out, "%lu ||| ", index);
+        const int marian = t->format == CLI_FORMAT_MARIAN;
+        if (t->dopts.n_best > 1 || marian) sb_printf(out, "%lu ||| ", index);
         else if (t->with_score) sb_printf(out, "%.6f ||| ", (double)score);
         if (t->text) append_text(out, text, text_len);
         else append_ids(out, ids, len);
-        if (t->dopts.n_best > 1 || t->format == CLI_FORMAT_MARIAN) sb_printf(out, " ||| %.6f", (double)score);
+        if (t->dopts.n_best > 1 && !marian) sb_printf(out, " ||| %.6f", (double)score);
         if (t->align.mode != CLI_ALIGN_NONE) {
             const uint32_t k = t->lo + i; /* the source of result i */
             const char *stext = t->text ? t->src_text.ptrs[k] : NULL;
             const size_t slen = t->text ? t->src_text.lens[k] : 0;
             if (cli_align_append(&t->align, t->rt, i, r, stext, slen, NULL, 0, out) != 0) return 1;
         }
+        if (marian) sb_printf(out, " ||| F0= %.6f ||| %.6f", (double)logprob, (double)score);
         sb_printf(out, "\n");
     }
     return 0;
@@ -524,7 +560,7 @@ int cmd_translate(const cli_opts *o) {
     translate_job t = {
         .base = {.parse = translate_parse, .call = translate_call, .append = translate_append,
                  .why_long = translate_why_long, .reset = translate_reset,
-                 .what = "translation failed", .rt = &rt, .show_progress = 1,
+                 .what = "translation failed", .rt = &rt, .show_progress = 1, .show_summary = 1, .can_skip = 1,
                  .blank_skipped = o->n_best == 1 && cli_format(o) == CLI_FORMAT_TEXT},
         .rt = &rt,
         .dopts = {.beam = (uint32_t)o->beam, .alpha = (float)o->alpha, .alpha_set = 1,
@@ -535,6 +571,7 @@ int cmd_translate(const cli_opts *o) {
                   .sampling = o->sampling != NULL, .sampling_topk = (uint32_t)o->sampling_topk,
                   .sampling_temperature = (float)o->temperature},
         .with_score = o->with_score,
+        .with_pieces = o->with_pieces,
         .format = cli_format(o),
         .seed = o->seed_value,
         .prefix_path = o->prefix_file,
@@ -551,6 +588,17 @@ int cmd_translate(const cli_opts *o) {
         nmt_limits lim;
         nmt_session_limits(rt.s, &lim);
         t.token_lp = xrealloc(NULL, sizeof(float) * ((size_t)lim.max_tgt_len + 1));
+        t.tokens = xrealloc(NULL, sizeof(int32_t) * ((size_t)lim.max_tgt_len + 1));
+        t.pieces = xrealloc(NULL, sizeof(const char *) * ((size_t)lim.max_tgt_len + 1));
+        t.piece_lens = xrealloc(NULL, sizeof(size_t) * ((size_t)lim.max_tgt_len + 1));
+        nmt_model_info mi;
+        nmt_session_model_info(rt.s, &mi);
+        t.eos_id = (int32_t)mi.eos_id;
+        if (rc == 0 && t.with_pieces && nmt_session_tokenizer(rt.s, 1) == NULL) {
+            fprintf(stderr, PROG ": --with-pieces needs a model with an embedded tokenizer; '%s' has none\n",
+                    o->model);
+            rc = 1;
+        }
         if (rc == 0 && t.prefix_path != NULL)
             rc = cli_prefix_load(&t.prefix, t.prefix_path, !t.text, session_rule(&rt, 1).vocab);
         if (rc == 0) rc = process_lines(&t.base);
@@ -560,13 +608,18 @@ int cmd_translate(const cli_opts *o) {
         nmt_syntax_close(&t.syn, PROG);
         cli_prefix_free(&t.prefix);
         free(t.token_lp);
+        free(t.tokens);
+        free(t.pieces);
+        free(t.piece_lens);
         free(t.scratch.p);
         cli_align_free(&t.align);
         cli_seqs_free(&t.src);
         cli_texts_free(&t.src_text);
     }
     close_runtime(&rt);
-    return batch_close(&t.base, rc);
+    rc = batch_close(&t.base, rc);
+    if (rc == 0) cli_progress_finish(&t.base.progress, t.line0, t.tokens_out);
+    return rc;
 }
 
 /* ======================================================================== */
@@ -661,7 +714,7 @@ int cmd_score(const cli_opts *o) {
     score_job sj = {
         .base = {.parse = score_parse, .call = score_call, .append = score_append,
                  .why_long = score_why_long, .reset = score_reset, .what = "scoring failed",
-                 .rt = &rt, .blank_skipped = 1, .show_progress = 1},
+                 .rt = &rt, .blank_skipped = 1, .show_progress = 1, .can_skip = 1},
         .rt = &rt,
     };
     int rc = batch_open(&sj.base, o);

@@ -63,6 +63,10 @@ int cli_decode_check(cli_opts *o, char *err, size_t cap) {
         snprintf(err, cap, "--format: '%s' is not one of text, marian, jsonl", o->format);
         return EXIT_USAGE;
     }
+    if (o->with_pieces && cli_format(o) != CLI_FORMAT_JSONL) {
+        snprintf(err, cap, "--with-pieces is for --format jsonl");
+        return EXIT_USAGE;
+    }
     if (o->with_score && cli_format(o) != CLI_FORMAT_TEXT) {
         snprintf(err, cap, "--with-score is for --format text (the %s format has the scores)", o->format);
         return EXIT_USAGE;
@@ -227,14 +231,20 @@ void cli_json_append(strbuf *out, const cli_json_hyp *h) {
     sb_printf(out, ", \"logprob\": ");
     json_number(out, h->logprob);
     sb_printf(out, ", \"token_logprobs\": [");
-    for (uint32_t k = 0; k <= h->n_tokens; k++) {
+    for (uint32_t k = 0; k < h->n_tokens; k++) {
         if (k) sb_printf(out, ", ");
         json_number(out, h->token_lp[k]);
     }
     sb_printf(out, "]");
-    if (h->alignment != NULL) {
-        sb_printf(out, ", \"alignment\": ");
-        cli_json_string(out, h->alignment, h->alignment_len);
+    if (h->alignment != NULL) sb_printf(out, ", \"alignment\": %.*s", (int)h->alignment_len, h->alignment);
+    if (h->pieces != NULL) {
+        sb_printf(out, ", \"pieces\": [");
+        for (uint32_t k = 0; k < h->n_tokens; k++) {
+            if (k) sb_printf(out, ", ");
+            if (h->pieces[k] != NULL) cli_json_string(out, h->pieces[k], h->piece_lens[k]);
+            else sb_printf(out, "null");
+        }
+        sb_printf(out, "]");
     }
     sb_printf(out, "}\n");
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* cli_progress.c — the progress line of `nmt-edge translate` and `score`
- * on a terminal (cli_progress.h).  The formatting is a pure function
- * (tested in tests/cli_batch_test.c); the rest decides whether to draw and
- * when, and writes to standard error. */
+ * on a terminal, and translate's summary line at the end (cli_progress.h).
+ * The formatting is pure functions (tested in tests/cli_batch_test.c); the
+ * rest decides whether to draw and when, and writes to standard error. */
 #include "cli_progress.h"
 
 #include <stdio.h>
@@ -39,14 +39,28 @@ size_t cli_progress_format(char *buf, size_t cap, unsigned long lines, uint64_t 
     return (size_t)n < cap ? (size_t)n : cap - 1;
 }
 
+size_t cli_progress_summary(char *buf, size_t cap, unsigned long lines, uint64_t tokens, double elapsed) {
+    if (cap == 0) return 0;
+    const double rate = elapsed > 0 ? (double)tokens / elapsed : 0;
+    const int n = snprintf(buf, cap, "nmt-edge: translated %lu line%s, %llu token%s in %.2f s, %.1f tokens/s", lines,
+                           lines == 1 ? "" : "s", (unsigned long long)tokens, tokens == 1 ? "" : "s",
+                           elapsed > 0 ? elapsed : 0.0, rate);
+    if (n < 0) {
+        buf[0] = '\0';
+        return 0;
+    }
+    return (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-void cli_progress_init(cli_progress *p, int want, int in_fd, int out_fd) {
+void cli_progress_init(cli_progress *p, int want, int summary, int in_fd, int out_fd) {
     memset(p, 0, sizeof *p);
+    p->summary = summary == CLI_SUMMARY_ALWAYS || (summary == CLI_SUMMARY_ON_TERMINAL && isatty(2));
     /* a user typing the input sees each translation; no line then */
     p->on = want && isatty(2) && !isatty(in_fd);
     if (!p->on) return;
@@ -81,4 +95,12 @@ void cli_progress_clear(cli_progress *p) {
     fprintf(stderr, "\r%*s\r", (int)p->width, "");
     fflush(stderr);
     p->width = 0;
+}
+
+void cli_progress_finish(const cli_progress *p, unsigned long lines, uint64_t tokens) {
+    if (!p->summary) return;
+    char line[160];
+    cli_progress_summary(line, sizeof line, lines, tokens, now_s() - p->t0);
+    fprintf(stderr, "%s\n", line);
+    fflush(stderr);
 }

@@ -5,8 +5,12 @@
  * a file.  With a regular file as input its size gives a percentage and an
  * ETA; from a pipe the line shows the count and the rate only.  Redrawn in
  * place ("\r") after a batch, at most 4 times a second, and cleared at the
- * end and before any other message.  Part of the program, not of the
- * library. */
+ * end and before any other message.
+ *
+ * At the end of a successful run `translate` prints one summary line on
+ * standard error (issue 52, item 6), as CTranslate2's and Marian's tools
+ * do: when standard error is a terminal, or with --verbose; never with
+ * --quiet.  Part of the program, not of the library. */
 #ifndef NMT_CLI_PROGRESS_H
 #define NMT_CLI_PROGRESS_H
 
@@ -22,7 +26,11 @@ typedef struct cli_progress {
     uint64_t total;     /* bytes of a regular-file input from where reading starts; 0: unknown */
     double t0, shown;   /* start of the line loop, last redraw (CLOCK_MONOTONIC seconds) */
     size_t width;       /* characters of the line on the screen; 0: none */
+    int summary;        /* print the summary at the end (cli_progress_finish) */
 } cli_progress;
+
+/* When to print the summary (cli_progress_init's `summary`). */
+enum { CLI_SUMMARY_NEVER = 0, CLI_SUMMARY_ON_TERMINAL = 1, CLI_SUMMARY_ALWAYS = 2 };
 
 /* The progress line, without "\r" or line end, for `lines` lines done in
  * `elapsed` seconds, with `bytes` of the input's `total` bytes read (total
@@ -35,9 +43,17 @@ typedef struct cli_progress {
 size_t cli_progress_format(char *buf, size_t cap, unsigned long lines, uint64_t bytes, uint64_t total,
                            double elapsed);
 
+/* The summary line, without line end, for `lines` lines and `tokens`
+ * target tokens in `elapsed` seconds, in buf[0, cap) (NUL-terminated,
+ * truncated to fit).  Returns its length.  E.g.
+ *   "nmt-edge: translated 3 lines, 42 tokens in 0.52 s, 80.8 tokens/s"
+ * (0.0 tokens/s when no time was measured). */
+size_t cli_progress_summary(char *buf, size_t cap, unsigned long lines, uint64_t tokens, double elapsed);
+
 /* Decide whether to draw (want: the subcommand shows progress and --quiet
- * is not given) for input descriptor in_fd and output descriptor out_fd. */
-void cli_progress_init(cli_progress *p, int want, int in_fd, int out_fd);
+ * is not given) for input descriptor in_fd and output descriptor out_fd,
+ * and when to print the summary (CLI_SUMMARY_*). */
+void cli_progress_init(cli_progress *p, int want, int summary, int in_fd, int out_fd);
 /* The line loop starts: the clock for the rate and the ETA. */
 void cli_progress_start(cli_progress *p);
 /* After a batch: redraw, unless the last redraw was less than
@@ -46,5 +62,8 @@ void cli_progress_update(cli_progress *p, unsigned long lines, uint64_t bytes);
 /* Erase the line (before a message or output to the same terminal, and at
  * the end); the next update that the interval allows draws it again. */
 void cli_progress_clear(cli_progress *p);
+/* The run succeeded: print the summary line (cli_progress_summary, timed
+ * from cli_progress_start) if p->summary says so. */
+void cli_progress_finish(const cli_progress *p, unsigned long lines, uint64_t tokens);
 
 #endif

@@ -24,6 +24,7 @@
 #include "tool_file.h"
 #include "tool_out.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -76,6 +77,16 @@ size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
 typedef enum opt_kind { OPT_FLAG, OPT_LONG, OPT_DOUBLE, OPT_STRING, OPT_GEMM } opt_kind;
 
+/* The groups the help lists options under, in this order (docs/CLI.md has
+ * the same sections). */
+typedef enum opt_group { G_IO, G_DECODE, G_FORMAT, G_LIMITS, G_DEVICE, G_GENERAL, N_GROUPS } opt_group;
+static const char *const GROUP_NAMES[N_GROUPS] = {
+    [G_IO] = "Input and output", [G_DECODE] = "Decoding", [G_FORMAT] = "Output format",
+    [G_LIMITS] = "Limits", [G_DEVICE] = "Device and kernels", [G_GENERAL] = "General"};
+
+/* One option.  `--help` shows the options marked COMMON with their brief
+ * text (one screen); `--help-all` every option with its full help text.
+ * Both read this table, as the parser does, so they cannot drift apart. */
 typedef struct opt_spec {
     const char *name;     /* without the leading "--" */
     opt_kind kind;
@@ -83,108 +94,182 @@ typedef struct opt_spec {
     double min, max;      /* numeric range (inclusive) */
     unsigned cmds;        /* subcommands accepting it */
     const char *metavar;
-    const char *help;
+    opt_group group;
+    int common;           /* COMMON: listed by --help */
+    const char *brief;    /* --help: fits one line beside the option (<= 51 columns) */
+    const char *help;     /* --help-all: the whole story, word-wrapped */
 } opt_spec;
 
+#define COMMON 1
 #define OFF(f) offsetof(cli_opts, f)
 static const opt_spec OPTIONS[] = {
-    {"model", OPT_STRING, OFF(model), 0, 0, C_MODEL | C_TOK, "FILE",
-     "model file (.nmt), required (tokenize/detokenize: its embedded tokenizer)"},
-    {"sp-model", OPT_STRING, OFF(sp_model), 0, 0, C_TOK, "FILE",
-     "a SentencePiece .model file instead of --model"},
-    {"target", OPT_FLAG, OFF(target), 0, 0, C_TOK, NULL,
-     "with --model: the target-side tokenizer (default source)"},
-    {"pieces", OPT_FLAG, OFF(pieces), 0, 0, C_TOKENIZE, NULL, "print pieces instead of ids"},
-    {"ids", OPT_FLAG, OFF(ids), 0, 0, C_TRANSLATE | C_SCORE, NULL,
-     "read and write token ids even if the model embeds a tokenizer"},
-    {"max-text-bytes", OPT_LONG, OFF(max_text_bytes), 1, CLI_MAX_TEXT_BYTES, C_MODEL | C_TOK, "N",
-     "limit on the bytes of one input sentence in text mode (default 2048, at most 1 MiB)"},
-    {"beam", OPT_LONG, OFF(beam), 1, 256, C_TRANSLATE | C_INFO, "N",
-     "beam width, 1 = greedy (default 4, with --sampling 1)"},
-    {"alpha", OPT_DOUBLE, OFF(alpha), 0, 100, C_TRANSLATE, "A",
-     "length penalty exponent, ((5+len)/6)^A (default 0.6)"},
-    {"max-len", OPT_LONG, OFF(max_len), 0, CLI_MAX_TOKENS, C_MODEL, "N",
-     "max target tokens without end-of-sentence, 0 = source length + 50 (default 0, at most 8192)"},
-    {"min-len", OPT_LONG, OFF(min_len), 0, CLI_MAX_TOKENS, C_TRANSLATE, "N",
+    /* ---- input and output */
+    {"model", OPT_STRING, OFF(model), 0, 0, C_MODEL | C_TOK, "FILE", G_IO, COMMON, "model file (.nmt)",
+     "model file (.nmt), required (tokenize/detokenize: its embedded tokenizer, or --sp-model)"},
+    {"sp-model", OPT_STRING, OFF(sp_model), 0, 0, C_TOK, "FILE", G_IO, COMMON,
+     "a SentencePiece .model file instead of --model", "a SentencePiece .model file instead of --model"},
+    {"target", OPT_FLAG, OFF(target), 0, 0, C_TOK, NULL, G_IO, COMMON, "--model's target-side tokenizer",
+     "with --model: the target-side tokenizer (default: the source side's)"},
+    {"input", OPT_STRING, OFF(input), 0, 0, C_TRANSLATE | C_SCORE | C_TOK, "FILE", G_IO, COMMON,
+     "read lines from FILE (default: standard input)", "read lines from FILE instead of standard input"},
+    {"output", OPT_STRING, OFF(output), 0, 0, C_TRANSLATE | C_SCORE | C_TOK, "FILE", G_IO, COMMON,
+     "write FILE, replaced only if the run succeeds",
+     "write to FILE instead of standard output; FILE is replaced only when the whole run succeeds "
+     "(written to a temporary beside it, then renamed; a failed run leaves it as it was); a regular "
+     "file, symbolic links followed"},
+    {"ids", OPT_FLAG, OFF(ids), 0, 0, C_TRANSLATE | C_SCORE, NULL, G_IO, COMMON,
+     "token ids in and out, even with a tokenizer",
+     "read and write whitespace-separated token ids even if the model embeds a tokenizer"},
+    {"prefix-file", OPT_STRING, OFF(prefix_file), 0, 0, C_TRANSLATE, "FILE", G_IO, 0,
+     "target prefixes, one per input line",
+     "force a target prefix: line L of FILE (text, or ids as the input) starts the translation of input "
+     "line L, which then continues; the output includes it; an empty line forces nothing"},
+
+    /* ---- decoding */
+    {"beam", OPT_LONG, OFF(beam), 1, 256, C_TRANSLATE | C_INFO, "N", G_DECODE, COMMON,
+     "beam width, 1 = greedy (default 4)", "beam width, 1 = greedy (default 4, with --sampling 1)"},
+    {"alpha", OPT_DOUBLE, OFF(alpha), 0, 100, C_TRANSLATE, "A", G_DECODE, COMMON,
+     "length penalty exponent (default 0.6)",
+     "length penalty exponent: a hypothesis's score is its log-probability / ((5+len)/6)^A (default 0.6)"},
+    {"n-best", OPT_LONG, OFF(n_best), 1, 256, C_TRANSLATE, "N", G_DECODE, COMMON,
+     "hypotheses per sentence, <= --beam (default 1)",
+     "hypotheses per sentence, <= --beam (default 1); > 1 prints 'INDEX ||| TRANSLATION ||| SCORE' "
+     "lines, best first (--format marian: Marian's n-best lines)"},
+    {"min-len", OPT_LONG, OFF(min_len), 0, CLI_MAX_TOKENS, C_TRANSLATE, "N", G_DECODE, 0,
+     "no end-of-sentence before N target tokens",
      "no end-of-sentence before N target tokens (a sentence's max length still ends it; default 0)"},
-    {"max-len-ratio", OPT_STRING, OFF(max_len_ratio), 0, 0, C_TRANSLATE, "A,B",
-     "without --max-len: max target tokens = A * source tokens + B, capped by the session "
-     "(default: source tokens + 50)"},
-    {"no-repeat-ngram", OPT_LONG, OFF(no_repeat_ngram), 0, 64, C_TRANSLATE, "N",
+    {"no-repeat-ngram", OPT_LONG, OFF(no_repeat_ngram), 0, 64, C_TRANSLATE, "N", G_DECODE, 0,
+     "no n-gram of N tokens twice (default 0, off)",
      "no n-gram of N tokens twice in a translation, 0 = off (default 0)"},
-    {"skip-long", OPT_FLAG, OFF(skip_long), 0, 0, C_TRANSLATE | C_SCORE, NULL,
-     "a sentence over the limits gives an empty output line and a warning instead of stopping"},
-    {"coverage-penalty", OPT_DOUBLE, OFF(coverage_penalty), 0, 100, C_TRANSLATE, "B",
+    {"coverage-penalty", OPT_DOUBLE, OFF(coverage_penalty), 0, 100, C_TRANSLATE, "B", G_DECODE, 0,
+     "GNMT coverage penalty (default 0, off)",
      "GNMT coverage penalty: B * sum over source pieces of log(min(attention received, 1)) added to each "
      "finished hypothesis's score, which re-ranks them (the session records attention as --alignment does; "
      "default 0, off)"},
-    {"repetition-penalty", OPT_DOUBLE, OFF(repetition_penalty), 0.001, 100, C_TRANSLATE, "P",
+    {"repetition-penalty", OPT_DOUBLE, OFF(repetition_penalty), 0.001, 100, C_TRANSLATE, "P", G_DECODE, 0,
+     "CTRL repetition penalty (default 1, off)",
      "CTRL/CTranslate2 repetition penalty: the logit z of each token already in a hypothesis becomes z/P "
      "(z >= 0) or z*P (z < 0) before the softmax; 1 = off (default)"},
-    {"sampling", OPT_STRING, OFF(sampling), 0, 0, C_TRANSLATE, "topk:K",
+    {"sampling", OPT_STRING, OFF(sampling), 0, 0, C_TRANSLATE, "topk:K", G_DECODE, COMMON,
+     "sample among the K most probable tokens",
      "random sampling instead of beam search (implies --beam 1): each token drawn among the K most probable "
      "(0: all, 1: greedy), with probabilities p^(1/T) (--temperature T)"},
-    {"temperature", OPT_DOUBLE, OFF(temperature), 0.001, 100, C_TRANSLATE, "T",
+    {"temperature", OPT_DOUBLE, OFF(temperature), 0.001, 100, C_TRANSLATE, "T", G_DECODE, 0,
+     "sampling temperature (default 1)",
      "with --sampling: sampling temperature (default 1; scores stay the model's)"},
-    {"seed", OPT_STRING, OFF(seed), 0, 0, C_TRANSLATE, "N",
+    {"seed", OPT_STRING, OFF(seed), 0, 0, C_TRANSLATE, "N", G_DECODE, 0, "sampling seed (default 0)",
      "with --sampling: the random seed (default 0); input line L draws from seed N + L, so the output "
      "does not depend on --batch"},
-    {"prefix-file", OPT_STRING, OFF(prefix_file), 0, 0, C_TRANSLATE, "FILE",
-     "force a target prefix: line L of FILE (text, or ids as the input) starts the translation of input "
-     "line L, which then continues; the output includes it; an empty line forces nothing"},
-    {"format", OPT_STRING, OFF(format), 0, 0, C_TRANSLATE, "text|marian|jsonl",
-     "output: text (default; --n-best > 1 gives 'INDEX ||| TRANSLATION ||| SCORE' lines), marian (those "
-     "lines also for one hypothesis, as Marian's --n-best) or jsonl (one JSON object per hypothesis: line, "
-     "rank, text, tokens, score, logprob, token_logprobs, alignment with --alignment)"},
-    {"with-score", OPT_FLAG, OFF(with_score), 0, 0, C_TRANSLATE, NULL,
-     "print 'SCORE ||| TRANSLATION': the best hypothesis's length-normalised score"},
-    {"input", OPT_STRING, OFF(input), 0, 0, C_TRANSLATE | C_SCORE | C_TOK, "FILE",
-     "read lines from FILE instead of standard input"},
-    {"output", OPT_STRING, OFF(output), 0, 0, C_TRANSLATE | C_SCORE | C_TOK, "FILE",
-     "write to FILE instead of standard output; FILE is replaced only when the whole run "
-     "succeeds (a regular file; symbolic links are followed)"},
-    {"alignment", OPT_STRING, OFF(alignment), 0, 0, C_TRANSLATE | C_SCORE | C_INFO, "[hard|soft]",
+
+    /* ---- output format */
+    {"format", OPT_STRING, OFF(format), 0, 0, C_TRANSLATE, "FORMAT", G_FORMAT, COMMON,
+     "text, marian or jsonl (default text)",
+     "text (default; --n-best > 1 gives 'INDEX ||| TRANSLATION ||| SCORE' lines), marian (Marian's "
+     "n-best lines 'INDEX ||| TRANSLATION ||| F0= LOGPROB ||| SCORE', the alignment before F0=, for any "
+     "--n-best) or jsonl (one JSON object per hypothesis: line, rank, text, tokens, score, logprob, "
+     "token_logprobs, alignment with --alignment, pieces with --with-pieces; tokens and token_logprobs "
+     "end with the end-of-sentence)"},
+    {"with-score", OPT_FLAG, OFF(with_score), 0, 0, C_TRANSLATE, NULL, G_FORMAT, 0,
+     "print 'SCORE ||| TRANSLATION'",
+     "print 'SCORE ||| TRANSLATION': the best hypothesis's length-normalised score (--format text)"},
+    {"with-pieces", OPT_FLAG, OFF(with_pieces), 0, 0, C_TRANSLATE, NULL, G_FORMAT, 0,
+     "jsonl: the target pieces too",
+     "with --format jsonl: add \"pieces\", the target tokenizer's piece of each of \"tokens\" (needs a "
+     "model with an embedded tokenizer)"},
+    {"pieces", OPT_FLAG, OFF(pieces), 0, 0, C_TOKENIZE, NULL, G_FORMAT, COMMON, "print pieces instead of ids",
+     "print pieces instead of ids"},
+    {"alignment", OPT_STRING, OFF(alignment), 0, 0, C_TRANSLATE | C_SCORE | C_INFO, "[hard|soft]", G_FORMAT,
+     COMMON, "append ' ||| ALIGNMENT' (default hard)",
      "append ' ||| ALIGNMENT' to each translation (score: to each log-probability, the pair's alignment "
      "under teacher forcing): hard (the default) Pharaoh pairs 'i-j', source piece i "
      "most attended by target piece j; soft the attention rows, ' ; ' between target pieces, each over the "
      "source pieces and end-of-sentence (mean of the last decoder layer's cross-attention heads; info: the "
      "sizes with alignments)"},
-    {"alignment-words", OPT_FLAG, OFF(alignment_words), 0, 0, C_TRANSLATE | C_SCORE, NULL,
+    {"alignment-words", OPT_FLAG, OFF(alignment_words), 0, 0, C_TRANSLATE | C_SCORE, NULL, G_FORMAT, 0,
+     "align whitespace words, not pieces",
      "with --alignment hard: pairs between whitespace words instead of pieces (a word is linked to a word "
      "when any of their pieces are); text mode only"},
-    {"align-layer", OPT_LONG, OFF(align_layer), 0, 1024, C_TRANSLATE | C_SCORE | C_INFO, "N",
+    {"align-layer", OPT_LONG, OFF(align_layer), 0, 1024, C_TRANSLATE | C_SCORE | C_INFO, "N", G_FORMAT, 0,
+     "decoder layer to align with (0: the last)",
      "with --alignment: the decoder layer (1-based) whose cross-attention aligns, 0 = the last (default 0)"},
-    {"align-head", OPT_LONG, OFF(align_head), 0, 1024, C_TRANSLATE | C_SCORE | C_INFO, "N",
+    {"align-head", OPT_LONG, OFF(align_head), 0, 1024, C_TRANSLATE | C_SCORE | C_INFO, "N", G_FORMAT, 0,
+     "attention head to align with (0: the mean)",
      "with --alignment: that layer's head (1-based), 0 = the mean over its heads (default 0)"},
-    {"n-best", OPT_LONG, OFF(n_best), 1, 256, C_TRANSLATE, "N",
-     "hypotheses per sentence, <= --beam; > 1 prints 'INDEX ||| TOKENS ||| SCORE' (default 1)"},
-    {"batch", OPT_LONG, OFF(batch), 1, 4096, C_MODEL | C_TOK, "N", "sentences per call (default 8)"},
-    {"max-src-len", OPT_LONG, OFF(max_src_len), 1, CLI_MAX_TOKENS, C_MODEL, "N",
+
+    /* ---- limits */
+    {"max-len", OPT_LONG, OFF(max_len), 0, CLI_MAX_TOKENS, C_MODEL, "N", G_LIMITS, COMMON,
+     "max target tokens, 0 = source + 50 (default 0)",
+     "max target tokens without end-of-sentence, 0 = source length + 50 (default 0, at most 8192)"},
+    {"max-len-ratio", OPT_STRING, OFF(max_len_ratio), 0, 0, C_TRANSLATE, "A,B", G_LIMITS, 0,
+     "max target tokens = A * source tokens + B",
+     "without --max-len: max target tokens = A * source tokens + B, capped by the session "
+     "(default: source tokens + 50)"},
+    {"max-src-len", OPT_LONG, OFF(max_src_len), 1, CLI_MAX_TOKENS, C_MODEL, "N", G_LIMITS, COMMON,
+     "max source tokens per sentence (default 256)",
      "session limit on source tokens per sentence, end-of-sentence not counted "
      "(default 256, at most 8192)"},
-    {"device", OPT_STRING, OFF(device), 0, 0, C_MODEL, "SPEC",
+    {"max-text-bytes", OPT_LONG, OFF(max_text_bytes), 1, CLI_MAX_TEXT_BYTES, C_MODEL | C_TOK, "N", G_LIMITS,
+     COMMON, "max bytes of one input sentence (default 2048)",
+     "limit on the bytes of one input sentence in text mode (default 2048, at most 1 MiB)"},
+    {"batch", OPT_LONG, OFF(batch), 1, 4096, C_MODEL | C_TOK, "N", G_LIMITS, COMMON,
+     "sentences per call (default 8)", "sentences per call (default 8, at most 4096)"},
+    {"skip-long", OPT_FLAG, OFF(skip_long), 0, 0, C_TRANSLATE | C_SCORE, NULL, G_LIMITS, COMMON,
+     "empty output for a line over the limits",
+     "a sentence over the limits gives an empty output line (no lines with --n-best > 1 or --format "
+     "marian/jsonl) and a warning instead of stopping the run"},
+
+    /* ---- device and kernels */
+    {"device", OPT_STRING, OFF(device), 0, 0, C_MODEL, "SPEC", G_DEVICE, COMMON,
+     "OpenCL device: P:D, gpu, cpu or a name part",
      "OpenCL device: P:D, gpu, cpu, accelerator or a name substring "
      "(default $NMT_EDGE_DEVICE, else first GPU, else first device)"},
-    {"no-cache", OPT_FLAG, OFF(no_cache), 0, 0, C_MODEL, NULL,
+    {"no-device", OPT_FLAG, OFF(no_device), 0, 0, C_INFO, NULL, G_DEVICE, COMMON, "do not open a device",
+     "do not open a device"},
+    {"no-cache", OPT_FLAG, OFF(no_cache), 0, 0, C_MODEL, NULL, G_DEVICE, 0, "do not cache compiled kernels",
      "do not cache compiled kernels "
      "(default dir $NMT_EDGE_CACHE_DIR, $XDG_CACHE_HOME/nmt-edge or ~/.cache/nmt-edge)"},
-    {"gemm", OPT_GEMM, OFF(gemm), 0, 0, C_MODEL, "auto|own|clblast", "GEMM provider (default auto)"},
-    {"kernel-pack", OPT_STRING, OFF(kernel_pack), 0, 0, C_MODEL, "FILE",
+    {"gemm", OPT_GEMM, OFF(gemm), 0, 0, C_MODEL, "auto|own|clblast", G_DEVICE, 0,
+     "GEMM provider (default auto)", "GEMM provider (default auto)"},
+    {"kernel-pack", OPT_STRING, OFF(kernel_pack), 0, 0, C_MODEL, "FILE", G_DEVICE, 0,
+     "programs from this kernel pack",
      "programs from this kernel pack (nmt-edge-convert kernels; default $NMT_EDGE_KERNEL_PACK)"},
-    {"binaries-only", OPT_FLAG, OFF(binaries_only), 0, 0, C_MODEL, NULL,
+    {"binaries-only", OPT_FLAG, OFF(binaries_only), 0, 0, C_MODEL, NULL, G_DEVICE, 0,
+     "never compile kernels from source",
      "never compile kernels from source: every program from the pack or the cache "
      "(default: when $NMT_EDGE_BINARIES_ONLY is set, or the device has no compiler)"},
-    {"no-fp16", OPT_FLAG, OFF(no_fp16), 0, 0, C_MODEL, NULL,
+    {"no-fp16", OPT_FLAG, OFF(no_fp16), 0, 0, C_MODEL, NULL, G_DEVICE, 0, "fp32 products for fp16 weights",
      "keep fp32 products: fp16 weights become fp32 at load even on a device with cl_khr_fp16 "
      "(default: fp16 compute there, unless $NMT_EDGE_NO_FP16=1)"},
-    {"no-device", OPT_FLAG, OFF(no_device), 0, 0, C_INFO, NULL, "do not open a device"},
-    {"quiet", OPT_FLAG, OFF(quiet), 0, 0, C_TRANSLATE | C_SCORE, NULL,
-     "no progress line (lines done, rate, ETA) on stderr; it is drawn only when stderr is a terminal "
-     "and the input is not"},
-    {"verbose", OPT_FLAG, OFF(verbose), 0, 0, C_ALL, NULL, "log progress (INFO) to stderr"},
-    {"help", OPT_FLAG, OFF(help), 0, 0, C_ALL, NULL, "show this help and exit"},
+
+    /* ---- general */
+    {"quiet", OPT_FLAG, OFF(quiet), 0, 0, C_TRANSLATE | C_SCORE, NULL, G_GENERAL, COMMON,
+     "no progress line or summary on stderr",
+     "no progress line (lines done, rate, ETA; drawn only when stderr is a terminal and the input is not) "
+     "and no summary at the end (translate: lines, tokens, time, tokens/s; printed when stderr is a "
+     "terminal, or with --verbose)"},
+    {"verbose", OPT_FLAG, OFF(verbose), 0, 0, C_ALL, NULL, G_GENERAL, COMMON, "log progress (INFO) to stderr",
+     "log progress (INFO) to stderr (translate: and the summary at the end, even when stderr is not a "
+     "terminal)"},
+    {"help", OPT_FLAG, OFF(help), 0, 0, C_ALL, NULL, G_GENERAL, COMMON, "show the common options and exit",
+     "show the common options and exit"},
+    {"help-all", OPT_FLAG, OFF(help_all), 0, 0, C_ALL, NULL, G_GENERAL, COMMON, "show every option and exit",
+     "show every option, grouped, and the environment variables read, and exit"},
 };
 #undef OFF
+#undef COMMON
+
+/* The environment variables the device set-up reads (tools/tool_env.c),
+ * listed by --help-all of the commands that open a device. */
+static const struct {
+    const char *name, *help;
+} ENVIRONMENT[] = {
+    {"NMT_EDGE_DEVICE", "the --device SPEC when none is given"},
+    {"NMT_EDGE_CACHE_DIR", "compiled-kernel cache (else $XDG_CACHE_HOME/nmt-edge, ~/.cache/nmt-edge)"},
+    {"NMT_EDGE_KERNEL_PACK", "the --kernel-pack FILE when none is given"},
+    {"NMT_EDGE_BINARIES_ONLY", "set, and not 0: as --binaries-only"},
+    {"NMT_EDGE_NO_FP16", "set, and not 0: as --no-fp16"},
+    {"NMT_EDGE_KERNEL_DIR", "kernel sources from this directory, not the embedded ones"},
+};
 
 /* One-letter aliases: -i FILE, -o FILE. */
 static const struct {
@@ -300,31 +385,98 @@ static int parse_options(const command *cmd, int argc, char **argv, cli_opts *o)
     return 0;
 }
 
-static void print_command_help(const command *cmd) {
-    printf("Usage: " PROG " %s %s\n\n%s\n\nOptions:\n", cmd->name, cmd->synopsis,
-           cmd->description);
-    for (size_t k = 0; k < sizeof OPTIONS / sizeof OPTIONS[0]; k++) {
-        const opt_spec *sp = &OPTIONS[k];
-        if (!(sp->cmds & cmd->bit)) continue;
-        char head[64], alias[8] = "";
-        if (short_option(sp)) snprintf(alias, sizeof alias, "-%c, ", short_option(sp));
-        snprintf(head, sizeof head, "%s--%s%s%s", alias, sp->name, sp->metavar ? " " : "",
-                 sp->metavar ? sp->metavar : "");
-        printf("  %-26s", head);
-        /* the help text, word-wrapped at 80 columns under its column */
-        int col = 28;
-        for (const char *w = sp->help; *w;) {
-            size_t n = strcspn(w, " ");
-            if (col + 1 + (int)n > 80) {
-                printf("\n%28s", "");
-                col = 28;
-            }
-            printf(" %.*s", (int)n, w);
-            col += 1 + (int)n;
-            w += n + strspn(w + n, " ");
+/* Columns of the help: options from 2, their text from HELP_TEXT_COL, at
+ * most HELP_WIDTH in all. */
+#define HELP_TEXT_COL 28
+#define HELP_WIDTH 80
+
+/* "  -i, --input FILE" padded to the text column; a longer head has its
+ * text on the next line. */
+static void print_option_head(const opt_spec *sp) {
+    char head[64], alias[8] = "";
+    if (short_option(sp)) snprintf(alias, sizeof alias, "-%c, ", short_option(sp));
+    snprintf(head, sizeof head, "%s--%s%s%s", alias, sp->name, sp->metavar ? " " : "",
+             sp->metavar ? sp->metavar : "");
+    if (strlen(head) > HELP_TEXT_COL - 3) printf("  %s\n%*s", head, HELP_TEXT_COL - 1, "");
+    else printf("  %-*s", HELP_TEXT_COL - 3, head);
+}
+
+/* `text` word-wrapped under the text column (the cursor is on it). */
+static void print_wrapped(const char *text) {
+    int col = HELP_TEXT_COL - 1;
+    for (const char *w = text; *w;) {
+        size_t n = strcspn(w, " ");
+        if (col > HELP_TEXT_COL - 1 && col + 1 + (int)n > HELP_WIDTH) {
+            printf("\n%*s", HELP_TEXT_COL - 1, "");
+            col = HELP_TEXT_COL - 1;
         }
-        putchar('\n');
+        printf(" %.*s", (int)n, w);
+        col += 1 + (int)n;
+        w += n + strspn(w + n, " ");
     }
+    putchar('\n');
+}
+
+/* A command's description, word-wrapped at HELP_WIDTH: a line break in it
+ * is a space, a blank line ("\n\n") starts a paragraph. */
+static void print_paragraphs(const char *text) {
+    int col = 0;
+    for (const char *w = text; *w;) {
+        if (w[0] == '\n' && w[1] == '\n') {
+            printf("\n\n");
+            col = 0;
+            w += 2;
+            continue;
+        }
+        if (*w == ' ' || *w == '\n') {
+            w++;
+            continue;
+        }
+        size_t n = strcspn(w, " \n");
+        if (col > 0 && col + 1 + (int)n > HELP_WIDTH) {
+            putchar('\n');
+            col = 0;
+        }
+        printf("%s%.*s", col ? " " : "", (int)n, w);
+        col += (col ? 1 : 0) + (int)n;
+        w += n;
+    }
+    putchar('\n');
+}
+
+/* --help (all == 0): the summary and the common options, one screen
+ * (<= 40 lines, <= 80 columns; tests/cli_test.c checks it), ending with a
+ * pointer to --help-all.  --help-all: the description, every option with
+ * its full text, the environment.  Both grouped under GROUP_NAMES. */
+static void print_command_help(const command *cmd, int all) {
+    printf("Usage: " PROG " %s %s\n\n", cmd->name, cmd->synopsis);
+    if (all) print_paragraphs(cmd->description);
+    else printf("%c%s.\n", toupper((unsigned char)cmd->summary[0]), cmd->summary + 1);
+    unsigned shown = 0, total = 0;
+    for (int g = 0; g < N_GROUPS; g++) {
+        int heading = 0;
+        for (size_t k = 0; k < sizeof OPTIONS / sizeof OPTIONS[0]; k++) {
+            const opt_spec *sp = &OPTIONS[k];
+            if (!(sp->cmds & cmd->bit) || sp->group != (opt_group)g) continue;
+            total++;
+            if (!all && !sp->common) continue;
+            if (!heading) printf("\n%s:\n", GROUP_NAMES[g]);
+            heading = 1;
+            shown++;
+            print_option_head(sp);
+            print_wrapped(all ? sp->help : sp->brief);
+        }
+    }
+    if (all && (cmd->bit & C_MODEL)) {
+        printf("\nEnvironment:\n");
+        for (size_t k = 0; k < sizeof ENVIRONMENT / sizeof ENVIRONMENT[0]; k++) {
+            printf("  %-*s", HELP_TEXT_COL - 3, ENVIRONMENT[k].name);
+            print_wrapped(ENVIRONMENT[k].help);
+        }
+    }
+    if (all) printf("\nEvery option and output format is described in docs/CLI.md.\n");
+    else printf("\n%u of %u options.  All of them: '" PROG " %s --help-all', docs/CLI.md.\n", shown, total,
+                cmd->name);
 }
 
 /* ======================================================================== */
@@ -569,32 +721,35 @@ static const command COMMANDS[] = {
      "translate lines of source text (or token ids) to the target language",
      "Translate standard input, one sentence per line, to one line per input line (empty\n"
      "in, empty out).  A model with an embedded tokenizer reads and writes text; otherwise,\n"
-     "or with --ids, lines are whitespace-separated token ids.\n"
-     "With --n-best N > 1 each sentence gives N lines 'INDEX ||| TOKENS ||| SCORE' (0-based\n"
-     "input line index, length-normalised score, best first; fewer lines only when the\n"
-     "search finished fewer hypotheses).  --with-score prefixes each line with the best\n"
-     "hypothesis's score: 'SCORE ||| TRANSLATION' (%.6f, length-normalised as in the n-best\n"
-     "lines, which already end with it).  Lines are translated in batches of --batch, each\n"
-     "passed longest first so that finished sentences leave the search early (output stays\n"
-     "in input order); when a terminal or pipe pauses, the lines read so far are translated\n"
-     "and written at once.\n"
+     "or with --ids, lines are whitespace-separated token ids.\n\n"
+     "With --n-best N > 1 each sentence gives N lines 'INDEX ||| TRANSLATION ||| SCORE'\n"
+     "(0-based input line index, length-normalised score, best first; fewer lines only\n"
+     "when the search finished fewer hypotheses); --format marian prints Marian's n-best\n"
+     "lines 'INDEX ||| TRANSLATION ||| F0= LOGPROB ||| SCORE' for any --n-best, and\n"
+     "--format jsonl one JSON object per hypothesis.  --with-score prefixes each line with\n"
+     "the best hypothesis's score: 'SCORE ||| TRANSLATION' (%.6f, length-normalised).\n\n"
+     "Lines are translated in batches of --batch, each passed longest first so that\n"
+     "finished sentences leave the search early (output stays in input order); when a\n"
+     "terminal or pipe pauses, the lines read so far are translated and written at once.\n\n"
+     "On a terminal, stderr shows a progress line and, at the end, a summary (lines,\n"
+     "tokens, time, tokens/s); --quiet turns both off.\n\n"
      "--alignment appends ' ||| ALIGNMENT' to every line (scripts/compare/aer.py reads it):\n"
      "'i-j' pairs, source piece i (0-based, end-of-sentence never) most attended by target\n"
      "piece j, from the mean of the last decoder layer's cross-attention heads over the\n"
      "source (--align-layer, --align-head choose another; BA-NMT: its one additive\n"
-     "attention); --batch does not change it, and an empty line gives ' |||'.\n"
+     "attention); --batch does not change it, and an empty translation ends its line with '|||'.\n"
      "--alignment soft prints the attention rows instead."},
     {"score", C_SCORE, cmd_score, "--model FILE [options] < pairs > scores",
      "log-probability of given translations (forced decoding)",
      "Forced decoding: read lines 'SOURCE<TAB>TARGET' (text with a tokenizer, else ids; --ids\n"
      "forces ids) and print the natural-log\n"
-     "probability log P(target | source), end-of-sentence included, one per line (%.6f).\n"
+     "probability log P(target | source), end-of-sentence included, one per line (%.6f).\n\n"
      "--alignment appends ' ||| ALIGNMENT' to every line, as translate does, for the given\n"
      "target under teacher forcing: 'i-j' pairs, source piece i most attended when the\n"
      "decoder predicts target piece j (--alignment-words, --align-layer, --align-head,\n"
      "--alignment soft as in translate; an empty source or target gives ' |||').  With it\n"
      "the targets are decoded position by position, as beam search does."},
-    {"tokenize", C_TOKENIZE, cmd_tokenize, "(--sp-model FILE | --model FILE) [options] < text > ids",
+    {"tokenize", C_TOKENIZE, cmd_tokenize, "(--model | --sp-model) FILE [options] < text > ids",
      "text to SentencePiece ids (or pieces), as spm_encode does",
      "Tokenize standard input, one sentence per line, with a SentencePiece model: a .model\n"
      "file (--sp-model) or the tokenizer embedded in an .nmt file (--model; --target for its\n"
@@ -602,7 +757,7 @@ static const command COMMANDS[] = {
      "identical to 'spm_encode --output_format=id'.  As spm_encode, only LF ends a line: a CR\n"
      "before it is part of the text."},
     {"detokenize", C_DETOKENIZE, cmd_detokenize,
-     "(--sp-model FILE | --model FILE) [options] < ids > text",
+     "(--model | --sp-model) FILE [options] < ids > text",
      "SentencePiece ids to text, as spm_decode does",
      "Detokenize lines of whitespace-separated ids to text (identical to 'spm_decode\n"
      "--input_format=id'; a line break inside a decoded text is written as a space)."},
@@ -620,7 +775,8 @@ static void print_main_help(void) {
            "OpenCL neural machine translation runtime for edge devices.\n\nCommands:\n");
     for (size_t c = 0; c < N_COMMANDS; c++)
         printf("  %-10s %s\n", COMMANDS[c].name, COMMANDS[c].summary);
-    printf("\nRun '" PROG " COMMAND --help' for the options of a command.\n"
+    printf("\nRun '" PROG " COMMAND --help' for the common options of a command, --help-all for\n"
+           "all of them; docs/CLI.md describes every option and output format.\n"
            "  --help       show this help\n  --version    show the version\n");
 }
 
@@ -685,8 +841,8 @@ int main(int argc, char **argv) {
                   .max_text_bytes = 2048, .gemm = NMT_GEMM_AUTO};
     int rc = parse_options(cmd, argc - 1, argv + 1, &o);
     if (rc != 0) return rc;
-    if (o.help) {
-        print_command_help(cmd);
+    if (o.help || o.help_all) {
+        print_command_help(cmd, o.help_all);
         return 0;
     }
     char derr[512];

@@ -13,7 +13,12 @@
  *   - the progress line (issue 20, item 6): its text (cli_progress_format,
  *     called directly), drawn on a terminal (a pseudo-terminal as stderr):
  *     percentage and ETA for a file, count and rate for a pipe, cleared at
- *     the end; nothing with --quiet, nothing when stderr is a pipe.
+ *     the end; nothing with --quiet, nothing when stderr is a pipe;
+ *   - translate's summary line (issue 52, item 6): its text
+ *     (cli_progress_summary), after the progress line on a terminal, with
+ *     --verbose on a pipe, never otherwise;
+ *   - a line over the limits with -o FILE (issue 52, item 7): the message
+ *     says FILE is left as it was and names --skip-long.
  * Expected outputs are the program's own outputs for the good lines alone,
  * compared byte for byte; messages are compared whole. */
 #define _XOPEN_SOURCE 700 /* posix_openpt */
@@ -142,6 +147,10 @@ static void test_score_line_without_tab(void **state) {
     }
 }
 
+/* What a line over the limits that stops translate or score adds
+ * (issue 52, item 7). */
+#define SKIP_HINT "; --skip-long writes an empty line for it instead"
+
 /* Text mode: line 11 over --max-src-len is found by the per-sentence retry
  * of the shared runner; --skip-long gives an empty line and goes on. */
 static void test_score_long_text_line(void **state) {
@@ -157,12 +166,16 @@ static void test_score_long_text_line(void **state) {
     char *head = concat(ten, line11), *in = concat(head, "the last one\tder letzte\n");
     snprintf(msg, sizeof msg,
              "nmt-edge: line 11 is longer than the limits: source sentence has %d tokens, more "
-             "than the limit of 16 (--max-src-len 16)\n",
+             "than the limit of 16 (--max-src-len 16)" SKIP_HINT "\n",
              n_tok);
     run_result r;
     run_cli(&r, in, "score", "--model", g_text_model, "--max-src-len", "16", NULL);
     expect_run(&r, 1, want10, msg);
     free_result(&r);
+    snprintf(msg, sizeof msg,
+             "nmt-edge: line 11 is longer than the limits: source sentence has %d tokens, more "
+             "than the limit of 16 (--max-src-len 16)\n",
+             n_tok);
 
     run_cli(&r, in, "score", "--model", g_text_model, "--max-src-len", "16", "--skip-long", NULL);
     char *blank = concat(want10, "\n"), *want = concat(blank, want12);
@@ -178,7 +191,7 @@ static void test_score_long_text_line(void **state) {
     char *pair_in = concat(pair, "\n");
     snprintf(msg, sizeof msg,
              "nmt-edge: line 1 is longer than the limits: target sentence has %d tokens, more "
-             "than the limit of 5 (target limit 5; see --max-len)\n",
+             "than the limit of 5 (target limit 5; see --max-len)" SKIP_HINT "\n",
              n_tgt);
     run_cli(&r, pair_in, "score", "--model", g_text_model, "--max-len", "5", NULL);
     expect_run(&r, 1, "", msg);
@@ -204,7 +217,7 @@ static void test_score_long_id_line(void **state) {
     char *in = concat(head, "9 8\t7 6\n");
     const char *msg = "nmt-edge: line 11: source sentence has 17 tokens, more than the limit of 16 "
                       "(--max-src-len 16)";
-    char *msg_nl = concat(msg, "\n"), *skip_msg = concat(msg, "; its output is an empty line (--skip-long)\n");
+    char *msg_nl = concat(msg, SKIP_HINT "\n"), *skip_msg = concat(msg, "; its output is an empty line (--skip-long)\n");
     run_result r;
     run_cli(&r, in, "score", "--model", g_model, "--max-src-len", "16", NULL);
     expect_run(&r, 1, want10, msg_nl);
@@ -594,6 +607,58 @@ static void test_output_failed_run(void **state) {
     assert_int_equal(count_temporaries("kept.txt"), 0);
 }
 
+/* Issue 52, item 7: a line over the limits with -o FILE: the message says
+ * FILE is left as it was and what --skip-long would do (once, no second
+ * "nothing written" line); with --skip-long FILE is replaced, the line
+ * empty. */
+static void test_output_long_line(void **state) {
+    (void)state;
+    char out_path[400], msg[1024];
+    path_in_dir(out_path, sizeof out_path, "long.txt");
+    assert_int_equal(nmt_test_write_file(out_path, "old\n", 4), 0);
+    const char *in = "ok\n123456789012\nfoo\n";
+    run_result r;
+    run_cli(&r, in, "translate", "--model", g_text_model, "--max-text-bytes", "8", "--max-len", "3", "-o", out_path,
+            NULL);
+    snprintf(msg, sizeof msg,
+             "nmt-edge: line 2 is longer than the limits: source sentence has 12 bytes, more than the limit of 8 "
+             "(--max-text-bytes 8); '%s' is left as it was; --skip-long writes an empty line for it instead\n",
+             out_path);
+    expect_run(&r, 1, "", msg);
+    free_result(&r);
+    expect_file(out_path, "old\n");
+    assert_int_equal(count_temporaries("long.txt"), 0);
+    /* --n-best 2: --skip-long would write no lines */
+    run_cli(&r, in, "translate", "--model", g_text_model, "--max-text-bytes", "8", "--max-len", "3", "--beam", "2",
+            "--n-best", "2", "-o", out_path, NULL);
+    snprintf(msg, sizeof msg,
+             "nmt-edge: line 2 is longer than the limits: source sentence has 12 bytes, more than the limit of 8 "
+             "(--max-text-bytes 8); '%s' is left as it was; --skip-long writes no lines for it instead\n",
+             out_path);
+    expect_run(&r, 1, "", msg);
+    free_result(&r);
+    expect_file(out_path, "old\n");
+    /* ids through the parser's check, to standard output: no file to name */
+    run_cli(&r, "1 2\n1 1 1 1 1\n", "translate", "--model", g_model, "--max-src-len", "4", NULL);
+    expect_status(&r, 1);
+    assert_string_equal(r.err, "nmt-edge: line 2: source sentence has 5 tokens, more than the limit of 4 "
+                               "(--max-src-len 4); --skip-long writes an empty line for it instead\n");
+    free_result(&r);
+    /* --skip-long: FILE replaced, line 2 empty */
+    run_cli(&r, in, "translate", "--model", g_text_model, "--max-text-bytes", "8", "--max-len", "3", "--skip-long",
+            "-o", out_path, NULL);
+    expect_status(&r, 0);
+    free_result(&r);
+    size_t n;
+    char *got = nmt_test_read_file(out_path, &n);
+    assert_non_null(got);
+    char *second = memchr(got, '\n', n);
+    assert_non_null(second);
+    assert_int_equal(second[1], '\n');
+    free(got);
+    assert_int_equal(count_temporaries("long.txt"), 0);
+}
+
 /* -o onto a device or a directory: refused, the device untouched. */
 static void test_output_not_regular(void **state) {
     (void)state;
@@ -847,6 +912,14 @@ static void test_progress_on_terminal(void **state) {
     char *got = run_on_pty(file_args, NULL, &status);
     if (got == NULL) skip(); /* no pseudo-terminals here */
     assert_int_equal(status, 0);
+    /* translate: the summary after the erased progress line (the terminal
+     * writes its "\n" as "\r\n") */
+    char *summary = strstr(got, "nmt-edge: translated 3 lines, ");
+    if (summary == NULL) fail_msg("no summary line on the terminal: '%s'", got);
+    const size_t sl = strlen(summary);
+    assert_true(sl > 11 && strcmp(summary + sl - 11, " tokens/s\r\n") == 0);
+    assert_non_null(strstr(summary, " tokens in "));
+    *summary = '\0';
     expect_drawn(got, "nmt-edge: 1 line, 33%, ");
     assert_non_null(strstr(got, " lines/s, ETA "));
     free(got);
@@ -888,6 +961,45 @@ static void test_progress_never_on_pipe(void **state) {
     expect_status(&r, 0);
     assert_string_equal(r.err, "");
     free_result(&r);
+    /* --verbose: the summary, on a pipe too, as the last line; --quiet wins */
+    run_cli(&r, in, "translate", "--model", g_model, "--batch", "2", "--verbose", NULL);
+    expect_status(&r, 0);
+    char *lines[8];
+    assert_int_equal(split_lines(&r, lines, 8), 3);
+    unsigned long tokens = 0;
+    for (int k = 0; k < 3; k++) /* the ids model: a token is a number */
+        for (const char *c = lines[k]; *c; c++) tokens += (c == lines[k] || c[-1] == ' ') && *c != ' ';
+    char want[128];
+    snprintf(want, sizeof want, "\nnmt-edge: translated 3 lines, %lu token%s in ", tokens, tokens == 1 ? "" : "s");
+    const char *at = strstr(r.err, want);
+    if (at == NULL) fail_msg("expected '%s' in stderr, got:\n%s", want + 1, r.err);
+    assert_non_null(strstr(at, " tokens/s\n"));
+    assert_int_equal(strcmp(strstr(at, " tokens/s\n"), " tokens/s\n"), 0); /* the last line */
+    free_result(&r);
+    run_cli(&r, in, "translate", "--model", g_model, "--verbose", "--quiet", NULL);
+    expect_status(&r, 0);
+    assert_null(strstr(r.err, "translated"));
+    free_result(&r);
+}
+
+/* Issue 52, item 6: the summary's text. */
+static void expect_summary(unsigned long lines, uint64_t tokens, double elapsed, const char *want) {
+    char buf[160];
+    const size_t n = cli_progress_summary(buf, sizeof buf, lines, tokens, elapsed);
+    assert_string_equal(buf, want);
+    assert_int_equal(n, strlen(want));
+}
+
+static void test_summary_format(void **state) {
+    (void)state;
+    expect_summary(3, 42, 0.52, "nmt-edge: translated 3 lines, 42 tokens in 0.52 s, 80.8 tokens/s");
+    expect_summary(1, 1, 2, "nmt-edge: translated 1 line, 1 token in 2.00 s, 0.5 tokens/s");
+    expect_summary(0, 0, 0, "nmt-edge: translated 0 lines, 0 tokens in 0.00 s, 0.0 tokens/s");
+    expect_summary(100000, 2500000, 3600.25, "nmt-edge: translated 100000 lines, 2500000 tokens in 3600.25 s, "
+                                             "694.4 tokens/s");
+    char small[12];
+    assert_int_equal(cli_progress_summary(small, sizeof small, 3, 42, 0.52), 11);
+    assert_string_equal(small, "nmt-edge: t");
 }
 
 int main(void) {
@@ -902,11 +1014,13 @@ int main(void) {
         cmocka_unit_test(test_with_score),
         cmocka_unit_test(test_input_output_files),
         cmocka_unit_test(test_output_failed_run),
+        cmocka_unit_test(test_output_long_line),
         cmocka_unit_test(test_output_not_regular),
         cmocka_unit_test(test_output_write_errors),
         cmocka_unit_test(test_output_signal),
         cmocka_unit_test(test_signal_actions_kept),
         cmocka_unit_test(test_progress_format),
+        cmocka_unit_test(test_summary_format),
         cmocka_unit_test(test_progress_on_terminal),
         cmocka_unit_test(test_progress_never_on_pipe),
     };

@@ -227,34 +227,93 @@ static const char *json_field(const char *line, const char *key, char *out, size
     return out;
 }
 
+/* Pharaoh pairs "4-0 3-1" as the JSON array "[[4, 0], [3, 1]]". */
+static void pairs_as_json(const char *aln, char *out, size_t cap) {
+    size_t n = (size_t)snprintf(out, cap, "[");
+    for (const char *p = aln; *p;) {
+        char *end;
+        const long i = strtol(p, &end, 10);
+        assert_int_equal(*end, '-');
+        const long j = strtol(end + 1, &end, 10);
+        n += (size_t)snprintf(out + n, cap - n, "%s[%ld, %ld]", p == aln ? "" : ", ", i, j);
+        p = end + (*end == ' ');
+    }
+    snprintf(out + n, cap - n, "]");
+}
+
+/* Fields of a line split at " ||| " / "|||" (Marian's separator): how many. */
+static int bar_fields(const char *line) {
+    int n = 1;
+    for (const char *p = line; (p = strstr(p, "|||")) != NULL; p += 3) n++;
+    return n;
+}
+
+/* Numbers in a flat JSON array "[a, b, ...]" (its text in v). */
+static int json_count(const char *v) {
+    assert_int_equal(v[0], '[');
+    int n = 0;
+    for (const char *c = v + 1; *c && *c != ']';) {
+        char *end;
+        strtod(c, &end);
+        assert_true(end > c);
+        n++;
+        c = end;
+        while (*c == ',' || *c == ' ') c++;
+    }
+    return n;
+}
+
+/* --format marian is Marian's n-best line, "i ||| TEXT ||| F0= LOGPROB |||
+ * SCORE", with --alignment "i ||| TEXT ||| ALIGNMENT ||| F0= LOGPROB |||
+ * SCORE" (F0 the raw log-probability, the last field the length-normalised
+ * score); --format jsonl carries the same translation, scores and
+ * alignment (a JSON array), tokens and token_logprobs of equal length, the
+ * end-of-sentence last in both. */
 static void test_formats(void **state) {
     (void)state;
-    run_result text, marian, json, nb;
+    nmt_model_info mi;
+    assert_int_equal(nmt_model_inspect_file(g_model, &mi), NMT_OK);
+    run_result text, marian, plain, json, nb, soft;
     run_cli(&text, INPUT, "translate", "--model", g_model, "--with-score", "--alignment", NULL);
     run_cli(&marian, INPUT, "translate", "--model", g_model, "--format", "marian", "--alignment", NULL);
+    run_cli(&plain, INPUT, "translate", "--model", g_model, "--format", "marian", "--n-best", "2", NULL);
     run_cli(&json, INPUT, "translate", "--model", g_model, "--format", "jsonl", "--alignment", NULL);
     run_cli(&nb, INPUT, "translate", "--model", g_model, "--format", "jsonl", "--n-best", "3", NULL);
+    run_cli(&soft, INPUT, "translate", "--model", g_model, "--format", "jsonl", "--alignment", "soft", NULL);
     expect_status(&text, 0);
     expect_status(&marian, 0);
+    expect_status(&plain, 0);
     expect_status(&json, 0);
     expect_status(&nb, 0);
-    char *lt[MAX_LINES], *lm[MAX_LINES], *lj[MAX_LINES], *ln[MAX_LINES];
+    expect_status(&soft, 0);
+    char *lt[MAX_LINES], *lm[MAX_LINES], *lp[MAX_LINES], *lj[MAX_LINES], *ln[MAX_LINES], *ls[MAX_LINES];
     assert_int_equal(split_lines(&text, lt, MAX_LINES), N_SENTS);
     assert_int_equal(split_lines(&marian, lm, MAX_LINES), N_SENTS);
+    assert_int_equal(split_lines(&plain, lp, MAX_LINES), 2 * N_SENTS);
     assert_int_equal(split_lines(&json, lj, MAX_LINES), N_SENTS);
     assert_int_equal(split_lines(&nb, ln, MAX_LINES), 3 * N_SENTS);
+    assert_int_equal(split_lines(&soft, ls, MAX_LINES), N_SENTS);
     for (uint32_t i = 0; i < N_SENTS; i++) {
-        /* text: "SCORE ||| IDS ||| ALIGN"; marian: "i ||| IDS ||| SCORE ||| ALIGN" */
-        char score[64], ids[512], aln[512], want[1200];
+        /* text: "SCORE ||| IDS ||| ALIGN" */
+        char score[64], ids[512], aln[512], want[1200], v[1024], logprob_s[64];
         assert_int_equal(sscanf(lt[i], "%63[^ ] ||| ", score), 1);
         const char *rest = strstr(lt[i], " ||| ") + 5;
         const char *sep = strstr(rest, " |||");
         snprintf(ids, sizeof ids, "%.*s", (int)(sep - rest), rest);
         snprintf(aln, sizeof aln, "%s", sep[4] == ' ' ? sep + 5 : sep + 4);
-        snprintf(want, sizeof want, "%u ||| %s ||| %s |||%s%s", i, ids, score, aln[0] ? " " : "", aln);
+        assert_non_null(json_field(lj[i], "logprob", logprob_s, sizeof logprob_s));
+        /* marian: exactly 5 fields with the alignment, 4 without */
+        snprintf(want, sizeof want, "%u ||| %s |||%s%s ||| F0= %s ||| %s", i, ids, aln[0] ? " " : "", aln, logprob_s,
+                 score);
         assert_string_equal(lm[i], want);
+        assert_int_equal(bar_fields(lm[i]), 5);
+        snprintf(want, sizeof want, "%u ||| %s ||| F0= %s ||| %s", i, ids, logprob_s, score);
+        assert_string_equal(lp[2 * i], want); /* the best of two, as the 1-best */
+        assert_int_equal(bar_fields(lp[2 * i + 1]), 4);
+        snprintf(want, sizeof want, "%u ||| ", i);
+        assert_memory_equal(lp[2 * i + 1], want, strlen(want));
+        assert_non_null(strstr(lp[2 * i + 1], " ||| F0= -"));
         /* jsonl */
-        char v[1024];
         assert_non_null(json_field(lj[i], "line", v, sizeof v));
         assert_int_equal(atoi(v), (int)i);
         assert_non_null(json_field(lj[i], "rank", v, sizeof v));
@@ -265,31 +324,48 @@ static void test_formats(void **state) {
         assert_non_null(json_field(lj[i], "score", v, sizeof v));
         assert_string_equal(v, score);
         assert_non_null(json_field(lj[i], "alignment", v, sizeof v));
-        snprintf(want, sizeof want, "\"%s\"", aln);
+        pairs_as_json(aln, want, sizeof want);
         assert_string_equal(v, want);
-        assert_non_null(json_field(lj[i], "tokens", v, sizeof v)); /* "[1, 2]" = the ids */
+        assert_null(strstr(lj[i], "\"pieces\"")); /* only with --with-pieces */
+        assert_non_null(json_field(lj[i], "tokens", v, sizeof v)); /* "[1, 2, EOS]": the ids, then EOS */
+        const int n_tokens = json_count(v);
         char joined[1024];
         size_t nj = 0;
         for (char *c = v + 1; *c && *c != ']'; c++)
             if (*c != ',') joined[nj++] = *c;
         joined[nj] = '\0';
-        assert_string_equal(joined, ids);
-        assert_non_null(json_field(lj[i], "logprob", v, sizeof v));
-        const double logprob = atof(v);
+        snprintf(want, sizeof want, "%s%s%u", ids, ids[0] ? " " : "", mi.eos_id);
+        assert_string_equal(joined, want);
+        const double logprob = atof(logprob_s);
         assert_non_null(json_field(lj[i], "token_logprobs", v, sizeof v));
         double sum = 0;
-        int count = 0;
         for (char *c = v + 1; *c && *c != ']';) {
             char *end;
             sum += strtod(c, &end);
-            count++;
             c = end;
             while (*c == ',' || *c == ' ') c++;
         }
         int words = 0;
         for (const char *c = ids; *c; c++) words += (c == ids || c[-1] == ' ') && *c != ' ';
-        assert_int_equal(count, words + 1); /* each token, then EOS */
+        assert_int_equal(json_count(v), n_tokens); /* equal lengths */
+        assert_int_equal(n_tokens, words + 1);     /* each token, then EOS */
         assert_float_equal(sum, logprob, 1e-4);
+        /* soft: an array of rows, one per target token (EOS excluded), each over the source and its EOS */
+        static char sv[1 << 16];
+        assert_non_null(json_field(ls[i], "alignment", sv, sizeof sv));
+        assert_true(sv[0] == '[' && sv[strlen(sv) - 1] == ']');
+        int rows = 0, src_words = 0;
+        for (const char *c = SENTS[i]; *c; c++) src_words += (c == SENTS[i] || c[-1] == ' ') && *c != ' ';
+        for (const char *c = sv + 1; *c == '[';) {
+            const char *close = strchr(c, ']');
+            char row[512];
+            snprintf(row, sizeof row, "%.*s", (int)(close - c + 1), c);
+            assert_int_equal(json_count(row), src_words + 1);
+            rows++;
+            c = close + 1;
+            if (*c == ',') c += 2;
+        }
+        assert_int_equal(rows, words);
         /* n-best: ranks 0..2 of line i, the best equal to the 1-best line */
         for (uint32_t r = 0; r < 3; r++) {
             assert_non_null(json_field(ln[3 * i + r], "line", v, sizeof v));
@@ -304,8 +380,50 @@ static void test_formats(void **state) {
     }
     free_result(&text);
     free_result(&marian);
+    free_result(&plain);
     free_result(&json);
     free_result(&nb);
+    free_result(&soft);
+}
+
+/* --with-pieces: "pieces" as long as "tokens", each the target tokenizer's
+ * piece of its id, the end-of-sentence's last; refused without jsonl or
+ * without a tokenizer. */
+static void test_with_pieces(void **state) {
+    (void)state;
+    run_result r;
+    run_cli(&r, "Hello world.\n\nA second one.\n", "translate", "--model", g_text_model, "--format", "jsonl",
+            "--with-pieces", "--max-len", "6", NULL);
+    expect_status(&r, 0);
+    char *lines[MAX_LINES];
+    assert_int_equal(split_lines(&r, lines, MAX_LINES), 3);
+    for (int i = 0; i < 3; i++) {
+        char v[2048], p[2048];
+        assert_non_null(json_field(lines[i], "tokens", v, sizeof v));
+        assert_non_null(json_field(lines[i], "pieces", p, sizeof p));
+        int n_pieces = 0;
+        for (const char *c = p; (c = strchr(c, '"')) != NULL; c++) {
+            c = strchr(c + 1, '"'); /* the pieces of this model have no quotes */
+            assert_non_null(c);
+            n_pieces++;
+        }
+        assert_int_equal(n_pieces, json_count(v));
+        const size_t pl = strlen(p);
+        assert_true(pl >= 7 && strcmp(p + pl - 7, "\"</s>\"]") == 0);
+        if (i == 1) assert_string_equal(p, "[\"</s>\"]"); /* the empty line: the end-of-sentence alone */
+    }
+    free_result(&r);
+    run_cli(&r, "1 2\n", "translate", "--model", g_model, "--format", "jsonl", "--with-pieces", NULL);
+    expect_status(&r, 1);
+    char want[600];
+    snprintf(want, sizeof want, "nmt-edge: --with-pieces needs a model with an embedded tokenizer; '%s' has none\n",
+             g_model);
+    assert_string_equal(r.err, want);
+    free_result(&r);
+    run_cli(&r, "1 2\n", "translate", "--model", g_model, "--with-pieces", NULL);
+    expect_status(&r, 2);
+    assert_non_null(strstr(r.err, "nmt-edge translate: --with-pieces is for --format jsonl\n"));
+    free_result(&r);
 }
 
 /* Text with quotes, backslashes and control characters through the text
@@ -414,6 +532,7 @@ int main(void) {
         cmocka_unit_test(test_cli_equals_library),
         cmocka_unit_test(test_sampling_reproducible),
         cmocka_unit_test(test_formats),
+        cmocka_unit_test(test_with_pieces),
         cmocka_unit_test(test_json_escaping),
         cmocka_unit_test(test_bad_values),
     };

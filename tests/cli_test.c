@@ -115,38 +115,165 @@ static void ids_batch_fill(ids_batch *ib, const char *const *sents, uint32_t n) 
 /* Help and usage                                                           */
 /* ------------------------------------------------------------------------ */
 
-static void expect_help(const char *cmd, const char *const *must) {
+/* The top-level help lists the commands and points to the rest. */
+static void expect_main_help(const char *const *must) {
     run_result r;
-    if (cmd) run_cli(&r, NULL, cmd, "--help", NULL);
-    else run_cli(&r, NULL, "--help", NULL);
+    run_cli(&r, NULL, "--help", NULL);
     expect_status(&r, 0);
     assert_non_null(strstr(r.out, "Usage"));
-    for (; *must; must++) {
-        if (strstr(r.out, *must) == NULL) fprintf(stderr, "'%s' --help lacks %s\n", cmd, *must);
-        assert_non_null(strstr(r.out, *must));
+    for (; *must; must++)
+        if (strstr(r.out, *must) == NULL) fail_msg("'nmt-edge --help' lacks %s", *must);
+    free_result(&r);
+}
+
+/* Every option of each command, as the option table in
+ * runtime/nmt_edge_cli.c gives them (issue 52, item 4): --help-all must
+ * list exactly these, so an option added to the table without its help
+ * (or dropped from the help) fails here. */
+static const char *const TRANSLATE_OPTS[] = {
+    "model", "input", "output", "ids", "prefix-file", "beam", "alpha", "n-best", "min-len", "no-repeat-ngram",
+    "coverage-penalty", "repetition-penalty", "sampling", "temperature", "seed", "format", "with-score",
+    "with-pieces", "alignment", "alignment-words", "align-layer", "align-head", "max-len", "max-len-ratio",
+    "max-src-len", "max-text-bytes", "batch", "skip-long", "device", "no-cache", "gemm", "kernel-pack",
+    "binaries-only", "no-fp16", "quiet", "verbose", "help", "help-all", NULL};
+static const char *const SCORE_OPTS[] = {
+    "model", "input", "output", "ids", "alignment", "alignment-words", "align-layer", "align-head", "max-len",
+    "max-src-len", "max-text-bytes", "batch", "skip-long", "device", "no-cache", "gemm", "kernel-pack",
+    "binaries-only", "no-fp16", "quiet", "verbose", "help", "help-all", NULL};
+static const char *const INFO_OPTS[] = {
+    "model", "beam", "alignment", "align-layer", "align-head", "max-len", "max-src-len", "max-text-bytes",
+    "batch", "device", "no-device", "no-cache", "gemm", "kernel-pack", "binaries-only", "no-fp16", "verbose",
+    "help", "help-all", NULL};
+static const char *const TOKENIZE_OPTS[] = {"model", "sp-model", "target", "input", "output", "pieces",
+                                            "max-text-bytes", "batch", "verbose", "help", "help-all", NULL};
+static const char *const DETOKENIZE_OPTS[] = {"model", "sp-model", "target", "input", "output", "max-text-bytes",
+                                              "batch", "verbose", "help", "help-all", NULL};
+static const char *const DEVICES_OPTS[] = {"verbose", "help", "help-all", NULL};
+
+/* Lines of s, and its widest line (bytes; the help is ASCII). */
+static int count_lines(const char *s, size_t *widest) {
+    int n = 0;
+    *widest = 0;
+    for (const char *p = s; *p;) {
+        const size_t w = strcspn(p, "\n");
+        if (w > *widest) *widest = w;
+        n++;
+        p += w + (p[w] == '\n');
     }
+    return n;
+}
+
+static int in_list(const char *const *list, const char *name, size_t len) {
+    for (; *list; list++)
+        if (strlen(*list) == len && strncmp(*list, name, len) == 0) return 1;
+    return 0;
+}
+
+/* The options the help lists: lines "  --name ..." or "  -x, --name ...".
+ * Each must be in `list`; returns how many there were. */
+static int listed_options(const char *help, const char *const *list, const char *cmd) {
+    int n = 0;
+    for (const char *p = help; *p; p += strcspn(p, "\n"), p += *p == '\n') {
+        const char *o = p;
+        if (strncmp(o, "  -", 3) != 0) continue;
+        o += 2;
+        if (o[1] != '-') {
+            assert_true(o[2] == ',' && o[3] == ' ');
+            o += 4;
+        }
+        assert_true(o[0] == '-' && o[1] == '-');
+        o += 2;
+        const size_t len = strcspn(o, " \n");
+        if (!in_list(list, o, len)) fail_msg("'%s --help-all' lists --%.*s, not in the test's list", cmd, (int)len, o);
+        n++;
+    }
+    return n;
+}
+
+/* --help: one screen (<= 40 lines, <= 80 columns), the group headings, the
+ * options marked common, a last line pointing to --help-all and
+ * docs/CLI.md; --help-all: every option of the command, once, grouped,
+ * <= 80 columns. */
+static void check_command_help(const char *cmd, const char *const *all, const char *const *headings,
+                               const char *const *common) {
+    run_result r;
+    run_cli(&r, NULL, cmd, "--help", NULL);
+    expect_status(&r, 0);
+    size_t widest;
+    const int lines = count_lines(r.out, &widest);
+    if (lines > 40 || widest > 80) fail_msg("'%s --help': %d lines, %zu columns:\n%s", cmd, lines, widest, r.out);
+    assert_non_null(strstr(r.out, "Usage: nmt-edge "));
+    for (; *headings; headings++) {
+        char h[64];
+        snprintf(h, sizeof h, "\n%s:\n", *headings);
+        if (strstr(r.out, h) == NULL) fail_msg("'%s --help' lacks the heading '%s'", cmd, *headings);
+    }
+    for (; *common; common++)
+        if (strstr(r.out, *common) == NULL) fail_msg("'%s --help' lacks %s", cmd, *common);
+    /* the last line: "N of M options.  All of them: 'nmt-edge CMD --help-all', docs/CLI.md." */
+    size_t n_all = 0;
+    while (all[n_all]) n_all++;
+    const int shown = listed_options(r.out, all, cmd);
+    char last[200];
+    snprintf(last, sizeof last, "\n%d of %zu options.  All of them: 'nmt-edge %s --help-all', docs/CLI.md.\n", shown,
+             n_all, cmd);
+    assert_true(r.out_len >= strlen(last));
+    assert_string_equal(r.out + r.out_len - strlen(last), last);
+    free_result(&r);
+
+    run_cli(&r, NULL, cmd, "--help-all", NULL);
+    expect_status(&r, 0);
+    count_lines(r.out, &widest);
+    if (widest > 80) fail_msg("'%s --help-all' is %zu columns wide", cmd, widest);
+    assert_int_equal(listed_options(r.out, all, cmd), (int)n_all); /* each once */
+    for (size_t k = 0; k < n_all; k++) {
+        char want[64];
+        snprintf(want, sizeof want, "--%s ", all[k]);
+        char want_nl[64];
+        snprintf(want_nl, sizeof want_nl, "--%s\n", all[k]);
+        if (strstr(r.out, want) == NULL && strstr(r.out, want_nl) == NULL)
+            fail_msg("'%s --help-all' lacks --%s", cmd, all[k]);
+    }
+    assert_non_null(strstr(r.out, "docs/CLI.md"));
     free_result(&r);
 }
 
 static void test_help(void **state) {
     (void)state;
     static const char *const top[] = {"translate", "score", "tokenize", "detokenize", "info",
-                                      "devices", "--version", NULL};
-    static const char *const tr[] = {"--model",  "--beam",   "--alpha",    "--max-len",
-                                     "--n-best", "--batch",  "--max-src-len", "--device",
-                                     "--no-cache", "--gemm", "--verbose",  "--alignment [hard|soft]",
-                                     "--alignment-words", "--align-layer", "--align-head", NULL};
-    static const char *const sc[] = {"--model", "--batch", "--max-src-len", "--device", NULL};
-    static const char *const in[] = {"--model", "--no-device", "--max-src-len", "--batch",
-                                     "--beam", NULL};
+                                      "devices", "--version", "--help-all", "docs/CLI.md", NULL};
+    expect_main_help(top);
+    static const char *const model_groups[] = {"Input and output", "Decoding", "Output format", "Limits",
+                                               "Device and kernels", "General", NULL};
+    static const char *const tr[] = {"--model FILE", "-i, --input FILE", "-o, --output FILE", "--beam N",
+                                     "--n-best N", "--format FORMAT", "--alignment [hard|soft]", "--max-len N",
+                                     "--batch N", "--skip-long", "--device SPEC", "--quiet", "--help-all", NULL};
+    check_command_help("translate", TRANSLATE_OPTS, model_groups, tr);
+    static const char *const score_groups[] = {"Input and output", "Output format", "Limits", "Device and kernels",
+                                               "General", NULL};
+    static const char *const sc[] = {"--model", "--batch", "--max-src-len", "--device", "--alignment", NULL};
+    check_command_help("score", SCORE_OPTS, score_groups, sc);
+    static const char *const info_groups[] = {"Input and output", "Decoding", "Limits", "Device and kernels", NULL};
+    static const char *const in[] = {"--model", "--no-device", "--max-src-len", "--batch", "--beam", NULL};
+    check_command_help("info", INFO_OPTS, info_groups, in);
+    static const char *const tok_groups[] = {"Input and output", "Limits", "General", NULL};
+    static const char *const tk[] = {"--sp-model", "--pieces", "--target", NULL};
+    check_command_help("tokenize", TOKENIZE_OPTS, tok_groups, tk);
+    check_command_help("detokenize", DETOKENIZE_OPTS, tok_groups, tk + 2);
+    static const char *const dev_groups[] = {"General", NULL};
     static const char *const dv[] = {"--help", NULL};
-    expect_help(NULL, top);
-    expect_help("translate", tr);
-    expect_help("score", sc);
-    expect_help("info", in);
-    expect_help("devices", dv);
+    check_command_help("devices", DEVICES_OPTS, dev_groups, dv);
 
+    /* the environment the device set-up reads, in --help-all */
     run_result r;
+    run_cli(&r, NULL, "translate", "--help-all", NULL);
+    expect_status(&r, 0);
+    static const char *const env[] = {"NMT_EDGE_DEVICE", "NMT_EDGE_CACHE_DIR", "NMT_EDGE_KERNEL_PACK",
+                                      "NMT_EDGE_BINARIES_ONLY", "NMT_EDGE_NO_FP16", "NMT_EDGE_KERNEL_DIR", NULL};
+    assert_non_null(strstr(r.out, "\nEnvironment:\n"));
+    for (const char *const *e = env; *e; e++) assert_non_null(strstr(r.out, *e));
+    free_result(&r);
+
     run_cli(&r, NULL, "--version", NULL);
     expect_status(&r, 0);
     assert_non_null(strstr(r.out, nmt_version()));
