@@ -44,7 +44,7 @@ for dt in fp32 fp16 int8; do
     < "$src" > "$out/test.$dt.de"
   t1=$(date +%s.%N)
   secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
-  bleu=$("$build/nmt-edge-train" bleu "$out/test.$dt.de" "$ref" | sed -n 's/^BLEU = \([0-9.]*\).*/\1/p')
+  bleu=$("$build/nmt-edge-train" bleu --ref "$ref" --hyp "$out/test.$dt.de" | sed -n 's/^BLEU = \([0-9.]*\).*/\1/p')
   sps=$(awk -v n="$n" -v s="$secs" 'BEGIN { printf "%.2f", n / s }')
   printf '%s\t%s\t%s\t%s\t%s\n' "$dt" "$bytes" "$bleu" "$secs" "$sps" | tee -a "$out/results.tsv"
 done

@@ -24,6 +24,7 @@
 
 #include "format.h"
 #include "model_arch.h"
+#include "plot.h"
 #include "random_model.h"
 
 #ifndef NMT_TRAIN_BIN
@@ -551,6 +552,25 @@ static void test_phrase(void **state) {
     expect_train_error(dir, src, tgt, no_arch, 2, "the --ph-* options need --arch phrase");
     char *bad[] = {"--arch", "phrase", "--ph-dec", "queryk:homo:3", "--d-model", "16", "--heads", "2", NULL};
     expect_train_error(dir, src, tgt, bad, 1, "ph_dec 'queryk:homo:3'");
+    /* --arch phrase without a phrase attention (no --ph-*, or only none)
+     * would train a plain Transformer labelled phrase: refused before
+     * anything is written, the options it needs named */
+    static const char refusal[] =
+        "nmt-edge-train: --arch phrase needs a phrase attention: give at least one of --ph-enc S, --ph-dec S, "
+        "--ph-cross S other than none (METHOD:STRUCTURE:DIGITS, e.g. --ph-enc queryk:homo:11; see --help); "
+        "without one the model is a plain Transformer (--arch transformer)\n";
+    char *bare[] = {"--arch", "phrase", "--d-model", "16", "--heads", "2", NULL};
+    char *nones[] = {"--arch", "phrase", "--ph-enc", "none", "--ph-cross", "none", NULL};
+    char **refused[2] = {bare, nones};
+    path_in(dir, sizeof dir, "p-plain");
+    for (int k = 0; k < 2; k++) {
+        train_argv(argv, dir, src, tgt, refused[k]);
+        nmt_test_run(argv, NULL, g_dir, &r);
+        expect_status(&r, 2);
+        assert_string_equal(r.err, refusal);
+        nmt_test_proc_free(&r);
+        assert_false(file_exists(dir));
+    }
 }
 
 /* nmt-edge-train attention: the interleaved sub-layers' shares over a
@@ -574,7 +594,7 @@ static void test_attention_cmd(void **state) {
     const char *const values[3] = {"queryk:inter:12", "convkv:hetero:12", "convkv:inter:12"};
     void *ph;
     size_t ph_size;
-    char err[160];
+    char err[512];
     assert_int_equal(train_model_as_arch(tf, tf_size, "phrase", keys, values, 3, 5, 1.0f, &ph, &ph_size, err,
                                          sizeof err),
                      NMT_OK);
@@ -766,6 +786,22 @@ static void test_mgsa(void **state) {
     path_in(dir, sizeof dir, "m-bad"); /* m-run holds a run now */
     expect_train_error(dir, src, tgt, bad_heads, 1,
                        "cannot build the mgsa model: the options do not form a valid configuration of mgsa");
+    /* the whole reason, its cause (the head count) last, then the status:
+     * a 160-byte buffer once cut it just before "syntax for each of" */
+    train_argv(argv, dir, src, tgt, bad_heads);
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 1);
+    char want[512];
+    snprintf(want, sizeof want, "for each of the 2 heads, and a global-only encoder (enc_branches 'global') (%s)\n",
+             nmt_status_str(NMT_ERR_MODEL_ARCH));
+    const char *line = strstr(r.err, "nmt-edge-train: cannot build the mgsa model: the options do not form a valid "
+                                     "configuration of mgsa: mg_layers '1', mg_heads 'word': expected encoder layers "
+                                     "in [1, 2] and one of word | ngram:N");
+    /* one line, the last of stderr, ending in `want` */
+    if (line == NULL || strlen(line) < strlen(want) || strcmp(line + strlen(line) - strlen(want), want) != 0 ||
+        memchr(line, '\n', strlen(line) - strlen(want)) != NULL)
+        fail_msg("expected one line ending in '%s'; stderr:\n%s", want, r.err);
+    nmt_test_proc_free(&r);
     char *bad_rec[] = {"--arch", "mgsa", "--mg-interact", "gru", "--d-model", "16", "--heads", "2", NULL};
     expect_train_error(dir, src, tgt, bad_rec, 1, "cannot build the mgsa model: invalid value for mg-interact");
     char *syntax[] = {"--arch", "mgsa", "--mg-heads", "word syntax", "--d-model", "16", "--heads", "2", NULL};
@@ -999,11 +1035,200 @@ static void test_bleu_output_checked(void **state) {
     nmt_test_proc_free(&r);
 }
 
+
+/* ---- issue 52 item 8: what a run reports ------------------------------------ */
+
+/* How many times `needle` occurs in `hay`. */
+static int count_of(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++) n++;
+    return n;
+}
+
+/* A short run with a dev set, progress on: the warnings for --max-steps
+ * below --warmup, --eval-every and --save-every (naming options and
+ * values); the progress line's step/total; log.jsonl's first line the
+ * config record (version, resolved options), which the plot's reader
+ * skips; a dev record at the last step, which no --eval-every reached.
+ * Resumed to a step that is an eval step: a second config record (its
+ * start step), and that step evaluated once, not twice. */
+static void test_run_report(void **state) {
+    (void)state;
+    char src[512], tgt[512], dsrc[512], dtgt[512], dir[512], jl[600], svg[600], err[600];
+    path_in(src, sizeof src, "rr.src");
+    path_in(tgt, sizeof tgt, "rr.tgt");
+    path_in(dsrc, sizeof dsrc, "rr-dev.src");
+    path_in(dtgt, sizeof dtgt, "rr-dev.tgt");
+    path_in(dir, sizeof dir, "rr-run");
+    write_reverse_task(src, tgt, 24, 21, NULL, NULL);
+    write_reverse_task(dsrc, dtgt, 3, 22, NULL, NULL);
+    char *opts[] = {NMT_TRAIN_BIN, "--train-src", src, "--train-tgt", tgt, "--out", dir, "--ids", "--vocab", "16",
+                    "--dev-src", dsrc, "--dev-tgt", dtgt, "--d-model", "16", "--heads", "2", "--ff", "32",
+                    "--enc-layers", "1", "--dec-layers", "1", "--enc-branches", "global", "--dec-branches", "global",
+                    "--beam", "1", "--warmup", "10", "--log-every", "1", "--eval-every", "5", "--save-every", "5",
+                    "--max-steps", "3", NULL, NULL, NULL};
+    const int n = (int)(sizeof opts / sizeof opts[0]) - 3;
+    nmt_test_proc r;
+    nmt_test_run(opts, NULL, g_dir, &r);
+    expect_status(&r, 0);
+    static const char *const warnings[] = {
+        "nmt-edge-train: warning: --max-steps 3 is below --warmup 10: the run ends inside the warm-up (the learning "
+        "rate never reaches its peak)\n",
+        "nmt-edge-train: warning: --max-steps 3 is below --eval-every 5: the dev set is evaluated at the last step "
+        "only\n",
+        "nmt-edge-train: warning: --max-steps 3 is below --save-every 5: the only checkpoint is the one at the last "
+        "step\n"};
+    for (int k = 0; k < 3; k++)
+        if (strstr(r.err, warnings[k]) == NULL) fail_msg("expected '%s' in:\n%s", warnings[k], r.err);
+    assert_null(strstr(r.err, "below --log-every"));
+    for (int step = 1; step <= 3; step++) { /* step/total (stderr is no terminal: a line each) */
+        char want[32];
+        snprintf(want, sizeof want, "\nstep %d/3  epoch ", step);
+        if (strstr(r.err, want) == NULL) fail_msg("no progress line 'step %d/3' in:\n%s", step, r.err);
+    }
+    assert_non_null(strstr(r.err, "nmt-edge-train: step 3 dev loss "));
+    nmt_test_proc_free(&r);
+
+    snprintf(jl, sizeof jl, "%s/log.jsonl", dir);
+    size_t len;
+    char *text = nmt_test_read_file(jl, &len);
+    assert_non_null(text);
+    char want[4096];
+    snprintf(want, sizeof want,
+             "{\"kind\":\"config\",\"program\":\"nmt-edge-train\",\"version\":\"%s\",\"start_step\":0,\"options\":"
+             "{\"train-src\":\"%s\",\"train-tgt\":\"%s\",\"dev-src\":\"%s\",\"dev-tgt\":\"%s\",\"out\":\"%s\","
+             "\"spm\":null,", nmt_version(), src, tgt, dsrc, dtgt, dir);
+    if (strncmp(text, want, strlen(want)) != 0) fail_msg("log.jsonl's first line:\n%.*s\nwant it to start:\n%s",
+                                                         (int)strcspn(text, "\n"), text, want);
+    const size_t first = strcspn(text, "\n");
+    char *cfg = strndup(text, first);
+    static const char *const values[] = {"\"arch\":\"transformer\",", "\"max-steps\":3,", "\"warmup\":10,",
+                                         "\"eval-every\":5,", "\"d-model\":16,", "\"lr\":2,", "\"dropout\":0.1,",
+                                         "\"adam-betas\":[0.9,0.98]", "\"ids\":true,", "\"resume\":false,",
+                                         "\"src_vocab\":16,", "\"ranks\":1,"};
+    for (size_t k = 0; k < sizeof values / sizeof values[0]; k++)
+        if (strstr(cfg, values[k]) == NULL) fail_msg("no %s in the config record:\n%s", values[k], cfg);
+    assert_int_equal(cfg[first - 1], '}');
+    free(cfg);
+    /* the records after it: train at steps 1-3, then the final evaluation */
+    assert_int_equal(count_of(text, "\"kind\":\"config\""), 1);
+    assert_int_equal(count_of(text, "\"kind\":\"train\""), 3);
+    assert_int_equal(count_of(text, "\"kind\":\"dev\""), 1);
+    const char *dev = strstr(text, "{\"kind\":\"dev\",\"step\":3,\"loss\":");
+    assert_non_null(dev);
+    assert_ptr_equal(dev + strcspn(dev, "\n") + 1, text + len); /* the last line */
+    free(text);
+    /* the plot's reader takes the whole log, config record included */
+    snprintf(svg, sizeof svg, "%s/re.svg", dir);
+    assert_int_equal(plot_svg(jl, svg, err, sizeof err), NMT_OK);
+
+    /* resumed to step 4, an eval step of --eval-every 2: evaluated once */
+    opts[n - 3] = "2";    /* --save-every */
+    opts[n - 5] = "2";    /* --eval-every */
+    opts[n - 1] = "4";    /* --max-steps */
+    opts[n] = "--resume";
+    opts[n + 1] = "--quiet";
+    nmt_test_run(opts, NULL, g_dir, &r);
+    expect_status(&r, 0);
+    assert_null(strstr(r.err, "step 4/4")); /* --quiet: no progress line */
+    assert_null(strstr(r.err, "below --eval-every"));
+    nmt_test_proc_free(&r);
+    text = nmt_test_read_file(jl, &len);
+    assert_non_null(text);
+    assert_int_equal(count_of(text, "\"kind\":\"config\""), 2);
+    const char *second = strstr(text + 1, "{\"kind\":\"config\"");
+    assert_non_null(second);
+    assert_int_equal(second[-1], '\n');
+    assert_non_null(strstr(second, "\"start_step\":3,"));
+    assert_non_null(strstr(second, "\"resume\":true,"));
+    assert_int_equal(count_of(text, "{\"kind\":\"dev\",\"step\":4,"), 1);
+    assert_int_equal(count_of(text, "\"kind\":\"dev\""), 2);
+    free(text);
+}
+
+/* bleu takes sacreBLEU's order, REF then HYP (`sacrebleu REF < HYP`), or
+ * --ref / --hyp in any order, or the hypotheses on standard input; the
+ * scores tell the sides apart (a short hypothesis: BP < 1); usage errors
+ * exit 2 with the usage. */
+static void test_bleu_args(void **state) {
+    (void)state;
+    char ref[512], hyp[512];
+    path_in(ref, sizeof ref, "bleu-ref.txt");
+    path_in(hyp, sizeof hyp, "bleu-hyp.txt");
+    assert_int_equal(nmt_test_write_file(ref, "a b c d e f\n", 12), 0);
+    assert_int_equal(nmt_test_write_file(hyp, "a b c d\n", 8), 0);
+    static const char want[] =
+        "BLEU = 60.65 100.0/100.0/100.0/100.0 (BP = 0.607 ratio = 0.667 hyp_len = 4 ref_len = 6) 1 sentences\n";
+    char *b = (char *)NMT_TRAIN_BIN;
+    char *pos[] = {b, "bleu", ref, hyp, NULL};
+    char *named[] = {b, "bleu", "--ref", ref, "--hyp", hyp, NULL};
+    char *swapped[] = {b, "bleu", "--hyp", hyp, "--ref", ref, NULL};
+    char *mixed[] = {b, "bleu", "--hyp", hyp, ref, NULL};
+    char *dash[] = {b, "bleu", ref, "-", NULL};
+    char *piped[] = {b, "bleu", ref, NULL};
+    char **ok[6] = {pos, named, swapped, mixed, dash, piped};
+    nmt_test_proc r;
+    for (int k = 0; k < 6; k++) {
+        nmt_test_run(ok[k], k >= 4 ? "a b c d\n" : NULL, g_dir, &r);
+        expect_status(&r, 0);
+        assert_string_equal(r.out, want);
+        nmt_test_proc_free(&r);
+    }
+    char *old_order[] = {b, "bleu", hyp, ref, NULL}; /* the other way round: another score */
+    nmt_test_run(old_order, NULL, g_dir, &r);
+    expect_status(&r, 0);
+    assert_non_null(strstr(r.out, "hyp_len = 6 ref_len = 4"));
+    nmt_test_proc_free(&r);
+
+    static const char usage[] = "Usage: nmt-edge-train bleu REF [HYP]\n"
+                                "       nmt-edge-train bleu --ref REF --hyp HYP\n";
+    char *help[] = {b, "bleu", "--help", NULL};
+    nmt_test_run(help, NULL, g_dir, &r);
+    expect_status(&r, 0);
+    assert_ptr_equal(strstr(r.out, usage), r.out);
+    assert_non_null(strstr(r.out, "the reference first"));
+    assert_non_null(strstr(r.out, "--ref FILE    the reference translations\n"));
+    assert_non_null(strstr(r.out, "--hyp FILE    the hypotheses to score ('-': standard input)\n"));
+    nmt_test_proc_free(&r);
+    char *three[] = {b, "bleu", ref, hyp, hyp, NULL};
+    char *both[] = {b, "bleu", "--ref", ref, "--hyp", hyp, hyp, NULL};
+    char *none[] = {b, "bleu", NULL};
+    char *twice[] = {b, "bleu", "--ref", ref, "--ref", ref, NULL};
+    char *bad_opt[] = {b, "bleu", "--tokenize", "13a", ref, hyp, NULL};
+    char *ref_stdin[] = {b, "bleu", "-", hyp, NULL};
+    char **bad[6] = {three, both, none, twice, bad_opt, ref_stdin};
+    static const char *const first[6] = {
+        "nmt-edge-train bleu: unexpected argument '", /* the third positional */
+        "nmt-edge-train bleu: unexpected argument '",
+        "nmt-edge-train bleu: no reference file (REF or --ref FILE)\n",
+        "nmt-edge-train bleu: --ref given twice\n",
+        "nmt-edge-train bleu: unexpected argument '--tokenize'\n",
+        "nmt-edge-train bleu: the reference must be a file (only HYP may be standard input)\n"};
+    for (int k = 0; k < 6; k++) {
+        nmt_test_run(bad[k], NULL, g_dir, &r);
+        expect_status(&r, 2);
+        if (strstr(r.err, first[k]) != r.err || strstr(r.err, usage) == NULL)
+            fail_msg("case %d: stderr:\n%s", k, r.err);
+        nmt_test_proc_free(&r);
+    }
+    /* a line count mismatch names which side is which */
+    char *short_hyp[] = {b, "bleu", ref, NULL};
+    nmt_test_run(short_hyp, "", g_dir, &r);
+    expect_status(&r, 1);
+    char msg[1400];
+    snprintf(msg, sizeof msg, "nmt-edge-train bleu: the hypotheses (standard input) and the references (%s) have "
+             "different line counts (standard input ends first)\n", ref);
+    assert_string_equal(r.err, msg);
+    nmt_test_proc_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_ownership),
         cmocka_unit_test(test_spm_train_reason),
         cmocka_unit_test(test_bleu_output_checked),
+        cmocka_unit_test(test_bleu_args),
+        cmocka_unit_test(test_run_report),
         cmocka_unit_test(test_mgsa),
         cmocka_unit_test(test_mgsa_syntax),
         cmocka_unit_test(test_parse_spans),

@@ -5,8 +5,9 @@
  * kernels, with token batches from length buckets (train/data.c), Adam with a warm-up schedule, gradient
  * clipping and accumulation, dev loss and BLEU (decoded with the runtime's
  * beam search), atomic checkpoints and bit-exact --resume
- * (train/checkpoint.c), a live progress line, a JSON-lines log and an SVG
- * plot (train/plot.c).  The device and tokenizer come from
+ * (train/checkpoint.c), a live progress line, a JSON-lines log (the run's
+ * configuration first, then train and dev records; docs/TRAINING.md "The
+ * log") and an SVG plot (train/plot.c).  The device and tokenizer come from
  * train/cli/train_env.c, the other commands (plot, bleu, attention) are in
  * train/cli/train_cmds.c.  docs/TRAINING.md is the user's guide. */
 #include <errno.h>
@@ -112,6 +113,25 @@ static void log_json(run *r, const char *fmt, ...) {
     fflush(r->log);
 }
 
+/* The config record that starts each run's part of the log (a new run's
+ * first line; each --resume appends another): the program's version and
+ * every option, resolved, and what the run built from them. */
+static void log_config(run *r) {
+    if (!r->log) return;
+    nmt_device_info di;
+    memset(&di, 0, sizeof di);
+    nmt_device_get_info(r->env.dev, &di);
+    fprintf(r->log, "{\"kind\":\"config\",\"program\":\"" PROG "\",\"version\":\"%s\",\"start_step\":%llu,"
+                    "\"options\":", nmt_version(), (unsigned long long)r->st.step);
+    train_opts_write_json(&r->o, r->log);
+    fprintf(r->log, ",\"params\":%zu,\"src_vocab\":%u,\"tgt_vocab\":%u,\"batches_per_epoch\":%u,\"ranks\":%d,"
+                    "\"device_name\":",
+            ntm_n_params(r->m), r->src_vocab, r->tgt_vocab, td_batches_per_epoch(r->tb), r->dist.size);
+    train_opts_json_str(r->log, di.device_name[0] ? di.device_name : NULL);
+    fputs("}\n", r->log);
+    fflush(r->log);
+}
+
 static int open_device(run *r) {
     const char *spec = train_dist_device(&r->dist, r->o.device, r->dev_spec, sizeof r->dev_spec);
     return train_env_open_device(&r->env, spec, r->o.no_cache);
@@ -153,7 +173,7 @@ static int spm_failed(int status, const char *log_path) {
             start = tail + i;
             break;
         }
-    char reason[1024];
+    char reason[sizeof tail];
     snprintf(reason, sizeof reason, "%s", *start ? start : "(its log is empty)");
     for (char *q = reason; *q; q++)
         if (*q == '\n' || *q == '\r') *q = ' ';
@@ -269,7 +289,7 @@ static int new_model_image(run *r, void **img, size_t *size) {
         const char *const values[15] = {o->mg_layers, o->mg_heads, o->mg_compose, o->mg_interact, o->mg_chunk,
                                         o->ph_enc, o->ph_dec, o->ph_cross, o->ba[0], o->ba[1], o->ba[2], o->ba[3],
                                         o->ba[4], o->ba[5], o->ba[6]};
-        char err[160] = "";
+        char err[TRAIN_WHY_BYTES] = ""; /* the family's reason whole, its cause last */
         void *as = NULL;
         size_t as_size = 0;
         s = train_model_as_arch(*img, *size, o->arch, keys, values, 15, c.seed, c.weight_scale, &as, &as_size, err,
@@ -318,7 +338,7 @@ static int find_resume(const char *dir, char *buf, size_t cap) {
 
 /* MG-SA syntax heads: a spans file onto a loaded corpus (data.h td_set_spans). */
 static int attach_spans(td_corpus *c, const char *path) {
-    char err[512] = "";
+    char err[TRAIN_PATH_WHY_BYTES] = "";
     tsp_file *f = NULL;
     nmt_status s = tsp_read(path, &f, err, sizeof err);
     if (s == NMT_OK) s = td_set_spans(c, f, err, sizeof err);
@@ -400,7 +420,7 @@ static int build_model(run *r) {
     }
     /* data first: the limits come from the batches */
     td_stats ts;
-    char err[512] = "";
+    char err[TRAIN_PATH_WHY_BYTES] = "";
     td_filter flt = {(uint32_t)r->o.max_len, r->o.max_ratio};
     nmt_status s;
     if (r->o.ids)
@@ -605,7 +625,7 @@ static int dev_bleu(run *r, double *bleu) {
 }
 
 static int save(run *r) {
-    char err[512] = "";
+    char err[TRAIN_PATH_WHY_BYTES] = "";
     r->st.elapsed_s = r->elapsed0 + (now_s() - r->t_start);
     td_position p = td_tell(r->tb);
     r->st.epoch = p.epoch;
@@ -617,6 +637,20 @@ static int save(run *r) {
                 nmt_status_str(s), *err ? ": " : "", err);
         return 1;
     }
+    return 0;
+}
+
+/* Dev loss and BLEU at `step`: a "dev" record in the log and a line on
+ * stderr.  0, or 1 after a message. */
+static int evaluate(run *r, uint64_t step) {
+    double dl = 0, dn = 0, bleu = 0;
+    if (dev_loss(r, &dl, &dn) || dev_bleu(r, &bleu)) return 1;
+    if (bleu > r->st.best_bleu) r->st.best_bleu = bleu;
+    log_json(r, "{\"kind\":\"dev\",\"step\":%llu,\"loss\":%.6f,\"nll\":%.6f,\"bleu\":%.2f}", (unsigned long long)step,
+             dl, dn, bleu);
+    if (!r->o.quiet)
+        fprintf(stderr, "%s" PROG ": step %llu dev loss %.3f nll %.3f ppl %.2f BLEU %.2f\n", r->tty ? "\n" : "",
+                (unsigned long long)step, dl, dn, exp(dn), bleu);
     return 0;
 }
 
@@ -723,7 +757,7 @@ static int train_loop(run *r) {
             double tps = dt > 0 ? win_tok / dt : 0;
             td_position p = td_tell(r->tb);
             double ep = (double)p.epoch + (per_epoch ? (double)p.index / per_epoch : 0);
-            char dist[200] = ""; /* several ranks: rank 0's time split of the window, in seconds */
+            char dist[512] = ""; /* several ranks: rank 0's time split of the window, in seconds */
             if (r->dist.mpi)
                 snprintf(dist, sizeof dist,
                          ",\"ranks\":%d,\"compute_s\":%.4f,\"readback_s\":%.4f,\"allreduce_wait_s\":%.4f,"
@@ -747,10 +781,12 @@ static int train_loop(run *r) {
                     double lt = o->max_time - (r->elapsed0 + run_s);
                     left = left < 0 ? lt : NMT_MIN(left, lt);
                 }
-                char eta[32];
+                char eta[32], total[32] = "";
                 fmt_eta(left, eta, sizeof eta);
-                fprintf(stderr, "%sstep %llu  epoch %.2f  loss %.3f  nll %.3f  lr %.2e  |g| %.2f  %.0f tok/s  ETA %s%s",
-                        r->tty ? "\r" : "", (unsigned long long)step, ep, win_loss / win_tok, win_nll / win_tok,
+                if (o->max_steps) snprintf(total, sizeof total, "/%ld", o->max_steps);
+                fprintf(stderr,
+                        "%sstep %llu%s  epoch %.2f  loss %.3f  nll %.3f  lr %.2e  |g| %.2f  %.0f tok/s  ETA %s%s",
+                        r->tty ? "\r" : "", (unsigned long long)step, total, ep, win_loss / win_tok, win_nll / win_tok,
                         (double)ap.lr, gn, tps, eta, r->tty ? "   " : "\n");
                 fflush(stderr);
             }
@@ -758,17 +794,10 @@ static int train_loop(run *r) {
             win_t0 = now_s();
         }
         if (r->db && r->dist.rank == 0 && o->eval_every && step % (uint64_t)o->eval_every == 0) {
-            double dl = 0, dn = 0, bleu = 0;
-            if (dev_loss(r, &dl, &dn) || dev_bleu(r, &bleu)) {
+            if (evaluate(r, step)) {
                 rc = 1;
                 break;
             }
-            if (bleu > r->st.best_bleu) r->st.best_bleu = bleu;
-            log_json(r, "{\"kind\":\"dev\",\"step\":%llu,\"loss\":%.6f,\"nll\":%.6f,\"bleu\":%.2f}",
-                     (unsigned long long)step, dl, dn, bleu);
-            if (!o->quiet)
-                fprintf(stderr, "%s" PROG ": step %llu dev loss %.3f nll %.3f ppl %.2f BLEU %.2f\n", r->tty ? "\n" : "",
-                        (unsigned long long)step, dl, dn, exp(dn), bleu);
             win_t0 = now_s(); /* evaluation time is not training speed */
         }
         if (r->dist.rank == 0 && o->save_every && step % (uint64_t)o->save_every == 0 && save(r)) {
@@ -777,6 +806,12 @@ static int train_loop(run *r) {
         }
     }
     if (r->tty && !o->quiet) fputc('\n', stderr);
+    /* the last step evaluated too (not after an error or a signal, nor when
+     * this run made no step or the last one was an eval step) */
+    const uint64_t last = r->st.step;
+    if (!rc && !g_signal && r->db && r->dist.rank == 0 && last > first_step &&
+        !(o->eval_every && last % (uint64_t)o->eval_every == 0))
+        rc = evaluate(r, last);
     return rc;
 }
 
@@ -842,6 +877,7 @@ static int run_main(run *r) {
         rc = 1;
     }
     if (lead && !rc && !r->o.resume && claim_dir(r)) rc = EXIT_USAGE;
+    if (lead && !rc) train_opts_warn(&r->o, stderr);
     rc = train_dist_bcast_int(&r->dist, rc, "the start");
     if (rc) return rc;
     if (!lead) r->o.quiet = 1; /* one progress line: rank 0's, with the global rate */
@@ -872,6 +908,7 @@ static int run_main(run *r) {
     if (lead) {
         r->log = fopen(path, "a");
         if (!r->log) fprintf(stderr, PROG ": warning: cannot write the log %s: %s\n", path, strerror(errno));
+        log_config(r);
         fprintf(stderr, PROG ": %zu parameters, %u batches an epoch, schedule %s (lr %g, warm-up %ld)%s\n",
                 ntm_n_params(r->m), td_batches_per_epoch(r->tb), sched_name(r->sp.kind), r->o.lr, r->o.warmup,
                 r->dist.size > 1 ? ", data-parallel" : "");
@@ -899,7 +936,7 @@ static int run_main(run *r) {
     }
     if (r->log) {
         fclose(r->log);
-        char svg[4200], err[256] = "";
+        char svg[4200], err[TRAIN_PATH_WHY_BYTES] = "";
         snprintf(path, sizeof path, "%s/log.jsonl", r->dir);
         snprintf(svg, sizeof svg, "%s/plot.svg", r->dir);
         if (plot_svg(path, svg, err, sizeof err) != NMT_OK) fprintf(stderr, PROG ": warning: no plot: %s\n", err);

@@ -60,7 +60,9 @@ void train_opts_usage(FILE *f) {
     fprintf(f,
 "Usage: nmt-edge-train --train-src FILE --train-tgt FILE --out DIR [options]\n"
 "       nmt-edge-train plot LOG.jsonl -o PLOT.svg\n"
-"       nmt-edge-train bleu HYP REF        (sacreBLEU-compatible corpus BLEU)\n"
+"       nmt-edge-train bleu REF HYP        (sacreBLEU-compatible corpus BLEU of the\n"
+"                      hypotheses HYP against the references REF; also\n"
+"                      --ref REF --hyp HYP, or REF < HYP as sacrebleu REF < HYP)\n"
 "       nmt-edge-train attention MODEL SRC TGT   (interleaved phrase attention shares)\n"
 "       nmt-edge-train parse-spans SRC -o SPANS (--spm FILE | --model MODEL)\n"
 "                      (MG-SA phrase spans of English text, link-grammar)\n"
@@ -87,8 +89,9 @@ void train_opts_usage(FILE *f) {
 "  --init FILE         start from this model file instead of random weights\n"
 "  --arch NAME         transformer (HySAN; vanilla with global branches), mgsa\n"
 "                      (MG-SA: phrase heads in chosen encoder layers) or phrase\n"
-"                      (phrase-based attentions); for mgsa and phrase the encoder\n"
-"                      and decoder branches default to global (transformer)\n"
+"                      (phrase-based attentions: needs --ph-enc, --ph-dec or\n"
+"                      --ph-cross); for mgsa and phrase the encoder and decoder\n"
+"                      branches default to global (transformer)\n"
 "  --mg-layers S       MG-SA: encoder layers with phrase heads, 1-based (\"1\")\n"
 "  --mg-heads S        MG-SA: one partition per head, word, ngram:N or syntax\n"
 "                      (\"word word ngram:2 ngram:3\")\n"
@@ -106,7 +109,8 @@ void train_opts_usage(FILE *f) {
 "                      METHOD:STRUCTURE:DIGITS, METHOD convkv or queryk; homo:\n"
 "                      heads per n-gram size from 1 (homo:22 = 2 unigram + 2\n"
 "                      bigram heads), hetero: n-gram sizes in one softmax\n"
-"                      (hetero:12) (none)\n"
+"                      (hetero:12) (none; --arch phrase needs at least one of\n"
+"                      --ph-enc, --ph-dec, --ph-cross other than none)\n"
 "  --ph-dec S          phrase: the decoder self-attention (causal), as --ph-enc\n"
 "  --ph-cross S        phrase: the cross-attention, as --ph-enc\n"
 "  --arch banmt        BA-NMT (RNNsearch + history attention, ARCHITECTURES.md):\n"
@@ -146,6 +150,9 @@ void train_opts_usage(FILE *f) {
 "\n"
 "Reporting:\n"
 "  --log-every N (20)  --eval-every N (1000)  --save-every N (500)  --keep K (5)\n"
+"                      with a dev set, it is also evaluated at the last step\n"
+"                      (--eval-every 0: only there); --save-every 0: a\n"
+"                      checkpoint at the end only\n"
 "  --beam N            beam of the dev BLEU decoding (4)\n"
 "  --dev-bleu-max N    dev sentences decoded for BLEU, 0 = all (500)\n"
 "  --resume            continue the run in DIR\n"
@@ -396,6 +403,18 @@ int train_opts_parse(int argc, char **argv, train_opts *o, int *help) {
         fprintf(stderr, PROG ": the --ph-* options need --arch phrase\n");
         return EXIT_USAGE;
     }
+    int ph_any = 0; /* a phrase attention somewhere: else a plain Transformer labelled phrase */
+    for (int k = 0; k < 3; k++) {
+        const char *v = k == 0 ? o->ph_enc : k == 1 ? o->ph_dec : o->ph_cross;
+        ph_any |= v != NULL && strcmp(v, "none") != 0;
+    }
+    if (phrase && !ph_any) {
+        fprintf(stderr, PROG ": --arch phrase needs a phrase attention: give at least one of --ph-enc S, "
+                             "--ph-dec S, --ph-cross S other than none (METHOD:STRUCTURE:DIGITS, e.g. --ph-enc "
+                             "queryk:homo:11; see --help); without one the model is a plain Transformer "
+                             "(--arch transformer)\n");
+        return EXIT_USAGE;
+    }
     const int banmt = !strcmp(o->arch, "banmt");
     for (int k = 0; k < 7 && !banmt; k++)
         if (o->ba[k]) {
@@ -423,3 +442,95 @@ int train_opts_parse(int argc, char **argv, train_opts *o, int *help) {
     return 0;
 }
 
+
+int train_opts_warn(const train_opts *o, FILE *f) {
+    if (o->max_steps <= 0) return 0;
+    int n = 0;
+    if (o->max_steps < o->warmup && sched_parse(o->schedule) != SCHED_CONSTANT)
+        n += fprintf(f, PROG ": warning: --max-steps %ld is below --warmup %ld: the run ends inside the warm-up "
+                         "(the learning rate never reaches its peak)\n", o->max_steps, o->warmup) > 0;
+    if (o->max_steps < o->log_every)
+        n += fprintf(f, PROG ": warning: --max-steps %ld is below --log-every %ld: no training loss is logged\n",
+                     o->max_steps, o->log_every) > 0;
+    if (o->dev_src && o->max_steps < o->eval_every)
+        n += fprintf(f, PROG ": warning: --max-steps %ld is below --eval-every %ld: the dev set is evaluated at "
+                         "the last step only\n", o->max_steps, o->eval_every) > 0;
+    if (o->max_steps < o->save_every)
+        n += fprintf(f, PROG ": warning: --max-steps %ld is below --save-every %ld: the only checkpoint is the "
+                         "one at the last step\n", o->max_steps, o->save_every) > 0;
+    return n;
+}
+
+/* ---- the options as JSON (log.jsonl's config record) --------------------- */
+
+void train_opts_json_str(FILE *f, const char *s) {
+    if (s == NULL) {
+        fputs("null", f);
+        return;
+    }
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+        else if (*p == '\n') fputs("\\n", f);
+        else if (*p == '\t') fputs("\\t", f);
+        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+        else fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+/* A finite number, shortest of %.15g and %.17g that reads back as v (0.1, not 0.10000000000000001). */
+static void json_num(FILE *f, double v) {
+    char buf[40];
+    snprintf(buf, sizeof buf, "%.15g", v);
+    if (strtod(buf, NULL) != v) snprintf(buf, sizeof buf, "%.17g", v);
+    fputs(buf, f);
+}
+
+void train_opts_write_json(const train_opts *o, FILE *f) {
+    const struct { const char *key, *val; } strs[] = {
+        {"train-src", o->train_src}, {"train-tgt", o->train_tgt}, {"dev-src", o->dev_src},
+        {"dev-tgt", o->dev_tgt}, {"out", o->out_dir}, {"spm", o->spm}, {"init", o->init},
+        {"device", o->device}, {"arch", o->arch}, {"norm", o->norm}, {"fusion", o->fusion},
+        {"enc-branches", o->enc_branches}, {"dec-branches", o->dec_branches}, {"mg-layers", o->mg_layers},
+        {"mg-heads", o->mg_heads}, {"mg-compose", o->mg_compose}, {"mg-interact", o->mg_interact},
+        {"mg-chunk", o->mg_chunk}, {"train-src-spans", o->train_spans}, {"dev-src-spans", o->dev_spans},
+        {"ph-enc", o->ph_enc}, {"ph-dec", o->ph_dec}, {"ph-cross", o->ph_cross}, {"emb", o->ba[0]},
+        {"hidden", o->ba[1]}, {"att", o->ba[2]}, {"readout", o->ba[3]}, {"hist", o->ba[4]},
+        {"history", o->ba[5]}, {"schedule", o->schedule}};
+    const struct { const char *key; long val; } ints[] = {
+        {"spm-vocab", o->spm_vocab}, {"vocab", o->vocab}, {"max-len", o->max_len}, {"d-model", o->d_model},
+        {"heads", o->heads}, {"ff", o->ff}, {"enc-layers", o->enc_layers}, {"dec-layers", o->dec_layers},
+        {"gate-reduction", o->gate_r}, {"warmup", o->warmup}, {"max-tokens", o->max_tokens},
+        {"max-seqs", o->max_seqs}, {"accum", o->accum}, {"max-steps", o->max_steps},
+        {"max-epochs", o->max_epochs}, {"seed", o->seed}, {"log-every", o->log_every},
+        {"eval-every", o->eval_every}, {"save-every", o->save_every}, {"keep", o->keep}, {"beam", o->beam},
+        {"dev-bleu-max", o->dev_bleu_max}};
+    const struct { const char *key; double val; } nums[] = {
+        {"max-ratio", o->max_ratio}, {"mg-tag-lambda", o->mg_tag_lambda}, {"max-act-bytes", o->max_act_bytes},
+        {"lr", o->lr}, {"dropout", o->dropout}, {"label-smoothing", o->label_smoothing},
+        {"clip-norm", o->clip_norm}, {"weight-decay", o->weight_decay}, {"adam-eps", o->adam_eps},
+        {"max-time", o->max_time}, {"dist-timeout", o->dist_timeout}, {"bucket-mb", o->bucket_mb}};
+    const struct { const char *key; int val; } flags[] = {
+        {"ids", o->ids}, {"separate-embeddings", o->separate_embeddings}, {"maxout", o->ba[6] != NULL},
+        {"resume", o->resume}, {"overwrite", o->overwrite}, {"no-cache", o->no_cache}, {"quiet", o->quiet},
+        {"no-overlap", o->no_overlap}};
+    const char *sep = "{";
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++, sep = ",") {
+        fprintf(f, "%s\"%s\":", sep, strs[i].key);
+        train_opts_json_str(f, strs[i].val);
+    }
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) fprintf(f, ",\"%s\":%ld", ints[i].key, ints[i].val);
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+        fprintf(f, ",\"%s\":", nums[i].key);
+        json_num(f, nums[i].val);
+    }
+    fputs(",\"adam-betas\":[", f);
+    json_num(f, o->adam_beta1);
+    fputc(',', f);
+    json_num(f, o->adam_beta2);
+    fputc(']', f);
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        fprintf(f, ",\"%s\":%s", flags[i].key, flags[i].val ? "true" : "false");
+    fputc('}', f);
+}

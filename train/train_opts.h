@@ -9,6 +9,15 @@
 #define TRAIN_PROG "nmt-edge-train"
 #define TRAIN_EXIT_USAGE 2
 
+/* Bytes of a buffer that receives a reason (a library's err/why output)
+ * printed by the trainer: room for the longest one, a family's
+ * configuration reason (NMT_FAMILY_WHY_BYTES) behind train_model_as_arch's
+ * prefix included, so no reason is cut before its cause. */
+#define TRAIN_WHY_BYTES 512
+/* ... and one that may name two paths (the data reader's "A has N lines
+ * but B has M"). */
+#define TRAIN_PATH_WHY_BYTES (2 * 4096 + TRAIN_WHY_BYTES)
+
 typedef struct train_opts {
     const char *train_src, *train_tgt, *dev_src, *dev_tgt, *out_dir, *spm, *init, *device;
     int ids, resume, quiet, no_cache;
@@ -54,5 +63,21 @@ extern const char *const train_opts_ba_keys[7];
 
 /* The --help text. */
 void train_opts_usage(FILE *f);
+
+/* Warnings about options that parse but defeat each other, one line each
+ * on f: --max-steps below --warmup (a schedule with a warm-up), below
+ * --log-every, below --eval-every (with a dev set) or below --save-every.
+ * The count of lines written. */
+int train_opts_warn(const train_opts *o, FILE *f);
+
+/* Every option of o, resolved (defaults filled in), as one JSON object on
+ * f, keyed by the option's long name ("max-steps" for --max-steps); an
+ * option without a value is null, a flag true or false, --adam-betas an
+ * array of two numbers. */
+void train_opts_write_json(const train_opts *o, FILE *f);
+
+/* s as a JSON string (quotes, backslashes and control characters
+ * escaped; other bytes as they are), or null when s is NULL. */
+void train_opts_json_str(FILE *f, const char *s);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "bleu.h"
 #include "data.h"
@@ -41,7 +42,7 @@ int train_cmd_plot(int argc, char **argv) {
         fprintf(stderr, "Usage: nmt-edge-train plot LOG.jsonl -o PLOT.svg\n");
         return EXIT_USAGE;
     }
-    char err[512] = "";
+    char err[TRAIN_PATH_WHY_BYTES] = "";
     nmt_status s = plot_svg(log, out, err, sizeof err);
     if (s != NMT_OK) {
         fprintf(stderr, PROG " plot: %s%s%s\n", nmt_status_str(s), *err ? ": " : "", err);
@@ -50,21 +51,66 @@ int train_cmd_plot(int argc, char **argv) {
     return 0;
 }
 
-/* Corpus BLEU of a hypothesis file against one reference file. */
+/* Corpus BLEU of a hypothesis file against one reference file, in
+ * sacreBLEU's order: `bleu REF HYP`, `bleu REF < HYP` (as `sacrebleu REF <
+ * HYP`), or named, `--ref REF --hyp HYP` (either order; a named one leaves
+ * the positional argument to the other). */
 int train_cmd_bleu(int argc, char **argv) {
-    if (argc == 3 && !strcmp(argv[2], "--help")) {
-        printf("Usage: nmt-edge-train bleu HYP REF\n\n"
-               "Corpus BLEU as sacreBLEU's default (13a tokenizer, exp smoothing, mixed case).\n");
-        return 0;
+    static const char usage[] =
+        "Usage: nmt-edge-train bleu REF [HYP]\n"
+        "       nmt-edge-train bleu --ref REF --hyp HYP\n";
+    const char *ref = NULL, *hyp = NULL, *pos[2] = {NULL, NULL};
+    int n_pos = 0;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--help")) {
+            printf("%s\n"
+                   "Corpus BLEU of the hypotheses HYP (a system's output) against the references REF,\n"
+                   "line by line, as sacreBLEU's default (13a tokenizer, exp smoothing, mixed case).\n"
+                   "The order is sacreBLEU's (sacrebleu REF < HYP): the reference first. Without HYP,\n"
+                   "or with HYP '-', the hypotheses are read from standard input.\n"
+                   "  --ref FILE    the reference translations\n"
+                   "  --hyp FILE    the hypotheses to score ('-': standard input)\n",
+                   usage);
+            return 0;
+        } else if ((!strcmp(argv[i], "--ref") || !strcmp(argv[i], "--hyp")) && i + 1 < argc) {
+            const char **slot = !strcmp(argv[i], "--ref") ? &ref : &hyp;
+            if (*slot) {
+                fprintf(stderr, PROG " bleu: %s given twice\n%s", argv[i], usage);
+                return EXIT_USAGE;
+            }
+            *slot = argv[++i];
+        } else if ((argv[i][0] != '-' || !strcmp(argv[i], "-")) && n_pos < 2) {
+            pos[n_pos++] = argv[i];
+        } else {
+            fprintf(stderr, PROG " bleu: unexpected argument '%s'\n%s", argv[i], usage);
+            return EXIT_USAGE;
+        }
     }
-    if (argc != 4) {
-        fprintf(stderr, "Usage: nmt-edge-train bleu HYP REF\n");
+    for (int k = 0; k < n_pos; k++) { /* positional: REF, then HYP, the ones not named */
+        const char **slot = !ref ? &ref : !hyp ? &hyp : NULL;
+        if (!slot) {
+            fprintf(stderr, PROG " bleu: unexpected argument '%s' (--ref and --hyp are given)\n%s", pos[k], usage);
+            return EXIT_USAGE;
+        }
+        *slot = pos[k];
+    }
+    if (!ref) {
+        fprintf(stderr, PROG " bleu: no reference file (REF or --ref FILE)\n%s", usage);
         return EXIT_USAGE;
     }
-    FILE *h = fopen(argv[2], "r"), *rf = fopen(argv[3], "r");
+    if (!strcmp(ref, "-")) {
+        fprintf(stderr, PROG " bleu: the reference must be a file (only HYP may be standard input)\n%s", usage);
+        return EXIT_USAGE;
+    }
+    const int hyp_stdin = !hyp || !strcmp(hyp, "-");
+    if (!hyp && isatty(0)) { /* nothing piped: a usage error, not a wait on the terminal */
+        fprintf(stderr, PROG " bleu: no hypotheses (HYP, --hyp FILE, or REF < HYP)\n%s", usage);
+        return EXIT_USAGE;
+    }
+    const char *hyp_name = hyp_stdin ? "standard input" : hyp;
+    FILE *rf = fopen(ref, "r"), *h = rf == NULL ? NULL : hyp_stdin ? stdin : fopen(hyp, "r");
     if (!h || !rf) {
-        fprintf(stderr, PROG " bleu: cannot open '%s': %s\n", !h ? argv[2] : argv[3], strerror(errno));
-        if (h) fclose(h);
+        fprintf(stderr, PROG " bleu: cannot open '%s': %s\n", !rf ? ref : hyp, strerror(errno));
         if (rf) fclose(rf);
         return 1;
     }
@@ -78,8 +124,8 @@ int train_cmd_bleu(int argc, char **argv) {
         ssize_t la = getline(&a, &ca, h), lb = getline(&b, &cb, rf);
         if (la < 0 && lb < 0) break;
         if (la < 0 || lb < 0) {
-            fprintf(stderr, PROG " bleu: the files have different line counts (%s ends first)\n",
-                    la < 0 ? argv[2] : argv[3]);
+            fprintf(stderr, PROG " bleu: the hypotheses (%s) and the references (%s) have different line counts "
+                            "(%s ends first)\n", hyp_name, ref, la < 0 ? hyp_name : ref);
             rc = 1;
             break;
         }
@@ -91,7 +137,7 @@ int train_cmd_bleu(int argc, char **argv) {
     }
     free(a);
     free(b);
-    fclose(h);
+    if (!hyp_stdin) fclose(h);
     fclose(rf);
     if (rc) return rc;
     nmt_bleu_result res = nmt_bleu_score(&bs);
@@ -166,7 +212,7 @@ int train_cmd_attention(int argc, char **argv) {
     ntm_model *m = NULL;
     if (!rc) {
         td_stats ts;
-        char err[512] = "";
+        char err[TRAIN_PATH_WHY_BYTES] = "";
         td_filter flt = {(uint32_t)max_len, 0};
         s = td_load(pos[1], pos[2], r.tok, r.tok, &flt, &c, &ts, err, sizeof err);
         if (s == NMT_OK && ts.kept == 0) {
@@ -256,7 +302,7 @@ int train_cmd_parse_spans(int argc, char **argv) {
         fprintf(stderr, "%s", usage);
         return EXIT_USAGE;
     }
-    char why[256] = "";
+    char why[TRAIN_WHY_BYTES] = "";
     nmt_parser *p = nmt_parser_create(why, sizeof why);
     if (p == NULL) {
         fprintf(stderr, PROG " parse-spans: %s\n", why);

@@ -8,7 +8,9 @@
 /* `plot LOG.jsonl -o PLOT.svg`: the training log as an SVG plot. */
 int train_cmd_plot(int argc, char **argv);
 
-/* `bleu HYP REF`: corpus BLEU (sacreBLEU's default). */
+/* `bleu REF [HYP]` or `bleu --ref REF --hyp HYP`: corpus BLEU of HYP
+ * (standard input when absent or '-') against REF (sacreBLEU's default
+ * and its order, reference first). */
 int train_cmd_bleu(int argc, char **argv);
 
 /* `attention MODEL SRC TGT`: the interleaved phrase attention's shares. */
