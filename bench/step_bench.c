@@ -306,8 +306,13 @@ int main(int argc, char **argv) {
         step(&b, f);
         read_out(&b, f ? r1 : r0, vocab);
     }
-    double maxv = 0;
-    for (cl_uint i = 0; i < vocab; i++) maxv = fmax(maxv, fabs(r0[i]));
+    /* the largest |y| in float, then widened: the same value as a double
+     * fmax over the widened floats, whose -O3 vectorization is an internal
+     * compiler error of Debian 12's aarch64 GCC 12.2 (vect_transform_reduction;
+     * docs/CROSS.md, "Release builds") */
+    float maxf = 0;
+    for (cl_uint i = 0; i < vocab; i++) maxf = fmaxf(maxf, fabsf(r0[i]));
+    const double maxv = maxf;
     if (memcmp(r0, r1, vocab * sizeof(float)) != 0) die("the two forms' outputs differ", 0);
     if (!(maxv > 0 && maxv < 1e30)) die("outputs all zero or not finite", 0);
     printf("%s shape%s: %u ops a step, %.2f MB of fp32 weights in its products, %u chunks (products' of %u "

@@ -61,6 +61,7 @@ static int pb_next(const uint8_t **p, const uint8_t *end, pb_field *f) {
     if (f->num == 0) return -1;
     f->data = NULL;
     f->len = 0;
+    f->v = 0; /* (GCC 12 -O3 -Wmaybe-uninitialized: unread after a malformed varint) */
     switch (f->wt) {
     case 0:
         return pb_varint(p, end, &f->v) ? 1 : -1;

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # test-install.sh — the library as another program uses it (docs/INTEGRATION.md):
 # install the build into a temporary prefix, build examples/ out of tree
-# against it with CMake (find_package(nmt_edge CONFIG)) and with pkg-config,
-# then run both builds' translate_lines and tokenize on the bundled model;
+# against it with CMake (find_package(nmt_edge CONFIG)) and with plain
+# `pkg-config --libs` (no --static), then run both builds' translate_lines
+# and tokenize on the bundled model;
 # then the same with the shared library (BUILD_SHARED_LIBS=ON, in BUILD_DIR-shared).
 #   bash scripts/test-install.sh [BUILD_DIR]   (default build; built first)
 set -euo pipefail
@@ -19,7 +20,12 @@ flags="-Wall -Wextra -Werror"
 cmake -S examples -B "$tmp/cmake" -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_C_FLAGS="$flags" > /dev/null
 cmake --build "$tmp/cmake"
 mkdir -p "$tmp/pc"
-pc=$(PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig" pkg-config --cflags --libs --static nmt-edge)
+# Plain `pkg-config --libs`, no --static: the static library's nmt-edge.pc
+# names what libnmtedge.a needs (OpenCL, CLBlast, -lm) in Libs/Requires, so
+# the link works as written in docs/INTEGRATION.md.
+pc=$(PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig" pkg-config --cflags --libs nmt-edge)
+[[ " $pc " == *" -lnmtedge "*" -lm "* && " $pc " == *" -lOpenCL "* ]] ||
+  { echo "test-install: the static install's pkg-config --libs is '$pc' (wants -lnmtedge, -lm, -lOpenCL)" >&2; exit 1; }
 for ex in translate_lines tokenize; do
   # shellcheck disable=SC2086
   cc $flags "examples/$ex.c" $pc -o "$tmp/pc/$ex"
@@ -49,7 +55,15 @@ for c in lib dev; do
 done
 cmake -S examples -B "$tmp/cmake-shared" -DCMAKE_PREFIX_PATH="$tmp/shared" -DCMAKE_C_FLAGS="$flags" > /dev/null
 cmake --build "$tmp/cmake-shared" --target translate_lines
+# The shared library's nmt-edge.pc keeps OpenCL, CLBlast and -lm private
+# (the .so's own NEEDED entries): plain --libs is the library alone,
+# --static adds them for a link of the archive.
 pc=$(PKG_CONFIG_PATH="$tmp/shared/lib/pkgconfig" pkg-config --cflags --libs nmt-edge)
+[[ " $pc " == *" -lnmtedge "* && " $pc " != *" -lOpenCL "* && " $pc " != *" -lm "* ]] ||
+  { echo "test-install: the shared install's pkg-config --libs is '$pc' (wants -lnmtedge alone)" >&2; exit 1; }
+pc_static=$(PKG_CONFIG_PATH="$tmp/shared/lib/pkgconfig" pkg-config --libs --static nmt-edge)
+[[ " $pc_static " == *" -lm "* && " $pc_static " == *" -lOpenCL "* ]] ||
+  { echo "test-install: the shared install's pkg-config --libs --static is '$pc_static' (wants -lm, -lOpenCL)" >&2; exit 1; }
 # shellcheck disable=SC2086
 cc $flags examples/translate_lines.c $pc -o "$tmp/pc/translate_lines-shared"
 for exe in "$tmp/cmake-shared/translate_lines" "$tmp/pc/translate_lines-shared"; do

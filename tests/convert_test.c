@@ -207,12 +207,16 @@ static float *session_logits(const void *data, size_t size, size_t *n_rows, size
     return c.buf;
 }
 
-/* Max |a - b| / max |b| over the arrays. */
+/* Max |a - b| / max |b| over the arrays.  (The maxima as x > m ? x : m,
+ * the same as fmax for x >= 0 or NaN: a double fmax reduction over widened
+ * floats is an internal compiler error of Debian 12's aarch64 GCC 12.2 at
+ * -O3, docs/CROSS.md "Release builds"; so in the two loops below.) */
 static double rel_err(const float *a, const float *b, size_t n) {
     double e = 0, m = 0;
     for (size_t i = 0; i < n; i++) {
-        e = fmax(e, fabs((double)a[i] - b[i]));
-        m = fmax(m, fabs((double)b[i]));
+        const double ei = fabs((double)a[i] - b[i]), mi = fabs((double)b[i]);
+        e = ei > e ? ei : e;
+        m = mi > m ? mi : m;
     }
     return m > 0 ? e / m : e;
 }
@@ -355,7 +359,10 @@ static void test_export_fp16_int8(void **state) {
             const uint64_t rl = va.n_elements / va.shape[0];
             for (uint32_t row = 0; row < va.shape[0]; row++) {
                 double m = 0;
-                for (uint64_t c = 0; c < rl; c++) m = fmax(m, fabs(w[row * rl + c]));
+                for (uint64_t c = 0; c < rl; c++) {
+                    const double x = fabs(w[row * rl + c]);
+                    m = x > m ? x : m; /* fmax: rel_err's comment */
+                }
                 assert_true(vq.scales[row] == (float)(m / 127.0));
                 int saw127 = 0;
                 for (uint64_t c = 0; c < rl; c++) {
@@ -496,7 +503,10 @@ static void test_mixed_dtypes(void **state) {
             const uint64_t rl = n / v.shape[0];
             for (uint32_t r = 0; r < v.shape[0]; r++) {
                 double m = 0;
-                for (uint64_t e = 0; e < rl; e++) m = fmax(m, fabs(x[r * rl + e]));
+                for (uint64_t e = 0; e < rl; e++) {
+                    const double a = fabs(x[r * rl + e]);
+                    m = a > m ? a : m; /* fmax: rel_err's comment */
+                }
                 sc[r] = m > 0 ? (float)(m / 127) : 1.0f;
                 for (uint64_t e = 0; e < rl; e++) qv[r * rl + e] = (int8_t)lrint(x[r * rl + e] / sc[r]);
             }
