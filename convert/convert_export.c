@@ -181,6 +181,7 @@ int cmd_export(int argc, char **argv) {
                 n_in == 0 ? "at least one checkpoint is required" : "-o FILE is required");
         return EXIT_USAGE;
     }
+    if (output_is_input("export", a.output, inputs, n_in)) return EXIT_USAGE;
     const nmt_dtype out_dtype = strcmp(a.dtype, "int8") == 0   ? NMT_DTYPE_I8
                                 : strcmp(a.dtype, "fp16") == 0 ? NMT_DTYPE_F16
                                                                : NMT_DTYPE_F32;

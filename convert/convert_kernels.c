@@ -123,6 +123,8 @@ int cmd_kernels(int argc, char **argv) {
                         " kernels --help)\n");
         return EXIT_USAGE;
     }
+    const char *const inputs[] = {a.model, a.tuning}; /* (--probe reads neither) */
+    if (output_is_input("kernels", a.output, inputs, 2)) return EXIT_USAGE;
     int level = a.verbose ? NMT_LOG_INFO : NMT_LOG_WARN;
     nmt_device_params dp;
     char cache_dir[4096];

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static int parse_u64(const char *s, uint64_t *out) {
     if (s == NULL || *s == '\0' || *s == '-' || *s == '+') return 0;
@@ -177,4 +178,19 @@ void *read_whole(const char *cmd, const char *path, size_t *size) {
     void *buf = nmt_tool_read_file(path, 0, size, why, sizeof why);
     if (buf == NULL) fprintf(stderr, "%s %s: %s\n", PROG, cmd, why);
     return buf;
+}
+
+int output_is_input(const char *cmd, const char *output, const char *const *inputs, int n_inputs) {
+    struct stat so;
+    if (output == NULL || stat(output, &so) != 0) return 0; /* a new path names no input */
+    for (int i = 0; i < n_inputs; i++) {
+        struct stat si;
+        if (inputs[i] == NULL || stat(inputs[i], &si) != 0) continue;
+        if (si.st_dev == so.st_dev && si.st_ino == so.st_ino) {
+            fprintf(stderr, "%s %s: -o '%s' is the input '%s' (the same file); it is not replaced (nothing was "
+                            "written)\n", PROG, cmd, output, inputs[i]);
+            return 1;
+        }
+    }
+    return 0;
 }

@@ -48,4 +48,13 @@ void print_opts(FILE *out, const opt_def *defs, size_t n);
  * message naming `cmd` on failure. */
 void *read_whole(const char *cmd, const char *path, size_t *size);
 
+/* Whether the output path names one of the inputs (the same file: st_dev and
+ * st_ino of `output` after following links, when it exists, equal to those of
+ * an input; the same path, a hard link or a symbolic link).  1 and the
+ * message "nmt-edge-convert CMD: -o 'OUT' is the input 'IN' (the same file);
+ * it is not replaced (nothing was written)" when it does, before any work; 0
+ * otherwise (an output or input that cannot be stat'ed is no match: writing
+ * or reading it reports the problem).  NULL inputs are skipped. */
+int output_is_input(const char *cmd, const char *output, const char *const *inputs, int n_inputs);
+
 #endif

@@ -168,6 +168,8 @@ int cmd_random(int argc, char **argv) {
         fprintf(stderr, PROG " random: %s\n", usage);
         return EXIT_USAGE;
     }
+    const char *const inputs[] = {a.sp_model, a.src_sp_model, a.tgt_sp_model};
+    if (output_is_input("random", a.output, inputs, 3)) return EXIT_USAGE;
     m.seed = a.seed;
     m.weight_scale = a.weight_scale;
 

@@ -11,7 +11,10 @@
  *   - random is generic (--arch, flags from the family's table) and refuses
  *     what the runtime would refuse, writing nothing;
  *   - export --dtype int8 quantizes exactly the catalogue's quantizable
- *     tensors. */
+ *     tensors;
+ *   - an output naming an input (same path, hard link, symbolic link) is
+ *     refused by every writing subcommand, the input unchanged (issue 55,
+ *     item 4). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -136,6 +139,96 @@ static void test_export_targets(void **state) {
     assert_int_equal(nmt_model_inspect_file(target, &info), NMT_OK);
     /* no temporary left anywhere */
     assert_int_equal(nmt_test_count_files(g_dir, ".tmp", NULL, 0), 0);
+}
+
+/* ---- issue 55 item 4: an output that names an input ---------------------- */
+
+/* argv (NULL-terminated, without the program) refused with status 2 and the
+ * message naming `out` and `in`; `in` keeps its bytes. */
+static void expect_same_file(char **args, const char *cmd, const char *out, const char *in) {
+    size_t n0 = 0, n1 = 0;
+    void *before = nmt_test_read_file(in, &n0);
+    assert_non_null(before);
+    char *argv[16];
+    int n = 0;
+    argv[n++] = (char *)NMT_CONVERT_BIN;
+    for (int i = 0; args[i] != NULL && n < 15; i++) argv[n++] = args[i];
+    argv[n] = NULL;
+    nmt_test_proc r;
+    nmt_test_run(argv, NULL, g_dir, &r);
+    char want[9000];
+    snprintf(want, sizeof want, "nmt-edge-convert %s: -o '%s' is the input '%s' (the same file); it is not replaced "
+             "(nothing was written)\n", cmd, out, in);
+    expect(&r, 2, want);
+    void *after = nmt_test_read_file(in, &n1);
+    assert_non_null(after);
+    assert_int_equal(n0, n1);
+    assert_memory_equal(before, after, n0);
+    free(before);
+    free(after);
+}
+
+static void test_output_is_input(void **state) {
+    (void)state;
+    char ck2[4200], hard[4200], soft[4200], sp[4200], sp_hard[4200], sp_soft[4200], tun[4200], tun_soft[4200];
+    path_in(ck2, sizeof ck2, "ck2.nmt");
+    path_in(hard, sizeof hard, "ck-hard.nmt");
+    path_in(soft, sizeof soft, "ck-soft.nmt");
+    path_in(sp, sizeof sp, "sp.model");
+    path_in(sp_hard, sizeof sp_hard, "sp-hard.model");
+    path_in(sp_soft, sizeof sp_soft, "sp-soft.model");
+    path_in(tun, sizeof tun, "t.tuning.txt");
+    path_in(tun_soft, sizeof tun_soft, "t-soft.txt");
+    size_t n = 0;
+    void *img = nmt_test_read_file(g_ck, &n);
+    assert_non_null(img);
+    assert_int_equal(nmt_test_write_file(ck2, img, n), 0);
+    free(img);
+    assert_int_equal(link(g_ck, hard), 0);
+    assert_int_equal(symlink("ck.nmt", soft), 0); /* relative, resolved in g_dir */
+    img = nmt_test_read_file(NMT_TEST_FIXTURES "/spm/uni_nfkc.model", &n);
+    assert_non_null(img);
+    assert_int_equal(nmt_test_write_file(sp, img, n), 0);
+    free(img);
+    assert_int_equal(link(sp, sp_hard), 0);
+    assert_int_equal(symlink(sp, sp_soft), 0);
+    assert_int_equal(nmt_test_write_file(tun, "# tuning\n", 9), 0);
+    assert_int_equal(symlink(tun, tun_soft), 0);
+
+    static const char *const dtypes[] = {"fp32", "fp16", "int8"};
+    const char *const outs[] = {g_ck, hard, soft};
+    for (size_t i = 0; i < NMT_ARRAY_LEN(outs); i++) {
+        /* export: the only checkpoint, or the second of two; every dtype */
+        expect_same_file((char *[]){"export", g_ck, "-o", (char *)outs[i], NULL}, "export", outs[i], g_ck);
+        expect_same_file((char *[]){"export", ck2, g_ck, "-o", (char *)outs[i], "--dtype", (char *)dtypes[i], NULL},
+                         "export", outs[i], g_ck);
+        /* the input given through the link, the output by its own path */
+        expect_same_file((char *[]){"export", (char *)outs[i], "-o", g_ck, NULL}, "export", g_ck, outs[i]);
+        /* kernels: the model (checked before the device is opened) */
+        expect_same_file((char *[]){"kernels", "--model", g_ck, "-o", (char *)outs[i], NULL}, "kernels", outs[i],
+                         g_ck);
+    }
+    const char *const sp_outs[] = {sp, sp_hard, sp_soft};
+    for (size_t i = 0; i < NMT_ARRAY_LEN(sp_outs); i++) {
+        char *o = (char *)sp_outs[i];
+        expect_same_file((char *[]){"random", "-o", o, "--sp-model", sp, NULL}, "random", o, sp);
+        expect_same_file((char *[]){"random", "-o", o, "--src-sp-model", sp, NULL}, "random", o, sp);
+        expect_same_file((char *[]){"random", "-o", o, "--src-sp-model", g_ck, "--tgt-sp-model", sp, NULL}, "random",
+                         o, sp);
+    }
+    /* kernels: the tuning file it reads */
+    expect_same_file((char *[]){"kernels", "--model", g_ck, "--tuning", tun, "-o", tun_soft, NULL}, "kernels",
+                     tun_soft, tun);
+    /* a different file is no match: export to a fresh path still works */
+    char fresh[4200];
+    path_in(fresh, sizeof fresh, "fresh.nmt");
+    nmt_test_proc r;
+    run(&r, NMT_CONVERT_BIN, "export", soft, "-o", fresh, NULL);
+    assert_int_equal(r.status, 0);
+    nmt_test_proc_free(&r);
+    run(&r, NMT_CONVERT_BIN, "export", fresh, "-o", ck2, NULL); /* replaces a file that is not an input */
+    assert_int_equal(r.status, 0);
+    nmt_test_proc_free(&r);
 }
 
 /* ---- item 9: write failures name the file and the reason ------------------ */
@@ -423,6 +516,7 @@ static void test_export_quantizable_only(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_export_targets),
+        cmocka_unit_test(test_output_is_input),
         cmocka_unit_test(test_write_reasons),
         cmocka_unit_test(test_signal_removes_temporary),
         cmocka_unit_test(test_stdout_full),
