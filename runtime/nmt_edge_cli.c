@@ -718,7 +718,7 @@ int open_session(const cli_opts *o, long beam, runtime *rt) {
 
 static const command COMMANDS[] = {
     {"translate", C_TRANSLATE, cmd_translate, "--model FILE [options] < text > text",
-     "translate lines of source text (or token ids) to the target language",
+     "translate lines of text (or token ids) to the target language",
      "Translate standard input, one sentence per line, to one line per input line (empty\n"
      "in, empty out).  A model with an embedded tokenizer reads and writes text; otherwise,\n"
      "or with --ids, lines are whitespace-separated token ids.\n\n"
@@ -775,8 +775,8 @@ static void print_main_help(void) {
            "OpenCL neural machine translation runtime for edge devices.\n\nCommands:\n");
     for (size_t c = 0; c < N_COMMANDS; c++)
         printf("  %-10s %s\n", COMMANDS[c].name, COMMANDS[c].summary);
-    printf("\nRun '" PROG " COMMAND --help' for the common options of a command, --help-all for\n"
-           "all of them; docs/CLI.md describes every option and output format.\n"
+    printf("\nRun '" PROG " COMMAND --help' for a command's common options, --help-all for all\n"
+           "of them; docs/CLI.md describes every option and output format.\n"
            "  --help       show this help\n  --version    show the version\n");
 }
 

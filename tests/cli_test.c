@@ -243,6 +243,12 @@ static void test_help(void **state) {
     static const char *const top[] = {"translate", "score", "tokenize", "detokenize", "info",
                                       "devices", "--version", "--help-all", "docs/CLI.md", NULL};
     expect_main_help(top);
+    run_result r;
+    run_cli(&r, NULL, "--help", NULL);
+    size_t widest;
+    assert_true(count_lines(r.out, &widest) <= 40);
+    assert_true(widest <= 80);
+    free_result(&r);
     static const char *const model_groups[] = {"Input and output", "Decoding", "Output format", "Limits",
                                                "Device and kernels", "General", NULL};
     static const char *const tr[] = {"--model FILE", "-i, --input FILE", "-o, --output FILE", "--beam N",
@@ -265,7 +271,6 @@ static void test_help(void **state) {
     check_command_help("devices", DEVICES_OPTS, dev_groups, dv);
 
     /* the environment the device set-up reads, in --help-all */
-    run_result r;
     run_cli(&r, NULL, "translate", "--help-all", NULL);
     expect_status(&r, 0);
     static const char *const env[] = {"NMT_EDGE_DEVICE", "NMT_EDGE_CACHE_DIR", "NMT_EDGE_KERNEL_PACK",
