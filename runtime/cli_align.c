@@ -77,6 +77,13 @@ void cli_align_free(cli_align *a) {
     memset(a, 0, sizeof *a);
 }
 
+/* Before an item of an alignment: " " in the text form, ", " between the
+ * items of a JSON array. */
+static void next_item(strbuf *out, int json, int *first) {
+    if (!json || !*first) sb_printf(out, "%s", json ? ", " : " ");
+    *first = 0;
+}
+
 /* The alignment of hypothesis `rank` of result i as text (" ||| 0-0 1-1",
  * " ||| 0.9 0.1 ; ...") or as one JSON array (json: [[0, 0], [1, 1]] or
  * [[0.9, 0.1], ...]). */
@@ -88,14 +95,16 @@ static int align_write(cli_align *a, const runtime *rt, uint32_t i, uint32_t ran
     if (st == NMT_OK && a->mode == CLI_ALIGN_HARD) st = nmt_session_result_links(rt->s, i, rank, a->links, a->max_tgt, &len);
     if (st != NMT_OK) return report_status("reading an alignment failed", st, rt);
     /* text: " |||" then " ITEM" each; JSON: "[" then "ITEM" joined by ", ", "]" */
-    const char *sep = json ? ", " : " ";
     int first = 1;
     sb_printf(out, json ? "[" : " |||");
-#define NEXT_ITEM() (sb_printf(out, "%s", first && json ? "" : sep), first = 0)
     if (a->mode == CLI_ALIGN_SOFT) {
         for (uint32_t p = 0; p < len; p++) {
-            if (json) NEXT_ITEM(), sb_printf(out, "[");
-            else if (p) sb_printf(out, " ;");
+            if (json) {
+                next_item(out, json, &first);
+                sb_printf(out, "[");
+            } else if (p) {
+                sb_printf(out, " ;");
+            }
             for (uint32_t j = 0; j < cols; j++)
                 sb_printf(out, "%s%.4f", json ? (j ? ", " : "") : " ", (double)a->soft[(size_t)p * cols + j]);
             if (json) sb_printf(out, "]");
@@ -106,7 +115,7 @@ static int align_write(cli_align *a, const runtime *rt, uint32_t i, uint32_t ran
     if (!a->words) {
         for (uint32_t p = 0; p < len; p++) {
             if (a->links[p] < 0) continue;
-            NEXT_ITEM();
+            next_item(out, json, &first);
             sb_printf(out, json ? "[%d, %u]" : "%d-%u", (int)a->links[p], p);
         }
         if (json) sb_printf(out, "]");
@@ -134,10 +143,9 @@ static int align_write(cli_align *a, const runtime *rt, uint32_t i, uint32_t ran
     for (uint32_t q = 0; q < tw; q++)
         for (uint32_t k = 0; k < sw; k++) {
             if (!link[(size_t)q * sw + k]) continue;
-            NEXT_ITEM();
+            next_item(out, json, &first);
             sb_printf(out, json ? "[%u, %u]" : "%u-%u", k, q);
         }
-#undef NEXT_ITEM
     free(link);
     if (json) sb_printf(out, "]");
     return 0;
