@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* tokenize.c — the tokenizer alone, no OpenCL device: read the SentencePiece
  * model a .nmt model carries (or a .model file), then print the pieces and
- * ids of each stdin line.  All memory is one arena sized up front.
+ * ids of each stdin line.  The tokenizer's memory is one arena sized up
+ * front (the model file and the line buffer are this program's); it reads
+ * no environment variable and needs no device, though the program links
+ * libnmtedge, and so OpenCL, as every user of the library does.
  *
  *   tokenize MODEL.nmt|SPM.model < input.txt */
 #define _POSIX_C_SOURCE 200809L

@@ -39,8 +39,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "translate_lines: BEAM must be 1 to 64\n");
         return 2;
     }
-    /* 1. the device (NULL spec: $NMT_EDGE_DEVICE, else the first GPU, else
-     * the first device), in memory this program owns */
+    /* 1. the device (NULL spec: the first GPU, else the first device; the
+     * library reads no $NMT_EDGE_DEVICE, and with cache_dir NULL it keeps
+     * no binary cache: every run compiles the kernels), in memory this
+     * program owns.  The device and its session are this thread's alone
+     * (nmt_edge.h, "Threads"). */
     nmt_device_params dp;
     memset(&dp, 0, sizeof dp);
     const size_t dbytes = (nmt_device_footprint() + 63) / 64 * 64;

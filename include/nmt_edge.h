@@ -21,6 +21,66 @@
  * library never calls exit/abort and keeps no global state.  Handles are
  * opaque and live inside the memory the caller handed over; they stay valid
  * until the matching destroy/close call and that memory must outlive them.
+ *
+ * Threads.  The library starts no threads and takes no locks; every call
+ * runs on the caller's thread (the log callback too).  The OpenCL driver may
+ * run threads of its own.
+ *   - An nmt_device is NOT thread-safe.  Its sessions share its command
+ *     queue, its compiled-program table and its last-error field, so a
+ *     device and every session created on it form one unit that one thread
+ *     at a time may use: several sessions on one device are fine when their
+ *     calls are serialised (one thread, or the caller's mutex around every
+ *     call on that device or its sessions, nmt_session_create and
+ *     nmt_session_destroy included).
+ *   - A session (and the tokenizer nmt_session_tokenizer returns, whose
+ *     scratch its text calls share) is used by one thread at a time.
+ *   - For parallel work open one device per thread (nmt_device_open may be
+ *     called for the same OpenCL device several times, each into its own
+ *     memory) with its own sessions; nothing is then shared but the
+ *     OpenCL driver and the binary cache directory, whose files are written
+ *     to a temporary name and renamed into place.
+ *   - A tokenizer of nmt_tokenizer_create is one thread's at a time too
+ *     (encoding writes its scratch); tokenizers in different memory are
+ *     independent.
+ *   - Calls that take no handle (nmt_status_str, nmt_version,
+ *     nmt_model_inspect/_explain and their _file forms, nmt_model_tokenizer,
+ *     nmt_tokenizer_arena_size, nmt_device_footprint, nmt_session_arena_size)
+ *     touch only the memory and files they are given and may run on any
+ *     thread at any time; nmt_device_list as far as the OpenCL driver's
+ *     platform queries are.
+ *
+ * Environment.  The library reads the environment only in the calls named
+ * here, as developer and benchmark switches (a flag is on when set, not
+ * empty and not "0"); set them before that call, never from another thread
+ * meanwhile (getenv is not safe against a concurrent setenv):
+ *   nmt_device_open():       NMT_EDGE_NO_SUBGROUPS (the portable work-group
+ *                            reductions, not subgroups), NMT_EDGE_NO_VNNI (no
+ *                            x86 VNNI int8 path on PoCL's CPU device),
+ *                            NMT_EDGE_QUEUE_PROFILING (a profiling queue,
+ *                            for benchmarks)
+ *   nmt_session_create():    NMT_EDGE_NO_I8DOT (int8-weight products take
+ *                            fp32 activations; also read by
+ *                            nmt_device_get_info for int8_products),
+ *                            NMT_EDGE_ATTN = item | group | split (force one
+ *                            attention kernel), NMT_EDGE_NO_FUSED_NORM,
+ *                            NMT_EDGE_NO_FUSED_QUANT, NMT_EDGE_NO_FUSED_GATE
+ *                            (unfused kernels), NMT_EDGE_NO_CHAIN (decoding
+ *                            steps not chained on the device),
+ *                            NMT_EDGE_NO_PRODUCT_CHAIN (few-row products
+ *                            launched one by one)
+ * They choose among implementations of the same computation: results may
+ * differ in rounding (with NMT_EDGE_NO_I8DOT also by the int8 rounding of
+ * activations it turns off).  Everything else is a parameter.  The
+ * variables NMT_EDGE_DEVICE, NMT_EDGE_CACHE_DIR (default
+ * $XDG_CACHE_HOME/nmt-edge, else $HOME/.cache/nmt-edge), NMT_EDGE_KERNEL_DIR,
+ * NMT_EDGE_KERNEL_PACK, NMT_EDGE_BINARIES_ONLY and NMT_EDGE_NO_FP16 are read
+ * by the programs, never by the library: nmt-edge, nmt-edge-convert and
+ * nmt-edge-train through tools/tool_env.c, nmt-edge-tune (NMT_EDGE_DEVICE,
+ * NMT_EDGE_CACHE_DIR only), which pass them as the fields of
+ * nmt_device_params and nmt_session_params.  A program that embeds the
+ * library and wants them reads them itself: a NULL or ""
+ * nmt_device_params.device is the first GPU, else the first device,
+ * whatever NMT_EDGE_DEVICE says, and a NULL cache_dir is no cache.
  */
 #ifndef NMT_EDGE_H
 #define NMT_EDGE_H
@@ -231,7 +291,12 @@ NMT_API nmt_status nmt_device_list(nmt_device_list_fn fn, void *user);
 /** Summary of an .nmt file, filled by nmt_model_inspect(). */
 typedef struct nmt_model_info {
     uint32_t format_version;
-    char arch[32];              /**< "transformer" (HySAN; vanilla = global-only) or "mgsa" */
+    char arch[32];              /**< the family (docs/ARCHITECTURES.md): "transformer" (HySAN;
+                                     vanilla = global-only), "mgsa" (multi-granularity
+                                     self-attention), "phrase" (phrase-based attention) or
+                                     "banmt" (BA-NMT, a recurrent model: the Transformer's
+                                     fields n_heads, d_ff, norm, branches, fusion are then
+                                     empty or 0, d_model is its hidden size) */
     uint32_t d_model, n_heads, d_ff, enc_layers, dec_layers;
     uint32_t src_vocab, tgt_vocab;
     char norm[8];               /**< "pre" or "post" */
@@ -251,9 +316,11 @@ typedef struct nmt_model_info {
                                      (1-D tensors, e.g. biases, are fp32 in converted models) */
     uint64_t file_size;
     char family_config[400];    /**< the family's hyper-parameters the fields above do not
-                                     cover, "key value; key value" (MG-SA: mg_layers,
-                                     mg_heads, mg_compose, mg_interact); "" for the
-                                     Transformer / HySAN */
+                                     cover, "key value; key value" (mgsa: mg_layers,
+                                     mg_heads, mg_compose, mg_interact[, mg_chunk,
+                                     mg_syntax_fallback]; phrase: ph_enc, ph_dec, ph_cross;
+                                     banmt: emb, hidden, att, readout, hist, history,
+                                     maxout); "" for the Transformer / HySAN */
 } nmt_model_info;
 
 /** Validate an in-memory .nmt image (header, table, checksums, the tensors
