@@ -29,8 +29,7 @@ tokens/s = out_len * N / (t(2N) - t(N)), the median of --rounds rounds
 (after one untimed run of each engine).
 Peak RSS is the 2N run's, measured by GNU time (`apt install time`; without it
 the column is 0): a child of this script would inherit the script's own peak
-RSS through fork, so wait4 cannot measure it (the tables in
-docs/PERFORMANCE.md before 2026-11-27's third session were floored that way).
+RSS through fork, so wait4 cannot measure it.
 
     pip install ctranslate2==4.8.5   # benchmark-only dependency
     python3 bench/ct2_compare.py --build build [--shape small|base] [--dtype fp32 int8]
