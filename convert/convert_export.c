@@ -164,6 +164,25 @@ static int is_quantizable(const qnames *q, const char *name) {
     return 0;
 }
 
+/* Every value of tensor `name` finite and, for fp16, inside binary16's range
+ * (|x| <= 65504 after rounding: 65520 and beyond would be stored as
+ * infinities).  0 and a message naming the tensor, the element and the value
+ * when one is not: the export is refused, nothing is written. */
+static int values_fit(const char *name, const float *x, uint64_t n, nmt_dtype dt) {
+    for (uint64_t e = 0; e < n; e++) {
+        const char *why = NULL;
+        if (!isfinite(x[e])) why = "is not finite";
+        else if (dt == NMT_DTYPE_F16 && (nmt_float_to_half(x[e]) & 0x7c00u) == 0x7c00u)
+            why = "is beyond fp16's range (|x| <= 65504); export with --dtype fp32 or int8";
+        if (why != NULL) {
+            fprintf(stderr, PROG " export: tensor '%s' element %llu = %g %s (nothing was written)\n", name,
+                    (unsigned long long)e, (double)x[e], why);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 int cmd_export(int argc, char **argv) {
     export_args a;
     memset(&a, 0, sizeof a);
@@ -270,6 +289,10 @@ int cmd_export(int argc, char **argv) {
             for (uint64_t e = 0; e < n; e++) avg[e] = (float)(acc[e] / (double)n_in);
         }
         const nmt_dtype dt = is_quantizable(&q, v.name) ? out_dtype : NMT_DTYPE_F32;
+        if (!values_fit(v.name, avg, n, dt)) {
+            rc = 1;
+            goto done;
+        }
         if (dt == NMT_DTYPE_F32) {
             s = nmtw_add_tensor(w, v.name, NMT_DTYPE_F32, v.ndim, v.shape, avg, NULL);
         } else if (dt == NMT_DTYPE_F16) {

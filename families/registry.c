@@ -4,6 +4,7 @@
 #include "family.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,7 +75,7 @@ void nmt_hparam_range(const nmt_hparam *hp, char *buf, size_t cap) {
     case NMT_HP_FLAG: nmt_why(buf, cap, "0 or 1"); return;
     case NMT_HP_F32:
         if (hp->lo < hp->hi) nmt_why(buf, cap, "a number in (%g, %g)", hp->lo, hp->hi);
-        else nmt_why(buf, cap, "a finite number");
+        else nmt_why(buf, cap, "a number finite as f32 (|x| <= %g)", (double)FLT_MAX);
         return;
     case NMT_HP_ENUM:
         nmt_why(buf, cap, "one of");
@@ -116,6 +117,19 @@ nmt_status nmt_hparam_set_default(const nmt_hparam *hp, void *cfgp) {
     return NMT_ERR_INVALID_ARGUMENT;
 }
 
+/* An NMT_HP_F32 value as the float it is used as: finite after the
+ * conversion (|v| <= FLT_MAX; 1e300 is a finite double but an infinite
+ * float) and inside (lo, hi) after it (1e-300 in (0, 1) is 0 as a float).
+ * 0 when it is not. */
+static int hp_f32(const nmt_hparam *hp, double v, float *out) {
+    if (!isfinite(v) || fabs(v) > (double)FLT_MAX) return 0;
+    const float fv = (float)v;
+    const double w = (double)fv;
+    if (!isfinite(w) || (hp->lo < hp->hi && !(w > hp->lo && w < hp->hi))) return 0;
+    *out = fv;
+    return 1;
+}
+
 static nmt_status parse_one(const nmt_hparam *hp, const nmt_file *f, unsigned char *cfg, int present) {
     void *field = cfg + hp->off;
     if (!present && hp->required) {
@@ -137,9 +151,7 @@ static nmt_status parse_one(const nmt_hparam *hp, const nmt_file *f, unsigned ch
     case NMT_HP_F32: {
         double v;
         NMT_TRY(nmt_file_get_f64(f, hp->key, &v));
-        if (!(isfinite(v) && (hp->lo >= hp->hi || (v > hp->lo && v < hp->hi))))
-            return bad_value(f, hp, "%g", v, NULL);
-        *(float *)field = (float)v;
+        if (!hp_f32(hp, v, (float *)field)) return bad_value(f, hp, "%g", v, NULL);
         return NMT_OK;
     }
     case NMT_HP_ENUM: {
@@ -207,9 +219,7 @@ nmt_status nmt_hparam_set_text(const nmt_hparam *hp, void *cfgp, const char *tex
     }
     case NMT_HP_F32: {
         const double v = strtod(text, &end);
-        NMT_CHECK(errno == 0 && *end == '\0' && isfinite(v) && (hp->lo >= hp->hi || (v > hp->lo && v < hp->hi)),
-                  NMT_ERR_INVALID_ARGUMENT);
-        *(float *)field = (float)v;
+        NMT_CHECK(errno == 0 && *end == '\0' && hp_f32(hp, v, (float *)field), NMT_ERR_INVALID_ARGUMENT);
         return NMT_OK;
     }
     case NMT_HP_ENUM:

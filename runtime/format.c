@@ -24,6 +24,7 @@
 
 #include "common.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -724,6 +725,17 @@ static nmt_status table_validate(const nmt_file *f, int verify_data) {
         FILE_CHECK(f, off >= end, NMT_ERR_MODEL_CORRUPT, "tensor '%s': its data overlap the previous tensor's",
                    v.name);
         end = off + v.nbytes;
+        /* int8 row scales are used as f32: finite (w = q * scale) */
+        if (v.dtype == NMT_DTYPE_I8) {
+            const uint8_t *sc = (const uint8_t *)v.scales;
+            for (uint32_t r = 0; r < v.shape[0]; r++) {
+                const uint32_t u = rd32(sc + 4u * r);
+                float x;
+                memcpy(&x, &u, sizeof x);
+                FILE_CHECK(f, isfinite(x), NMT_ERR_MODEL_CORRUPT, "tensor '%s': the int8 scale of row %u is %g "
+                           "(not finite)", v.name, r, (double)x);
+            }
+        }
         /* names are NUL-padded, so equal names have equal 80-byte fields */
         const uint8_t *name = entry_ptr(f, i);
         if (seen_test_and_set(&seen, fnv1a(name, NMT_TENSOR_NAME_MAX))) {

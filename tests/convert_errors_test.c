@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -513,10 +514,106 @@ static void test_export_quantizable_only(void **state) {
     free(img);
 }
 
+/* ---- issue 55 item 5: values fp16 cannot hold, non-finite values ---------- */
+
+/* The random Transformer checkpoint with element 3 of `tensor` set to `x`,
+ * exported with `dtype`: refused with `err`, exit 1, nothing written; NULL
+ * err: written. */
+static void export_value(const char *tensor, float x, const char *dtype, const char *err) {
+    nmt_random_transformer_config c;
+    nmt_random_transformer_defaults(&c);
+    void *img = NULL;
+    size_t n = 0;
+    assert_int_equal(nmt_random_transformer_image(&c, &img, &n), NMT_OK);
+    /* a copy through the writer (new checksums), the one value changed */
+    nmt_file f;
+    assert_int_equal(nmt_file_open(&f, img, n, 0), NMT_OK);
+    nmtw_writer *w = nmtw_create();
+    assert_non_null(w);
+    for (uint32_t i = 0; i < f.h.n_meta; i++) {
+        nmt_meta_view m;
+        assert_int_equal(nmt_file_meta_at(&f, i, &m), NMT_OK);
+        char str[512];
+        if (m.type == NMT_META_I64) assert_int_equal(nmtw_set_i64(w, m.key, m.i64), NMT_OK);
+        else if (m.type == NMT_META_F64) assert_int_equal(nmtw_set_f64(w, m.key, m.f64), NMT_OK);
+        else {
+            assert_true(m.str_len < sizeof str);
+            memcpy(str, m.str, m.str_len);
+            str[m.str_len] = '\0';
+            assert_int_equal(nmtw_set_str(w, m.key, str), NMT_OK);
+        }
+    }
+    int found = 0;
+    for (uint32_t i = 0; i < f.h.n_tensors; i++) {
+        nmt_tensor_view v;
+        assert_int_equal(nmt_file_tensor_at(&f, i, &v), NMT_OK);
+        assert_int_equal(v.dtype, NMT_DTYPE_F32);
+        float *d = malloc((size_t)v.nbytes);
+        assert_non_null(d);
+        memcpy(d, v.data, (size_t)v.nbytes);
+        if (strcmp(v.name, tensor) == 0) {
+            d[3] = x;
+            found = 1;
+        }
+        assert_int_equal(nmtw_add_tensor(w, v.name, NMT_DTYPE_F32, v.ndim, v.shape, d, NULL), NMT_OK);
+        free(d);
+    }
+    assert_true(found);
+    free(img);
+    char ck[4200], out[4200];
+    path_in(ck, sizeof ck, "big.nmt");
+    path_in(out, sizeof out, "big-out.nmt");
+    unlink(out);
+    assert_int_equal(nmtw_write_file(w, ck), NMT_OK);
+    nmtw_destroy(w);
+    nmt_test_proc r;
+    run(&r, NMT_CONVERT_BIN, "export", ck, "-o", out, "--dtype", dtype, NULL);
+    if (err == NULL) {
+        assert_int_equal(r.status, 0);
+        nmt_test_proc_free(&r);
+        assert_true(exists(out));
+        return;
+    }
+    expect(&r, 1, err);
+    assert_false(exists(out));
+}
+
+static void test_export_fp16_range(void **state) {
+    (void)state;
+    const char *w = "enc.0.ffn.fc1.weight"; /* quantizable */
+    const char *b = "enc.0.ffn.fc1.bias";   /* stays fp32 */
+    const char *range = "is beyond fp16's range (|x| <= 65504); export with --dtype fp32 or int8 (nothing was "
+                        "written)\n";
+    static const float beyond[] = {65520.0f, -65520.0f, 1e5f, 3e38f};
+    for (size_t i = 0; i < NMT_ARRAY_LEN(beyond); i++) {
+        char want[512];
+        snprintf(want, sizeof want, "nmt-edge-convert export: tensor '%s' element 3 = %g %s", w, (double)beyond[i],
+                 range);
+        export_value(w, beyond[i], "fp16", want);
+        export_value(w, beyond[i], "fp32", NULL); /* fp32 and int8 hold it */
+        export_value(w, beyond[i], "int8", NULL);
+        export_value(b, beyond[i], "fp16", NULL); /* a tensor that stays fp32 */
+    }
+    /* the largest values that round to 65504 are fine */
+    export_value(w, 65504.0f, "fp16", NULL);
+    export_value(w, -65519.0f, "fp16", NULL);
+    /* non-finite values are refused for every dtype */
+    static const char *const dtypes[] = {"fp32", "fp16", "int8"};
+    static const float nonfinite[] = {INFINITY, -INFINITY, NAN};
+    for (size_t i = 0; i < NMT_ARRAY_LEN(nonfinite); i++)
+        for (size_t d = 0; d < NMT_ARRAY_LEN(dtypes); d++) {
+            char want[512];
+            snprintf(want, sizeof want, "nmt-edge-convert export: tensor '%s' element 3 = %g is not finite (nothing "
+                     "was written)\n", b, (double)nonfinite[i]);
+            export_value(b, nonfinite[i], dtypes[d], want);
+        }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_export_targets),
         cmocka_unit_test(test_output_is_input),
+        cmocka_unit_test(test_export_fp16_range),
         cmocka_unit_test(test_write_reasons),
         cmocka_unit_test(test_signal_removes_temporary),
         cmocka_unit_test(test_stdout_full),

@@ -8,6 +8,7 @@
  * Writer round trips are in format_writer_test.c, the random Transformer
  * generator in format_random_test.c; shared helpers in format_common.c. */
 #include "format_common.h"
+#include "random_model.h"
 
 #include <dirent.h>
 #include <math.h>
@@ -566,9 +567,82 @@ static void test_explain(void **state) {
     free(img);
 }
 
+/* ---- issue 55 item 5: floats checked as the type they are used as -------- */
+
+/* The random Transformer with metadata `key` set to the f64 `v`: the status
+ * and reason of nmt_model_explain. */
+static void expect_f64_why(const char *key, double v, nmt_status want, const char *why_want) {
+    nmt_random_transformer_config c;
+    nmt_random_transformer_defaults(&c);
+    nmtw_writer *w = nmtw_create();
+    assert_non_null(w);
+    assert_int_equal(nmt_random_transformer_add(w, &c), NMT_OK);
+    assert_int_equal(nmtw_set_f64(w, key, v), NMT_OK);
+    void *img = NULL;
+    size_t n = 0;
+    assert_int_equal(nmtw_write_memory(w, &img, &n), NMT_OK);
+    nmtw_destroy(w);
+    char why[NMT_MODEL_WHY_BYTES];
+    memset(why, 'x', sizeof why);
+    if (nmt_model_explain(img, n, why, sizeof why) != want || strcmp(why, why_want) != 0)
+        fail_msg("%s = %g: status %d, \"%s\"; want %d, \"%s\"", key, v, nmt_model_explain(img, n, NULL, 0), why,
+                 want, why_want);
+    free(img);
+}
+
+static void test_nonfinite_meta(void **state) {
+    (void)state;
+    const char *unbounded = "expected a number finite as f32 (|x| <= 3.40282e+38)";
+    char want[256];
+    static const struct {
+        double v;
+        const char *shown;
+    } bad_scale[] = {
+        {1e300, "1e+300"}, {-1e39, "-1e+39"}, {3.5e38, "3.5e+38"}, {INFINITY, "inf"}, {-INFINITY, "-inf"},
+    };
+    for (size_t i = 0; i < NMT_ARRAY_LEN(bad_scale); i++) {
+        snprintf(want, sizeof want, "unsupported hyper-parameter: embed_scale = %s, %s", bad_scale[i].shown,
+                 unbounded);
+        expect_f64_why("embed_scale", bad_scale[i].v, NMT_ERR_MODEL_ARCH, want);
+    }
+    snprintf(want, sizeof want, "unsupported hyper-parameter: embed_scale = %g, %s", (double)NAN, unbounded);
+    expect_f64_why("embed_scale", NAN, NMT_ERR_MODEL_ARCH, want);
+    /* inside (0, 1) as a double, at its edge as a float: 1e-300 is 0, 1 - 1e-12 is 1 */
+    expect_f64_why("ln_eps", 1e-300, NMT_ERR_MODEL_ARCH,
+                   "unsupported hyper-parameter: ln_eps = 1e-300, expected a number in (0, 1)");
+    expect_f64_why("ln_eps", 1.0 - 1e-12, NMT_ERR_MODEL_ARCH,
+                   "unsupported hyper-parameter: ln_eps = 1, expected a number in (0, 1)");
+    expect_f64_why("ln_eps", 1e300, NMT_ERR_MODEL_ARCH,
+                   "unsupported hyper-parameter: ln_eps = 1e+300, expected a number in (0, 1)");
+    /* the largest floats and the smallest epsilon are fine */
+    expect_f64_why("embed_scale", 3.4e38, NMT_OK, "");
+    expect_f64_why("embed_scale", -3.4e38, NMT_OK, "");
+    expect_f64_why("ln_eps", 1e-40, NMT_OK, ""); /* a float subnormal, still > 0 */
+
+    /* int8 row scales: f32 in the file, finite */
+    static const float bad[] = {INFINITY, -INFINITY, NAN};
+    for (size_t i = 0; i < NMT_ARRAY_LEN(bad); i++) {
+        nmtw_writer *w = nmtw_create();
+        assert_non_null(w);
+        const float scales[3] = {0.5f, bad[i], 0.25f};
+        assert_int_equal(nmtw_add_tensor(w, "q", NMT_DTYPE_I8, 2, (const uint32_t[]){3, 5}, T_I8, scales), NMT_OK);
+        void *img = NULL;
+        size_t n = 0;
+        assert_int_equal(nmtw_write_memory(w, &img, &n), NMT_OK);
+        nmtw_destroy(w);
+        nmt_file f;
+        char why[256];
+        assert_int_equal(nmt_file_open_why(&f, img, n, 0, why, sizeof why), NMT_ERR_MODEL_CORRUPT);
+        snprintf(want, sizeof want, "tensor 'q': the int8 scale of row 1 is %g (not finite)", (double)bad[i]);
+        assert_string_equal(why, want);
+        free(img);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_explain),
+        cmocka_unit_test(test_nonfinite_meta),
         cmocka_unit_test(test_crc32),
         cmocka_unit_test(test_half),
         cmocka_unit_test(test_dtype_table),
