@@ -41,7 +41,7 @@ fi
 model=$1 env_a=$2 env_b=$3
 bench=$build/translate_bench bench_b=${build_b:-$build}/translate_bench
 for b in "$bench" "$bench_b"; do
-  [ -x "$b" ] || { echo "$0: $b not found (build the translate_bench target)" >&2; exit 1; }
+  [ -x "$b" ] || { echo "$0: $b not found (configure with -DNMT_BUILD_BENCH=ON, build the translate_bench target)" >&2; exit 1; }
 done
 [ -r "$model" ] || { echo "$0: cannot read model $model" >&2; exit 1; }
 tmp=$(mktemp -d)

@@ -29,7 +29,7 @@ specs=(convkv:homo:22 queryk:homo:22 convkv:homo:211 queryk:homo:211
        convkv:hetero:12 queryk:hetero:12 convkv:hetero:123 queryk:hetero:123
        convkv:inter:12 queryk:inter:12)
 for t in nmt-edge-convert translate_bench train_bench; do
-  [[ -x $build/$t ]] || { echo "phrase_speed: $build/$t missing (build first)" >&2; exit 1; }
+  [[ -x $build/$t ]] || { echo "phrase_speed: $build/$t missing (configure with -DNMT_BUILD_BENCH=ON and build first)" >&2; exit 1; }
 done
 if [[ -z $work ]]; then
   work=$(mktemp -d)
