@@ -112,7 +112,7 @@ static const char *find_arch(int argc, char **argv) {
 }
 
 int cmd_random(int argc, char **argv) {
-    char why[600];
+    char why[600] = ""; /* every refusal below writes it (random_model.h) */
     random_args a;
     memset(&a, 0, sizeof a);
     a.seed = 1;
@@ -213,8 +213,8 @@ int cmd_random(int argc, char **argv) {
         rc = EXIT_USAGE;
         goto done;
     }
-    if (nmtw_write_file_why(w, a.output, why, sizeof why) != NMT_OK) {
-        fprintf(stderr, PROG " random: %s\n", why);
+    if ((s = nmtw_write_file_why(w, a.output, why, sizeof why)) != NMT_OK) {
+        fprintf(stderr, PROG " random: %s\n", why[0] ? why : nmt_status_str(s));
         goto done;
     }
     rc = 0;

@@ -84,7 +84,7 @@ void nmt_hparam_range(const nmt_hparam *hp, char *buf, size_t cap) {
             nmt_why(buf + used, cap - used, "%s %s", i ? "," : "", hp->choices[i]);
         }
         return;
-    case NMT_HP_TEXT: nmt_why(buf, cap, "a string of at most %zu bytes", hp->text_cap - 1); return;
+    case NMT_HP_TEXT: nmt_why(buf, cap, "a non-empty string of at most %zu bytes", hp->text_cap - 1); return;
     }
 }
 

@@ -514,6 +514,108 @@ static void test_export_quantizable_only(void **state) {
     free(img);
 }
 
+/* ---- issue 55 item 7: every refusal of random writes its reason ---------- */
+
+/* One line "nmt-edge-convert random: REASON\n" of printable ASCII, REASON
+ * not empty. */
+static void assert_reason_line(const char *err) {
+    const char *head = "nmt-edge-convert random: ";
+    const size_t n = strlen(err);
+    if (strncmp(err, head, strlen(head)) != 0 || n < strlen(head) + 2 || err[n - 1] != '\n')
+        fail_msg("not a reason line: \"%s\"", err);
+    for (size_t i = 0; i + 1 < n; i++)
+        if ((unsigned char)err[i] < 0x20 || (unsigned char)err[i] > 0x7e)
+            fail_msg("byte 0x%02x at %zu of \"%s\"", (unsigned char)err[i], i, err);
+}
+
+static void test_random_reasons(void **state) {
+    (void)state;
+    char out[4200], missing[4200];
+    path_in(out, sizeof out, "reason.nmt");
+    path_in(missing, sizeof missing, "no-such.model");
+    static const char *const pre = "nmt-edge-convert random: ";
+    const struct {
+        const char *args[6];
+        int status;
+        const char *reason; /* after "nmt-edge-convert random: "; NULL: only the form is checked */
+    } cases[] = {
+        {{"--arch", "rnn"}, 2, "unknown --arch 'rnn' (known: transformer, mgsa, phrase, banmt)"},
+        {{"--bogus", "1"}, 2, "unknown option '--bogus' (see nmt-edge-convert random --help)"},
+        {{"--d-model"}, 2, "--d-model needs a value"},
+        {{"--d-model", "abc"}, 2, "--d-model expects an integer in [2, 1048576], got 'abc'"},
+        {{"--d-model", "0"}, 2, "--d-model expects an integer in [2, 1048576], got '0'"},
+        {{"--ln-eps", "2"}, 2, "--ln-eps expects a number in (0, 1), got '2'"},
+        {{"--ln-eps", "1e-300"}, 2, "--ln-eps expects a number in (0, 1), got '1e-300'"},
+        {{"--embed-scale", "1e300"}, 2,
+         "--embed-scale expects a number finite as f32 (|x| <= 3.40282e+38), got '1e300'"},
+        {{"--arch", "mgsa", "--mg-heads", ""}, 2, "--mg-heads expects a non-empty string of at most 159 bytes, got ''"},
+        {{"--arch", "phrase", "--ph-enc", ""}, 2, "--ph-enc expects a non-empty string of at most 31 bytes, got ''"},
+        {{"--arch", "mgsa", "--mg-heads", "word bogus"}, 2, NULL},
+        {{"--arch", "phrase", "--ph-enc", "bogus"}, 2, NULL},
+        {{"--heads", "3"}, 2,
+         "invalid configuration of arch 'transformer': d_model 32 must be divisible by n_heads 3 (nothing was "
+         "written)"},
+        {{"--d-model", "1048576"}, 2,
+         "invalid configuration of arch 'transformer': d_model 1048576: at most 65536 (nothing was written)"},
+        {{"--seed", "abc"}, 2, "--seed expects an integer in [0, 18446744073709551615], got 'abc'"},
+        {{"--weight-scale", "x"}, 2, "--weight-scale expects a positive number, got 'x'"},
+        {{"--sp-model", "a", "--src-sp-model", "b"}, 2, "--sp-model excludes --src-sp-model and --tgt-sp-model"},
+        {{"--tgt-sp-model", "b"}, 2, "--tgt-sp-model needs --src-sp-model"},
+        {{"--sp-model", missing}, 1, NULL},
+        {{"--sp-model", g_ck}, 1, NULL},
+        {{"--src-sp-model", NMT_TEST_FIXTURES "/spm/uni_nfkc.model"}, 2, NULL},
+    };
+    for (size_t i = 0; i < NMT_ARRAY_LEN(cases); i++) {
+        char *argv[16];
+        int n = 0;
+        argv[n++] = (char *)NMT_CONVERT_BIN;
+        argv[n++] = "random";
+        argv[n++] = "-o";
+        argv[n++] = out;
+        for (int k = 0; k < 6 && cases[i].args[k] != NULL; k++) argv[n++] = (char *)cases[i].args[k];
+        argv[n] = NULL;
+        nmt_test_proc r;
+        nmt_test_run(argv, NULL, g_dir, &r);
+        if (r.status != cases[i].status) fail_msg("case %zu: status %d, stderr \"%s\"", i, r.status, r.err);
+        assert_reason_line(r.err);
+        if (cases[i].reason != NULL) {
+            char want[1024];
+            snprintf(want, sizeof want, "%s%s\n", pre, cases[i].reason);
+            if (strcmp(r.err, want) != 0) fail_msg("case %zu: \"%s\", want \"%s\"", i, r.err, want);
+        }
+        nmt_test_proc_free(&r);
+        assert_false(exists(out));
+    }
+    /* no -o at all */
+    nmt_test_proc r;
+    run(&r, NMT_CONVERT_BIN, "random", NULL);
+    expect(&r, 2, "nmt-edge-convert random: -o FILE is required\n");
+
+    /* the library: each refusal writes over a poisoned buffer */
+    char why[600];
+    nmt_random_model m;
+    memset(why, 0x7f, sizeof why);
+    assert_int_equal(nmt_random_model_init(&m, "rnn", why, sizeof why), NMT_ERR_MODEL_ARCH);
+    assert_string_equal(why, "unknown --arch 'rnn' (known: transformer, mgsa, phrase, banmt)");
+    assert_int_equal(nmt_random_model_init(&m, "transformer", why, sizeof why), NMT_OK);
+    memset(why, 0x7f, sizeof why);
+    assert_int_equal(nmt_random_model_set(&m, "no-such", "1", why, sizeof why), NMT_ERR_MODEL_ARCH);
+    assert_string_equal(why, "arch 'transformer' has no hyper-parameter 'no-such'");
+    memset(why, 0x7f, sizeof why);
+    assert_int_equal(nmt_random_model_set(&m, "heads", "3", why, sizeof why), NMT_OK);
+    memset(why, 0x7f, sizeof why);
+    assert_int_equal(nmt_random_model_build(&m, NULL, why, sizeof why), NMT_ERR_INVALID_ARGUMENT);
+    char want[256];
+    snprintf(want, sizeof want, "no model or writer: %s", nmt_status_str(NMT_ERR_INVALID_ARGUMENT));
+    assert_string_equal(why, want);
+    nmtw_writer *w = nmtw_create();
+    assert_non_null(w);
+    memset(why, 0x7f, sizeof why);
+    assert_int_equal(nmt_random_model_build(&m, w, why, sizeof why), NMT_ERR_MODEL_ARCH);
+    assert_string_equal(why, "d_model 32 must be divisible by n_heads 3");
+    nmtw_destroy(w);
+}
+
 /* ---- issue 55 item 5: values fp16 cannot hold, non-finite values ---------- */
 
 /* The random Transformer checkpoint with element 3 of `tensor` set to `x`,
@@ -614,6 +716,7 @@ int main(void) {
         cmocka_unit_test(test_export_targets),
         cmocka_unit_test(test_output_is_input),
         cmocka_unit_test(test_export_fp16_range),
+        cmocka_unit_test(test_random_reasons),
         cmocka_unit_test(test_write_reasons),
         cmocka_unit_test(test_signal_removes_temporary),
         cmocka_unit_test(test_stdout_full),

@@ -174,7 +174,23 @@ static int random_arg(const nmt_family *fam, const char *flag, char *buf, size_t
     return 0;
 }
 
+/* Every refusal below writes its reason: the function's own text where it
+ * has one, else this one ("WHAT: STATUS"), so no caller prints a buffer
+ * nobody wrote (issue 55 item 7). */
+static nmt_status refuse(nmt_status s, char *why, size_t why_cap, const char *what) {
+    if (s != NMT_OK && why != NULL && why_cap > 0 && why[0] == '\0')
+        nmt_why(why, why_cap, "%s: %s", what, nmt_status_str(s));
+    return s;
+}
+
+#define TRY_WHY(expr, what)                                                    \
+    do {                                                                       \
+        nmt_status tw_s_ = (expr);                                             \
+        if (tw_s_ != NMT_OK) return refuse(tw_s_, why, why_cap, what);         \
+    } while (0)
+
 nmt_status nmt_random_model_init(nmt_random_model *m, const char *arch, char *why, size_t why_cap) {
+    if (why != NULL && why_cap > 0) why[0] = '\0';
     memset(m, 0, sizeof *m);
     m->seed = 1;
     m->weight_scale = 1.0f;
@@ -186,18 +202,27 @@ nmt_status nmt_random_model_init(nmt_random_model *m, const char *arch, char *wh
         return NMT_ERR_MODEL_ARCH;
     }
     const nmt_family *fam = m->fam;
-    if (fam->cfg_size > sizeof m->cfg || fam->n_hparams > 64) return NMT_ERR_INVALID_ARGUMENT;
-    for (uint32_t i = 0; i < fam->n_hparams; i++) TRY(nmt_hparam_set_default(&fam->hparams[i], m->cfg));
+    if (fam->cfg_size > sizeof m->cfg || fam->n_hparams > 64)
+        return refuse(NMT_ERR_INVALID_ARGUMENT, why, why_cap, "the family's table does not fit this writer");
+    for (uint32_t i = 0; i < fam->n_hparams; i++) {
+        if (nmt_hparam_set_default(&fam->hparams[i], m->cfg) != NMT_OK) {
+            nmt_why(why, why_cap, "arch '%s': the default of --%s does not parse", fam->arch, fam->hparams[i].flag);
+            return NMT_ERR_INVALID_ARGUMENT;
+        }
+    }
     for (uint32_t i = 0; i < fam->n_hparams; i++) {
         char v[128];
         if (random_arg(fam, fam->hparams[i].flag, v, sizeof v))
-            TRY(nmt_random_model_set(m, fam->hparams[i].flag, v, why, why_cap));
+            TRY_WHY(nmt_random_model_set(m, fam->hparams[i].flag, v, why, why_cap), "a default of random");
     }
     return NMT_OK;
 }
 
 nmt_status nmt_random_model_set(nmt_random_model *m, const char *flag, const char *text, char *why,
                                 size_t why_cap) {
+    if (why != NULL && why_cap > 0) why[0] = '\0';
+    if (m == NULL || m->fam == NULL || flag == NULL || text == NULL)
+        return refuse(NMT_ERR_INVALID_ARGUMENT, why, why_cap, "no model, flag or value");
     const nmt_hparam *hp = nmt_hparam_find(m->fam, flag);
     if (hp == NULL) {
         nmt_why(why, why_cap, "arch '%s' has no hyper-parameter '%s'", m->fam->arch, flag);
@@ -214,6 +239,9 @@ nmt_status nmt_random_model_set(nmt_random_model *m, const char *flag, const cha
 }
 
 nmt_status nmt_random_model_build(const nmt_random_model *m, nmtw_writer *w, char *why, size_t why_cap) {
+    if (why != NULL && why_cap > 0) why[0] = '\0';
+    if (m == NULL || m->fam == NULL || w == NULL)
+        return refuse(NMT_ERR_INVALID_ARGUMENT, why, why_cap, "no model or writer");
     const nmt_family *fam = m->fam;
     _Alignas(16) unsigned char cfg[NMT_FAMILY_CFG_BYTES];
     memcpy(cfg, m->cfg, sizeof cfg);
@@ -229,14 +257,17 @@ nmt_status nmt_random_model_build(const nmt_random_model *m, nmtw_writer *w, cha
         nmt_why(why, why_cap, "%s", fw[0] ? fw : "the hyper-parameters do not fit together");
         return s;
     }
-    TRY(nmtw_add_hparams(w, fam, cfg));
-    TRY(nmtw_add_random_tensors(w, fam, cfg, m->seed, m->weight_scale));
-    TRY(add_tokenizers(w, m->src_sp_model, m->src_sp_size, m->tgt_sp_model, m->tgt_sp_size));
+    TRY_WHY(nmtw_add_hparams(w, fam, cfg), "cannot add the hyper-parameters");
+    TRY_WHY(nmtw_add_random_tensors(w, fam, cfg, m->seed, m->weight_scale),
+            "cannot make the random tensors (too large for this machine or the format?)");
+    TRY_WHY(add_tokenizers(w, m->src_sp_model, m->src_sp_size, m->tgt_sp_model, m->tgt_sp_size),
+            "cannot embed the SentencePiece models");
     /* ... then the whole image as a session would open it */
     void *img = NULL;
     size_t size = 0;
-    TRY(nmtw_write_memory(w, &img, &size));
+    TRY_WHY(nmtw_write_memory(w, &img, &size), "cannot build the model image (too large?)");
     s = nmt_model_explain(img, size, why, why_cap);
+    (void)refuse(s, why, why_cap, "the runtime refuses the model");
     if (s == NMT_OK) {
         nmt_session_params p;
         memset(&p, 0, sizeof p);
