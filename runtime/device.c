@@ -422,7 +422,6 @@ nmt_status nmt_device_open(const nmt_device_params *params, void *mem, size_t me
     if (((uintptr_t)mem & 15u) != 0) return NMT_ERR_INVALID_ARGUMENT;
     if (mem_size < sizeof(struct nmt_device)) return NMT_ERR_ARENA_TOO_SMALL;
     if ((unsigned)params->gemm > (unsigned)NMT_GEMM_CLBLAST) return NMT_ERR_INVALID_ARGUMENT;
-    if (params->cache_dir && strlen(params->cache_dir) >= NMT_PATH_MAX - 32) return NMT_ERR_INVALID_ARGUMENT;
     if (params->kernel_dir && strlen(params->kernel_dir) >= NMT_PATH_MAX - 48) return NMT_ERR_INVALID_ARGUMENT;
     if (params->kernel_pack && strlen(params->kernel_pack) >= NMT_PATH_MAX) return NMT_ERR_INVALID_ARGUMENT;
 
@@ -497,7 +496,14 @@ nmt_status nmt_device_open(const nmt_device_params *params, void *mem, size_t me
     /* Binary cache: a directory we cannot create disables the cache (the
      * device still works, programs are compiled every time). */
     if (params->cache_dir && params->cache_dir[0]) {
-        if (nmt_make_dirs(params->cache_dir) == NMT_OK) {
+        /* a long but valid path (cache files are named inside
+         * NMT_PATH_MAX-byte buffers): run without the cache, say so once */
+        const size_t len = strlen(params->cache_dir);
+        if (len >= NMT_PATH_MAX - 32) {
+            nmt_log(&dev->log, NMT_LOG_WARN,
+                    "cache directory path of %zu bytes is longer than the %d this runtime handles; program cache "
+                    "disabled", len, NMT_PATH_MAX - 33);
+        } else if (nmt_make_dirs(params->cache_dir) == NMT_OK) {
             nmt_strlcpy(dev->cache_dir, params->cache_dir, sizeof dev->cache_dir);
         } else {
             nmt_log(&dev->log, NMT_LOG_WARN, "cannot create cache directory %s; program cache disabled",

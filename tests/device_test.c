@@ -709,6 +709,79 @@ static void test_cache_dir_unusable(void **state) {
     free(root);
 }
 
+/* Log lines that contain `needle`, counted (issue 55 items 2 and 8). */
+typedef struct log_count {
+    const char *needle;
+    unsigned n;
+    char last[1024];
+} log_count;
+
+static void count_log(void *user, nmt_log_level level, const char *msg) {
+    (void)level;
+    log_count *c = (log_count *)user;
+    if (strstr(msg, c->needle) != NULL) {
+        c->n++;
+        snprintf(c->last, sizeof c->last, "%s", msg);
+    }
+}
+
+/* A long but valid cache path (nested directories ~3,000 bytes deep, and one
+ * near PATH_MAX): the device opens without a cache and says so once. */
+static void test_cache_dir_long(void **state) {
+    (void)state;
+    char *root = nmt_test_make_temp_dir("longcache");
+    static const size_t lens[] = {NMT_PATH_MAX - 32, 3000, 4000};
+    for (size_t i = 0; i < NMT_ARRAY_LEN(lens); i++) {
+        char *dir = malloc(lens[i] + 64);
+        assert_non_null(dir);
+        size_t n = (size_t)snprintf(dir, lens[i] + 64, "%s", root);
+        while (n + 9 <= lens[i]) n += (size_t)snprintf(dir + n, lens[i] + 64 - n, "/%s", "dddddddd");
+        while (n < lens[i]) dir[n++] = 'e';
+        dir[n] = '\0';
+        assert_int_equal(strlen(dir), lens[i]);
+        nmt_device_params p = params_nocache();
+        p.cache_dir = dir;
+        log_count c = {"program cache disabled", 0, ""};
+        p.log = count_log;
+        p.log_user = &c;
+        p.log_level = NMT_LOG_DEBUG;
+        opened o = open_ok(&p);
+        assert_string_equal(o.dev->cache_dir, "");
+        cl_program prog = NULL;
+        nmt_test_assert_ok(o.dev, nmt_device_program(o.dev, "elementwise", "-DNMT_TEST_CACHE=5", &prog));
+        assert_int_equal(o.dev->n_cache_misses + o.dev->n_cache_hits + o.dev->n_cache_rejects, 0);
+        assert_int_equal(o.dev->n_source_builds, 1);
+        check_add_kernel(o.dev, prog);
+        close_dev(&o);
+        assert_int_equal(c.n, 1);
+        char want[256];
+        snprintf(want, sizeof want, "cache directory path of %zu bytes is longer than the %d this runtime "
+                 "handles; program cache disabled", lens[i], NMT_PATH_MAX - 33);
+        assert_string_equal(c.last, want);
+        free(dir);
+    }
+    /* the longest path it handles is a cache */
+    char *dir = malloc(NMT_PATH_MAX);
+    assert_non_null(dir);
+    size_t n = (size_t)snprintf(dir, NMT_PATH_MAX, "%s/", root);
+    for (size_t k = 0; n < NMT_PATH_MAX - 33; k++) dir[n++] = k % 100 == 99 ? '/' : 'f'; /* names < NAME_MAX */
+    if (dir[n - 1] == '/') dir[n - 1] = 'f';
+    dir[n] = '\0';
+    nmt_device_params p = params_nocache();
+    p.cache_dir = dir;
+    p.log = NULL;
+    opened o = open_ok(&p);
+    assert_string_equal(o.dev->cache_dir, dir);
+    cl_program prog = NULL;
+    nmt_test_assert_ok(o.dev, nmt_device_program(o.dev, "elementwise", "-DNMT_TEST_CACHE=6", &prog));
+    assert_int_equal(o.dev->n_cache_misses, 1);
+    close_dev(&o);
+    assert_int_equal(nmt_test_count_files(dir, ".clbin", NULL, 0), 1);
+    free(dir);
+    nmt_test_remove_tree(root);
+    free(root);
+}
+
 /* ---- kernel_dir and build failures ---------------------------------------- */
 
 static const char marker_kernel[] =
@@ -1100,6 +1173,7 @@ int main(void) {
         cmocka_unit_test(test_cache_reject_truncated),
         cmocka_unit_test(test_cache_reject_by_driver),
         cmocka_unit_test(test_cache_dir_unusable),
+        cmocka_unit_test(test_cache_dir_long),
         cmocka_unit_test(test_kernel_dir),
         cmocka_unit_test(test_program_has_chain),
         cmocka_unit_test(test_build_log_level),
