@@ -164,7 +164,13 @@ static nmt_status parse_one(const nmt_hparam *hp, const nmt_file *f, unsigned ch
             }
         return bad_value(f, hp, NULL, 0, s);
     }
-    case NMT_HP_TEXT: return nmt_file_get_str(f, hp->key, (char *)field, hp->text_cap);
+    case NMT_HP_TEXT:
+        NMT_TRY(nmt_file_get_str(f, hp->key, (char *)field, hp->text_cap));
+        /* a family's own list present but empty is refused, as an absent
+         * required key is (an empty mg_heads or ph_enc would load as a plain
+         * Transformer) */
+        if (((char *)field)[0] == '\0') return bad_value(f, hp, NULL, 0, "");
+        return NMT_OK;
     }
     return NMT_ERR_MODEL_ARCH;
 }

@@ -289,6 +289,67 @@ static void test_bad_configs(void **state) {
     assert_int_equal(c.mg_mask, 3);
 }
 
+/* ---- issue 55 item 10: a family's own lists present but empty ------------- */
+
+/* A valid random model of `arch` with string metadata `key` set to `value`:
+ * nmt_model_explain's status and reason. */
+static nmt_status explain_with(const char *arch, const char *key, const char *value, char *why, size_t cap) {
+    char w_why[600] = "";
+    nmt_random_model m;
+    assert_int_equal(nmt_random_model_init(&m, arch, w_why, sizeof w_why), NMT_OK);
+    nmtw_writer *w = nmtw_create();
+    assert_non_null(w);
+    if (nmt_random_model_build(&m, w, w_why, sizeof w_why) != NMT_OK) fail_msg("%s: %s", arch, w_why);
+    assert_int_equal(nmtw_set_str(w, key, value), NMT_OK);
+    void *img = NULL;
+    size_t size = 0;
+    assert_int_equal(nmtw_write_memory(w, &img, &size), NMT_OK);
+    nmtw_destroy(w);
+    nmt_status s = nmt_model_explain(img, size, why, cap);
+    free(img);
+    return s;
+}
+
+static void test_empty_lists(void **state) {
+    (void)state;
+    char why[NMT_MODEL_WHY_BYTES], want[NMT_MODEL_WHY_BYTES];
+    /* the class: every text hyper-parameter of every family, present and empty */
+    unsigned n_text = 0;
+    for (uint32_t i = 0; nmt_family_at(i) != NULL; i++) {
+        const nmt_family *fam = nmt_family_at(i);
+        for (uint32_t k = 0; k < fam->n_hparams; k++) {
+            const nmt_hparam *hp = &fam->hparams[k];
+            if (hp->type != NMT_HP_TEXT) continue;
+            n_text++;
+            snprintf(want, sizeof want, "unsupported hyper-parameter: %s = '', expected a non-empty string of at "
+                     "most %zu bytes", hp->key, hp->text_cap - 1);
+            if (explain_with(fam->arch, hp->key, "", why, sizeof why) != NMT_ERR_MODEL_ARCH || strcmp(why, want))
+                fail_msg("arch %s, %s = '': \"%s\"", fam->arch, hp->key, why);
+            /* blanks only: refused too (by the family's parser) */
+            if (explain_with(fam->arch, hp->key, "  ", why, sizeof why) != NMT_ERR_MODEL_ARCH)
+                fail_msg("arch %s, %s = '  ' accepted", fam->arch, hp->key);
+            char quoted[128];
+            snprintf(quoted, sizeof quoted, "%s '  '", hp->key);
+            if (strstr(why, quoted) == NULL) fail_msg("arch %s, %s = '  ': \"%s\"", fam->arch, hp->key, why);
+        }
+    }
+    assert_true(n_text >= 2 + 2 + 2 + 3); /* branches of transformer; + mg lists; + phrase lists */
+    /* a few in full */
+    assert_int_equal(explain_with("mgsa", "mg_layers", "", why, sizeof why), NMT_ERR_MODEL_ARCH);
+    assert_string_equal(why, "unsupported hyper-parameter: mg_layers = '', expected a non-empty string of at most "
+                             "159 bytes");
+    assert_int_equal(explain_with("phrase", "ph_enc", "", why, sizeof why), NMT_ERR_MODEL_ARCH);
+    assert_string_equal(why, "unsupported hyper-parameter: ph_enc = '', expected a non-empty string of at most "
+                             "31 bytes");
+    assert_int_equal(explain_with("mgsa", "mg_layers", " ", why, sizeof why), NMT_ERR_MODEL_ARCH);
+    assert_string_equal(why, "unsupported hyper-parameters of arch 'mgsa': mg_layers ' ', mg_heads 'word word ngram:2 "
+                             "ngram:3': expected encoder layers in [1, 2] and one of word | ngram:N (N 2-64) | syntax "
+                             "for each of the 4 heads, and a global-only encoder (enc_branches 'global')");
+    /* the lists as written load */
+    assert_int_equal(explain_with("mgsa", "mg_layers", "1 2", why, sizeof why), NMT_OK);
+    assert_int_equal(explain_with("phrase", "ph_dec", "none", why, sizeof why), NMT_OK);
+}
+
 /* Scores of a batch on m with these spans (NULL: none). */
 static void score_with(env *e, test_model *m, const nmt_batch *src, const nmt_batch *tgt, const nmt_span *const *sp,
                        const uint32_t *nsp, float *lp) {
@@ -406,6 +467,7 @@ static void test_syntax_spans(void **state) {
 int main(void) {
     const struct CMUnitTest plain[] = {
         cmocka_unit_test(test_bad_configs),
+        cmocka_unit_test(test_empty_lists),
     };
     const struct CMUnitTest dev[] = {
         cmocka_unit_test(test_score_equals_reference),

@@ -192,6 +192,7 @@ static nmt_status mg_finish(nmt_tf_cfg *c) {
         c->mg_mask |= 1ull << (l - 1);
         p = e;
     }
+    NMT_CHECK(c->mg_mask != 0, NMT_ERR_MODEL_ARCH); /* no phrase layer: not an MG-SA model */
     uint32_t h = 0;
     c->mg_n_groups = 0;
     p = c->mg_heads_text;
