@@ -688,6 +688,118 @@ static void test_cache_reject_by_driver(void **state) {
     cache_reject_case(damage_garbage_payload);
 }
 
+/* Log lines that contain `needle`, counted (issue 55 items 2 and 8). */
+typedef struct log_count {
+    const char *needle;
+    unsigned n;
+    char last[1024];
+} log_count;
+
+static void count_log(void *user, nmt_log_level level, const char *msg) {
+    (void)level;
+    log_count *c = (log_count *)user;
+    if (strstr(msg, c->needle) != NULL) {
+        c->n++;
+        snprintf(c->last, sizeof c->last, "%s", msg);
+    }
+}
+
+/* ---- issue 55 item 2: a corrupt binary behind a valid header ------------- */
+
+/* Rewrite the single cache entry's payload with `mutate`, then (rehash) make
+ * the header valid again: size and checksum of the new payload. */
+typedef size_t (*mutate_fn)(unsigned char *payload, size_t n);
+
+static size_t mutate_flip_middle(unsigned char *p, size_t n) {
+    for (size_t i = n / 3; i < n / 3 + 64 && i < n; i++) p[i] ^= 0xa5;
+    return n;
+}
+
+static size_t mutate_flip_head(unsigned char *p, size_t n) {
+    for (size_t i = 0; i < 16 && i < n; i++) p[i] ^= 0xff;
+    return n;
+}
+
+static size_t mutate_cut_half(unsigned char *p, size_t n) {
+    (void)p;
+    return n / 2;
+}
+
+static size_t mutate_zero(unsigned char *p, size_t n) {
+    memset(p, 0, n);
+    return n;
+}
+
+static void rehashed_damage(const char *path, mutate_fn mutate, int rehash) {
+    size_t n = 0;
+    unsigned char *d = nmt_test_read_file(path, &n);
+    assert_non_null(d);
+    nmt_clbin_header h;
+    memcpy(&h, d, sizeof h);
+    unsigned char *payload = d + sizeof h;
+    const size_t m = mutate(payload, h.payload_size);
+    assert_true(m > 0);
+    if (rehash) {
+        h.payload_size = m;
+        h.payload_hash = nmt_fnv1a(NMT_FNV_OFFSET, payload, m);
+        memcpy(d, &h, sizeof h);
+    }
+    assert_int_equal(nmt_test_write_file(path, d, sizeof h + m), 0);
+    free(d);
+}
+
+/* The device opens, rebuilds the program from source, runs its kernel
+ * correctly and says so once through the logger; the rewritten entry hits. */
+static void corrupt_binary_case(mutate_fn mutate, int rehash, const char *opts, const char *reason) {
+    cache_env e = cache_env_make();
+    char file[1024];
+    cached_build(&e, opts, 0, 1, 0);
+    assert_int_equal(nmt_test_count_files(e.cache, ".clbin", file, sizeof file), 1);
+    rehashed_damage(file, mutate, rehash);
+
+    nmt_device_params p = params_nocache();
+    p.cache_dir = e.cache;
+    log_count c = {"; rebuilding", 0, ""};
+    p.log = count_log;
+    p.log_user = &c;
+    p.log_level = NMT_LOG_DEBUG;
+    opened o = open_ok(&p);
+    cl_program prog = NULL;
+    nmt_test_assert_ok(o.dev, nmt_device_program(o.dev, "elementwise", opts, &prog));
+    if (rehash && o.dev->n_cache_hits == 1) {
+        /* the driver took the altered binary and built it: only a kernel
+         * that computes the right values may be kept (checked below) */
+        assert_int_equal(o.dev->n_source_builds, 0);
+    } else {
+        assert_int_equal(o.dev->n_cache_rejects, 1);
+        assert_int_equal(o.dev->n_source_builds, 1);
+        assert_int_equal(c.n, 1);
+        char head[1200];
+        snprintf(head, sizeof head, "program cache %s for elementwise.cl: %s", file, reason);
+        if (strncmp(c.last, head, strlen(head)) != 0) fail_msg("log \"%s\"", c.last);
+    }
+    assert_int_equal(nmt_device_last_cl_error(o.dev), 0);
+    check_add_kernel(o.dev, prog);
+    close_dev(&o);
+    if (c.n == 1) cached_build(&e, opts, 1, 0, 0); /* the rewrite is good */
+    cache_env_free(&e);
+}
+
+static void test_cache_corrupt_binary(void **state) {
+    (void)state;
+    /* the bytes changed, the header left as stored: the checksum catches it */
+    corrupt_binary_case(mutate_flip_middle, 0, "-DNMT_TEST_CACHE=7", "checksum mismatch");
+    corrupt_binary_case(mutate_flip_head, 0, "-DNMT_TEST_CACHE=8", "checksum mismatch");
+    corrupt_binary_case(mutate_cut_half, 0, "-DNMT_TEST_CACHE=9", "size mismatch");
+    /* header made valid again (size and checksum of the new bytes): the
+     * driver is asked and refuses, or builds a kernel that must compute
+     * the right values (a re-hashed truncated binary is not among these:
+     * PoCL aborts on it, docs/RELIABILITY.md "Known limits") */
+    corrupt_binary_case(mutate_flip_head, 1, "-DNMT_TEST_CACHE=10", "driver ");
+    corrupt_binary_case(mutate_zero, 1, "-DNMT_TEST_CACHE=11", "driver ");
+    corrupt_binary_case(mutate_flip_middle, 1, "-DNMT_TEST_CACHE=12", "driver ");
+}
+
 static void test_cache_dir_unusable(void **state) {
     (void)state;
     char *root = nmt_test_make_temp_dir("nocache");
@@ -707,22 +819,6 @@ static void test_cache_dir_unusable(void **state) {
     free(below);
     free(file);
     free(root);
-}
-
-/* Log lines that contain `needle`, counted (issue 55 items 2 and 8). */
-typedef struct log_count {
-    const char *needle;
-    unsigned n;
-    char last[1024];
-} log_count;
-
-static void count_log(void *user, nmt_log_level level, const char *msg) {
-    (void)level;
-    log_count *c = (log_count *)user;
-    if (strstr(msg, c->needle) != NULL) {
-        c->n++;
-        snprintf(c->last, sizeof c->last, "%s", msg);
-    }
 }
 
 /* A long but valid cache path (nested directories ~3,000 bytes deep, and one
@@ -1173,6 +1269,7 @@ int main(void) {
         cmocka_unit_test(test_cache_reject_truncated),
         cmocka_unit_test(test_cache_reject_by_driver),
         cmocka_unit_test(test_cache_dir_unusable),
+        cmocka_unit_test(test_cache_corrupt_binary),
         cmocka_unit_test(test_cache_dir_long),
         cmocka_unit_test(test_kernel_dir),
         cmocka_unit_test(test_program_has_chain),
