@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "data.h"
+#include "device.h"
 #include "platform.h"
 #include "test_util.h"
 #include "tool_env.h"
@@ -570,6 +571,32 @@ static void test_cli_non_regular_inputs(void **state) {
     }
 }
 
+/* ---- issue 55 item 8: a long but valid cache path ------------------------ */
+
+/* NMT_EDGE_CACHE_DIR of ~3,000 bytes of nested directories: nmt-edge
+ * translates without a cache and says so once. */
+static void test_cli_long_cache_dir(void **state) {
+    (void)state;
+    char env[4200], dir[4096];
+    size_t n = (size_t)snprintf(dir, sizeof dir, "%s/long", g_dir);
+    while (n + 101 < 3000) {
+        dir[n++] = '/';
+        for (int k = 0; k < 100; k++) dir[n++] = 'd';
+    }
+    dir[n] = '\0';
+    snprintf(env, sizeof env, "NMT_EDGE_CACHE_DIR=%s", dir);
+    proc p;
+    run(&p, "hello world\n", 0, ARGV("/usr/bin/env", env, NMT_EDGE_BIN, "translate", "--model", g_model));
+    char want[512];
+    snprintf(want, sizeof want, "nmt-edge: warning: cache directory path of %zu bytes is longer than the %d this "
+             "runtime handles; program cache disabled\n", n, NMT_PATH_MAX - 33);
+    if (p.status != 0 || strcmp(p.err, want) != 0 || p.out[0] == '\0')
+        fail_msg("status %d, stdout \"%s\", stderr \"%s\"", p.status, p.out, p.err);
+    proc_free(&p);
+    struct stat st;
+    assert_int_not_equal(stat(dir, &st), 0); /* nothing created there */
+}
+
 /* ---- 3, 12. resource limits -------------------------------------------------- */
 
 static void test_cli_option_caps(void **state) {
@@ -775,6 +802,7 @@ int main(void) {
         cmocka_unit_test(test_tool_reader),
         cmocka_unit_test(test_corpus_refuses_devices),
         cmocka_unit_test(test_cli_non_regular_inputs),
+        cmocka_unit_test(test_cli_long_cache_dir),
         cmocka_unit_test(test_cli_option_caps),
         cmocka_unit_test(test_cli_host_memory_cap),
         cmocka_unit_test(test_cli_device_memory_cap),
