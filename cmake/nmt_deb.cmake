@@ -3,8 +3,8 @@
 # Included at the end of CMakeLists.txt, after cmake/nmt_shared.cmake.  The
 # install() rules name four components, one package each:
 #   bin    nmt-edge            the nmt-edge program (the runtime linked in statically)
-#   lib    libnmtedge<SOVER>   the shared library (BUILD_SHARED_LIBS=ON), e.g. libnmtedge0.1
-#                              for SONAME libnmtedge.so.0.1 (Debian's library package naming)
+#   lib    libnmtedge<SOVER>   the shared library (BUILD_SHARED_LIBS=ON), e.g. libnmtedge1
+#                              for SONAME libnmtedge.so.1 (Debian's library package naming)
 #   dev    libnmtedge-dev      nmt_edge.h, libnmtedge.a, the libnmtedge.so link, the CMake
 #                              package and nmt-edge.pc
 #   tools  nmt-edge-tools      nmt-edge-train, nmt-edge-convert, nmt-edge-tune

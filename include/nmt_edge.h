@@ -100,8 +100,8 @@ extern "C" {
 #define NMT_API
 #endif
 
-#define NMT_VERSION_MAJOR 0
-#define NMT_VERSION_MINOR 1
+#define NMT_VERSION_MAJOR 1
+#define NMT_VERSION_MINOR 0
 #define NMT_VERSION_PATCH 0
 
 /* ------------------------------------------------------------------------ */

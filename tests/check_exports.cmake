@@ -2,7 +2,7 @@
 # shared_exports (registered with BUILD_SHARED_LIBS=ON, cmake/nmt_shared.cmake):
 # the shared libnmtedge exports exactly the NMT_API functions declared in
 # include/nmt_edge.h, and its SONAME is the expected one.
-#   cmake -DNM=nm -DREADELF=readelf -DLIB=libnmtedge.so -DSONAME=libnmtedge.so.0.1
+#   cmake -DNM=nm -DREADELF=readelf -DLIB=libnmtedge.so -DSONAME=libnmtedge.so.1
 #         -DHEADER=include/nmt_edge.h -P check_exports.cmake
 file(READ ${HEADER} header)
 # drop preprocessor lines (the #define NMT_API lines themselves)
