@@ -104,6 +104,15 @@ typedef struct batch_job {
      * --skip-long can keep the lines aligned. */
     int (*parse)(struct batch_job *job, const char *line, size_t len, unsigned long line_no,
                  char *err, size_t cap);
+    /* With line_limit > 0: parse a line the reader cut for being longer
+     * than line_limit + 1 bytes (cli_reader.limit), of which only
+     * head[0, head_len) (its first bytes) was kept; len is its length
+     * without its line end (as parse's), cut its counts.  Returns as parse
+     * (LINE_LONG with an empty placeholder stored), with the message the
+     * line would have had whole. */
+    int (*parse_cut)(struct batch_job *job, const char *head, size_t head_len, uint64_t len,
+                     const cli_cut *cut, unsigned long line_no, char *err, size_t cap);
+    size_t line_limit;  /* 0: the reader keeps lines whole (id mode) */
     /* Run sentences [lo, lo + n) of the batch through the library. */
     nmt_status (*call)(struct batch_job *job, uint32_t lo, uint32_t n);
     /* Append the output of result r of the last call, the input line of

@@ -18,6 +18,11 @@
  *     sentence at a time, so the message names the exact line and the limit
  *     it breaks; with --skip-long that line gives an empty output line
  *     (nothing with --n-best > 1) and the run goes on;
+ *   - in text mode a line far over --max-text-bytes is never held whole:
+ *     the reader cuts it (cli_input.h) and the subcommand's parse_cut
+ *     gives it the message it would have whole, every byte counted; under
+ *     --skip-long it ends its batch, so its message follows those of the
+ *     lines before it;
  *   - output is written after every batch; a write error is a message and
  *     exit status 1;
  *   - -o FILE is replaced atomically: the output goes to a temporary file
@@ -207,6 +212,12 @@ static void skipped_output(const batch_job *job, strbuf *out) {
  * output; on an error `out` holds the output of every line before it. */
 static int run_batch(batch_job *job, unsigned long first, strbuf *out) {
     const uint32_t n = job->pending;
+    uint32_t live = 0;
+    for (uint32_t i = 0; i < n; i++) live += !job->skipped[i];
+    if (live == 0) { /* placeholders only (--skip-long): nothing to run */
+        for (uint32_t i = 0; i < n; i++) skipped_output(job, out);
+        return 0;
+    }
     nmt_status st = job->call(job, 0, n);
     int rc;
     if (st == NMT_OK) {
@@ -255,27 +266,43 @@ int process_lines(batch_job *job) {
     unsigned long line_no = 0, first = 0;
     uint64_t bytes = 0; /* input bytes of the lines read (the progress line's ETA) */
     int rc = 0;
+    job->in.limit = job->parse_cut != NULL ? job->line_limit : 0;
     cli_progress_start(&job->progress);
     for (;;) {
         const char *line;
         size_t n;
         int got = cli_reader_line(&job->in, &line, &n), stop = 0, read_errno = errno, too_long = 0;
+        int said_later = 0; /* a cut line under --skip-long: its message after the lines before it */
         if (got < 0) {
             stop = 1; /* after the lines before it */
         } else if (got > 0) {
-            size_t len = job->keep_cr ? n - (n > 0 && line[n - 1] == '\n') : cli_line_len(line, n);
-            int v = job->parse(job, line, len, ++line_no, err, sizeof err);
-            bytes += n;
+            int v;
+            if (got == 2) { /* over the limit: only its first bytes were kept (cli_input.h) */
+                const cli_cut *c = &job->in.cut;
+                const uint64_t len = c->len - (uint64_t)(c->cr && !job->keep_cr);
+                v = job->parse_cut(job, line, n, len, c, ++line_no, err, sizeof err);
+                bytes += c->len + (uint64_t)c->nl;
+            } else {
+                size_t len = job->keep_cr ? n - (n > 0 && line[n - 1] == '\n') : cli_line_len(line, n);
+                v = job->parse(job, line, len, ++line_no, err, sizeof err);
+                bytes += n;
+            }
             if (v == LINE_LONG && job->skip_long) {
-                cli_progress_clear(&job->progress);
-                fprintf(stderr, PROG ": %s; %s\n", err, skip_note(job));
+                if (got == 2) {
+                    said_later = 1;
+                } else {
+                    cli_progress_clear(&job->progress);
+                    fprintf(stderr, PROG ": %s; %s\n", err, skip_note(job));
+                }
                 job->skipped[job->pending] = 1;
                 v = LINE_OK;
             }
             if (v == LINE_OK) job->pending++;
             else stop = 1, too_long = v == LINE_LONG; /* after the lines before it */
         }
-        if (job->pending > 0 && (got <= 0 || stop || job->pending == job->batch ||
+        /* a cut line ends its batch: the messages of the lines before it
+         * (over the limits once tokenized) come first, as for whole lines */
+        if (job->pending > 0 && (got <= 0 || stop || said_later || job->pending == job->batch ||
                                  !cli_reader_ready(&job->in))) {
             rc = run_batch(job, first, &out);
             if (job->progress.out_tty && out.len > 0) cli_progress_clear(&job->progress);
@@ -286,6 +313,10 @@ int process_lines(batch_job *job) {
             job->reset(job);
             if (rc != 0) break;
             cli_progress_update(&job->progress, first, bytes);
+        }
+        if (said_later) {
+            cli_progress_clear(&job->progress);
+            fprintf(stderr, PROG ": %s; %s\n", err, skip_note(job));
         }
         if (stop) cli_progress_clear(&job->progress);
         if (stop && got < 0)
@@ -358,17 +389,29 @@ static int text_mode(const cli_opts *o, const runtime *rt) {
     return !o->ids && nmt_session_tokenizer(rt->s, 0) != NULL;
 }
 
+/* The session's --max-text-bytes. */
+static uint32_t text_limit(const runtime *rt) {
+    nmt_limits lim;
+    nmt_session_limits(rt->s, &lim);
+    return lim.max_text_bytes;
+}
+
+/* "line N is longer than the limits: SIDE sentence has LEN bytes, ...". */
+static void text_bytes_long(const runtime *rt, const side_rule *r, uint64_t len, unsigned long line_no,
+                            char *err, size_t cap) {
+    const uint32_t limit = text_limit(rt);
+    snprintf(err, cap,
+             "line %lu is longer than the limits: %s sentence has %llu bytes, more than the "
+             "limit of %u (--max-text-bytes %u)",
+             line_no, r->side, (unsigned long long)len, limit, limit);
+}
+
 /* Why a text sentence is over the session's limits on one side: 1 and
  * "line N is longer than the limits: ..." in err, or 0 when it is not. */
 static int text_over_limits(const runtime *rt, int target, const side_rule *r, const char *s,
                             size_t len, unsigned long line_no, char *err, size_t cap) {
-    nmt_limits lim;
-    nmt_session_limits(rt->s, &lim);
-    if (len > lim.max_text_bytes) {
-        snprintf(err, cap,
-                 "line %lu is longer than the limits: %s sentence has %zu bytes, more than the "
-                 "limit of %u (--max-text-bytes %u)",
-                 line_no, r->side, len, lim.max_text_bytes, lim.max_text_bytes);
+    if (len > text_limit(rt)) {
+        text_bytes_long(rt, r, len, line_no, err, cap);
         return 1;
     }
     nmt_tokenizer *tok = nmt_session_tokenizer(rt->s, target);
@@ -418,14 +461,18 @@ typedef struct translate_job {
     nmt_syntax_spans syn; /* MG-SA syntax heads: link-grammar spans of text input (tools/parse_spans.h) */
 } translate_job;
 
+/* Line line_no has no --prefix-file line: 1 with the message. */
+static int prefix_missing(const translate_job *t, unsigned long line_no, char *err, size_t cap) {
+    if (t->prefix_path == NULL || line_no <= t->prefix.n) return 0;
+    snprintf(err, cap, "line %lu: --prefix-file '%s' has only %lu line%s", line_no, t->prefix_path, t->prefix.n,
+             t->prefix.n == 1 ? "" : "s");
+    return 1;
+}
+
 static int translate_parse(batch_job *job, const char *line, size_t len, unsigned long line_no,
                            char *err, size_t cap) {
     translate_job *t = (translate_job *)job;
-    if (t->prefix_path != NULL && line_no > t->prefix.n) {
-        snprintf(err, cap, "line %lu: --prefix-file '%s' has only %lu line%s", line_no, t->prefix_path, t->prefix.n,
-                 t->prefix.n == 1 ? "" : "s");
-        return LINE_BAD;
-    }
+    if (prefix_missing(t, line_no, err, cap)) return LINE_BAD;
     if (t->text) {
         cli_texts_add(&t->src_text, line, len);
         return LINE_OK;
@@ -434,6 +481,17 @@ static int translate_parse(batch_job *job, const char *line, size_t len, unsigne
     if (rc != 2) return rc == 0 ? LINE_OK : LINE_BAD;
     char unused[8];
     cli_parse_ids(line, line, line_no, &t->src_rule, &t->src, unused, sizeof unused);
+    return LINE_LONG;
+}
+
+/* Text mode: a line longer than --max-text-bytes (+ 1 for a CR), cut. */
+static int translate_parse_cut(batch_job *job, const char *head, size_t head_len, uint64_t len,
+                               const cli_cut *cut, unsigned long line_no, char *err, size_t cap) {
+    translate_job *t = (translate_job *)job;
+    (void)head, (void)head_len, (void)cut;
+    if (prefix_missing(t, line_no, err, cap)) return LINE_BAD;
+    cli_texts_add(&t->src_text, "", 0);
+    text_bytes_long(t->rt, &t->src_rule, len, line_no, err, cap);
     return LINE_LONG;
 }
 
@@ -581,6 +639,10 @@ int cmd_translate(const cli_opts *o) {
     if (rc == 0) {
         t.src_rule = session_rule(&rt, 0);
         t.text = text_mode(o, &rt);
+        if (t.text) { /* longer lines are cut as they are read (cli_input.h) */
+            t.base.parse_cut = translate_parse_cut;
+            t.base.line_limit = text_limit(&rt);
+        }
         if (t.text) nmt_syntax_open(&t.syn, rt.s, PROG);
         cli_seqs_init(&t.src, (size_t)o->batch);
         cli_texts_init(&t.src_text, (size_t)o->batch);
@@ -664,6 +726,26 @@ static int score_parse(batch_job *job, const char *line, size_t len, unsigned lo
     return LINE_LONG;
 }
 
+/* Text mode: a pair longer than twice --max-text-bytes + 1 (+ 1 for a
+ * CR), cut: the message of the whole line (cli_split_pair's, or the first
+ * side over the limits, the source's tokens counted from the kept bytes). */
+static int score_parse_cut(batch_job *job, const char *head, size_t head_len, uint64_t len,
+                           const cli_cut *cut, unsigned long line_no, char *err, size_t cap) {
+    score_job *sj = (score_job *)job;
+    if (cut->tabs != 1) {
+        cli_pair_error(line_no, err, cap);
+        return LINE_BAD;
+    }
+    const uint64_t src_len = cut->first_tab, tgt_len = len - cut->first_tab - 1;
+    const uint32_t limit = text_limit(sj->rt);
+    if (src_len > limit) text_bytes_long(sj->rt, &sj->rules[0], src_len, line_no, err, cap);
+    else if (src_len >= head_len ||
+             !text_over_limits(sj->rt, 0, &sj->rules[0], head, (size_t)src_len, line_no, err, cap))
+        text_bytes_long(sj->rt, &sj->rules[1], tgt_len, line_no, err, cap); /* then the target is over */
+    for (int k = 0; k < 2; k++) cli_texts_add(&sj->texts[k], "", 0);
+    return LINE_LONG;
+}
+
 static void score_reset(batch_job *job) {
     score_job *sj = (score_job *)job;
     for (int k = 0; k < 2; k++) {
@@ -721,6 +803,10 @@ int cmd_score(const cli_opts *o) {
     if (rc == 0) rc = open_session(o, 1, &rt);
     if (rc == 0) {
         sj.text = text_mode(o, &rt);
+        if (sj.text) { /* longer lines are cut as they are read (cli_input.h) */
+            sj.base.parse_cut = score_parse_cut;
+            sj.base.line_limit = 2 * (size_t)text_limit(&rt) + 1;
+        }
         for (int k = 0; k < 2; k++) {
             sj.rules[k] = session_rule(&rt, k);
             cli_seqs_init(&sj.seqs[k], (size_t)o->batch);

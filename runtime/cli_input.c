@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* cli_input.c — input lines of the nmt-edge program (see cli_input.h): the
- * line reader with its look-ahead, id parsing, score-line splitting. */
+ * line reader with its look-ahead and its cut of over-long lines, id
+ * parsing, score-line splitting. */
 #include "cli_input.h"
 
 #include <errno.h>
@@ -178,18 +179,73 @@ static int reader_fill(cli_reader *r) {
     }
 }
 
+/* Count p[0, n) of a line being cut into c. */
+static void cut_scan(cli_cut *c, const char *p, size_t n) {
+    for (const char *q = p, *end = p + n; (q = memchr(q, '\t', (size_t)(end - q))) != NULL; q++) {
+        if (c->tabs++ == 0) c->first_tab = c->len + (uint64_t)(q - p);
+    }
+    if (n) c->cr = p[n - 1] == '\r';
+    c->len += n;
+}
+
+/* The line at buf[start, end) has no "\n" there and more than limit + 1
+ * bytes: keep its first limit + 1 bytes at the front of buf, read the rest
+ * of it into the space after them one read() at a time, counting, up to
+ * its "\n" or the end of input; the bytes after that "\n" stay unread. */
+static int reader_skip(cli_reader *r, const char **line, size_t *n) {
+    const size_t keep = r->limit + 1;
+    memset(&r->cut, 0, sizeof r->cut);
+    cut_scan(&r->cut, r->buf + r->start, r->end - r->start);
+    memmove(r->buf, r->buf + r->start, keep);
+    r->start = 0;
+    r->end = keep;
+    if (r->cap - keep < 65536) cli_grow((void **)&r->buf, &r->cap, keep + 65536, 1);
+    for (;;) {
+        ssize_t got = read(r->fd, r->buf + keep, r->cap - keep);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) return -1;
+        if (got == 0) {
+            r->eof = 1;
+            break;
+        }
+        const char *nl = memchr(r->buf + keep, '\n', (size_t)got);
+        cut_scan(&r->cut, r->buf + keep, nl ? (size_t)(nl - (r->buf + keep)) : (size_t)got);
+        if (nl != NULL) { /* the next lines' bytes move up behind the kept ones */
+            r->cut.nl = 1;
+            const size_t rest = (size_t)got - (size_t)(nl + 1 - (r->buf + keep));
+            memmove(r->buf + keep, nl + 1, rest);
+            r->end = keep + rest;
+            break;
+        }
+    }
+    *line = r->buf;
+    *n = keep;
+    r->start = keep;
+    return 2;
+}
+
 int cli_reader_line(cli_reader *r, const char **line, size_t *n) {
     size_t scanned = r->start;
     for (;;) {
         const char *nl = r->end > scanned ? memchr(r->buf + scanned, '\n', r->end - scanned) : NULL;
         if (nl != NULL || (r->eof && r->end > r->start)) {
-            const size_t stop = nl ? (size_t)(nl - r->buf) + 1 : r->end;
+            const size_t body = (nl ? (size_t)(nl - r->buf) : r->end) - r->start;
+            const size_t stop = r->start + body + (nl != NULL);
             *line = r->buf + r->start;
+            if (r->limit && body > r->limit + 1) { /* whole in the buffer, but over: cut as any other */
+                memset(&r->cut, 0, sizeof r->cut);
+                cut_scan(&r->cut, *line, body);
+                r->cut.nl = nl != NULL;
+                *n = r->limit + 1;
+                r->start = stop;
+                return 2;
+            }
             *n = stop - r->start;
             r->start = stop;
             return 1;
         }
         if (r->eof) return 0;
+        if (r->limit && r->end - r->start > r->limit + 1) return reader_skip(r, line, n);
         scanned = r->end - r->start; /* offset survives the move in reader_fill */
         if (reader_fill(r) != 0) return -1;
         scanned += r->start;
@@ -212,11 +268,15 @@ size_t cli_line_len(const char *line, size_t n) {
     return n;
 }
 
+void cli_pair_error(unsigned long line_no, char *err, size_t cap) {
+    snprintf(err, cap, "line %lu: expected SOURCE<TAB>TARGET (exactly one TAB)", line_no);
+}
+
 int cli_split_pair(const char *line, size_t n, unsigned long line_no, size_t *tab, char *err,
                    size_t cap) {
     const char *t = memchr(line, '\t', n);
     if (t == NULL || memchr(t + 1, '\t', n - (size_t)(t - line) - 1) != NULL) {
-        snprintf(err, cap, "line %lu: expected SOURCE<TAB>TARGET (exactly one TAB)", line_no);
+        cli_pair_error(line_no, err, cap);
         return 1;
     }
     *tab = (size_t)(t - line);

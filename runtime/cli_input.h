@@ -5,7 +5,10 @@
  * exits the program with a message, as the CLI does everywhere).
  *
  * Input contract: one sentence per line; CR LF and LF line ends; lines of
- * any length.  Id mode: whitespace-separated non-negative decimal ids.
+ * any length, but a reader given a limit (text mode: --max-text-bytes)
+ * keeps only the first bytes of a longer line and counts the rest (issue
+ * 55: memory stays bounded by the limit, not by the input).  Id mode:
+ * whitespace-separated non-negative decimal ids.
  * Text mode: the line's bytes are the sentence (any bytes but '\n').  Score
  * lines are SOURCE<TAB>TARGET with exactly one TAB. */
 #ifndef NMT_CLI_INPUT_H
@@ -66,6 +69,16 @@ typedef struct cli_side_rule {
 int cli_parse_ids(const char *p, const char *end, unsigned long line, const cli_side_rule *r,
                   cli_seqs *q, char *err, size_t cap);
 
+/* What the reader saw of a line it cut (cli_reader_line returned 2): every
+ * byte was scanned, none past the first limit + 1 kept. */
+typedef struct cli_cut {
+    uint64_t len;           /* bytes before its "\n" (a CR before it included) */
+    int nl;                 /* it ended with "\n" (else the input ended) */
+    int cr;                 /* its last byte before the "\n" (or the end) is a CR */
+    uint64_t tabs;          /* TAB bytes in it */
+    uint64_t first_tab;     /* offset of the first TAB (tabs > 0) */
+} cli_cut;
+
 /* Lines from a file descriptor, with a look-ahead that tells whether the
  * next line is already there: the batch runner ends a batch early when an
  * interactive or piped input pauses, so a user typing a sentence sees its
@@ -76,6 +89,13 @@ typedef struct cli_reader {
     int eof;
     char *buf;              /* unread bytes are buf[start, end) */
     size_t cap, start, end;
+    /* 0: lines of any length are returned whole.  Else a line of more than
+     * limit + 1 bytes before its "\n" (limit after a CR is stripped) is cut:
+     * its first limit + 1 bytes are returned, the rest read in 64 KiB steps
+     * and counted into `cut`, never buffered; cap stays below
+     * 2 * (limit + 1 + 65536).  Set before the first line is read. */
+    size_t limit;
+    cli_cut cut;            /* the last line returned as cut */
 } cli_reader;
 
 /* Read lines from fd (not closed by the reader); fstat decides `pauses`. */
@@ -83,7 +103,9 @@ void cli_reader_init(cli_reader *r, int fd);
 void cli_reader_free(cli_reader *r);
 /* The next line with its "\n" (none on a last line without one) in
  * *line[0, *n), valid until the next call: 1, or 0 at the end of input, or
- * -1 on a read error (errno set). */
+ * -1 on a read error (errno set); with a limit, 2 for a line over it:
+ * *line[0, *n) its first limit + 1 bytes, r->cut the whole line's counts,
+ * and the next call returns the line after it. */
 int cli_reader_line(cli_reader *r, const char **line, size_t *n);
 /* 1 when the next cli_reader_line() call cannot block: a whole line is
  * buffered, the input has ended, or the descriptor is readable (poll with
@@ -97,5 +119,7 @@ size_t cli_line_len(const char *line, size_t n);
  * message in err when there is no TAB or more than one. */
 int cli_split_pair(const char *line, size_t n, unsigned long line_no, size_t *tab, char *err,
                    size_t cap);
+/* The message of cli_split_pair's 1, for a line that has not one TAB. */
+void cli_pair_error(unsigned long line_no, char *err, size_t cap);
 
 #endif

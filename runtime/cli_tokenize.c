@@ -85,6 +85,18 @@ static int tokenize_parse(batch_job *job, const char *line, size_t len, unsigned
     return LINE_OK;
 }
 
+/* A line longer than --max-text-bytes + 1, cut: tokenize's message for it
+ * (tokenize_why_long's), with every byte counted. */
+static int tokenize_parse_cut(batch_job *job, const char *head, size_t head_len, uint64_t len,
+                              const cli_cut *cut, unsigned long line_no, char *err, size_t cap) {
+    tok_job *tj = (tok_job *)job;
+    (void)head, (void)head_len, (void)cut;
+    cli_texts_add(&tj->lines, "", 0);
+    snprintf(err, cap, "line %lu: %llu bytes, more than --max-text-bytes %ld", line_no, (unsigned long long)len,
+             tj->o->max_text_bytes);
+    return LINE_LONG;
+}
+
 static int detokenize_parse(batch_job *job, const char *line, size_t len, unsigned long line_no,
                             char *err, size_t cap) {
     tok_job *tj = (tok_job *)job;
@@ -163,6 +175,8 @@ static void tokenize_why_long(batch_job *job, uint32_t i, unsigned long line_no,
 static int run_tok(const cli_opts *o, int detok) {
     tok_job tj = {
         .base = {.parse = detok ? detokenize_parse : tokenize_parse,
+                 .parse_cut = detok ? NULL : tokenize_parse_cut, /* lines over the limit are cut as read */
+                 .line_limit = detok ? 0 : (size_t)o->max_text_bytes,
                  .call = detok ? detokenize_call : tokenize_call,
                  .append = tok_append,
                  .why_long = tokenize_why_long, /* detokenize: never too long */

@@ -8,6 +8,9 @@
  *     empty output line in score as in translate;
  *   - a sentence typed into a pipe is translated and written before the next
  *     one arrives (and the line reader's look-ahead, driven directly);
+ *   - the line reader's cut of a line over its limit (issue 55), driven
+ *     directly on a file and a pipe: a 64 MiB line through a buffer of the
+ *     limit's size, its length, CR and TABs counted, the next lines whole;
  *   - --with-score, -i / -o: -o FILE replaced only by a successful run, a
  *     device refused, write errors and signals leave FILE as it was;
  *   - the progress line (issue 20, item 6): its text (cli_progress_format,
@@ -465,6 +468,123 @@ static void test_reader_ready(void **state) {
     cli_reader_free(&rd);
     close(fd);
     free(data);
+}
+
+/* The reader's cut of over-long lines (issue 55): write the test input to
+ * fd in 1 MiB pieces: "ab\n", a 64 MiB line (TABs at 5 and 40000000, CR
+ * LF), "cd\n", a line of exactly limit + 1 bytes (kept whole), a 1100-byte
+ * line (cut though wholly buffered), "\n", and a last 70000-byte line
+ * without LF (cut at the end of input). */
+#define CUT_LIMIT 1024
+#define CUT_BIG ((size_t)64 << 20)
+
+static void write_all(int fd, const char *p, size_t n) {
+    while (n > 0) {
+        ssize_t k = write(fd, p, n);
+        if (k <= 0) _exit(1);
+        p += k;
+        n -= (size_t)k;
+    }
+}
+
+static void write_cut_input(int fd) {
+    enum { PIECE = 1 << 20 };
+    char *piece = malloc(PIECE);
+    if (piece == NULL) _exit(1);
+    write_all(fd, "ab\n", 3);
+    for (size_t at = 0; at < CUT_BIG; at += PIECE) {
+        for (size_t i = 0; i < PIECE; i++) piece[i] = (char)('a' + (at + i) % 23);
+        if (at == 0) piece[5] = '\t';
+        if (at <= 40000000 && 40000000 < at + PIECE) piece[40000000 - at] = '\t';
+        if (at + PIECE == CUT_BIG) piece[PIECE - 1] = '\r';
+        write_all(fd, piece, PIECE);
+    }
+    write_all(fd, "\ncd\n", 4);
+    memset(piece, 'y', CUT_LIMIT + 1);
+    piece[CUT_LIMIT + 1] = '\n';
+    write_all(fd, piece, CUT_LIMIT + 2);
+    memset(piece, 'z', 1100);
+    piece[1100] = '\n';
+    piece[1101] = '\n';
+    write_all(fd, piece, 1102);
+    memset(piece, 'w', 70000);
+    write_all(fd, piece, 70000);
+    free(piece);
+}
+
+static void expect_cut(cli_reader *rd, uint64_t len, int nl, int cr, uint64_t tabs, uint64_t first_tab, char fill) {
+    const char *line;
+    size_t n;
+    assert_int_equal(cli_reader_line(rd, &line, &n), 2);
+    assert_int_equal(n, CUT_LIMIT + 1);
+    assert_true(rd->cut.len == len);
+    assert_int_equal(rd->cut.nl, nl);
+    assert_int_equal(rd->cut.cr, cr);
+    assert_true(rd->cut.tabs == tabs);
+    if (tabs) assert_true(rd->cut.first_tab == first_tab);
+    for (size_t i = 0; fill && i < n; i++) assert_int_equal(line[i], fill);
+}
+
+static void read_cut_input(int fd) {
+    cli_reader rd;
+    cli_reader_init(&rd, fd);
+    rd.limit = CUT_LIMIT;
+    const char *line;
+    size_t n;
+    assert_int_equal(cli_reader_line(&rd, &line, &n), 1);
+    assert_int_equal(n, 3);
+    assert_memory_equal(line, "ab\n", 3);
+    expect_cut(&rd, CUT_BIG, 1, 1, 2, 5, 0);
+    for (size_t i = 0; i < n; i++) assert_int_equal(line[i], i == 5 ? '\t' : (char)('a' + i % 23));
+    /* the 64 MiB went through a buffer of the limit's size */
+    if (rd.cap >= 2 * (CUT_LIMIT + 1 + 65536)) fail_msg("the reader's buffer grew to %zu bytes", rd.cap);
+    assert_int_equal(cli_reader_line(&rd, &line, &n), 1);
+    assert_int_equal(n, 3);
+    assert_memory_equal(line, "cd\n", 3);
+    assert_int_equal(cli_reader_line(&rd, &line, &n), 1); /* limit + 1 bytes: a CR may follow the limit */
+    assert_int_equal(n, CUT_LIMIT + 2);
+    assert_int_equal(line[CUT_LIMIT], 'y');
+    expect_cut(&rd, 1100, 1, 0, 0, 0, 'z');
+    assert_int_equal(cli_reader_line(&rd, &line, &n), 1);
+    assert_int_equal(n, 1);
+    assert_int_equal(line[0], '\n');
+    expect_cut(&rd, 70000, 0, 0, 0, 0, 'w');
+    assert_int_equal(cli_reader_line(&rd, &line, &n), 0);
+    if (rd.cap >= 2 * (CUT_LIMIT + 1 + 65536)) fail_msg("the reader's buffer grew to %zu bytes", rd.cap);
+    cli_reader_free(&rd);
+}
+
+static void test_reader_cut(void **state) {
+    (void)state;
+    /* a regular file */
+    char path[400];
+    snprintf(path, sizeof path, "%s/reader-cut.txt", g_dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    write_cut_input(fd);
+    assert_int_equal(close(fd), 0);
+    fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    read_cut_input(fd);
+    close(fd);
+    unlink(path);
+    /* a pipe, filled by a child process */
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(p[0]);
+        write_cut_input(p[1]);
+        _exit(0);
+    }
+    close(p[1]);
+    read_cut_input(p[0]);
+    close(p[0]);
+    int ws;
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1011,6 +1131,7 @@ int main(void) {
         cmocka_unit_test(test_tokenize_long_line),
         cmocka_unit_test(test_pipe_pause_runs_batch),
         cmocka_unit_test(test_reader_ready),
+        cmocka_unit_test(test_reader_cut),
         cmocka_unit_test(test_with_score),
         cmocka_unit_test(test_input_output_files),
         cmocka_unit_test(test_output_failed_run),

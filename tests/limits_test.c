@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* limits_test.c — the CLI at the edges of its input contract (issue 7):
- * empty input, empty lines, over-long lines, a 1 MB line, numbers that
- * overflow, binary garbage on stdin, and model files of another format
+ * empty input, empty lines, over-long lines, a 1 MB line, a 64 MiB text
+ * line cut as it is read (issue 55: its message, --skip-long, a pipe, the
+ * program's peak memory), numbers that overflow, binary garbage on stdin, and model files of another format
  * version or architecture.  Each case runs the built `nmt-edge` on the
  * bundled test model (--ids: ids in, ids out; text mode through its
  * embedded tokenizer where noted) and asserts the exit
  * status (0 success, 1 runtime error), that nothing is written to stdout for
  * a rejected batch, and the message on stderr. */
+#define _DEFAULT_SOURCE /* wait4() */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,9 +16,11 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -37,6 +41,7 @@ typedef struct run_result {
     char *out;      /* stdout, NUL-terminated (malloc'd) */
     size_t out_len;
     char *err;      /* stderr */
+    long maxrss_kb; /* the program's peak resident memory (wait4) */
 } run_result;
 
 static void free_result(run_result *r) {
@@ -44,24 +49,74 @@ static void free_result(run_result *r) {
     free(r->err);
 }
 
+/* A program's standard input: before[0, n_before), then `big` bytes of
+ * words ("hello hello ..."), then after (a C string).  Written in 64 KiB
+ * pieces: the test never holds the big line, so the programs it forks
+ * start small (a forked child's peak RSS counts what it inherited). */
+typedef struct cli_input {
+    const char *before;
+    size_t n_before;
+    size_t big;
+    const char *after;
+} cli_input;
+
+/* 0, or -1 when a write fails (a pipe whose reader stopped). */
+static int write_input(int fd, const cli_input *in) {
+    enum { PIECE = 1 << 16 };
+    static char words[PIECE + 6]; /* 6-periodic: words + at % 6 continues the big line at offset at */
+    for (size_t i = 0; i < sizeof words; i++) words[i] = (i % 6 == 5) ? ' ' : "hello"[i % 6];
+    const size_t sizes[3] = {in->n_before, in->big, strlen(in->after)};
+    for (int k = 0; k < 3; k++) {
+        for (size_t at = 0; at < sizes[k];) {
+            const size_t left = sizes[k] - at;
+            const char *src = k == 0 ? in->before + at : k == 2 ? in->after + at : words + at % 6;
+            ssize_t w = write(fd, src, k == 1 && left > (size_t)PIECE ? (size_t)PIECE : left);
+            if (w <= 0) return -1;
+            at += (size_t)w;
+        }
+    }
+    return 0;
+}
+
 /* Run nmt-edge with argv (NULL-terminated, without the program) and `in`
- * on stdin. */
-static run_result run_cli(const char *const *args, const void *in, size_t in_len) {
+ * on stdin: a regular file, or with via_pipe a pipe that a child process
+ * fills (it stops when the program stops reading). */
+static run_result run_cli_ex(const char *const *args, const cli_input *in, int via_pipe) {
     char in_path[1200], out_path[1200], err_path[1200];
     snprintf(in_path, sizeof in_path, "%s/stdin", tmp_dir);
     snprintf(out_path, sizeof out_path, "%s/stdout", tmp_dir);
     snprintf(err_path, sizeof err_path, "%s/stderr", tmp_dir);
-    assert_int_equal(nmt_test_write_file(in_path, in, in_len), 0);
+    if (!via_pipe) {
+        int fd = open(in_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        assert_true(fd >= 0);
+        assert_int_equal(write_input(fd, in), 0);
+        assert_int_equal(close(fd), 0);
+    }
     const char *argv[32];
     int n = 0;
     argv[n++] = NMT_EDGE_BIN;
     while (*args) argv[n++] = *args++;
     argv[n] = NULL;
+    int p[2] = {-1, -1};
+    pid_t writer = -1;
     fflush(NULL);
+    if (via_pipe) {
+        assert_int_equal(pipe(p), 0);
+        writer = fork();
+        assert_true(writer >= 0);
+        if (writer == 0) {
+            signal(SIGPIPE, SIG_IGN);
+            close(p[0]);
+            write_input(p[1], in); /* a failure: the program stopped reading */
+            _exit(0);
+        }
+        close(p[1]);
+    }
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        int i = open(in_path, O_RDONLY), o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644),
+        int i = via_pipe ? p[0] : open(in_path, O_RDONLY),
+            o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644),
             e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (i < 0 || o < 0 || e < 0) _exit(126);
         dup2(i, 0);
@@ -70,10 +125,18 @@ static run_result run_cli(const char *const *args, const void *in, size_t in_len
         execv(argv[0], (char *const *)argv);
         _exit(127);
     }
+    if (via_pipe) close(p[0]);
     int ws;
-    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    struct rusage ru;
+    memset(&ru, 0, sizeof ru);
+    assert_int_equal(wait4(pid, &ws, 0, &ru), pid);
+    if (via_pipe) {
+        int wst;
+        assert_int_equal(waitpid(writer, &wst, 0), writer);
+    }
     run_result r;
     r.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+    r.maxrss_kb = ru.ru_maxrss;
     size_t n_out, n_err;
     r.out = nmt_test_read_file(out_path, &n_out);
     r.err = nmt_test_read_file(err_path, &n_err);
@@ -85,6 +148,11 @@ static run_result run_cli(const char *const *args, const void *in, size_t in_len
     r.err[n_err] = '\0';
     r.out_len = n_out;
     return r;
+}
+
+static run_result run_cli(const char *const *args, const void *in, size_t in_len) {
+    const cli_input ci = {.before = in, .n_before = in_len, .after = ""};
+    return run_cli_ex(args, &ci, 0);
 }
 
 static void expect_rejected(const run_result *r, const char *needle) {
@@ -295,6 +363,212 @@ static void test_skip_long_ids(void **state) {
     free(line);
 }
 
+/* ---- issue 55: an over-long text line is cut as it is read ----------------- */
+
+#define BIG_LINE ((size_t)64 << 20)
+#define RSS_SLACK_KB (16L << 10) /* far below the 64 MiB a buffered line costs */
+
+/* before, then `big` bytes of words ("hello hello ..."), then after. */
+static cli_input big_input(const char *before, size_t big, const char *after) {
+    const cli_input in = {.before = before, .n_before = strlen(before), .big = big, .after = after};
+    return in;
+}
+
+/* stdout of a run on `in` (its status 0), each line ending in "\n", into
+ * lines[] (pointers into r->out). */
+static int out_lines(const run_result *r, const char **lines, size_t *lens, int max) {
+    const char *p = r->out, *end = r->out + r->out_len;
+    int n = 0;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        assert_non_null(nl);
+        assert_true(n < max);
+        lines[n] = p;
+        lens[n++] = (size_t)(nl - p);
+        p = nl + 1;
+    }
+    return n;
+}
+
+/* Exactly these lines on stdout ("" for an empty one: the random model's
+ * lines may hold any byte, so compared by length). */
+static void expect_out(const run_result *r, const char *const *lines, const size_t *lens, int n) {
+    size_t at = 0;
+    for (int i = 0; i < n; i++) {
+        if (at + lens[i] + 1 > r->out_len || memcmp(r->out + at, lines[i], lens[i]) != 0 ||
+            r->out[at + lens[i]] != '\n')
+            fail_msg("stdout line %d is not the expected one (%zu bytes of stdout; stderr: %s)", i + 1, r->out_len,
+                     r->err);
+        at += lens[i] + 1;
+    }
+    if (at != r->out_len) fail_msg("stdout has %zu bytes after the %d expected lines", r->out_len - at, n);
+}
+
+static void expect_err_line(const run_result *r, int status, const char *line) {
+    if (r->status != status || strstr(r->err, line) == NULL)
+        fail_msg("want exit %d and the line \"%s\" on stderr; got exit %d, stderr: %s", status, line, r->status,
+                 r->err);
+}
+
+/* translate: a 64 MiB line with --max-text-bytes 1024, from a regular file
+ * and from a pipe: the run stops with the message a short over-long line
+ * gets, naming line 2 and every byte of it, and with --skip-long line 2 is
+ * an empty line and line 3 is translated; the program's peak memory is
+ * that of a run whose line 2 has 4 KiB (the line was never buffered). */
+static void test_text_line_cut(void **state) {
+    (void)state;
+    const char *base[] = {"translate", "--model", model_path, "--max-text-bytes", "1024", "--beam", "1",
+                          "--max-len", "8", NULL};
+    const char *skip[] = {"translate", "--model", model_path, "--max-text-bytes", "1024", "--beam", "1",
+                          "--max-len", "8", "--skip-long", NULL};
+    const char *one[] = {"translate", "--model", model_path, "--max-text-bytes", "1024", "--beam", "1",
+                         "--max-len", "8", "--batch", "1", NULL};
+    const char *ref_in = "hello world\na test\n";
+    run_result ref = run_cli(one, ref_in, strlen(ref_in));
+    assert_int_equal(ref.status, 0);
+    const char *ref_line[2];
+    size_t ref_len[2];
+    assert_int_equal(out_lines(&ref, ref_line, ref_len, 2), 2);
+    const char *want_skip_line[3] = {ref_line[0], "", ref_line[1]};
+    const size_t want_skip_len[3] = {ref_len[0], 0, ref_len[1]};
+    char want_stop[512], want_skip[512];
+    snprintf(want_stop, sizeof want_stop,
+             "nmt-edge: line 2 is longer than the limits: source sentence has %zu bytes, more than the limit of "
+             "1024 (--max-text-bytes 1024); --skip-long writes an empty line for it instead\n",
+             BIG_LINE);
+    snprintf(want_skip, sizeof want_skip,
+             "nmt-edge: line 2 is longer than the limits: source sentence has %zu bytes, more than the limit of "
+             "1024 (--max-text-bytes 1024); its output is an empty line (--skip-long)\n",
+             BIG_LINE);
+    const char *args_cmd = "translate";
+    const cli_input small = big_input("hello world\n", 4096, "\na test\n");
+    for (int via_pipe = 0; via_pipe < 2; via_pipe++) {
+        /* CR LF in the file: the CR is no byte of the sentence */
+        const cli_input in = big_input("hello world\n", BIG_LINE, via_pipe ? "\na test\n" : "\r\na test\n");
+        run_result r = run_cli_ex(base, &in, via_pipe);
+        expect_err_line(&r, 1, want_stop);
+        assert_null(strstr(r.err, "line 3"));
+        expect_out(&r, ref_line, ref_len, 1);
+        free_result(&r);
+
+        run_result small_run = run_cli_ex(skip, &small, via_pipe);
+        assert_int_equal(small_run.status, 0);
+        expect_out(&small_run, want_skip_line, want_skip_len, 3);
+        r = run_cli_ex(skip, &in, via_pipe);
+        expect_err_line(&r, 0, want_skip);
+        expect_out(&r, want_skip_line, want_skip_len, 3);
+        fprintf(stderr, "%s %s: peak RSS %ld KiB with a 64 MiB line 2, %ld KiB with a 4 KiB one\n", args_cmd,
+                via_pipe ? "pipe" : "file", r.maxrss_kb, small_run.maxrss_kb);
+        if (r.maxrss_kb > small_run.maxrss_kb + RSS_SLACK_KB)
+            fail_msg("%s: peak memory %ld KiB with a 64 MiB line, %ld KiB with a 4 KiB one", via_pipe ? "pipe" : "file",
+                     r.maxrss_kb, small_run.maxrss_kb);
+        free_result(&r);
+        free_result(&small_run);
+    }
+    free_result(&ref);
+}
+
+/* score: a cut pair gets the message of the whole pair: its source's bytes,
+ * its source's tokens (counted from the bytes kept), its target's bytes,
+ * or the TAB error (which --skip-long does not skip). */
+static void test_score_line_cut(void **state) {
+    (void)state;
+    const char *skip[] = {"score", "--model", model_path, "--max-text-bytes", "1024", "--max-src-len", "16",
+                          "--skip-long", NULL};
+    const char *one[] = {"score", "--model", model_path, "--max-text-bytes", "1024", "--max-src-len", "16",
+                         "--batch", "1", NULL};
+    const char *ref_in = "hello world\tworld hello\na\tb\n";
+    run_result ref = run_cli(one, ref_in, strlen(ref_in));
+    assert_int_equal(ref.status, 0);
+    const char *ref_line[2];
+    size_t ref_len[2];
+    assert_int_equal(out_lines(&ref, ref_line, ref_len, 2), 2);
+    const char *want_line[3] = {ref_line[0], "", ref_line[1]};
+    const size_t want_len[3] = {ref_len[0], 0, ref_len[1]};
+    const size_t big = (size_t)1 << 20;
+    char want[512];
+    for (int via_pipe = 0; via_pipe < 2; via_pipe++) {
+        cli_input in = big_input("hello world\tworld hello\n", big, "\tx\na\tb\n");
+        run_result r = run_cli_ex(skip, &in, via_pipe);
+        snprintf(want, sizeof want,
+                 "nmt-edge: line 2 is longer than the limits: source sentence has %zu bytes, more than the limit "
+                 "of 1024 (--max-text-bytes 1024); its output is an empty line (--skip-long)\n",
+                 big);
+        expect_err_line(&r, 0, want);
+        expect_out(&r, want_line, want_len, 3);
+        free_result(&r);
+
+        in = big_input("hello world\tworld hello\nx\t", big, "\r\na\tb\n");
+        r = run_cli_ex(skip, &in, via_pipe);
+        snprintf(want, sizeof want,
+                 "nmt-edge: line 2 is longer than the limits: target sentence has %zu bytes, more than the limit "
+                 "of 1024 (--max-text-bytes 1024); its output is an empty line (--skip-long)\n",
+                 big);
+        expect_err_line(&r, 0, want);
+        expect_out(&r, want_line, want_len, 3);
+        free_result(&r);
+
+        in = big_input("hello world\tworld hello\nx\t", big, "\ty\na\tb\n");
+        r = run_cli_ex(skip, &in, via_pipe);
+        expect_err_line(&r, 1, "nmt-edge: line 2: expected SOURCE<TAB>TARGET (exactly one TAB)\n");
+        expect_out(&r, ref_line, ref_len, 1);
+        free_result(&r);
+    }
+    /* a source over --max-src-len in tokens: the same message whole and cut */
+    const char *many = "w w w w w w w w w w w w w w w w w w w w w w w w w w w w w w";
+    char head[256];
+    snprintf(head, sizeof head, "hello world\tworld hello\n%s\t", many);
+    cli_input in = big_input(head, 8, "\na\tb\n"); /* whole: an 8-byte target */
+    run_result whole = run_cli_ex(skip, &in, 0);
+    in = big_input(head, big, "\na\tb\n");
+    run_result cut = run_cli_ex(skip, &in, 0);
+    assert_int_equal(whole.status, 0);
+    const char *msg = strstr(whole.err, "nmt-edge: line 2 is longer than the limits: source sentence has ");
+    assert_non_null(msg);
+    assert_non_null(strstr(msg, " tokens, more than the limit of 16 (--max-src-len 16); its output is an empty "
+                                "line (--skip-long)\n"));
+    const char *eol = strchr(msg, '\n');
+    snprintf(want, sizeof want, "%.*s", (int)(eol - msg + 1), msg);
+    expect_err_line(&cut, 0, want);
+    expect_out(&cut, want_line, want_len, 3);
+    free_result(&whole);
+    free_result(&cut);
+    free_result(&ref);
+}
+
+/* tokenize: a 64 MiB line with --max-text-bytes 1024 stops the run with
+ * tokenize's message for it, every byte counted, after line 1's output, in
+ * the memory of a run whose line 2 has 4 KiB. */
+static void test_tokenize_line_cut(void **state) {
+    (void)state;
+    const char *args[] = {"tokenize", "--model", model_path, "--max-text-bytes", "1024", NULL};
+    run_result ref = run_cli(args, "hello world\n", 12);
+    assert_int_equal(ref.status, 0);
+    const char *ref_line[1];
+    size_t ref_len[1];
+    assert_int_equal(out_lines(&ref, ref_line, ref_len, 1), 1);
+    char want[256];
+    snprintf(want, sizeof want, "nmt-edge: line 2: %zu bytes, more than --max-text-bytes 1024\n", BIG_LINE);
+    const char *args_cmd = "tokenize";
+    const cli_input small = big_input("hello world\n", 4096, "\na test\n");
+    const cli_input in = big_input("hello world\n", BIG_LINE, "\na test\n");
+    for (int via_pipe = 0; via_pipe < 2; via_pipe++) {
+        run_result small_run = run_cli_ex(args, &small, via_pipe);
+        expect_err_line(&small_run, 1, "nmt-edge: line 2: 4096 bytes, more than --max-text-bytes 1024\n");
+        run_result r = run_cli_ex(args, &in, via_pipe);
+        expect_err_line(&r, 1, want);
+        expect_out(&r, ref_line, ref_len, 1);
+        fprintf(stderr, "%s %s: peak RSS %ld KiB with a 64 MiB line 2, %ld KiB with a 4 KiB one\n", args_cmd,
+                via_pipe ? "pipe" : "file", r.maxrss_kb, small_run.maxrss_kb);
+        if (r.maxrss_kb > small_run.maxrss_kb + RSS_SLACK_KB)
+            fail_msg("%s: peak memory %ld KiB with a 64 MiB line, %ld KiB with a 4 KiB one", via_pipe ? "pipe" : "file",
+                     r.maxrss_kb, small_run.maxrss_kb);
+        free_result(&r);
+        free_result(&small_run);
+    }
+    free_result(&ref);
+}
+
 static void test_one_megabyte_number(void **state) {
     (void)state;
     /* a single 1 MB run of digits: an id that overflows every integer type */
@@ -445,6 +719,9 @@ int main(void) {
         cmocka_unit_test(test_one_megabyte_text_line),
         cmocka_unit_test(test_long_text_line_in_batch),
         cmocka_unit_test(test_skip_long_ids),
+        cmocka_unit_test(test_text_line_cut),
+        cmocka_unit_test(test_score_line_cut),
+        cmocka_unit_test(test_tokenize_line_cut),
         cmocka_unit_test(test_one_megabyte_number),
         cmocka_unit_test(test_id_out_of_range),
         cmocka_unit_test(test_binary_garbage),

@@ -7,16 +7,21 @@
  *     with exactly the bytes of an uninterrupted run, and every checkpoint
  *     left behind validates;
  *   - SIGTERM writes a checkpoint and exits 128 + 15; --resume continues;
+ *   - one trainer per run directory (issue 55): a second one is refused
+ *     while the first holds DIR/.lock, never after it died;
  *   - bad input: exact exit codes and messages. */
+#define _DEFAULT_SOURCE /* flock(), gethostname() */
 #include "spans_file.h"
 #include "test_util.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -971,6 +976,209 @@ static void test_run_ownership(void **state) {
     assert_int_equal(last_step(dir), 4);
 }
 
+/* ---- issue 55 item 3: one trainer per run directory ------------------------- */
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Every entry of dir with its size, mtime and (files under 64 KiB) a CRC
+ * of its bytes, sorted, as one malloc'd string. */
+static char *dir_state(const char *dir) {
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    char *lines[256];
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char p[1024];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        struct stat sb;
+        assert_int_equal(stat(p, &sb), 0);
+        uint32_t crc = 0;
+        if (S_ISREG(sb.st_mode)) {
+            size_t size;
+            void *img = nmt_test_read_file(p, &size);
+            assert_non_null(img);
+            crc = nmt_crc32(0, img, size);
+            free(img);
+        }
+        assert_true(n < 256);
+        lines[n] = malloc(1200);
+        assert_non_null(lines[n]);
+        snprintf(lines[n], 1200, "%s %lld %lld.%09ld %08x\n", e->d_name, (long long)sb.st_size,
+                 (long long)sb.st_mtim.tv_sec, (long)sb.st_mtim.tv_nsec, crc);
+        n++;
+    }
+    closedir(d);
+    qsort(lines, (size_t)n, sizeof lines[0], cmp_str);
+    char *s = malloc((size_t)n * 1200 + 1);
+    assert_non_null(s);
+    s[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        strcat(s, lines[i]);
+        free(lines[i]);
+    }
+    return s;
+}
+
+static void host_name(char *buf, size_t cap) {
+    assert_int_equal(gethostname(buf, cap), 0);
+    buf[cap - 1] = '\0';
+}
+
+/* Hold DIR/.lock as a trainer would (flock, then the holder line); the fd. */
+static int hold_lock(const char *dir, const char *line) {
+    char p[600];
+    snprintf(p, sizeof p, "%s/.lock", dir);
+    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(flock(fd, LOCK_EX | LOCK_NB), 0);
+    assert_int_equal(ftruncate(fd, 0), 0);
+    assert_int_equal(pwrite(fd, line, strlen(line), 0), (ssize_t)strlen(line));
+    return fd;
+}
+
+/* While another process holds DIR/.lock (the test itself, as a trainer
+ * would), a new run, --resume and --overwrite each stop at once, exit 1,
+ * naming the holder, and leave the directory as it was; a lock file
+ * nobody holds is no lock (a killed trainer's is taken over); a trainer
+ * started while another runs on the same directory is refused, naming the
+ * running one's pid, and once that one is killed the directory is free. */
+static void test_run_lock(void **state) {
+    (void)state;
+    char src[512], tgt[512], dir[512], lock[600], host[256], line[400], want[2400];
+    path_in(src, sizeof src, "l.src");
+    path_in(tgt, sizeof tgt, "l.tgt");
+    path_in(dir, sizeof dir, "l-run");
+    snprintf(lock, sizeof lock, "%s/.lock", dir);
+    write_reverse_task(src, tgt, 24, 17, NULL, NULL);
+    host_name(host, sizeof host);
+    nmt_test_proc r;
+    char *argv[80];
+    char *opts[] = {"--d-model", "16", "--heads", "2", "--ff", "32", "--enc-layers", "1", "--dec-layers", "1",
+                    "--max-steps", "4", "--save-every", "2", "--keep", "2", "--eval-every", "0", NULL, NULL};
+    int n = train_argv(argv, dir, src, tgt, opts);
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 0);
+    nmt_test_proc_free(&r);
+    assert_int_equal(last_step(dir), 4);
+    /* the run left its lock file, naming itself: nobody holds it now */
+    size_t ln;
+    char *text = nmt_test_read_file(lock, &ln);
+    assert_non_null(text);
+    snprintf(want, sizeof want, " on %s\n", host);
+    assert_true(ln > strlen(want) && strncmp(text, "nmt-edge-train pid ", 19) == 0 &&
+                strcmp(text + ln - strlen(want), want) == 0);
+    free(text);
+
+    snprintf(line, sizeof line, "nmt-edge-train pid %ld on %s\n", (long)getpid(), host);
+    int fd = hold_lock(dir, line);
+    char *before = dir_state(dir);
+    snprintf(want, sizeof want,
+             "nmt-edge-train: '%s' is in use by nmt-edge-train pid %ld on %s; wait for that run to end or stop "
+             "it, or choose another --out\n",
+             dir, (long)getpid(), host);
+    const char *modes[] = {NULL, "--resume", "--overwrite"};
+    for (int k = 0; k < 3; k++) {
+        argv[n] = (char *)modes[k];
+        argv[n + 1] = NULL;
+        nmt_test_run(argv, NULL, g_dir, &r);
+        expect_status(&r, 1);
+        assert_string_equal(r.err, want);
+        nmt_test_proc_free(&r);
+        char *after = dir_state(dir);
+        assert_string_equal(after, before);
+        free(after);
+    }
+    /* a lock file that names nobody: the path instead */
+    assert_int_equal(ftruncate(fd, 0), 0);
+    assert_int_equal(pwrite(fd, "x\n", 2, 0), 2);
+    free(before);
+    before = dir_state(dir);
+    argv[n] = "--resume";
+    argv[n + 1] = NULL;
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 1);
+    snprintf(want, sizeof want,
+             "nmt-edge-train: '%s' is in use by another process (it holds the lock on '%s'); wait for that run "
+             "to end or stop it, or choose another --out\n",
+             dir, lock);
+    assert_string_equal(r.err, want);
+    nmt_test_proc_free(&r);
+    char *after = dir_state(dir);
+    assert_string_equal(after, before);
+    free(after);
+    free(before);
+    assert_int_equal(last_step(dir), 4);
+
+    /* released (the file stays, as a killed holder leaves it): --resume runs */
+    assert_int_equal(pwrite(fd, line, strlen(line), 0), (ssize_t)strlen(line));
+    close(fd);
+    opts[11] = "6";
+    n = train_argv(argv, dir, src, tgt, opts);
+    argv[n] = "--resume";
+    argv[n + 1] = NULL;
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 0);
+    nmt_test_proc_free(&r);
+    assert_int_equal(last_step(dir), 6);
+
+    /* two trainers on one directory: the second is refused while the first
+     * runs (it has locked once its line names it) */
+    opts[11] = "1000000";
+    n = train_argv(argv, dir, src, tgt, opts);
+    argv[n] = "--resume";
+    argv[n + 1] = NULL;
+    char log_path[600];
+    snprintf(log_path, sizeof log_path, "%s/l-first.log", g_dir);
+    const int pid = nmt_test_spawn(argv, log_path);
+    snprintf(line, sizeof line, "nmt-edge-train pid %d on %s\n", pid, host);
+    int locked = 0, ended = 0;
+    for (int t = 0; t < 60000 && !locked && !ended; t++) { /* up to 10 minutes (qemu) */
+        text = nmt_test_read_file(lock, &ln);
+        locked = text != NULL && ln == strlen(line) && memcmp(text, line, ln) == 0;
+        free(text);
+        if (locked) break;
+        sleep_us(10000);
+        siginfo_t si; /* a first trainer that ended fails the test now (WNOWAIT: still reaped below) */
+        memset(&si, 0, sizeof si);
+        ended = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid;
+    }
+    if (!locked) {
+        kill(pid, SIGKILL);
+        nmt_test_wait(pid);
+        text = nmt_test_read_file(log_path, &ln);
+        fail_msg("the first trainer never wrote its lock line%s; its output:\n%s", ended ? " (it ended)" : "",
+                 text ? text : "");
+    }
+    nmt_test_run(argv, NULL, g_dir, &r);
+    snprintf(want, sizeof want,
+             "nmt-edge-train: '%s' is in use by nmt-edge-train pid %d on %s; wait for that run to end or stop "
+             "it, or choose another --out\n",
+             dir, pid, host);
+    const int second = r.status;
+    const int same = strcmp(r.err, want) == 0;
+    if (!same) fprintf(stderr, "second trainer's stderr:\n%s\n", r.err);
+    nmt_test_proc_free(&r);
+    kill(pid, SIGKILL);
+    assert_int_equal(nmt_test_wait(pid), 128 + SIGKILL);
+    assert_int_equal(second, 1);
+    assert_true(same);
+    /* killed: the kernel dropped its lock; the file left behind is no lock */
+    fd = open(lock, O_RDWR | O_CLOEXEC);
+    assert_true(fd >= 0);
+    assert_int_equal(flock(fd, LOCK_EX | LOCK_NB), 0);
+    close(fd);
+    opts[11] = "2";
+    n = train_argv(argv, dir, src, tgt, opts);
+    argv[n] = "--overwrite";
+    argv[n + 1] = NULL;
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 0);
+    nmt_test_proc_free(&r);
+    assert_int_equal(last_step(dir), 2);
+}
+
 /* spm_train's own reason, or "not installed" only when it is not found
  * (stand-in programs on PATH). */
 static void test_spm_train_reason(void **state) {
@@ -1225,6 +1433,7 @@ static void test_bleu_args(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_ownership),
+        cmocka_unit_test(test_run_lock),
         cmocka_unit_test(test_spm_train_reason),
         cmocka_unit_test(test_bleu_output_checked),
         cmocka_unit_test(test_bleu_args),

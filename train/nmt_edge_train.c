@@ -34,6 +34,7 @@
 #include "nmt_writer.h"
 #include "plot.h"
 #include "random_model.h"
+#include "run_lock.h"
 #include "schedule.h"
 #include "train_model.h"
 #include "train_cmds.h"
@@ -100,6 +101,7 @@ typedef struct run {
     int tty;
     train_dist dist; /* this process's rank among several (train_dist.h); rank 0 of 1 alone */
     char dev_spec[32];
+    int lock_fd;     /* rank 0: DIR/.lock, held until exit (run_lock.h); -1: none */
 } run;
 
 static void log_json(run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -857,9 +859,11 @@ static int claim_dir(const run *r) {
     return 1;
 }
 
-/* The run of this rank (of one, alone): rank 0 claims the directory and
- * builds first (spm_train, kernels compiled into the cache), and alone
- * writes checkpoints, the log, the plot and the model.  A failure every
+/* The run of this rank (of one, alone): rank 0 locks the directory
+ * (run_lock.h: before anything in it is read or removed, so a second
+ * trainer, --overwrite included, stops there), claims it and builds first
+ * (spm_train, kernels compiled into the cache), and alone writes
+ * checkpoints, the log, the plot and the model.  A failure every
  * rank shares returns; one of this rank alone stops the job
  * (train_dist_fail). */
 static int run_main(run *r) {
@@ -876,6 +880,7 @@ static int run_main(run *r) {
         fprintf(stderr, PROG ": cannot create '%s': %s\n", r->dir, strerror(errno));
         rc = 1;
     }
+    if (lead && !rc && run_lock_take(r->dir, &r->lock_fd)) rc = 1;
     if (lead && !rc && !r->o.resume && claim_dir(r)) rc = EXIT_USAGE;
     if (lead && !rc) train_opts_warn(&r->o, stderr);
     rc = train_dist_bcast_int(&r->dist, rc, "the start");
@@ -952,6 +957,7 @@ int main(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "attention")) return train_cmd_attention(argc, argv);
     if (argc >= 2 && !strcmp(argv[1], "parse-spans")) return train_cmd_parse_spans(argc, argv);
     static run r;
+    r.lock_fd = -1;
     int help = 0;
     int rc = train_opts_parse(argc, argv, &r.o, &help);
     if (help) {
@@ -968,5 +974,6 @@ int main(int argc, char **argv) {
     td_free(r.dev_c);
     train_env_close(&r.env);
     train_dist_finish(&r.dist);
+    if (r.lock_fd >= 0) close(r.lock_fd); /* the lock ends with the run (exit would drop it too) */
     return rc;
 }

@@ -5,7 +5,12 @@
  * Byte 0 and 1 pick the vocabulary (1..256) and the token limit (0..255);
  * the rest is read as lines.  Checks: a parsed sentence has only ids below
  * the vocabulary and no more than the limit; a rejected line leaves the
- * batch unchanged; text lines are stored byte for byte.
+ * batch unchanged; text lines are stored byte for byte.  The same lines
+ * also go through the line reader (from a temporary file) with a limit of
+ * byte 1 modulo 32 (0: none): a line of at most limit + 1 bytes before its
+ * LF comes back whole, a longer one cut (its first limit + 1 bytes, its
+ * length, LF, CR and TABs counted exactly), and the buffer stays below
+ * 2 * (limit + 1 + 64 KiB).
  *
  * Built with runtime/cli_input.c (tests/fuzz/CMakeLists.txt); seeds in
  * tests/fuzz/corpus/fuzz_cli_input/. */
@@ -13,8 +18,46 @@
 #include "fuzz.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The reader over p[0, n) with `limit`, against a plain split. */
+static void check_reader(const char *p, size_t n, size_t limit) {
+    FILE *f = tmpfile();
+    if (f == NULL) return; /* no temporary file here: nothing to check */
+    if ((n && fwrite(p, 1, n, f) != n) || fflush(f) != 0 || fseek(f, 0, SEEK_SET) != 0) abort();
+    cli_reader r;
+    cli_reader_init(&r, fileno(f));
+    r.limit = limit;
+    const char *end = p + n;
+    for (;;) {
+        const char *line;
+        size_t got_n;
+        const int got = cli_reader_line(&r, &line, &got_n);
+        if (p == end) {
+            if (got != 0) abort();
+            break;
+        }
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const size_t body = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        if (limit == 0 || body <= limit + 1) {
+            if (got != 1 || got_n != body + (nl != NULL) || memcmp(line, p, got_n) != 0) abort();
+        } else {
+            const char *tab = memchr(p, '\t', body);
+            uint64_t tabs = 0;
+            for (size_t i = 0; i < body; i++) tabs += p[i] == '\t';
+            if (got != 2 || got_n != limit + 1 || memcmp(line, p, got_n) != 0 || r.cut.len != body ||
+                r.cut.nl != (nl != NULL) || r.cut.cr != (p[body - 1] == '\r') || r.cut.tabs != tabs ||
+                (tab != NULL && r.cut.first_tab != (uint64_t)(tab - p)))
+                abort();
+        }
+        if (limit && r.cap >= 2 * (limit + 1 + 65536)) abort();
+        p += body + (nl != NULL);
+    }
+    cli_reader_free(&r);
+    fclose(f);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 2) return 0;
@@ -58,5 +101,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     cli_seqs_free(&q);
     cli_texts_free(&tx);
+    check_reader((const char *)data + 2, size - 2, data[1] % 32u);
     return 0;
 }
