@@ -622,52 +622,15 @@ static void test_random_reasons(void **state) {
  * exported with `dtype`: refused with `err`, exit 1, nothing written; NULL
  * err: written. */
 static void export_value(const char *tensor, float x, const char *dtype, const char *err) {
-    nmt_random_transformer_config c;
-    nmt_random_transformer_defaults(&c);
-    void *img = NULL;
-    size_t n = 0;
-    assert_int_equal(nmt_random_transformer_image(&c, &img, &n), NMT_OK);
     /* a copy through the writer (new checksums), the one value changed */
-    nmt_file f;
-    assert_int_equal(nmt_file_open(&f, img, n, 0), NMT_OK);
-    nmtw_writer *w = nmtw_create();
-    assert_non_null(w);
-    for (uint32_t i = 0; i < f.h.n_meta; i++) {
-        nmt_meta_view m;
-        assert_int_equal(nmt_file_meta_at(&f, i, &m), NMT_OK);
-        char str[512];
-        if (m.type == NMT_META_I64) assert_int_equal(nmtw_set_i64(w, m.key, m.i64), NMT_OK);
-        else if (m.type == NMT_META_F64) assert_int_equal(nmtw_set_f64(w, m.key, m.f64), NMT_OK);
-        else {
-            assert_true(m.str_len < sizeof str);
-            memcpy(str, m.str, m.str_len);
-            str[m.str_len] = '\0';
-            assert_int_equal(nmtw_set_str(w, m.key, str), NMT_OK);
-        }
-    }
-    int found = 0;
-    for (uint32_t i = 0; i < f.h.n_tensors; i++) {
-        nmt_tensor_view v;
-        assert_int_equal(nmt_file_tensor_at(&f, i, &v), NMT_OK);
-        assert_int_equal(v.dtype, NMT_DTYPE_F32);
-        float *d = malloc((size_t)v.nbytes);
-        assert_non_null(d);
-        memcpy(d, v.data, (size_t)v.nbytes);
-        if (strcmp(v.name, tensor) == 0) {
-            d[3] = x;
-            found = 1;
-        }
-        assert_int_equal(nmtw_add_tensor(w, v.name, NMT_DTYPE_F32, v.ndim, v.shape, d, NULL), NMT_OK);
-        free(d);
-    }
-    assert_true(found);
-    free(img);
+    size_t n = 0;
+    uint8_t *img = model_variant(&(model_change){.set_f32 = tensor, .set_index = 3, .set_value = x}, &n);
     char ck[4200], out[4200];
     path_in(ck, sizeof ck, "big.nmt");
     path_in(out, sizeof out, "big-out.nmt");
     unlink(out);
-    assert_int_equal(nmtw_write_file(w, ck), NMT_OK);
-    nmtw_destroy(w);
+    assert_int_equal(nmt_test_write_file(ck, img, n), 0);
+    free(img);
     nmt_test_proc r;
     run(&r, NMT_CONVERT_BIN, "export", ck, "-o", out, "--dtype", dtype, NULL);
     if (err == NULL) {

@@ -89,6 +89,7 @@ uint8_t *model_variant(const model_change *c, size_t *size) {
             assert_int_equal(nmtw_set_str(w, m.key, str), NMT_OK);
         }
     }
+    int found_set = 0;
     for (uint32_t i = 0; i < f.h.n_tensors; i++) {
         nmt_tensor_view v;
         assert_int_equal(nmt_file_tensor_at(&f, i, &v), NMT_OK);
@@ -105,8 +106,21 @@ uint8_t *model_variant(const model_change *c, size_t *size) {
             assert_int_equal(nmtw_add_blob(w, v.name, v.data, (uint32_t)v.nbytes), NMT_OK);
             continue;
         }
+        if (c->set_f32 && strcmp(v.name, c->set_f32) == 0) {
+            assert_int_equal(v.dtype, NMT_DTYPE_F32);
+            assert_true(c->set_index < v.n_elements);
+            float *d = malloc((size_t)v.nbytes);
+            assert_non_null(d);
+            memcpy(d, v.data, (size_t)v.nbytes);
+            d[c->set_index] = c->set_value;
+            assert_int_equal(nmtw_add_tensor(w, v.name, NMT_DTYPE_F32, v.ndim, v.shape, d, NULL), NMT_OK);
+            free(d);
+            found_set = 1;
+            continue;
+        }
         assert_int_equal(nmtw_add_tensor(w, v.name, v.dtype, v.ndim, v.shape, v.data, v.scales), NMT_OK);
     }
+    assert_true(c->set_f32 == NULL || found_set);
     if (c->add_f32) assert_int_equal(nmtw_add_f32(w, c->add_f32, 1, (const uint32_t[]){2}, (const float[]){1, 2}), NMT_OK);
     if (c->add_blob) assert_int_equal(nmtw_add_blob(w, c->add_blob, "spm", 3), NMT_OK);
     void *img = NULL;

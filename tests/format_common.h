@@ -42,6 +42,9 @@ uint8_t *roundtrip_image(size_t *size);
 typedef struct model_change {
     const char *drop, *reshape, *as_u8, *meta_drop, *meta_key, *meta_str;
     const char *add_f32, *add_blob; /* one more tensor: fp32 [2], or 3 bytes of u8 */
+    const char *set_f32;            /* fp32 tensor whose element set_index becomes set_value */
+    uint32_t set_index;
+    float set_value;
     uint32_t rows, cols;
     int64_t meta_i64;
 } model_change;
