@@ -205,7 +205,9 @@ inline float8 vsum16x8(const float16 a0, const float16 a1, const float16 a2, con
     }
 
 /* Sinusoidal position term of column c (of d) at position pos (the
- * embeddings: elementwise.cl, gemm_f16.cl). */
+ * embeddings: elementwise.cl, gemm_f16.cl): the default layout
+ * (position_encoding "sinusoid", docs/ARCHITECTURES.md), the one the
+ * kernels compute themselves past their table. */
 inline float pos_term(const uint c, const uint d, const float pos) {
     const uint half_d = d / 2;
     float p = 0.0f;
@@ -217,6 +219,26 @@ inline float pos_term(const uint c, const uint d, const float pos) {
         p = c < half_d ? sin(pos * w) : cos(pos * w);
     }
     return p;
+}
+
+/* The position term of any layout (pos_table; the host keeps a table of
+ * every position a session embeds when the layout is not the default):
+ * 0 "sinusoid" (pos_term), 1 "sinusoid-2i": halves [sin | cos] at
+ * w_i = 10000^(-2i/d), 2 "sinusoid-interleaved": sin at column 2i, cos at
+ * 2i + 1, w_i = 10000^(-2i/d), 3 "none": 0. */
+inline float pos_term_layout(const uint c, const uint d, const float pos, const uint layout) {
+    if (layout == 0u) return pos_term(c, d, pos);
+    if (layout == 3u || d < 2u) return 0.0f;
+    const uint half_d = d / 2;
+    if (layout == 1u) {
+        if (c >= 2 * half_d) return 0.0f;
+        const uint i = c < half_d ? c : c - half_d;
+        const float w = exp(-9.210340371976184f * (float)(2 * i) / (float)d);
+        return c < half_d ? sin(pos * w) : cos(pos * w);
+    }
+    const uint i = c / 2;
+    const float w = exp(-9.210340371976184f * (float)(2 * i) / (float)d);
+    return c % 2 ? cos(pos * w) : sin(pos * w);
 }
 
 /* The body of the embedding kernels (embed, embed_q8 in elementwise.cl,

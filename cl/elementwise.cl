@@ -12,9 +12,12 @@
  *                                             [c, min(rows, seq_len)]
  *                (all embeddings: P from the table PT of pt_rows positions
  *                when pos < pt_rows, the same bits; common.cl EMBED_ROWS)
- *   pos_table    PT[pos,c] = P(pos, c) for pos < n_pos     [c, pos]
+ *   pos_table    PT[pos,c] = P_layout(pos + offset, c) for pos < n_pos:
+ *                the layouts of common.cl pos_term_layout       [c, pos]
  *   add          dst[i] += src[i]                              [i]
  *   relu         x[i] = max(x[i], 0)                           [i]
+ *   act          y[i] = gelu(x[i]) (kind 2: x Phi(x), erf) or
+ *                swish(x[i]) (kind 3: x sigmoid(x)); y may be x  [i]
  *   gate_accum   out[r,c] = (accumulate ? out[r,c] : 0) + x[r,c] * sigmoid(g[r,c])
  *                (row strides ld_*)                            [c, r]
  *   copy_rows    dst[r*ld_dst + c] = src[r*ld_src + c]         [c, r]
@@ -52,9 +55,10 @@ __kernel void embed_q8(__global const int *tok, const ulong tok_off, const uint 
     EMBED_ROWS((float)Q[q_off + t * d + c] * qscale[s_off + t])
 }
 
-__kernel void pos_table(__global float *PT, const ulong pt_off, const uint d, const uint n_pos) {
+__kernel void pos_table(__global float *PT, const ulong pt_off, const uint d, const uint n_pos, const uint layout,
+                        const uint offset) {
     const uint c = (uint)get_global_id(0), pos = (uint)get_global_id(1);
-    if (c < d && pos < n_pos) PT[pt_off + (ulong)pos * d + c] = pos_term(c, d, (float)pos);
+    if (c < d && pos < n_pos) PT[pt_off + (ulong)pos * d + c] = pos_term_layout(c, d, (float)(pos + offset), layout);
 }
 
 __kernel void add(__global float *dst, const ulong dst_off, __global const float *src, const ulong src_off,
@@ -66,6 +70,15 @@ __kernel void add(__global float *dst, const ulong dst_off, __global const float
 __kernel void relu(__global float *x, const ulong x_off, const uint n) {
     const uint i = (uint)get_global_id(0);
     if (i < n) x[x_off + i] = fmax(x[x_off + i], 0.0f);
+}
+
+__kernel void act(__global const float *X, const ulong x_off, __global float *Y, const ulong y_off, const uint n,
+                  const uint kind) {
+    const uint i = (uint)get_global_id(0);
+    if (i >= n) return;
+    const float v = X[x_off + i];
+    /* kind 2: GELU, x * Phi(x) with the exact normal CDF; 3: swish (SiLU) */
+    Y[y_off + i] = kind == 2u ? 0.5f * v * (1.0f + erf(v * 0.7071067811865476f)) : v / (1.0f + exp(-v));
 }
 
 __kernel void gate_accum(__global const float *X, const ulong x_off, const uint ld_x,

@@ -11,6 +11,8 @@
  *              deterministic order (rows ascending within a segment).
  *                                                            [c, s]
  *   relu_bwd   dx[i] = y[i] > 0 ? dy[i] : 0 (y the ReLU output; dx may be dy)
+ *   act_bwd    dx[i] = dy[i] act'(x[i]), x the pre-activation, act GELU
+ *              (kind 2) or swish (kind 3), as elementwise.cl act; dx may be dy
  *                                                            [i]
  *   gate_bwd   for out = x * sigmoid(g) (gate_accum): with s = sigmoid(g),
  *              dx[r,c] (+)= do * s,  dg[r,c] = do * x * s * (1 - s)
@@ -53,6 +55,21 @@ __kernel void relu_bwd(__global const float *Y, const ulong y_off, __global cons
     if (i >= n) return;
     const float g = DY[dy_off + i];
     DX[dx_off + i] = Y[y_off + i] > 0.0f ? g : 0.0f;
+}
+
+__kernel void act_bwd(__global const float *X, const ulong x_off, __global const float *DY, const ulong dy_off,
+                      __global float *DX, const ulong dx_off, const uint n, const uint kind) {
+    const uint i = (uint)get_global_id(0);
+    if (i >= n) return;
+    const float x = X[x_off + i], g = DY[dy_off + i];
+    float dydx;
+    if (kind == 2u) { /* GELU: Phi(x) + x phi(x) */
+        dydx = 0.5f * (1.0f + erf(x * 0.7071067811865476f)) + x * 0.3989422804014327f * exp(-0.5f * x * x);
+    } else { /* swish: s + x s (1 - s), s = sigmoid(x) */
+        const float s = 1.0f / (1.0f + exp(-x));
+        dydx = s + x * s * (1.0f - s);
+    }
+    DX[dx_off + i] = g * dydx;
 }
 
 __kernel void gate_bwd(__global const float *X, const ulong x_off, const uint ld_x,

@@ -241,6 +241,9 @@ typedef struct nmt_family {
      * (layers.h), so fp16 weights may stay fp16 on the device (fp16
      * compute, nmt_session_params.fp16_compute); 0: they become fp32. */
     int fp16_weights;
+    /* 0 when the model's sources are not followed by eos_id (the session
+     * packs an empty source as eos_id alone all the same); NULL: they are. */
+    int (*source_eos)(const void *cfg);
 } nmt_family;
 
 /* ------------------------------------------------------------------------ */

@@ -54,6 +54,7 @@ static const kernel_def kernel_defs[] = {
     {offsetof(nmt_ops, k_layernorm), P_NORM, "layernorm", 1},
     {offsetof(nmt_ops, k_add), P_ELEMENTWISE, "add", 0},
     {offsetof(nmt_ops, k_relu), P_ELEMENTWISE, "relu", 0},
+    {offsetof(nmt_ops, k_act), P_ELEMENTWISE, "act", 0},
     {offsetof(nmt_ops, k_gate_accum), P_ELEMENTWISE, "gate_accum", 0},
     {offsetof(nmt_ops, k_copy_rows), P_ELEMENTWISE, "copy_rows", 0},
     {offsetof(nmt_ops, k_gather_rows), P_ELEMENTWISE, "gather_rows", 0},
@@ -539,6 +540,9 @@ nmt_status nmt_ops_embed_kernel(nmt_ops *ops, cl_kernel k, const char *name, nmt
     if (rows == 0 || d == 0) return NMT_OK;
     if (tok.mem == NULL || E.mem == NULL || out.mem == NULL || seq_len == 0) return NMT_ERR_INVALID_ARGUMENT;
     const int table = ops->pos_rows > 0 && ops->pos_d == d;
+    /* a layout the kernels do not compute: every position from the table */
+    if (ops->pos_table_only && (!table || (uint64_t)pos0 + NMT_MIN(rows, seq_len) > ops->pos_rows))
+        return NMT_ERR_INVALID_ARGUMENT;
     if (ops->chain_on && (k == ops->k_embed || k == ops->k_embed_q8)) { /* recorded into a chain (ops_chain.c) */
         int taken = 0;
         NMT_TRY(nmt_ops_chain_embed(ops, tok, rows, seq_len, pos0, E, E_scale, d, scale, out,
@@ -569,9 +573,12 @@ nmt_status nmt_ops_embed_kernel(nmt_ops *ops, cl_kernel k, const char *name, nmt
     return nmt_ops_launch(ops, k, 2, n, name);
 }
 
-nmt_status nmt_ops_set_pos_table(nmt_ops *ops, nmt_buf PT, uint32_t n_pos, uint32_t d) {
+nmt_status nmt_ops_set_pos_table(nmt_ops *ops, nmt_buf PT, uint32_t n_pos, uint32_t d, uint32_t layout,
+                                 uint32_t offset) {
     if (!ops_ok(ops)) return NMT_ERR_INVALID_ARGUMENT;
     ops->pos_rows = 0;
+    ops->pos_table_only = 0;
+    if (layout > NMT_POS_NONE || (uint64_t)n_pos + offset > (uint64_t)1 << 24) return NMT_ERR_INVALID_ARGUMENT;
     if (PT.mem == NULL || n_pos == 0 || d == 0) return NMT_OK;
     if ((uint64_t)n_pos * d > UINT32_MAX) return NMT_ERR_INVALID_ARGUMENT;
     args a = args_begin(ops->k_pos_table);
@@ -579,12 +586,15 @@ nmt_status nmt_ops_set_pos_table(nmt_ops *ops, nmt_buf PT, uint32_t n_pos, uint3
     arg_u64(&a, PT.off);
     arg_u32(&a, d);
     arg_u32(&a, n_pos);
+    arg_u32(&a, layout);
+    arg_u32(&a, offset);
     NMT_TRY(args_end(ops->dev, &a, "pos_table"));
     const size_t n[2] = {d, n_pos};
     NMT_TRY(nmt_ops_launch(ops, ops->k_pos_table, 2, n, "pos_table"));
     ops->pos_tab = PT;
     ops->pos_rows = n_pos;
     ops->pos_d = d;
+    ops->pos_table_only = layout != NMT_POS_SINUSOID || offset != 0;
     return NMT_OK;
 }
 
@@ -727,6 +737,27 @@ nmt_status nmt_op_relu(nmt_ops *ops, nmt_buf x, uint32_t n) {
     NMT_TRY(args_end(ops->dev, &a, "relu"));
     const size_t g[1] = {n};
     return nmt_ops_launch(ops, ops->k_relu, 1, g, "relu");
+}
+
+nmt_status nmt_op_act(nmt_ops *ops, nmt_buf x, nmt_buf y, uint32_t n, int kind) {
+    if (!ops_ok(ops)) return NMT_ERR_INVALID_ARGUMENT;
+    if (n == 0) return NMT_OK;
+    if (x.mem == NULL || y.mem == NULL || kind < NMT_ACT_NONE || kind > NMT_ACT_SWISH) return NMT_ERR_INVALID_ARGUMENT;
+    const int in_place = x.mem == y.mem && x.off == y.off;
+    if (kind == NMT_ACT_NONE && in_place) return NMT_OK;
+    if (kind == NMT_ACT_NONE) return nmt_op_copy_rows(ops, x, n, y, n, 1, n);
+    if (kind == NMT_ACT_RELU && in_place) return nmt_op_relu(ops, x, n);
+    if (kind == NMT_ACT_RELU) return NMT_ERR_INVALID_ARGUMENT; /* in place only (and in the products) */
+    args a = args_begin(ops->k_act);
+    arg_mem(&a, x.mem);
+    arg_u64(&a, x.off);
+    arg_mem(&a, y.mem);
+    arg_u64(&a, y.off);
+    arg_u32(&a, n);
+    arg_u32(&a, (uint32_t)kind);
+    NMT_TRY(args_end(ops->dev, &a, "act"));
+    const size_t g[1] = {n};
+    return nmt_ops_launch(ops, ops->k_act, 1, g, "act");
 }
 
 nmt_status nmt_op_gate_accum(nmt_ops *ops, nmt_buf x, uint32_t ld_x, nmt_buf g, uint32_t ld_g, nmt_buf out,

@@ -73,11 +73,12 @@ typedef struct nmt_ops {
     size_t gemm_ln_wg;       /* its largest local size (<= GEMM_LN_WG) */
     int fused_norm;
     /* other kernels (created by nmt_ops_init) */
-    cl_kernel k_embed, k_embed_q8, k_pos_table, k_layernorm, k_add, k_relu, k_gate_accum, k_copy_rows;
+    cl_kernel k_embed, k_embed_q8, k_pos_table, k_layernorm, k_add, k_relu, k_act, k_gate_accum, k_copy_rows;
     /* the position terms of positions [0, pos_rows) of a d_model pos_d
      * (nmt_ops_set_pos_table); pos_rows 0: every embedding computes them */
     nmt_buf pos_tab;
     uint32_t pos_rows, pos_d;
+    int pos_table_only; /* the table's layout is not the kernels' own (NMT_POS_SINUSOID at offset 0) */
     cl_kernel k_gather_rows, k_log_softmax;
     cl_kernel k_attn_scores, k_attn_stats, k_attn_apply, k_attn_fused;
     cl_kernel k_attn_group;     /* attn_group (NULL where a work-group of 64 cannot run it) */
@@ -385,12 +386,27 @@ nmt_status nmt_op_gemm_i8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, floa
  * columns [0, d/2), cos in [d/2, d); inv_freq_i = 10000^(-i/(d/2-1)) as in
  * fairseq/tensor2tensor).  tok is an int buffer; ids are validated by the
  * host before upload. */
-/* Fills PT (n_pos rows of d floats) with the sinusoidal position terms of
- * positions 0 .. n_pos - 1 (cl/elementwise.cl pos_table: the embeddings'
- * own function, so the same bits) and makes every later embedding of that
- * d read them from it instead of computing them; n_pos 0 (or PT.mem NULL)
- * switches the table off.  PT must stay allocated while it is set. */
-nmt_status nmt_ops_set_pos_table(nmt_ops *ops, nmt_buf PT, uint32_t n_pos, uint32_t d);
+/* Position layouts (the Transformer's position_encoding key; cl/common.cl
+ * pos_term_layout): the embeddings compute NMT_POS_SINUSOID themselves past
+ * the table; every other layout, and any offset, only comes from it. */
+enum { NMT_POS_SINUSOID = 0, NMT_POS_SINUSOID_2I = 1, NMT_POS_INTERLEAVED = 2, NMT_POS_NONE = 3 };
+/* Fills PT (n_pos rows of d floats) with the position terms of positions
+ * offset .. offset + n_pos - 1 in `layout` (cl/elementwise.cl pos_table:
+ * the embeddings' own function, so the same bits) and makes every later
+ * embedding of that d read them from it instead of computing them; row p
+ * is embedding position p.  n_pos 0 (or PT.mem NULL) switches the table
+ * off.  With a layout other than NMT_POS_SINUSOID or an offset, an
+ * embedding of a position past the table is NMT_ERR_INVALID_ARGUMENT.  PT
+ * must stay allocated while it is set. */
+nmt_status nmt_ops_set_pos_table(nmt_ops *ops, nmt_buf PT, uint32_t n_pos, uint32_t d, uint32_t layout,
+                                 uint32_t offset);
+
+/* y[i] = act(x[i]) for i < n (y may be x): NMT_ACT_GELU (x Phi(x), the
+ * exact normal CDF) or NMT_ACT_SWISH (x sigmoid(x)); NMT_ACT_RELU in place
+ * only (nmt_op_relu; the products' epilogue does it otherwise);
+ * NMT_ACT_NONE copies. */
+enum { NMT_ACT_NONE = 0, NMT_ACT_RELU = 1, NMT_ACT_GELU = 2, NMT_ACT_SWISH = 3 };
+nmt_status nmt_op_act(nmt_ops *ops, nmt_buf x, nmt_buf y, uint32_t n, int kind);
 
 /* A session's decoder step streams step_bytes of fp32 weights.  On a CPU
  * device whose cache (device.h global_cache_bytes: the driver's figure or

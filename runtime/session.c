@@ -252,6 +252,7 @@ static nmt_status prepare(nmt_session *s, const nmt_session_params *p, nmt_mappi
         size = map->size;
     }
     nmt_status st = open_model(data, size, &s->file, &s->fam, s->cfg, &s->info, why, why_cap);
+    if (st == NMT_OK) s->src_eos = s->fam->source_eos == NULL || s->fam->source_eos(s->cfg);
     /* fp16 compute: nmt_session_arena_size has no device (s->dev NULL) and
      * counts it for ON only (AUTO: fp32's upper bound); a session asks its
      * device */
@@ -416,7 +417,7 @@ static nmt_status queue_ints(nmt_session *s, nmt_buf dst, const int32_t *src, si
     return nmt_device_write_queued(s->dev, dst.mem, dst.off * sizeof(cl_int), n * sizeof(cl_int), src);
 }
 
-/* Pack sources (+EOS) into [n, len] with padding, upload, run the encoder. */
+/* Pack sources (+EOS, nmt_family.source_eos) into [n, len] with padding, upload, run the encoder. */
 static nmt_status encode_batch(nmt_session *s, const nmt_batch *src, uint32_t *len_out) {
     uint32_t longest;
     const nmt_spans spans = s->spans; /* this call's (consumed: the next call has none) */
@@ -427,9 +428,12 @@ static nmt_status encode_batch(nmt_session *s, const nmt_batch *src, uint32_t *l
     for (uint32_t i = 0; i < src->n; i++) {
         int32_t *row = s->h_tok + (size_t)i * len;
         if (src->lens[i]) memcpy(row, src->tokens[i], sizeof(int32_t) * src->lens[i]);
-        row[src->lens[i]] = (int32_t)s->info.eos_id;
-        for (uint32_t j = src->lens[i] + 1; j < len; j++) row[j] = (int32_t)s->info.pad_id;
-        s->h_len[i] = (int32_t)(src->lens[i] + 1);
+        /* EOS after the tokens, unless the family says its sources have
+         * none (source_eos 0); an empty source is EOS alone either way */
+        const uint32_t n_eos = s->src_eos || src->lens[i] == 0 ? 1 : 0;
+        if (n_eos) row[src->lens[i]] = (int32_t)s->info.eos_id;
+        for (uint32_t j = src->lens[i] + n_eos; j < len; j++) row[j] = (int32_t)s->info.pad_id;
+        s->h_len[i] = (int32_t)(src->lens[i] + n_eos);
     }
     NMT_TRY(upload_ints(s, s->io.src_tok, s->h_tok, (size_t)src->n * len));
     NMT_TRY(upload_ints(s, s->io.src_len, s->h_len, src->n));

@@ -31,6 +31,7 @@ struct nmt_session {
     nmt_buf_node *bufs;        /* every device buffer, released at destroy */
     uint64_t device_bytes;
     int fp16;                  /* fp16 compute: 2-D F16 weights stay half (nmt_session_fp16) */
+    int src_eos;               /* eos_id after every source (nmt_family.source_eos) */
     /* host scratch, sized from the limits */
     int32_t *h_tok;            /* (max_batch * max(src_cap, tgt_cap)) packing */
     int32_t *h_len;            /* (max_batch) */

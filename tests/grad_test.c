@@ -34,7 +34,7 @@ static void test_init(void **state) {
     env *e = *state;
     const nmt_train_ops *t = &e->t;
     const cl_kernel ks[] = {t->k_gemm_tn, t->k_col_sum, t->k_layernorm_bwd, t->k_layernorm_bwd_params,
-                            t->k_embed_bwd, t->k_relu_bwd, t->k_gate_bwd, t->k_dropout,
+                            t->k_embed_bwd, t->k_relu_bwd, t->k_act_bwd, t->k_gate_bwd, t->k_dropout,
                             t->k_attn_bwd_scores, t->k_attn_bwd_probs, t->k_attn_bwd_ds, t->k_attn_bwd_dq,
                             t->k_attn_bwd_dkv, t->k_xent, t->k_adam, t->k_reduce_partial, t->k_reduce_final,
                             t->k_scale, t->k_fill, t->k_axpy};
@@ -168,6 +168,40 @@ static void test_relu_bwd_exact(void **state) {
     free(DY);
     free(got);
     nmt_test_release(y);
+    nmt_test_release(dy);
+    nmt_test_release(dx);
+}
+
+/* act_bwd (GELU, swish) against central differences of the forward in
+ * double, h = 1e-4. */
+static void test_act_bwd_fd(void **state) {
+    env *e = *state;
+    nmt_test_rng r = nmt_test_rng_make(37);
+    const uint32_t n = 1029;
+    float *X = nmt_test_random_f32(&r, n, -6, 6), *DY = nmt_test_random_f32(&r, n, -1, 1);
+    cl_mem x = nmt_test_upload_f32(e->dev, X, n), dy = nmt_test_upload_f32(e->dev, DY, n);
+    cl_mem dx = nmt_test_buffer_f32_fill(e->dev, n + 1, NAN);
+    for (int kind = NMT_ACT_GELU; kind <= NMT_ACT_SWISH; kind++) {
+        nmt_test_assert_ok(e->dev, nmt_op_act_bwd(&e->t, B(x, 0), B(dy, 0), B(dx, 1), n, kind));
+        float *got = download(e, dx, n + 1);
+        assert_true(isnan(got[0]));
+        for (uint32_t i = 0; i < n; i++) {
+            const double h = 1e-4, v = X[i];
+            double f[2];
+            for (int s = 0; s < 2; s++) {
+                const double u = v + (s ? h : -h);
+                f[s] = kind == NMT_ACT_GELU ? 0.5 * u * (1 + erf(u / sqrt(2.0))) : u / (1 + exp(-u));
+            }
+            const double want = DY[i] * (f[1] - f[0]) / (2 * h);
+            if (fabs(got[1 + i] - want) > 1e-4 * (1 + fabs(want)))
+                fail_msg("act %d x %g: dx %g, finite differences %g", kind, v, got[1 + i], want);
+        }
+        free(got);
+    }
+    assert_int_equal(nmt_op_act_bwd(&e->t, B(x, 0), B(dy, 0), B(dx, 0), n, NMT_ACT_RELU), NMT_ERR_INVALID_ARGUMENT);
+    free(X);
+    free(DY);
+    nmt_test_release(x);
     nmt_test_release(dy);
     nmt_test_release(dx);
 }
@@ -561,6 +595,7 @@ int main(void) {
         cmocka_unit_test(test_init),
         cmocka_unit_test(test_linear_bwd),
         cmocka_unit_test(test_relu_bwd_exact),
+        cmocka_unit_test(test_act_bwd_fd),
         cmocka_unit_test(test_layernorm_bwd),
         cmocka_unit_test(test_gate_bwd),
         cmocka_unit_test(test_xent),

@@ -276,7 +276,7 @@ static void test_chain_step(void **state) {
             step_bufs b;
             upload(e, c, &h, &b);
             if (ci % 2) /* the position terms from a table (zeros: not pos_term's values, so it shows) */
-                nmt_test_assert_ok(e->dev, nmt_ops_set_pos_table(&ops, B(b.pt, 0), T + 1, c->d));
+                nmt_test_assert_ok(e->dev, nmt_ops_set_pos_table(&ops, B(b.pt, 0), T + 1, c->d, 0, 0));
             run_step(e, &ops, c, &b, c->pos, 0); /* two steps: the second appends at pos + 1 */
             nmt_test_assert_ok(e->dev, nmt_device_finish(e->dev)); /* else one chain holds both */
             run_step(e, &ops, c, &b, c->pos + 1, 1);

@@ -24,7 +24,7 @@
 static void test_ops_init(void **state) {
     env *e = *state;
     const nmt_ops *o = &e->ops;
-    const cl_kernel ks[] = {o->k_embed, o->k_embed_q8, o->k_layernorm, o->k_add, o->k_relu, o->k_gate_accum, o->k_copy_rows,
+    const cl_kernel ks[] = {o->k_embed, o->k_embed_q8, o->k_layernorm, o->k_add, o->k_relu, o->k_act, o->k_gate_accum, o->k_copy_rows,
                             o->k_gather_rows, o->k_log_softmax, o->k_attn_scores, o->k_attn_stats,
                             o->k_attn_apply, o->k_attn_fused};
     for (size_t i = 0; i < NMT_ARRAY_LEN(ks); i++) assert_non_null(ks[i]);
@@ -132,6 +132,78 @@ static void test_embed(void **state) {
  * an embedding reading it gives the same bits as one computing the terms,
  * positions past it are computed, and a d it was not built for ignores it;
  * the table is really read (overwritten, the output follows). */
+/* The position layouts (cl/common.cl pos_term_layout) against their
+ * formulas in double, with an offset; an embedding past a table of a
+ * layout the kernels do not compute is refused; gelu and swish (act)
+ * against double, in place and out of place. */
+static double ref_pos_layout(uint32_t layout, double q, uint32_t c, uint32_t d) {
+    const uint32_t half = d / 2, i = c < half ? c : c - half;
+    switch (layout) {
+    case 1: return c < half ? sin(q * pow(10000.0, -2.0 * i / d)) : cos(q * pow(10000.0, -2.0 * i / d));
+    case 2: return c % 2 ? cos(q * pow(10000.0, -2.0 * (c / 2) / d)) : sin(q * pow(10000.0, -2.0 * (c / 2) / d));
+    case 3: return 0.0;
+    default: return c < half ? sin(q * pow(10000.0, -(double)i / (half - 1))) : cos(q * pow(10000.0, -(double)i / (half - 1)));
+    }
+}
+
+static void test_pos_layouts_and_act(void **state) {
+    env *e = *state;
+    const uint32_t d = 16, n_pos = 40, offset = 2;
+    cl_mem dpt = nmt_test_buffer(e->dev, (size_t)n_pos * d * sizeof(float), NULL);
+    for (uint32_t layout = 0; layout <= 3; layout++) {
+        nmt_test_assert_ok(e->dev, nmt_ops_set_pos_table(&e->ops, B(dpt, 0), n_pos, d, layout, offset));
+        float *t = download(e, dpt, (size_t)n_pos * d);
+        for (uint32_t p = 0; p < n_pos; p++)
+            for (uint32_t c = 0; c < d; c++)
+                if (fabs(t[p * d + c] - ref_pos_layout(layout, p + offset, c, d)) > 2e-5)
+                    fail_msg("layout %u position %u column %u: %g, want %g", layout, p, c, t[p * d + c],
+                             ref_pos_layout(layout, p + offset, c, d));
+        free(t);
+    }
+    /* layout 3 (none) is set: an embedding past the table is refused, inside it is E * scale */
+    int32_t tok[2] = {1, 0};
+    float E[2 * 16];
+    for (int i = 0; i < 32; i++) E[i] = (float)i;
+    cl_mem dtok = nmt_test_upload_i32(e->dev, tok, 2), dE = nmt_test_upload_f32(e->dev, E, 32);
+    cl_mem dout = nmt_test_buffer(e->dev, 32 * sizeof(float), NULL);
+    assert_int_equal(nmt_op_embed(&e->ops, B(dtok, 0), 2, 2, n_pos - 1, B(dE, 0), d, 1.0f, B(dout, 0)),
+                     NMT_ERR_INVALID_ARGUMENT);
+    nmt_test_assert_ok(e->dev, nmt_op_embed(&e->ops, B(dtok, 0), 2, 2, n_pos - 2, B(dE, 0), d, 2.0f, B(dout, 0)));
+    float *got = download(e, dout, 32);
+    for (int i = 0; i < 32; i++) assert_true(got[i] == 2.0f * E[(size_t)tok[i / 16] * 16 + (size_t)(i % 16)]);
+    free(got);
+    nmt_test_assert_ok(e->dev, nmt_ops_set_pos_table(&e->ops, NONE, 0, d, 0, 0));
+    assert_int_equal(nmt_ops_set_pos_table(&e->ops, B(dpt, 0), n_pos, d, 4, 0), NMT_ERR_INVALID_ARGUMENT);
+
+    nmt_test_rng r = nmt_test_rng_make(23);
+    const uint32_t n = 1031;
+    float *X = nmt_test_random_f32(&r, n, -6, 6);
+    cl_mem dx = nmt_test_upload_f32(e->dev, X, n), dy = nmt_test_buffer_f32_fill(e->dev, n + 1, NAN);
+    for (int kind = NMT_ACT_GELU; kind <= NMT_ACT_SWISH; kind++) {
+        nmt_test_assert_ok(e->dev, nmt_op_act(&e->ops, B(dx, 0), B(dy, 1), n, kind));
+        float *y = download(e, dy, n + 1);
+        assert_true(isnan(y[0]));
+        for (uint32_t i = 0; i < n; i++) {
+            const double v = X[i], want = kind == NMT_ACT_GELU ? 0.5 * v * (1 + erf(v / sqrt(2.0))) : v / (1 + exp(-v));
+            if (fabs(y[1 + i] - want) > 1e-5 * (1 + fabs(want))) fail_msg("act %d x %g: %g, want %g", kind, v, y[1 + i], want);
+        }
+        free(y);
+    }
+    nmt_test_assert_ok(e->dev, nmt_op_act(&e->ops, B(dx, 0), B(dx, 0), n, NMT_ACT_SWISH)); /* in place */
+    float *inplace = download(e, dx, n);
+    for (uint32_t i = 0; i < n; i++) assert_true(fabs(inplace[i] - X[i] / (1 + exp(-(double)X[i]))) < 1e-5 * (1 + fabs(X[i])));
+    assert_int_equal(nmt_op_act(&e->ops, B(dx, 0), B(dy, 0), n, NMT_ACT_RELU), NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(nmt_op_act(&e->ops, B(dx, 0), B(dy, 0), n, 7), NMT_ERR_INVALID_ARGUMENT);
+    free(inplace);
+    free(X);
+    nmt_test_release(dx);
+    nmt_test_release(dy);
+    nmt_test_release(dtok);
+    nmt_test_release(dE);
+    nmt_test_release(dout);
+    nmt_test_release(dpt);
+}
+
 static void test_embed_pos_table(void **state) {
     env *e = *state;
     nmt_test_rng r = nmt_test_rng_make(17);
@@ -147,7 +219,7 @@ static void test_embed_pos_table(void **state) {
 
     nmt_test_assert_ok(e->dev, nmt_op_embed(&e->ops, B(dtok, 0), rows, seq_len, pos0, B(dE, 0), d, scale, B(dout, 0)));
     float *computed = download(e, dout, nout);
-    nmt_test_assert_ok(e->dev, nmt_ops_set_pos_table(&e->ops, B(dpt, pt_off), n_pos, d));
+    nmt_test_assert_ok(e->dev, nmt_ops_set_pos_table(&e->ops, B(dpt, pt_off), n_pos, d, 0, 0));
     float *table = download(e, dpt, pt_off + (size_t)n_pos * d);
     for (uint32_t p = 0; p < n_pos; p++)
         for (uint32_t c = 0; c < d; c++)
@@ -180,14 +252,14 @@ static void test_embed_pos_table(void **state) {
     nmt_test_assert_close(other, want, 16, TOL); /* another d with a table set */
 
     /* off again: computed; bad sizes refused */
-    nmt_test_assert_ok(e->dev, nmt_ops_set_pos_table(&e->ops, NONE, n_pos, d));
+    nmt_test_assert_ok(e->dev, nmt_ops_set_pos_table(&e->ops, NONE, n_pos, d, 0, 0));
     assert_int_equal(e->ops.pos_rows, 0);
     nmt_test_assert_ok(e->dev, nmt_op_embed(&e->ops, B(dtok, 0), rows, seq_len, pos0, B(dE, 0), d, scale, B(dout, 0)));
     float *off = download(e, dout, nout);
     assert_memory_equal(off, computed, nout * sizeof(float));
-    assert_int_equal(nmt_ops_set_pos_table(&e->ops, B(dpt, 0), 1u << 16, 1u << 16), NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(nmt_ops_set_pos_table(&e->ops, B(dpt, 0), 1u << 16, 1u << 16, 0, 0), NMT_ERR_INVALID_ARGUMENT);
     assert_int_equal(e->ops.pos_rows, 0);
-    assert_int_equal(nmt_ops_set_pos_table(NULL, B(dpt, 0), 1, 1), NMT_ERR_INVALID_ARGUMENT);
+    assert_int_equal(nmt_ops_set_pos_table(NULL, B(dpt, 0), 1, 1, 0, 0), NMT_ERR_INVALID_ARGUMENT);
 
     nmt_test_release(dtok);
     nmt_test_release(dE);
@@ -514,6 +586,7 @@ int main(void) {
         cmocka_unit_test(test_embed),
         cmocka_unit_test(test_embed_q8),
         cmocka_unit_test(test_embed_pos_table),
+        cmocka_unit_test(test_pos_layouts_and_act),
         cmocka_unit_test(test_layernorm),
         cmocka_unit_test(test_add_relu),
         cmocka_unit_test(test_gate_accum),

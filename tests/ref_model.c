@@ -23,6 +23,9 @@ typedef struct rm {
     uint32_t nbe, nbd;
     int bre[8], brd[8]; /* kind*1000 + k */
     int32_t bos, eos;
+    int act;            /* ffn_activation: 0 relu, 1 gelu, 2 swish */
+    int pos;            /* position_encoding: 0 sinusoid, 1 sinusoid-2i, 2 sinusoid-interleaved, 3 none */
+    uint32_t pos_offset;
     uint64_t mg_mask;   /* MG-SA: encoder layers with phrase heads */
     int mg_n[64];       /* per head: 0 word, else n-gram size */
     int mg_lstm;        /* MG-SA: REC = LSTM (1) or ON-LSTM (2) over each phrase sequence */
@@ -552,7 +555,10 @@ static void attention(const rm *m, const char *pre, const double *x, int n, cons
 static void ffn(const rm *m, const char *pre, const double *x, int n, double *out) {
     double *h = malloc(sizeof(double) * (size_t)n * m->ff);
     lin(x, n, (int)m->d, W(m, "%s.ffn.fc1.weight", pre), W(m, "%s.ffn.fc1.bias", pre), (int)m->ff, h);
-    for (size_t e = 0; e < (size_t)n * m->ff; e++) h[e] = h[e] > 0 ? h[e] : 0;
+    for (size_t e = 0; e < (size_t)n * m->ff; e++) {
+        const double v = h[e];
+        h[e] = m->act == 1 ? 0.5 * v * (1.0 + erf(v / sqrt(2.0))) : m->act == 2 ? v / (1.0 + exp(-v)) : v > 0 ? v : 0;
+    }
     lin(h, n, (int)m->ff, W(m, "%s.ffn.fc2.weight", pre), W(m, "%s.ffn.fc2.bias", pre), (int)m->d, out);
     free(h);
 }
@@ -578,14 +584,33 @@ static void sub(const rm *m, const char *layer, int lnidx, int kind, double *x, 
     free(out);
 }
 
+/* The position term of column c at position p in the model's layout. */
+static double pos_term(const rm *m, int p, int c) {
+    const int d = (int)m->d, half = d / 2;
+    const double q = (double)p + m->pos_offset;
+    switch (m->pos) {
+    case 0: {
+        const int i = c < half ? c : c - half;
+        const double w = pow(10000.0, -(double)i / (double)(half - 1));
+        return c < half ? sin(q * w) : cos(q * w);
+    }
+    case 1: {
+        const int i = c < half ? c : c - half;
+        const double w = pow(10000.0, -2.0 * i / d);
+        return c < half ? sin(q * w) : cos(q * w);
+    }
+    case 2: {
+        const double w = pow(10000.0, -2.0 * (c / 2) / d);
+        return c % 2 ? cos(q * w) : sin(q * w);
+    }
+    default: return 0.0;
+    }
+}
+
 static void embed(const rm *m, const float *E, const int32_t *tok, int n, double *x) {
-    int d = (int)m->d, half = d / 2;
+    const int d = (int)m->d;
     for (int p = 0; p < n; p++)
-        for (int i = 0; i < half; i++) {
-            double w = pow(10000.0, -(double)i / (double)(half - 1));
-            x[(size_t)p * d + i] = E[(size_t)tok[p] * d + i] * m->scale + sin(p * w);
-            x[(size_t)p * d + half + i] = E[(size_t)tok[p] * d + half + i] * m->scale + cos(p * w);
-        }
+        for (int c = 0; c < d; c++) x[(size_t)p * d + c] = E[(size_t)tok[p] * d + c] * m->scale + pos_term(m, p, c);
 }
 
 /* The forward; cap (optional): the cross-attention probabilities of decoder
@@ -610,6 +635,11 @@ static int forward(const nmt_file *f, const int32_t *src, uint32_t src_len, cons
     char s[128];
     nmt_file_get_str_or(f, "norm", "post", s, sizeof s);
     m.pre = !strcmp(s, "pre");
+    nmt_file_get_str_or(f, "ffn_activation", "relu", s, sizeof s);
+    m.act = !strcmp(s, "gelu") ? 1 : !strcmp(s, "swish") ? 2 : 0;
+    nmt_file_get_str_or(f, "position_encoding", "sinusoid", s, sizeof s);
+    m.pos = !strcmp(s, "sinusoid-2i") ? 1 : !strcmp(s, "sinusoid-interleaved") ? 2 : !strcmp(s, "none") ? 3 : 0;
+    m.pos_offset = (uint32_t)geti(f, "position_offset", 0);
     nmt_file_get_str_or(f, "fusion", "sum", s, sizeof s);
     m.fusion = !strcmp(s, "sum") ? 0 : !strcmp(s, "concat") ? 1 : 2;
     nmt_file_get_str_or(f, "enc_branches", "global", s, sizeof s);
@@ -638,11 +668,12 @@ static int forward(const nmt_file *f, const int32_t *src, uint32_t src_len, cons
     }
     const int d = (int)m.d;
 
-    /* encoder over src + EOS */
-    int ns = (int)src_len + 1;
+    /* encoder over src + EOS (source_eos 0: src alone; an empty one is EOS) */
+    const int src_eos = (int)geti(f, "source_eos", 1) || src_len == 0;
+    int ns = (int)src_len + src_eos;
     int32_t *st = malloc(sizeof(int32_t) * (size_t)ns);
     memcpy(st, src, sizeof(int32_t) * src_len);
-    st[src_len] = m.eos;
+    if (src_eos) st[src_len] = m.eos;
     double *x = malloc(sizeof(double) * (size_t)ns * d);
     embed(&m, W(&m, "src_embed"), st, ns, x);
     char layer[32];
@@ -673,7 +704,7 @@ static int forward(const nmt_file *f, const int32_t *src, uint32_t src_len, cons
     }
     if (m.pre) lnorm(y, nt, d, W(&m, "dec.ln.weight"), W(&m, "dec.ln.bias"), m.eps);
     const float *Wo = m.tied ? Et : W(&m, "out_proj");
-    lin(y, nt, d, Wo, NULL, (int)m.Vt, logits);
+    lin(y, nt, d, Wo, geti(f, "output_bias", 0) ? W(&m, "out_bias") : NULL, (int)m.Vt, logits);
     free(st); free(x); free(tt); free(y);
     return nt;
 }

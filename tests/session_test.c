@@ -25,13 +25,23 @@ typedef struct model_case {
     const char *norm, *enc_br, *dec_br, *fusion;
     int shared, tied;
     uint32_t d, heads, ff, layers, vocab;
+    /* the keys of other frameworks' models (docs/IMPORT.md); zero: defaults */
+    const char *act, *pos;
+    uint32_t pos_offset;
+    int out_bias, no_src_eos;
 } model_case;
 
 static const model_case cases[] = {
-    {"vanilla post-norm", "post", "global", "global", "sum", 0, 0, 32, 4, 48, 2, 29},
-    {"hysan gate pre-norm", "pre", "global fw bw local:1", "global local:2", "gate", 0, 0, 32, 4, 40, 2, 31},
-    {"hysan concat shared+tied", "post", "global bw local:0", "fw local:1", "concat", 1, 1, 24, 3, 36, 1, 27},
-    {"hysan sum", "pre", "fw bw", "global fw", "sum", 0, 1, 16, 2, 20, 2, 23},
+    {"vanilla post-norm", "post", "global", "global", "sum", 0, 0, 32, 4, 48, 2, 29, NULL, NULL, 0, 0, 0},
+    {"hysan gate pre-norm", "pre", "global fw bw local:1", "global local:2", "gate", 0, 0, 32, 4, 40, 2, 31, NULL, NULL, 0, 0, 0},
+    {"hysan concat shared+tied", "post", "global bw local:0", "fw local:1", "concat", 1, 1, 24, 3, 36, 1, 27, NULL, NULL, 0, 0, 0},
+    {"hysan sum", "pre", "fw bw", "global fw", "sum", 0, 1, 16, 2, 20, 2, 23, NULL, NULL, 0, 0, 0},
+    {"swish sinusoid-2i logits bias (hf-marian)", "post", "global", "global", "sum", 1, 1, 32, 4, 48, 2, 29,
+     "swish", "sinusoid-2i", 0, 1, 0},
+    {"gelu interleaved, no source EOS (opennmt)", "pre", "global", "global", "sum", 0, 0, 32, 4, 40, 2, 31,
+     "gelu", "sinusoid-interleaved", 0, 1, 1},
+    {"position offset 2 (fairseq)", "post", "global", "global", "sum", 0, 1, 24, 3, 36, 1, 27, NULL, NULL, 2, 0, 0},
+    {"no position terms", "pre", "global", "global", "sum", 0, 0, 16, 2, 20, 2, 23, "swish", "none", 0, 0, 0},
 };
 
 typedef struct env {
@@ -78,6 +88,11 @@ static void make_image(const model_case *c, uint64_t seed, model *m) {
     cfg.gate_reduction = 4;
     cfg.shared_embeddings = c->shared;
     cfg.tied_output = c->tied;
+    cfg.ffn_activation = c->act;
+    cfg.position_encoding = c->pos;
+    cfg.position_offset = c->pos_offset;
+    cfg.output_bias = c->out_bias;
+    cfg.no_source_eos = c->no_src_eos;
     cfg.seed = seed;
     cfg.weight_scale = 2.0f; /* peaky distributions: beam choices matter */
     assert_int_equal(nmt_random_transformer_image(&cfg, &m->image, &m->size), NMT_OK);

@@ -154,6 +154,9 @@ typedef struct grad_case {
     int mg_rec;                        /* MG-SA phrase interaction, NMT_MG_REC_* */
     int mg_com;                        /* MG-SA phrase composition, NMT_MG_COM_* */
     const char *ph[3];                 /* phrase attention (arch phrase) when ph[0] != NULL: enc, dec, cross */
+    const char *act, *pos;             /* ffn_activation, position_encoding (NULL: relu, sinusoid) */
+    uint32_t pos_offset;
+    int out_bias;                      /* output_bias: a logits bias */
 } grad_case;
 
 /* Central differences with h = 1e-5 (relative for |p| > 1) of the loss in
@@ -164,34 +167,38 @@ typedef struct grad_case {
  * 8.3e-6, 3.0e-5, 2.1e-5, 1.9e-5, 1.0e-5, 2.5e-5 (the worst are always key
  * biases, whose true gradient is 0: softmax is shift-invariant). */
 static const grad_case grad_cases[] = {
-    {"post sum global", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 1, NULL, NULL, 0, 0, {NULL, NULL, NULL}},
-    {"pre shared+tied", "pre", "global", "global", "sum", 4, 1, 1, 8, 16, 2, NULL, NULL, 0, 0, {NULL, NULL, NULL}},
-    {"post hysan sum", "post", "global fw bw local:1", "global local:1", "sum", 4, 0, 1, 8, 16, 1, NULL, NULL, 0, 0, {NULL, NULL, NULL}},
-    {"pre hysan concat", "pre", "global fw bw local:1", "global local:1", "concat", 4, 0, 0, 8, 16, 1, NULL, NULL, 0, 0, {NULL, NULL, NULL}},
-    {"post hysan gate", "post", "global fw bw local:1", "global local:1", "gate", 2, 1, 1, 16, 32, 1, NULL, NULL, 0, 0, {NULL, NULL, NULL}},
-    {"pre hysan gate 2 layers", "pre", "global fw bw local:1", "global local:1", "gate", 2, 0, 0, 8, 16, 2, NULL, NULL, 0, 0, {NULL, NULL, NULL}},
-    {"post mgsa ngram:2 word", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 2, "1 2", "ngram:2 word", 0, 0, {NULL, NULL, NULL}},
-    {"pre mgsa ngram:3 ngram:2", "pre", "global", "global", "sum", 4, 1, 1, 8, 16, 1, "1", "ngram:3 ngram:2", 0, 0, {NULL, NULL, NULL}},
+    {"post sum global", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 1, NULL, NULL, 0, 0, {NULL, NULL, NULL}, NULL, NULL, 0, 0},
+    {"pre shared+tied", "pre", "global", "global", "sum", 4, 1, 1, 8, 16, 2, NULL, NULL, 0, 0, {NULL, NULL, NULL}, NULL, NULL, 0, 0},
+    {"post hysan sum", "post", "global fw bw local:1", "global local:1", "sum", 4, 0, 1, 8, 16, 1, NULL, NULL, 0, 0, {NULL, NULL, NULL}, NULL, NULL, 0, 0},
+    {"pre hysan concat", "pre", "global fw bw local:1", "global local:1", "concat", 4, 0, 0, 8, 16, 1, NULL, NULL, 0, 0, {NULL, NULL, NULL}, NULL, NULL, 0, 0},
+    {"post hysan gate", "post", "global fw bw local:1", "global local:1", "gate", 2, 1, 1, 16, 32, 1, NULL, NULL, 0, 0, {NULL, NULL, NULL}, NULL, NULL, 0, 0},
+    {"pre hysan gate 2 layers", "pre", "global fw bw local:1", "global local:1", "gate", 2, 0, 0, 8, 16, 2, NULL, NULL, 0, 0, {NULL, NULL, NULL}, NULL, NULL, 0, 0},
+    {"post mgsa ngram:2 word", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 2, "1 2", "ngram:2 word", 0, 0, {NULL, NULL, NULL}, NULL, NULL, 0, 0},
+    {"pre mgsa ngram:3 ngram:2", "pre", "global", "global", "sum", 4, 1, 1, 8, 16, 1, "1", "ngram:3 ngram:2", 0, 0, {NULL, NULL, NULL}, NULL, NULL, 0, 0},
     {"post mgsa lstm ngram:2 word", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 2, "1", "ngram:2 word",
-     NMT_MG_REC_LSTM, 0, {NULL, NULL, NULL}},
+     NMT_MG_REC_LSTM, 0, {NULL, NULL, NULL}, NULL, NULL, 0, 0},
     {"pre mgsa onlstm ngram:2 ngram:3", "pre", "global", "global", "sum", 4, 0, 0, 8, 16, 1, "1", "ngram:2 ngram:3",
-     NMT_MG_REC_ONLSTM, 0, {NULL, NULL, NULL}},
+     NMT_MG_REC_ONLSTM, 0, {NULL, NULL, NULL}, NULL, NULL, 0, 0},
     {"post mgsa san ngram:2 ngram:3", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 2, "1 2", "ngram:2 ngram:3",
-     NMT_MG_REC_NONE, NMT_MG_COM_SAN, {NULL, NULL, NULL}},
+     NMT_MG_REC_NONE, NMT_MG_COM_SAN, {NULL, NULL, NULL}, NULL, NULL, 0, 0},
     {"pre mgsa lstm-com ngram:3 ngram:2", "pre", "global", "global", "sum", 4, 0, 0, 8, 16, 1, "1", "ngram:3 ngram:2",
-     NMT_MG_REC_LSTM, NMT_MG_COM_LSTM, {NULL, NULL, NULL}},
+     NMT_MG_REC_LSTM, NMT_MG_COM_LSTM, {NULL, NULL, NULL}, NULL, NULL, 0, 0},
     {"post phrase convkv homo", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 1, NULL, NULL, 0, 0,
-     {"convkv:homo:11", "convkv:homo:02", "convkv:homo:101"}},
+     {"convkv:homo:11", "convkv:homo:02", "convkv:homo:101"}, NULL, NULL, 0, 0},
     {"pre phrase convkv hetero", "pre", "global", "global", "sum", 4, 0, 0, 8, 16, 1, NULL, NULL, 0, 0,
-     {"convkv:hetero:123", "convkv:hetero:12", "convkv:hetero:13"}},
+     {"convkv:hetero:123", "convkv:hetero:12", "convkv:hetero:13"}, NULL, NULL, 0, 0},
     {"post phrase queryk homo", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 1, NULL, NULL, 0, 0,
-     {"queryk:homo:101", "queryk:homo:11", "queryk:homo:02"}},
+     {"queryk:homo:101", "queryk:homo:11", "queryk:homo:02"}, NULL, NULL, 0, 0},
     {"pre phrase queryk hetero", "pre", "global", "global", "sum", 4, 1, 1, 8, 16, 1, NULL, NULL, 0, 0,
-     {"queryk:hetero:12", "queryk:hetero:123", "queryk:hetero:13"}},
+     {"queryk:hetero:12", "queryk:hetero:123", "queryk:hetero:13"}, NULL, NULL, 0, 0},
     {"post phrase convkv inter", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 1, NULL, NULL, 0, 0,
-     {"convkv:inter:12", "convkv:inter:12", "convkv:inter:12"}},
+     {"convkv:inter:12", "convkv:inter:12", "convkv:inter:12"}, NULL, NULL, 0, 0},
     {"pre phrase queryk inter", "pre", "global", "global", "sum", 4, 0, 0, 8, 16, 1, NULL, NULL, 0, 0,
-     {"queryk:inter:12", "queryk:inter:12", "queryk:inter:12"}},
+     {"queryk:inter:12", "queryk:inter:12", "queryk:inter:12"}, NULL, NULL, 0, 0},
+    {"post swish sinusoid-2i logits bias shared+tied", "post", "global", "global", "sum", 4, 1, 1, 8, 16, 1, NULL, NULL,
+     0, 0, {NULL, NULL, NULL}, "swish", "sinusoid-2i", 0, 1},
+    {"pre gelu interleaved offset 2 logits bias", "pre", "global", "global", "sum", 4, 0, 0, 8, 16, 2, NULL, NULL, 0, 0,
+     {NULL, NULL, NULL}, "gelu", "sinusoid-interleaved", 2, 1},
 };
 
 /* An MG-SA model with img's hyper-parameters, these phrase heads and
@@ -240,6 +247,30 @@ static void *to_phrase(void *img, size_t *size, const char *const ph[3], uint64_
     return out;
 }
 
+/* A Transformer with img's hyper-parameters and the keys of other
+ * frameworks' models (docs/IMPORT.md), random weights (seed); img is freed. */
+static void *to_options(void *img, size_t *size, const grad_case *gc, uint64_t seed) {
+    nmt_file f;
+    assert_int_equal(nmt_file_open(&f, img, *size, 1), NMT_OK);
+    nmt_tf_cfg c;
+    assert_int_equal(nmt_family_parse(&nmt_family_transformer, &f, &c), NMT_OK);
+    const nmt_family *fam = &nmt_family_transformer;
+    if (gc->act) assert_int_equal(nmt_hparam_set_text(nmt_hparam_find(fam, "ffn_activation"), &c, gc->act), NMT_OK);
+    if (gc->pos) assert_int_equal(nmt_hparam_set_text(nmt_hparam_find(fam, "position_encoding"), &c, gc->pos), NMT_OK);
+    c.pos_offset = gc->pos_offset;
+    c.out_bias = gc->out_bias;
+    assert_int_equal(nmt_tf_finish(&c, ~0ull, NULL, 0), NMT_OK);
+    free(img);
+    nmtw_writer *w = nmtw_create();
+    assert_non_null(w);
+    assert_int_equal(nmtw_add_hparams(w, fam, &c), NMT_OK);
+    assert_int_equal(nmtw_add_random_tensors(w, fam, &c, seed, 1.0f), NMT_OK);
+    void *out = NULL;
+    assert_int_equal(nmtw_write_memory(w, &out, size), NMT_OK);
+    nmtw_destroy(w);
+    return out;
+}
+
 static void test_gradients(void **state) {
     env *e = *state;
     const uint32_t V = 13;
@@ -252,6 +283,7 @@ static void test_gradients(void **state) {
                                  gc->ff, gc->layers, V, 100 + ci, &isz);
         if (gc->mg_heads) img = to_mgsa(img, &isz, gc->mg_layers, gc->mg_heads, gc->mg_rec, gc->mg_com, 100 + ci);
         if (gc->ph[0]) img = to_phrase(img, &isz, gc->ph, 100 + ci);
+        if (gc->act || gc->pos || gc->pos_offset || gc->out_bias) img = to_options(img, &isz, gc, 100 + ci);
         tft_limits lim = {.max_seqs = 3, .max_src_len = 7, .max_tgt_len = 7, .max_tokens = 0};
         tft_model *m = NULL;
         nmt_test_assert_ok(e->dev, tft_create(e->dev, img, isz, &lim, &m));

@@ -382,6 +382,7 @@ struct td_batcher {
     uint64_t seed;
     td_position pos;
     int32_t bos, eos, pad;
+    int no_src_eos; /* td_batcher_source_eos(b, 0) */
     uint32_t max_seqs, max_src, max_tgt;
     int32_t *src, *tgt_in, *tgt_out;
     uint32_t *src_lens, *tgt_lens;
@@ -542,6 +543,10 @@ nmt_status td_seek(td_batcher *b, td_position p) {
     return NMT_OK;
 }
 
+void td_batcher_source_eos(td_batcher *b, int on) {
+    if (b) b->no_src_eos = !on;
+}
+
 static void fill_batch(td_batcher *b, uint32_t k, nmt_train_batch *out, uint32_t *tgt_tokens) {
     const td_bspan *x = &b->batches[k];
     const td_corpus *c = b->c;
@@ -555,8 +560,9 @@ static void fill_batch(td_batcher *b, uint32_t k, nmt_train_batch *out, uint32_t
         int32_t *ti = b->tgt_in + (size_t)s * x->tgt_len;
         int32_t *to = b->tgt_out + (size_t)s * x->tgt_len;
         if (n) memcpy(sr, src, (size_t)n * sizeof(int32_t));
-        sr[n] = b->eos;
-        for (uint32_t t = n + 1; t < x->src_len; t++) sr[t] = b->pad;
+        const uint32_t ne = !b->no_src_eos || n == 0 ? 1 : 0; /* as the runtime's session packs it */
+        if (ne) sr[n] = b->eos;
+        for (uint32_t t = n + ne; t < x->src_len; t++) sr[t] = b->pad;
         ti[0] = b->bos;
         if (m) {
             memcpy(ti + 1, tgt, (size_t)m * sizeof(int32_t));
@@ -564,7 +570,7 @@ static void fill_batch(td_batcher *b, uint32_t k, nmt_train_batch *out, uint32_t
         }
         to[m] = b->eos;
         for (uint32_t t = m + 1; t < x->tgt_len; t++) ti[t] = to[t] = b->pad;
-        b->src_lens[s] = n + 1;
+        b->src_lens[s] = n + ne;
         b->tgt_lens[s] = m + 1;
         toks += m + 1;
         if (c->sp_first) { /* the pair's spans travel with it */

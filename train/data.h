@@ -89,6 +89,9 @@ typedef struct td_batcher td_batcher;
 nmt_status td_batcher_create(const td_corpus *c, uint32_t max_tokens, uint32_t max_seqs, uint64_t seed,
                              int32_t bos, int32_t eos, int32_t pad, td_batcher **out);
 void td_batcher_free(td_batcher *b);
+/* on 0: sources are not followed by EOS (a model's source_eos 0; an empty
+ * source is EOS alone, as the session packs it); 1 (the default): they are. */
+void td_batcher_source_eos(td_batcher *b, int on);
 uint32_t td_batches_per_epoch(const td_batcher *b);
 /* Largest n_seq, src_len, tgt_len any batch can have (for nmt_train_limits). */
 void td_batcher_bounds(const td_batcher *b, uint32_t *max_seqs, uint32_t *max_src_len, uint32_t *max_tgt_len);

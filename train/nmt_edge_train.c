@@ -94,6 +94,7 @@ typedef struct run {
     ntm_model *m;
     uint32_t src_vocab, tgt_vocab;
     int32_t bos, eos, pad, unk;
+    int src_eos; /* the model's source_eos: EOS after every source */
     ckpt_state st;
     FILE *log;
     sched_params sp;
@@ -307,8 +308,10 @@ static int new_model_image(run *r, void **img, size_t *size) {
     return 0;
 }
 
-/* Newest checkpoint in DIR that validates (CRCs included): path into buf. */
-static int find_resume(const char *dir, char *buf, size_t cap) {
+/* Newest checkpoint in DIR whose checksums verify: path into buf, the step
+ * of its name into *name_step (its train.* fields are build_model's to
+ * check: a bad one is refused, not skipped). */
+static int find_resume(const char *dir, char *buf, size_t cap, uint64_t *name_step) {
     DIR *d = opendir(dir);
     if (!d) return 1;
     long best = -1;
@@ -324,9 +327,9 @@ static int find_resume(const char *dir, char *buf, size_t cap) {
             size_t n;
             void *img = train_slurp(path, &n);
             nmt_file f;
-            ckpt_state cs;
-            if (img && nmt_file_open(&f, img, n, 1) == NMT_OK && ckpt_read_state(img, n, &cs) == NMT_OK) {
+            if (img && nmt_file_open(&f, img, n, 1) == NMT_OK) {
                 best = step;
+                *name_step = (uint64_t)step;
                 snprintf(buf, cap, "%s", path);
             } else {
                 fprintf(stderr, PROG ": skipping the unreadable checkpoint %s\n", path);
@@ -352,13 +355,21 @@ static int attach_spans(td_corpus *c, const char *path) {
     return 0;
 }
 
+/* A checkpoint --resume refuses: "PROG: 'PATH': FIELD VALUE: why"; 1. */
+static int resume_refused(const char *path, const char *why, nmt_status s) {
+    fprintf(stderr, PROG ": '%s': %s\n", path, why[0] ? why : nmt_status_str(s));
+    return 1;
+}
+
 static int build_model(run *r) {
     void *img = NULL;
     size_t size = 0;
     int from_file = 0;
-    char path[4400];
+    nmt_status s;
+    char path[4400], why[TRAIN_WHY_BYTES] = "";
+    uint64_t name_step = UINT64_MAX;
     if (r->o.resume) {
-        if (find_resume(r->dir, path, sizeof path)) {
+        if (find_resume(r->dir, path, sizeof path, &name_step)) {
             fprintf(stderr, PROG ": --resume: no valid checkpoint (ckpt-*.nmt) in %s\n", r->dir);
             return 1;
         }
@@ -374,7 +385,7 @@ static int build_model(run *r) {
             return 1;
         }
         nmt_model_info mi;
-        nmt_status s = nmt_model_inspect(img, size, &mi);
+        s = nmt_model_inspect(img, size, &mi);
         if (s != NMT_OK) {
             free(img);
             fprintf(stderr, PROG ": '%s': %s\n", path, nmt_status_str(s));
@@ -386,12 +397,13 @@ static int build_model(run *r) {
         r->eos = (int32_t)mi.eos_id;
         r->pad = (int32_t)mi.pad_id;
         r->unk = (int32_t)mi.unk_id;
-        if (r->o.resume) {
-            if (ckpt_read_state(img, size, &r->st) != NMT_OK) {
+        if (r->o.resume) { /* every train.* field checked before the run directory changes */
+            s = ckpt_check_state(img, size, name_step, &r->st, why, sizeof why);
+            if (s != NMT_OK) {
                 free(img);
-                fprintf(stderr, PROG ": '%s' is not a training checkpoint\n", path);
-                return 1;
+                return resume_refused(path, why, s);
             }
+            r->o.seed = (long)r->st.seed; /* the run's data order and dropout, whatever --seed says */
             fprintf(stderr, PROG ": resuming from %s (step %llu)\n", path, (unsigned long long)r->st.step);
         }
         if (setup_tokenizer(r, img, size)) {
@@ -412,6 +424,12 @@ static int build_model(run *r) {
     }
     r->o.vocab = r->src_vocab;
     int rc = 0;
+    { /* the model's source_eos key (an imported OpenNMT model: 0) */
+        nmt_file mf;
+        int64_t src_eos = 1;
+        if (nmt_file_open(&mf, img, size, 1) == NMT_OK) nmt_file_get_i64_or(&mf, "source_eos", 1, &src_eos);
+        r->src_eos = src_eos != 0;
+    }
     nmt_model_info smi; /* MG-SA syntax heads (a resumed or --init model too) train on spans only */
     if (!r->o.train_spans && nmt_model_inspect(img, size, &smi) == NMT_OK && !strcmp(smi.arch, "mgsa") &&
         strstr(smi.family_config, "syntax")) {
@@ -424,7 +442,6 @@ static int build_model(run *r) {
     td_stats ts;
     char err[TRAIN_PATH_WHY_BYTES] = "";
     td_filter flt = {(uint32_t)r->o.max_len, r->o.max_ratio};
-    nmt_status s;
     if (r->o.ids)
         s = td_load_ids(r->o.train_src, r->o.train_tgt, r->src_vocab, r->src_vocab, &flt, &r->train, &ts, err,
                         sizeof err);
@@ -469,11 +486,14 @@ static int build_model(run *r) {
             s = td_batcher_create(r->dev_c, (uint32_t)r->o.max_tokens, (uint32_t)r->o.max_seqs, 0, r->bos, r->eos,
                                   r->pad, &r->db);
         if (s != NMT_OK) rc = train_fail("batching (is --max-tokens below 2 * (--max-len + 1)?)", s);
+        td_batcher_source_eos(r->tb, r->src_eos);
+        td_batcher_source_eos(r->db, r->src_eos);
     }
     if (!rc && r->o.resume) {
         td_position p = {r->st.epoch, r->st.index};
-        s = td_seek(r->tb, p);
-        if (s != NMT_OK) rc = train_fail("the checkpoint's data position does not fit this corpus", s);
+        s = ckpt_check_position(&r->st, td_batches_per_epoch(r->tb), why, sizeof why);
+        if (s == NMT_OK) s = td_seek(r->tb, p);
+        if (s != NMT_OK) rc = resume_refused(path, why, s);
     }
     if (!rc) {
         nmt_train_limits lim;
@@ -502,6 +522,15 @@ static int build_model(run *r) {
             fprintf(stderr, PROG ": %zu bytes of activations do not fit the device: lower --max-tokens or --max-len "
                                  "(or set --max-act-bytes)\n", act);
         if (s != NMT_OK) rc = train_fail("cannot create the model on the device", s);
+    }
+    if (!rc && r->o.resume) { /* the moments against the model just built */
+        s = ckpt_check_moments(img, size, ntm_n_params(r->m), why, sizeof why);
+        const char *absent = s == NMT_OK ? ntm_missing_train_tensor(r->m, img, size) : NULL;
+        if (absent) {
+            snprintf(why, sizeof why, "%s: missing (a training-only tensor of this model)", absent);
+            s = NMT_ERR_MODEL_MISSING_TENSOR;
+        }
+        if (s != NMT_OK) rc = resume_refused(path, why, s);
     }
     free(img);
     if (!rc && !r->o.resume) {

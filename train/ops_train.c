@@ -49,6 +49,7 @@ static const kernel_def kernel_defs[] = {
     {offsetof(nmt_train_ops, k_layernorm_bwd_params), P_NORM_BWD, "layernorm_bwd_params", 0},
     {offsetof(nmt_train_ops, k_embed_bwd), P_ELEM_BWD, "embed_bwd", 0},
     {offsetof(nmt_train_ops, k_relu_bwd), P_ELEM_BWD, "relu_bwd", 0},
+    {offsetof(nmt_train_ops, k_act_bwd), P_ELEM_BWD, "act_bwd", 0},
     {offsetof(nmt_train_ops, k_gate_bwd), P_ELEM_BWD, "gate_bwd", 0},
     {offsetof(nmt_train_ops, k_dropout), P_ELEM_BWD, "dropout", 0},
     {offsetof(nmt_train_ops, k_attn_bwd_scores), P_ATTN_BWD, "attn_bwd_scores", 0},
@@ -595,6 +596,22 @@ nmt_status nmt_op_relu_bwd(nmt_train_ops *t, nmt_buf y, nmt_buf dy, nmt_buf dx, 
     NMT_TRY(args_end(t->dev, &a, "relu_bwd"));
     const size_t g[1] = {n};
     return nmt_train_launch(t, t->k_relu_bwd, 1, g, "relu_bwd");
+}
+
+nmt_status nmt_op_act_bwd(nmt_train_ops *t, nmt_buf x, nmt_buf dy, nmt_buf dx, uint32_t n, int kind) {
+    if (!train_ok(t)) return NMT_ERR_INVALID_ARGUMENT;
+    if (n == 0) return NMT_OK;
+    if (x.mem == NULL || dy.mem == NULL || dx.mem == NULL || (kind != NMT_ACT_GELU && kind != NMT_ACT_SWISH))
+        return NMT_ERR_INVALID_ARGUMENT;
+    args a = args_begin(t->k_act_bwd);
+    arg_buf(&a, x);
+    arg_buf(&a, dy);
+    arg_buf(&a, dx);
+    arg_u32(&a, n);
+    arg_u32(&a, (uint32_t)kind);
+    NMT_TRY(args_end(t->dev, &a, "act_bwd"));
+    const size_t g[1] = {n};
+    return nmt_train_launch(t, t->k_act_bwd, 1, g, "act_bwd");
 }
 
 nmt_status nmt_op_gate_bwd(nmt_train_ops *t, nmt_buf x, uint32_t ld_x, nmt_buf g, uint32_t ld_g, nmt_buf dout,

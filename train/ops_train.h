@@ -31,7 +31,7 @@ typedef struct nmt_train_ops {
     /* kernels (created by nmt_train_ops_init) */
     cl_kernel k_gemm_tn, k_col_sum;                       /* gemm_bwd.cl */
     cl_kernel k_layernorm_bwd, k_layernorm_bwd_params;    /* norm_bwd.cl */
-    cl_kernel k_embed_bwd, k_relu_bwd, k_gate_bwd, k_dropout;  /* elementwise_bwd.cl */
+    cl_kernel k_embed_bwd, k_relu_bwd, k_act_bwd, k_gate_bwd, k_dropout;  /* elementwise_bwd.cl */
     cl_kernel k_attn_bwd_scores, k_attn_bwd_probs, k_attn_bwd_ds, k_attn_bwd_dq, k_attn_bwd_dkv;
     cl_kernel k_segment_max_bwd, k_span_last_bwd, k_span_tokens_bwd, k_window_rows_bwd;  /* phrase_bwd.cl */
     cl_kernel k_pattn_dp, k_pattn_ds, k_pattn_dq, k_pattn_dk, k_pattn_dv;              /* phrase_bwd.cl */
@@ -219,6 +219,9 @@ nmt_status nmt_op_weighted_rows_bwd(nmt_train_ops *t, nmt_buf x, uint32_t ld_x, 
 /* dx[i] = y[i] > 0 ? dy[i] : 0, i < n, y = the ReLU's output (or input).
  * dx may be dy (in place). */
 nmt_status nmt_op_relu_bwd(nmt_train_ops *t, nmt_buf y, nmt_buf dy, nmt_buf dx, uint32_t n);
+/* Backward of nmt_op_act (GELU or swish, ops.h NMT_ACT_*): dx[i] = dy[i]
+ * act'(x[i]), x the activation's input; dx may be dy. */
+nmt_status nmt_op_act_bwd(nmt_train_ops *t, nmt_buf x, nmt_buf dy, nmt_buf dx, uint32_t n, int kind);
 
 /* Backward of nmt_op_gate_accum (out (+)= x * sigmoid(g)), rows x d with
  * row strides ld_*, given dout:

@@ -68,8 +68,14 @@ static nmt_status to_cfg(const nmt_random_transformer_config *c, nmt_tf_cfg *t) 
         return NMT_ERR_INVALID_ARGUMENT;
     const nmt_family *fam = &nmt_family_transformer;
     const nmt_hparam *norm = nmt_hparam_find(fam, "norm"), *fusion = nmt_hparam_find(fam, "fusion");
-    if (nmt_hparam_set_text(norm, t, c->norm) != NMT_OK || nmt_hparam_set_text(fusion, t, c->fusion) != NMT_OK)
+    const nmt_hparam *act = nmt_hparam_find(fam, "ffn_activation"), *pos = nmt_hparam_find(fam, "position_encoding");
+    if (nmt_hparam_set_text(norm, t, c->norm) != NMT_OK || nmt_hparam_set_text(fusion, t, c->fusion) != NMT_OK ||
+        nmt_hparam_set_text(act, t, c->ffn_activation ? c->ffn_activation : "relu") != NMT_OK ||
+        nmt_hparam_set_text(pos, t, c->position_encoding ? c->position_encoding : "sinusoid") != NMT_OK)
         return NMT_ERR_INVALID_ARGUMENT;
+    t->pos_offset = c->position_offset;
+    t->out_bias = c->output_bias ? 1 : 0;
+    t->src_eos = c->no_source_eos ? 0 : 1;
     if (strlen(c->enc_branches) >= sizeof t->enc_br_text || strlen(c->dec_branches) >= sizeof t->dec_br_text)
         return NMT_ERR_INVALID_ARGUMENT;
     strcpy(t->enc_br_text, c->enc_branches);

@@ -46,6 +46,12 @@ typedef struct nmt_random_transformer_config {
     uint32_t bos_id, eos_id, pad_id, unk_id;
     double ln_eps;             /* written as ln_eps */
     double embed_scale;        /* > 0: written as embed_scale; 0: key omitted */
+    /* models of other frameworks (docs/IMPORT.md); zero: today's defaults */
+    const char *ffn_activation;    /* NULL: "relu" */
+    const char *position_encoding; /* NULL: "sinusoid" */
+    uint32_t position_offset;
+    int output_bias;               /* 1: an out_bias tensor */
+    int no_source_eos;             /* 1: source_eos 0 */
     uint64_t seed;
     float weight_scale;        /* b = weight_scale / sqrt(fan_in) */
     /* SentencePiece .model bytes embedded as U8 tensors (docs/FORMAT.md):

@@ -182,6 +182,7 @@ static nmt_status alloc_acts(tft_model *m) {
             NMT_TRY(dbuf(m, R * (inter ? 2 : 1) * d, &s->a.ctx));
         } else {
             NMT_TRY(dbuf(m, R * c->ff, &s->a.ffh));
+            if (c->ffn_act) NMT_TRY(dbuf(m, R * c->ff, &s->a.ffp)); /* GELU / swish: the backward reads x */
         }
     }
     NMT_TRY(dbuf(m, R * d, &m->enc_top));
@@ -330,6 +331,12 @@ static nmt_status create_impl(tft_model *m, const void *image, size_t size) {
     NMT_TRY(alloc_acts(m));
     NMT_TRY(tft_tag_alloc(m, dbuf));
     bind_forward(m);
+    if (c->pos_enc != NMT_POS_SINUSOID || c->pos_offset) { /* a layout the kernels take from a table only */
+        const size_t n_pos = NMT_MAX(m->lim.max_src_len, m->lim.max_tgt_len) + 2;
+        nmt_buf pt;
+        NMT_TRY(dbuf(m, n_pos * c->d, &pt));
+        NMT_TRY(nmt_ops_set_pos_table(&m->ops, pt, (uint32_t)n_pos, c->d, (uint32_t)c->pos_enc, c->pos_offset));
+    }
 
     return nmt_pstore_load(&m->ps, &f); /* a new tagger starts at 0 */
 }

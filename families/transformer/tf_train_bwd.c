@@ -255,7 +255,8 @@ static nmt_status bwd_f(tft_model *m, sub_desc *s, nmt_buf df, nmt_buf in, uint3
     const uint32_t d = c->d;
     if (s->kind == SUB_FFN) {
         NMT_TRY(lin_bwd(m, rows, d, c->ff, s->a.ffh, c->ff, s->w->fc2, df, d, m->dffn, c->ff, 0.0f));
-        NMT_TRY(nmt_op_relu_bwd(&m->t, s->a.ffh, m->dffn, m->dffn, rows * c->ff));
+        NMT_TRY(c->ffn_act ? nmt_op_act_bwd(&m->t, s->a.ffp, m->dffn, m->dffn, rows * c->ff, c->ffn_act + 1)
+                           : nmt_op_relu_bwd(&m->t, s->a.ffh, m->dffn, m->dffn, rows * c->ff));
         return lin_bwd(m, rows, c->ff, d, in, d, s->w->fc1, m->dffn, c->ff, m->dh, d, 0.0f);
     }
     const nmt_ph_kind *pk = tft_ph_args(m, s, 0, NULL);
@@ -373,17 +374,19 @@ nmt_status tft_backward(tft_model *m, const tft_step_opts *o) {
     const uint64_t seed = o->seed;
     const uint32_t d = c->d, rs = m->n * m->S, rt = m->n * m->T;
     nmt_buf cur = m->g_a, spare = m->g_b;
+    const nmt_buf out_db = c->out_bias ? GB(m, m->w.out_b.w) : NO_BUF; /* the logits bias (output_bias) */
     if (c->pre_norm) {
         NMT_TRY(nmt_op_linear_bwd(&m->ops, &m->t, rt, c->tgt_vocab, d, m->y_fin, d, m->w.out.w, m->logits,
-                                  c->tgt_vocab, m->dtmp, d, 0.0f, GB(m, m->w.out.w), NO_BUF, 1.0f));
+                                  c->tgt_vocab, m->dtmp, d, 0.0f, GB(m, m->w.out.w), out_db, 1.0f));
         NMT_TRY(nmt_op_layernorm_bwd(&m->t, m->dec_top, NO_BUF, m->dtmp, cur, 0, rt, d, m->w.dec_ln.w, c->eps,
                                      GB(m, m->w.dec_ln.w), GB(m, m->w.dec_ln.b), 1, m->lnstats));
         ready(m, o, "dec.ln.");
     } else {
         NMT_TRY(nmt_op_linear_bwd(&m->ops, &m->t, rt, c->tgt_vocab, d, m->y_fin, d, m->w.out.w, m->logits,
-                                  c->tgt_vocab, cur, d, 0.0f, GB(m, m->w.out.w), NO_BUF, 1.0f));
+                                  c->tgt_vocab, cur, d, 0.0f, GB(m, m->w.out.w), out_db, 1.0f));
     }
     if (!c->tied_out) ready(m, o, "out_proj"); /* tied: the target embedding's gradient, not final yet */
+    if (c->out_bias) ready(m, o, "out_bias");
     NMT_TRY(nmt_op_fill(&m->t, m->d_enc, rs * d, 0.0f));
     for (uint32_t k = m->n_enc_sub + m->n_dec_sub; k-- > m->n_enc_sub;) {
         NMT_TRY(bwd_sub(m, &m->subs[k], rt, p, seed, 2 + k, &cur, &spare));

@@ -280,7 +280,8 @@ static nmt_status tf_plan(nmt_session *s, const nmt_file *f, const void *cfgp, c
         const size_t n_pos = NMT_MAX(S, T);
         nmt_buf pt;
         NMT_TRY(nmt_session_floats(s, a, n_pos * d, &pt));
-        if (real) NMT_TRY(nmt_ops_set_pos_table(nmt_session_ops(s), pt, (uint32_t)n_pos, (uint32_t)d));
+        if (real) NMT_TRY(nmt_ops_set_pos_table(nmt_session_ops(s), pt, (uint32_t)n_pos, (uint32_t)d,
+                                                       (uint32_t)c->pos_enc, c->pos_offset));
     }
     { /* the K|V table, identity to begin with */
         local.h_kvtab = NMT_ARENA_NEW(a, int32_t, T * R);
@@ -450,6 +451,8 @@ static nmt_status tf_project(void *state, const nmt_io_bufs *io, uint32_t first,
 
 static void tf_release(void *state) { (void)state; /* all buffers are session-owned */ }
 
+static int tf_source_eos(const void *cfg) { return ((const nmt_tf_cfg *)cfg)->src_eos; }
+
 /* The Transformer reads the first NMT_TF_N_HPARAMS keys of the table; MG-SA
  * the whole table (the mg_* suffix too) and the forward takes the phrase
  * path in its layers: one set of functions, two records. */
@@ -459,7 +462,7 @@ static void tf_release(void *state) { (void)state; /* all buffers are session-ow
         .n_hparams = n_hparams_, .finish = nmt_tf_finish, .catalogue = nmt_tf_catalogue,         \
         .info = nmt_tf_info, .random_args = NMT_TF_RANDOM_ARGS, .plan = tf_plan, .encode = tf_encode, .step = tf_step,              \
         .reorder = tf_reorder, .decode_full = tf_decode_full, .project = tf_project,             \
-        .release = tf_release, .alignments = 1, .fp16_weights = 1,                               \
+        .release = tf_release, .alignments = 1, .fp16_weights = 1, .source_eos = tf_source_eos,  \
     }
 
 const nmt_family nmt_family_transformer =

@@ -27,6 +27,8 @@
 
 static const char *const norm_choices[] = {"post", "pre", NULL};
 static const char *const fusion_choices[] = {"sum", "concat", "gate", NULL};
+static const char *const act_choices[] = {"relu", "gelu", "swish", NULL};
+static const char *const pos_choices[] = {"sinusoid", "sinusoid-2i", "sinusoid-interleaved", "none", NULL};
 static const char *const mg_compose_choices[] = {"max", "san", "lstm", NULL};
 static const char *const mg_interact_choices[] = {"none", "lstm", "onlstm", NULL};
 
@@ -65,7 +67,18 @@ enum { HP_EMBED_SCALE = 9, HP_EOS = 17 };
     [HP_EOS] = {.key = "eos_id", .flag = "eos-id", .type = NMT_HP_U32, .off = OFF(eos), .computed_default = 1, \
                 .lo = 0, .hi = DIM_MAX, .help = "end-of-sentence id (default 1, or 0 for a 1-word vocabulary)"}, \
     ID("pad_id", "pad-id", pad, 0, "padding id (< both vocabularies)"), \
-    ID("unk_id", "unk-id", unk, 0, "unknown-piece id (< both vocabularies)"),
+    ID("unk_id", "unk-id", unk, 0, "unknown-piece id (< both vocabularies)"), \
+    {.key = "ffn_activation", .flag = "ffn-activation", .type = NMT_HP_ENUM, .off = OFF(ffn_act), .def_str = "relu", \
+     .choices = act_choices, .help = "FFN activation: relu, gelu (x Phi(x), erf) or swish (x sigmoid(x), SiLU)"}, \
+    {.key = "position_encoding", .flag = "position-encoding", .type = NMT_HP_ENUM, .off = OFF(pos_enc), \
+     .def_str = "sinusoid", .choices = pos_choices, \
+     .help = "position terms: sinusoid ([sin | cos], 10000^(-i/(d/2-1))), sinusoid-2i ([sin | cos], " \
+             "10000^(-2i/d)), sinusoid-interleaved (sin, cos alternating, 10000^(-2i/d)) or none"}, \
+    {.key = "position_offset", .flag = "position-offset", .type = NMT_HP_U32, .off = OFF(pos_offset), .def = 0, \
+     .lo = 0, .hi = 65536, .help = "position of the first token (fairseq: padding id + 1)"}, \
+    FLAG("output_bias", "output-bias", out_bias, "a bias (tensor out_bias) added to the logits"), \
+    {.key = "source_eos", .flag = "source-eos", .type = NMT_HP_FLAG, .off = OFF(src_eos), .def = 1, \
+     .help = "append eos_id to every source sentence (0: the source ends at its last token)"},
 
 const nmt_hparam nmt_tf_hparams[] = {
     TF_HPARAMS
@@ -358,6 +371,34 @@ nmt_status nmt_tf_finish(void *cfgp, uint64_t present, char *why, size_t why_cap
     return NMT_OK;
 }
 
+/* "; key value" (no "; " first) at buf[*used], truncated at cap. */
+static void add_opt(char *buf, size_t cap, size_t *used, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void add_opt(char *buf, size_t cap, size_t *used, const char *fmt, ...) {
+    if (*used + 2 >= cap) return;
+    if (*used) {
+        memcpy(buf + *used, "; ", 3);
+        *used += 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    const int w = vsnprintf(buf + *used, cap - *used, fmt, ap);
+    va_end(ap);
+    *used = w < 0 ? cap : NMT_MIN(cap - 1, *used + (size_t)w);
+}
+
+/* The keys for models of other frameworks (docs/IMPORT.md) that differ
+ * from their defaults, "ffn_activation swish; position_encoding
+ * sinusoid-2i" ("" for every model nmt-edge-train writes by default). */
+static void tf_options_str(const nmt_tf_cfg *c, char *buf, size_t cap) {
+    size_t used = 0;
+    buf[0] = '\0';
+    if (c->ffn_act) add_opt(buf, cap, &used, "ffn_activation %s", act_choices[c->ffn_act]);
+    if (c->pos_enc) add_opt(buf, cap, &used, "position_encoding %s", pos_choices[c->pos_enc]);
+    if (c->pos_offset) add_opt(buf, cap, &used, "position_offset %u", c->pos_offset);
+    if (c->out_bias) add_opt(buf, cap, &used, "output_bias 1");
+    if (!c->src_eos) add_opt(buf, cap, &used, "source_eos 0");
+}
+
 void nmt_tf_info(const void *cfgp, nmt_model_info *info) {
     const nmt_tf_cfg *c = (const nmt_tf_cfg *)cfgp;
     nmt_strlcpy(info->arch, c->ph_text[0][0] ? NMT_PH_ARCH : c->mg_heads_text[0] ? NMT_MGSA_ARCH : NMT_TF_ARCH,
@@ -373,6 +414,7 @@ void nmt_tf_info(const void *cfgp, nmt_model_info *info) {
     nmt_strlcpy(info->enc_branches, c->enc_br_text, sizeof info->enc_branches);
     nmt_strlcpy(info->dec_branches, c->dec_br_text, sizeof info->dec_branches);
     nmt_strlcpy(info->fusion, fusion_choices[c->fusion], sizeof info->fusion);
+    tf_options_str(c, info->family_config, sizeof info->family_config);
     info->gate_reduction = c->gate_r;
     info->shared_embeddings = c->shared_emb;
     info->tied_output = c->tied_out;
@@ -380,17 +422,17 @@ void nmt_tf_info(const void *cfgp, nmt_model_info *info) {
     info->eos_id = c->eos;
     info->pad_id = c->pad;
     info->unk_id = c->unk;
-    info->family_config[0] = '\0';
+    const size_t o = strlen(info->family_config), cap = sizeof info->family_config - o;
     if (c->ph_text[0][0])
-        snprintf(info->family_config, sizeof info->family_config, "ph_enc %s; ph_dec %s; ph_cross %s", c->ph_text[0],
+        snprintf(info->family_config + o, cap, "%sph_enc %s; ph_dec %s; ph_cross %s", o ? "; " : "", c->ph_text[0],
                  c->ph_text[1], c->ph_text[2]);
     if (c->mg_heads_text[0]) {
         char chunk[64] = "";
         if (c->mg_interact == NMT_MG_REC_ONLSTM) snprintf(chunk, sizeof chunk, "; mg_chunk %u", c->mg_chunk);
         if (nmt_mg_has_syntax(c))
             snprintf(chunk + strlen(chunk), sizeof chunk - strlen(chunk), "; mg_syntax_fallback %u", c->mg_fallback);
-        snprintf(info->family_config, sizeof info->family_config,
-                 "mg_layers %s; mg_heads %s; mg_compose %s; mg_interact %s%s", c->mg_layers_text, c->mg_heads_text,
+        snprintf(info->family_config + o, cap, "%smg_layers %s; mg_heads %s; mg_compose %s; mg_interact %s%s",
+                 o ? "; " : "", c->mg_layers_text, c->mg_heads_text,
                  mg_compose_choices[c->mg_compose], mg_interact_choices[c->mg_interact], chunk);
     }
 }
@@ -546,6 +588,8 @@ nmt_status nmt_tf_catalogue(const void *cfgp, void *wp, nmt_tensor_fn fn, void *
         NMT_TRY(ffn(&k, ff, "dec", l));
     }
     if (c->pre_norm) NMT_TRY(norm(&k, FIELD(w, dec_ln), "dec.ln"));
+    if (c->out_bias)
+        NMT_TRY(emit(&k, FIELD(w, out_b), NMT_ROLE_WEIGHT, 1, c->tgt_vocab, 0, NMT_INIT_LN_BIAS, 0, 0, 1, "out_bias"));
     if (w) {
         if (c->shared_emb) w->tgt_emb = w->src_emb;
         if (c->tied_out) w->out = w->tgt_emb;

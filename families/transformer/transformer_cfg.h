@@ -75,6 +75,10 @@ typedef struct nmt_tf_cfg {
     float eps, emb_scale;
     char enc_br_text[NMT_TF_BRANCH_TEXT], dec_br_text[NMT_TF_BRANCH_TEXT];
     uint32_t bos, eos, pad, unk;
+    int ffn_act;          /* index in {relu, gelu, swish}: NMT_ACT_* - 1 (ops.h) */
+    int pos_enc;          /* index in {sinusoid, sinusoid-2i, sinusoid-interleaved, none}: NMT_POS_* */
+    uint32_t pos_offset;  /* position of the first token */
+    int out_bias, src_eos; /* a logits bias (out_bias tensor); eos_id appended to sources */
     /* MG-SA only (zero for arch "transformer"): the table's suffix */
     char mg_layers_text[NMT_MG_TEXT], mg_heads_text[NMT_MG_TEXT];
     int mg_compose, mg_interact;  /* indices into their choices (NMT_MG_COM_*; NMT_MG_REC_*) */
@@ -170,6 +174,7 @@ static inline nmt_tf_sub_kind nmt_tf_sub_kind_of(const nmt_tf_cfg *c, uint32_t k
 typedef struct nmt_tf_weights {
     nmt_lin src_emb, tgt_emb, out;  /* .w only; aliased when shared / tied */
     nmt_lin enc_ln, dec_ln;         /* final norms (pre-norm only) */
+    nmt_lin out_b;                  /* .w: the logits bias [tgt_vocab] (output_bias only) */
     nmt_tf_sub_w *sub;              /* [nmt_tf_n_sub], the caller's memory */
 } nmt_tf_weights;
 
@@ -177,7 +182,7 @@ extern const nmt_family nmt_family_transformer;
 
 /* The family's declaration (transformer_cfg.c), for the record in
  * transformer.c: the hyper-parameter table and its hooks. */
-#define NMT_TF_N_HPARAMS 20
+#define NMT_TF_N_HPARAMS 25
 /* MG-SA's table is the Transformer's followed by its own keys: the
  * Transformer record reads the first NMT_TF_N_HPARAMS entries, the MG-SA
  * record all NMT_MGSA_N_HPARAMS, so no key is written twice. */

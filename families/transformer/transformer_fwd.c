@@ -263,7 +263,11 @@ static nmt_status mg_self_attn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, cons
 static nmt_status ffn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const nmt_tf_acts *a, uint32_t rows, nmt_buf in,
                       const tf_tail *tl) {
     const nmt_tf_cfg *c = fw->c;
-    NMT_TRY(linear(fw, in, c->d, rows, &w->fc1, c->ff, c->d, a->ffh, c->ff, 1));
+    /* ReLU in the product's epilogue; GELU and swish after it, from the
+     * pre-activation ffp when the caller keeps it (training), else in place */
+    const nmt_buf pre = c->ffn_act && a->ffp.mem ? a->ffp : a->ffh;
+    NMT_TRY(linear(fw, in, c->d, rows, &w->fc1, c->ff, c->d, pre, c->ff, c->ffn_act == 0));
+    if (c->ffn_act) NMT_TRY(nmt_op_act(fw->ops, pre, a->ffh, rows * c->ff, c->ffn_act + 1));
     return project(fw, tl, a->ffh, c->ff, rows, &w->fc2, c->ff, a->t);
 }
 
@@ -352,5 +356,5 @@ nmt_status nmt_tf_decoder(const nmt_tf_fwd *fw, const nmt_tf_pass *p, nmt_buf ou
 nmt_status nmt_tf_logits(const nmt_tf_fwd *fw, nmt_buf y, uint32_t rows, nmt_buf logits) {
     const nmt_tf_cfg *c = fw->c;
     return nmt_layer_matmul(fw->ops, rows, c->tgt_vocab, c->d, y, c->d, &fw->w->out, 0.0f, logits, c->tgt_vocab,
-                            NMT_NO_BUF, 0);
+                            c->out_bias ? fw->w->out_b.w : NMT_NO_BUF, 0);
 }

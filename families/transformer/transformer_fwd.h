@@ -28,6 +28,8 @@ typedef struct nmt_tf_acts {
     nmt_buf gh[NMT_MAX_BRANCHES];        /* gate: (rows, d/r) hidden */
     nmt_buf g[NMT_MAX_BRANCHES];         /* gate: (rows, d) logits */
     nmt_buf ffh;  /* FFN: (rows, d_ff) */
+    nmt_buf ffp;  /* FFN with GELU or swish: fc1's output before the activation (rows, d_ff), or NULL:
+                     ffh takes it and the activation runs in place (inference) */
     nmt_buf kv;   /* cross: (source rows, 2d) k|v of the memory; self step: the K|V cache */
     nmt_buf kv_row; uint32_t kv_row_ld; /* self step, optional: the beam's K|V table (ops.h
                                            nmt_attn_args.kv_row; transformer.c) */
