@@ -26,6 +26,7 @@ typedef struct rm {
     int act;            /* ffn_activation: 0 relu, 1 gelu, 2 swish */
     int pos;            /* position_encoding: 0 sinusoid, 1 sinusoid-2i, 2 sinusoid-interleaved, 3 none */
     uint32_t pos_offset;
+    int gate_shared;    /* gate shared: one squeeze gate (gate.0) for the branches */
     uint64_t mg_mask;   /* MG-SA: encoder layers with phrase heads */
     int mg_n[64];       /* per head: 0 word, else n-gram size */
     int mg_lstm;        /* MG-SA: REC = LSTM (1) or ON-LSTM (2) over each phrase sequence */
@@ -540,9 +541,10 @@ static void attention(const rm *m, const char *pre, const double *x, int n, cons
                 for (size_t e = 0; e < nd; e++) fused[e] += xb[e];
                 continue;
             }
-            lin(xb, n, d, W(m, "%s.gate.%u.fc1.weight", pre, b), W(m, "%s.gate.%u.fc1.bias", pre, b), dr, g1);
+            const uint32_t gb = m->gate_shared ? 0 : b; /* gate shared: gate.0 for every branch */
+            lin(xb, n, d, W(m, "%s.gate.%u.fc1.weight", pre, gb), W(m, "%s.gate.%u.fc1.bias", pre, gb), dr, g1);
             for (size_t e = 0; e < (size_t)n * dr; e++) g1[e] = g1[e] > 0 ? g1[e] : 0;
-            lin(g1, n, dr, W(m, "%s.gate.%u.fc2.weight", pre, b), W(m, "%s.gate.%u.fc2.bias", pre, b), d, g2);
+            lin(g1, n, dr, W(m, "%s.gate.%u.fc2.weight", pre, gb), W(m, "%s.gate.%u.fc2.bias", pre, gb), d, g2);
             for (size_t e = 0; e < nd; e++) fused[e] += xb[e] / (1.0 + exp(-g2[e]));
         }
         free(g1);
@@ -640,6 +642,8 @@ static int forward(const nmt_file *f, const int32_t *src, uint32_t src_len, cons
     nmt_file_get_str_or(f, "position_encoding", "sinusoid", s, sizeof s);
     m.pos = !strcmp(s, "sinusoid-2i") ? 1 : !strcmp(s, "sinusoid-interleaved") ? 2 : !strcmp(s, "none") ? 3 : 0;
     m.pos_offset = (uint32_t)geti(f, "position_offset", 0);
+    nmt_file_get_str_or(f, "gate", "branch", s, sizeof s);
+    m.gate_shared = !strcmp(s, "shared");
     nmt_file_get_str_or(f, "fusion", "sum", s, sizeof s);
     m.fusion = !strcmp(s, "sum") ? 0 : !strcmp(s, "concat") ? 1 : 2;
     nmt_file_get_str_or(f, "enc_branches", "global", s, sizeof s);

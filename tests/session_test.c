@@ -29,19 +29,22 @@ typedef struct model_case {
     const char *act, *pos;
     uint32_t pos_offset;
     int out_bias, no_src_eos;
+    int gate_shared; /* gate shared: one squeeze gate per sub-layer */
 } model_case;
 
 static const model_case cases[] = {
-    {"vanilla post-norm", "post", "global", "global", "sum", 0, 0, 32, 4, 48, 2, 29, NULL, NULL, 0, 0, 0},
-    {"hysan gate pre-norm", "pre", "global fw bw local:1", "global local:2", "gate", 0, 0, 32, 4, 40, 2, 31, NULL, NULL, 0, 0, 0},
-    {"hysan concat shared+tied", "post", "global bw local:0", "fw local:1", "concat", 1, 1, 24, 3, 36, 1, 27, NULL, NULL, 0, 0, 0},
-    {"hysan sum", "pre", "fw bw", "global fw", "sum", 0, 1, 16, 2, 20, 2, 23, NULL, NULL, 0, 0, 0},
+    {"vanilla post-norm", "post", "global", "global", "sum", 0, 0, 32, 4, 48, 2, 29, NULL, NULL, 0, 0, 0, 0},
+    {"hysan gate pre-norm", "pre", "global fw bw local:1", "global local:2", "gate", 0, 0, 32, 4, 40, 2, 31, NULL, NULL, 0, 0, 0, 0},
+    {"hysan concat shared+tied", "post", "global bw local:0", "fw local:1", "concat", 1, 1, 24, 3, 36, 1, 27, NULL, NULL, 0, 0, 0, 0},
+    {"hysan sum", "pre", "fw bw", "global fw", "sum", 0, 1, 16, 2, 20, 2, 23, NULL, NULL, 0, 0, 0, 0},
     {"swish sinusoid-2i logits bias (hf-marian)", "post", "global", "global", "sum", 1, 1, 32, 4, 48, 2, 29,
-     "swish", "sinusoid-2i", 0, 1, 0},
+     "swish", "sinusoid-2i", 0, 1, 0, 0},
     {"gelu interleaved, no source EOS (opennmt)", "pre", "global", "global", "sum", 0, 0, 32, 4, 40, 2, 31,
-     "gelu", "sinusoid-interleaved", 0, 1, 1},
-    {"position offset 2 (fairseq)", "post", "global", "global", "sum", 0, 1, 24, 3, 36, 1, 27, NULL, NULL, 2, 0, 0},
-    {"no position terms", "pre", "global", "global", "sum", 0, 0, 16, 2, 20, 2, 23, "swish", "none", 0, 0, 0},
+     "gelu", "sinusoid-interleaved", 0, 1, 1, 0},
+    {"position offset 2 (fairseq)", "post", "global", "global", "sum", 0, 1, 24, 3, 36, 1, 27, NULL, NULL, 2, 0, 0, 0},
+    {"hysan gate shared", "post", "global fw bw local:1", "fw local:2", "gate", 0, 0, 32, 4, 40, 2, 31, NULL, NULL,
+     0, 0, 0, 1},
+    {"no position terms", "pre", "global", "global", "sum", 0, 0, 16, 2, 20, 2, 23, "swish", "none", 0, 0, 0, 0},
 };
 
 typedef struct env {
@@ -93,6 +96,7 @@ static void make_image(const model_case *c, uint64_t seed, model *m) {
     cfg.position_offset = c->pos_offset;
     cfg.output_bias = c->out_bias;
     cfg.no_source_eos = c->no_src_eos;
+    cfg.gate_shared = c->gate_shared;
     cfg.seed = seed;
     cfg.weight_scale = 2.0f; /* peaky distributions: beam choices matter */
     assert_int_equal(nmt_random_transformer_image(&cfg, &m->image, &m->size), NMT_OK);

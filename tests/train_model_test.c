@@ -157,6 +157,7 @@ typedef struct grad_case {
     const char *act, *pos;             /* ffn_activation, position_encoding (NULL: relu, sinusoid) */
     uint32_t pos_offset;
     int out_bias;                      /* output_bias: a logits bias */
+    const char *gate;                  /* gate (NULL: branch) */
 } grad_case;
 
 /* Central differences with h = 1e-5 (relative for |p| > 1) of the loss in
@@ -167,38 +168,40 @@ typedef struct grad_case {
  * 8.3e-6, 3.0e-5, 2.1e-5, 1.9e-5, 1.0e-5, 2.5e-5 (the worst are always key
  * biases, whose true gradient is 0: softmax is shift-invariant). */
 static const grad_case grad_cases[] = {
-    {"post sum global", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 1, NULL, NULL, 0, 0, {NULL, NULL, NULL}, NULL, NULL, 0, 0},
-    {"pre shared+tied", "pre", "global", "global", "sum", 4, 1, 1, 8, 16, 2, NULL, NULL, 0, 0, {NULL, NULL, NULL}, NULL, NULL, 0, 0},
-    {"post hysan sum", "post", "global fw bw local:1", "global local:1", "sum", 4, 0, 1, 8, 16, 1, NULL, NULL, 0, 0, {NULL, NULL, NULL}, NULL, NULL, 0, 0},
-    {"pre hysan concat", "pre", "global fw bw local:1", "global local:1", "concat", 4, 0, 0, 8, 16, 1, NULL, NULL, 0, 0, {NULL, NULL, NULL}, NULL, NULL, 0, 0},
-    {"post hysan gate", "post", "global fw bw local:1", "global local:1", "gate", 2, 1, 1, 16, 32, 1, NULL, NULL, 0, 0, {NULL, NULL, NULL}, NULL, NULL, 0, 0},
-    {"pre hysan gate 2 layers", "pre", "global fw bw local:1", "global local:1", "gate", 2, 0, 0, 8, 16, 2, NULL, NULL, 0, 0, {NULL, NULL, NULL}, NULL, NULL, 0, 0},
-    {"post mgsa ngram:2 word", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 2, "1 2", "ngram:2 word", 0, 0, {NULL, NULL, NULL}, NULL, NULL, 0, 0},
-    {"pre mgsa ngram:3 ngram:2", "pre", "global", "global", "sum", 4, 1, 1, 8, 16, 1, "1", "ngram:3 ngram:2", 0, 0, {NULL, NULL, NULL}, NULL, NULL, 0, 0},
+    {"post sum global", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 1, NULL, NULL, 0, 0, {NULL, NULL, NULL}, NULL, NULL, 0, 0, NULL},
+    {"pre shared+tied", "pre", "global", "global", "sum", 4, 1, 1, 8, 16, 2, NULL, NULL, 0, 0, {NULL, NULL, NULL}, NULL, NULL, 0, 0, NULL},
+    {"post hysan sum", "post", "global fw bw local:1", "global local:1", "sum", 4, 0, 1, 8, 16, 1, NULL, NULL, 0, 0, {NULL, NULL, NULL}, NULL, NULL, 0, 0, NULL},
+    {"pre hysan concat", "pre", "global fw bw local:1", "global local:1", "concat", 4, 0, 0, 8, 16, 1, NULL, NULL, 0, 0, {NULL, NULL, NULL}, NULL, NULL, 0, 0, NULL},
+    {"post hysan gate", "post", "global fw bw local:1", "global local:1", "gate", 2, 1, 1, 16, 32, 1, NULL, NULL, 0, 0, {NULL, NULL, NULL}, NULL, NULL, 0, 0, NULL},
+    {"pre hysan gate 2 layers", "pre", "global fw bw local:1", "global local:1", "gate", 2, 0, 0, 8, 16, 2, NULL, NULL, 0, 0, {NULL, NULL, NULL}, NULL, NULL, 0, 0, NULL},
+    {"post mgsa ngram:2 word", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 2, "1 2", "ngram:2 word", 0, 0, {NULL, NULL, NULL}, NULL, NULL, 0, 0, NULL},
+    {"pre mgsa ngram:3 ngram:2", "pre", "global", "global", "sum", 4, 1, 1, 8, 16, 1, "1", "ngram:3 ngram:2", 0, 0, {NULL, NULL, NULL}, NULL, NULL, 0, 0, NULL},
     {"post mgsa lstm ngram:2 word", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 2, "1", "ngram:2 word",
-     NMT_MG_REC_LSTM, 0, {NULL, NULL, NULL}, NULL, NULL, 0, 0},
+     NMT_MG_REC_LSTM, 0, {NULL, NULL, NULL}, NULL, NULL, 0, 0, NULL},
     {"pre mgsa onlstm ngram:2 ngram:3", "pre", "global", "global", "sum", 4, 0, 0, 8, 16, 1, "1", "ngram:2 ngram:3",
-     NMT_MG_REC_ONLSTM, 0, {NULL, NULL, NULL}, NULL, NULL, 0, 0},
+     NMT_MG_REC_ONLSTM, 0, {NULL, NULL, NULL}, NULL, NULL, 0, 0, NULL},
     {"post mgsa san ngram:2 ngram:3", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 2, "1 2", "ngram:2 ngram:3",
-     NMT_MG_REC_NONE, NMT_MG_COM_SAN, {NULL, NULL, NULL}, NULL, NULL, 0, 0},
+     NMT_MG_REC_NONE, NMT_MG_COM_SAN, {NULL, NULL, NULL}, NULL, NULL, 0, 0, NULL},
     {"pre mgsa lstm-com ngram:3 ngram:2", "pre", "global", "global", "sum", 4, 0, 0, 8, 16, 1, "1", "ngram:3 ngram:2",
-     NMT_MG_REC_LSTM, NMT_MG_COM_LSTM, {NULL, NULL, NULL}, NULL, NULL, 0, 0},
+     NMT_MG_REC_LSTM, NMT_MG_COM_LSTM, {NULL, NULL, NULL}, NULL, NULL, 0, 0, NULL},
     {"post phrase convkv homo", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 1, NULL, NULL, 0, 0,
-     {"convkv:homo:11", "convkv:homo:02", "convkv:homo:101"}, NULL, NULL, 0, 0},
+     {"convkv:homo:11", "convkv:homo:02", "convkv:homo:101"}, NULL, NULL, 0, 0, NULL},
     {"pre phrase convkv hetero", "pre", "global", "global", "sum", 4, 0, 0, 8, 16, 1, NULL, NULL, 0, 0,
-     {"convkv:hetero:123", "convkv:hetero:12", "convkv:hetero:13"}, NULL, NULL, 0, 0},
+     {"convkv:hetero:123", "convkv:hetero:12", "convkv:hetero:13"}, NULL, NULL, 0, 0, NULL},
     {"post phrase queryk homo", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 1, NULL, NULL, 0, 0,
-     {"queryk:homo:101", "queryk:homo:11", "queryk:homo:02"}, NULL, NULL, 0, 0},
+     {"queryk:homo:101", "queryk:homo:11", "queryk:homo:02"}, NULL, NULL, 0, 0, NULL},
     {"pre phrase queryk hetero", "pre", "global", "global", "sum", 4, 1, 1, 8, 16, 1, NULL, NULL, 0, 0,
-     {"queryk:hetero:12", "queryk:hetero:123", "queryk:hetero:13"}, NULL, NULL, 0, 0},
+     {"queryk:hetero:12", "queryk:hetero:123", "queryk:hetero:13"}, NULL, NULL, 0, 0, NULL},
     {"post phrase convkv inter", "post", "global", "global", "sum", 4, 0, 0, 8, 16, 1, NULL, NULL, 0, 0,
-     {"convkv:inter:12", "convkv:inter:12", "convkv:inter:12"}, NULL, NULL, 0, 0},
+     {"convkv:inter:12", "convkv:inter:12", "convkv:inter:12"}, NULL, NULL, 0, 0, NULL},
     {"pre phrase queryk inter", "pre", "global", "global", "sum", 4, 0, 0, 8, 16, 1, NULL, NULL, 0, 0,
-     {"queryk:inter:12", "queryk:inter:12", "queryk:inter:12"}, NULL, NULL, 0, 0},
+     {"queryk:inter:12", "queryk:inter:12", "queryk:inter:12"}, NULL, NULL, 0, 0, NULL},
     {"post swish sinusoid-2i logits bias shared+tied", "post", "global", "global", "sum", 4, 1, 1, 8, 16, 1, NULL, NULL,
-     0, 0, {NULL, NULL, NULL}, "swish", "sinusoid-2i", 0, 1},
+     0, 0, {NULL, NULL, NULL}, "swish", "sinusoid-2i", 0, 1, NULL},
     {"pre gelu interleaved offset 2 logits bias", "pre", "global", "global", "sum", 4, 0, 0, 8, 16, 2, NULL, NULL, 0, 0,
-     {NULL, NULL, NULL}, "gelu", "sinusoid-interleaved", 2, 1},
+     {NULL, NULL, NULL}, "gelu", "sinusoid-interleaved", 2, 1, NULL},
+    {"pre hysan gate shared r 4", "pre", "global fw bw local:1", "global local:1", "gate", 4, 0, 0, 8, 16, 1, NULL, NULL,
+     0, 0, {NULL, NULL, NULL}, NULL, NULL, 0, 0, "shared"},
 };
 
 /* An MG-SA model with img's hyper-parameters, these phrase heads and
@@ -257,6 +260,7 @@ static void *to_options(void *img, size_t *size, const grad_case *gc, uint64_t s
     const nmt_family *fam = &nmt_family_transformer;
     if (gc->act) assert_int_equal(nmt_hparam_set_text(nmt_hparam_find(fam, "ffn_activation"), &c, gc->act), NMT_OK);
     if (gc->pos) assert_int_equal(nmt_hparam_set_text(nmt_hparam_find(fam, "position_encoding"), &c, gc->pos), NMT_OK);
+    if (gc->gate) assert_int_equal(nmt_hparam_set_text(nmt_hparam_find(fam, "gate"), &c, gc->gate), NMT_OK);
     c.pos_offset = gc->pos_offset;
     c.out_bias = gc->out_bias;
     assert_int_equal(nmt_tf_finish(&c, ~0ull, NULL, 0), NMT_OK);
@@ -283,7 +287,7 @@ static void test_gradients(void **state) {
                                  gc->ff, gc->layers, V, 100 + ci, &isz);
         if (gc->mg_heads) img = to_mgsa(img, &isz, gc->mg_layers, gc->mg_heads, gc->mg_rec, gc->mg_com, 100 + ci);
         if (gc->ph[0]) img = to_phrase(img, &isz, gc->ph, 100 + ci);
-        if (gc->act || gc->pos || gc->pos_offset || gc->out_bias) img = to_options(img, &isz, gc, 100 + ci);
+        if (gc->act || gc->pos || gc->pos_offset || gc->out_bias || gc->gate) img = to_options(img, &isz, gc, 100 + ci);
         tft_limits lim = {.max_seqs = 3, .max_src_len = 7, .max_tgt_len = 7, .max_tokens = 0};
         tft_model *m = NULL;
         nmt_test_assert_ok(e->dev, tft_create(e->dev, img, isz, &lim, &m));

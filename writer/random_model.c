@@ -76,6 +76,7 @@ static nmt_status to_cfg(const nmt_random_transformer_config *c, nmt_tf_cfg *t) 
     t->pos_offset = c->position_offset;
     t->out_bias = c->output_bias ? 1 : 0;
     t->src_eos = c->no_source_eos ? 0 : 1;
+    t->gate_shared = c->gate_shared ? 1 : 0;
     if (strlen(c->enc_branches) >= sizeof t->enc_br_text || strlen(c->dec_branches) >= sizeof t->dec_br_text)
         return NMT_ERR_INVALID_ARGUMENT;
     strcpy(t->enc_br_text, c->enc_branches);

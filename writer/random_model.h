@@ -52,6 +52,7 @@ typedef struct nmt_random_transformer_config {
     uint32_t position_offset;
     int output_bias;               /* 1: an out_bias tensor */
     int no_source_eos;             /* 1: source_eos 0 */
+    int gate_shared;               /* 1: gate shared (one squeeze gate per sub-layer) */
     uint64_t seed;
     float weight_scale;        /* b = weight_scale / sqrt(fan_in) */
     /* SentencePiece .model bytes embedded as U8 tensors (docs/FORMAT.md):

@@ -27,13 +27,14 @@
 
 static const char *const norm_choices[] = {"post", "pre", NULL};
 static const char *const fusion_choices[] = {"sum", "concat", "gate", NULL};
+static const char *const gate_choices[] = {"branch", "shared", NULL};
 static const char *const act_choices[] = {"relu", "gelu", "swish", NULL};
 static const char *const pos_choices[] = {"sinusoid", "sinusoid-2i", "sinusoid-interleaved", "none", NULL};
 static const char *const mg_compose_choices[] = {"max", "san", "lstm", NULL};
 static const char *const mg_interact_choices[] = {"none", "lstm", "onlstm", NULL};
 
 /* Index of each entry that finish() needs to know was present. */
-enum { HP_EMBED_SCALE = 9, HP_EOS = 17 };
+enum { HP_EMBED_SCALE = 9, HP_GATE_R = 15, HP_EOS = 17 };
 
 /* The Transformer's keys: the first NMT_TF_N_HPARAMS entries of both
  * tables below. */
@@ -78,7 +79,11 @@ enum { HP_EMBED_SCALE = 9, HP_EOS = 17 };
      .lo = 0, .hi = 65536, .help = "position of the first token (fairseq: padding id + 1)"}, \
     FLAG("output_bias", "output-bias", out_bias, "a bias (tensor out_bias) added to the logits"), \
     {.key = "source_eos", .flag = "source-eos", .type = NMT_HP_FLAG, .off = OFF(src_eos), .def = 1, \
-     .help = "append eos_id to every source sentence (0: the source ends at its last token)"},
+     .help = "append eos_id to every source sentence (0: the source ends at its last token)"}, \
+    {.key = "gate", .flag = "gate", .type = NMT_HP_ENUM, .off = OFF(gate_shared), .def_str = "branch", \
+     .choices = gate_choices, \
+     .help = "fusion gate: one squeeze gate per branch, or one per sub-layer shared by its branches (reduction " \
+             "16 unless gate_reduction says otherwise)"},
 
 const nmt_hparam nmt_tf_hparams[] = {
     TF_HPARAMS
@@ -330,6 +335,7 @@ nmt_status nmt_tf_finish(void *cfgp, uint64_t present, char *why, size_t why_cap
     /* the canonical spelling, as every writer stores it */
     nmt_tf_branches_str(c->enc_br, c->n_enc_br, c->enc_br_text, sizeof c->enc_br_text);
     nmt_tf_branches_str(c->dec_br, c->n_dec_br, c->dec_br_text, sizeof c->dec_br_text);
+    if (c->gate_shared && !(present >> HP_GATE_R & 1)) c->gate_r = 16; /* the paper's parameter counts */
     TF_CHECK(c->gate_r <= c->d && c->d % c->gate_r == 0, "gate_reduction %u must divide d_model %u", c->gate_r,
              c->d);
     if (!(present >> HP_EOS & 1)) c->eos = c->tgt_vocab > 1 ? 1 : 0;
@@ -397,6 +403,7 @@ static void tf_options_str(const nmt_tf_cfg *c, char *buf, size_t cap) {
     if (c->pos_offset) add_opt(buf, cap, &used, "position_offset %u", c->pos_offset);
     if (c->out_bias) add_opt(buf, cap, &used, "output_bias 1");
     if (!c->src_eos) add_opt(buf, cap, &used, "source_eos 0");
+    if (c->gate_shared) add_opt(buf, cap, &used, "gate shared");
 }
 
 void nmt_tf_info(const void *cfgp, nmt_model_info *info) {
@@ -475,7 +482,7 @@ static nmt_status self_attn(cat *k, nmt_tf_sub_w *s, const char *stack, uint32_t
                                                                        : nmt_ph_o_in(nmt_ph_of(c, dec, 0), c->d, dec);
     NMT_TRY(lin(k, FIELD(s, o), c->d, o_in, 0, 1, "o"));
     if (c->fusion == NMT_TF_FUSE_GATE && nbr > 1)
-        for (uint32_t b = 0; b < nbr; b++) {
+        for (uint32_t b = 0; b < (c->gate_shared ? 1 : nbr); b++) { /* shared: gate.0, aliased by the others */
             char n[32];
             snprintf(n, sizeof n, "gate.%u.fc1", b);
             NMT_TRY(lin(k, FIELD(s, g1[b]), c->d / c->gate_r, c->d, 0, 1, n));
@@ -593,6 +600,11 @@ nmt_status nmt_tf_catalogue(const void *cfgp, void *wp, nmt_tensor_fn fn, void *
     if (w) {
         if (c->shared_emb) w->tgt_emb = w->src_emb;
         if (c->tied_out) w->out = w->tgt_emb;
+        for (uint32_t i = 0; c->gate_shared && i < nmt_tf_n_sub(c); i++) /* one gate for the branches */
+            for (uint32_t b = 1; b < NMT_MAX_BRANCHES; b++) {
+                w->sub[i].g1[b] = w->sub[i].g1[0];
+                w->sub[i].g2[b] = w->sub[i].g2[0];
+            }
     }
     return NMT_OK;
 }

@@ -79,6 +79,7 @@ typedef struct nmt_tf_cfg {
     int pos_enc;          /* index in {sinusoid, sinusoid-2i, sinusoid-interleaved, none}: NMT_POS_* */
     uint32_t pos_offset;  /* position of the first token */
     int out_bias, src_eos; /* a logits bias (out_bias tensor); eos_id appended to sources */
+    int gate_shared;      /* gate: index in {branch, shared}: one squeeze gate per sub-layer */
     /* MG-SA only (zero for arch "transformer"): the table's suffix */
     char mg_layers_text[NMT_MG_TEXT], mg_heads_text[NMT_MG_TEXT];
     int mg_compose, mg_interact;  /* indices into their choices (NMT_MG_COM_*; NMT_MG_REC_*) */
@@ -182,7 +183,7 @@ extern const nmt_family nmt_family_transformer;
 
 /* The family's declaration (transformer_cfg.c), for the record in
  * transformer.c: the hyper-parameter table and its hooks. */
-#define NMT_TF_N_HPARAMS 25
+#define NMT_TF_N_HPARAMS 26
 /* MG-SA's table is the Transformer's followed by its own keys: the
  * Transformer record reads the first NMT_TF_N_HPARAMS entries, the MG-SA
  * record all NMT_MGSA_N_HPARAMS, so no key is written twice. */
