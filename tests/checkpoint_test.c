@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* checkpoint_test.c — training checkpoints: save and reload bit for bit
  * (parameters, Adam moments, train.* state, embedded tokenizer), keep-last-K
- * pruning, last.nmt, and the deployment export the runtime loads. */
+ * pruning, last.nmt, the deployment export the runtime loads, and what
+ * --resume checks of a checkpoint (issue 55, item 6): each train.* field
+ * corrupted in turn, the CRCs valid, gives its status and its message. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +15,7 @@
 #include "checkpoint.h"
 #include "family_writer.h"
 #include "format.h"
+#include "format_common.h"
 #include "random_model.h"
 #include "tf_train.h"
 #include "test_util.h"
@@ -186,28 +190,44 @@ static void test_roundtrip_banmt(void **state) {
     free(dir);
 }
 
-static void test_roundtrip(void **state) {
-    env *e = *state;
+/* The random Transformer (its image in ms->img, ms->size) through the trainer's
+ * registry, as nmt-edge-train creates it, with non-trivial optimizer
+ * state (a fresh model has M = V = 0) from `seed`: P, M, V, the host
+ * copies of n parameters (free them). */
+typedef struct model_state {
+    void *img;
+    size_t size, n;
+    float *P, *M, *V;
+} model_state;
+
+static ntm_model *model_with_state(env *e, uint64_t seed, model_state *ms) {
     nmt_random_transformer_config cfg;
     random_config(&cfg);
-    void *img;
-    size_t size;
-    assert_int_equal(nmt_random_transformer_image(&cfg, &img, &size), NMT_OK);
+    assert_int_equal(nmt_random_transformer_image(&cfg, &ms->img, &ms->size), NMT_OK);
     nmt_train_limits lim = {.max_seqs = 2, .max_src_len = 12, .max_tgt_len = 12, .max_tokens = 0};
-    ntm_model *model = NULL;  /* through the trainer's registry, as nmt-edge-train */
-    nmt_test_assert_ok(e->dev, ntm_create(e->dev, img, size, &lim, &model));
+    ntm_model *model = NULL;
+    nmt_test_assert_ok(e->dev, ntm_create(e->dev, ms->img, ms->size, &lim, &model));
     assert_ptr_equal(ntm_family(model), &nmt_tf_train_family);
-    tft_model *m = ntm_impl(model);
-    size_t n = tft_n_params(m);
-    assert_int_equal(ntm_n_params(model), n);
-    assert_true(n > 0);
+    ms->n = tft_n_params(ntm_impl(model));
+    assert_int_equal(ntm_n_params(model), ms->n);
+    assert_true(ms->n > 0);
+    nmt_test_rng r = nmt_test_rng_make(seed);
+    ms->P = nmt_test_random_f32(&r, ms->n, -1.0f, 1.0f);
+    ms->M = nmt_test_random_f32(&r, ms->n, -0.01f, 0.01f);
+    ms->V = nmt_test_random_f32(&r, ms->n, 0.0f, 1e-4f);
+    nmt_test_assert_ok(e->dev, tft_write_state(ntm_impl(model), ms->P, ms->M, ms->V));
+    return model;
+}
 
-    /* Non-trivial optimizer state (a fresh model has M = V = 0). */
-    nmt_test_rng r = nmt_test_rng_make(42);
-    float *P = nmt_test_random_f32(&r, n, -1.0f, 1.0f);
-    float *M = nmt_test_random_f32(&r, n, -0.01f, 0.01f);
-    float *V = nmt_test_random_f32(&r, n, 0.0f, 1e-4f);
-    nmt_test_assert_ok(e->dev, tft_write_state(m, P, M, V));
+static void test_roundtrip(void **state) {
+    env *e = *state;
+    model_state ms;
+    ntm_model *model = model_with_state(e, 42, &ms);
+    tft_model *m = ntm_impl(model);
+    const size_t n = ms.n;
+    void *img = ms.img;
+    float *P = ms.P, *M = ms.M, *V = ms.V;
+    nmt_train_limits lim = {.max_seqs = 2, .max_src_len = 12, .max_tgt_len = 12, .max_tokens = 0};
 
     size_t sp_size;
     void *sp = nmt_test_read_file(NMT_TEST_FIXTURES "/spm/uni_nfkc.model", &sp_size);
@@ -370,6 +390,142 @@ static void test_roundtrip(void **state) {
     free(dir);
 }
 
+/* One corrupted copy of a checkpoint and what the resume checks say of it. */
+typedef struct resume_case {
+    model_change c;
+    nmt_status want;
+    const char *msg;
+} resume_case;
+
+/* --resume's checks (ckpt_check_state, _position, _moments) on a real
+ * checkpoint of n parameters, then on copies with one field changed. */
+static void test_resume_checks(void **state) {
+    env *e = *state;
+    model_state ms;
+    ntm_model *model = model_with_state(e, 7, &ms);
+    const size_t n = ms.n;
+    char *dir = nmt_test_make_temp_dir("ckpt-resume");
+    ckpt_state st = {7, 2, 13, 5, 123456, 12.5, 3.25};
+    char err[512] = "";
+    assert_int_equal(ckpt_save(model, NULL, &st, dir, 1, err, sizeof err), NMT_OK);
+    size_t cs;
+    void *ck = read_in(dir, "ckpt-00000007.nmt", &cs);
+
+    /* the good checkpoint passes every check, its fields read back */
+    ckpt_state got;
+    assert_int_equal(ckpt_check_state(ck, cs, 7, &got, err, sizeof err), NMT_OK);
+    assert_string_equal(err, "");
+    assert_true(got.step == 7 && got.epoch == 2 && got.index == 13 && got.seed == 5 && got.tokens == 123456);
+    assert_true(got.best_bleu == 12.5 && got.elapsed_s == 3.25);
+    assert_int_equal(ckpt_check_state(ck, cs, UINT64_MAX, &got, err, sizeof err), NMT_OK);
+    assert_int_equal(ckpt_check_position(&got, 14, err, sizeof err), NMT_OK);
+    assert_int_equal(ckpt_check_moments(ck, cs, n, err, sizeof err), NMT_OK);
+
+    /* the step of the file's name, and the data position against the corpus */
+    assert_int_equal(ckpt_check_state(ck, cs, 8, &got, err, sizeof err), NMT_ERR_MODEL_CORRUPT);
+    assert_string_equal(err, "train.step 7: the file's name says step 8");
+    assert_int_equal(ckpt_check_position(&st, 13, err, sizeof err), NMT_ERR_MODEL_CORRUPT);
+    assert_string_equal(err, "train.index 13: not below the 13 batches of an epoch of this corpus with these "
+                             "--max-tokens, --max-seqs, --max-len and --max-ratio");
+
+    /* each scalar field: absent, of the wrong type, out of range */
+#define I64(k, v) {.meta_key = k, .meta_i64 = (v)}
+#define F64(k, v) {.meta_key = k, .meta_is_f64 = 1, .meta_f64 = (v)}
+    const resume_case scalar[] = {
+        {I64("train.step", -5), NMT_ERR_MODEL_CORRUPT, "train.step -5: must be >= 0"},
+        {I64("train.step", (1ll << 40) + 1), NMT_ERR_MODEL_CORRUPT, "train.step 1099511627777: more than 2^40 steps"},
+        {I64("train.step", 9), NMT_ERR_MODEL_CORRUPT, "train.step 9: the file's name says step 7"},
+        {{.meta_drop = "train.step"}, NMT_ERR_MODEL_ARCH, "metadata key 'train.step' is missing (required)"},
+        {{.meta_key = "train.step", .meta_str = "7"}, NMT_ERR_MODEL_ARCH,
+         "metadata key 'train.step' is a string, expected an integer (i64)"},
+        {I64("train.epoch", -1), NMT_ERR_MODEL_CORRUPT, "train.epoch -1: must be >= 0"},
+        {I64("train.epoch", 7 * 4096 + 1), NMT_ERR_MODEL_CORRUPT,
+         "train.epoch 28673: more than 7 steps of at most 4096 batches reach"},
+        {{.meta_drop = "train.epoch"}, NMT_ERR_MODEL_ARCH, "metadata key 'train.epoch' is missing (required)"},
+        {I64("train.index", -2), NMT_ERR_MODEL_CORRUPT, "train.index -2: must be >= 0"},
+        {I64("train.index", 7 * 4096 + 1), NMT_ERR_MODEL_CORRUPT,
+         "train.index 28673: more than 7 steps of at most 4096 batches reach"},
+        {{.meta_drop = "train.index"}, NMT_ERR_MODEL_ARCH, "metadata key 'train.index' is missing (required)"},
+        {I64("train.seed", -3), NMT_ERR_MODEL_CORRUPT, "train.seed -3: must be >= 0"},
+        {I64("train.seed", (1ll << 30) + 1), NMT_ERR_MODEL_CORRUPT,
+         "train.seed 1073741825: outside --seed's range [0, 1073741824]"},
+        {{.meta_drop = "train.seed"}, NMT_ERR_MODEL_ARCH, "metadata key 'train.seed' is missing (required)"},
+        {I64("train.tokens", -4), NMT_ERR_MODEL_CORRUPT, "train.tokens -4: must be >= 0"},
+        {I64("train.tokens", 6), NMT_ERR_MODEL_CORRUPT,
+         "train.tokens 6: fewer than train.step 7 (each step trains on a token at least)"},
+        {I64("train.tokens", (7 * 4096 + 1) * (1ll << 24)), NMT_ERR_MODEL_CORRUPT,
+         "train.tokens 481053114368: more than 7 steps of at most 4096 batches of 16777216 tokens reach"},
+        {{.meta_drop = "train.tokens"}, NMT_ERR_MODEL_ARCH, "metadata key 'train.tokens' is missing (required)"},
+        {F64("train.best_bleu", 100.5), NMT_ERR_MODEL_CORRUPT, "train.best_bleu 100.5: must be in [0, 100]"},
+        {F64("train.best_bleu", -1), NMT_ERR_MODEL_CORRUPT, "train.best_bleu -1: must be in [0, 100]"},
+        {F64("train.best_bleu", NAN), NMT_ERR_MODEL_CORRUPT, "train.best_bleu nan: must be in [0, 100]"},
+        {I64("train.best_bleu", 12), NMT_ERR_MODEL_ARCH,
+         "metadata key 'train.best_bleu' is an integer (i64), expected a number (f64)"},
+        {F64("train.elapsed_s", -0.5), NMT_ERR_MODEL_CORRUPT, "train.elapsed_s -0.5: must be in [0, 1e+12] seconds"},
+        {F64("train.elapsed_s", INFINITY), NMT_ERR_MODEL_CORRUPT, "train.elapsed_s inf: must be in [0, 1e+12] seconds"},
+        {{.meta_drop = "train.elapsed_s"}, NMT_ERR_MODEL_ARCH, "metadata key 'train.elapsed_s' is missing (required)"},
+    };
+#undef I64
+#undef F64
+    for (size_t i = 0; i < sizeof scalar / sizeof scalar[0]; i++) {
+        size_t bs;
+        uint8_t *bad = image_variant(ck, cs, &scalar[i].c, &bs);
+        nmt_status s = ckpt_check_state(bad, bs, 7, &got, err, sizeof err);
+        if (s != scalar[i].want || strcmp(err, scalar[i].msg) != 0)
+            fail_msg("scalar case %zu: status %d (want %d), message '%s' (want '%s')", i, s, scalar[i].want, err,
+                     scalar[i].msg);
+        free(bad);
+    }
+
+    /* the moments: absent, wrong shape or type, non-finite, a negative second moment */
+    char want_shape[3][160];
+    snprintf(want_shape[0], sizeof want_shape[0], "train.adam_m fp32 [1, %zu]: must be fp32 [%zu], the model's "
+             "parameter count", n, n);
+    snprintf(want_shape[1], sizeof want_shape[1], "train.adam_v u8 [%zu]: must be fp32 [%zu], the model's "
+             "parameter count", 4 * n, n);
+    const resume_case moment[] = {
+        {{.drop = "train.adam_m"}, NMT_ERR_MODEL_MISSING_TENSOR,
+         "train.adam_m: missing (the optimizer's first moment)"},
+        {{.drop = "train.adam_v"}, NMT_ERR_MODEL_MISSING_TENSOR,
+         "train.adam_v: missing (the optimizer's second moment)"},
+        {{.reshape = "train.adam_m", .rows = 1, .cols = (uint32_t)n}, NMT_ERR_MODEL_TENSOR_SHAPE, want_shape[0]},
+        {{.as_u8 = "train.adam_v"}, NMT_ERR_MODEL_TENSOR_SHAPE, want_shape[1]},
+        {{.set_f32 = "train.adam_m", .set_index = 3, .set_value = NAN}, NMT_ERR_MODEL_CORRUPT,
+         "train.adam_m[3] nan: not finite"},
+        {{.set_f32 = "train.adam_v", .set_index = 0, .set_value = INFINITY}, NMT_ERR_MODEL_CORRUPT,
+         "train.adam_v[0] inf: not finite"},
+        {{.set_f32 = "train.adam_v", .set_index = 5, .set_value = -0.5f}, NMT_ERR_MODEL_CORRUPT,
+         "train.adam_v[5] -0.5: must be >= 0 (a mean of squared gradients)"},
+    };
+    for (size_t i = 0; i < sizeof moment / sizeof moment[0]; i++) {
+        size_t bs;
+        uint8_t *bad = image_variant(ck, cs, &moment[i].c, &bs);
+        assert_int_equal(ckpt_check_state(bad, bs, 7, &got, err, sizeof err), NMT_OK); /* the state is fine */
+        nmt_status s = ckpt_check_moments(bad, bs, n, err, sizeof err);
+        if (s != moment[i].want || strcmp(err, moment[i].msg) != 0)
+            fail_msg("moment case %zu: status %d (want %d), message '%s' (want '%s')", i, s, moment[i].want, err,
+                     moment[i].msg);
+        free(bad);
+    }
+    /* moments of another model's parameter count */
+    char want[200];
+    assert_int_equal(ckpt_check_moments(ck, cs, n + 1, err, sizeof err), NMT_ERR_MODEL_TENSOR_SHAPE);
+    snprintf(want, sizeof want, "train.adam_m fp32 [%zu]: must be fp32 [%zu], the model's parameter count", n, n + 1);
+    assert_string_equal(err, want);
+    /* a deployment model is no checkpoint */
+    assert_int_equal(ckpt_check_state(ms.img, ms.size, UINT64_MAX, &got, err, sizeof err), NMT_ERR_MODEL_ARCH);
+    assert_string_equal(err, "metadata key 'train.step' is missing (required)");
+
+    free(ck);
+    free(ms.P);
+    free(ms.M);
+    free(ms.V);
+    ntm_destroy(model);
+    free(ms.img);
+    nmt_test_remove_tree(dir);
+    free(dir);
+}
+
 int main(void) {
     const struct CMUnitTest plain[] = {
         cmocka_unit_test(test_read_state_errors),
@@ -378,6 +534,7 @@ int main(void) {
         cmocka_unit_test(test_train_registry),
         cmocka_unit_test(test_roundtrip),
         cmocka_unit_test(test_roundtrip_banmt),
+        cmocka_unit_test(test_resume_checks),
     };
     int fails = cmocka_run_group_tests(plain, NULL, NULL);
     fails += cmocka_run_group_tests(dev, setup, teardown);

@@ -66,6 +66,12 @@ uint8_t *model_variant(const model_change *c, size_t *size) {
     void *good = NULL;
     size_t good_n = 0;
     assert_int_equal(nmt_random_transformer_image(&rc, &good, &good_n), NMT_OK);
+    uint8_t *img = image_variant(good, good_n, c, size);
+    free(good);
+    return img;
+}
+
+uint8_t *image_variant(const void *good, size_t good_n, const model_change *c, size_t *size) {
     nmt_file f;
     assert_int_equal(nmt_file_open(&f, good, good_n, 1), NMT_OK);
     nmtw_writer *w = nmtw_create();
@@ -76,10 +82,11 @@ uint8_t *model_variant(const model_change *c, size_t *size) {
         if (c->meta_drop && strcmp(m.key, c->meta_drop) == 0) continue;
         if (c->meta_key && strcmp(m.key, c->meta_key) == 0) {
             if (c->meta_str) assert_int_equal(nmtw_set_str(w, m.key, c->meta_str), NMT_OK);
+            else if (c->meta_is_f64) assert_int_equal(nmtw_set_f64(w, m.key, c->meta_f64), NMT_OK);
             else assert_int_equal(nmtw_set_i64(w, m.key, c->meta_i64), NMT_OK);
             continue;
         }
-        char str[256];
+        char str[1024];
         if (m.type == NMT_META_I64) assert_int_equal(nmtw_set_i64(w, m.key, m.i64), NMT_OK);
         else if (m.type == NMT_META_F64) assert_int_equal(nmtw_set_f64(w, m.key, m.f64), NMT_OK);
         else {
@@ -122,11 +129,13 @@ uint8_t *model_variant(const model_change *c, size_t *size) {
     }
     assert_true(c->set_f32 == NULL || found_set);
     if (c->add_f32) assert_int_equal(nmtw_add_f32(w, c->add_f32, 1, (const uint32_t[]){2}, (const float[]){1, 2}), NMT_OK);
-    if (c->add_blob) assert_int_equal(nmtw_add_blob(w, c->add_blob, "spm", 3), NMT_OK);
+    if (c->add_blob)
+        assert_int_equal(nmtw_add_blob(w, c->add_blob, c->blob_data ? c->blob_data : "spm",
+                                       c->blob_data ? c->blob_size : 3),
+                         NMT_OK);
     void *img = NULL;
     assert_int_equal(nmtw_write_memory(w, &img, size), NMT_OK);
     nmtw_destroy(w);
-    free(good);
     return (uint8_t *)img;
 }
 

@@ -42,13 +42,20 @@ uint8_t *roundtrip_image(size_t *size);
 typedef struct model_change {
     const char *drop, *reshape, *as_u8, *meta_drop, *meta_key, *meta_str;
     const char *add_f32, *add_blob; /* one more tensor: fp32 [2], or 3 bytes of u8 */
+    const void *blob_data;          /* add_blob's bytes instead (blob_size of them) */
+    uint32_t blob_size;
     const char *set_f32;            /* fp32 tensor whose element set_index becomes set_value */
     uint32_t set_index;
     float set_value;
     uint32_t rows, cols;
     int64_t meta_i64;
+    int meta_is_f64; /* meta_key set to the number meta_f64 instead */
+    double meta_f64;
 } model_change;
 uint8_t *model_variant(const model_change *c, size_t *size);
+/* The same change made to a copy of any valid image `good` (a training
+ * checkpoint: its train.* keys and tensors). */
+uint8_t *image_variant(const void *good, size_t good_n, const model_change *c, size_t *size);
 
 /* A copy of model image `img` with the hyper-parameters of `cfg` (a
  * configuration of family `fam`) and every fp32 2-D tensor quantized per

@@ -9,6 +9,9 @@
  *   - SIGTERM writes a checkpoint and exits 128 + 15; --resume continues;
  *   - one trainer per run directory (issue 55): a second one is refused
  *     while the first holds DIR/.lock, never after it died;
+ *   - --resume refuses a checkpoint whose train.* state is impossible
+ *     (issue 55, item 6), naming the file and the field, the directory
+ *     left as it was;
  *   - bad input: exact exit codes and messages. */
 #define _DEFAULT_SOURCE /* flock(), gethostname() */
 #include "spans_file.h"
@@ -28,6 +31,7 @@
 #include <unistd.h>
 
 #include "format.h"
+#include "format_common.h"
 #include "model_arch.h"
 #include "plot.h"
 #include "random_model.h"
@@ -1038,6 +1042,96 @@ static int hold_lock(const char *dir, const char *line) {
     return fd;
 }
 
+/* dir_state without DIR/.lock (each trainer writes its pid there). */
+static char *dir_state_unlocked(const char *dir) {
+    char *s = dir_state(dir);
+    if (strncmp(s, ".lock ", 6) == 0) memmove(s, strchr(s, '\n') + 1, strlen(strchr(s, '\n') + 1) + 1);
+    return s;
+}
+
+/* The trainer of argv (train_argv's n arguments) with --resume: its exit
+ * status asserted, its output in *r (free it). */
+static void run_resume(char **argv, int n, int status, nmt_test_proc *r) {
+    argv[n] = "--resume";
+    argv[n + 1] = NULL;
+    nmt_test_run(argv, NULL, g_dir, r);
+    expect_status(r, status);
+}
+
+/* The newest checkpoint with one train.* field made impossible (its CRCs
+ * valid): --resume exits 1 with "nmt-edge-train: 'PATH': FIELD VALUE: why"
+ * as its last line and changes nothing in the run directory; a state
+ * checked against the corpus (the data position) and one against the
+ * model (the moments) as well as the checkpoint's own fields.  The good
+ * checkpoint put back resumes. */
+static void test_resume_refuses_bad_state(void **state) {
+    (void)state;
+    char src[512], tgt[512], dir[512], ckpt[600];
+    path_in(src, sizeof src, "rs.src");
+    path_in(tgt, sizeof tgt, "rs.tgt");
+    path_in(dir, sizeof dir, "rs-run");
+    snprintf(ckpt, sizeof ckpt, "%s/ckpt-00000004.nmt", dir);
+    write_reverse_task(src, tgt, 24, 19, NULL, NULL);
+    nmt_test_proc r;
+    char *argv[80];
+    char *opts[] = {"--d-model", "16", "--heads", "2", "--ff", "32", "--enc-layers", "1", "--dec-layers", "1",
+                    "--max-tokens", "64", "--max-steps", "4", "--save-every", "2", "--keep", "2",
+                    "--eval-every", "0", NULL, NULL};
+    int n = train_argv(argv, dir, src, tgt, opts);
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 0);
+    const char *be = strstr(r.err, " batches an epoch");
+    assert_non_null(be);
+    while (be > r.err && be[-1] >= '0' && be[-1] <= '9') be--;
+    const long per_epoch = atol(be);
+    assert_true(per_epoch >= 2);
+    nmt_test_proc_free(&r);
+    size_t good_n;
+    uint8_t *good = nmt_test_read_file(ckpt, &good_n);
+    assert_non_null(good);
+
+    char index_msg[300], want[1200];
+    snprintf(index_msg, sizeof index_msg, "train.index %ld: not below the %ld batches of an epoch of this corpus "
+             "with these --max-tokens, --max-seqs, --max-len and --max-ratio", per_epoch, per_epoch);
+    const struct {
+        model_change c;
+        const char *msg;
+    } cases[] = {
+        {{.meta_key = "train.step", .meta_i64 = -5}, "train.step -5: must be >= 0"},
+        {{.meta_key = "train.step", .meta_i64 = 3}, "train.step 3: the file's name says step 4"},
+        {{.meta_key = "train.seed", .meta_i64 = 1ll << 31}, "train.seed 2147483648: outside --seed's range [0, "
+                                                             "1073741824]"},
+        {{.meta_drop = "train.elapsed_s"}, "metadata key 'train.elapsed_s' is missing (required)"},
+        {{.meta_key = "train.index", .meta_i64 = per_epoch}, index_msg},
+        {{.drop = "train.adam_m"}, "train.adam_m: missing (the optimizer's first moment)"},
+        {{.set_f32 = "train.adam_v", .set_index = 2, .set_value = NAN}, "train.adam_v[2] nan: not finite"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        size_t bn;
+        uint8_t *bad = image_variant(good, good_n, &cases[k].c, &bn);
+        assert_int_equal(nmt_test_write_file(ckpt, bad, bn), 0);
+        free(bad);
+        char *before = dir_state_unlocked(dir);
+        run_resume(argv, n, 1, &r);
+        snprintf(want, sizeof want, "nmt-edge-train: '%s': %s\n", ckpt, cases[k].msg);
+        const size_t le = strlen(r.err), lw = strlen(want);
+        if (le < lw || strcmp(r.err + le - lw, want) != 0)
+            fail_msg("case %zu: stderr does not end with\n%s\nstderr:\n%s", k, want, r.err);
+        nmt_test_proc_free(&r);
+        char *after = dir_state_unlocked(dir);
+        assert_string_equal(after, before);
+        free(after);
+        free(before);
+    }
+    /* the good checkpoint resumes (to step 6) */
+    assert_int_equal(nmt_test_write_file(ckpt, good, good_n), 0);
+    opts[13] = "6";
+    run_resume(argv, train_argv(argv, dir, src, tgt, opts), 0, &r);
+    nmt_test_proc_free(&r);
+    assert_int_equal(max_ckpt_step(dir), 6);
+    free(good);
+}
+
 /* While another process holds DIR/.lock (the test itself, as a trainer
  * would), a new run, --resume and --overwrite each stop at once, exit 1,
  * naming the holder, and leave the directory as it was; a lock file
@@ -1434,6 +1528,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_ownership),
         cmocka_unit_test(test_run_lock),
+        cmocka_unit_test(test_resume_refuses_bad_state),
         cmocka_unit_test(test_spm_train_reason),
         cmocka_unit_test(test_bleu_output_checked),
         cmocka_unit_test(test_bleu_args),

@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -191,23 +192,27 @@ nmt_status ckpt_save(ntm_model *m, const ckpt_tokenizers *tok, const ckpt_state 
     return prune(dir, keep, err, err_cap);
 }
 
-nmt_status ckpt_read_state(const void *image, size_t size, ckpt_state *st) {
-    if (!image || !st) return NMT_ERR_INVALID_ARGUMENT;
+/* The train.* metadata of an opened checkpoint into st; raw[i]: the i64
+ * values as stored (step, epoch, index, seed, tokens), for the checks. */
+static const char *const STATE_KEYS[5] = {"train.step", "train.epoch", "train.index", "train.seed", "train.tokens"};
+
+static nmt_status read_fields(const nmt_file *f, ckpt_state *st, int64_t raw[5]) {
     memset(st, 0, sizeof *st);
-    nmt_file f;
-    nmt_status s = nmt_file_open(&f, image, size, 0);
-    if (s != NMT_OK) return s;
-    const char *keys[5] = {"train.step", "train.epoch", "train.index", "train.seed", "train.tokens"};
     uint64_t *dst[5] = {&st->step, &st->epoch, &st->index, &st->seed, &st->tokens};
     for (int i = 0; i < 5; i++) {
-        int64_t v;
-        s = nmt_file_get_i64(&f, keys[i], &v);
-        if (s != NMT_OK) return s;
-        *dst[i] = (uint64_t)v;
+        NMT_TRY(nmt_file_get_i64(f, STATE_KEYS[i], &raw[i]));
+        *dst[i] = (uint64_t)raw[i];
     }
-    s = nmt_file_get_f64(&f, "train.best_bleu", &st->best_bleu);
-    if (s == NMT_OK) s = nmt_file_get_f64(&f, "train.elapsed_s", &st->elapsed_s);
-    return s;
+    NMT_TRY(nmt_file_get_f64(f, "train.best_bleu", &st->best_bleu));
+    return nmt_file_get_f64(f, "train.elapsed_s", &st->elapsed_s);
+}
+
+nmt_status ckpt_read_state(const void *image, size_t size, ckpt_state *st) {
+    if (!image || !st) return NMT_ERR_INVALID_ARGUMENT;
+    nmt_file f;
+    int64_t raw[5];
+    NMT_TRY(nmt_file_open(&f, image, size, 0));
+    return read_fields(&f, st, raw);
 }
 
 nmt_status ckpt_export(ntm_model *m, const ckpt_tokenizers *tok, const char *path) {
@@ -224,3 +229,90 @@ nmt_status ckpt_export_why(ntm_model *m, const ckpt_tokenizers *tok, const char 
     nmtw_destroy(w);
     return s;
 }
+
+/* ------------------------------------------------------------------------ */
+/* What --resume checks                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* A field out of range: its reason into err, NMT_ERR_MODEL_CORRUPT. */
+#define CKPT_BAD(...) return (nmt_errf(err, err_cap, __VA_ARGS__), NMT_ERR_MODEL_CORRUPT)
+
+nmt_status ckpt_check_state(const void *image, size_t size, uint64_t name_step, ckpt_state *st, char *err,
+                            size_t err_cap) {
+    if (err && err_cap) err[0] = '\0';
+    if (!image || !st) return NMT_ERR_INVALID_ARGUMENT;
+    nmt_file f;
+    NMT_TRY(nmt_file_open_why(&f, image, size, 0, err, err_cap));
+    int64_t raw[5];
+    NMT_TRY(read_fields(&f, st, raw));
+    for (int i = 0; i < 5; i++)
+        if (raw[i] < 0) {
+            nmt_errf(err, err_cap, "%s %lld: must be >= 0", STATE_KEYS[i], (long long)raw[i]);
+            return NMT_ERR_MODEL_CORRUPT;
+        }
+    const unsigned long long step = (unsigned long long)st->step;
+    if (st->step > CKPT_MAX_STEP) CKPT_BAD("train.step %llu: more than 2^40 steps", step);
+    if (name_step != UINT64_MAX && st->step != name_step)
+        CKPT_BAD("train.step %llu: the file's name says step %llu", step, (unsigned long long)name_step);
+    const uint64_t max_batches = st->step * CKPT_MAX_BATCHES_PER_STEP;
+    if (st->epoch > max_batches)
+        CKPT_BAD("train.epoch %llu: more than %llu steps of at most %llu batches reach", (unsigned long long)st->epoch,
+                 step, CKPT_MAX_BATCHES_PER_STEP);
+    if (st->index > max_batches)
+        CKPT_BAD("train.index %llu: more than %llu steps of at most %llu batches reach", (unsigned long long)st->index,
+                 step, CKPT_MAX_BATCHES_PER_STEP);
+    if (st->seed > CKPT_MAX_SEED)
+        CKPT_BAD("train.seed %llu: outside --seed's range [0, %llu]", (unsigned long long)st->seed, CKPT_MAX_SEED);
+    if (st->tokens < st->step)
+        CKPT_BAD("train.tokens %llu: fewer than train.step %llu (each step trains on a token at least)",
+                 (unsigned long long)st->tokens, step);
+    if (st->tokens / CKPT_MAX_TOKENS_PER_BATCH > max_batches)
+        CKPT_BAD("train.tokens %llu: more than %llu steps of at most %llu batches of %llu tokens reach",
+                 (unsigned long long)st->tokens, step, CKPT_MAX_BATCHES_PER_STEP, CKPT_MAX_TOKENS_PER_BATCH);
+    if (!(st->best_bleu >= 0 && st->best_bleu <= 100))
+        CKPT_BAD("train.best_bleu %g: must be in [0, 100]", st->best_bleu);
+    if (!(st->elapsed_s >= 0 && st->elapsed_s <= CKPT_MAX_ELAPSED_S))
+        CKPT_BAD("train.elapsed_s %g: must be in [0, %g] seconds", st->elapsed_s, CKPT_MAX_ELAPSED_S);
+    return NMT_OK;
+}
+
+nmt_status ckpt_check_position(const ckpt_state *st, uint32_t batches_per_epoch, char *err, size_t err_cap) {
+    if (err && err_cap) err[0] = '\0';
+    if (!st) return NMT_ERR_INVALID_ARGUMENT;
+    if (st->index >= batches_per_epoch)
+        CKPT_BAD("train.index %llu: not below the %u batches of an epoch of this corpus with these --max-tokens, "
+                 "--max-seqs, --max-len and --max-ratio",
+                 (unsigned long long)st->index, batches_per_epoch);
+    return NMT_OK;
+}
+
+nmt_status ckpt_check_moments(const void *image, size_t size, size_t n_params, char *err, size_t err_cap) {
+    if (err && err_cap) err[0] = '\0';
+    if (!image) return NMT_ERR_INVALID_ARGUMENT;
+    nmt_file f;
+    NMT_TRY(nmt_file_open_why(&f, image, size, 0, err, err_cap));
+    const char *names[2] = {"train.adam_m", "train.adam_v"};
+    for (int i = 0; i < 2; i++) {
+        nmt_tensor_view v;
+        if (nmt_file_find(&f, names[i], &v) != NMT_OK) {
+            nmt_errf(err, err_cap, "%s: missing (the optimizer's %s moment)", names[i], i ? "second" : "first");
+            return NMT_ERR_MODEL_MISSING_TENSOR;
+        }
+        if (v.dtype != NMT_DTYPE_F32 || v.ndim != 1 || v.shape[0] != n_params) {
+            char shape[64];
+            nmt_shape_str(v.ndim, v.shape, shape, sizeof shape);
+            nmt_errf(err, err_cap, "%s %s %s: must be fp32 [%zu], the model's parameter count", names[i],
+                     nmt_dtype_table[v.dtype < NMT_DTYPE_COUNT_ ? v.dtype : 0].name, shape, n_params);
+            return NMT_ERR_MODEL_TENSOR_SHAPE;
+        }
+        for (size_t k = 0; k < n_params; k++) {
+            float x;
+            memcpy(&x, (const char *)v.data + k * sizeof x, sizeof x);
+            if (!isfinite(x)) CKPT_BAD("%s[%zu] %g: not finite", names[i], k, (double)x);
+            if (i == 1 && x < 0)
+                CKPT_BAD("%s[%zu] %g: must be >= 0 (a mean of squared gradients)", names[i], k, (double)x);
+        }
+    }
+    return NMT_OK;
+}
+#undef CKPT_BAD

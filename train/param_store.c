@@ -138,6 +138,15 @@ nmt_status nmt_pstore_load(nmt_pstore *s, const nmt_file *f) {
     return nmt_device_finish(s->dev);
 }
 
+const char *nmt_pstore_missing_train_only(const nmt_pstore *s, const nmt_file *f) {
+    for (uint32_t i = 0; i < s->n_tab; i++) {
+        nmt_tensor_view v;
+        if (nmt_pstore_is_train_only(s->tab[i].name) && nmt_file_find(f, s->tab[i].name, &v) != NMT_OK)
+            return s->tab[i].name;
+    }
+    return NULL;
+}
+
 void nmt_pstore_release(nmt_pstore *s) {
     if (s == NULL) return;
     for (int i = 0; i < 4; i++)

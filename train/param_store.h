@@ -68,6 +68,11 @@ nmt_status nmt_pstore_alloc(nmt_pstore *s, nmt_pstore_walk walk, void *model);
  * when the image has them, else 0; then waits for the device. */
 nmt_status nmt_pstore_load(nmt_pstore *s, const nmt_file *f);
 
+/* The first training-only tensor of the table that f lacks (a checkpoint
+ * to resume has every one: nmt_pstore_add_to_writer wrote them); NULL when
+ * none is missing. */
+const char *nmt_pstore_missing_train_only(const nmt_pstore *s, const nmt_file *f);
+
 /* Releases the buffers and the table (s zeroed); safe on a zeroed store. */
 void nmt_pstore_release(nmt_pstore *s);
 

@@ -112,6 +112,13 @@ void ntm_destroy(ntm_model *m) {
 const nmt_train_family *ntm_family(const ntm_model *m) { return m ? m->fam : NULL; }
 void *ntm_impl(ntm_model *m) { return m ? m->impl : NULL; }
 size_t ntm_n_params(const ntm_model *m) { return m ? m->fam->n_params(m->impl) : 0; }
+
+const char *ntm_missing_train_tensor(ntm_model *m, const void *image, size_t size) {
+    nmt_pstore *s = (m != NULL && m->fam->store != NULL) ? m->fam->store(m->impl) : NULL;
+    nmt_file f;
+    if (s == NULL || nmt_file_open(&f, image, size, 0) != NMT_OK) return NULL;
+    return nmt_pstore_missing_train_only(s, &f);
+}
 uint32_t ntm_d_model(const ntm_model *m) { return m ? m->fam->d_model(m->impl) : 0; }
 
 nmt_status ntm_add_to_writer(ntm_model *m, nmtw_writer *w, int optimizer) {

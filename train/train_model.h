@@ -158,6 +158,10 @@ const nmt_train_family *ntm_family(const ntm_model *m);
 void *ntm_impl(ntm_model *m);
 
 size_t ntm_n_params(const ntm_model *m);
+/* The first training-only tensor (train.*, a family's own: MG-SA's tag
+ * heads) of m's layout that the image lacks, NULL when none is (or the
+ * family keeps no parameter store): a checkpoint to resume has them all. */
+const char *ntm_missing_train_tensor(ntm_model *m, const void *image, size_t size);
 uint32_t ntm_d_model(const ntm_model *m);
 
 /* Every metadata key of the architecture and every parameter tensor as F32,

@@ -146,7 +146,7 @@ void train_opts_usage(FILE *f) {
 "  --adam-betas B1,B2  Adam's moment decays, each in [0, 1) (0.9,0.98)\n"
 "  --adam-eps X        Adam's epsilon (1e-9)\n"
 "  --max-steps N  --max-epochs N  --max-time SECONDS   stop at the first reached\n"
-"  --seed N            data order and dropout (1)\n"
+"  --seed N            data order and dropout (1; --resume: the checkpoint's)\n"
 "\n"
 "Reporting:\n"
 "  --log-every N (20)  --eval-every N (1000)  --save-every N (500)  --keep K (5)\n"
