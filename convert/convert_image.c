@@ -2,7 +2,10 @@
 /* convert_image.c — what the subcommands of nmt-edge-convert share
  * (convert_cmds.h): model files read whole, tensor and metadata helpers. */
 #include "convert_cmds.h"
+#include "tool_file.h"
+#include "tool_out.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,9 +86,12 @@ int64_t meta_index(const nmt_file *f, const char *key, nmt_meta_view *out) {
     return -1;
 }
 
+/* The detail is escaped (tool_out.h): it may quote the file's bytes. */
 void model_problem(const void *data, size_t size, nmt_status s, char *buf, size_t cap) {
-    char why[NMT_MODEL_WHY_BYTES];
+    char why[NMT_MODEL_WHY_BYTES], shown[4 * NMT_MODEL_WHY_BYTES];
     nmt_status se = nmt_model_explain(data, size, why, sizeof why);
-    if (se == s && why[0]) snprintf(buf, cap, "%s: %s", nmt_status_str(s), why);
+    if ((se == s && why[0]) ||
+        (s == NMT_ERR_TOKENIZER_MODEL && nmt_tool_tokenizer_problem(data, size, why, sizeof why)))
+        snprintf(buf, cap, "%s: %s", nmt_status_str(s), nmt_tool_escape(why, SIZE_MAX, shown, sizeof shown));
     else snprintf(buf, cap, "%s", nmt_status_str(s));
 }

@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,18 +77,22 @@ int cmd_info(int argc, char **argv) {
 
     nmt_model_info info;
     nmt_status si = nmt_model_inspect(m.data, m.size, &info);
-    if (si == NMT_OK) {
-        printf("architecture: %s\n", info.arch);
+    if (si == NMT_OK) { /* the strings come from the file: escaped (tool_out.h) */
+        char e[5][4 * sizeof info.family_config + 1];
+        printf("architecture: %s\n", nmt_tool_escape(info.arch, SIZE_MAX, e[0], sizeof e[0]));
         printf("  d_model %u, n_heads %u, d_ff %u, layers %u + %u\n", info.d_model, info.n_heads, info.d_ff,
                info.enc_layers, info.dec_layers);
-        printf("  vocab src %u tgt %u, norm %s, fusion %s (gate r %u)\n", info.src_vocab, info.tgt_vocab, info.norm,
-               info.fusion, info.gate_reduction);
-        printf("  branches: encoder \"%s\", decoder \"%s\"\n", info.enc_branches, info.dec_branches);
+        printf("  vocab src %u tgt %u, norm %s, fusion %s (gate r %u)\n", info.src_vocab, info.tgt_vocab,
+               nmt_tool_escape(info.norm, SIZE_MAX, e[1], sizeof e[1]),
+               nmt_tool_escape(info.fusion, SIZE_MAX, e[2], sizeof e[2]), info.gate_reduction);
+        printf("  branches: encoder \"%s\", decoder \"%s\"\n",
+               nmt_tool_escape(info.enc_branches, SIZE_MAX, e[3], sizeof e[3]),
+               nmt_tool_escape(info.dec_branches, SIZE_MAX, e[4], sizeof e[4]));
         printf("  shared embeddings %d, tied output %d, tokenizer %d\n", info.shared_embeddings, info.tied_output,
                info.tokenizer);
         printf("  ids: bos %u eos %u pad %u unk %u\n", info.bos_id, info.eos_id, info.pad_id, info.unk_id);
         printf("  parameters %llu, weight bytes %llu, dtype %s\n", (unsigned long long)info.n_params,
-               (unsigned long long)info.weight_bytes, info.dtype);
+               (unsigned long long)info.weight_bytes, nmt_tool_escape(info.dtype, SIZE_MAX, e[0], sizeof e[0]));
     } else {
         model_problem(m.data, m.size, si, why, sizeof why);
         printf("architecture: FAIL (%s)\n", why);
@@ -98,9 +103,13 @@ int cmd_info(int argc, char **argv) {
     for (uint32_t i = 0; i < m.f.h.n_meta; i++) {
         nmt_meta_view mv;
         if (nmt_file_meta_at(&m.f, i, &mv) != NMT_OK) break;
-        if (mv.type == NMT_META_I64) printf("  %-24s i64 %lld\n", mv.key, (long long)mv.i64);
-        else if (mv.type == NMT_META_F64) printf("  %-24s f64 %.17g\n", mv.key, mv.f64);
-        else printf("  %-24s str \"%.*s\"\n", mv.key, (int)(mv.str_len > 200 ? 200 : mv.str_len), mv.str);
+        char key[4 * sizeof mv.key + 1], str[4 * 200 + 1];
+        nmt_tool_escape(mv.key, SIZE_MAX, key, sizeof key);
+        if (mv.type == NMT_META_I64) printf("  %-24s i64 %lld\n", key, (long long)mv.i64);
+        else if (mv.type == NMT_META_F64) printf("  %-24s f64 %.17g\n", key, mv.f64);
+        else
+            printf("  %-24s str \"%s\"\n", key,
+                   nmt_tool_escape(mv.str, mv.str_len > 200 ? 200 : mv.str_len, str, sizeof str));
     }
 
     printf("tensors:\n");
@@ -130,7 +139,9 @@ int cmd_info(int argc, char **argv) {
             n_i8++;
             snprintf(extra, sizeof extra, "  scales [%.4g, %.4g]", lo, hi);
         }
-        printf("  %-40s %-3s %-14s %10llu%s%s\n", v.name, nmt_dtype_table[v.dtype].name, sh,
+        char name[4 * NMT_TENSOR_NAME_MAX + 1];
+        printf("  %-40s %-3s %-14s %10llu%s%s\n", nmt_tool_escape(v.name, SIZE_MAX, name, sizeof name),
+               nmt_dtype_table[v.dtype].name, sh,
                (unsigned long long)v.nbytes, crc_ok ? "" : "  CRC MISMATCH", extra);
     }
     printf("bytes by dtype:");
@@ -143,11 +154,12 @@ int cmd_info(int argc, char **argv) {
     if (sv == NMT_OK && bad_crc == 0) {
         printf("checksums: ok (header, metadata, table and %u tensors)\n", m.f.h.n_tensors);
     } else {
-        char detail[600];
+        char detail[600], shown[4 * sizeof detail];
         nmt_file vf;
         nmt_file_open_why(&vf, m.data, m.size, 1, detail, sizeof detail);
         printf("checksums: FAIL (%s; %u tensor%s mismatched%s%s)\n", nmt_status_str(sv), bad_crc,
-               bad_crc == 1 ? "" : "s", detail[0] ? "; first: " : "", detail);
+               bad_crc == 1 ? "" : "s", detail[0] ? "; first: " : "",
+               nmt_tool_escape(detail, SIZE_MAX, shown, sizeof shown));
         rc = 1;
     }
 
@@ -168,7 +180,8 @@ int cmd_info(int argc, char **argv) {
                    "  arena bytes %zu, device bytes %llu\n",
                    a.max_batch, a.max_beam, a.max_src_len, a.max_tgt_len, arena, (unsigned long long)dev_bytes);
         else {
-            printf("session: FAIL (%s)\n", nmt_status_str(sa));
+            model_problem(m.data, m.size, sa, why, sizeof why);
+            printf("session: FAIL (%s)\n", why);
             rc = 1;
         }
     }
@@ -235,8 +248,10 @@ int cmd_verify(int argc, char **argv) {
         rc = verify_fail(&m, "architecture", s);
         goto done;
     }
-    printf("architecture: ok (%s, d_model %u, %u + %u layers, dtype %s)\n", info.arch, info.d_model,
-           info.enc_layers, info.dec_layers, info.dtype);
+    char arch[4 * sizeof info.arch + 1], dtype[4 * sizeof info.dtype + 1];
+    printf("architecture: ok (%s, d_model %u, %u + %u layers, dtype %s)\n",
+           nmt_tool_escape(info.arch, SIZE_MAX, arch, sizeof arch), info.d_model, info.enc_layers, info.dec_layers,
+           nmt_tool_escape(info.dtype, SIZE_MAX, dtype, sizeof dtype));
 
     nmt_device_params dp;
     char cache_dir[4096];

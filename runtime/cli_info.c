@@ -2,8 +2,10 @@
 /* cli_info.c — `nmt-edge info` (model, memory, device) and `devices`. */
 #include "cli.h"
 #include "common.h"
+#include "tool_out.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,10 +29,16 @@ static void kv(strbuf *out, const char *key, const char *fmt, ...) {
 
 static const char *yes_no(int v) { return v ? "yes" : "no"; }
 
+/* A metadata string of the model, escaped for the terminal (tool_out.h). */
+static void kv_text(strbuf *out, const char *key, const char *text) {
+    char e[4 * sizeof(((nmt_model_info *)0)->family_config) + 1];
+    kv(out, key, "%s", nmt_tool_escape(text, SIZE_MAX, e, sizeof e));
+}
+
 static void describe_model(strbuf *out, const char *path, const nmt_model_info *m) {
     kv(out, "model", "%s", path);
     kv(out, "format_version", "%u", m->format_version);
-    kv(out, "architecture", "%s", m->arch);
+    kv_text(out, "architecture", m->arch);
     kv(out, "d_model", "%u", m->d_model);
     /* the fields a family's info hook leaves unset (0, "") are not its own:
      * a recurrent family (BA-NMT) has no heads, FFN, branches, fusion or
@@ -41,16 +49,16 @@ static void describe_model(strbuf *out, const char *path, const nmt_model_info *
     kv(out, "dec_layers", "%u", m->dec_layers);
     kv(out, "src_vocab", "%u", m->src_vocab);
     kv(out, "tgt_vocab", "%u", m->tgt_vocab);
-    if (m->enc_branches[0]) kv(out, "enc_branches", "%s", m->enc_branches);
-    if (m->dec_branches[0]) kv(out, "dec_branches", "%s", m->dec_branches);
+    if (m->enc_branches[0]) kv_text(out, "enc_branches", m->enc_branches);
+    if (m->dec_branches[0]) kv_text(out, "dec_branches", m->dec_branches);
     if (strcmp(m->fusion, "gate") == 0)
         kv(out, "fusion", "gate (reduction %u)", m->gate_reduction);
     else if (m->fusion[0])
-        kv(out, "fusion", "%s", m->fusion);
-    if (m->norm[0]) kv(out, "norm", "%s", m->norm);
+        kv_text(out, "fusion", m->fusion);
+    if (m->norm[0]) kv_text(out, "norm", m->norm);
     kv(out, "shared_embeddings", "%s", yes_no(m->shared_embeddings));
     kv(out, "tied_output", "%s", yes_no(m->tied_output));
-    if (m->family_config[0]) kv(out, "family_config", "%s", m->family_config);
+    if (m->family_config[0]) kv_text(out, "family_config", m->family_config);
     kv(out, "special_ids", "bos %u, eos %u, pad %u, unk %u", m->bos_id, m->eos_id, m->pad_id,
        m->unk_id);
     kv(out, "tokenizer", "%s",
@@ -58,7 +66,7 @@ static void describe_model(strbuf *out, const char *path, const nmt_model_info *
        : m->tokenizer == 1 ? "SentencePiece, shared (tokenizer.src)"
                            : "SentencePiece, source and target (tokenizer.src, tokenizer.tgt)");
     kv(out, "parameters", "%llu", (unsigned long long)m->n_params);
-    kv(out, "dtype", "%s", m->dtype);
+    kv_text(out, "dtype", m->dtype);
     kv(out, "tensors", "%u", m->n_tensors);
     kv(out, "weight_bytes", "%llu", (unsigned long long)m->weight_bytes);
     kv(out, "file_size", "%llu", (unsigned long long)m->file_size);

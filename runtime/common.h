@@ -26,6 +26,11 @@
 #define NMT_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define NMT_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
+/* The most hypotheses one decoder step of a session holds, max_batch *
+ * max_beam: a plan above it is NMT_ERR_INVALID_ARGUMENT (session.c,
+ * resolve_limits), which the CLI tells as such before planning. */
+#define NMT_SESSION_MAX_ROWS 65536u
+
 static inline size_t nmt_align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
 /* Largest power of two <= x (1 for x <= 1); smallest power of two >= x. */

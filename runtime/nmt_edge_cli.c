@@ -20,6 +20,7 @@
  * cli_info.c, line parsing in cli_input.c.
  */
 #include "cli.h"
+#include "common.h"
 #include "tool_env.h"
 #include "tool_file.h"
 #include "tool_out.h"
@@ -513,6 +514,17 @@ int model_error(const char *path, nmt_status st) {
     char detail[NMT_MODEL_WHY_BYTES];
     if (st >= NMT_ERR_MODEL_TRUNCATED && st <= NMT_ERR_MODEL_TENSOR_SHAPE &&
         nmt_model_explain_file(path, detail, sizeof detail) == st && detail[0]) {
+        char shown[4 * NMT_MODEL_WHY_BYTES]; /* the reason may quote the file's bytes (tool_out.h) */
+        fprintf(stderr, PROG ": cannot load model '%s': %s: %s\n", path, nmt_status_str(st),
+                nmt_tool_escape(detail, SIZE_MAX, shown, sizeof shown));
+        return 1;
+    }
+    /* a tokenizer with ids past the embeddings: say which and by how much */
+    size_t size = 0;
+    void *img = st == NMT_ERR_TOKENIZER_MODEL ? nmt_tool_read_file(path, 0, &size, NULL, 0) : NULL;
+    const int told = img != NULL && nmt_tool_tokenizer_problem(img, size, detail, sizeof detail);
+    free(img);
+    if (told) {
         fprintf(stderr, PROG ": cannot load model '%s': %s: %s\n", path, nmt_status_str(st), detail);
         return 1;
     }
@@ -562,6 +574,14 @@ static int alignment_refused(const cli_opts *o, nmt_status st) {
 
 int model_sizes(const cli_opts *o, const nmt_limits *lim, size_t *arena, uint64_t *device_bytes) {
     const char *path = o->model;
+    /* (--batch is at most 4096: with the default beam of 4 the product fits) */
+    const uint64_t rows = (uint64_t)lim->max_batch * lim->max_beam;
+    if (rows > NMT_SESSION_MAX_ROWS) {
+        fprintf(stderr, PROG ": --batch %u x --beam %u = %llu hypotheses a decoder step, more than a session's "
+                        "plan holds (%u): lower --batch or --beam\n", lim->max_batch, lim->max_beam,
+                (unsigned long long)rows, NMT_SESSION_MAX_ROWS);
+        return 1;
+    }
     nmt_session_params sp = session_params(o, lim);
     errno = 0;
     nmt_status st = nmt_session_arena_size(&sp, arena, device_bytes);
@@ -588,7 +608,9 @@ static void log_to_stderr(void *user, nmt_log_level level, const char *msg) {
     static const char *const names[] = {"error", "warning", "info", "debug"};
     const nmt_log_level *max = user;
     if (level > *max) return;
-    fprintf(stderr, PROG ": %s: %s\n", names[(unsigned)level < 4 ? level : 3], msg);
+    char shown[4 * 1024 + 1]; /* a refused model's reason may quote its bytes (tool_out.h) */
+    fprintf(stderr, PROG ": %s: %s\n", names[(unsigned)level < 4 ? level : 3],
+            nmt_tool_escape(msg, SIZE_MAX, shown, sizeof shown));
 }
 
 int open_device(const cli_opts *o, runtime *rt) {

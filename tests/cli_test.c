@@ -23,6 +23,7 @@
 #include "nmt_writer.h"
 #include "random_model.h"
 #include "cli_common.h"
+#include "format_common.h"
 #include "test_util.h"
 
 #define VOCAB 50
@@ -1008,6 +1009,104 @@ static void test_tokenize_errors(void **state) {
     free_result(&r);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Messages that say why (issue 55, item 9)                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Whether s[0, n) holds a control byte other than '\n' (or a C1 control). */
+static int has_control(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const unsigned char c = (unsigned char)s[i];
+        if ((c < 0x20 && c != '\n') || c == 0x7f || (c == 0xc2 && i + 1 < n && (unsigned char)s[i + 1] <= 0x9f &&
+                                                     (unsigned char)s[i + 1] >= 0x80))
+            return 1;
+    }
+    return 0;
+}
+
+/* A batch x beam over the plan's cap names both values, the cap and the
+ * options; metadata with control bytes reaches the terminal escaped (a
+ * reason quoting it, `nmt-edge-convert info`'s listing); a tokenizer with
+ * more pieces than the vocabulary says so, with both counts. */
+static void test_messages_say_why(void **state) {
+    (void)state;
+    run_result r;
+    run_cli(&r, "1 2\n", "translate", "--model", g_model, "--batch", "4096", "--beam", "256", NULL);
+    expect_status(&r, 1);
+    assert_int_equal(r.out_len, 0);
+    assert_string_equal(r.err, "nmt-edge: --batch 4096 x --beam 256 = 1048576 hypotheses a decoder step, more than "
+                               "a session's plan holds (65536): lower --batch or --beam\n");
+    free_result(&r);
+    run_cli(&r, NULL, "info", "--model", g_model, "--batch", "512", "--beam", "129", "--no-device", NULL);
+    expect_status(&r, 1);
+    assert_string_equal(r.err, "nmt-edge: --batch 512 x --beam 129 = 66048 hypotheses a decoder step, more than "
+                               "a session's plan holds (65536): lower --batch or --beam\n");
+    free_result(&r);
+    run_cli(&r, NULL, "info", "--model", g_model, "--batch", "256", "--beam", "256", "--no-device", NULL);
+    expect_status(&r, 0); /* at the cap: planned */
+    free_result(&r);
+
+    /* an arch with an escape sequence, a C1 CSI, a bell and a stray byte */
+    char path[400], want[1200];
+    snprintf(path, sizeof path, "%s/ctl-arch.nmt", g_dir);
+    const model_change arch = {.meta_key = "arch", .meta_str = "x\x1b[2J\xc2\x9b" "1m\x07\xff\xc3\xa9",
+                               .add_f32 = "dec.\x1b]0;title\x07"};
+    size_t n;
+    uint8_t *img = model_variant(&arch, &n);
+    assert_int_equal(nmt_test_write_file(path, img, n), 0);
+    free(img);
+    run_cli(&r, "1 2\n", "translate", "--model", path, NULL);
+    expect_status(&r, 1);
+    snprintf(want, sizeof want, "nmt-edge: cannot load model '%s': %s: unsupported model architecture: arch "
+             "'x\\x1b[2J\\xc2\\x9b1m\\x07\\xff\xc3\xa9' (this runtime knows ",
+             path, nmt_status_str(NMT_ERR_MODEL_ARCH));
+    if (strncmp(r.err, want, strlen(want)) != 0) fail_msg("stderr:\n%s\nwanted it to start:\n%s", r.err, want);
+    assert_false(has_control(r.err, strlen(r.err)));
+    free_result(&r);
+    char *info[] = {(char *)NMT_CONVERT_BIN, "info", path, NULL};
+    nmt_test_run(info, NULL, g_dir, &r);
+    expect_status(&r, 1);
+    assert_false(has_control(r.out, r.out_len));
+    assert_false(has_control(r.err, strlen(r.err)));
+    assert_non_null(strstr(r.out, "\n  arch                     str \"x\\x1b[2J\\xc2\\x9b1m\\x07\\xff\xc3\xa9\"\n"));
+    assert_non_null(strstr(r.out, "\n  dec.\\x1b]0;title\\x07 "));
+    free_result(&r);
+
+    /* the fixture tokenizer (its piece count read back) in a model of 64 ids */
+    size_t spm_n;
+    void *spm = nmt_test_read_file(SPM_FIXTURE, &spm_n);
+    assert_non_null(spm);
+    size_t need;
+    assert_int_equal(nmt_tokenizer_arena_size(spm, spm_n, 64, &need), NMT_OK);
+    void *tarena = malloc(need + NMT_ARENA_ALIGNMENT);
+    assert_non_null(tarena);
+    nmt_tokenizer *tok;
+    nmt_tokenizer_info ti;
+    assert_int_equal(nmt_tokenizer_create(spm, spm_n, 64, tarena, need + NMT_ARENA_ALIGNMENT, &tok), NMT_OK);
+    assert_int_equal(nmt_tokenizer_get_info(tok, &ti), NMT_OK);
+    assert_true(ti.vocab_size > 64);
+    free(tarena);
+    snprintf(path, sizeof path, "%s/big-tok.nmt", g_dir);
+    const model_change big = {.add_blob = "tokenizer.src", .blob_data = spm, .blob_size = (uint32_t)spm_n};
+    img = model_variant(&big, &n);
+    free(spm);
+    assert_int_equal(nmt_test_write_file(path, img, n), 0);
+    free(img);
+    char reason[200];
+    snprintf(reason, sizeof reason, "%s: tokenizer.src has %u pieces, more than src_vocab 64",
+             nmt_status_str(NMT_ERR_TOKENIZER_MODEL), ti.vocab_size);
+    run_cli(&r, "hello\n", "translate", "--model", path, NULL);
+    expect_status(&r, 1);
+    snprintf(want, sizeof want, "nmt-edge: cannot load model '%s': %s\n", path, reason);
+    assert_string_equal(r.err, want);
+    free_result(&r);
+    nmt_test_run(info, NULL, g_dir, &r); /* info[2] is path: the new model */
+    expect_status(&r, 1);
+    snprintf(want, sizeof want, "\nsession: FAIL (%s)\n", reason);
+    if (strstr(r.out, want) == NULL) fail_msg("stdout:\n%s\nwanted:%s", r.out, want);
+    free_result(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help),
@@ -1027,6 +1126,7 @@ int main(void) {
         cmocka_unit_test(test_alignment),
         cmocka_unit_test(test_tokenize_fixture),
         cmocka_unit_test(test_tokenize_errors),
+        cmocka_unit_test(test_messages_say_why),
     };
     return cmocka_run_group_tests(tests, cli_group_setup, cli_group_teardown);
 }

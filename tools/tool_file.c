@@ -12,6 +12,8 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "nmt_edge.h"
+
 #ifndef O_CLOEXEC
 #define O_CLOEXEC 0
 #endif
@@ -142,4 +144,36 @@ int nmt_tool_file_problem(const char *path, char *why, size_t why_cap) {
     if (reason == NULL) return 0;
     if (why != NULL && why_cap > 0) snprintf(why, why_cap, "%s", reason);
     return 1;
+}
+
+/* Pieces of a SentencePiece model (0: it does not load). */
+static uint32_t spm_pieces(const void *spm, size_t n) {
+    size_t need = 0;
+    if (nmt_tokenizer_arena_size(spm, n, 1, &need) != NMT_OK) return 0;
+    void *arena = malloc(need + NMT_ARENA_ALIGNMENT);
+    nmt_tokenizer *t = NULL;
+    nmt_tokenizer_info ti;
+    uint32_t pieces = 0;
+    if (arena && nmt_tokenizer_create(spm, n, 1, arena, need + NMT_ARENA_ALIGNMENT, &t) == NMT_OK &&
+        nmt_tokenizer_get_info(t, &ti) == NMT_OK)
+        pieces = ti.vocab_size;
+    free(arena);
+    return pieces;
+}
+
+int nmt_tool_tokenizer_problem(const void *image, size_t size, char *why, size_t why_cap) {
+    nmt_model_info mi;
+    if (nmt_model_inspect(image, size, &mi) != NMT_OK || mi.tokenizer == 0) return 0;
+    for (int target = 0; target < 2; target++) {
+        const void *spm;
+        size_t n;
+        if (nmt_model_tokenizer(image, size, target, &spm, &n) != NMT_OK) return 0;
+        const uint32_t pieces = spm_pieces(spm, n), vocab = target ? mi.tgt_vocab : mi.src_vocab;
+        if (pieces > vocab) {
+            snprintf(why, why_cap, "tokenizer.%s has %u pieces, more than %s_vocab %u",
+                     target && mi.tokenizer == 2 ? "tgt" : "src", pieces, target ? "tgt" : "src", vocab);
+            return 1;
+        }
+    }
+    return 0;
 }

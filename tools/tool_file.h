@@ -36,4 +36,11 @@ void *nmt_tool_read_file(const char *path, size_t max_pipe_bytes, size_t *size, 
  * For messages about a file the library refused (NMT_ERR_IO). */
 int nmt_tool_file_problem(const char *path, char *why, size_t why_cap);
 
+/* For a model image the library refused with NMT_ERR_TOKENIZER_MODEL: if an
+ * embedded SentencePiece model has more pieces than the vocabulary its ids
+ * index, write "tokenizer.src has 8000 pieces, more than src_vocab 600"
+ * (tokenizer.tgt against tgt_vocab; a shared tokenizer.src against both)
+ * to why and return 1; else 0. */
+int nmt_tool_tokenizer_problem(const void *image, size_t size, char *why, size_t why_cap);
+
 #endif

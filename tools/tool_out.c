@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -67,4 +68,45 @@ int nmt_tool_close_stdout(const char *prog) {
     if (!bad) return 0;
     fprintf(stderr, "%s: error writing standard output: %s\n", prog, e ? strerror(e) : "write error");
     return 1;
+}
+
+/* Bytes of the valid UTF-8 character at p[0, left) that is printable (no C1
+ * control), 0 for a byte to escape. */
+static size_t utf8_printable(const unsigned char *p, size_t left) {
+    const unsigned c = p[0];
+    if (c >= 0x20 && c < 0x7f) return 1;
+    size_t len;
+    unsigned lo = 0x80, hi = 0xbf; /* the range of the second byte */
+    if (c >= 0xc2 && c <= 0xdf) len = 2;
+    else if (c >= 0xe0 && c <= 0xef) len = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+    else if (c >= 0xf0 && c <= 0xf4) len = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+    else return 0;
+    if (len > left || p[1] < lo || p[1] > hi) return 0;
+    for (size_t i = 2; i < len; i++)
+        if (p[i] < 0x80 || p[i] > 0xbf) return 0;
+    if (c == 0xc2 && p[1] <= 0x9f) return 0; /* U+0080..U+009F: C1 controls (0x9b is CSI) */
+    return len;
+}
+
+const char *nmt_tool_escape(const char *s, size_t n, char *out, size_t cap) {
+    if (out == NULL || cap == 0) return out;
+    if (n == SIZE_MAX) n = s ? strlen(s) : 0;
+    const unsigned char *p = (const unsigned char *)s;
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        size_t len = utf8_printable(p + i, n - i);
+        if (len == 0) { /* escaped: each byte of a C1 control too */
+            size_t k = (p[i] == 0xc2 && i + 1 < n && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f) ? 2 : 1;
+            if (o + 4 * k >= cap) break;
+            for (size_t j = 0; j < k; j++) o += (size_t)snprintf(out + o, cap - o, "\\x%02x", p[i + j]);
+            i += k;
+            continue;
+        }
+        if (o + len >= cap) break;
+        memcpy(out + o, p + i, len);
+        o += len;
+        i += len;
+    }
+    out[o] = '\0';
+    return out;
 }

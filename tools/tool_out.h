@@ -8,6 +8,7 @@
 #define NMT_TOOL_OUT_H
 
 #include <signal.h>
+#include <stddef.h>
 
 /* The temporary file a writer is filling (`path`, copied; at most 4 KiB):
  * until nmt_tool_tmp_end(), SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE and
@@ -31,6 +32,15 @@ typedef struct nmt_tool_signals {
 } nmt_tool_signals;
 void nmt_tool_signals_save(nmt_tool_signals *s);
 void nmt_tool_signals_restore(const nmt_tool_signals *s);
+
+/* Text from a model (metadata strings and keys, tensor names, and the
+ * reasons that quote them) made safe for a terminal: s[0, n) (n SIZE_MAX:
+ * up to its NUL) into out[0, cap), NUL-terminated, with every control byte
+ * (below 0x20, 0x7f), every C1 control (U+0080..U+009F, both bytes) and
+ * every byte that is no part of valid UTF-8 written as \xNN; printable
+ * ASCII and valid UTF-8 kept as they are.  Cut at a whole character or
+ * escape when out is short (4 * n + 1 bytes always suffice).  Returns out. */
+const char *nmt_tool_escape(const char *s, size_t n, char *out, size_t cap);
 
 /* Flush and close standard output at the end of a program: 0 when every
  * byte was written, else "PROG: error writing standard output: REASON" on
