@@ -141,6 +141,7 @@ typedef enum nmt_status {
     NMT_ERR_KERNEL_PACK_DEVICE = 27,  /**< kernel pack made for another device, driver or platform */
     NMT_ERR_KERNEL_PACK_TUNING = 28,  /**< kernel pack made with other kernel parameters, sources or shapes */
     NMT_ERR_KERNEL_PACK_MISSING = 29, /**< binaries only: a program the session needs is not in the pack */
+    NMT_ERR_CANCELLED = 30,         /**< the caller stopped a translation (nmt_decode_opts.on_step, .cancel) */
     NMT_STATUS_COUNT_               /**< not a status; keep last */
 } nmt_status;
 
@@ -594,6 +595,19 @@ typedef struct nmt_decode_opts {
      *  both forms at once, with NMT_ERR_INVALID_ARGUMENT). */
     const char *const *prefix_text;
     const size_t *prefix_text_len;
+    /** Streaming: called after every decoding step (step 0, 1, ...) of
+     *  nmt_session_translate / nmt_session_translate_text, on the calling
+     *  thread, once the step's tokens are chosen; inside it
+     *  nmt_session_partial() reads each sentence's best hypothesis so far.
+     *  A nonzero return stops the call as `cancel` does.  NULL: none. */
+    int (*on_step)(void *user, const nmt_session *s, uint32_t step);
+    void *step_user;
+    /** Cancellation and deadlines: checked before every step; when *cancel
+     *  is nonzero (set by another thread, a signal handler or on_step's
+     *  caller) the call stops and returns NMT_ERR_CANCELLED.  The sentences
+     *  that had finished keep their results (nmt_session_n_results > 0 for
+     *  them), the others have none; the session stays usable.  NULL: none. */
+    const volatile int *cancel;
 } nmt_decode_opts;
 
 /** A batch of source sentences given as token ids (no BOS; the runtime
@@ -634,6 +648,17 @@ NMT_API nmt_status nmt_session_set_spans(nmt_session *s, const nmt_span *const *
  *  call. */
 NMT_API nmt_status nmt_session_translate(nmt_session *s, const nmt_batch *src,
                                          const nmt_decode_opts *opts);
+
+/** During a translate call (from nmt_decode_opts.on_step): sentence i's
+ *  best hypothesis so far, its tokens (EOS excluded; they point into the
+ *  arena and change at the next step) and whether the sentence has
+ *  finished (*done 1: the final best hypothesis, as nmt_session_result will
+ *  give it with n_best 1).  With beam search the best live hypothesis may
+ *  change from one step to the next: its tokens are not always the previous
+ *  step's plus one.  NMT_ERR_INVALID_ARGUMENT outside a call or for i past
+ *  the batch. */
+NMT_API nmt_status nmt_session_partial(const nmt_session *s, uint32_t i, const int32_t **tokens, uint32_t *len,
+                                       int *done);
 
 /** Number of hypotheses available for sentence `i` of the last translate
  *  call: min(n_best, hypotheses the search finished); 0 if i is out of range. */

@@ -473,9 +473,21 @@ static nmt_status check_prefix(const nmt_session *s, const nmt_decode_opts *o, u
 
 /* The decoder steps of a search, each ranked on the host before the next
  * is enqueued: n sentences, K beams, at most `steps` steps. */
+/* Before a step: the caller's cancel flag. */
+static int call_cancelled(const nmt_session *s) {
+    return s->call != NULL && s->call->cancel != NULL && *s->call->cancel != 0;
+}
+
+/* After step t: the caller's streaming callback (nonzero: stop). */
+static int call_step_done(nmt_session *s, uint32_t t) {
+    s->call_steps = t + 1;
+    return s->call != NULL && s->call->on_step != NULL && s->call->on_step(s->call->step_user, s, t) != 0;
+}
+
 static nmt_status decode_host(nmt_session *s, nmt_beam *b, uint32_t n, uint32_t K, uint32_t steps, float rep) {
     uint32_t live = n; /* sentences [0, live) still decode: trailing finished ones drop out */
     for (uint32_t t = 0; t < steps; t++) {
+        if (call_cancelled(s)) return NMT_ERR_CANCELLED;
         /* The rows of finished sentences at the end of the batch are not
          * computed: a step's state is per row at fixed strides and the beam
          * never reads a finished sentence's rows again (docs/RUNTIME.md,
@@ -514,6 +526,7 @@ static nmt_status decode_host(nmt_session *s, nmt_beam *b, uint32_t n, uint32_t 
             done = nmt_beam_advance(b, t, s->h_logits);
         }
         if (s->h_align != NULL) memcpy(s->h_align_back + (size_t)t * R, b->back, sizeof(int32_t) * rows);
+        if (call_step_done(s, t)) return NMT_ERR_CANCELLED;
         if (done) break;
         uint32_t moved = 0; /* greedy, and finished sentences, keep their rows: nothing to reorder */
         for (uint32_t r = 0; r < rows && !moved; r++) moved = b->back[r] != (int32_t)r;
@@ -600,9 +613,21 @@ static nmt_status decode_chained(nmt_session *s, nmt_beam *b, uint32_t n, uint32
         }
         NMT_TRY(queue_ints(s, s->d_beam_state, s->h_beam_state, 3 * (size_t)n));
     }
-    nmt_status st = chain_step(s, b, 0, n * K, host[0], &ev[0], &k_of[0]);
+    nmt_status st = call_cancelled(s) ? NMT_ERR_CANCELLED : chain_step(s, b, 0, n * K, host[0], &ev[0], &k_of[0]);
     for (uint32_t t = 0; st == NMT_OK; t++) {
         const uint32_t i = t & 1, j = i ^ 1;
+        if (t + 1 < steps && call_cancelled(s)) { /* step t is under way: its tokens still count */
+            st = NMT_ERR_CANCELLED;
+            const nmt_status w = nmt_device_wait(s->dev, &ev[i]);
+            if (w != NMT_OK) st = w;
+            else {
+                const uint32_t *c = host[i], r = rows_of[i], k = k_of[i];
+                nmt_beam_advance_topk(b, t, (const float *)c, (const int32_t *)(c + (size_t)r * k), k,
+                                      (const float *)(c + 2 * (size_t)r * k));
+                s->call_steps = t + 1;
+            }
+            break;
+        }
         if (t + 1 < steps) {
             while (s->trim_finished && live > 1 && b->done[live - 1]) live--;
             s->rows_trimmed += (uint64_t)(n - live) * K;
@@ -613,10 +638,13 @@ static nmt_status decode_chained(nmt_session *s, nmt_beam *b, uint32_t n, uint32
         st = nmt_device_wait(s->dev, &ev[i]);
         if (st != NMT_OK) break;
         const uint32_t *c = host[i], r = rows_of[i], k = k_of[i];
-        if (nmt_beam_advance_topk(b, t, (const float *)c, (const int32_t *)(c + (size_t)r * k), k,
-                                  (const float *)(c + 2 * (size_t)r * k)) ||
-            t + 1 >= steps)
+        const int done = nmt_beam_advance_topk(b, t, (const float *)c, (const int32_t *)(c + (size_t)r * k), k,
+                                               (const float *)(c + 2 * (size_t)r * k));
+        if (call_step_done(s, t)) {
+            st = NMT_ERR_CANCELLED;
             break;
+        }
+        if (done || t + 1 >= steps) break;
     }
     for (int i = 0; i < 2; i++) /* the step after the last, or one an error left behind */
         if (ev[i] != NULL) {
@@ -675,8 +703,18 @@ static nmt_status translate_in_order(nmt_session *s, const nmt_batch *src, const
     nmt_beam_set_prefix(b, opts->prefix, opts->prefix_len);
     nmt_beam_set_repetition(b, rep);
     if (opts->sampling) NMT_TRY(nmt_beam_set_sampling(b, opts->sampling_topk, temperature, opts->seed));
-    NMT_TRY(can_chain(s, b) ? decode_chained(s, b, src->n, steps) : decode_host(s, b, src->n, K, steps, rep));
+    s->call = opts;
+    s->call_steps = 0;
+    const nmt_status st = can_chain(s, b) ? decode_chained(s, b, src->n, steps) : decode_host(s, b, src->n, K, steps, rep);
+    s->call = NULL;
     nmt_beam_set_prefix(b, NULL, NULL); /* the caller's arrays: not kept */
+    if (st == NMT_ERR_CANCELLED) { /* finished sentences keep their results, the others have none */
+        for (uint32_t i = 0; i < src->n; i++)
+            if (!b->done[i]) b->n_fin[i] = 0;
+        s->n_results = src->n;
+        return st;
+    }
+    NMT_TRY(st);
     s->n_results = src->n;
     if (opts->coverage_penalty > 0) nmt_session_coverage(s, opts->coverage_penalty);
     return NMT_OK;
@@ -718,6 +756,24 @@ nmt_status nmt_session_translate(nmt_session *s, const nmt_batch *src, const nmt
     if (spans) s->spans = (nmt_spans){s->ord_spans, s->ord_nspans, n};
     const nmt_batch b = {s->ord_tok, s->ord_len, n};
     return translate_in_order(s, &b, opts ? &o : NULL);
+}
+
+nmt_status nmt_session_partial(const nmt_session *s, uint32_t i, const int32_t **tokens, uint32_t *len, int *done) {
+    NMT_CHECK(s != NULL && tokens != NULL && len != NULL && s->call != NULL, NMT_ERR_INVALID_ARGUMENT);
+    const nmt_beam *b = &s->beam;
+    NMT_CHECK(i < b->n, NMT_ERR_INVALID_ARGUMENT);
+    const uint32_t j = s->slot[i]; /* the decoding order's index */
+    if (done) *done = b->done[j];
+    if (b->done[j]) { /* sorted when it finished: the best first */
+        const nmt_hyp *h = nmt_beam_result(b, j, 0);
+        *tokens = h ? h->tokens : b->hist;
+        *len = h ? h->len : 0;
+        return NMT_OK;
+    }
+    /* live rows are in candidate order: the sentence's first row is its best */
+    *tokens = b->hist + (size_t)j * b->K * b->max_steps;
+    *len = s->call_steps;
+    return NMT_OK;
 }
 
 uint32_t nmt_session_n_results(const nmt_session *s, uint32_t i) {

@@ -32,6 +32,8 @@ struct nmt_session {
     uint64_t device_bytes;
     int fp16;                  /* fp16 compute: 2-D F16 weights stay half (nmt_session_fp16) */
     int src_eos;               /* eos_id after every source (nmt_family.source_eos) */
+    const nmt_decode_opts *call; /* during a translate call: its options (on_step, cancel) */
+    uint32_t call_steps;       /* steps done in the call (nmt_session_partial: hist length) */
     /* host scratch, sized from the limits */
     int32_t *h_tok;            /* (max_batch * max(src_cap, tgt_cap)) packing */
     int32_t *h_len;            /* (max_batch) */

@@ -41,6 +41,7 @@ const char *nmt_status_str(nmt_status s) {
         [NMT_ERR_KERNEL_PACK_DEVICE] = "kernel pack made for another device, driver or platform",
         [NMT_ERR_KERNEL_PACK_TUNING] = "kernel pack made with other kernel parameters, sources or shapes",
         [NMT_ERR_KERNEL_PACK_MISSING] = "a program the session needs is not in the kernel pack (binaries only)",
+        [NMT_ERR_CANCELLED] = "cancelled by the caller",
     };
     if ((unsigned)s >= NMT_STATUS_COUNT_ || names[s] == NULL) return "unknown status";
     return names[s];
