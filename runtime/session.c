@@ -124,7 +124,7 @@ static nmt_status resolve_limits(const nmt_limits *in, nmt_limits *out) {
     if (out->max_text_bytes == 0) out->max_text_bytes = NMT_DEFAULT_MAX_TEXT;
     /* generous but bounded so that every size computation stays in range */
     NMT_CHECK(out->max_src_len <= 65536 && out->max_tgt_len <= 65536 && out->max_batch <= 4096 &&
-                  out->max_beam <= 256 && (uint64_t)out->max_batch * out->max_beam <= 65536 &&
+                  out->max_beam <= 256 && (uint64_t)out->max_batch * out->max_beam <= NMT_SESSION_MAX_ROWS &&
                   out->max_text_bytes <= (1u << 24),
               NMT_ERR_INVALID_ARGUMENT);
     return NMT_OK;
