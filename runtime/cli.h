@@ -53,6 +53,7 @@ typedef struct cli_opts {
     int skip_long;  /* translate, score: over-long sentences give empty lines */
     int with_score; /* translate: "SCORE ||| " before each translation */
     int with_pieces; /* translate --format jsonl: "pieces" too */
+    int stream;      /* translate --stream: draw each translation as it is decoded (a terminal) */
     const char *input, *output; /* -i / -o FILE, NULL: standard input / output */
     long min_len, no_repeat_ngram;  /* translate: decoding constraints (0: none) */
     const char *max_len_ratio;      /* translate: "A,B", parsed into max_len_a / max_len_b */

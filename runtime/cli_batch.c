@@ -459,7 +459,41 @@ typedef struct translate_job {
     uint64_t tokens_out;  /* target tokens of the best translations written (the summary) */
     strbuf scratch;       /* --format jsonl: the ids text, the alignment */
     nmt_syntax_spans syn; /* MG-SA syntax heads: link-grammar spans of text input (tools/parse_spans.h) */
+    int stream;           /* --stream on a terminal: each sentence drawn as it is decoded */
+    char *stream_buf;     /* the partial text */
+    size_t stream_cap;
 } translate_job;
+
+/* --stream: after each decoding step, sentence 0's best hypothesis so far
+ * (nmt_session_partial), detokenized, redrawn on the terminal line; the
+ * final text replaces it (translate_append).  Streaming never changes the
+ * output: the batch is one sentence and the final line is the result. */
+static int stream_step(void *user, const nmt_session *s, uint32_t step) {
+    translate_job *t = user;
+    const int32_t *ids;
+    uint32_t n;
+    int done;
+    (void)step;
+    if (nmt_session_partial(s, 0, &ids, &n, &done) != NMT_OK) return 0;
+    size_t len = 0;
+    const nmt_tokenizer *tok = nmt_session_tokenizer(s, 1);
+    if (tok == NULL) { /* ids */
+        t->scratch.len = 0;
+        append_ids(&t->scratch, ids, n);
+        len = t->scratch.len;
+        if (len + 1 > t->stream_cap) t->stream_buf = xrealloc(t->stream_buf, t->stream_cap = len + 1);
+        if (len) memcpy(t->stream_buf, t->scratch.p, len);
+    } else if (nmt_tokenizer_decode(tok, ids, n, t->stream_buf, t->stream_cap, &len) == NMT_ERR_BUFFER_TOO_SMALL) {
+        t->stream_buf = xrealloc(t->stream_buf, t->stream_cap = len + 1);
+        if (nmt_tokenizer_decode(tok, ids, n, t->stream_buf, t->stream_cap, &len) != NMT_OK) return 0;
+    }
+    static const char clear[] = "\r\033[K";
+    if (write(t->base.out_fd, clear, sizeof clear - 1) < 0) return 0; /* the final write reports errors */
+    for (size_t k = 0; k < len; k++) /* one line: control bytes (a newline in a piece) as spaces */
+        if ((unsigned char)t->stream_buf[k] < 0x20) t->stream_buf[k] = ' ';
+    if (len && write(t->base.out_fd, t->stream_buf, len) < 0) return 0;
+    return 0;
+}
 
 /* Line line_no has no --prefix-file line: 1 with the message. */
 static int prefix_missing(const translate_job *t, unsigned long line_no, char *err, size_t cap) {
@@ -514,6 +548,10 @@ static nmt_status translate_call(batch_job *job, uint32_t lo, uint32_t n) {
     } else if (t->prefix_path != NULL) {
         o.prefix = t->prefix.id_ptrs + first;
         o.prefix_len = t->prefix.id_lens + first;
+    }
+    if (t->stream) {
+        o.on_step = stream_step;
+        o.step_user = t;
     }
     if (t->text) {
         nmt_text_batch b = text_view(&t->src_text, lo, n);
@@ -588,6 +626,7 @@ static int translate_append(batch_job *job, uint32_t i, unsigned long index, str
             continue;
         }
         const int marian = t->format == CLI_FORMAT_MARIAN;
+        if (t->stream) sb_printf(out, "\r\033[K"); /* the final text replaces the partial one */
         if (t->dopts.n_best > 1 || marian) sb_printf(out, "%lu ||| ", index);
         else if (t->with_score) sb_printf(out, "%.6f ||| ", (double)score);
         if (t->text) append_text(out, text, text_len);
@@ -634,6 +673,16 @@ int cmd_translate(const cli_opts *o) {
         .seed = o->seed_value,
         .prefix_path = o->prefix_file,
     };
+    /* --stream draws on a terminal only, one sentence at a time, text lines */
+    t.stream = o->stream && o->output == NULL && isatty(STDOUT_FILENO) && t.format == CLI_FORMAT_TEXT &&
+               o->n_best == 1 && !o->with_score && o->alignment == NULL;
+    cli_opts one;
+    if (t.stream) {
+        one = *o;
+        one.batch = 1;
+        t.base.show_progress = 0;
+        o = &one; /* only the batch differs; read below through o */
+    }
     int rc = batch_open(&t.base, o);
     if (rc == 0) rc = open_session(o, o->beam, &rt);
     if (rc == 0) {
@@ -674,6 +723,7 @@ int cmd_translate(const cli_opts *o) {
         free(t.pieces);
         free(t.piece_lens);
         free(t.scratch.p);
+        free(t.stream_buf);
         cli_align_free(&t.align);
         cli_seqs_free(&t.src);
         cli_texts_free(&t.src_text);

@@ -173,6 +173,11 @@ static const opt_spec OPTIONS[] = {
     {"with-score", OPT_FLAG, OFF(with_score), 0, 0, C_TRANSLATE, NULL, G_FORMAT, 0,
      "print 'SCORE ||| TRANSLATION'",
      "print 'SCORE ||| TRANSLATION': the best hypothesis's length-normalised score (--format text)"},
+    {"stream", OPT_FLAG, OFF(stream), 0, 0, C_TRANSLATE, NULL, G_FORMAT, 0,
+     "show each translation as it is decoded",
+     "on a terminal: draw each translation as it is decoded, the best hypothesis so far after every step, "
+     "then the final one on its line (one sentence at a time; text format, --n-best 1); elsewhere, or with "
+     "-o, --with-score, --alignment, ignored: the output is the same either way"},
     {"with-pieces", OPT_FLAG, OFF(with_pieces), 0, 0, C_TRANSLATE, NULL, G_FORMAT, 0,
      "jsonl: the target pieces too",
      "with --format jsonl: add \"pieces\", the target tokenizer's piece of each of \"tokens\" (needs a "

@@ -940,10 +940,11 @@ static void test_progress_format(void **state) {
     assert_string_equal(small, "nmt-edge:");
 }
 
-/* Run nmt-edge with stderr on a pseudo-terminal, stdout to /dev/null and
- * `in` on a pipe as stdin (NULL: /dev/null): what it wrote on the terminal
- * (malloc'd) and *status; NULL when this machine gives no pseudo-terminal. */
-static char *run_on_pty(const char *const *args, const char *in, int *status) {
+/* Run nmt-edge with descriptor tty_fd (1 or 2) on a pseudo-terminal, the
+ * other of stdout and stderr on /dev/null, and `in` on a pipe as stdin
+ * (NULL: /dev/null): what it wrote on the terminal (malloc'd) and *status;
+ * NULL when this machine gives no pseudo-terminal. */
+static char *run_on_pty_fd(const char *const *args, const char *in, int tty_fd, int *status) {
     int m = posix_openpt(O_RDWR | O_NOCTTY);
     if (m < 0) return NULL;
     const char *name = grantpt(m) == 0 && unlockpt(m) == 0 ? ptsname(m) : NULL;
@@ -968,7 +969,9 @@ static char *run_on_pty(const char *const *args, const char *in, int *status) {
     assert_true(pid >= 0);
     if (pid == 0) {
         int nul = open("/dev/null", O_RDWR);
-        if (nul < 0 || dup2(in ? to[0] : nul, 0) < 0 || dup2(nul, 1) < 0 || dup2(s, 2) < 0) _exit(126);
+        if (nul < 0 || dup2(in ? to[0] : nul, 0) < 0 || dup2(tty_fd == 1 ? s : nul, 1) < 0 ||
+            dup2(tty_fd == 2 ? s : nul, 2) < 0)
+            _exit(126);
         close(m);
         execv(argv[0], (char *const *)argv);
         _exit(127);
@@ -1001,6 +1004,10 @@ static char *run_on_pty(const char *const *args, const char *in, int *status) {
     close(s);
     close(m);
     return got;
+}
+
+static char *run_on_pty(const char *const *args, const char *in, int *status) {
+    return run_on_pty_fd(args, in, 2, status);
 }
 
 /* The progress line is drawn after every batch (the first at once, then at
@@ -1062,6 +1069,48 @@ static void test_progress_on_terminal(void **state) {
     assert_int_equal(status, 0);
     assert_string_equal(got, "");
     free(got);
+}
+
+/* --stream with stdout on a terminal: each line is drawn after every
+ * decoding step ("\r\033[K" and the text so far) and ends with the final
+ * translation, which is the line the run without --stream writes; on a
+ * pipe --stream changes no byte. */
+static void test_stream_on_terminal(void **state) {
+    (void)state;
+    char in_path[400];
+    path_in_dir(in_path, sizeof in_path, "stream.txt");
+    const char *in = "Hello world.\nThis package contains the development files.\n";
+    assert_int_equal(nmt_test_write_file(in_path, in, strlen(in)), 0);
+    for (int beam = 1; beam <= 2; beam++) {
+        const char *b = beam == 1 ? "1" : "2";
+        char *want = good_output(NULL, "translate", "--model", g_text_model, "--beam", b, "-i", in_path, NULL);
+        char *piped = good_output(NULL, "translate", "--model", g_text_model, "--beam", b, "-i", in_path,
+                                  "--stream", NULL);
+        assert_string_equal(piped, want);
+        const char *args[] = {"translate", "--model", g_text_model, "--beam", b, "-i", in_path, "--stream", NULL};
+        int status = -1;
+        char *got = run_on_pty_fd(args, NULL, 1, &status);
+        if (got == NULL) skip(); /* no pseudo-terminals here */
+        assert_int_equal(status, 0);
+        /* each terminal line (the terminal writes "\n" as "\r\n"): redraws, the last the translation */
+        char *finals = calloc(strlen(got) + 1, 1);
+        assert_non_null(finals);
+        unsigned draws = 0, lines = 0;
+        for (char *line = got, *nl; (nl = strstr(line, "\r\n")) != NULL; line = nl + 2, lines++) {
+            *nl = '\0';
+            char *last = line;
+            for (char *p = line; (p = strstr(p, "\r\033[K")) != NULL; p += 4, draws++) last = p + 4;
+            strcat(finals, last);
+            strcat(finals, "\n");
+        }
+        assert_int_equal(lines, 2);
+        assert_string_equal(finals, want);
+        assert_true(draws > 2 * 2); /* at least the final draw and a step of each line */
+        free(finals);
+        free(got);
+        free(piped);
+        free(want);
+    }
 }
 
 /* stderr on a pipe (as every other test here runs the program): never a
@@ -1147,6 +1196,7 @@ int main(void) {
         cmocka_unit_test(test_progress_format),
         cmocka_unit_test(test_summary_format),
         cmocka_unit_test(test_progress_on_terminal),
+        cmocka_unit_test(test_stream_on_terminal),
         cmocka_unit_test(test_progress_never_on_pipe),
     };
     return cmocka_run_group_tests(tests, cli_group_setup, cli_group_teardown);
