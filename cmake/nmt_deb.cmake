@@ -154,6 +154,8 @@ nmt-edge.pc.")
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME nmt-edge-tools)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_RECOMMENDS "pocl-opencl-icd | opencl-icd")
+# nmt-edge-convert import runs /usr/share/nmt-edge/import/*.py (docs/IMPORT.md)
+set(CPACK_DEBIAN_TOOLS_PACKAGE_SUGGESTS "python3, python3-numpy")
 set(CPACK_COMPONENT_TOOLS_DESCRIPTION
 "train, convert and tune models for nmt-edge
 nmt-edge translates text with Transformer, HySAN, MG-SA and phrase
@@ -161,7 +163,8 @@ attention models on any OpenCL 1.2 device.
 
 This package contains its workstation tools: nmt-edge-train (trains
 models on an OpenCL device), nmt-edge-convert (writes .nmt models from
-other formats, or random ones) and nmt-edge-tune (measures kernel
+other formats, or random ones; its import of Hugging Face Marian models
+needs python3 and python3-numpy) and nmt-edge-tune (measures kernel
 parameters for a device).")
 
 include(CPack)

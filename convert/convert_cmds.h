@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* convert_cmds.h — the subcommands of nmt-edge-convert (one file each:
- * convert_random.c, convert_export.c, convert_inspect.c) and what they share
+ * convert_random.c, convert_export.c, convert_import.c, convert_inspect.c) and what they share
  * (convert_image.c): model files read whole, tensor and metadata helpers. */
 #ifndef NMT_CONVERT_CMDS_H
 #define NMT_CONVERT_CMDS_H
@@ -21,6 +21,7 @@ int cmd_export(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_kernels(int argc, char **argv);  /* convert_kernels.c */
+int cmd_import(int argc, char **argv);   /* convert_import.c */
 
 /* A model file read whole into malloc'd memory (8-byte aligned). */
 typedef struct model_image {
@@ -44,6 +45,14 @@ int same_shape(const nmt_tensor_view *a, const nmt_tensor_view *b);
 int meta_equal(const nmt_meta_view *a, const nmt_meta_view *b);
 /* Index of the metadata record `key` in f, or -1. */
 int64_t meta_index(const nmt_file *f, const char *key, nmt_meta_view *out);
+
+/* export's work after reading its inputs (convert_export.c), shared with
+ * import: validate every image (structure, CRCs, nmt_model_inspect), check
+ * they have one architecture, average, store the quantizable tensors as
+ * `dtype` ("fp32", "fp16", "int8"), write `output` atomically.  Messages
+ * start "nmt-edge-convert CMD:" and name each image by its `path`.  The exit
+ * status (0 or 1); the images stay the caller's. */
+int export_images(const char *cmd, model_image *in, int n_in, const char *output, const char *dtype);
 
 /* Why the runtime refuses the model image (nmt_model_explain): "STATUS:
  * DETAIL" or the status string alone, into buf[cap]. */

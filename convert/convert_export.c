@@ -168,14 +168,14 @@ static int is_quantizable(const qnames *q, const char *name) {
  * (|x| <= 65504 after rounding: 65520 and beyond would be stored as
  * infinities).  0 and a message naming the tensor, the element and the value
  * when one is not: the export is refused, nothing is written. */
-static int values_fit(const char *name, const float *x, uint64_t n, nmt_dtype dt) {
+static int values_fit(const char *cmd, const char *name, const float *x, uint64_t n, nmt_dtype dt) {
     for (uint64_t e = 0; e < n; e++) {
         const char *why = NULL;
         if (!isfinite(x[e])) why = "is not finite";
         else if (dt == NMT_DTYPE_F16 && (nmt_float_to_half(x[e]) & 0x7c00u) == 0x7c00u)
             why = "is beyond fp16's range (|x| <= 65504); export with --dtype fp32 or int8";
         if (why != NULL) {
-            fprintf(stderr, PROG " export: tensor '%s' element %llu = %g %s (nothing was written)\n", name,
+            fprintf(stderr, PROG " %s: tensor '%s' element %llu = %g %s (nothing was written)\n", cmd, name,
                     (unsigned long long)e, (double)x[e], why);
             return 0;
         }
@@ -201,24 +201,39 @@ int cmd_export(int argc, char **argv) {
         return EXIT_USAGE;
     }
     if (output_is_input("export", a.output, inputs, n_in)) return EXIT_USAGE;
-    const nmt_dtype out_dtype = strcmp(a.dtype, "int8") == 0   ? NMT_DTYPE_I8
-                                : strcmp(a.dtype, "fp16") == 0 ? NMT_DTYPE_F16
-                                                               : NMT_DTYPE_F32;
     model_image *in = calloc((size_t)n_in, sizeof *in);
-    nmtw_writer *w = nmtw_create();
     int rc = 1, n_read = 0;
+    if (in == NULL) {
+        fprintf(stderr, PROG " export: out of memory\n");
+        return 1;
+    }
+    for (int k = 0; k < n_in; k++) {
+        if (!read_image("export", inputs[k], &in[k])) goto done;
+        n_read = k + 1;
+    }
+    rc = export_images("export", in, n_in, a.output, a.dtype);
+done:
+    for (int k = 0; k < n_read; k++) free_image(&in[k]);
+    free(in);
+    return rc;
+}
+
+int export_images(const char *cmd, model_image *in, int n_in, const char *output, const char *dtype) {
+    const nmt_dtype out_dtype = strcmp(dtype, "int8") == 0   ? NMT_DTYPE_I8
+                                : strcmp(dtype, "fp16") == 0 ? NMT_DTYPE_F16
+                                                             : NMT_DTYPE_F32;
+    nmtw_writer *w = nmtw_create();
+    int rc = 1;
     double *acc = NULL;
     float *avg = NULL, *scales = NULL;
     void *packed = NULL;
     char *str = NULL;
     qnames q = {NULL, 0, 0};
-    if (in == NULL || w == NULL) {
-        fprintf(stderr, PROG " export: out of memory\n");
+    if (w == NULL) {
+        fprintf(stderr, PROG " %s: out of memory\n", cmd);
         goto done;
     }
     for (int k = 0; k < n_in; k++) {
-        if (!read_image("export", inputs[k], &in[k])) goto done;
-        n_read = k + 1;
         nmt_status s = nmt_file_open(&in[k].f, in[k].data, in[k].size, 1);
         if (s == NMT_OK) {
             nmt_model_info info;
@@ -227,12 +242,11 @@ int cmd_export(int argc, char **argv) {
         if (s != NMT_OK) {
             char why[600];
             model_problem(in[k].data, in[k].size, s, why, sizeof why);
-            fprintf(stderr, PROG " export: '%s': %s\n", inputs[k], why);
+            fprintf(stderr, PROG " %s: '%s': %s\n", cmd, in[k].path, why);
             goto done;
         }
     }
     if (!export_check_same(in, n_in)) goto done;
-
     const nmt_file *r = &in[0].f;
     nmt_status s = quantizable_names(r, &q);
     for (uint32_t i = 0; i < r->h.n_meta && s == NMT_OK; i++) {
@@ -289,7 +303,7 @@ int cmd_export(int argc, char **argv) {
             for (uint64_t e = 0; e < n; e++) avg[e] = (float)(acc[e] / (double)n_in);
         }
         const nmt_dtype dt = is_quantizable(&q, v.name) ? out_dtype : NMT_DTYPE_F32;
-        if (!values_fit(v.name, avg, n, dt)) {
+        if (!values_fit(cmd, v.name, avg, n, dt)) {
             rc = 1;
             goto done;
         }
@@ -305,21 +319,22 @@ int cmd_export(int argc, char **argv) {
         }
     }
     if (s != NMT_OK) {
-        fprintf(stderr, PROG " export: cannot build the model: %s\n", nmt_status_str(s));
+        fprintf(stderr, PROG " %s: cannot build the model: %s\n", cmd, nmt_status_str(s));
         goto done;
     }
     char why[4400];
-    s = nmtw_write_file_why(w, a.output, why, sizeof why);
+    s = nmtw_write_file_why(w, output, why, sizeof why);
     if (s != NMT_OK) {
-        fprintf(stderr, PROG " export: %s\n", why[0] ? why : nmt_status_str(s));
+        fprintf(stderr, PROG " %s: %s\n", cmd, why[0] ? why : nmt_status_str(s));
         goto done;
     }
-    printf("wrote %s: %s, %d checkpoint%s averaged, %llu bytes\n", a.output, a.dtype, n_in, n_in == 1 ? "" : "s",
-           (unsigned long long)nmtw_file_size(w));
+    if (strcmp(cmd, "export") == 0)
+        printf("wrote %s: %s, %d checkpoint%s averaged, %llu bytes\n", output, dtype, n_in, n_in == 1 ? "" : "s",
+               (unsigned long long)nmtw_file_size(w));
+    else
+        printf("wrote %s: %s, %llu bytes\n", output, dtype, (unsigned long long)nmtw_file_size(w));
     rc = 0;
 done:
-    for (int k = 0; k < n_read; k++) free_image(&in[k]);
-    free(in);
     nmtw_destroy(w);
     free(acc);
     free(avg);

@@ -4,6 +4,7 @@
  *   nmt-edge-convert --help | --version
  *   nmt-edge-convert random -o FILE [--arch NAME] [options]   random-weight model of any family
  *   nmt-edge-convert export CKPT... -o FILE [--dtype fp32|fp16|int8]
+ *   nmt-edge-convert import FORMAT SRC -o FILE [--dtype fp32|fp16|int8]   another framework's model
  *   nmt-edge-convert info MODEL [--max-batch N ...]
  *   nmt-edge-convert verify MODEL [--device SPEC]
  *   nmt-edge-convert kernels --model MODEL -o PACK.nmk [--device SPEC]   kernel pack
@@ -34,6 +35,7 @@ typedef struct subcommand {
 static const subcommand subcommands[] = {
     {"random", cmd_random, "write a random-weight model of any family (--arch; default transformer)"},
     {"export", cmd_export, "checkpoint(s) -> deployment model (average, strip train.*, fp32/fp16/int8)"},
+    {"import", cmd_import, "another framework's model (hf-marian: OPUS-MT) -> deployment model"},
     {"info", cmd_info, "describe a model: hyper-parameters, metadata, tensors, checksums, memory"},
     {"verify", cmd_verify, "check structure and checksums, then run a test forward on a device"},
     {"kernels", cmd_kernels, "write a kernel pack: a model's compiled programs for one device (.nmk)"},

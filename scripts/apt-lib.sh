@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: MIT
 # apt-lib.sh — apt helpers sourced by the scripts that install packages
 # (setup.sh, cross-setup.sh, sanitize.sh, fuzz.sh, oclgrind.sh,
-# test-arm.sh, test-deb.sh; not run on its own).  Uses the caller's array
-# `sudo_cmd` (empty as root, or (sudo)) when it has one, else sets it: empty
-# as root, sudo otherwise.
+# test-arm.sh, test-deb.sh, test-intel.sh, test-import.sh; not run on its
+# own).  Uses the caller's array `sudo_cmd` (empty as root, or (sudo))
+# when it has one, else sets it: empty as root, sudo otherwise.
 #
 # apt_get ARGS...   apt-get, non-interactive, waiting for the dpkg lock
 # apt_update TAG    apt-get update, retried 3 times and never fatal: a mirror
@@ -12,6 +12,7 @@
 #                   cross builds add); the lists apt already has usually hold
 #                   the packages, and the install after it fails clearly when
 #                   they do not.  TAG prefixes the messages.
+# need_venv         python3 -m venv usable (Debian ships it as python3-venv)
 
 if ! declare -p sudo_cmd > /dev/null 2>&1; then
   sudo_cmd=()
@@ -32,4 +33,9 @@ apt_update() {
     sleep 10
   done
   echo "$1: continuing with the package lists apt has" >&2
+}
+
+need_venv() {
+  python3 -c 'import ensurepip, venv' 2> /dev/null && return 0
+  apt_get install -y -qq --no-install-recommends python3-venv
 }

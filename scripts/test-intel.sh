@@ -24,11 +24,8 @@ build=${1:-build}
 version=2026.2.0
 prefix=${NMT_INTEL_PREFIX:-$PWD/build-intel-ocl}
 bash scripts/setup.sh
-if ! python3 -c 'import ensurepip, venv' 2> /dev/null; then
-  sudo_cmd=()
-  [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
-  "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends python3-venv
-fi
+source scripts/apt-lib.sh
+need_venv
 lib=$prefix/venv/lib/libintelocl.so
 if [[ ! -e $lib ]]; then
   python3 -m venv "$prefix/venv"

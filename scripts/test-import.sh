@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# test-import.sh — `nmt-edge-convert import` against the frameworks themselves
+# (issue 53, docs/IMPORT.md): installs the test-only Python packages (torch,
+# transformers, sentencepiece; never part of scripts/setup.sh) into a private
+# virtual environment, builds, and runs tests/import/test_hf_marian.py: a tiny
+# random MarianMTModel built and saved by transformers, imported, then token
+# ids, teacher-forced log-probabilities and greedy / beam-4 outputs compared
+# with MarianTokenizer and the model's own forward and generate.
+#   bash scripts/test-import.sh [BUILD_DIR]      (default build)
+#   NMT_IMPORT_VENV   the virtual environment (default build-import-venv/ in
+#                     the checkout; reused when already there)
+# No system change beyond python3-venv.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+venv=${NMT_IMPORT_VENV:-$PWD/build-import-venv}
+bash scripts/setup.sh
+source scripts/apt-lib.sh
+need_venv
+if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -c 'import torch, transformers, sentencepiece' 2> /dev/null; then
+  python3 -m venv "$venv"
+  # torch's CPU build (PyPI's default wheel carries CUDA libraries: 4 GB)
+  "$venv/bin/pip" install -q --disable-pip-version-check --index-url https://download.pytorch.org/whl/cpu torch
+  "$venv/bin/pip" install -q --disable-pip-version-check numpy transformers sentencepiece
+fi
+cmake -S . -B "$build" -DNMT_WERROR=ON > /dev/null
+cmake --build "$build" -j"$(nproc)" --target nmt-edge nmt-edge-convert
+"$venv/bin/python" -c 'import torch, transformers; print("test-import: torch", torch.__version__, "transformers", transformers.__version__)'
+# the importer runs on the same interpreter (numpy is all it needs here)
+NMT_EDGE_PYTHON=$venv/bin/python "$venv/bin/python" tests/import/test_hf_marian.py "$build"
