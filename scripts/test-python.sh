@@ -31,15 +31,16 @@ cmake --build "$shared" -j"$(nproc)" --target nmtedge_shared
 lib=$(cd "$shared" && pwd)/libnmtedge.so.1
 bin=$(cd "$build" && pwd)
 
-# python3 -m venv needs Debian's python3-venv (ensurepip)
-if ! python3 -m venv --help > /dev/null 2>&1 || ! python3 -c 'import ensurepip' 2> /dev/null; then
-  source scripts/apt-lib.sh
-  apt_update test-python
-  apt_get install -y -qq --no-install-recommends python3-venv
-fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-python3 -m venv "$tmp/venv"
+# a venv with pip needs Debian's python3-venv (its ensurepip), not installed by default
+if ! command -v python3 > /dev/null || ! python3 -m venv "$tmp/venv" > /dev/null 2>&1; then
+  source scripts/apt-lib.sh
+  apt_update test-python
+  apt_get install -y -qq --no-install-recommends python3 python3-venv
+  rm -rf "$tmp/venv"
+  python3 -m venv "$tmp/venv"
+fi
 py=$tmp/venv/bin/python
 "$py" -m pip install -q --disable-pip-version-check pytest
 # build from a copy: setuptools writes build/ and *.egg-info beside the sources

@@ -56,6 +56,17 @@ def _u32(name, value):
     return v
 
 
+def _log_to(errors):
+    """The log callback of a device: the library's messages to the logger
+    "nmt_edge", its errors also into `errors` (for the Error raised)."""
+    def log(_user, level, msg):
+        text = msg.decode("utf-8", "replace") if msg else ""
+        if level == _lib.LOG_ERROR:
+            errors.append(text)
+        _log.log(_PY_LEVELS[level] if 0 <= level < 4 else logging.DEBUG, "%s", text)
+    return log
+
+
 class TranslationResult:
     """One source sentence's hypotheses, best first.
 
@@ -235,7 +246,7 @@ class Translator:
         self._lock = threading.Lock()
         self._streaming = None  # the thread consuming a live generate_tokens, if any
         self._cancel = c_int(0)
-        self._errors = []
+        self._errors = []  # the library's error messages of the call in progress
         lib = _lib.load()
         if log_level not in _LEVELS:
             raise Error(_lib.ERR_INVALID_ARGUMENT, "log_level must be one of %s" % ", ".join(_LEVELS))
@@ -271,13 +282,13 @@ class Translator:
         spec = device if device else _env("NMT_EDGE_DEVICE")
         self._strings = [os.fsencode(x) if x is not None else None
                          for x in (spec, cache_dir, _env("NMT_EDGE_KERNEL_DIR"), kernel_pack)]
-        self._log_fn = _lib.LOG_FN(self._on_log)
+        self._log_fn = _lib.LOG_FN(_log_to(self._errors))  # no reference back to self: no cycle
         dp = _lib.nmt_device_params(device=self._strings[0], cache_dir=self._strings[1], kernel_dir=self._strings[2],
                                     gemm=_GEMM[gemm], log=self._log_fn, log_level=_LEVELS[log_level],
                                     kernel_pack=self._strings[3], binaries_only=1 if binaries_only else 0)
         self._device_mem = _lib.AlignedBuffer(lib.nmt_device_footprint(), _lib.DEVICE_ALIGNMENT)
         dev = c_void_p()
-        self._errors = []
+        self._errors.clear()
         st = lib.nmt_device_open(byref(dp), c_void_p(self._device_mem.address), self._device_mem.size, byref(dev))
         check(st, "device %s%s" % (spec or "default", self._logged()))
         self._device = dev
@@ -285,7 +296,7 @@ class Translator:
         # the session, in an arena of exactly the size asked
         self._arena = _lib.AlignedBuffer(need.value, _lib.ARENA_ALIGNMENT)
         s = c_void_p()
-        self._errors = []
+        self._errors.clear()
         st = lib.nmt_session_create(dev, byref(sp), c_void_p(self._arena.address), need.value, byref(s))
         if st != _lib.OK:
             reason = explain_model(self._path, st) or self._logged().lstrip(": ")
@@ -296,7 +307,7 @@ class Translator:
         self._tok = [None, None]
         for side in (0, 1):
             t = lib.nmt_session_tokenizer(s, side)
-            self._tok[side] = TokenizerView(c_void_p(t), self) if t else None
+            self._tok[side] = TokenizerView(c_void_p(t), self._arena) if t else None
 
     # ---- life cycle ---------------------------------------------------------
 
@@ -457,7 +468,7 @@ class Translator:
                     raise TypeError("source and target are both text or both token ids")
                 lp = (c_float * max(src.c.n, 1))()
                 fn = lib.nmt_session_score_text if src.text else lib.nmt_session_score
-                self._errors = []
+                self._errors.clear()
                 st = fn(s, byref(src.c), byref(tgt.c), lp)
                 if st != _lib.OK:
                     why = self._why(st, source[i:i + step], i) or self._why(st, target[i:i + step], i, target=True)
@@ -587,7 +598,7 @@ class Translator:
     def _translate(self, lib, s, batch, opts, reset_cancel=True):
         if reset_cancel:
             self._cancel.value = 0
-        self._errors = []
+        self._errors.clear()
         fn = lib.nmt_session_translate_text if batch.text else lib.nmt_session_translate
         return fn(s, byref(batch.c), byref(opts))
 
@@ -623,12 +634,6 @@ class Translator:
             _lib.load().nmt_session_limits(self._session, byref(lim))
             step = lim.max_batch
         return step
-
-    def _on_log(self, _user, level, msg):
-        text = msg.decode("utf-8", "replace") if msg else ""
-        if level == _lib.LOG_ERROR:
-            self._errors.append(text)
-        _log.log(_PY_LEVELS[level] if 0 <= level < 4 else logging.DEBUG, "%s", text)
 
     def _logged(self):
         return ": " + "; ".join(self._errors) if self._errors else ""

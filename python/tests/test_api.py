@@ -114,3 +114,19 @@ def test_one_translator_shared_by_threads(en_de):
     for t in threads:
         t.join()
     assert all([r.hypotheses for r in got[k]] == [r.hypotheses for r in expected] for k in range(3))
+
+
+def test_dropped_translator_is_released_at_once(random_model):
+    # no reference cycle: the last reference going releases session and device (no gc run needed)
+    import gc
+    import weakref
+    gc.disable()
+    try:
+        tr = nmt_edge.Translator(random_model)
+        tr.translate_batch([[1, 2]])
+        list(tr.generate_tokens([1, 2]))
+        ref = weakref.ref(tr)
+        del tr
+        assert ref() is None
+    finally:
+        gc.enable()
