@@ -111,3 +111,9 @@ def test_versions(c_layout):
     with open(os.path.join(REPO, "python", "pyproject.toml"), encoding="utf-8") as f:
         pyproject = re.search(r'^version = "([^"]+)"', f.read(), re.M).group(1)
     assert c_layout["version"] == nmt_edge.version() == nmt_edge.__version__ == pyproject
+
+
+def test_license_is_the_repositorys():
+    # python/LICENSE goes into the wheel; it is a copy of the repository's
+    with open(os.path.join(REPO, "LICENSE"), "rb") as a, open(os.path.join(REPO, "python", "LICENSE"), "rb") as b:
+        assert a.read() == b.read()
