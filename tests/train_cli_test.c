@@ -582,6 +582,49 @@ static void test_phrase(void **state) {
     }
 }
 
+/* The options of other frameworks' models and the HySAN paper's settings:
+ * --gate shared (reduction 16 by default), --ffn-activation,
+ * --position-encoding reach the model; bad values exit 2 naming them. */
+static void test_model_keys(void **state) {
+    (void)state;
+    char src[512], tgt[512], dir[512], model[600];
+    path_in(src, sizeof src, "k.src");
+    path_in(tgt, sizeof tgt, "k.tgt");
+    path_in(dir, sizeof dir, "k-run");
+    write_reverse_task(src, tgt, 24, 13, NULL, NULL);
+    nmt_test_proc r;
+    char *argv[80];
+    char *ok[] = {"--gate", "shared", "--ffn-activation", "swish", "--position-encoding", "none", "--d-model", "16",
+                  "--heads", "2", "--ff", "32", "--enc-layers", "1", "--dec-layers", "1", "--max-steps", "2",
+                  "--eval-every", "0", NULL};
+    train_argv(argv, dir, src, tgt, ok);
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 0);
+    nmt_test_proc_free(&r);
+    snprintf(model, sizeof model, "%s/model.nmt", dir);
+    size_t size;
+    void *img = nmt_test_read_file(model, &size);
+    assert_non_null(img);
+    nmt_model_info info;
+    assert_int_equal(nmt_model_inspect(img, size, &info), NMT_OK);
+    assert_string_equal(info.family_config, "ffn_activation swish; position_encoding none; gate shared");
+    assert_int_equal(info.gate_reduction, 16);
+    nmt_file f;
+    assert_int_equal(nmt_file_open(&f, img, size, 1), NMT_OK);
+    nmt_tensor_view v;
+    assert_int_equal(nmt_file_find(&f, "enc.0.self_attn.gate.0.fc1.weight", &v), NMT_OK);
+    assert_int_equal(v.shape[0], 1); /* d 16 / r 16 */
+    assert_int_equal(nmt_file_find(&f, "enc.0.self_attn.gate.1.fc1.weight", &v), NMT_ERR_MODEL_MISSING_TENSOR);
+    free(img);
+    path_in(dir, sizeof dir, "k-bad");
+    char *bad_gate[] = {"--gate", "both", NULL};
+    expect_train_error(dir, src, tgt, bad_gate, 2, "invalid value 'both' for --gate");
+    char *bad_act[] = {"--ffn-activation", "tanh", NULL};
+    expect_train_error(dir, src, tgt, bad_act, 2, "invalid value 'tanh' for --ffn-activation");
+    char *bad_pos[] = {"--position-encoding", "learned", NULL};
+    expect_train_error(dir, src, tgt, bad_pos, 2, "invalid value 'learned' for --position-encoding");
+}
+
 /* nmt-edge-train attention: the interleaved sub-layers' shares over a
  * parallel text (each line's four percentages sum to 100); a model
  * without interleaved attention, a missing argument and an unreadable
@@ -1537,6 +1580,7 @@ int main(void) {
         cmocka_unit_test(test_mgsa_syntax),
         cmocka_unit_test(test_parse_spans),
         cmocka_unit_test(test_phrase),
+        cmocka_unit_test(test_model_keys),
         cmocka_unit_test(test_attention_cmd),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_adam_options),

@@ -271,6 +271,9 @@ static int new_model_image(run *r, void **img, size_t *size) {
     c.dec_branches = o->dec_branches;
     c.fusion = o->fusion;
     c.gate_reduction = (uint32_t)o->gate_r;
+    c.gate_shared = !strcmp(o->gate, "shared");
+    c.ffn_activation = o->ffn_act;
+    c.position_encoding = o->pos_enc;
     c.shared_embeddings = !o->separate_embeddings;
     c.tied_output = 1;
     c.bos_id = (uint32_t)r->bos;

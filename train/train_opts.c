@@ -22,7 +22,10 @@ static void defaults(train_opts *o) {
     o->enc_layers = 2;
     o->dec_layers = 2;
     o->vocab = 0;
-    o->gate_r = 4;
+    o->gate_r = 0; /* 4, or 16 with --gate shared (train_opts_parse) */
+    o->gate = "branch";
+    o->ffn_act = "relu";
+    o->pos_enc = "sinusoid";
     o->norm = "post";
     o->enc_branches = "global fw bw local:3";
     o->dec_branches = "global local:3";
@@ -127,7 +130,13 @@ void train_opts_usage(FILE *f) {
 "                      --max-len); a plan above N bytes (0: device memory) is\n"
 "                      refused with the numbers (lower --max-tokens) (0)\n"
 "  --d-model N (256)  --heads N (4)  --ff N (1024)  --enc-layers N (2)  --dec-layers N (2)\n"
-"  --norm pre|post (post)  --fusion sum|concat|gate (gate)  --gate-reduction N (4)\n"
+"  --norm pre|post (post)  --fusion sum|concat|gate (gate)  --gate-reduction N (4;\n"
+"                      16 with --gate shared)\n"
+"  --gate branch|shared  a squeeze gate per branch, or one per sub-layer shared by\n"
+"                      its branches (the HySAN paper's parameter counts) (branch)\n"
+"  --ffn-activation relu|gelu|swish (relu)\n"
+"  --position-encoding sinusoid|sinusoid-2i|sinusoid-interleaved|none (sinusoid;\n"
+"                      none: the HySAN paper's no-position ablation)\n"
 "  --enc-branches S    HySAN encoder branches (\"global fw bw local:3\"; \"global\" =\n"
 "                      the vanilla Transformer)\n"
 "  --dec-branches S    decoder branches (\"global local:3\")\n"
@@ -178,7 +187,7 @@ enum {
     O_SAVE_EVERY, O_KEEP, O_BEAM, O_DEV_BLEU_MAX, O_RESUME, O_OVERWRITE, O_DEVICE, O_NO_CACHE, O_QUIET, O_HELP, O_ARCH,
     O_MG_LAYERS, O_MG_HEADS, O_MG_COMPOSE, O_MG_INTERACT, O_MG_CHUNK, O_PH_ENC, O_PH_DEC, O_PH_CROSS,
     O_TRAIN_SPANS, O_DEV_SPANS, O_MG_TAG_LAMBDA, O_BA_FIRST, O_BA_LAST = O_BA_FIRST + 6, O_MAX_ACT_BYTES,
-    O_DIST_TIMEOUT, O_BUCKET_MB, O_NO_OVERLAP, O_ADAM_BETAS, O_ADAM_EPS
+    O_DIST_TIMEOUT, O_BUCKET_MB, O_NO_OVERLAP, O_ADAM_BETAS, O_ADAM_EPS, O_GATE, O_FFN_ACT, O_POS_ENC
 };
 
 /* BA-NMT's options: the flags of its hyper-parameter table (banmt_cfg.c). */
@@ -195,6 +204,8 @@ static const struct option LONG_OPTS[] = {
     {"ff", required_argument, 0, O_FF}, {"enc-layers", required_argument, 0, O_ENC_LAYERS},
     {"dec-layers", required_argument, 0, O_DEC_LAYERS}, {"norm", required_argument, 0, O_NORM},
     {"fusion", required_argument, 0, O_FUSION}, {"gate-reduction", required_argument, 0, O_GATE_R},
+    {"gate", required_argument, 0, O_GATE}, {"ffn-activation", required_argument, 0, O_FFN_ACT},
+    {"position-encoding", required_argument, 0, O_POS_ENC},
     {"enc-branches", required_argument, 0, O_ENC_BR}, {"dec-branches", required_argument, 0, O_DEC_BR},
     {"separate-embeddings", no_argument, 0, O_SEP_EMB}, {"schedule", required_argument, 0, O_SCHED},
     {"lr", required_argument, 0, O_LR}, {"warmup", required_argument, 0, O_WARMUP},
@@ -305,6 +316,9 @@ int train_opts_parse(int argc, char **argv, train_opts *o, int *help) {
         case O_DEC_LAYERS: r = parse_long(name, optarg, 1, 64, &o->dec_layers); break;
         case O_NORM: o->norm = optarg; break;
         case O_FUSION: o->fusion = optarg; break;
+        case O_GATE: o->gate = optarg; break;
+        case O_FFN_ACT: o->ffn_act = optarg; break;
+        case O_POS_ENC: o->pos_enc = optarg; break;
         case O_GATE_R: r = parse_long(name, optarg, 1, 65536, &o->gate_r); break;
         case O_ENC_BR: o->enc_branches = optarg, br_set |= 1; break;
         case O_DEC_BR: o->dec_branches = optarg, br_set |= 2; break;
@@ -395,6 +409,13 @@ int train_opts_parse(int argc, char **argv, train_opts *o, int *help) {
     if (strcmp(o->norm, "pre") && strcmp(o->norm, "post")) return bad_value("norm", o->norm, "pre or post");
     if (strcmp(o->fusion, "sum") && strcmp(o->fusion, "concat") && strcmp(o->fusion, "gate"))
         return bad_value("fusion", o->fusion, "sum, concat or gate");
+    if (strcmp(o->gate, "branch") && strcmp(o->gate, "shared")) return bad_value("gate", o->gate, "branch or shared");
+    if (strcmp(o->ffn_act, "relu") && strcmp(o->ffn_act, "gelu") && strcmp(o->ffn_act, "swish"))
+        return bad_value("ffn-activation", o->ffn_act, "relu, gelu or swish");
+    if (strcmp(o->pos_enc, "sinusoid") && strcmp(o->pos_enc, "sinusoid-2i") &&
+        strcmp(o->pos_enc, "sinusoid-interleaved") && strcmp(o->pos_enc, "none"))
+        return bad_value("position-encoding", o->pos_enc, "sinusoid, sinusoid-2i, sinusoid-interleaved or none");
+    if (o->gate_r == 0) o->gate_r = strcmp(o->gate, "shared") ? 4 : 16;
     if (o->d_model % o->heads) return bad_value("heads", "", "must divide --d-model");
     const int mgsa = !strcmp(o->arch, "mgsa"), phrase = !strcmp(o->arch, "phrase");
     if (!mgsa && !phrase && strcmp(o->arch, "transformer") && strcmp(o->arch, "banmt"))
@@ -491,7 +512,8 @@ void train_opts_write_json(const train_opts *o, FILE *f) {
     const struct { const char *key, *val; } strs[] = {
         {"train-src", o->train_src}, {"train-tgt", o->train_tgt}, {"dev-src", o->dev_src},
         {"dev-tgt", o->dev_tgt}, {"out", o->out_dir}, {"spm", o->spm}, {"init", o->init},
-        {"device", o->device}, {"arch", o->arch}, {"norm", o->norm}, {"fusion", o->fusion},
+        {"device", o->device}, {"arch", o->arch}, {"norm", o->norm}, {"fusion", o->fusion}, {"gate", o->gate},
+        {"ffn-activation", o->ffn_act}, {"position-encoding", o->pos_enc},
         {"enc-branches", o->enc_branches}, {"dec-branches", o->dec_branches}, {"mg-layers", o->mg_layers},
         {"mg-heads", o->mg_heads}, {"mg-compose", o->mg_compose}, {"mg-interact", o->mg_interact},
         {"mg-chunk", o->mg_chunk}, {"train-src-spans", o->train_spans}, {"dev-src-spans", o->dev_spans},

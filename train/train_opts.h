@@ -26,6 +26,7 @@ typedef struct train_opts {
     const char *arch;   /* "transformer" (HySAN) or "mgsa" */
     long d_model, heads, ff, enc_layers, dec_layers, vocab, gate_r;
     const char *norm, *enc_branches, *dec_branches, *fusion;
+    const char *gate, *ffn_act, *pos_enc; /* --gate, --ffn-activation, --position-encoding */
     int separate_embeddings;
     const char *mg_layers, *mg_heads, *mg_compose, *mg_interact, *mg_chunk;  /* MG-SA; NULL: defaults */
     const char *ph_enc, *ph_dec, *ph_cross;  /* phrase attention; NULL: defaults */
