@@ -190,11 +190,25 @@ class _Batch:
         self._keep_c = self.c
 
 
-def _prefix_arrays(opts, prefixes, text, keep):
-    """Fill the forced target prefix fields of opts (None entries: none)."""
+def _sentences(batch):
+    """A batch as a list (a lone string is a mistake: a list of its characters)."""
+    if isinstance(batch, (str, bytes)):
+        raise TypeError("a batch is a list of sentences (str) or of token-id lists, not one %s"
+                        % type(batch).__name__)
+    return list(batch)
+
+
+def _prefix_arrays(opts, prefixes, keep):
+    """Fill the forced target prefix fields of opts (None entries: none):
+    prefix_text for text prefixes, prefix for id lists (either form with a
+    text source; ids only with an id source, as the library has it)."""
     if prefixes is None:
         return
     n = len(prefixes)
+    given = [p for p in prefixes if p is not None]
+    text = all(isinstance(p, (str, bytes)) for p in given)
+    if not text and any(isinstance(p, (str, bytes)) for p in given):
+        raise TypeError("target_prefix is all text or all token ids, not both")
     if text:
         data = [to_bytes(p) if p is not None else b"" for p in prefixes]
         arr = (c_char_p * n)(*data)
@@ -424,7 +438,7 @@ class Translator:
                                  min_decoding_length, no_repeat_ngram_size, repetition_penalty, coverage_penalty,
                                  sampling_topk, sampling_temperature, sampling_seed, max_input_ratio,
                                  max_input_offset)
-        source = list(source)
+        source = _sentences(source)
         if target_prefix is not None and len(target_prefix) != len(source):
             raise Error(_lib.ERR_INVALID_ARGUMENT, "target_prefix has %d entries for %d sentences" %
                         (len(target_prefix), len(source)))
@@ -435,7 +449,7 @@ class Translator:
                 chunk = source[i:i + step]
                 batch = _Batch(chunk)
                 keep = []
-                _prefix_arrays(opts, None if target_prefix is None else target_prefix[i:i + step], batch.text, keep)
+                _prefix_arrays(opts, None if target_prefix is None else target_prefix[i:i + step], keep)
                 failed = []
                 if callback is not None:
                     opts.on_step = self._callback(lib, _Stream(len(chunk), self._tok[1], i), callback, failed)
@@ -456,7 +470,7 @@ class Translator:
         """log P(target | source) (natural log, EOS included) of each pair,
         by forced decoding: text pairs or id pairs.  Returns a list of
         floats."""
-        source, target = list(source), list(target)
+        source, target = _sentences(source), _sentences(target)
         if len(source) != len(target):
             raise Error(_lib.ERR_INVALID_ARGUMENT, "%d sources for %d targets" % (len(source), len(target)))
         out = []
@@ -494,7 +508,7 @@ class Translator:
                                  max_input_ratio, max_input_offset)
         batch = _Batch([source])
         keep = []
-        _prefix_arrays(opts, None if target_prefix is None else [target_prefix], batch.text, keep)
+        _prefix_arrays(opts, None if target_prefix is None else [target_prefix], keep)
         items = queue.Queue()
         stream = _Stream(1, self._tok[1])
         state = {"error": None, "stop": False}

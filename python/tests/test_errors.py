@@ -64,6 +64,10 @@ def test_requests_over_the_limits(en_de):
     assert err.name == "NMT_ERR_INPUT_TOO_LONG" and "sentence 1 has 300 tokens" in err.reason
     with pytest.raises(TypeError):
         en_de.translate_batch(["text", [1, 2]])
+    with pytest.raises(TypeError):  # one sentence, not a list of them
+        en_de.translate_batch("text")
+    with pytest.raises(TypeError):
+        en_de.score_batch(["a"], "b")
     assert en_de.translate_batch(SENTENCES[:1])[0].hypotheses[0].startswith("Dieses Paket")  # still usable
 
 

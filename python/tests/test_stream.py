@@ -108,3 +108,20 @@ def test_cancel_from_another_thread(en_de):
     assert e.value.name == "NMT_ERR_CANCELLED"
     assert e.value.results == [None, None]
     assert en_de.translate_batch(batch)[0].hypotheses == en_de.translate_batch(batch[:1])[0].hypotheses
+
+
+def test_stream_holds_back_split_characters(en_de):
+    # a forced prefix whose CJK characters are byte-fallback pieces, three bytes each:
+    # a byte that does not complete its character adds no text yet, the last one adds it whole
+    prefix = en_de.tokenize("Datei 日本", target=True)
+    pieces = [en_de._tok[1].piece(t) for t in prefix]
+    assert pieces[2:] == ["<0xE6>", "<0x97>", "<0xA5>", "<0xE6>", "<0x9C>", "<0xAC>"]
+    steps = list(en_de.generate_tokens(SENTENCES[0], target_prefix=prefix))
+    assert [s.text for s in steps[:8]] == ["Datei", " ", "", "", "日", "", "", "本"]
+    greedy = en_de.translate_batch([SENTENCES[0]], beam_size=1, target_prefix=[prefix])[0]
+    assert "".join(s.text for s in steps) == greedy.hypotheses[0]
+    # the same prefix as text gives the same ids; a text prefix with an id source is refused
+    assert en_de.translate_batch([SENTENCES[0]], beam_size=1, target_prefix=["Datei 日本"])[0].token_ids == greedy.token_ids
+    with pytest.raises(nmt_edge.Error) as e:
+        en_de.translate_batch([en_de.tokenize(SENTENCES[0])], target_prefix=["Datei"])
+    assert e.value.name == "NMT_ERR_INVALID_ARGUMENT"
