@@ -307,7 +307,7 @@ def _candidates():
     if env:
         return [env]  # an explicit choice: nothing else is tried
     here = os.path.dirname(os.path.abspath(__file__))
-    found = [os.path.join(here, name) for name in ("libnmtedge.so.1", "libnmtedge.so", "libnmtedge.dylib", "nmtedge.dll")
+    found = [os.path.join(here, name) for name in ("libnmtedge.so.1", "libnmtedge.so")
              if os.path.exists(os.path.join(here, name))]
     system = ctypes.util.find_library("nmtedge")
     if system:
@@ -331,6 +331,10 @@ def load():
                 lib = ctypes.CDLL(path, use_errno=True)
             except OSError as e:
                 errors.append("%s: %s" % (path, e))
+                continue
+            missing = [name for name in _PROTOTYPES if getattr(lib, name, None) is None]
+            if missing:
+                errors.append("%s: not libnmtedge 1.x (no %s)" % (path, ", ".join(missing[:3])))
                 continue
             for name, (restype, argtypes) in _PROTOTYPES.items():
                 fn = getattr(lib, name)

@@ -30,6 +30,8 @@ def test_library_search_order(tmp_path):
     # $NMT_EDGE_LIBRARY first, and only it when set
     p = run_python("import nmt_edge; nmt_edge.version()", {"NMT_EDGE_LIBRARY": str(tmp_path / "none.so")}, tmp_path)
     assert p.returncode != 0 and b"NMT_EDGE_LIBRARY" in p.stderr and b"none.so" in p.stderr
+    p = run_python("import nmt_edge; nmt_edge.version()", {"NMT_EDGE_LIBRARY": "libm.so.6"}, tmp_path)
+    assert p.returncode != 0 and b"libm.so.6: not libnmtedge 1.x (no nmt_status_str" in p.stderr
     # then a copy bundled next to the package
     lib = nmt_edge.library_path()
     if not os.path.isfile(lib):
