@@ -67,6 +67,7 @@ typedef struct cli_opts {
     double temperature;             /* --temperature (0: not given = 1) */
     const char *seed;               /* --seed N, parsed into seed_value */
     const char *prefix_file;        /* --prefix-file FILE */
+    const char *spans_file;         /* --spans FILE: MG-SA syntax spans of the sources (tools/spans_file.h) */
     const char *format;             /* --format text|marian|jsonl (NULL: text) */
     long sampling_topk;
     unsigned long long seed_value;

@@ -37,6 +37,7 @@
 #define _XOPEN_SOURCE 700 /* realpath() */
 #include "cli.h"
 #include "parse_spans.h"
+#include "spans_file.h"
 #include "tool_out.h"
 
 #include <errno.h>
@@ -434,6 +435,48 @@ static void generic_long(unsigned long line_no, char *err, size_t cap) {
 /* translate                                                                */
 /* ======================================================================== */
 
+/* --spans FILE: the phrase spans of every input line, read at the start
+ * (tools/spans_file.h), handed to each call (nmt_session_set_spans). */
+typedef struct cli_spans {
+    tsp_file *f;              /* NULL: no --spans */
+    const nmt_span **ptrs;    /* (batch) */
+    uint32_t *n;              /* (batch) */
+} cli_spans;
+
+static int spans_open(cli_spans *c, const char *path, size_t batch) {
+    memset(c, 0, sizeof *c);
+    if (path == NULL) return 0;
+    char err[512] = "";
+    const nmt_status st = tsp_read(path, &c->f, err, sizeof err);
+    if (st != NMT_OK) {
+        fprintf(stderr, PROG ": --spans: %s\n", *err ? err : nmt_status_str(st));
+        return 1;
+    }
+    c->ptrs = xrealloc(NULL, batch * sizeof *c->ptrs);
+    c->n = xrealloc(NULL, batch * sizeof *c->n);
+    return 0;
+}
+
+/* The spans of input lines first .. first + n - 1 for the next call;
+ * without --spans nothing (the caller may parse text instead). */
+static nmt_status spans_set(cli_spans *c, nmt_session *s, unsigned long first, uint32_t n) {
+    for (uint32_t k = 0; k < n; k++) {
+        const uint8_t *labels;
+        tsp_line(c->f, first + k, &c->ptrs[k], &labels, &c->n[k]);
+    }
+    return nmt_session_set_spans(s, c->ptrs, c->n, n);
+}
+
+/* A spans file with another line count than the input: a warning. */
+static void spans_close(cli_spans *c, const char *path, unsigned long lines) {
+    if (c->f != NULL && tsp_lines(c->f) != lines)
+        fprintf(stderr, PROG ": warning: --spans '%s' has %llu lines, the input %lu\n", path,
+                (unsigned long long)tsp_lines(c->f), lines);
+    tsp_free(c->f);
+    free(c->ptrs);
+    free(c->n);
+}
+
 typedef struct translate_job {
     batch_job base;
     runtime *rt;
@@ -459,6 +502,7 @@ typedef struct translate_job {
     uint64_t tokens_out;  /* target tokens of the best translations written (the summary) */
     strbuf scratch;       /* --format jsonl: the ids text, the alignment */
     nmt_syntax_spans syn; /* MG-SA syntax heads: link-grammar spans of text input (tools/parse_spans.h) */
+    cli_spans spans;      /* --spans FILE */
     int stream;           /* --stream on a terminal: each sentence drawn as it is decoded */
     char *stream_buf;     /* the partial text */
     size_t stream_cap;
@@ -553,10 +597,16 @@ static nmt_status translate_call(batch_job *job, uint32_t lo, uint32_t n) {
         o.on_step = stream_step;
         o.step_user = t;
     }
+    if (t->spans.f != NULL) { /* --spans: the file's, for text and ids alike */
+        const nmt_status st = spans_set(&t->spans, t->rt->s, first, n);
+        if (st != NMT_OK) return st;
+    }
     if (t->text) {
         nmt_text_batch b = text_view(&t->src_text, lo, n);
-        const nmt_status st = nmt_syntax_set(&t->syn, t->rt->s, b.text, b.lens, n);
-        if (st != NMT_OK) return st;
+        if (t->spans.f == NULL) {
+            const nmt_status st = nmt_syntax_set(&t->syn, t->rt->s, b.text, b.lens, n);
+            if (st != NMT_OK) return st;
+        }
         return nmt_session_translate_text(t->rt->s, &b, &o);
     }
     nmt_batch b = seq_view(&t->src, lo, n);
@@ -712,11 +762,14 @@ int cmd_translate(const cli_opts *o) {
         }
         if (rc == 0 && t.prefix_path != NULL)
             rc = cli_prefix_load(&t.prefix, t.prefix_path, !t.text, session_rule(&rt, 1).vocab);
+        if (rc == 0) rc = spans_open(&t.spans, o->spans_file, (size_t)o->batch);
         if (rc == 0) rc = process_lines(&t.base);
         if (rc == 0 && t.prefix_path != NULL && t.line0 < t.prefix.n)
             fprintf(stderr, PROG ": warning: --prefix-file '%s' has %lu lines, the input %lu: the rest are unused\n",
                     t.prefix_path, t.prefix.n, t.line0);
         nmt_syntax_close(&t.syn, PROG);
+        if (rc == 0) spans_close(&t.spans, o->spans_file, t.line0);
+        else spans_close(&t.spans, NULL, 0);
         cli_prefix_free(&t.prefix);
         free(t.token_lp);
         free(t.tokens);
@@ -748,6 +801,9 @@ typedef struct score_job {
     float *logprob;       /* (batch) of the last call */
     uint32_t lo;          /* first pair of the last call */
     cli_align align;      /* --alignment */
+    unsigned long line0;  /* 0-based input line of the batch's first pair */
+    cli_spans spans;      /* --spans FILE */
+    nmt_syntax_spans syn; /* MG-SA syntax heads: link-grammar spans of text input, as translate's */
 } score_job;
 
 static int score_parse(batch_job *job, const char *line, size_t len, unsigned long line_no,
@@ -798,6 +854,7 @@ static int score_parse_cut(batch_job *job, const char *head, size_t head_len, ui
 
 static void score_reset(batch_job *job) {
     score_job *sj = (score_job *)job;
+    sj->line0 += sj->text ? sj->texts[0].n : sj->seqs[0].n; /* every line of the batch had a slot */
     for (int k = 0; k < 2; k++) {
         cli_seqs_reset(&sj->seqs[k]);
         cli_texts_reset(&sj->texts[k]);
@@ -807,8 +864,16 @@ static void score_reset(batch_job *job) {
 static nmt_status score_call(batch_job *job, uint32_t lo, uint32_t n) {
     score_job *sj = (score_job *)job;
     sj->lo = lo;
+    if (sj->spans.f != NULL) {
+        const nmt_status st = spans_set(&sj->spans, sj->rt->s, sj->line0 + lo, n);
+        if (st != NMT_OK) return st;
+    }
     if (sj->text) {
         nmt_text_batch src = text_view(&sj->texts[0], lo, n), tgt = text_view(&sj->texts[1], lo, n);
+        if (sj->spans.f == NULL) { /* the spans translate would parse for these sources */
+            const nmt_status st = nmt_syntax_set(&sj->syn, sj->rt->s, src.text, src.lens, n);
+            if (st != NMT_OK) return st;
+        }
         return nmt_session_score_text(sj->rt->s, &src, &tgt, sj->logprob);
     }
     nmt_batch src = seq_view(&sj->seqs[0], lo, n), tgt = seq_view(&sj->seqs[1], lo, n);
@@ -863,8 +928,13 @@ int cmd_score(const cli_opts *o) {
             cli_texts_init(&sj.texts[k], (size_t)o->batch);
         }
         sj.logprob = xrealloc(NULL, (size_t)o->batch * sizeof *sj.logprob);
+        if (sj.text) nmt_syntax_open(&sj.syn, rt.s, PROG);
         rc = cli_align_init(&sj.align, o, &rt);
+        if (rc == 0) rc = spans_open(&sj.spans, o->spans_file, (size_t)o->batch);
         if (rc == 0) rc = process_lines(&sj.base);
+        if (rc == 0) spans_close(&sj.spans, o->spans_file, sj.line0);
+        else spans_close(&sj.spans, NULL, 0);
+        nmt_syntax_close(&sj.syn, PROG);
         cli_align_free(&sj.align);
         for (int k = 0; k < 2; k++) {
             cli_seqs_free(&sj.seqs[k]);

@@ -126,6 +126,13 @@ static const opt_spec OPTIONS[] = {
      "force a target prefix: line L of FILE (text, or ids as the input) starts the translation of input "
      "line L, which then continues; the output includes it; an empty line forces nothing"},
 
+    {"spans", OPT_STRING, OFF(spans_file), 0, 0, C_TRANSLATE | C_SCORE, "FILE", G_IO, 0,
+     "MG-SA syntax spans, one line per input line",
+     "phrase spans of each source for models with MG-SA syntax heads: line L of FILE gives input line L's "
+     "spans as START-END:LABEL piece offsets (nmt-edge-train's spans files, docs/TRAINING.md), for text "
+     "and --ids input alike; an empty line gives the model's n-gram fallback; without --spans, text input "
+     "is parsed with link-grammar where the build has it; other models check and ignore the spans"},
+
     /* ---- decoding */
     {"beam", OPT_LONG, OFF(beam), 1, 256, C_TRANSLATE | C_INFO, "N", G_DECODE, COMMON,
      "beam width, 1 = greedy (default 4)", "beam width, 1 = greedy (default 4, with --sampling 1)"},

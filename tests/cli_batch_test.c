@@ -1113,6 +1113,66 @@ static void test_stream_on_terminal(void **state) {
     }
 }
 
+/* --spans FILE (MG-SA syntax heads, issue 57): the spans reach translate
+ * and score, with --ids input, in every batching (the batch is sorted
+ * longest first inside: each line keeps its own spans); a line with spans
+ * scores differently from the same line with an empty spans line (the
+ * n-gram fallback), which scores as without --spans; a malformed file and
+ * spans past a sentence are refused with their messages. */
+static void test_spans_file(void **state) {
+    (void)state;
+    char model[400], spans[400], bad[400], past[400];
+    path_in_dir(model, sizeof model, "mgsa-syntax.nmt");
+    path_in_dir(spans, sizeof spans, "in.spans");
+    path_in_dir(bad, sizeof bad, "bad.spans");
+    path_in_dir(past, sizeof past, "past.spans");
+    run_result r;
+    char *conv[] = {(char *)NMT_CONVERT_BIN, "random", "-o", model, "--arch", "mgsa", "--mg-heads",
+                    "syntax syntax word word", "--mg-syntax-fallback", "2", "--src-vocab", "50", "--tgt-vocab", "50",
+                    "--seed", "4", NULL};
+    nmt_test_run(conv, NULL, g_dir, &r);
+    expect_status(&r, 0);
+    free_result(&r);
+    const char *sp = "0-3:NP 3-5:VP\n\n1-2:PP\n";
+    assert_int_equal(nmt_test_write_file(spans, sp, strlen(sp)), 0);
+    const char *pairs = "5 6 7 8 9 10\t11 12 13\n5 6 7 8 9 10\t11 12 13\n20 21 22 23\t24 25\n";
+    char *with1 = good_output(pairs, "score", "--model", model, "--ids", "--spans", spans, "--batch", "1", NULL);
+    run_result w3, wo;
+    run_cli(&w3, pairs, "score", "--model", model, "--ids", "--spans", spans, "--batch", "3", NULL);
+    run_cli(&wo, pairs, "score", "--model", model, "--ids", NULL);
+    expect_status(&w3, 0);
+    expect_status(&wo, 0);
+    assert_string_equal(w3.out, with1);
+    char *a[3], *b[3];
+    assert_int_equal(split_lines(&w3, a, 3), 3);
+    assert_int_equal(split_lines(&wo, b, 3), 3);
+    assert_string_equal(a[1], b[1]);     /* an empty spans line: the fallback, as without --spans */
+    assert_string_not_equal(a[0], b[0]); /* the spans are used */
+    assert_string_not_equal(a[0], a[1]); /* the same pair, other spans */
+    free_result(&w3);
+    free_result(&wo);
+    char *t1 = good_output("5 6 7 8 9 10\n5 6 7 8 9 10\n20 21 22 23\n", "translate", "--model", model, "--ids",
+                           "--spans", spans, "--batch", "1", "--beam", "2", NULL);
+    char *t3 = good_output("5 6 7 8 9 10\n5 6 7 8 9 10\n20 21 22 23\n", "translate", "--model", model, "--ids",
+                           "--spans", spans, "--batch", "3", "--beam", "2", NULL);
+    assert_string_equal(t1, t3);
+    free(t1);
+    free(t3);
+    free(with1);
+    /* overlapping spans: refused when read, naming the file and line */
+    assert_int_equal(nmt_test_write_file(bad, "0-3:NP 2-4:VP\n", 14), 0);
+    run_cli(&r, "5 6 7 8\n", "translate", "--model", model, "--ids", "--spans", bad, NULL);
+    expect_status(&r, 1);
+    if (strstr(r.err, "--spans: ") == NULL || strstr(r.err, ":1: ") == NULL) fail_msg("message: %s", r.err);
+    free_result(&r);
+    /* a span past its sentence: the session's status for that batch */
+    assert_int_equal(nmt_test_write_file(past, "2-9:NP\n", 7), 0);
+    run_cli(&r, "5 6 7 8\t9 10\n", "score", "--model", model, "--ids", "--spans", past, NULL);
+    expect_status(&r, 1);
+    if (strstr(r.err, nmt_status_str(NMT_ERR_INVALID_SPANS)) == NULL) fail_msg("message: %s", r.err);
+    free_result(&r);
+}
+
 /* stderr on a pipe (as every other test here runs the program): never a
  * progress line, for a file or a pipe as input, translate or score. */
 static void test_progress_never_on_pipe(void **state) {
@@ -1197,6 +1257,7 @@ int main(void) {
         cmocka_unit_test(test_summary_format),
         cmocka_unit_test(test_progress_on_terminal),
         cmocka_unit_test(test_stream_on_terminal),
+        cmocka_unit_test(test_spans_file),
         cmocka_unit_test(test_progress_never_on_pipe),
     };
     return cmocka_run_group_tests(tests, cli_group_setup, cli_group_teardown);

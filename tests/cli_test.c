@@ -132,15 +132,15 @@ static void expect_main_help(const char *const *must) {
  * list exactly these, so an option added to the table without its help
  * (or dropped from the help) fails here. */
 static const char *const TRANSLATE_OPTS[] = {
-    "model", "input", "output", "ids", "prefix-file", "beam", "alpha", "n-best", "min-len", "no-repeat-ngram",
-    "coverage-penalty", "repetition-penalty", "sampling", "temperature", "seed", "format", "with-score",
-    "with-pieces", "alignment", "alignment-words", "align-layer", "align-head", "max-len", "max-len-ratio",
+    "model", "input", "output", "ids", "prefix-file", "spans", "beam", "alpha", "n-best", "min-len",
+    "no-repeat-ngram", "coverage-penalty", "repetition-penalty", "sampling", "temperature", "seed", "format",
+    "with-score", "stream", "with-pieces", "alignment", "alignment-words", "align-layer", "align-head", "max-len", "max-len-ratio",
     "max-src-len", "max-text-bytes", "batch", "skip-long", "device", "no-cache", "gemm", "kernel-pack",
     "binaries-only", "no-fp16", "quiet", "verbose", "help", "help-all", NULL};
 static const char *const SCORE_OPTS[] = {
-    "model", "input", "output", "ids", "alignment", "alignment-words", "align-layer", "align-head", "max-len",
-    "max-src-len", "max-text-bytes", "batch", "skip-long", "device", "no-cache", "gemm", "kernel-pack",
-    "binaries-only", "no-fp16", "quiet", "verbose", "help", "help-all", NULL};
+    "model", "input", "output", "ids", "spans", "alignment", "alignment-words", "align-layer", "align-head",
+    "max-len", "max-src-len", "max-text-bytes", "batch", "skip-long", "device", "no-cache", "gemm",
+    "kernel-pack", "binaries-only", "no-fp16", "quiet", "verbose", "help", "help-all", NULL};
 static const char *const INFO_OPTS[] = {
     "model", "beam", "alignment", "align-layer", "align-head", "max-len", "max-src-len", "max-text-bytes",
     "batch", "device", "no-device", "no-cache", "gemm", "kernel-pack", "binaries-only", "no-fp16", "verbose",

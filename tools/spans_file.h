@@ -21,8 +21,8 @@
  * before (overlapping or descending) and, once the pair is tokenized
  * (td_set_spans), a span past the sentence are NMT_ERR_INVALID_SPANS, the
  * status nmt_session_set_spans gives the same spans. */
-#ifndef NMT_TRAIN_SPANS_FILE_H
-#define NMT_TRAIN_SPANS_FILE_H
+#ifndef NMT_TOOL_SPANS_FILE_H
+#define NMT_TOOL_SPANS_FILE_H
 
 #include <stddef.h>
 #include <stdint.h>
