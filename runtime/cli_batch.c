@@ -228,9 +228,13 @@ static int run_batch(batch_job *job, unsigned long first, strbuf *out) {
         }
         return 0;
     }
-    if (st != NMT_ERR_INPUT_TOO_LONG) {
+    /* a sentence's own fault (its spans, an id the model lacks) is found
+     * below and named by its line, as text over the limits */
+    const int per_line = st == NMT_ERR_INVALID_SPANS || st == NMT_ERR_TOKEN_OUT_OF_RANGE;
+    if (st != NMT_ERR_INPUT_TOO_LONG && (!per_line || n == 1)) {
         cli_progress_clear(&job->progress);
-        return report_status(job->what, st, job->rt);
+        if (per_line) fprintf(stderr, PROG ": line %lu: %s: %s\n", first + 1, job->what, nmt_status_str(st));
+        return per_line ? 1 : report_status(job->what, st, job->rt);
     }
     /* Text over the limits is only seen once tokenized: run the batch one
      * sentence at a time to find it, keeping every other output. */
@@ -251,6 +255,11 @@ static int run_batch(batch_job *job, unsigned long first, strbuf *out) {
             fprintf(stderr, PROG ": %s; %s\n", why, skip_note(job));
             skipped_output(job, out);
             continue;
+        }
+        if (st == NMT_ERR_INVALID_SPANS || st == NMT_ERR_TOKEN_OUT_OF_RANGE) {
+            cli_progress_clear(&job->progress);
+            fprintf(stderr, PROG ": line %lu: %s: %s\n", first + i + 1, job->what, nmt_status_str(st));
+            return 1;
         }
         if (st != NMT_OK) {
             cli_progress_clear(&job->progress);
@@ -469,7 +478,7 @@ static nmt_status spans_set(cli_spans *c, nmt_session *s, unsigned long first, u
 
 /* A spans file with another line count than the input: a warning. */
 static void spans_close(cli_spans *c, const char *path, unsigned long lines) {
-    if (c->f != NULL && tsp_lines(c->f) != lines)
+    if (path != NULL && c->f != NULL && tsp_lines(c->f) != lines) /* path NULL: the run failed, say nothing */
         fprintf(stderr, PROG ": warning: --spans '%s' has %llu lines, the input %lu\n", path,
                 (unsigned long long)tsp_lines(c->f), lines);
     tsp_free(c->f);

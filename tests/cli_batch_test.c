@@ -1165,11 +1165,17 @@ static void test_spans_file(void **state) {
     expect_status(&r, 1);
     if (strstr(r.err, "--spans: ") == NULL || strstr(r.err, ":1: ") == NULL) fail_msg("message: %s", r.err);
     free_result(&r);
-    /* a span past its sentence: the session's status for that batch */
-    assert_int_equal(nmt_test_write_file(past, "2-9:NP\n", 7), 0);
-    run_cli(&r, "5 6 7 8\t9 10\n", "score", "--model", model, "--ids", "--spans", past, NULL);
+    /* a span past its sentence (line 3 of a batch of 3): that line named,
+     * the lines before it written */
+    assert_int_equal(nmt_test_write_file(past, "0-2:NP\n\n2-9:NP\n", 15), 0);
+    run_cli(&r, "5 6 7 8\t9 10\n5 6\t7\n5 6 7 8\t9 10\n", "score", "--model", model, "--ids", "--spans", past,
+            "--batch", "3", NULL);
     expect_status(&r, 1);
-    if (strstr(r.err, nmt_status_str(NMT_ERR_INVALID_SPANS)) == NULL) fail_msg("message: %s", r.err);
+    char want_err[200];
+    snprintf(want_err, sizeof want_err, "nmt-edge: line 3: scoring failed: %s\n", nmt_status_str(NMT_ERR_INVALID_SPANS));
+    assert_string_equal(r.err, want_err);
+    char *two[3];
+    assert_int_equal(split_lines(&r, two, 3), 2);
     free_result(&r);
 }
 
