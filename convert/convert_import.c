@@ -35,6 +35,8 @@ static const struct {
 } formats[] = {
     {"hf-marian", "a Hugging Face MarianMTModel directory (OPUS-MT): config.json, model.safetensors or "
                   "pytorch_model.bin, source.spm, target.spm, vocab.json"},
+    {"fairseq", "a fairseq transformer checkpoint (checkpoint*.pt, or its directory) with dict.SRC.txt, "
+                "dict.TGT.txt and, when the data was encoded with one, the SentencePiece model; needs torch"},
 };
 
 typedef struct import_args {
@@ -108,22 +110,32 @@ static int find_script_dir(char *dir, size_t cap) {
     return 0;
 }
 
-/* -o naming a file of the source (the directory's files, or the file) is
- * refused before any work, as export refuses -o naming an input. */
-static int output_in_source(const char *output, const char *src) {
+/* -o naming a file of the source (SRC, and the files of SRC's directory, or
+ * of the directory holding SRC: dictionaries and tokenizers sit beside a
+ * checkpoint) is refused before any work, as export refuses -o naming an
+ * input. */
+static int output_in_source(const char *output, const char *src, int src_is_dir) {
     const char *inputs[IMPORT_MAX_INPUTS + 1];
     char *names[IMPORT_MAX_INPUTS];
     int n = 0, hit;
     inputs[n++] = src;
-    DIR *d = opendir(src);
+    char parent[PATH_MAX];
+    const char *dir = src;
+    if (!src_is_dir) {
+        const char *slash = strrchr(src, '/');
+        snprintf(parent, sizeof parent, "%.*s", slash == NULL ? 1 : slash == src ? 1 : (int)(slash - src),
+                 slash == NULL ? "." : src);
+        dir = parent;
+    }
+    DIR *d = opendir(dir);
     if (d != NULL) {
         struct dirent *e;
         while ((e = readdir(d)) != NULL && n <= IMPORT_MAX_INPUTS) {
             if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-            const size_t len = strlen(src) + strlen(e->d_name) + 2;
+            const size_t len = strlen(dir) + strlen(e->d_name) + 2;
             char *p = malloc(len);
             if (p == NULL) break;
-            snprintf(p, len, "%s/%s", src, e->d_name);
+            snprintf(p, len, "%s/%s", dir, e->d_name);
             names[n - 1] = p;
             inputs[n++] = p;
         }
@@ -205,7 +217,7 @@ int cmd_import(int argc, char **argv) {
         fprintf(stderr, PROG " import: '%s': %s\n", src, strerror(errno));
         return 1;
     }
-    if (output_in_source(a.output, src)) return EXIT_USAGE;
+    if (output_in_source(a.output, src, S_ISDIR(st.st_mode))) return EXIT_USAGE;
     char dir[PATH_MAX + 1];
     if (!find_script_dir(dir, sizeof dir)) return 1;
 

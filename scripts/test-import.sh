@@ -3,10 +3,13 @@
 # test-import.sh — `nmt-edge-convert import` against the frameworks themselves
 # (issue 53, docs/IMPORT.md): installs the test-only Python packages (torch,
 # transformers, sentencepiece; never part of scripts/setup.sh) into a private
-# virtual environment, builds, and runs tests/import/test_hf_marian.py: a tiny
-# random MarianMTModel built and saved by transformers, imported, then token
-# ids, teacher-forced log-probabilities and greedy / beam-4 outputs compared
-# with MarianTokenizer and the model's own forward and generate.
+# virtual environment, builds, and runs tests/import/test_hf_marian.py (a tiny
+# MarianMTModel built and saved by transformers, imported, then token ids,
+# teacher-forced log-probabilities and greedy / beam-4 outputs compared with
+# MarianTokenizer and the model's own forward and generate) and
+# tests/import/test_fairseq.py (the same for a fairseq checkpoint written by
+# torch in fairseq's layout, against transformers' FSMT port of fairseq's
+# transformer: fairseq itself does not pip-install on Python 3.11).
 #   bash scripts/test-import.sh [BUILD_DIR]      (default build)
 #   NMT_IMPORT_VENV   the virtual environment (default build-import-venv/ in
 #                     the checkout; reused when already there)
@@ -28,5 +31,7 @@ fi
 cmake -S . -B "$build" -DNMT_WERROR=ON > /dev/null
 cmake --build "$build" -j"$(nproc)" --target nmt-edge nmt-edge-convert
 "$venv/bin/python" -c 'import torch, transformers; print("test-import: torch", torch.__version__, "transformers", transformers.__version__)'
-# the importer runs on the same interpreter (numpy is all it needs here)
-NMT_EDGE_PYTHON=$venv/bin/python "$venv/bin/python" tests/import/test_hf_marian.py "$build"
+# the importer runs on the same interpreter (numpy; torch for the fairseq pickle)
+export NMT_EDGE_PYTHON=$venv/bin/python
+"$venv/bin/python" tests/import/test_hf_marian.py "$build"
+"$venv/bin/python" tests/import/test_fairseq.py "$build"

@@ -20,6 +20,7 @@ import os
 import numpy as np
 
 import spm_rewrite
+import tf_layers
 from errors import Refused
 from weights import read_hf_weights
 
@@ -170,34 +171,7 @@ def convert(src, log):
                 raise Refused("%s: %s is not Marian's sinusoid (learned positions are not supported)" % (wpath, name))
             used.add(name)
 
-    def lin(dst, srcname, out, inp):
-        tensors.append((dst + ".weight", get(srcname + ".weight", [out, inp])))
-        tensors.append((dst + ".bias", get(srcname + ".bias", [out])))
-
-    def ln(dst, srcname):
-        tensors.append((dst + ".weight", get(srcname + ".weight", [d])))
-        tensors.append((dst + ".bias", get(srcname + ".bias", [d])))
-
-    def attn(dst, srcname):
-        for a, b in (("q", "q_proj"), ("k", "k_proj"), ("v", "v_proj"), ("o", "out_proj")):
-            lin("%s.%s" % (dst, a), "%s.%s" % (srcname, b), d, d)
-
-    for l in range(enc_layers):
-        s = "encoder.layers.%d" % l
-        attn("enc.%d.self_attn" % l, s + ".self_attn")
-        ln("enc.%d.ln1" % l, s + ".self_attn_layer_norm")
-        ln("enc.%d.ln2" % l, s + ".final_layer_norm")
-        lin("enc.%d.ffn.fc1" % l, s + ".fc1", ff, d)
-        lin("enc.%d.ffn.fc2" % l, s + ".fc2", d, ff)
-    for l in range(dec_layers):
-        s = "decoder.layers.%d" % l
-        attn("dec.%d.self_attn" % l, s + ".self_attn")
-        attn("dec.%d.cross_attn" % l, s + ".encoder_attn")
-        ln("dec.%d.ln1" % l, s + ".self_attn_layer_norm")
-        ln("dec.%d.ln2" % l, s + ".encoder_attn_layer_norm")
-        ln("dec.%d.ln3" % l, s + ".final_layer_norm")
-        lin("dec.%d.ffn.fc1" % l, s + ".fc1", ff, d)
-        lin("dec.%d.ffn.fc2" % l, s + ".fc2", d, ff)
+    tensors += tf_layers.layers(get, d, ff, enc_layers, dec_layers)
     bias = None
     if "final_logits_bias" in W:
         bias = get("final_logits_bias", [1, tgt_vocab_size]).reshape(tgt_vocab_size)
@@ -276,28 +250,4 @@ def convert(src, log):
         ("source_eos", 1),
         ("import.source", "hf-marian"),
     ]
-    return meta, _order(tensors, enc_layers, dec_layers)
-
-
-def _order(tensors, enc_layers, dec_layers):
-    """The tensors in the family catalogue's order (families/transformer/
-    transformer_cfg.c nmt_tf_catalogue), the extra ones after."""
-    order = ["src_embed", "tgt_embed", "out_proj"]
-
-    def lin(p):
-        return [p + ".weight", p + ".bias"]
-
-    for l in range(enc_layers):
-        p = "enc.%d." % l
-        for x in "qkvo":
-            order += lin(p + "self_attn." + x)
-        order += lin(p + "ln1") + lin(p + "ln2") + lin(p + "ffn.fc1") + lin(p + "ffn.fc2")
-    for l in range(dec_layers):
-        p = "dec.%d." % l
-        for x in "qkvo":
-            order += lin(p + "self_attn." + x)
-        for x in "qkvo":
-            order += lin(p + "cross_attn." + x)
-        order += lin(p + "ln1") + lin(p + "ln2") + lin(p + "ln3") + lin(p + "ffn.fc1") + lin(p + "ffn.fc2")
-    rank = {n: i for i, n in enumerate(order)}
-    return sorted(tensors, key=lambda t: (rank.get(t[0], len(order)), t[0] if t[0] not in rank else ""))
+    return meta, tf_layers.order(tensors, enc_layers, dec_layers)

@@ -4,7 +4,8 @@
     python3 nmt_edge_import.py FORMAT SRC (-o OUT.nmt | --output-fd N) [--quiet]
 
 writes an fp32 .nmt model (docs/FORMAT.md) of the model in SRC.  FORMAT:
-hf-marian (a Hugging Face MarianMTModel directory).  `nmt-edge-convert
+hf-marian (a Hugging Face MarianMTModel directory), fairseq (a transformer
+checkpoint with its dictionaries).  `nmt-edge-convert
 import` runs this script with --output-fd (a temporary file it created),
 then checks the model with the runtime's code and quantizes it (export's
 code path); run alone with -o, the file is written here without those
@@ -21,7 +22,7 @@ from errors import Refused  # noqa: E402
 import nmt_file  # noqa: E402
 
 PROG = "nmt-edge-convert import"
-FORMATS = ("hf-marian",)
+FORMATS = ("hf-marian", "fairseq")
 
 
 def usage(out):
@@ -77,6 +78,9 @@ def convert(fmt, src, log):
             raise Refused("'%s' is not a directory (hf-marian reads a saved MarianMTModel directory)" % src)
         import hf_marian
         return hf_marian.convert(src, log)
+    if fmt == "fairseq":
+        import fairseq
+        return fairseq.convert(src, log)
     raise Refused("unknown format %r" % fmt)
 
 

@@ -142,6 +142,44 @@ def run(cmd, inp=None, ok=True):
     return p
 
 
+def generate(model, src_ids, beam, eos):
+    """The target ids transformers' generate gives (start token dropped, cut
+    after EOS): greedy or beam search with nmt-edge's semantics where they
+    can agree (length_penalty 0 = --alpha 0; early_stopping: done with
+    `beam` finished hypotheses; nothing banned or forced)."""
+    with torch.no_grad():
+        g = model.generate(torch.tensor([src_ids]), num_beams=beam, do_sample=False, length_penalty=0.0,
+                           early_stopping=True, max_new_tokens=MAX_LEN, min_length=0, bad_words_ids=None,
+                           forced_eos_token_id=None, no_repeat_ngram_size=0, repetition_penalty=1.0,
+                           num_return_sequences=1)
+    ids = g[0].tolist()[1:]
+    return ids[:ids.index(eos) + 1] if eos in ids else ids
+
+
+def check_generation(nmt, model_file, texts, want, eos, beam, ref):
+    """`nmt-edge translate --beam BEAM --alpha 0` on texts against `want`
+    (ids, from the reference `ref`).  At the length limit nmt-edge ends the
+    hypothesis with EOS (and ranks it with EOS's log-probability), the
+    reference stops without one: greedy compares the MAX_LEN tokens before
+    it; beam search is required equal where the reference's best hypothesis
+    ended by itself (at least 16 sentences)."""
+    p = run([nmt, "translate", "--model", model_file, "--beam", str(beam), "--alpha", "0", "--max-len",
+             str(MAX_LEN), "--format", "jsonl", "--quiet"], "\n".join(texts) + "\n")
+    got = [json.loads(ln)["tokens"] for ln in p.stdout.splitlines()]
+    got = [g[:-1] if len(g) == MAX_LEN + 1 and eos not in w else g for g, w in zip(got, want)]
+    ended = [i for i, w in enumerate(want) if eos in w]
+    same = sum(got[i] == want[i] for i in ended)
+    capped = sum(got[i] == want[i] for i in range(len(texts)) if i not in ended)
+    for g, w, t in zip(got, want, texts):
+        if g != w:
+            print("  beam %d differs on %r%s:\n    nmt-edge  %s\n    reference %s" % (
+                beam, t, "" if eos in w else " (length limit)", g, w))
+    must = len(texts) if beam == 1 else len(ended)
+    check(len(got) == len(texts) and same + (capped if beam == 1 else 0) == must and (beam == 1 or len(ended) >= 16),
+          "beam %d: outputs equal %s on %d/%d sentences that ended with EOS; %d/%d at the length limit%s" % (
+              beam, ref, same, len(ended), capped, len(texts) - len(ended), "" if beam == 1 else " (not required)"))
+
+
 def hf_ids(tok, texts, target):
     if target:
         return [tok(text_target=t)["input_ids"] for t in texts]
@@ -201,37 +239,8 @@ def main():
 
     # ---- greedy and beam-4 --------------------------------------------------------
     for beam in (1, 4):
-        want = []
-        with torch.no_grad():
-            for s in src_ids:
-                g = model.generate(torch.tensor([s]), num_beams=beam, do_sample=False, length_penalty=0.0,
-                                   early_stopping=True, max_new_tokens=MAX_LEN, min_length=0,
-                                   bad_words_ids=None, forced_eos_token_id=None, no_repeat_ngram_size=0,
-                                   repetition_penalty=1.0, num_return_sequences=1)
-                ids = g[0].tolist()[1:]
-                if eos in ids:
-                    ids = ids[:ids.index(eos) + 1]
-                want.append(ids)
-        p = run([nmt, "translate", "--model", m32, "--beam", str(beam), "--alpha", "0", "--max-len", str(MAX_LEN),
-                 "--format", "jsonl", "--quiet"], "\n".join(texts) + "\n")
-        got = [json.loads(ln)["tokens"] for ln in p.stdout.splitlines()]
-        # at the length limit nmt-edge ends the hypothesis with EOS, HF stops
-        # without one: compare the MAX_LEN tokens before it
-        got = [g[:-1] if len(g) == MAX_LEN + 1 and eos not in w else g for g, w in zip(got, want)]
-        ended = [i for i, w in enumerate(want) if eos in w]
-        same = sum(got[i] == want[i] for i in ended)
-        capped_same = sum(got[i] == want[i] for i in range(len(texts)) if i not in ended)
-        for g, w, t in zip(got, want, texts):
-            if g != w:
-                print("  beam %d differs on %r%s:\n    nmt-edge %s\n    hf       %s" % (
-                    beam, t, "" if eos in w else " (length limit)", g, w))
-        # greedy: every sentence; beam: those whose best hypothesis ended
-        # before the limit (at the limit the final ranking differs by design)
-        must = len(texts) if beam == 1 else len(ended)
-        check(same + (capped_same if beam == 1 else 0) == must and (beam == 1 or len(ended) >= 16),
-              "beam %d: outputs equal model.generate's on %d/%d sentences that ended with EOS; %d/%d at the "
-              "length limit%s" % (beam, same, len(ended), capped_same, len(texts) - len(ended),
-                                  "" if beam == 1 else " (not required)"))
+        check_generation(nmt, m32, texts, [generate(model, ids, beam, eos) for ids in src_ids], eos, beam,
+                         "model.generate's")
 
     # ---- fp16, int8 ---------------------------------------------------------------
     for dt in ("fp16", "int8"):
