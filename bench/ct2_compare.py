@@ -31,11 +31,20 @@ Peak RSS is the 2N run's, measured by GNU time (`apt install time`; without it
 the column is 0): a child of this script would inherit the script's own peak
 RSS through fork, so wait4 cannot measure it.
 
+With --hf-marian DIR (a Hugging Face MarianMTModel directory, OPUS-MT's
+layout) or --hf-marian random-base (a random one of OPUS-MT's base shape
+built with transformers: d 512, 8 heads, FFN 2048, 6+6 layers, swish, a
+58,101-piece vocabulary) both engines run that checkpoint instead: ours
+through `nmt-edge-convert import hf-marian` (int8: `--dtype int8`),
+CTranslate2's through its own `ct2-transformers-converter` (issue 53).
+
     pip install ctranslate2==4.8.5   # benchmark-only dependency
+    pip install torch transformers sentencepiece   # --hf-marian only
     python3 bench/ct2_compare.py --build build [--shape small|base] [--dtype fp32 int8]
         [--rows 1x1 1x4 16x1 16x4] [--sentences N] [--rounds R] [--threads 2]
         [--baseline OTHER/nmt-edge] [--nmt-env K=V ...] [--baseline-env K=V ...] [--omp-active]
         [--ct2-device cuda --nmt-env NMT_EDGE_DEVICE=gpu]   # both engines on an NVIDIA GPU
+        [--hf-marian DIR|random-base]
 
 Not a test: nothing here asserts speed.
 """
@@ -120,6 +129,77 @@ def write_ct2(nmt_path, out_dir):
     del ctranslate2
 
 
+def make_marian_base(d, seed):
+    """A random MarianMTModel of OPUS-MT's base shape saved in d, with
+    SentencePiece models trained on the repository's fixture text and a
+    vocab.json of 58,101 pieces (</s> 0, <unk> 1, the models' pieces, then
+    filler pieces neither model has, <pad> last), as Marian numbers them."""
+    import json
+    import shutil
+
+    import sentencepiece as spm
+    import torch
+    from transformers import MarianConfig, MarianMTModel
+
+    os.makedirs(d, exist_ok=True)
+    text = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures", "spm", "input.txt")
+    for side in ("source", "target"):
+        spm.SentencePieceTrainer.train(input=text, model_prefix=os.path.join(d, side), vocab_size=500,
+                                       model_type="unigram", hard_vocab_limit=False, minloglevel=2)
+        shutil.move(os.path.join(d, side + ".model"), os.path.join(d, side + ".spm"))
+        os.unlink(os.path.join(d, side + ".vocab"))
+    sp = spm.SentencePieceProcessor(model_file=os.path.join(d, "source.spm"))
+    pieces = [sp.id_to_piece(i) for i in range(sp.get_piece_size()) if not (sp.is_control(i) or sp.is_unknown(i))]
+    V = 58101
+    vocab = ["</s>", "<unk>"] + pieces + [f"\u2581x{i}" for i in range(V - 3 - len(pieces))] + ["<pad>"]
+    with open(os.path.join(d, "vocab.json"), "w", encoding="utf-8") as f:
+        json.dump({p: i for i, p in enumerate(vocab)}, f, ensure_ascii=False)
+    cfg = MarianConfig(vocab_size=V, decoder_vocab_size=V, d_model=512, encoder_layers=6, decoder_layers=6,
+                       encoder_attention_heads=8, decoder_attention_heads=8, encoder_ffn_dim=2048,
+                       decoder_ffn_dim=2048, activation_function="swish", max_position_embeddings=512,
+                       scale_embedding=True, pad_token_id=V - 1, eos_token_id=0, decoder_start_token_id=V - 1,
+                       forced_eos_token_id=None)
+    torch.manual_seed(seed)
+    MarianMTModel(cfg).eval().save_pretrained(d)
+    return vocab
+
+
+def prepare_marian(args, work, conv):
+    """(models by dtype, CTranslate2 model dir, vocabulary file, id range of
+    source tokens, shape line) for --hf-marian."""
+    import json
+
+    src = args.hf_marian
+    if src == "random-base":
+        src = os.path.join(work, "marian-base")
+        if not os.path.exists(os.path.join(src, "config.json")):
+            make_marian_base(src, args.seed)
+    with open(os.path.join(src, "vocab.json"), encoding="utf-8") as f:
+        v = json.load(f)
+    vocab = [None] * len(v)
+    for p, i in v.items():
+        vocab[i] = p
+    voc_file = os.path.join(work, "vocab.txt.json")
+    with open(voc_file, "w", encoding="utf-8") as f:
+        json.dump(vocab, f, ensure_ascii=False)
+    models = {}
+    for dt in args.dtype:
+        models[dt] = os.path.join(work, f"marian.{dt}.nmt")
+        if not os.path.exists(models[dt]):
+            subprocess.run([conv, "import", "hf-marian", src, "-o", models[dt], "--dtype", dt], check=True,
+                           stdout=subprocess.DEVNULL)
+    ct2_dir = os.path.join(work, "marian.ct2")
+    if not os.path.exists(os.path.join(ct2_dir, "model.bin")):
+        subprocess.run(["ct2-transformers-converter", "--model", src, "--output_dir", ct2_dir, "--force"], check=True,
+                       stdout=subprocess.DEVNULL)
+    with open(os.path.join(src, "config.json")) as f:
+        c = json.load(f)
+    shape = (f"Hugging Face Marian {src}: d {c['d_model']}, {c['encoder_attention_heads']} heads, FFN "
+             f"{c['encoder_ffn_dim']}, {c['encoder_layers']}+{c['decoder_layers']} layers, "
+             f"{c.get('activation_function')}, vocabulary {len(vocab)}")
+    return models, ct2_dir, voc_file, (2, len(vocab) - 1), shape
+
+
 def ct2_worker(args):
     """Child process: translate a file of id lines with CTranslate2, write ids."""
     import ctranslate2
@@ -129,13 +209,20 @@ def ct2_worker(args):
     else:
         tr = ctranslate2.Translator(args.ct2_model, device="cpu", compute_type=args.ct2_type, inter_threads=1,
                                     intra_threads=args.threads)
-    voc = vocabulary(int(args.vocab))
+    if args.vocab.endswith(".json"):  # --hf-marian: the model's own pieces
+        import json
+
+        with open(args.vocab, encoding="utf-8") as f:
+            voc = json.load(f)
+    else:
+        voc = vocabulary(int(args.vocab))
+    index = {t: i for i, t in enumerate(voc)}
     src = [[voc[int(x)] for x in line.split()] + ["</s>"] for line in open(args.input)]  # our encoder adds EOS
     res = tr.translate_batch(src, beam_size=args.beam, max_batch_size=args.batch, min_decoding_length=args.out_len,
                              max_decoding_length=args.out_len, length_penalty=0.0)
     with open(args.output, "w") as f:
         for r in res:
-            f.write(" ".join(tok[1:] if tok.startswith("w") else str(voc.index(tok)) for tok in r.hypotheses[0]) + "\n")
+            f.write(" ".join(str(index[tok]) for tok in r.hypotheses[0]) + "\n")
 
 
 GNU_TIME = "/usr/bin/time"
@@ -191,6 +278,9 @@ def main():
     ap.add_argument("--ct2-device", choices=["cpu", "cuda"], default="cpu",
                     help="CTranslate2's device; with cuda, pass --nmt-env NMT_EDGE_DEVICE=gpu for ours, and fp16 "
                          "rows run CTranslate2 in float16")
+    ap.add_argument("--hf-marian", metavar="DIR|random-base",
+                    help="both engines on a Hugging Face Marian checkpoint (ours imported, CTranslate2's converted by "
+                         "ct2-transformers-converter); random-base builds one of OPUS-MT's base shape")
     ap.add_argument("--omp-active", action="store_true",
                     help="leave CTranslate2's OpenMP threads spinning (default: OMP_WAIT_POLICY=PASSIVE; on a "
                          "loaded 2-core machine spinning threads made it 10x slower)")
@@ -225,25 +315,31 @@ def main():
             sys.exit(f"ct2_compare: {exe} is not an executable (build first, or pass --build / --baseline)")
     if args.baseline_env and not args.baseline:
         args.baseline = nmt
-    d, heads, ffn, layers, vocab = SHAPES[args.shape]
     work = args.workdir or tempfile.mkdtemp(prefix="ct2cmp.")
     os.makedirs(work, exist_ok=True)
-    model = os.path.join(work, f"{args.shape}.nmt")
-    subprocess.run([conv, "random", "-o", model, "--d-model", str(d), "--heads", str(heads), "--ff", str(ffn),
-                    "--enc-layers", str(layers), "--dec-layers", str(layers), "--src-vocab", str(vocab),
-                    "--tgt-vocab", str(vocab), "--shared-embeddings", "--seed", str(args.seed)], check=True,
-                   stdout=subprocess.DEVNULL)
-    models = {"fp32": model}
-    for dt in ("fp16", "int8"):
-        if dt in args.dtype:
-            models[dt] = os.path.join(work, f"{args.shape}.{dt}.nmt")
-            subprocess.run([conv, "export", model, "-o", models[dt], "--dtype", dt], check=True,
-                           stdout=subprocess.DEVNULL)
-    ct2_dir = os.path.join(work, f"{args.shape}.ct2")
-    write_ct2(model, ct2_dir)
+    if args.hf_marian:
+        models, ct2_dir, voc_arg, (id_lo, id_hi), shape_line = prepare_marian(args, work, conv)
+    else:
+        d, heads, ffn, layers, vocab = SHAPES[args.shape]
+        shape_line = (f"shape {args.shape}: d {d}, {heads} heads, FFN {ffn}, {layers}+{layers} layers, shared "
+                      f"vocabulary {vocab}")
+        voc_arg, id_lo, id_hi = str(vocab), 4, vocab
+        model = os.path.join(work, f"{args.shape}.nmt")
+        subprocess.run([conv, "random", "-o", model, "--d-model", str(d), "--heads", str(heads), "--ff", str(ffn),
+                        "--enc-layers", str(layers), "--dec-layers", str(layers), "--src-vocab", str(vocab),
+                        "--tgt-vocab", str(vocab), "--shared-embeddings", "--seed", str(args.seed)], check=True,
+                       stdout=subprocess.DEVNULL)
+        models = {"fp32": model}
+        for dt in ("fp16", "int8"):
+            if dt in args.dtype:
+                models[dt] = os.path.join(work, f"{args.shape}.{dt}.nmt")
+                subprocess.run([conv, "export", model, "-o", models[dt], "--dtype", dt], check=True,
+                               stdout=subprocess.DEVNULL)
+        ct2_dir = os.path.join(work, f"{args.shape}.ct2")
+        write_ct2(model, ct2_dir)
     rng = np.random.default_rng(args.seed)
     N = args.sentences
-    lines = rng.integers(4, vocab, size=(2 * N, args.src_len))  # the 2N run: the N run's lines, then N more
+    lines = rng.integers(id_lo, id_hi, size=(2 * N, args.src_len))  # the 2N run: the N run's lines, then N more
     for n in (N, 2 * N):
         with open(os.path.join(work, f"in{n}.txt"), "w") as f:
             f.writelines(" ".join(map(str, line)) + "\n" for line in lines[:n])
@@ -251,8 +347,7 @@ def main():
     env_cache = os.environ.get("POCL_CACHE_DIR")
     ct2_types = {"fp32": "float32", "int8": "int8",
                  "fp16": "float16" if args.ct2_device == "cuda" else "float32"}
-    print(f"# shape {args.shape}: d {d}, {heads} heads, FFN {ffn}, {layers}+{layers} layers, shared vocabulary "
-          f"{vocab}; {N} and {2 * N} sentences of {args.src_len} ids, each decoded to {args.out_len} tokens; "
+    print(f"# {shape_line}; {N} and {2 * N} sentences of {args.src_len} ids, each decoded to {args.out_len} tokens; "
           f"CTranslate2 {__import__('ctranslate2').__version__} on {args.ct2_device}"
           f"{f' with {args.threads} threads' if args.ct2_device == 'cpu' else ''}; median of "
           f"{args.rounds} rounds; CT2 OMP_WAIT_POLICY={'(default)' if args.omp_active else 'PASSIVE'}; "
@@ -278,7 +373,7 @@ def main():
                                     "--quiet", "-i", inp, "-o", os.path.join(work, f"nmt.{dt}.{row}.{n}.txt")]
                 cmds[("ct2", n)] = [sys.executable, os.path.abspath(__file__), "--ct2-worker", "--ct2-model", ct2_dir,
                                     "--ct2-type", ct2_types[dt], "--ct2-device", args.ct2_device,
-                                    "--vocab", str(vocab), "--threads",
+                                    "--vocab", voc_arg, "--threads",
                                     str(args.threads), "--beam", str(K), "--batch", str(B), "--out-len",
                                     str(args.out_len), "--input", inp, "--output",
                                     os.path.join(work, f"ct2.{dt}.{row}.{n}.txt")]
