@@ -28,7 +28,7 @@
 static nmt_device_params params_nocache(void) {
     nmt_device_params p;
     nmt_test_default_params(&p);
-    p.cache_dir = NULL;
+    p.cache_dir = ""; /* none (NULL: the default directory) */
     return p;
 }
 
