@@ -425,7 +425,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     c.queue = queue;
-    nmt_device_params p = {.device = spec, .cache_dir = cache};
+    nmt_device_params p = {.device = spec, .cache_dir = cache ? cache : "" /* NULL: none */};
     void *mem = aligned_alloc(64, (nmt_device_footprint() + 63) / 64 * 64);
     nmt_status st = nmt_device_open(&p, mem, nmt_device_footprint(), &c.dev);
     if (st != NMT_OK) die("device", st);

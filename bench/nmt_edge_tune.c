@@ -60,7 +60,7 @@ static void fill(float *x, size_t n, uint64_t seed) {
 /* Seconds for one call of every shape with `t` set for (op, cls); < 0 if the
  * candidate cannot run here. */
 static double score(const tuner *tu, const nmt_tuning *t, nmt_gemm_op op, nmt_gemm_class cls) {
-    nmt_device_params p = {.device = tu->spec};
+    nmt_device_params p = {.device = tu->spec, .cache_dir = ""}; /* no cache, no tuning file */
     void *mem = aligned_alloc(64, (nmt_device_footprint() + 63) / 64 * 64);
     nmt_device *dev = NULL;
     if (mem == NULL || nmt_device_open(&p, mem, nmt_device_footprint(), &dev) != NMT_OK) {
@@ -228,7 +228,7 @@ int main(int argc, char **argv) {
 
     /* The device with its cache directory: the built-in table's choice is the
      * starting point (a previous tuning file is ignored: it is what we redo). */
-    nmt_device_params p = {.device = tu.spec, .cache_dir = cache};
+    nmt_device_params p = {.device = tu.spec, .cache_dir = cache ? cache : "" /* NULL: none */};
     void *mem = aligned_alloc(64, (nmt_device_footprint() + 63) / 64 * 64);
     nmt_device *dev = NULL;
     nmt_status st = nmt_device_open(&p, mem, nmt_device_footprint(), &dev);

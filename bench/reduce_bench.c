@@ -130,7 +130,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "reduce_bench: --queue 1..1024, --reps-time > 0\n");
         return 2;
     }
-    nmt_device_params p = {.device = spec, .cache_dir = cache};
+    nmt_device_params p = {.device = spec, .cache_dir = cache ? cache : "" /* NULL: none */};
     void *mem = aligned_alloc(64, (nmt_device_footprint() + 63) / 64 * 64);
     nmt_device *dev = NULL;
     nmt_status st = nmt_device_open(&p, mem, nmt_device_footprint(), &dev);

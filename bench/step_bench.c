@@ -204,7 +204,7 @@ int main(int argc, char **argv) {
     const cl_uint d = base_shape ? 512 : 256, ff = base_shape ? 2048 : 1024, vocab = base_shape ? 32000 : 8000;
     const int layers = base_shape ? 6 : 2;
 
-    nmt_device_params prm = {.device = spec, .cache_dir = cache};
+    nmt_device_params prm = {.device = spec, .cache_dir = cache ? cache : "" /* NULL: none */};
     void *mem = aligned_alloc(64, (nmt_device_footprint() + 63) / 64 * 64);
     nmt_device *dev = NULL;
     nmt_status st = nmt_device_open(&prm, mem, nmt_device_footprint(), &dev);

@@ -267,7 +267,7 @@ int main(int argc, char **argv) {
     const uint32_t n_tok = N_SEQ * TGT_LEN; /* no padding: every target position counts */
 
     const char *cache = getenv("NMT_EDGE_CACHE_DIR");
-    nmt_device_params dp = {.device = spec, .cache_dir = cache && *cache ? cache : NULL};
+    nmt_device_params dp = {.device = spec, .cache_dir = cache && *cache ? cache : ""};
     void *dev_mem = aligned_alloc(64, (nmt_device_footprint() + 63) / 64 * 64);
     nmt_device *dev;
     double t0 = now();

@@ -29,6 +29,13 @@ static int fail(const char *what, nmt_status s) {
     return 1;
 }
 
+/* Called while OpenCL programs compile from source (a first run). */
+static void on_build(void *user, const char *device, uint32_t built, int finished) {
+    (void)user;
+    if (finished) fprintf(stderr, "\rcompiled %u kernel programs for %s (first run only)\n", built, device);
+    else fprintf(stderr, "\rcompiling kernels for %s (first run only): %u", device, built);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2 || argc > 3) {
         fprintf(stderr, "usage: translate_lines MODEL [BEAM] < input.txt\n");
@@ -40,12 +47,17 @@ int main(int argc, char **argv) {
         return 2;
     }
     /* 1. the device (NULL spec: the first GPU, else the first device; the
-     * library reads no $NMT_EDGE_DEVICE, and with cache_dir NULL it keeps
-     * no binary cache: every run compiles the kernels), in memory this
-     * program owns.  The device and its session are this thread's alone
-     * (nmt_edge.h, "Threads"). */
+     * library reads no $NMT_EDGE_DEVICE nor $NMT_EDGE_CACHE_DIR), in memory
+     * this program owns.  cache_dir NULL: compiled programs are kept in
+     * $XDG_CACHE_HOME/nmt-edge, else $HOME/.cache/nmt-edge, so only the
+     * first run compiles the kernels (cache_dir "" would keep none; on PoCL
+     * the driver's own cache serves later runs and `nmt-edge warmup` fills
+     * ours: nmt_edge.h, cache_fill).  The first run can take seconds to
+     * tens of seconds on a small board: say so as it goes.  The device and
+     * its session are this thread's alone (nmt_edge.h, "Threads"). */
     nmt_device_params dp;
     memset(&dp, 0, sizeof dp);
+    dp.progress = on_build;
     const size_t dbytes = (nmt_device_footprint() + 63) / 64 * 64;
     void *dmem = aligned_alloc(64, dbytes);
     nmt_device *dev = NULL;

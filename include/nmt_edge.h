@@ -74,13 +74,17 @@
  * variables NMT_EDGE_DEVICE, NMT_EDGE_CACHE_DIR (default
  * $XDG_CACHE_HOME/nmt-edge, else $HOME/.cache/nmt-edge), NMT_EDGE_KERNEL_DIR,
  * NMT_EDGE_KERNEL_PACK, NMT_EDGE_BINARIES_ONLY and NMT_EDGE_NO_FP16 are read
- * by the programs, never by the library: nmt-edge, nmt-edge-convert and
+ * by the programs, never by the library (which reads XDG_CACHE_HOME and HOME
+ * for a NULL nmt_device_params.cache_dir, and PoCL's POCL_KERNEL_CACHE: see
+ * cache_fill): nmt-edge, nmt-edge-convert and
  * nmt-edge-train through tools/tool_env.c, nmt-edge-tune (NMT_EDGE_DEVICE,
  * NMT_EDGE_CACHE_DIR only), which pass them as the fields of
  * nmt_device_params and nmt_session_params.  A program that embeds the
  * library and wants them reads them itself: a NULL or ""
  * nmt_device_params.device is the first GPU, else the first device,
- * whatever NMT_EDGE_DEVICE says, and a NULL cache_dir is no cache.
+ * whatever NMT_EDGE_DEVICE says, and a NULL cache_dir is the default
+ * directory ($XDG_CACHE_HOME/nmt-edge, else $HOME/.cache/nmt-edge; "" = none),
+ * whatever NMT_EDGE_CACHE_DIR says.
  */
 #ifndef NMT_EDGE_H
 #define NMT_EDGE_H
@@ -176,6 +180,17 @@ typedef enum nmt_gemm_provider {
     NMT_GEMM_CLBLAST = 2  /**< CLBlast (may JIT for tens of seconds on PoCL) */
 } nmt_gemm_provider;
 
+/** Progress of compiling OpenCL programs from source (nmt_device_params.progress).
+ *  `device` is the device's name; `built` counts the programs compiled
+ *  from source on this device so far.  Called before each such compile
+ *  (finished 0; built = 0 before the first), and once with finished 1 when
+ *  nmt_session_create() returns after compiling at least one (built = all
+ *  of them; its warm-up, which makes the driver compile the kernels it
+ *  launches, included).  Programs from the cache or a kernel pack call
+ *  nothing: a warm start is silent.  Called on the thread that called
+ *  nmt_session_create(); `device` is valid during the call only. */
+typedef void (*nmt_build_progress_fn)(void *user, const char *device, uint32_t built, int finished);
+
 /** Parameters of nmt_device_open().  Zero-initialise, then set what you need. */
 typedef struct nmt_device_params {
     /** Device selection; NULL or "" = first GPU, else first device.  Forms:
@@ -183,8 +198,16 @@ typedef struct nmt_device_params {
      *  "gpu", "cpu", "accelerator", or a case-insensitive substring of the
      *  device or platform name. */
     const char *device;
-    /** Directory for compiled program binaries; NULL disables the cache.
-     *  Created if missing.  Keyed by device, driver version, source, options. */
+    /** Directory for compiled program binaries, created if missing, keyed
+     *  by device, driver version, source and options; the device's tuning
+     *  file is read from it too.  NULL (a zero-initialised struct): the
+     *  default, $XDG_CACHE_HOME/nmt-edge, else $HOME/.cache/nmt-edge (the
+     *  only environment variables the library reads for it; neither set, or
+     *  a relative XDG_CACHE_HOME: no cache).  "" (the empty string): no
+     *  cache, nothing read or written.  A directory that cannot be created
+     *  runs without the cache (logged).  Binaries are written when a program
+     *  is built and again after a session's warm-up, except as cache_fill
+     *  says; every write goes to a temporary file renamed into place. */
     const char *cache_dir;
     /** Developer switch: load cl/ kernel sources from this directory instead
      *  of the copies embedded at build time; NULL = embedded. */
@@ -212,6 +235,21 @@ typedef struct nmt_device_params {
      *  (CL_DEVICE_COMPILER_AVAILABLE false, e.g. FPGA flows), whatever
      *  this says.  gemm CLBLAST is then NMT_ERR_UNSUPPORTED. */
     int binaries_only;
+    /** Issue 54: called while programs compile from source (see
+     *  nmt_build_progress_fn), so that a first start shows progress; NULL =
+     *  none.  progress_user is passed back. */
+    nmt_build_progress_fn progress;
+    void *progress_user;
+    /** Writing the program cache.  0: binaries are written when built,
+     *  except on PoCL's CPU device while PoCL's own kernel cache is on
+     *  (POCL_KERNEL_CACHE unset or not 0, read at open): there asking for a
+     *  program's binary compiles every kernel in it again (about 30 s more
+     *  on a first start of the bundled model on 2 cores), and PoCL's cache
+     *  already keeps later starts under a second, so nothing is written
+     *  and only existing binaries are read.  Nonzero: written on every
+     *  driver (what `nmt-edge warmup` does, once, so that later starts load
+     *  the binaries: the fastest start). */
+    int cache_fill;
 } nmt_device_params;
 
 typedef struct nmt_device nmt_device;

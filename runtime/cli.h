@@ -35,8 +35,10 @@ typedef struct strbuf {
 } strbuf;
 
 enum { C_TRANSLATE = 1u, C_SCORE = 2u, C_INFO = 4u, C_DEVICES = 8u, C_TOKENIZE = 16u,
-       C_DETOKENIZE = 32u };
-#define C_MODEL (C_TRANSLATE | C_SCORE | C_INFO)
+       C_DETOKENIZE = 32u, C_WARMUP = 64u };
+#define C_MODEL (C_TRANSLATE | C_SCORE | C_INFO | C_WARMUP)
+/* The options a command takes: warmup takes info's (the session's limits) */
+#define C_OPTION_BITS(bit) ((bit) == C_WARMUP ? (C_WARMUP | C_INFO) : (bit))
 #define C_TOK (C_TOKENIZE | C_DETOKENIZE)
 #define C_ALL (C_MODEL | C_DEVICES | C_TOK)
 
@@ -49,6 +51,7 @@ typedef struct cli_opts {
     double alpha;
     long gemm;
     int no_cache, no_device, verbose, help;
+    int fill_cache;                 /* warmup: write the program cache on every driver (cache_fill) */
     int help_all;                   /* --help-all: every option, grouped */
     int skip_long;  /* translate, score: over-long sentences give empty lines */
     int with_score; /* translate: "SCORE ||| " before each translation */
@@ -84,6 +87,7 @@ typedef struct runtime {
     void *arena;
     nmt_session *s;
     nmt_log_level log_level;
+    cli_build_note build;   /* the first start's note (cli_progress.h) */
     char cache_dir[4096];
 } runtime;
 
@@ -276,6 +280,7 @@ int cmd_score(const cli_opts *o);
 int cmd_tokenize(const cli_opts *o);    /* cli_tokenize.c */
 int cmd_detokenize(const cli_opts *o);
 int cmd_info(const cli_opts *o);        /* cli_info.c */
+int cmd_warmup(const cli_opts *o);
 int cmd_devices(const cli_opts *o);
 
 #endif

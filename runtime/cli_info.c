@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ======================================================================== */
 /* info, devices                                                            */
@@ -190,6 +191,36 @@ int cmd_info(const cli_opts *o) {
     /* likewise an arena larger than this host lets the process take */
     if (rc == 0) rc = check_memory("session arena", arena, 0, NULL, CLI_SESSION_OPTIONS);
     free(out.p);
+    return rc;
+}
+
+int cmd_warmup(const cli_opts *o) {
+    if (o->no_cache) {
+        fprintf(stderr, PROG ": warmup: --no-cache leaves nothing to write\n");
+        return 2;
+    }
+    if (o->no_device) {
+        fprintf(stderr, PROG ": warmup: --no-device leaves nothing to compile\n");
+        return 2;
+    }
+    cli_opts w = *o;
+    w.fill_cache = 1;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    runtime rt = {0};
+    int rc = open_session(&w, o->beam, &rt);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (rc == 0) {
+        nmt_device_info di;
+        nmt_device_get_info(rt.dev, &di);
+        const char *dir = getenv("NMT_EDGE_CACHE_DIR"); /* as tools/tool_env.c chose it */
+        if (dir == NULL || dir[0] == '\0') dir = rt.cache_dir;
+        printf("warmed up %s for %s in %.1f s; program cache %s\n", o->model, di.device_name,
+               (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec),
+               dir[0] ? dir : "(none: set NMT_EDGE_CACHE_DIR or HOME)");
+        if (fflush(stdout) != 0) rc = 1;
+    }
+    close_runtime(&rt);
     return rc;
 }
 

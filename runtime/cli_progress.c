@@ -104,3 +104,36 @@ void cli_progress_finish(const cli_progress *p, unsigned long lines, uint64_t to
     fprintf(stderr, "%s\n", line);
     fflush(stderr);
 }
+
+/* ---- First start: the kernels compiling ----------------------------------- */
+
+size_t cli_build_format(char *buf, size_t cap, const char *device, uint32_t built, int finished, double elapsed) {
+    if (cap == 0) return 0;
+    int n = finished ? snprintf(buf, cap, "nmt-edge: compiled %u kernel program%s for %s in %.1f s (first run only)",
+                                (unsigned)built, built == 1 ? "" : "s", device, elapsed)
+                     : snprintf(buf, cap, "nmt-edge: compiling kernels for %s (first run only): %u program%s", device,
+                                (unsigned)built, built == 1 ? "" : "s");
+    if (n < 0) n = 0;
+    return (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
+void cli_build_progress(void *user, const char *device, uint32_t built, int finished) {
+    cli_build_note *b = user;
+    if (b == NULL || b->quiet) return;
+    const double t = now_s();
+    if (b->t0 == 0) b->t0 = t;
+    /* compiles that hit the driver's own cache (PoCL's) end in well under a
+     * second and say nothing: the note is for a start that takes long */
+    if (!b->noted && (finished || t - b->t0 < CLI_BUILD_QUIET_S)) return;
+    char line[400];
+    if (b->tty) {
+        b->noted = 1;
+        cli_build_format(line, sizeof line, device ? device : "the device", built, finished, t - b->t0);
+        fprintf(stderr, "\r%s\033[K%s", line, finished ? "\n" : "");
+    } else if (!b->noted) {
+        b->noted = 1;
+        fprintf(stderr, "nmt-edge: compiling kernels for %s (first run only; 'nmt-edge warmup' does it ahead)\n",
+                device ? device : "the device");
+    }
+    fflush(stderr);
+}

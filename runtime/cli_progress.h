@@ -66,4 +66,31 @@ void cli_progress_clear(cli_progress *p);
  * from cli_progress_start) if p->summary says so. */
 void cli_progress_finish(const cli_progress *p, unsigned long lines, uint64_t tokens);
 
+/* ---- First start: the kernels compiling (issue 54) ------------------------ */
+
+/* Seconds of compiling before the note shows: a start whose driver cache
+ * holds the kernels (PoCL's: under a second) says nothing. */
+#define CLI_BUILD_QUIET_S 2.0
+
+/* State of the note the library's nmt_build_progress_fn draws. */
+typedef struct cli_build_note {
+    int quiet;      /* --quiet: nothing */
+    int tty;        /* standard error is a terminal: a line redrawn in place */
+    int noted;      /* the one-line note (not a terminal) was printed */
+    double t0;      /* first call (CLOCK_MONOTONIC seconds) */
+} cli_build_note;
+
+/* The line for `built` programs compiled for `device` (finished: all of
+ * them, `elapsed` seconds) in buf[0, cap), without "\r" or line end:
+ *   "nmt-edge: compiling kernels for DEV (first run only): 5 programs"
+ *   "nmt-edge: compiled 11 kernel programs for DEV in 6.2 s (first run only)"
+ * Returns its length. */
+size_t cli_build_format(char *buf, size_t cap, const char *device, uint32_t built, int finished, double elapsed);
+
+/* nmt_build_progress_fn over a cli_build_note (user), once compiling has
+ * taken CLI_BUILD_QUIET_S: on a terminal the line above, redrawn at each
+ * program and ended when session creation is over; otherwise one line (a
+ * log or a pipe gets a note, not a counter); nothing with quiet. */
+void cli_build_progress(void *user, const char *device, uint32_t built, int finished);
+
 #endif

@@ -416,6 +416,23 @@ static const char *provider_name(nmt_gemm_provider g) {
     }
 }
 
+const char *nmt_default_cache_dir(char *buf, size_t cap) {
+    const char *v = getenv("XDG_CACHE_HOME");
+    int n = -1;
+    if (v && v[0] == '/') n = snprintf(buf, cap, "%s/nmt-edge", v); /* the XDG spec: relative values are ignored */
+    else if ((v = getenv("HOME")) != NULL && v[0]) n = snprintf(buf, cap, "%s/.cache/nmt-edge", v);
+    return n > 0 && (size_t)n < cap ? buf : NULL;
+}
+
+/* PoCL's CPU device with its kernel cache on (its default): a program's
+ * binary is made by compiling every kernel in it again, and PoCL keeps the
+ * compiled kernels itself (nmt_device_params.cache_fill). */
+static int pocl_own_cache(const nmt_device *dev) {
+    const char *v = getenv("POCL_KERNEL_CACHE");
+    return dev->info.is_cpu && nmt_strcasestr_ascii(dev->info.platform_name, "Portable Computing Language") &&
+           !(v && strcmp(v, "0") == 0);
+}
+
 nmt_status nmt_device_open(const nmt_device_params *params, void *mem, size_t mem_size, nmt_device **out) {
     if (out != NULL) *out = NULL;
     if (params == NULL || mem == NULL || out == NULL) return NMT_ERR_INVALID_ARGUMENT;
@@ -493,21 +510,27 @@ nmt_status nmt_device_open(const nmt_device_params *params, void *mem, size_t me
         return s;
     }
 
-    /* Binary cache: a directory we cannot create disables the cache (the
-     * device still works, programs are compiled every time). */
-    if (params->cache_dir && params->cache_dir[0]) {
+    /* Binary cache: NULL the default directory, "" none; a directory we
+     * cannot create disables the cache (the device still works, programs
+     * are compiled every time). */
+    char default_dir[NMT_PATH_MAX];
+    const char *cache_dir = params->cache_dir ? params->cache_dir : nmt_default_cache_dir(default_dir, sizeof default_dir);
+    dev->cache_write = params->cache_fill || !pocl_own_cache(dev);
+    dev->progress = params->progress;
+    dev->progress_user = params->progress_user;
+    if (cache_dir && cache_dir[0]) {
         /* a long but valid path (cache files are named inside
          * NMT_PATH_MAX-byte buffers): run without the cache, say so once */
-        const size_t len = strlen(params->cache_dir);
+        const size_t len = strlen(cache_dir);
         if (len >= NMT_PATH_MAX - 32) {
             nmt_log(&dev->log, NMT_LOG_WARN,
                     "cache directory path of %zu bytes is longer than the %d this runtime handles; program cache "
                     "disabled", len, NMT_PATH_MAX - 33);
-        } else if (nmt_make_dirs(params->cache_dir) == NMT_OK) {
-            nmt_strlcpy(dev->cache_dir, params->cache_dir, sizeof dev->cache_dir);
+        } else if (nmt_make_dirs(cache_dir) == NMT_OK) {
+            nmt_strlcpy(dev->cache_dir, cache_dir, sizeof dev->cache_dir);
         } else {
             nmt_log(&dev->log, NMT_LOG_WARN, "cannot create cache directory %s; program cache disabled",
-                    params->cache_dir);
+                    cache_dir);
         }
     }
 

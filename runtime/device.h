@@ -87,6 +87,9 @@ struct nmt_device {
     nmt_tuning tuning;              /* kernel parameters (tuning.h): table, then tuning file */
     int gemm_forced;                /* nmt_device_params.gemm was not AUTO */
     char cache_dir[NMT_PATH_MAX];   /* "" = no binary cache */
+    int cache_write;                /* binaries written at build (nmt_device_params.cache_fill) */
+    nmt_build_progress_fn progress; /* nmt_device_params.progress, progress_user */
+    void *progress_user;
     char kernel_dir[NMT_PATH_MAX];  /* "" = embedded sources */
     /* A second table of embedded sources searched after the runtime's: the
      * training library's kernels (nmt_device_add_sources). */
@@ -160,6 +163,16 @@ void nmt_full_build_options(const char *options, char *buf, size_t cap);
  * at the first launch, so calling this after a warm-up makes the next start
  * skip those compiles too).  Best effort; returns how many were written. */
 uint32_t nmt_device_cache_refresh(nmt_device *dev);
+
+/* The library's default program cache directory into buf ($XDG_CACHE_HOME
+ * /nmt-edge when absolute, else $HOME/.cache/nmt-edge); NULL when neither
+ * gives one that fits. */
+const char *nmt_default_cache_dir(char *buf, size_t cap);
+
+/* Tell the progress callback that session creation is over, when programs
+ * were compiled from source since `builds_before` (dev->n_source_builds
+ * then): finished = 1 (nmt_build_progress_fn). */
+void nmt_device_progress_done(nmt_device *dev, uint32_t builds_before);
 
 /* Path of the device's tuning file: <cache_dir>/tuning-<16 hex>.txt, or ""
  * when the device has no cache directory. */

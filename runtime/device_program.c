@@ -330,6 +330,7 @@ nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *o
     }
     if (s == NMT_OK && prog == NULL) {
         cl_int e = CL_SUCCESS;
+        if (dev->progress) dev->progress(dev->progress_user, dev->info.device_name, dev->n_source_builds, 0);
         prog = clCreateProgramWithSource(dev->context, (cl_uint)n_texts, texts, lens, &e);
         if (prog == NULL || e != CL_SUCCESS) {
             prog = NULL;
@@ -356,7 +357,7 @@ nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *o
                     nmt_log(&dev->log, lvl, "build log of %s.cl (\"%s\"):", source, full_opts);
                     log_build_log(dev, lvl, source);
                 }
-                if (dev->cache_dir[0]) binary_size = cache_store(dev, prog, key, cache_path);
+                if (dev->cache_dir[0] && dev->cache_write) binary_size = cache_store(dev, prog, key, cache_path);
             }
         }
     }
@@ -382,8 +383,13 @@ void nmt_full_build_options(const char *options, char *buf, size_t cap) {
     snprintf(buf, cap, "-cl-std=CL1.2%s%s", options && options[0] ? " " : "", options ? options : "");
 }
 
+void nmt_device_progress_done(nmt_device *dev, uint32_t builds_before) {
+    if (dev && dev->progress && dev->n_source_builds != builds_before)
+        dev->progress(dev->progress_user, dev->info.device_name, dev->n_source_builds, 1);
+}
+
 uint32_t nmt_device_cache_refresh(nmt_device *dev) {
-    if (dev == NULL || dev->cache_dir[0] == '\0') return 0;
+    if (dev == NULL || dev->cache_dir[0] == '\0' || !dev->cache_write) return 0;
     uint32_t written = 0;
     for (uint32_t i = 0; i < dev->n_programs; i++) {
         nmt_program_slot *sl = &dev->programs[i];

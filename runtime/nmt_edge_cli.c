@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/types.h>
 
 
@@ -377,7 +378,7 @@ static int parse_options(const command *cmd, int argc, char **argv, cli_opts *o)
         size_t name_len = eq ? (size_t)(eq - name) : strlen(name);
         const opt_spec *sp = NULL;
         for (size_t k = 0; k < sizeof OPTIONS / sizeof OPTIONS[0]; k++)
-            if ((OPTIONS[k].cmds & cmd->bit) && strlen(OPTIONS[k].name) == name_len &&
+            if ((OPTIONS[k].cmds & C_OPTION_BITS(cmd->bit)) && strlen(OPTIONS[k].name) == name_len &&
                 strncmp(OPTIONS[k].name, name, name_len) == 0)
                 sp = &OPTIONS[k];
         if (sp == NULL) return usage_error(cmd, "unknown option '%s'", arg);
@@ -470,7 +471,7 @@ static void print_command_help(const command *cmd, int all) {
         int heading = 0;
         for (size_t k = 0; k < sizeof OPTIONS / sizeof OPTIONS[0]; k++) {
             const opt_spec *sp = &OPTIONS[k];
-            if (!(sp->cmds & cmd->bit) || sp->group != (opt_group)g) continue;
+            if (!(sp->cmds & C_OPTION_BITS(cmd->bit)) || sp->group != (opt_group)g) continue;
             total++;
             if (!all && !sp->common) continue;
             if (!heading) printf("\n%s:\n", GROUP_NAMES[g]);
@@ -634,7 +635,11 @@ int open_device(const cli_opts *o, runtime *rt) {
         .log_level = rt->log_level,
     };
     nmt_tool_device_params(&dp, o->device, o->no_cache ? NULL : rt->cache_dir, sizeof rt->cache_dir);
+    rt->build = (cli_build_note){.quiet = o->quiet, .tty = isatty(2)};
+    dp.progress = cli_build_progress;
+    dp.progress_user = &rt->build;
     if (o->kernel_pack && o->kernel_pack[0]) dp.kernel_pack = o->kernel_pack;
+    if (o->fill_cache) dp.cache_fill = 1;
     if (o->binaries_only) dp.binaries_only = 1;
     size_t fp = round_up(nmt_device_footprint() ? nmt_device_footprint() : 1, 64);
     rt->dev_mem = aligned_alloc(64, fp);
@@ -799,6 +804,14 @@ static const command COMMANDS[] = {
      "describe a model, its memory needs and the device",
      "Describe a model (architecture, hyper-parameters, sizes), the host arena and device\n"
      "bytes a session needs under the given limits, and the device that would be used."},
+    {"warmup", C_WARMUP, cmd_warmup, "--model FILE [options]",
+     "compile the model's kernels for the device into the program cache",
+     "Compile the OpenCL programs a session of the model needs on the device (under the\n"
+     "given limits: --beam, --batch, --max-src-len, ...; translate with the same ones)\n"
+     "and write them to the program cache ($NMT_EDGE_CACHE_DIR, else $XDG_CACHE_HOME/nmt-edge,\n"
+     "else ~/.cache/nmt-edge), on every driver, so that the next start loads them instead\n"
+     "of compiling (a package's postinst, or an image build, runs it once).  Prints the\n"
+     "cache directory and the time taken.  A cache that already holds them is left as is."},
     {"devices", C_DEVICES, cmd_devices, "[options]", "list OpenCL devices",
      "List OpenCL devices as 'P:D  platform / device  (type)'; P:D is a --device SPEC."},
 };

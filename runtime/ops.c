@@ -195,7 +195,7 @@ nmt_status nmt_ops_gemm_kernel(nmt_ops *ops, nmt_gemm_op op, nmt_gemm_class cls)
     return NMT_OK;
 }
 
-nmt_status nmt_ops_init_tuned(nmt_ops *ops, nmt_device *dev, const nmt_tuning *t) {
+static nmt_status ops_init(nmt_ops *ops, nmt_device *dev, const nmt_tuning *t, int lazy) {
     if (ops == NULL || dev == NULL) return NMT_ERR_INVALID_ARGUMENT;
     memset(ops, 0, sizeof *ops);
     if (t == NULL) t = &dev->tuning;
@@ -228,7 +228,9 @@ nmt_status nmt_ops_init_tuned(nmt_ops *ops, nmt_device *dev, const nmt_tuning *t
     nmt_status s = NMT_OK;
     /* fp32 NT products of every class; NN ones (no model family uses them)
      * at nmt_ops_enable_nn or their first call, int8 ones at nmt_ops_enable_q8 */
-    for (int c = 0; c < NMT_GCLASS_COUNT && s == NMT_OK; c++) s = nmt_ops_gemm_kernel(ops, NMT_GOP_NT, (nmt_gemm_class)c);
+    ops->lazy_nt = lazy && !any_clblast;
+    for (int c = 0; c < NMT_GCLASS_COUNT && s == NMT_OK && !ops->lazy_nt; c++)
+        s = nmt_ops_gemm_kernel(ops, NMT_GOP_NT, (nmt_gemm_class)c);
     cl_program progs[P_COUNT];
     for (int p = 0; p < P_COUNT && s == NMT_OK; p++) s = nmt_device_program(dev, program_names[p], opts[p], &progs[p]);
     if (s == NMT_OK && any_clblast) {
@@ -280,8 +282,26 @@ nmt_status nmt_ops_init_tuned(nmt_ops *ops, nmt_device *dev, const nmt_tuning *t
     return NMT_OK;
 }
 
+nmt_status nmt_ops_init_tuned(nmt_ops *ops, nmt_device *dev, const nmt_tuning *t) {
+    return ops_init(ops, dev, t, 0);
+}
+
 nmt_status nmt_ops_init(nmt_ops *ops, nmt_device *dev) {
-    return nmt_ops_init_tuned(ops, dev, dev ? &dev->tuning : NULL);
+    return ops_init(ops, dev, dev ? &dev->tuning : NULL, 0);
+}
+
+nmt_status nmt_ops_init_session(nmt_ops *ops, nmt_device *dev) {
+    return ops_init(ops, dev, dev ? &dev->tuning : NULL, 1);
+}
+
+nmt_status nmt_ops_nt_ready(nmt_ops *ops, nmt_gemm_class cls) {
+    if (!ops->lazy_nt || ops->k_gemm[NMT_GOP_NT][cls] != NULL) return NMT_OK;
+    return nmt_ops_gemm_kernel(ops, NMT_GOP_NT, cls);
+}
+
+nmt_status nmt_ops_q8_ready(nmt_ops *ops, nmt_gemm_class cls) {
+    if (!ops->lazy_q8[cls] || ops->k_gemm[NMT_GOP_Q8][cls] != NULL) return NMT_OK;
+    return nmt_ops_gemm_kernel(ops, NMT_GOP_Q8, cls);
 }
 
 nmt_status nmt_ops_enable_nn(nmt_ops *ops) {
@@ -293,11 +313,20 @@ nmt_status nmt_ops_enable_nn(nmt_ops *ops) {
 
 nmt_status nmt_ops_enable_q8(nmt_ops *ops) {
     if (ops == NULL || ops->dev == NULL || ops->k_add == NULL) return NMT_ERR_INVALID_ARGUMENT;
-    for (int c = 0; c < NMT_GCLASS_COUNT; c++)
+    const int lazy = ops->lazy_nt; /* a session's ops (nmt_ops_init_session) */
+    for (int c = 0; c < NMT_GCLASS_COUNT && !lazy; c++)
         if (ops->k_gemm[NMT_GOP_Q8][c] == NULL) NMT_TRY(nmt_ops_gemm_kernel(ops, NMT_GOP_Q8, (nmt_gemm_class)c));
     for (int c = 0; c < NMT_GCLASS_COUNT; c++) /* the int8 x int8 path where chosen */
         if (ops->k_gemm[NMT_GOP_I8][c] == NULL) ops->i8_use[c] = (uint8_t)nmt_i8dot_path(ops->dev, (nmt_gemm_class)c);
-    return nmt_ops_enable_i8(ops);
+    NMT_TRY(nmt_ops_enable_i8(ops));
+    /* a session's: int8 weights x fp32 at first use where int8 x int8 runs
+     * (products it cannot take: K or rows beyond its buffers), else now */
+    for (int c = 0; c < NMT_GCLASS_COUNT && lazy; c++) {
+        ops->lazy_q8[c] = ops->i8_use[c] != 0 && ops->k_gemm[NMT_GOP_I8][c] != NULL;
+        if (!ops->lazy_q8[c] && ops->k_gemm[NMT_GOP_Q8][c] == NULL)
+            NMT_TRY(nmt_ops_gemm_kernel(ops, NMT_GOP_Q8, (nmt_gemm_class)c));
+    }
+    return NMT_OK;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -397,6 +426,7 @@ nmt_status nmt_op_gemm(nmt_ops *ops, int trans_b, uint32_t M, uint32_t N, uint32
     const nmt_gemm_op op = trans_b ? NMT_GOP_NT : NMT_GOP_NN;
     const nmt_gemm_class cls = nmt_gemm_class_of(M);
     const nmt_gemm_cfg *cfg = &ops->cfg[op][cls];
+    if (trans_b) NMT_TRY(nmt_ops_nt_ready(ops, cls));
     if (ops->chain_on && trans_b && alpha == 1.0f && beta == 0.0f) { /* recorded into a chain (ops_chain.c) */
         int taken = 0;
         NMT_TRY(nmt_ops_chain_prod(ops, M, N, K, A, lda, B, ldb, bias, C, ldc, (nmt_buf){NULL, 0}, 0, relu, &taken));
@@ -501,12 +531,13 @@ nmt_status nmt_op_gemm_q8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, floa
                           int relu) {
     if (!ops_ok(ops)) return NMT_ERR_INVALID_ARGUMENT;
     const nmt_gemm_class cls = nmt_gemm_class_of(M);
-    if (ops->k_gemm[NMT_GOP_Q8][cls] == NULL) return NMT_ERR_INVALID_ARGUMENT;  /* not enabled */
+    if (ops->k_gemm[NMT_GOP_Q8][cls] == NULL && !ops->lazy_q8[cls]) return NMT_ERR_INVALID_ARGUMENT; /* not enabled */
     if (M == 0 || N == 0) return NMT_OK;
     if (Q.mem == NULL || scale.mem == NULL || ldq < K) return NMT_ERR_INVALID_ARGUMENT;
     NMT_TRY(nmt_ops_check_gemm(ops, M, N, K, A, lda, beta, C, ldc, bias));
     if (nmt_ops_i8_fits(ops, cls, M, K)) /* int8 x int8 (ops_i8dot.c) */
         return nmt_ops_gemm_q8_as_i8(ops, M, N, K, alpha, A, lda, Q, ldq, scale, beta, C, ldc, bias, relu);
+    NMT_TRY(nmt_ops_q8_ready(ops, cls));
     if (extent(Q.off, N, ldq, K) > (uint64_t)UINT32_MAX || (uint64_t)scale.off + N > (uint64_t)UINT32_MAX) {
         nmt_log(&ops->dev->log, NMT_LOG_ERROR, "gemm_q8 operands beyond 32-bit element indexing");
         return NMT_ERR_UNSUPPORTED;
@@ -660,6 +691,7 @@ nmt_status nmt_op_gemm_nt_ln(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, n
                              uint32_t ldb, nmt_buf bias, nmt_buf R, uint32_t ldr, nmt_buf gamma, nmt_buf beta,
                              float eps, nmt_buf O, uint32_t ldo) {
     if (!ops_ok(ops)) return NMT_ERR_INVALID_ARGUMENT;
+    if (nmt_gemm_class_of(M) == NMT_GCLASS_M2) NMT_TRY(nmt_ops_nt_ready(ops, NMT_GCLASS_M2));
     if (ops->k_gemm_ln == NULL || !ops->fused_norm || nmt_gemm_class_of(M) != NMT_GCLASS_M2) return NMT_ERR_UNSUPPORTED;
     if (M == 0 || N == 0) return NMT_OK;
     if (B.mem == NULL || R.mem == NULL || gamma.mem == NULL || beta.mem == NULL || ldb < K || ldr < N)

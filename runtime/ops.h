@@ -64,6 +64,13 @@ typedef struct nmt_ops {
     /* products: [op][shape class] (tuning.h); NN ones exist after nmt_ops_enable_nn
      * (or the first NN call), Q8 ones after nmt_ops_enable_q8 */
     cl_kernel k_gemm[NMT_GOP_COUNT][NMT_GCLASS_COUNT];
+    /* issue 54, a session's ops (nmt_ops_init_session): fp32 NT products
+     * (with their chain and gemm_nt_ln kernels) and the int8-weight x fp32
+     * ones of the classes that take int8 x int8 are built at their first
+     * use (nmt_ops_nt_ready, nmt_ops_q8_ready) instead of up front: an int8
+     * model never compiles the fp32 programs it does not run */
+    int lazy_nt;
+    uint8_t lazy_q8[NMT_GCLASS_COUNT];
     cl_kernel k_bias_act;    /* epilogue after CLBlast (only when some class uses it) */
     /* product + residual + layer norm of one or two rows (cl/gemm.cl
      * gemm_nt_ln, the NT m2 class's program); NULL unless that class is
@@ -238,6 +245,20 @@ nmt_status nmt_ops_init(nmt_ops *ops, nmt_device *dev);
  * and the tests run candidate sets through it.  Invalid sets:
  * NMT_ERR_INVALID_ARGUMENT; CLBlast requested without it: NMT_ERR_UNSUPPORTED. */
 nmt_status nmt_ops_init_tuned(nmt_ops *ops, nmt_device *dev, const nmt_tuning *t);
+
+/* nmt_ops_init for a session: the fp32 NT products are left to their
+ * first use (ops->lazy_nt), and nmt_ops_enable_q8 builds the int8-weight x
+ * fp32 programs only of the classes without int8 x int8 (ops->lazy_q8):
+ * a session compiles the programs its model runs.  The session's warm-up
+ * (warmup.c) makes those first uses, so nothing is built while
+ * translating. */
+nmt_status nmt_ops_init_session(nmt_ops *ops, nmt_device *dev);
+
+/* Build a deferred product class now: fp32 NT (nmt_ops_init_session) or
+ * int8 weights x fp32 (nmt_ops_enable_q8 on such ops); NMT_OK at once when
+ * it exists or is not deferred. */
+nmt_status nmt_ops_nt_ready(nmt_ops *ops, nmt_gemm_class cls);
+nmt_status nmt_ops_q8_ready(nmt_ops *ops, nmt_gemm_class cls);
 
 /* Build the fp32 NN product kernels (B = [K,N]).  No model family uses
  * them (weights are [N,K]), so nmt_ops_init leaves them out and the first

@@ -65,8 +65,10 @@ nmt_status nmt_op_beam_advance(nmt_ops *ops, const nmt_beam_step *b) {
     arg_mem(&a, b->back.mem);
     arg_u64(&a, b->back.off);
     NMT_TRY(args_end(ops->dev, &a, "beam_advance"));
-    const size_t gws = b->rows / b->K;
-    return nmt_enqueue(ops->dev, ops->k_beam_advance, 1, &gws, NULL, "beam_advance");
+    /* one local size whatever the sentence count (PoCL compiles a kernel
+     * per local size, and chose one per count when given none) */
+    const size_t gws = b->rows / b->K, lws = 1;
+    return nmt_enqueue(ops->dev, ops->k_beam_advance, 1, &gws, &lws, "beam_advance");
 }
 
 int nmt_ops_kv_permute_fits(const nmt_ops *ops, uint32_t ld) {

@@ -43,8 +43,12 @@ nmt_status nmt_ops_chain_enable(nmt_ops *ops, int on) {
     if (ops == NULL || ops->dev == NULL) return NMT_ERR_INVALID_ARGUMENT;
     if (ops->chain_n) NMT_TRY(nmt_ops_chain_flush(ops));
     ops->chain_on = 0;
+    /* gemm_chain's classes: built, or (a session's ops) to be built at first use */
+    int chain_classes = ops->k_chain[0] != NULL || ops->k_chain[1] != NULL;
+    for (int c = 0; c < 2 && ops->lazy_nt; c++)
+        chain_classes |= ops->cfg[NMT_GOP_NT][c].provider == NMT_GEMM_OWN && !ops->cfg[NMT_GOP_NT][c].kgroup;
     if (!on || !ops->dev->info.is_cpu || ops->norm_wg != 1 || nmt_env_flag("NMT_EDGE_NO_PRODUCT_CHAIN") ||
-        (ops->k_chain[0] == NULL && ops->k_chain[1] == NULL))
+        !chain_classes)
         return NMT_OK;
     /* the chain kernels' arguments: 96 buffers and 7 more (an embedded-profile
      * device may take as few as 256 bytes) */
@@ -394,9 +398,13 @@ nmt_status nmt_ops_chain_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_
     } else if (q8) {
         const int i8 = nmt_ops_i8_fits(ops, g, rows, d) && d <= NMT_OPS_I8_FUSE_ROW_MAX;
         if (i8) NMT_TRY(nmt_ops_i8_rows_build(ops, g)); /* as the product's record does: built on first use */
+        else NMT_TRY(nmt_ops_q8_ready(ops, g));
         if (!q8_class(ops, i8, rows, &cls)) return NMT_OK;
-    } else if (g == NMT_GCLASS_BIG || ops->k_chain[g] == NULL) {
+    } else if (g == NMT_GCLASS_BIG) {
         return NMT_OK;
+    } else {
+        NMT_TRY(nmt_ops_nt_ready(ops, g));
+        if (ops->k_chain[g] == NULL) return NMT_OK;
     }
     const nmt_buf bufs[5] = {tok, E, out, PT, E_scale};
     if (!offsets_fit(bufs, 5)) return NMT_OK;

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define NMT_OPS_QUANT_WG 4 /* quant_rows' rows per work-group */
+
 /* ------------------------------------------------------------------------ */
 /* Choice                                                                   */
 /* ------------------------------------------------------------------------ */
@@ -133,10 +135,12 @@ nmt_status nmt_op_quant_rows(nmt_ops *ops, uint32_t M, uint32_t K, nmt_buf X, ui
     arg_mem(&a, S.mem);
     arg_u32(&a, (uint32_t)S.off);
     NMT_TRY(args_end(ops->dev, &a, "quant_rows"));
-    /* a work-item per row; groups of at most a quarter of the rows, so that
-     * a CPU runtime (a group per thread) spreads a few dozen rows */
-    size_t lws = ops->i8_quant_wg ? ops->i8_quant_wg : 1;
-    while (lws > 1 && lws * 4 > M) lws /= 2;
+    /* a work-item per row, in groups of NMT_OPS_QUANT_WG rows: a CPU
+     * runtime (a group per thread) spreads a few dozen rows, and PoCL, which
+     * compiles a kernel per local size at its first launch, compiles one, at
+     * the session's warm-up, never while translating (issue 54: the groups
+     * were at most a quarter of the rows, a local size per power of two) */
+    const size_t lws = NMT_MIN((size_t)NMT_OPS_QUANT_WG, ops->i8_quant_wg ? ops->i8_quant_wg : 1);
     const size_t gws = (M + lws - 1) / lws * lws;
     return nmt_enqueue(ops->dev, ops->k_quant_rows, 1, &gws, &lws, "quant_rows");
 }

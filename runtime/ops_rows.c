@@ -218,9 +218,10 @@ nmt_status nmt_op_gate_q8(nmt_ops *ops, uint32_t rows, uint32_t d, uint32_t dr, 
     if (!ops->fuse_gate || rows > NMT_OPS_I8_ROW_ROWS || cls == NMT_GCLASS_BIG || dr > NMT_OPS_I8_ROW_DR_MAX)
         return NMT_ERR_UNSUPPORTED;
     /* the products' own class's kernel; int8 x int8 ones are nmt_op_gate_i8's */
+    if (nmt_ops_i8_fits(ops, cls, rows, d) || nmt_ops_i8_fits(ops, cls, rows, dr)) return NMT_ERR_UNSUPPORTED;
+    NMT_TRY(nmt_ops_q8_ready(ops, cls));
     cl_kernel k = ops->k_q8_gate[cls];
-    if (k == NULL || nmt_ops_i8_fits(ops, cls, rows, d) || nmt_ops_i8_fits(ops, cls, rows, dr))
-        return NMT_ERR_UNSUPPORTED;
+    if (k == NULL) return NMT_ERR_UNSUPPORTED;
     if (rows == 0 || d == 0) return NMT_OK;
     NMT_TRY(gate_check(rows, d, dr, x, ld_x, w1, s1, b1, w2, s2, b2, out, ld_out));
     return gate_launch(ops, 0, k, "gemm_q8_gate", rows, d, dr, x, ld_x, w1, s1, b1, w2, s2, b2, out, ld_out,
@@ -232,8 +233,9 @@ nmt_status nmt_op_gemm_q8_nt_ln(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K
                                nmt_buf beta, float eps, nmt_buf O, uint32_t ldo) {
     if (ops == NULL || ops->dev == NULL || ops->k_add == NULL) return NMT_ERR_INVALID_ARGUMENT;
     const nmt_gemm_class cls = nmt_gemm_class_of(M);
-    if (ops->k_q8_ln == NULL || !ops->fused_norm || cls != NMT_GCLASS_M2 || nmt_ops_i8_fits(ops, cls, M, K))
-        return NMT_ERR_UNSUPPORTED;
+    if (!ops->fused_norm || cls != NMT_GCLASS_M2 || nmt_ops_i8_fits(ops, cls, M, K)) return NMT_ERR_UNSUPPORTED;
+    NMT_TRY(nmt_ops_q8_ready(ops, cls));
+    if (ops->k_q8_ln == NULL) return NMT_ERR_UNSUPPORTED;
     if (M == 0 || N == 0) return NMT_OK;
     NMT_TRY(ln_check(ops, M, N, K, A, lda, Q, ldq, scale, bias, R, ldr, gamma, beta, O, ldo));
     /* layernorm's local size, as gemm_nt_ln: the same reduction */

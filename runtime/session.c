@@ -329,10 +329,12 @@ nmt_status nmt_session_create(nmt_device *dev, const nmt_session_params *params,
     }
     *s = tmp;
     s->device_bytes = 0;
-    st = nmt_ops_init(&s->ops, dev);
+    const uint32_t built0 = dev->n_source_builds;
+    st = nmt_ops_init_session(&s->ops, dev); /* programs built as the model uses them */
     if (st == NMT_OK) st = nmt_ops_chain_enable(&s->ops, 1); /* few-row products chained (CPU devices) */
     if (st == NMT_OK) st = plan_session(s, &a);
     if (st == NMT_OK) st = nmt_session_warm(s); /* compile every kernel now, refresh the cache */
+    nmt_device_progress_done(dev, built0);
     if (st != NMT_OK) {
         release_all(s);
         return st;

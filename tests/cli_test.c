@@ -598,6 +598,39 @@ static const char *field(const char *text, const char *key) {
     return NULL;
 }
 
+/* Issue 54: warmup writes the programs a session needs into the cache
+ * ($NMT_EDGE_CACHE_DIR) on every driver, and a translate after it loads
+ * them all (no compile, no note on standard error); --no-cache is refused. */
+static void test_warmup(void **state) {
+    (void)state;
+    char *dir = nmt_test_make_temp_dir("warmup");
+    const char *old = getenv("NMT_EDGE_CACHE_DIR");
+    char *saved = old ? strdup(old) : NULL;
+    setenv("NMT_EDGE_CACHE_DIR", dir, 1);
+    run_result r;
+    run_cli(&r, NULL, "warmup", "--model", g_model, "--max-src-len", "64", "--batch", "2", "--beam", "3", NULL);
+    expect_status(&r, 0);
+    assert_non_null(strstr(r.out, "warmed up "));
+    assert_non_null(strstr(r.out, dir));
+    free_result(&r);
+    const int n = nmt_test_count_files(dir, ".clbin", NULL, 0);
+    assert_true(n >= 5); /* attention, norm, elementwise, topk, beam and the products */
+    run_cli(&r, "1 2 3\n", "translate", "--model", g_model, "--ids", "--max-src-len", "64", "--batch", "2",
+            "--beam", "3", NULL);
+    expect_status(&r, 0);
+    assert_null(strstr(r.err, "compiling kernels"));
+    free_result(&r);
+    assert_int_equal(nmt_test_count_files(dir, ".clbin", NULL, 0), n); /* nothing new to build */
+    run_cli(&r, NULL, "warmup", "--model", g_model, "--no-cache", NULL);
+    expect_status(&r, 2);
+    free_result(&r);
+    if (saved) setenv("NMT_EDGE_CACHE_DIR", saved, 1);
+    else unsetenv("NMT_EDGE_CACHE_DIR");
+    free(saved);
+    nmt_test_remove_tree(dir);
+    free(dir);
+}
+
 static void test_info(void **state) {
     (void)state;
     run_result r;
@@ -1120,6 +1153,7 @@ int main(void) {
         cmocka_unit_test(test_corrupt_model),
         cmocka_unit_test(test_no_device),
         cmocka_unit_test(test_info),
+        cmocka_unit_test(test_warmup),
         cmocka_unit_test(test_devices),
         cmocka_unit_test(test_text_translate),
         cmocka_unit_test(test_text_score),

@@ -28,7 +28,7 @@
 static nmt_device_params params_nocache(void) {
     nmt_device_params p;
     nmt_test_default_params(&p);
-    p.cache_dir = NULL;
+    p.cache_dir = ""; /* none (NULL: the default directory) */
     return p;
 }
 
@@ -878,6 +878,76 @@ static void test_cache_dir_long(void **state) {
     free(root);
 }
 
+/* ---- the default cache directory and the opt-out (issue 54) ---------------- */
+
+/* Open with cache_dir NULL (the default) or "" (none) under the environment
+ * XDG_CACHE_HOME=xdg (NULL: unset), HOME=home; build one program; return
+ * the .clbin count in want_dir (-1: the directory does not exist) and the
+ * device's cache_dir in got[cap]. */
+static int default_dir_case(const char *cache_dir, const char *xdg, const char *home, const char *want_dir,
+                            int fill, char *got, size_t cap, const char *opts) {
+    char *old_xdg = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
+    char *old_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    if (xdg) setenv("XDG_CACHE_HOME", xdg, 1);
+    else unsetenv("XDG_CACHE_HOME");
+    setenv("HOME", home, 1);
+    nmt_device_params p = params_nocache();
+    p.cache_dir = cache_dir;
+    p.cache_fill = fill;
+    opened o = open_ok(&p);
+    snprintf(got, cap, "%s", o.dev->cache_dir);
+    cl_program prog = NULL;
+    nmt_test_assert_ok(o.dev, nmt_device_program(o.dev, "norm", opts, &prog));
+    close_dev(&o);
+    if (old_xdg) setenv("XDG_CACHE_HOME", old_xdg, 1);
+    else unsetenv("XDG_CACHE_HOME");
+    if (old_home) setenv("HOME", old_home, 1);
+    else unsetenv("HOME");
+    free(old_xdg);
+    free(old_home);
+    struct stat st;
+    if (stat(want_dir, &st) != 0) return -1;
+    return nmt_test_count_files(want_dir, ".clbin", NULL, 0);
+}
+
+static void test_cache_default_dir(void **state) {
+    (void)state;
+    char *root = nmt_test_make_temp_dir("defcache");
+    char *xdg = path_join(root, "xdg"), *home = path_join(root, "home");
+    char *xdg_dir = path_join(xdg, "nmt-edge"), *home_dir = path_join(home, ".cache/nmt-edge");
+    char got[NMT_PATH_MAX];
+    /* NULL with XDG_CACHE_HOME: $XDG_CACHE_HOME/nmt-edge, created, written */
+    assert_int_equal(default_dir_case(NULL, xdg, home, xdg_dir, 1, got, sizeof got, "-DNMT_TEST_CACHE=20"), 1);
+    assert_string_equal(got, xdg_dir);
+    assert_int_equal(default_dir_case(NULL, xdg, home, home_dir, 1, got, sizeof got, "-DNMT_TEST_CACHE=20"), -1);
+    /* NULL without it, or with a relative one (the XDG spec ignores it): $HOME/.cache/nmt-edge */
+    assert_int_equal(default_dir_case(NULL, NULL, home, home_dir, 1, got, sizeof got, "-DNMT_TEST_CACHE=21"), 1);
+    assert_string_equal(got, home_dir);
+    assert_int_equal(default_dir_case(NULL, "rel/xdg", home, home_dir, 1, got, sizeof got, "-DNMT_TEST_CACHE=22"), 2);
+    assert_string_equal(got, home_dir);
+    nmt_test_remove_tree(root);
+    /* "": no cache, nothing created or written wherever the variables point */
+    assert_int_equal(default_dir_case("", xdg, home, xdg, 1, got, sizeof got, "-DNMT_TEST_CACHE=23"), -1);
+    assert_string_equal(got, "");
+    assert_int_equal(default_dir_case("", NULL, home, home, 1, got, sizeof got, "-DNMT_TEST_CACHE=23"), -1);
+    /* cache_fill 0: on PoCL's CPU device (its own kernel cache on) the
+     * directory is used but nothing is written at build; elsewhere written */
+    nmt_device_params p = params_nocache();
+    opened o = open_ok(&p);
+    const int pocl = o.dev->info.is_cpu && strstr(o.dev->info.platform_name, "Portable Computing Language") &&
+                     !(getenv("POCL_KERNEL_CACHE") && strcmp(getenv("POCL_KERNEL_CACHE"), "0") == 0);
+    close_dev(&o);
+    assert_int_equal(default_dir_case(NULL, xdg, home, xdg_dir, 0, got, sizeof got, "-DNMT_TEST_CACHE=24"),
+                     pocl ? 0 : 1);
+    assert_string_equal(got, xdg_dir);
+    nmt_test_remove_tree(root);
+    free(xdg);
+    free(home);
+    free(xdg_dir);
+    free(home_dir);
+    free(root);
+}
+
 /* ---- kernel_dir and build failures ---------------------------------------- */
 
 static const char marker_kernel[] =
@@ -1271,6 +1341,7 @@ int main(void) {
         cmocka_unit_test(test_cache_dir_unusable),
         cmocka_unit_test(test_cache_corrupt_binary),
         cmocka_unit_test(test_cache_dir_long),
+        cmocka_unit_test(test_cache_default_dir),
         cmocka_unit_test(test_kernel_dir),
         cmocka_unit_test(test_program_has_chain),
         cmocka_unit_test(test_build_log_level),

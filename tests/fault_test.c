@@ -461,7 +461,7 @@ static int group_teardown(void **state) {
 static nmt_device_params device_params(const char *cache_dir) {
     nmt_device_params p;
     nmt_test_default_params(&p);
-    p.cache_dir = cache_dir;
+    p.cache_dir = cache_dir ? cache_dir : ""; /* NULL: none */
     p.log = NULL; /* hundreds of injected failures would flood the log */
     return p;
 }

@@ -68,7 +68,7 @@ static void jit_params(nmt_device_params *p) {
 /* Pack parameters: no cache, binaries only unless told otherwise. */
 static void pack_params(nmt_device_params *p, const char *pack, int binaries_only) {
     nmt_test_default_params(p);
-    p->cache_dir = NULL;
+    p->cache_dir = ""; /* none */
     p->kernel_pack = pack;
     p->binaries_only = binaries_only;
 }
@@ -241,7 +241,7 @@ static void test_no_compiler(void **state) {
     /* no pack: a program is missing, whatever the cache holds of others */
     nmt_device_params np;
     nmt_test_default_params(&np);
-    np.cache_dir = NULL;
+    np.cache_dir = "";
     sess y;
     nmt_status s2 = sess_open(&np, TEST_MODEL, &y);
     /* CLBlast cannot serve a device that cannot compile */

@@ -25,7 +25,7 @@ static const char *cache_dir(char *buf, size_t cap) {
 
 void nmt_tool_device_params(nmt_device_params *dp, const char *device, char *cache_buf, size_t cap) {
     dp->device = (device && *device) ? device : env_nonempty("NMT_EDGE_DEVICE");
-    dp->cache_dir = cache_buf ? cache_dir(cache_buf, cap) : NULL;
+    dp->cache_dir = cache_buf ? cache_dir(cache_buf, cap) : ""; /* "": none (NULL: the library default) */
     dp->kernel_dir = env_nonempty("NMT_EDGE_KERNEL_DIR");
     dp->kernel_pack = env_nonempty("NMT_EDGE_KERNEL_PACK");
     const char *bo = env_nonempty("NMT_EDGE_BINARIES_ONLY");
