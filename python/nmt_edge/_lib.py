@@ -81,6 +81,7 @@ FP16_OFF, FP16_AUTO, FP16_ON = range(3)
 LOG_FN = ctypes.CFUNCTYPE(None, c_void_p, c_int, c_char_p)
 DEVICE_LIST_FN = ctypes.CFUNCTYPE(None, c_void_p, c_uint32, c_uint32, c_char_p, c_char_p, c_int)
 STEP_FN = ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p, c_uint32)
+BUILD_PROGRESS_FN = ctypes.CFUNCTYPE(None, c_void_p, c_char_p, c_uint32, c_int)
 
 
 class nmt_device_params(Structure):
@@ -94,6 +95,9 @@ class nmt_device_params(Structure):
         ("log_level", c_int),
         ("kernel_pack", c_char_p),
         ("binaries_only", c_int),
+        ("progress", BUILD_PROGRESS_FN),
+        ("progress_user", c_void_p),
+        ("cache_fill", c_int),
     ]
 
 
