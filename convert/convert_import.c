@@ -37,6 +37,8 @@ static const struct {
                   "pytorch_model.bin, source.spm, target.spm, vocab.json"},
     {"fairseq", "a fairseq transformer checkpoint (checkpoint*.pt, or its directory) with dict.SRC.txt, "
                 "dict.TGT.txt and, when the data was encoded with one, the SentencePiece model; needs torch"},
+    {"opennmt", "an OpenNMT-py 3.x Transformer checkpoint (model_step_N.pt); token ids in and out (its "
+                "tokenization lives in its transforms); needs torch"},
 };
 
 typedef struct import_args {
@@ -61,8 +63,25 @@ static void import_help(FILE *out) {
                  "Settings the runtime cannot reproduce are refused with a message naming\n"
                  "the setting and its value, and nothing is written.  The model is checked\n"
                  "and quantized as export does.  See docs/IMPORT.md.\n\nformats:\n");
-    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
-        fprintf(out, "  %-10s %s\n", formats[i].name, formats[i].help);
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) { /* wrapped at 79 columns */
+        fprintf(out, "  %-10s", formats[i].name);
+        int col = 12;
+        for (const char *w = formats[i].help; *w;) {
+            const size_t len = strcspn(w, " ");
+            if (col + 1 + (int)len > 79) {
+                fprintf(out, "\n%13s", "");
+                col = 13;
+            } else {
+                fputc(' ', out);
+                col++;
+            }
+            fprintf(out, "%.*s", (int)len, w);
+            col += (int)len;
+            w += len;
+            while (*w == ' ') w++;
+        }
+        fputc('\n', out);
+    }
     fprintf(out, "\nThe importer is Python 3 with numpy (torch for pickles): python3 from PATH, or\n"
                  "$NMT_EDGE_PYTHON; its script from $NMT_EDGE_IMPORT_DIR, else\n"
                  "<dir of this program>/" NMT_IMPORT_SHARE_REL ".\n\noptions:\n");

@@ -35,7 +35,7 @@ typedef struct subcommand {
 static const subcommand subcommands[] = {
     {"random", cmd_random, "write a random-weight model of any family (--arch; default transformer)"},
     {"export", cmd_export, "checkpoint(s) -> deployment model (average, strip train.*, fp32/fp16/int8)"},
-    {"import", cmd_import, "another framework's model (hf-marian: OPUS-MT) -> deployment model"},
+    {"import", cmd_import, "another framework's model (hf-marian, fairseq, opennmt) -> deployment model"},
     {"info", cmd_info, "describe a model: hyper-parameters, metadata, tensors, checksums, memory"},
     {"verify", cmd_verify, "check structure and checksums, then run a test forward on a device"},
     {"kernels", cmd_kernels, "write a kernel pack: a model's compiled programs for one device (.nmk)"},

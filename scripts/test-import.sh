@@ -9,7 +9,9 @@
 # MarianTokenizer and the model's own forward and generate) and
 # tests/import/test_fairseq.py (the same for a fairseq checkpoint written by
 # torch in fairseq's layout, against transformers' FSMT port of fairseq's
-# transformer: fairseq itself does not pip-install on Python 3.11).
+# transformer: fairseq itself does not pip-install on Python 3.11) and
+# tests/import/test_opennmt.py (a model built, trained and saved with
+# OpenNMT-py 3.5 itself; scores and greedy outputs).
 #   bash scripts/test-import.sh [BUILD_DIR]      (default build)
 #   NMT_IMPORT_VENV   the virtual environment (default build-import-venv/ in
 #                     the checkout; reused when already there)
@@ -21,12 +23,19 @@ venv=${NMT_IMPORT_VENV:-$PWD/build-import-venv}
 bash scripts/setup.sh
 source scripts/apt-lib.sh
 need_venv
-if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -c 'import torch, transformers, sentencepiece' 2> /dev/null; then
+if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -c 'import torch, transformers, sentencepiece, pyonmttok, configargparse' 2> /dev/null ||
+   ! "$venv/bin/pip" show -q OpenNMT-py 2> /dev/null; then
   python3 -m venv "$venv"
   # from PyPI, the only Python registry CI reaches (download.pytorch.org's
   # CPU-only wheels are not): torch's default wheel brings its CUDA
   # libraries (about 3 GB installed; 2.5 min measured with transformers)
   "$venv/bin/pip" install -q --disable-pip-version-check torch numpy transformers sentencepiece
+  # OpenNMT-py 3.5 without its dependencies (they pin an older torch; the
+  # optional transforms' packages, spacy and others, are not needed to build
+  # and run a model: tests/import/test_opennmt.py stubs them), then the two
+  # it imports at load
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps OpenNMT-py==3.5.1
+  "$venv/bin/pip" install -q --disable-pip-version-check pyonmttok configargparse
 fi
 cmake -S . -B "$build" -DNMT_WERROR=ON > /dev/null
 cmake --build "$build" -j"$(nproc)" --target nmt-edge nmt-edge-convert
@@ -35,3 +44,4 @@ cmake --build "$build" -j"$(nproc)" --target nmt-edge nmt-edge-convert
 export NMT_EDGE_PYTHON=$venv/bin/python
 "$venv/bin/python" tests/import/test_hf_marian.py "$build"
 "$venv/bin/python" tests/import/test_fairseq.py "$build"
+"$venv/bin/python" tests/import/test_opennmt.py "$build"

@@ -5,7 +5,7 @@
 
 writes an fp32 .nmt model (docs/FORMAT.md) of the model in SRC.  FORMAT:
 hf-marian (a Hugging Face MarianMTModel directory), fairseq (a transformer
-checkpoint with its dictionaries).  `nmt-edge-convert
+checkpoint with its dictionaries), opennmt (an OpenNMT-py 3.x checkpoint).  `nmt-edge-convert
 import` runs this script with --output-fd (a temporary file it created),
 then checks the model with the runtime's code and quantizes it (export's
 code path); run alone with -o, the file is written here without those
@@ -22,7 +22,7 @@ from errors import Refused  # noqa: E402
 import nmt_file  # noqa: E402
 
 PROG = "nmt-edge-convert import"
-FORMATS = ("hf-marian", "fairseq")
+FORMATS = ("hf-marian", "fairseq", "opennmt")
 
 
 def usage(out):
@@ -81,6 +81,11 @@ def convert(fmt, src, log):
     if fmt == "fairseq":
         import fairseq
         return fairseq.convert(src, log)
+    if fmt == "opennmt":
+        if not os.path.isfile(src):
+            raise Refused("'%s' is not a file (opennmt reads a checkpoint, model_step_N.pt)" % src)
+        import opennmt
+        return opennmt.convert(src, log)
     raise Refused("unknown format %r" % fmt)
 
 

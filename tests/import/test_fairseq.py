@@ -20,7 +20,6 @@ reference ids are fairseq's encode path (SentencePiece pieces looked up in
 the dictionary, <unk> 3, then </s> 2).  Checks as test_hf_marian.py.
 """
 
-import argparse
 import collections
 import os
 import shutil
@@ -117,14 +116,7 @@ def build(d):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("build")
-    ap.add_argument("--work")
-    a = ap.parse_args()
-    nmt = os.path.join(a.build, "nmt-edge")
-    conv = os.path.join(a.build, "nmt-edge-convert")
-    work = a.work or tempfile.mkdtemp(prefix="nmt-import-fs-")
-    os.makedirs(work, exist_ok=True)
+    keep, nmt, conv, work = common.setup()
     src_dir = os.path.join(work, "fairseq")
     model, ids = build(src_dir)
     texts, _ = common.sentences()
@@ -170,13 +162,8 @@ def main():
     bad = os.path.join(work, "bad")
     shutil.copytree(src_dir, bad)
     torch.save(ck, os.path.join(bad, "checkpoint_best.pt"))
-    p = common.run([conv, "import", "fairseq", bad, "-o", os.path.join(work, "bad.nmt")], ok=False)
-    check(p.returncode == 1 and "encoder_learned_pos True is not supported" in p.stderr
-          and not os.path.exists(os.path.join(work, "bad.nmt")), "refused: learned positions (%s)" % p.stderr.strip())
-    if not a.work:
-        shutil.rmtree(work)
-    print("test_fairseq: %s" % ("FAILED: " + "; ".join(common.FAILURES) if common.FAILURES else "all checks passed"))
-    return 1 if common.FAILURES else 0
+    common.check_refused(conv, "fairseq", bad, work, "encoder_learned_pos True is not supported", "learned positions")
+    return common.finish("test_fairseq", work, keep)
 
 
 if __name__ == "__main__":

@@ -180,22 +180,44 @@ def check_generation(nmt, model_file, texts, want, eos, beam, ref):
               beam, ref, same, len(ended), capped, len(texts) - len(ended), "" if beam == 1 else " (not required)"))
 
 
+def check_refused(conv, fmt, src, work, needle, what):
+    """`nmt-edge-convert import FMT SRC` exits 1 with `needle` in its message
+    and writes nothing."""
+    out = os.path.join(work, "refused.nmt")
+    p = run([conv, "import", fmt, src, "-o", out], ok=False)
+    check(p.returncode == 1 and needle in p.stderr and not os.path.exists(out),
+          "refused: %s (%s)" % (what, p.stderr.strip()))
+
+
+def finish(name, work, keep):
+    """Remove the work directory unless kept; the summary line; the exit status."""
+    if not keep:
+        shutil.rmtree(work)
+    print("%s: %s" % (name, "FAILED: " + "; ".join(FAILURES) if FAILURES else "all checks passed"))
+    return 1 if FAILURES else 0
+
+
 def hf_ids(tok, texts, target):
     if target:
         return [tok(text_target=t)["input_ids"] for t in texts]
     return [tok(t)["input_ids"] for t in texts]
 
 
-def main():
+def setup():
+    """The command line (BUILD_DIR [--work DIR] [--keep]): (keep the work
+    directory, nmt-edge, nmt-edge-convert, the work directory)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("build")
-    ap.add_argument("--work")
+    ap.add_argument("--work", help="work directory (kept; default a temporary one)")
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
-    nmt = os.path.join(a.build, "nmt-edge")
-    conv = os.path.join(a.build, "nmt-edge-convert")
     work = a.work or tempfile.mkdtemp(prefix="nmt-import-")
     os.makedirs(work, exist_ok=True)
+    return bool(a.keep or a.work), os.path.join(a.build, "nmt-edge"), os.path.join(a.build, "nmt-edge-convert"), work
+
+
+def main():
+    keep, nmt, conv, work = setup()
     src_dir = os.path.join(work, "marian")
     model, tok = build(src_dir)
     texts, _ = sentences()
@@ -280,10 +302,7 @@ def main():
     left = [f for f in os.listdir(work) if ".import." in f or ".tmp." in f]
     check(not left, "no temporary left in %s (%s)" % (work, left))
 
-    if not a.keep and not a.work:
-        shutil.rmtree(work)
-    print("test_hf_marian: %s" % ("FAILED: " + "; ".join(FAILURES) if FAILURES else "all checks passed"))
-    return 1 if FAILURES else 0
+    return finish("test_hf_marian", work, keep)
 
 
 if __name__ == "__main__":
