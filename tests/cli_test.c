@@ -1079,7 +1079,12 @@ static void test_messages_say_why(void **state) {
                                "a session's plan holds (65536): lower --batch or --beam\n");
     free_result(&r);
     run_cli(&r, NULL, "info", "--model", g_model, "--batch", "256", "--beam", "256", "--no-device", NULL);
-    expect_status(&r, 0); /* at the cap: planned */
+    if (sizeof(size_t) >= 8) {
+        expect_status(&r, 0); /* at the cap: planned */
+    } else { /* armhf: the cap passes, the buffers do not fit 32-bit sizes */
+        expect_status(&r, 1);
+        assert_non_null(strstr(r.err, "larger than a 32-bit host can address"));
+    }
     free_result(&r);
 
     /* an arch with an escape sequence, a C1 CSI, a bell and a stray byte */
