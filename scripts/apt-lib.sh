@@ -39,3 +39,9 @@ need_venv() {
   python3 -c 'import ensurepip, venv' 2> /dev/null && return 0
   apt_get install -y -qq --no-install-recommends python3-venv
 }
+
+# clang and its sanitizer runtimes (scripts/sanitize.sh, scripts/tsan.sh).
+need_clang() {
+  command -v clang > /dev/null && return 0
+  apt_get install -y -qq --no-install-recommends clang libclang-rt-dev
+}

@@ -14,10 +14,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-if ! command -v clang >/dev/null; then
-  source scripts/apt-lib.sh
-  apt_get install -y -qq --no-install-recommends clang libclang-rt-dev
-fi
+source scripts/apt-lib.sh
+need_clang
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 # Instrumented code and cold kernel builds: kernels_test and grad_test took
 # 10-12 min each on a shared 2-core machine (measured before each was split

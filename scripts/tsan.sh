@@ -14,10 +14,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-if ! command -v clang >/dev/null; then
-  source scripts/apt-lib.sh
-  apt_get install -y -qq --no-install-recommends clang libclang-rt-dev
-fi
+source scripts/apt-lib.sh
+need_clang
 mkdir -p build/pocl-cache
 cmake -S . -B build-tsan -DCMAKE_C_COMPILER=clang -DNMT_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DNMT_TEST_TIMEOUT=1800 -DNMT_TEST_POCL_CACHE_DIR="$PWD/build/pocl-cache" \

@@ -521,9 +521,23 @@ static void test_adam_options(void **state) {
 /* --arch phrase: a new interleaved QueryK model trains and exports with
  * its keys and weights (W_o of the interleaved encoder [d, 3d], decoder
  * [d, 2d]); the --ph-* options need --arch phrase; a bad value names it. */
+/* Train into dir with opts (must succeed); DIR/model.nmt read whole. */
+static void *trained_model(const char *dir, const char *src, const char *tgt, char **opts, size_t *size) {
+    char *argv[80], model[600];
+    nmt_test_proc r;
+    train_argv(argv, dir, src, tgt, opts);
+    nmt_test_run(argv, NULL, g_dir, &r);
+    expect_status(&r, 0);
+    nmt_test_proc_free(&r);
+    snprintf(model, sizeof model, "%s/model.nmt", dir);
+    void *img = nmt_test_read_file(model, size);
+    assert_non_null(img);
+    return img;
+}
+
 static void test_phrase(void **state) {
     (void)state;
-    char src[512], tgt[512], dir[512], model[600];
+    char src[512], tgt[512], dir[512];
     path_in(src, sizeof src, "p.src");
     path_in(tgt, sizeof tgt, "p.tgt");
     path_in(dir, sizeof dir, "p-run");
@@ -533,14 +547,8 @@ static void test_phrase(void **state) {
     char *ok[] = {"--arch", "phrase", "--ph-enc", "queryk:inter:12", "--ph-dec", "convkv:homo:11", "--ph-cross",
                   "queryk:hetero:12", "--d-model", "16", "--heads", "2", "--ff", "32", "--enc-layers", "1",
                   "--dec-layers", "1", "--max-steps", "2", "--eval-every", "0", NULL};
-    train_argv(argv, dir, src, tgt, ok);
-    nmt_test_run(argv, NULL, g_dir, &r);
-    expect_status(&r, 0);
-    nmt_test_proc_free(&r);
-    snprintf(model, sizeof model, "%s/model.nmt", dir);
     size_t size;
-    void *img = nmt_test_read_file(model, &size);
-    assert_non_null(img);
+    void *img = trained_model(dir, src, tgt, ok, &size);
     nmt_model_info info;
     assert_int_equal(nmt_model_inspect(img, size, &info), NMT_OK);
     assert_string_equal(info.arch, "phrase");
@@ -587,24 +595,16 @@ static void test_phrase(void **state) {
  * --position-encoding reach the model; bad values exit 2 naming them. */
 static void test_model_keys(void **state) {
     (void)state;
-    char src[512], tgt[512], dir[512], model[600];
+    char src[512], tgt[512], dir[512];
     path_in(src, sizeof src, "k.src");
     path_in(tgt, sizeof tgt, "k.tgt");
     path_in(dir, sizeof dir, "k-run");
     write_reverse_task(src, tgt, 24, 13, NULL, NULL);
-    nmt_test_proc r;
-    char *argv[80];
     char *ok[] = {"--gate", "shared", "--ffn-activation", "swish", "--position-encoding", "none", "--d-model", "16",
                   "--heads", "2", "--ff", "32", "--enc-layers", "1", "--dec-layers", "1", "--max-steps", "2",
                   "--eval-every", "0", NULL};
-    train_argv(argv, dir, src, tgt, ok);
-    nmt_test_run(argv, NULL, g_dir, &r);
-    expect_status(&r, 0);
-    nmt_test_proc_free(&r);
-    snprintf(model, sizeof model, "%s/model.nmt", dir);
     size_t size;
-    void *img = nmt_test_read_file(model, &size);
-    assert_non_null(img);
+    void *img = trained_model(dir, src, tgt, ok, &size);
     nmt_model_info info;
     assert_int_equal(nmt_model_inspect(img, size, &info), NMT_OK);
     assert_string_equal(info.family_config, "ffn_activation swish; position_encoding none; gate shared");
@@ -795,7 +795,7 @@ static void test_parse_spans(void **state) {
  * its phrase heads; bad MG-SA options are refused with their names. */
 static void test_mgsa(void **state) {
     (void)state;
-    char src[512], tgt[512], dir[512], model[600];
+    char src[512], tgt[512], dir[512];
     path_in(src, sizeof src, "m.src");
     path_in(tgt, sizeof tgt, "m.tgt");
     path_in(dir, sizeof dir, "m-run");
@@ -806,14 +806,8 @@ static void test_mgsa(void **state) {
                   "--mg-compose", "san",
                   "--d-model", "16", "--heads", "2", "--ff", "32", "--enc-layers", "1", "--dec-layers", "1",
                   "--max-steps", "2", "--eval-every", "0", NULL};
-    train_argv(argv, dir, src, tgt, ok);
-    nmt_test_run(argv, NULL, g_dir, &r);
-    expect_status(&r, 0);
-    nmt_test_proc_free(&r);
-    snprintf(model, sizeof model, "%s/model.nmt", dir);
     size_t size;
-    void *img = nmt_test_read_file(model, &size);
-    assert_non_null(img);
+    void *img = trained_model(dir, src, tgt, ok, &size);
     nmt_model_info info;
     assert_int_equal(nmt_model_inspect(img, size, &info), NMT_OK);
     assert_string_equal(info.arch, "mgsa");
