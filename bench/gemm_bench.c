@@ -11,7 +11,7 @@
  * --i8 adds a column: the int8-weight products with int8 activations
  * (quantized per row on the fly, then int8 x int8 with the integer dot
  * product built-in where the device has it, else the portable kernel;
- * runtime/ops_i8dot.c), timed in the same run as the int8 weights x fp32
+ * runtime/ops/ops_i8dot.c), timed in the same run as the int8 weights x fp32
  * column and the fp32 one; --i8-portable the same with the portable
  * int8 x int8 kernel.  --ms replaces the M values (comma list).
  *

@@ -3,7 +3,7 @@
  * every product (fp32 NT, fp32 NN, int8-weight NT with fp32 or with int8
  * activations) and shape class (M <= 2,
  * 3..16, > 16) on the chosen OpenCL device — our kernels' candidate sets
- * (runtime/tuning.c) and CLBlast where the build has it — and writes the
+ * (runtime/device/tuning.c) and CLBlast where the build has it — and writes the
  * fastest per class into the device's tuning file, which nmt_device_open()
  * reads from the same cache directory (format: docs/PERFORMANCE.md).
  *

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* train_bench.c — speed of one training step of the trainer's model
- * (train/tf_train.h) on the paper's small setting, beside PyTorch on the same
+ * (train/families/transformer/tf_train.h) on the paper's small setting, beside PyTorch on the same
  * machine, model shape and batch, measured in the same run (issue 5, item 8).
  *
  *   train_bench [--variant vanilla|hysan] [--steps N] [--warmup N]

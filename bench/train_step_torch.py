@@ -5,7 +5,7 @@
 The same Transformer / HySAN architecture as the runtime
 (docs/ARCHITECTURES.md): post-norm layers, shared source/target embedding
 scaled by sqrt(d_model) plus the fairseq/tensor2tensor sinusoid of
-runtime/ops.h nmt_op_embed, tied output projection, HySAN self-attention
+runtime/ops/ops.h nmt_op_embed, tied output projection, HySAN self-attention
 (one score matrix per head shared by every branch, each branch a mask over
 it) fused by sum, concat or a per-branch squeeze gate, ReLU FFN, residual
 dropout (on the embeddings and after every sub-layer), the label-smoothed

@@ -33,7 +33,7 @@
  * --timeline: the same profile without draining the queue: the launches
  * run back to back as in a normal run, and each one's device time and the
  * device's idle time before it come from its event (the queue is created
- * with profiling: NMT_EDGE_QUEUE_PROFILING; runtime/kernel_args.h).
+ * with profiling: NMT_EDGE_QUEUE_PROFILING; runtime/device/kernel_args.h).
  * Sessions use fp16 compute where the device has cl_khr_fp16 and the model
  * fp16 weights (NMT_FP16_AUTO, as nmt-edge), unless $NMT_EDGE_NO_FP16=1.
  * --fp16-versus: the first model runs with fp16 compute off (the portable

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* additive.cl — additive (Bahdanau) attention over a sentence's encoder
- * states, one target step (runtime/ops.h nmt_op_additive_attn; the BA-NMT
+ * states, one target step (runtime/ops/ops.h nmt_op_additive_attn; the BA-NMT
  * family, issue 17; docs/ARCHITECTURES.md).  The backward is in the
  * training library (docs/TRAINING-OPS.md).
  *

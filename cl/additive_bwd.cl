@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* additive_bwd.cl — backward of additive attention (cl/additive.cl;
- * train/ops_train.h nmt_op_additive_bwd; docs/TRAINING-OPS.md).  Training
+ * train/ops/ops_train.h nmt_op_additive_bwd; docs/TRAINING-OPS.md).  Training
  * library only.  Rows b < n_rows, each its own sentence (group 1), n =
  * clamp(len[b], 0, s_cap) valid positions, al the forward's probabilities,
  * pre[j,a] = q[b,a] + K[b,j,a] (+ E1[b,j,a]) (+ E2[b,j,a]), t = tanh(pre):

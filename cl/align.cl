@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* align.cl — attention alignments (runtime/ops_align.c, nmt_op_attn_align):
+/* align.cl — attention alignments (runtime/ops/ops_align.c, nmt_op_attn_align):
  * the cross-attention probabilities of one decoder step, recomputed from
  * its queries and keys and averaged over heads (or one head), for the
  * alignments a session returns when it was created with them

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* attention.cl — multi-head masked attention with HySAN branches sharing one
- * score matrix (runtime/ops.h, nmt_attn_args, gives the exact semantics).
+ * score matrix (runtime/ops/ops.h, nmt_attn_args, gives the exact semantics).
  *
  * Kernels, launched by nmt_op_attention in this order:
  *   attn_scores  S[s,h,i,j] = (q_i . k_j) * scale           once per call
@@ -32,7 +32,7 @@
  *                key (and value) j of kv sequence m is read from the
  *                sequence kv_row[kr_off + j * kr_ld + m] instead of m (a
  *                beam's rows share their history: the decoder's K|V cache
- *                is not reordered, runtime/ops.h nmt_attn_args.kv_row).
+ *                is not reordered, runtime/ops/ops.h nmt_attn_args.kv_row).
  *                With has_new (a decoding step, lq == 1): the key and
  *                value at the query's own position come from row s of
  *                Kn / Vn (the step's projections) instead of the cache,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* attention_bwd.cl — backward of the HySAN multi-head masked attention of
- * attention.cl (runtime/ops_train.h, nmt_attn_bwd_args, gives the exact
+ * attention.cl (train/ops/ops_train.h, nmt_attn_bwd_args, gives the exact
  * semantics and the scratch sizes).
  *
  * Forward, per (query sequence s, head h), with the shared score matrix
@@ -46,7 +46,7 @@
  */
 /* Channels per work-item of attn_bwd_dq / attn_bwd_dkv: 16 (one float16)
  * when d_head allows, else 1; the host launches d_head / bwd_cv(d_head)
- * work-items along dimension 0 (runtime/ops_train.c, same rule). */
+ * work-items along dimension 0 (train/ops/ops_train.c, same rule). */
 inline uint bwd_cv(const uint d_head) { return d_head % 16u == 0 ? 16u : 1u; }
 
 inline float bwd_dot(__global const float *a, __global const float *b, const uint n) {

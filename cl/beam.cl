@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* beam.cl — beam search steps chained on the device (runtime/ops_beam.c;
- * runtime/session.c, decode_chained): the next step's inputs written here,
+/* beam.cl — beam search steps chained on the device (runtime/ops/ops_beam.c;
+ * runtime/session/session.c, decode_chained): the next step's inputs written here,
  * so that the host ranks a step behind instead of between the steps.
  *
  *   beam_advance      one work-item per sentence s < rows / K: what
- *                     nmt_beam_advance_topk (runtime/beam.c) does to the
+ *                     nmt_beam_advance_topk (runtime/session/beam.c) does to the
  *                     sentence's K rows at step t when the only constraints
  *                     are a minimum length and the length limit, from the
  *                     same candidates (cl/topk.cl's layout: lp at

@@ -3,15 +3,15 @@
  * The device layer puts it between cl/common.cl and the program's own
  * source for the programs that have a chain kernel, those whose own text
  * has a line beginning with CHAIN_KERNEL( (gemm, gemm_i8, gemm_q8:
- * runtime/device_program.c, nmt_program_has_chain), and for no other, so
+ * runtime/device/device_program.c, nmt_program_has_chain), and for no other, so
  * the rest of cl/ neither compiles nor hashes it.
  *
  * Its first part, the descriptor layout (to CHAIN_LAYOUT's end), is plain
- * C that runtime/ops_chain.c includes as well: the host writes the fields
+ * C that runtime/ops/ops_chain.c includes as well: the host writes the fields
  * the kernels read from this one definition. */
 
 /* Chained few-row ops: a chain of few-row products, layer norms,
- * attentions, embeddings and HySAN gates in one launch (runtime/ops_chain.c
+ * attentions, embeddings and HySAN gates in one launch (runtime/ops/ops_chain.c
  * records them; CPU devices, decoding steps).  The kernels are gemm.cl's
  * gemm_chain (fp32 products, -DGEMM_CHAIN), gemm_i8.cl's gemm_i8_chain
  * (int8 x int8 products and gates, -DI8_CHAIN) and gemm_q8.cl's
@@ -67,7 +67,7 @@
 #define CHAIN_KV_PERMUTE 9u
 #define CHAIN_NONE 0xffffffffu
 #define CHAIN_POS_REL (1u << 9) /* in CA_NBC */
-/* op fields (runtime/ops_chain.c writes them): kind, M, N, K, then
+/* op fields (runtime/ops/ops_chain.c writes them): kind, M, N, K, then
  * (slot, offset, ld) of A, B, C, R; the bias (slot, offset); flags (1 bias,
  * 2 ReLU, 4 residual); the op's first chunk.  A norm: M rows of N = d, A =
  * x, R = res, C = out (each with its row stride), B = gamma, bias = beta,

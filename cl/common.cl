@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* common.cl — helpers shared by every kernel program.  The device layer
- * prepends this file to each program's own source (runtime/device.c,
+ * prepends this file to each program's own source (runtime/device/device.c,
  * nmt_device_program), so a helper is written once for all of cl/.  Only
  * macros and inline functions: nothing here is a kernel, and a program
  * that does not call a helper pays nothing for it. */
 
-/* Attention branch kinds: nmt_branch_kind in runtime/ops.h. */
+/* Attention branch kinds: nmt_branch_kind in runtime/ops/ops.h. */
 #define BRANCH_GLOBAL 0
 #define BRANCH_FW 1
 #define BRANCH_BW 2
@@ -43,7 +43,7 @@ inline float8 vsum16x8(const float16 a0, const float16 a1, const float16 a2, con
 }
 
 /* A product's block of C, rows m0.. and columns n0.. (gemm.cl,
- * gemm_q8.cl, gemm_f16.cl; the host's launch: runtime/ops.c
+ * gemm_q8.cl, gemm_f16.cl; the host's launch: runtime/ops/ops.c
  * nmt_ops_launch_gemm).  GEMM_MFAST 0: dimension 0 walks the blocks along
  * N, dimension 1 those along M.  GEMM_MFAST 1: one dimension enumerates
  * the blocks with M fastest, block b at M block b % mb and N block b / mb
@@ -79,7 +79,7 @@ inline float8 vsum16x8(const float16 a0, const float16 a1, const float16 a2, con
 
 /* A HySAN branch's squeeze gate over a few rows in one launch, a work-item
  * per row (gemm_q8.cl gemm_q8_gate, gemm_i8.cl gemm_i8_gate; the host sets
- * these parameters in runtime/ops_rows.c): x [rows, d] (stride ldx), W1
+ * these parameters in runtime/ops/ops_rows.c): x [rows, d] (stride ldx), W1
  * int8 [dr, d] with row scales S1 and bias B1, W2 int8 [d, dr] with S2 and
  * B2, O (stride ldo); flags: bit 0 B1, bit 1 B2, bit 2 accumulate into O.
  * GATE_ROW_BEGIN() declares the row r and its x (surplus work-items
@@ -97,7 +97,7 @@ inline float8 vsum16x8(const float16 a0, const float16 a1, const float16 a2, con
 
 /* The product with residual and layer norm of a few rows in one launch
  * (gemm.cl gemm_nt_ln's int8 counterparts, gemm_q8.cl gemm_q8_nt_ln and
- * gemm_i8.cl gemm_i8_nt_ln; runtime/ops_rows.c sets these): a work-group
+ * gemm_i8.cl gemm_i8_nt_ln; runtime/ops/ops_rows.c sets these): a work-group
  * per row m of A [*, K] (stride lda), Q int8 [N, K] (stride ldq) with row
  * scales and bias (has_bias), R and O (strides ldr, ldo), gain G, bias Bt. */
 #define LN_ROW_PARAMS                                                                                         \
@@ -270,9 +270,9 @@ inline float16 load16_res(__global const float *x, __global const float *r, cons
 }
 
 /* Subgroup reductions (issue 23): with -DNMT_SUBGROUPS=1, which the host
- * passes to the reduction programs of runtime/ops.c and ops_topk.c only
+ * passes to the reduction programs of runtime/ops/ops.c and ops_topk.c only
  * when the device reports cl_khr_subgroups or cl_intel_subgroups and
- * NMT_EDGE_NO_SUBGROUPS is not set (runtime/ops_sg.c), wg_sum and
+ * NMT_EDGE_NO_SUBGROUPS is not set (runtime/device/device_paths.c), wg_sum and
  * row_logsumexp reduce each subgroup with sub_group_reduce_add/max and
  * combine the subgroups' partials through local memory in subgroup order:
  * no barrier at all when the work-group is one subgroup, two otherwise
@@ -387,7 +387,7 @@ inline float cumax_at(__global const float *x, const uint m, const uint k) {
 }
 
 /* Flags of the GRU kernels (cl/recurrent.cl and its training
- * counterpart; the ops set them in runtime/ops_rec.c and train/): which
+ * counterpart; the ops set them in runtime/ops/ops_rec.c and train/): which
  * optional operands are present, the direction. */
 #define GRU_HG 1u
 #define GRU_HP 2u
@@ -773,14 +773,14 @@ inline void attn_item(ATTN_ROW_PARAMS, const uint sh, const uint i, const uint b
 /* beam.cl's beam_advance for sentence s (its header says what it does),
  * shared with chain.cl's CHAIN_BEAM, so both give the same results.  Its
  * arrays hold BEAM_MAX beams of CAND_MAX candidates a row: the host's
- * NMT_BEAM_DEVICE_MAX and NMT_TOPK_MAX (runtime/ops.h), which
- * runtime/ops_chain.c checks against chain.cl's CHAIN_BEAM_MAX and
+ * NMT_BEAM_DEVICE_MAX and NMT_TOPK_MAX (runtime/ops/ops.h), which
+ * runtime/ops/ops_chain.c checks against chain.cl's CHAIN_BEAM_MAX and
  * CHAIN_TOPK_MAX, and chain.cl these against BEAM_MAX and CAND_MAX. */
 #define BEAM_MAX 8
 #define CAND_MAX 17
 
 /* (s, row, tok) into the descending list of count (at most cap) entries;
- * ties keep the earlier entry first (runtime/beam.c, cand_insert). */
+ * ties keep the earlier entry first (runtime/session/beam.c, cand_insert). */
 inline void cand_insert(float *cs, int *cr, int *ct, uint *count, const uint cap, const float s, const int row,
                                const int tok) {
     const uint c = *count;

@@ -34,7 +34,7 @@
  *   REDUCE_WG  capacity of log_softmax's local reduction buffers, the largest
  *              local size the host may launch it with (256; power of two)
  *   NMT_SUBGROUPS  defined: common.cl's row_logsumexp reduces by subgroups
- *              (set by runtime/ops_sg.c where the device has them)
+ *              (set by runtime/device/device_paths.c where the device has them)
  */
 #ifndef REDUCE_WG
 #define REDUCE_WG 256

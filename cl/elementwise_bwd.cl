@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* elementwise_bwd.cl — gradients of the cheap ops of elementwise.cl, and
- * dropout (runtime/ops_train.h gives the exact semantics of each).
+ * dropout (train/ops/ops_train.h gives the exact semantics of each).
  *
  * Kernels (NDRange in brackets; every dimension may be padded, surplus
  * work-items return):

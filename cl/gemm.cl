@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* gemm.cl — dense fp32 matrix products for the op layer (runtime/ops.c).
+/* gemm.cl — dense fp32 matrix products for the op layer (runtime/ops/ops.c).
  *
  * Kernels:
  *   gemm_nt    C[M,N] = alpha * A[M,K] * B[N,K]^T (+ beta*C) (+ bias) (ReLU)
@@ -9,7 +9,7 @@
  *   bias_act   C[M,N] += bias[N] and/or ReLU, in place (epilogue for CLBlast)
  *   gemm_nt_ln O[m,:] = LayerNorm(A[m,:] B^T (+ bias) + R[m,:]) * gamma + beta:
  *              a post-norm sub-layer's last product, residual and norm in
- *              one launch (runtime/ops.c nmt_op_gemm_nt_ln; decoding steps
+ *              one launch (runtime/ops/ops.c nmt_op_gemm_nt_ln; decoding steps
  *              of one or two rows, where the product is one work-group)
  *
  * All matrices are row-major with an explicit leading dimension and element
@@ -50,7 +50,7 @@
  * GFLOP/s instead of 110-150 on the 2-core AVX-512 machine of
  * docs/PERFORMANCE.md).  The same holds for gemm_q8.cl and the training GEMMs.
  *
- * -D knobs (defaults; runtime/ops.c takes them from the device's tuning):
+ * -D knobs (defaults; runtime/ops/ops.c takes them from the device's tuning):
  *   GEMM_TM     rows of C per work-item                   (4; 1..8)
  *   GEMM_TN     columns of C per work-item                (4; 1..8, gemm_nn 1..32)
  *   GEMM_VW     vector width: along K (gemm_nt), along N  (4; 1, 2, 4, 8, 16;
@@ -355,7 +355,7 @@ __kernel void gemm_nt_ln(const uint N, const uint K, __global const float *A, co
     ln_row(o, o, 0, o, N, G + g_off, Bt + bt_off, eps, red);
 }
 
-#ifdef GEMM_CHAIN /* the NT m2 and m16 classes' programs on CPUs (runtime/ops.c nmt_ops_gemm_opts) */
+#ifdef GEMM_CHAIN /* the NT m2 and m16 classes' programs on CPUs (runtime/ops/ops.c nmt_ops_gemm_opts) */
 /* A product with a residual (gemm_nt_ln's product, recorded apart from its
  * norm): gemm_nt_ln's own blocks, row by row. */
 inline void chain_prod_res(const uint *o, uint c, __global const float *A, __global const float *B,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* gemm_bwd.cl — the products and reductions that gradients of the linear
- * layers need beyond the forward GEMMs (runtime/ops_train.h).
+ * layers need beyond the forward GEMMs (train/ops/ops_train.h).
  *
  * For y = x W^T + b (W [out, in], the .nmt layout):
  *   dx = dy W        forward gemm_nn (nmt_op_gemm, trans_b = 0)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* gemm_f16.cl — fp16 compute (runtime/ops_f16.c): products and the token
+/* gemm_f16.cl — fp16 compute (runtime/ops/ops_f16.c): products and the token
  * embedding with fp16 weights kept fp16 on the device.  Built only on
  * devices that report cl_khr_fp16, for models with fp16 weights, unless
  * turned off (nmt_session_params.fp16_compute, docs/PORTING.md "Fast paths:

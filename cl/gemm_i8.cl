@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* gemm_i8.cl — int8 x int8 products (runtime/ops_i8dot.c): activations
+/* gemm_i8.cl — int8 x int8 products (runtime/ops/ops_i8dot.c): activations
  * quantized per row on the fly, then an int8 x int8 -> int32 product with
  * the int8 weights of the .nmt file, rescaled to fp32 with both scales.
  * Built only where the int8 x int8 path is chosen (docs/PORTING.md, "Fast
@@ -71,7 +71,7 @@
  *               clang's vpdpbusd builtin (PoCL on a CPU that has it; the
  *               host checks, see below); 0: plain int arithmetic   (0)
  *
- * I8_DOT == 2 (runtime/ops_i8dot.c chooses it only for PoCL's CPU device on
+ * I8_DOT == 2 (runtime/ops/ops_i8dot.c chooses it only for PoCL's CPU device on
  * an x86-64 host whose CPU reports AVX-512 VNNI): a fixed 4 x 4 block of C
  * per work-item (the host launches it with GEMM_TM = GEMM_TN = 4, GEMM_MFAST
  * 1; for the m2 class GEMM_TM = 1, a 1 x 4 block, so that one row is not
@@ -395,7 +395,7 @@ __kernel void gemm_i8_nt_ln(LN_ROW_PARAMS) { /* common.cl; launched with a local
     ln_row(o, o, 0, o, N, G + g_off, Bt + bt_off, eps, red);
 }
 
-#ifdef I8_CHAIN /* CPU devices where the host chains few-row ops (runtime/ops_chain.c) */
+#ifdef I8_CHAIN /* CPU devices where the host chains few-row ops (runtime/ops/ops_chain.c) */
 /* CHAIN_QUANT's chunk k: row k of the product's A quantized as quant_rows
  * does, into the chain's scratch (chain.cl) */
 static void chain_quant_row(const uint *o, const uint k, __global float **bufs) {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* gemm_q8.cl — products with int8 weights and per-row scales (runtime/ops.c,
+/* gemm_q8.cl — products with int8 weights and per-row scales (runtime/ops/ops.c,
  * nmt_op_gemm_q8).  Only built for models that carry int8 weights.
  *
  * Kernels:
@@ -10,7 +10,7 @@
  *   gemm_q8_nt_ln  a product of a few rows with its residual and layer norm
  *               (gemm.cl gemm_nt_ln's int8 counterpart): both with
  *               gemm_q8_nt's sums, so the same bits as their launches apart
- *               (runtime/ops_rows.c nmt_op_gate_q8, nmt_op_gemm_q8_nt_ln);
+ *               (runtime/ops/ops_rows.c nmt_op_gate_q8, nmt_op_gemm_q8_nt_ln);
  *   gemm_q8_chain  (-DQ8_CHAIN, the m2 and m16 classes' programs on CPU
  *               devices) chain.cl's chain_run with this program's own
  *               ops: int8-weight products (gemm_q8_nt's sums, q8_dot_g) and
@@ -155,7 +155,7 @@ Q8_DOT(q8_dot_g, __global)
 Q8_DOT(q8_dot_p, __private)
 #define Q8_GATE_VAL(sum, S, n) (1.0f * ((sum) * S[n])) /* Q8_VAL, alpha 1 */
 
-/* gemm_q8_gate (runtime/ops_rows.c nmt_op_gate_q8): one work-item per row,
+/* gemm_q8_gate (runtime/ops/ops_rows.c nmt_op_gate_q8): one work-item per row,
  * h in private memory, every value with the operations of the two
  * products and gate_accum (exp per element): the same bits.  d / r at most
  * Q8_GATE_DR_MAX (the host checks). */
@@ -203,7 +203,7 @@ __kernel void gemm_q8_nt_ln(LN_ROW_PARAMS) { /* common.cl */
     ln_row(o, o, 0, o, N, G + g_off, Bt + bt_off, eps, red);
 }
 
-#ifdef Q8_CHAIN /* the m2 and m16 classes' programs on CPUs (runtime/ops.c nmt_ops_gemm_opts) */
+#ifdef Q8_CHAIN /* the m2 and m16 classes' programs on CPUs (runtime/ops/ops.c nmt_ops_gemm_opts) */
 /* An int8-weight product's chunk c (CHAIN_COLS columns of its M rows):
  * gemm_q8_nt's blocks (chain.cl CHAIN_ROWS with its loads and value) and
  * epilogue (alpha 1, beta 0: value, bias, ReLU) or, with a residual,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* loss.cl — label-smoothed cross entropy over the output logits, forward and
- * backward in one kernel (runtime/ops_train.h, nmt_op_xent, gives the exact
+ * backward in one kernel (train/ops/ops_train.h, nmt_op_xent, gives the exact
  * semantics).
  *
  * For a row of logits x[0..V) with target t and smoothing eps:

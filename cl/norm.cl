@@ -18,7 +18,7 @@
  *   REDUCE_WG  capacity of the local reduction buffer, the largest local
  *              size the host may launch with (256; power of two)
  *   NMT_SUBGROUPS  defined: common.cl's wg_sum reduces by subgroups (set
- *              by runtime/ops_sg.c where the device has them; not on CPUs)
+ *              by runtime/device/device_paths.c where the device has them; not on CPUs)
  */
 #ifndef REDUCE_WG
 #define REDUCE_WG 256

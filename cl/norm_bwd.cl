@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* norm_bwd.cl — gradients of the layer norm of norm.cl (runtime/ops_train.h,
+/* norm_bwd.cl — gradients of the layer norm of norm.cl (train/ops/ops_train.h,
  * nmt_op_layernorm_bwd, gives the exact semantics).
  *
  * Forward (per row r, width d):  v = x (+ res),  mu = mean(v),

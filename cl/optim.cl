@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* optim.cl — optimiser and gradient-buffer kernels over flat float buffers
- * (runtime/ops_train.h gives the exact semantics of each call).
+ * (train/ops/ops_train.h gives the exact semantics of each call).
  *
  * Kernels (NDRange in brackets; padded, surplus work-items return):
  *   adam            g' = g * grad_scale

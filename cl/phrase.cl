@@ -114,7 +114,7 @@ __kernel void window_rows(__global const float *X, const ulong x_off, const uint
         p >= 0 && p < L ? X[x_off + ((ulong)s * n_cap + (ulong)p) * ld_x + c] : 0.0f;
 }
 
-/* Phrase-based attention (issue 16; runtime/ops.h nmt_pattn_args gives the
+/* Phrase-based attention (issue 16; runtime/ops/ops.h nmt_pattn_args gives the
  * exact semantics).  P rows are (s * H + h) * lq + i with p_ld = n_segs *
  * lk_max columns; segment g's keys are columns col0 = g * lk_max + j.
  *   pattn_scores  one segment: P[row, col0 + j] = scale * sum over the
@@ -215,7 +215,7 @@ __kernel void pattn_apply(const uint n_seq, const uint lq, const uint lk_max, co
  * arguments (offsets, strides, taps, first key, has_q).  With has_kv_row,
  * every segment's key and value at position p of sequence m are those of
  * sequence kv_row[kr_off + p * kr_ld + m] (a beam's rows reading their
- * history where it was written; runtime/ops.h nmt_pattn_args.kv_row).
+ * history where it was written; runtime/ops/ops.h nmt_pattn_args.kv_row).
  *                                                      [s * H + h, i] */
 #ifndef PATTN_MAX_DH
 #define PATTN_MAX_DH 128

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* recurrent.cl — recurrent cells over time (runtime/layers.h
+/* recurrent.cl — recurrent cells over time (runtime/ops/layers.h
  * nmt_layer_lstm, nmt_layer_gru; docs/ARCHITECTURES.md): the pointwise
  * half of a step.
  * The products (x W_ih^T for every step at once, h_{t-1} W_hh^T per step)

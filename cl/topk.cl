@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* topk.cl — the beam search's candidates on the device (runtime/ops_topk.c,
+/* topk.cl — the beam search's candidates on the device (runtime/ops/ops_topk.c,
  * nmt_op_topk_logprobs): the log-softmax of each row of logits fused with a
  * top-k selection, so that a decoder step reads back k candidates per row
  * instead of the whole vocabulary (issue 22).
@@ -40,8 +40,8 @@
  *
  * Defines: REDUCE_WG (the local buffers' capacity, the largest local size),
  * TOPK_MAX (the largest k; local memory holds REDUCE_WG * TOPK_MAX keys and
- * ids, runtime/ops_topk.c sizes it to the device), NMT_SUBGROUPS (defined:
- * row_logsumexp by subgroups, as log_softmax's program; runtime/ops_sg.c). */
+ * ids, runtime/ops/ops_topk.c sizes it to the device), NMT_SUBGROUPS (defined:
+ * row_logsumexp by subgroups, as log_softmax's program; runtime/device/device_paths.c). */
 
 #ifndef REDUCE_WG
 #define REDUCE_WG 64

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # embed_cl.cmake — turns kernel sources into one C file of byte arrays plus a
-# table the device layer reads (runtime/device.h): TABLE names it
+# table the device layer reads (runtime/device/device.h): TABLE names it
 # (nmt_embedded_sources for the runtime's kernels, nmt_train_embedded_sources
 # for the training library's).
 # Invoked at build time:

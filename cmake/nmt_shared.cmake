@@ -15,7 +15,7 @@
 #     library and nmt_edge::nmtedge_static the static one (both installed).
 # Every program of the project (nmt-edge, nmt-edge-convert, nmt-edge-train,
 # nmt-edge-tune, the benchmarks and the tests) keeps linking the static
-# target nmtedge: they use internal interfaces (runtime/*.h, tools/) that the
+# target nmtedge: they use internal interfaces (runtime/*/*.h, tools/) that the
 # shared library hides.  Static stays the default (BUILD_SHARED_LIBS OFF):
 # every add_library of the project names its type, so the option changes
 # nothing else.
@@ -28,10 +28,11 @@ else()
 endif()
 
 if(BUILD_SHARED_LIBS)
-  set_target_properties(nmtedge PROPERTIES POSITION_INDEPENDENT_CODE ON EXPORT_NAME nmtedge_static)
-  # The static library's objects, linked once more into the shared one: no
-  # second compile; every compile property set on nmtedge applies to both.
-  add_library(nmtedge_shared SHARED $<TARGET_OBJECTS:nmtedge>)
+  set_target_properties(nmtedge PROPERTIES EXPORT_NAME nmtedge_static)
+  # The static library's objects (its layers' OBJECT libraries, compiled
+  # position-independent when BUILD_SHARED_LIBS is on), linked once more
+  # into the shared one: no second compile.
+  add_library(nmtedge_shared SHARED ${NMT_RUNTIME_OBJECTS})
   set_target_properties(nmtedge_shared PROPERTIES
     OUTPUT_NAME nmtedge EXPORT_NAME nmtedge LINKER_LANGUAGE C
     VERSION ${PROJECT_VERSION} SOVERSION ${NMT_SOVERSION})

@@ -5,7 +5,7 @@
  * the given limits (which builds every program the model uses, with the
  * device's tuning defines, and runs each kernel once so that lazy
  * per-work-group-size code is in the binaries), then writes the binaries
- * the driver holds (runtime/kernel_pack.c; temporary file + rename). */
+ * the driver holds (runtime/device/kernel_pack.c; temporary file + rename). */
 #include "convert_cmds.h"
 #include "kernel_pack.h"
 #include "tool_env.h"

@@ -13,8 +13,8 @@
  *     initialises it, where it lands in the family's weight struct);
  *   - its runtime: parse / plan / encode / step / reorder / decode_full /
  *     project, written with the shared forward of the family's folder.
- * The session (runtime/session.c), the trainer's model (families/<name>/
- * *_train.c) and the converter (writer/random_model.c, convert/) all start
+ * The session (runtime/session/session.c), the trainer's model
+ * (train/families/<name>/) and the converter (writer/random_model.c, convert/) all start
  * from nmt_family_find().  docs/ADDING-A-FAMILY.md walks through a new one.
  * Nothing here is public. */
 #ifndef NMT_FAMILY_H
@@ -22,9 +22,11 @@
 
 #include "arena.h"
 #include "format.h"
+#include "layers.h"
 #include "ops.h"
+#include "platform.h"
 
-typedef struct nmt_session nmt_session;
+typedef struct nmt_plan_ctx nmt_plan_ctx;
 
 /* ------------------------------------------------------------------------ */
 /* Hyper-parameters                                                         */
@@ -56,17 +58,6 @@ typedef struct nmt_hparam {
 /* ------------------------------------------------------------------------ */
 /* Tensors                                                                  */
 /* ------------------------------------------------------------------------ */
-
-/* Weights of a linear map w [out, in], b [out] as device buffers.  q8: w is
- * int8 (offsets in bytes) with per-row fp32 scales in s (same buffer, after
- * the int8 data); f16: w is half (offsets in halves; fp16 compute, the
- * session's fp16 flag); else w is fp32.  b is fp32.  For a layer norm w is
- * the gain (fp32). */
-typedef struct nmt_lin {
-    nmt_buf w, b, s;
-    int q8;
-    int f16;
-} nmt_lin;
 
 typedef enum nmt_init {
     NMT_INIT_UNIFORM,  /* U(-b, b), b = weight_scale / sqrt(fan_in) */
@@ -205,10 +196,10 @@ typedef struct nmt_family {
 
     /* --- runtime --- */
     /* Reserve host memory from `a` and create device buffers through
-     * nmt_session_buffer().  Runs twice with identical requests: measuring
+     * nmt_plan_buffer().  Runs twice with identical requests: measuring
      * (nmt_arena_measuring(a), buffers not created) and for real.  `cfg` was
      * filled by nmt_family_parse on this file.  Returns the state in *state. */
-    nmt_status (*plan)(nmt_session *s, const nmt_file *f, const void *cfg,
+    nmt_status (*plan)(nmt_plan_ctx *pc, const nmt_file *f, const void *cfg,
                        const nmt_plan_dims *dims, nmt_arena *a, void **state);
     /* Encoder over n sentences padded to `len` positions (tokens and lengths
      * already in io->src_tok / io->src_len); keeps what the decoder needs. */
@@ -299,53 +290,66 @@ void nmt_hparam_range(const nmt_hparam *hp, char *buf, size_t cap);
 const nmt_hparam *nmt_hparam_find(const nmt_family *fam, const char *key_or_flag);
 
 /* ------------------------------------------------------------------------ */
-/* Session services for the runtime part                                    */
+/* What a session lends a family's runtime part (families/plan.c)           */
 /* ------------------------------------------------------------------------ */
 
-/* Plan the scratch of the int8 x int8 products (runtime/ops_i8dot.c) into
- * the session's ops: int8 activations of up to rows x kmax elements and
- * their row scales (two nmt_session_buffer calls, so the arena formula
- * counts them).  Families call it for models with int8 weights, whatever
- * the device (the arena size must not depend on it); products whose A does
- * not fit run int8 weights x fp32. */
-nmt_status nmt_session_plan_i8dot(nmt_session *s, nmt_arena *a, size_t rows, size_t kmax);
+/* One device buffer of a plan, in the list its context releases. */
+typedef struct nmt_buf_node {
+    cl_mem mem;
+    struct nmt_buf_node *next;
+} nmt_buf_node;
 
-/* Create a device buffer owned by the session (released at destroy).  In
- * the measuring pass only counts bytes and sets out->mem = NULL.  `init`
- * (optional) is copied in. */
-nmt_status nmt_session_buffer(nmt_session *s, nmt_arena *a, size_t bytes, const void *init,
-                              nmt_buf *out);
+/* The context of plan and nmt_family_load_weights: the op layer, the
+ * device buffers created so far and the model file's pages.  The session
+ * (runtime/session/) owns one and fills it before each pass; a family sees
+ * this, never the session. */
+struct nmt_plan_ctx {
+    nmt_device *dev;       /* NULL in nmt_session_arena_size's measuring pass */
+    nmt_ops *ops;          /* the session's op layer (kernels NULL in the measuring pass) */
+    nmt_mapping *map;      /* the model file when the session mapped it, else NULL */
+    int fp16;              /* fp16 compute: the family's fp16_weights, the session's
+                              fp16_compute and the device's cl_khr_fp16 agree (both passes) */
+    nmt_buf_node *bufs;    /* every buffer created, released by nmt_plan_release */
+    uint64_t device_bytes; /* bytes asked for (both passes) */
+};
+
+/* Create a device buffer owned by the plan (released by nmt_plan_release,
+ * at the session's destroy).  In the measuring pass only counts bytes and
+ * sets out->mem = NULL.  `init` (optional) is copied in. */
+nmt_status nmt_plan_buffer(nmt_plan_ctx *pc, nmt_arena *a, size_t bytes, const void *init, nmt_buf *out);
+
+/* nmt_plan_buffer of `floats` fp32 elements (or 4-byte ints), no initial
+ * data; a byte count that overflows is NMT_ERR_DEVICE_MEMORY. */
+static inline nmt_status nmt_plan_floats(nmt_plan_ctx *pc, nmt_arena *a, size_t floats, nmt_buf *out) {
+    size_t bytes;
+    NMT_CHECK(nmt_mul_ok(floats, sizeof(float), &bytes), NMT_ERR_DEVICE_MEMORY);
+    return nmt_plan_buffer(pc, a, bytes, NULL, out);
+}
+
+/* Release every buffer of the plan. */
+void nmt_plan_release(nmt_plan_ctx *pc);
+
+/* Plan the scratch of the int8 x int8 products (runtime/ops/ops_i8dot.c)
+ * into the plan's ops: int8 activations of up to rows x kmax elements and
+ * their row scales (two nmt_plan_buffer calls, so the arena formula counts
+ * them).  Families call it for models with int8 weights, whatever the
+ * device (the arena size must not depend on it); products whose A does not
+ * fit run int8 weights x fp32. */
+nmt_status nmt_plan_i8dot(nmt_plan_ctx *pc, nmt_arena *a, size_t rows, size_t kmax);
 
 /* The model file's bytes [p, p + n) have been copied to the device: give
  * their pages back (platform.h, nmt_mapping_release) when the session mapped
  * the file itself; nothing for a caller's model_data image. */
-void nmt_session_release_model(nmt_session *s, const void *p, size_t n);
-
-/* nmt_session_buffer of `floats` fp32 elements (or 4-byte ints), no initial
- * data; a byte count that overflows is NMT_ERR_DEVICE_MEMORY. */
-static inline nmt_status nmt_session_floats(nmt_session *s, nmt_arena *a, size_t floats, nmt_buf *out) {
-    size_t bytes;
-    NMT_CHECK(nmt_mul_ok(floats, sizeof(float), &bytes), NMT_ERR_DEVICE_MEMORY);
-    return nmt_session_buffer(s, a, bytes, NULL, out);
-}
-
-/* The session's op layer and device (valid in both passes; ops kernels are
- * NULL in the measuring pass). */
-nmt_ops *nmt_session_ops(nmt_session *s);
-
-/* 1 when the session keeps fp16 weights fp16 on the device (fp16 compute:
- * the family's fp16_weights, the session's fp16_compute and the device's
- * cl_khr_fp16 agree; the same in both passes), else 0. */
-int nmt_session_fp16(const nmt_session *s);
+void nmt_plan_release_model(nmt_plan_ctx *pc, const void *p, size_t n);
 
 /* Load every tensor of the catalogue into the weight struct the catalogue
  * points into: one session buffer per tensor (fused parts into one), 2-D
  * I8 kept int8 (with its scales), 2-D F16 kept half under fp16 compute
- * (nmt_session_fp16; fused parts only when all are F16), everything else
+ * (nmt_plan_ctx.fp16; fused parts only when all are F16), everything else
  * as fp32.  Runs in both
  * passes like plan; `weights` is NULL in the measuring pass (the arena's
  * pointers are not memory yet). */
-nmt_status nmt_family_load_weights(const nmt_family *fam, const void *cfg, void *weights, nmt_session *s,
+nmt_status nmt_family_load_weights(const nmt_family *fam, const void *cfg, void *weights, nmt_plan_ctx *pc,
                                    const nmt_file *f, nmt_arena *a);
 
 #endif

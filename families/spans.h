@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* spans.h — phrase spans of source sentences (MG-SA's syntax heads): the
  * one check and the one completion to a partition, shared by the runtime
- * (nmt_session_set_spans in runtime/session.c, the family's encode in
- * families/transformer/transformer.c) and the trainer (train/data.c reads
- * spans files, families/transformer/tf_train.c builds each batch's
+ * (nmt_session_set_spans in runtime/session/session.c, the family's encode in
+ * families/transformer/transformer.c) and the trainer (train/core/data.c reads
+ * spans files, train/families/transformer/tf_train.c builds each batch's
  * partition), so that a model trains on exactly the phrases it later runs
  * on.  Allocation-free; nothing here is public. */
 #ifndef NMT_SPANS_H

@@ -3,7 +3,7 @@
  * catalogue (family.h: nmt_family_load_weights), and the catalogues' one
  * way to declare a tensor (nmt_tensor_emit).  No allocation: F16 and I8
  * tensors that become fp32 are converted through a stack buffer.  With fp16
- * compute (nmt_session_fp16) 2-D F16 tensors are uploaded as they are. */
+ * compute (nmt_plan_ctx.fp16) 2-D F16 tensors are uploaded as they are. */
 #include "family.h"
 
 #include <stdarg.h>
@@ -65,12 +65,12 @@ static nmt_status upload_as_f32(nmt_device *dev, cl_mem mem, size_t off, const n
 #define MAX_PARTS 4
 
 typedef struct load_ctx {
-    nmt_session *s;
+    nmt_plan_ctx *pc;
     const nmt_file *f;
     nmt_arena *a;
     nmt_tensor_view pend_w[MAX_PARTS], pend_b[MAX_PARTS]; /* parts of the fused block being read */
     nmt_lin dummy;
-    int f16; /* nmt_session_fp16: 2-D F16 tensors stay half */
+    int f16; /* nmt_plan_ctx.fp16: 2-D F16 tensors stay half */
 } load_ctx;
 
 /* One tensor into its own device buffer: 2-D I8 as is (int8 data then the
@@ -81,20 +81,20 @@ static nmt_status load_single(load_ctx *lc, const nmt_tensor_view *v, nmt_buf *o
     *f16 = lc->f16 && v->dtype == NMT_DTYPE_F16 && v->ndim == 2;
     if (*f16) {
         *q8 = 0;
-        return nmt_session_buffer(lc->s, lc->a, (size_t)v->nbytes, v->data, out);
+        return nmt_plan_buffer(lc->pc, lc->a, (size_t)v->nbytes, v->data, out);
     }
     if (v->dtype == NMT_DTYPE_I8 && v->ndim == 2) {
-        NMT_TRY(nmt_session_buffer(lc->s, lc->a, (size_t)v->nbytes, v->data, out));
+        NMT_TRY(nmt_plan_buffer(lc->pc, lc->a, (size_t)v->nbytes, v->data, out));
         *scales = *out;
         scales->off = nmt_align_up((size_t)v->n_elements, 4) / sizeof(float);
         *q8 = 1;
         return NMT_OK;
     }
     *q8 = 0;
-    if (v->dtype == NMT_DTYPE_F32) return nmt_session_buffer(lc->s, lc->a, (size_t)v->nbytes, v->data, out);
-    NMT_TRY(nmt_session_buffer(lc->s, lc->a, (size_t)v->n_elements * sizeof(float), NULL, out));
+    if (v->dtype == NMT_DTYPE_F32) return nmt_plan_buffer(lc->pc, lc->a, (size_t)v->nbytes, v->data, out);
+    NMT_TRY(nmt_plan_buffer(lc->pc, lc->a, (size_t)v->n_elements * sizeof(float), NULL, out));
     if (nmt_arena_measuring(lc->a)) return NMT_OK;
-    return upload_as_f32(nmt_session_ops(lc->s)->dev, out->mem, 0, v);
+    return upload_as_f32(lc->pc->ops->dev, out->mem, 0, v);
 }
 
 /* n weight parts [rows, cols] stacked into one [n*rows, cols] weight.  When
@@ -112,13 +112,13 @@ static nmt_status load_fused_w(load_ctx *lc, uint32_t n, nmt_lin *out) {
     const size_t qbytes = nmt_align_up(part * n, 4);
     const size_t ebytes = all_f16 ? 2 : sizeof(float); /* per element when not int8 */
     const size_t wbytes = all_q8 ? qbytes + sbytes * n : part * ebytes * n;
-    NMT_TRY(nmt_session_buffer(lc->s, lc->a, wbytes, NULL, &out->w));
+    NMT_TRY(nmt_plan_buffer(lc->pc, lc->a, wbytes, NULL, &out->w));
     out->q8 = all_q8;
     out->f16 = all_f16;
     out->s = out->w;
     out->s.off = all_q8 ? qbytes / sizeof(float) : 0;
     if (nmt_arena_measuring(lc->a)) return NMT_OK;
-    nmt_device *dev = nmt_session_ops(lc->s)->dev;
+    nmt_device *dev = lc->pc->ops->dev;
     for (uint32_t i = 0; i < n; i++) {
         const nmt_tensor_view *v = &lc->pend_w[i];
         if (all_q8) {
@@ -135,10 +135,10 @@ static nmt_status load_fused_w(load_ctx *lc, uint32_t n, nmt_lin *out) {
 
 static nmt_status load_fused_b(load_ctx *lc, uint32_t n, nmt_buf *out) {
     const size_t bytes = (size_t)lc->pend_b[0].n_elements * sizeof(float);
-    NMT_TRY(nmt_session_buffer(lc->s, lc->a, bytes * n, NULL, out));
+    NMT_TRY(nmt_plan_buffer(lc->pc, lc->a, bytes * n, NULL, out));
     if (nmt_arena_measuring(lc->a)) return NMT_OK;
     for (uint32_t i = 0; i < n; i++)
-        NMT_TRY(upload_as_f32(nmt_session_ops(lc->s)->dev, out->mem, bytes * i, &lc->pend_b[i]));
+        NMT_TRY(upload_as_f32(lc->pc->ops->dev, out->mem, bytes * i, &lc->pend_b[i]));
     return NMT_OK;
 }
 
@@ -146,7 +146,7 @@ static nmt_status load_fused_b(load_ctx *lc, uint32_t n, nmt_buf *out) {
  * measuring pass touched no page, so it has nothing to give back. */
 static void release_views(const load_ctx *lc, const nmt_tensor_view *v, uint32_t n) {
     if (nmt_arena_measuring(lc->a)) return;
-    for (uint32_t i = 0; i < n; i++) nmt_session_release_model(lc->s, v[i].data, (size_t)v[i].nbytes);
+    for (uint32_t i = 0; i < n; i++) nmt_plan_release_model(lc->pc, v[i].data, (size_t)v[i].nbytes);
 }
 
 static nmt_status load_one(void *ctx, const nmt_tensor_decl *t) {
@@ -176,13 +176,13 @@ static nmt_status load_one(void *ctx, const nmt_tensor_decl *t) {
     return NMT_OK;
 }
 
-nmt_status nmt_family_load_weights(const nmt_family *fam, const void *cfg, void *weights, nmt_session *s,
+nmt_status nmt_family_load_weights(const nmt_family *fam, const void *cfg, void *weights, nmt_plan_ctx *pc,
                                    const nmt_file *f, nmt_arena *a) {
     load_ctx lc;
     memset(&lc, 0, sizeof lc);
-    lc.s = s;
+    lc.pc = pc;
     lc.f = f;
     lc.a = a;
-    lc.f16 = nmt_session_fp16(s);
+    lc.f16 = pc->fp16;
     return fam->catalogue(cfg, weights, load_one, &lc);
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Writes tests/fixtures/bleu/cases.txt: 13a tokenizations and corpus BLEU
-scores computed by sacreBLEU, which train/bleu.c must reproduce exactly.
+scores computed by sacreBLEU, which train/core/bleu.c must reproduce exactly.
 
   python3 -m venv /tmp/sb && /tmp/sb/bin/pip install sacrebleu
   /tmp/sb/bin/python scripts/make_bleu_fixtures.py tests/fixtures/bleu/cases.txt

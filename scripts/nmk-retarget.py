@@ -60,7 +60,7 @@ def cl_text(f):
 
 def source(name):
     # cl/chain.cl goes into a program whose own text has a line beginning
-    # with CHAIN_KERNEL( (runtime/device_program.c nmt_program_has_chain)
+    # with CHAIN_KERNEL( (runtime/device/device_program.c nmt_program_has_chain)
     own = cl_text(name.decode() + ".cl")
     chained = re.search(rb"^CHAIN_KERNEL\(", own, re.M) is not None
     texts = [cl_text("common.cl")] + ([cl_text("chain.cl")] if chained else []) + [own]

@@ -99,7 +99,7 @@ static void open_session(env *e, model *m, nmt_limits lim, int align, uint32_t l
     assert_non_null(m->arena);
     nmt_test_assert_ok(e->dev, nmt_session_create(e->dev, &p, m->arena, m->arena_bytes, &m->s));
     assert_int_equal(nmt_session_arena_used(m->s), m->arena_bytes);
-    assert_int_equal(m->s->device_bytes, m->device_bytes);
+    assert_int_equal(m->s->pc.device_bytes, m->device_bytes);
 }
 
 static void close_session(model *m) {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* banmt_train_test.c — the BA-NMT trainer (families/banmt/banmt_train*.c):
+/* banmt_train_test.c — the BA-NMT trainer (train/families/banmt/banmt_train*.c):
  *   - its new backward kernels (ops_train.h nmt_op_act_rows_bwd: tanh from
  *     the input or the output, maxout; nmt_op_weighted_rows_bwd) against
  *     central finite differences;

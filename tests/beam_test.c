@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* beam_test.c — beam search (runtime/beam.c) against hand-built
+/* beam_test.c — beam search (runtime/session/beam.c) against hand-built
  * distributions whose best hypotheses are known, with no device involved:
  * the "model" is a table of next-token probabilities keyed by the prefix;
  * and the search fed each row's top-k candidates against the search fed

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* bleu_test.c — train/bleu.c against sacreBLEU: every 13a tokenization and
+/* bleu_test.c — train/core/bleu.c against sacreBLEU: every 13a tokenization and
  * every corpus score in tests/fixtures/bleu/cases.txt (written by
  * scripts/make_bleu_fixtures.py with sacreBLEU) must come out identical. */
 #include <setjmp.h>

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # Fails if the device runtime (libnmtedge.a, the nmt-edge program) carries
 # training code: a backward / loss / optimizer function or the training kernel
-# table of train/ops_train.h (as a symbol or string), the declaration of a
+# table of train/ops/ops_train.h (as a symbol or string), the declaration of a
 # kernel of the training kernel files (cl/*_bwd.cl, loss.cl, optim.cl:
 # "void NAME(" in embedded source), or the words "_bwd" / "adam" in any
 # symbol or string.  The forbidden names are read from those sources, so the
@@ -21,7 +21,7 @@ foreach(f IN LISTS train_cl)
     list(APPEND kernels ${k})
   endforeach()
 endforeach()
-file(READ ${SRC}/train/ops_train.h text)
+file(READ ${SRC}/train/ops/ops_train.h text)
 # functions "nmt_x(" and arrays "nmt_x[]" (the training kernel table)
 string(REGEX MATCHALL "nmt_[a-z0-9_]+(\\(|\\[\\])" fs "${text}")
 foreach(f IN LISTS fs)

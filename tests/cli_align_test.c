@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* cli_align_test.c — `nmt-edge score --alignment` (runtime/cli_batch.c,
+/* cli_align_test.c — `nmt-edge score --alignment` (cli/cli_batch.c,
  * cli_align.c), run as a user would:
  *   - scoring each sentence against the model's own greedy translation
  *     prints translate's alignment (hard pairs exactly, soft rows to the

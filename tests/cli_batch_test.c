@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* cli_batch_test.c — the batch runner of `nmt-edge` (runtime/cli_batch.c),
+/* cli_batch_test.c — the batch runner of `nmt-edge` (cli/cli_batch.c),
  * run as a user would (issue 21, items 7, 13 and 14):
  *   - every line before the one that stops a run is written, for translate,
  *     score and tokenize alike, and the message names that exact line and

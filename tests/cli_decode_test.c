@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* cli_decode_test.c — `nmt-edge translate`'s decoding options and output
- * formats (runtime/cli_decode.c), run as a user would:
+ * formats (cli/cli_decode.c), run as a user would:
  *   - --repetition-penalty, --sampling/--temperature/--seed,
  *     --coverage-penalty and --prefix-file print exactly what the library
  *     gives for the same nmt_decode_opts;

@@ -128,7 +128,7 @@ static void expect_main_help(const char *const *must) {
 }
 
 /* Every option of each command, as the option table in
- * runtime/nmt_edge_cli.c gives them (issue 52, item 4): --help-all must
+ * cli/nmt_edge_cli.c gives them (issue 52, item 4): --help-all must
  * list exactly these, so an option added to the table without its help
  * (or dropped from the help) fails here. */
 static const char *const TRANSLATE_OPTS[] = {

@@ -178,7 +178,7 @@ static float *session_logits(const void *data, size_t size, size_t *n_rows, size
     nmt_session *s = NULL;
     nmt_test_assert_ok(g->dev, nmt_session_create(g->dev, &p, arena, need, &s));
     assert_int_equal(nmt_session_arena_used(s), need);
-    assert_int_equal(s->device_bytes, dev_bytes);
+    assert_int_equal(s->pc.device_bytes, dev_bytes);
     *V = s->info.tgt_vocab;
 
     const int32_t s0[] = {5, 9, 7, 11, 30}, s1[] = {8, 12, 6};

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* decode_test.c — the decoding options of runtime/beam.c (repetition
+/* decode_test.c — the decoding options of runtime/session/beam.c (repetition
  * penalty, random top-k sampling, forced target prefix, re-ranking) against
  * naive references on random first-order logit tables, with no device: the
  * "model" gives each row logits keyed by its last token.  The session-level

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* device_test.c — the device layer (runtime/device.c, device_program.c) and the platform
- * services it uses (runtime/platform_posix.c): selection, capabilities,
+/* device_test.c — the device layer (runtime/device/device.c, device_program.c) and the platform
+ * services it uses (runtime/base/platform_posix.c): selection, capabilities,
  * program building, added source tables, the on-disk binary cache,
  * kernel_dir, build failures, error mapping, buffers, atomic file writes and
  * mappings. */

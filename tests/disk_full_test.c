@@ -10,7 +10,7 @@
  * fflush / fsync / fclose fail with ENOSPC (the ways a real full disk shows
  * through stdio's buffering).  stdout/stderr are never failed.
  *
- * The trainer's checkpoints (train/checkpoint.c, same writer) get the same
+ * The trainer's checkpoints (train/core/checkpoint.c, same writer) get the same
  * treatment: a failed ckpt_save reports NMT_ERR_IO and leaves the previous
  * checkpoint and last.nmt byte for byte, with no new or temporary file. */
 #include <setjmp.h>

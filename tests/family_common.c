@@ -34,7 +34,7 @@ void test_model_open(nmt_device *dev, void *image, size_t size, const nmt_limits
     assert_non_null(m->arena);
     nmt_test_assert_ok(dev, nmt_session_create(dev, &p, m->arena, bytes, &m->s));
     assert_int_equal(nmt_session_arena_used(m->s), bytes);
-    assert_int_equal(m->s->device_bytes, dev_bytes); /* the prediction is exact on both sides */
+    assert_int_equal(m->s->pc.device_bytes, dev_bytes); /* the prediction is exact on both sides */
 }
 
 void test_model_close(test_model *m) {

@@ -2,7 +2,7 @@
 /* fault_test.c — OpenCL fault injection: the k-th OpenCL call fails, for
  * every k along device open + session creation, and along a translate and
  * a score on a live session, and along the trainer's model creation and
- * one training step (train/tf_train.h: zero_grad, forward/backward, grad
+ * one training step (train/families/transformer/tf_train.h: zero_grad, forward/backward, grad
  * norm, Adam).
  *
  * Every OpenCL entry point the runtime calls that can fail for reasons of

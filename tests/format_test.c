@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* format_test.c — the .nmt reader (runtime/format.c): CRC-32 and
+/* format_test.c — the .nmt reader (runtime/model/format.c): CRC-32 and
  * half-precision conversion, the dtype table, metadata/tensor lookups,
  * every malformed-file fixture in tests/fixtures/bad/ with its exact status,
  * argument and prefix checks, the tensor-count limit, single-bit flips, and

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* format_writer_test.c — the .nmt writer (writer/nmt_writer.c) through the
- * reader (runtime/format.c): a round trip of every metadata type and every
+ * reader (runtime/model/format.c): a round trip of every metadata type and every
  * dtype with the exact layout (alignment, padding, offsets, CRCs), the
  * atomic write to a file, and the writer's refusals of invalid content.
  * Shared helpers are in format_common.c. */

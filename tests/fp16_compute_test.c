@@ -296,7 +296,7 @@ static void open_mode(env *e, void *img, size_t size, int mode, int plan_mode, o
     p.fp16_compute = mode;
     nmt_test_assert_ok(e->dev, nmt_session_create(e->dev, &p, o->arena, o->arena_bytes, &o->s));
     assert_int_equal(nmt_session_arena_used(o->s), o->arena_bytes);
-    assert_int_equal(o->s->device_bytes, o->device_bytes); /* exact */
+    assert_int_equal(o->s->pc.device_bytes, o->device_bytes); /* exact */
 }
 
 static void close_opened(opened *o) {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* grad_attn_test.c — nmt_op_attention_bwd (train/ops_train.h) against
+/* grad_attn_test.c — nmt_op_attention_bwd (train/ops/ops_train.h) against
  * central finite differences of a double attention forward on the host:
  * self-attention through one packed qkv buffer and cross-attention through
  * separate q and kv buffers, every branch kind, causal and padded keys,

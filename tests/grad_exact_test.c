@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* grad_exact_test.c — the training ops of train/ops_train.h that are not
+/* grad_exact_test.c — the training ops of train/ops/ops_train.h that are not
  * differentials, against naive double references: the TN GEMM of weight
  * gradients (every register block and K chunking), column sums, dropout
  * masks (Philox4x32-10 known answers, reproducibility, rate, counters across

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* grad_test.c — the backward ops of train/ops_train.h for the layers
+/* grad_test.c — the backward ops of train/ops/ops_train.h for the layers
  * (linear + ReLU, layer norm, gate, cross-entropy loss, embedding) against
  * central finite differences of the corresponding forward, evaluated in
  * double on the host; the training kernels' builds; argument validation of

@@ -592,7 +592,7 @@ static void test_cli_long_cache_dir(void **state) {
              "runtime handles; program cache disabled\n", n, NMT_PATH_MAX - 33);
     /* without a cache every start compiles: where that takes long (Intel's
      * runtime, a cold driver cache) nmt-edge also says so, a line of its own
-     * after the warning (runtime/cli_progress.c) */
+     * after the warning (cli/cli_progress.c) */
     char *note = strstr(p.err, "nmt-edge: compiling kernels for ");
     const char *end = note ? strchr(note, '\n') : NULL;
     if (note != NULL && end != NULL && end[1] == '\0') *note = '\0';

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* kernel_pack_test.c — kernel packs (runtime/kernel_pack.c, docs/FORMAT.md
+/* kernel_pack_test.c — kernel packs (runtime/device/kernel_pack.c, docs/FORMAT.md
  * "Kernel packs", issue 19 item 3).
  *
  * A pack is made with the test device (PoCL here) from a JIT session, then a

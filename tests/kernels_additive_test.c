@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* kernels_additive_test.c — additive (Bahdanau) attention (BA-NMT, issue
- * 17): the forward nmt_op_additive_attn (runtime/ops_additive.c,
+ * 17): the forward nmt_op_additive_attn (runtime/ops/ops_additive.c,
  * cl/additive.cl) against the naive double reference ref_additive_attn,
- * and its backward nmt_op_additive_bwd (train/ops_train_additive.c,
+ * and its backward nmt_op_additive_bwd (train/ops/ops_train_additive.c,
  * cl/additive_bwd.cl) against central finite differences of that
  * reference.  Rows of unequal lengths (0, 1, full, past s_cap: clamped),
  * with and without the extra terms E1 / E2, operands at offsets with padded

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* kernels_beam_test.c — beam steps chained on the device (issue 22;
- * cl/beam.cl, runtime/ops_beam.c):
- *   beam_advance      against the host's beam (runtime/beam.c,
+ * cl/beam.cl, runtime/ops/ops_beam.c):
+ *   beam_advance      against the host's beam (runtime/session/beam.c,
  *                     nmt_beam_advance_topk) fed the same candidate tables
  *                     step after step: every row's next token, score (bits)
  *                     and back-pointer, and every sentence's done flag and

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* kernels_chain_test.c — few-row products and norms chained into one
- * launch (runtime/ops_chain.c, cl/gemm.cl gemm_chain, cl/gemm_i8.cl
+ * launch (runtime/ops/ops_chain.c, cl/gemm.cl gemm_chain, cl/gemm_i8.cl
  * gemm_i8_chain):
  *   - a decoder step's op sequence (an embedding with its position terms
  *     computed or from a table, q|k|v, the self-attention with its K|V

@@ -2,7 +2,7 @@
 /* kernels_gru_test.c — the GRU (BA-NMT, issue 17): the cell op
  * nmt_op_gru_cell (cl/recurrent.cl) against ref_gru_cell of ref_ops.c as a
  * decoder step over masked rows, with a broadcast bias row and in place;
- * the layer nmt_layer_gru (runtime/layers.c) in both directions against a
+ * the layer nmt_layer_gru (runtime/ops/layers.c) in both directions against a
  * naive double GRU over sequences of 4, 0, 1 and 3 steps, with and without
  * an initial state and a recurrent bias; the cell's backward
  * nmt_op_gru_cell_bwd and the layer's nmt_layer_gru_bwd

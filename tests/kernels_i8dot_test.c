@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* kernels_i8dot_test.c — the int8 x int8 products (issue 23, item 2;
- * runtime/ops_i8dot.c, cl/gemm_i8.cl):
+ * runtime/ops/ops_i8dot.c, cl/gemm_i8.cl):
  *   - the path choice: the table's (auto, or off where measured slower:
  *     Intel's CPU runtime); with auto a device that reports
  *     cl_khr_integer_dot_product (Intel's CPU runtime) MUST build the dot
@@ -38,6 +38,7 @@
 #include "format_common.h"
 #include "random_model.h"
 #include "ref_ops.h"
+#include "session_internal.h"
 #include "transformer_cfg.h"
 
 /* ---- host references ------------------------------------------------------ */
@@ -866,7 +867,7 @@ static void session_scores(env *e, void *img, size_t size, float *lp, uint64_t *
     test_model_open(e->dev, copy, size, &lim, &m); /* arena and device bytes as predicted */
     nmt_batch src = {srcs, src_lens, 3}, tgt = {tgts, tgt_lens, 3};
     nmt_test_assert_ok(e->dev, nmt_session_score(m.s, &src, &tgt, lp));
-    *n_i8 = nmt_session_ops(m.s)->n_i8_products;
+    *n_i8 = m.s->ops.n_i8_products;
     test_model_close(&m);
 }
 

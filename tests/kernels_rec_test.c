@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* kernels_rec_test.c — the recurrent layer (MG-SA's LSTM and ON-LSTM
- * interaction, issue 15): nmt_layer_lstm (runtime/layers.c over
+ * interaction, issue 15): nmt_layer_lstm (runtime/ops/layers.c over
  * cl/recurrent.cl and the GEMMs) against a naive double reference, and its
- * backward nmt_layer_lstm_bwd (train/layers_bwd.c, cl/recurrent_bwd.cl)
+ * backward nmt_layer_lstm_bwd (train/ops/layers_bwd.c, cl/recurrent_bwd.cl)
  * against central finite differences, over sequences of different lengths
  * (one full, one empty, one short) with padded strides and offsets; LSTM
  * (chunk 0) and ON-LSTM with chunks of 2 and 1 units. */

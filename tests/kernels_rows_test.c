@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* kernels_rows_test.c — the few-row kernels of runtime/ops_rows.c with
+/* kernels_rows_test.c — the few-row kernels of runtime/ops/ops_rows.c with
  * int8 weights x fp32 products (the int8 x int8 ones are in
  * kernels_i8dot_test.c):
  *   - nmt_op_gate_q8 (gemm_q8_gate: a HySAN branch's squeeze gate, a

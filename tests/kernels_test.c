@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* kernels_test.c — the forward ops of runtime/ops.c and the cl/ kernels
+/* kernels_test.c — the forward ops of runtime/ops/ops.c and the cl/ kernels
  * other than GEMM and attention against the naive references of ref_ops.c
  * on seeded random data: ops init, embed (f32 and int8 tables), layernorm,
  * add/relu, gate_accum, copy_rows, gather_rows, log_softmax.  Awkward sizes:

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* kernels_topk_test.c — the beam's device top-k (issue 22):
- * nmt_op_topk_logprobs (runtime/ops_topk.c, cl/topk.cl) against a naive
+ * nmt_op_topk_logprobs (runtime/ops/ops_topk.c, cl/topk.cl) against a naive
  * host top-k over nmt_op_log_softmax's output of the same rows.  Its
  * log-probabilities must be log_softmax's bit for bit (the beam's scores
  * stay what they were), and close to a double-precision log-softmax; its

@@ -2,10 +2,10 @@
 /* ops_common.h — the fixture and helpers shared by the op tests:
  *
  *   kernels_test.c, kernels_gemm_test.c, kernels_attn_test.c
- *       the forward ops of runtime/ops.h against the naive references of
+ *       the forward ops of runtime/ops/ops.h against the naive references of
  *       ref_ops.c;
  *   grad_test.c, grad_attn_test.c, grad_exact_test.c
- *       the training ops of train/ops_train.h against finite differences
+ *       the training ops of train/ops/ops_train.h against finite differences
  *       or exact double references.
  *
  *   fixture   env: the test device, its forward ops and (grad tests) its
@@ -47,7 +47,7 @@ int ops_teardown(void **state);
 void open_clblast_env(env *ce, int train);
 void close_env(env *e);
 
-/* ---- reduction paths (issue 23, runtime/ops_sg.c) ------------------------- */
+/* ---- reduction paths (issue 23, runtime/device/device_paths.c) ------------------------- */
 
 /* Fails unless e->ops use the subgroup reductions exactly when the device
  * reports subgroups and dev->sg_mode is not NMT_SG_OFF (a device that

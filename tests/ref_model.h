@@ -26,7 +26,7 @@ int ref_model_cross_attention(const nmt_file *f, const int32_t *src, uint32_t sr
  * itself: every other token and the EOS a phrase of its own); NULL or 0
  * spans: the model's mg_syntax_fallback n-grams.  Kept until set again. */
 void ref_model_set_spans(const nmt_span *spans, uint32_t n_spans);
-/* MG-SA tag supervision: label ids (train/spans_file.h) of the spans last
+/* MG-SA tag supervision: label ids (tools/spans_file.h) of the spans last
  * set (cleared by ref_model_set_spans); while set, each forward adds, in
  * every MG layer, the tag loss of its first syntax head's pooled phrases
  * (tensors train.enc.L.self_attn.phrase_tag.{weight,bias}, 8 labels) to a

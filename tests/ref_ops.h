@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* ref_ops.h — naive host references of every nmt_op_* in runtime/ops.h.
+/* ref_ops.h — naive host references of every nmt_op_* in runtime/ops/ops.h.
  *
  * One function per op with the same semantics and argument order, except
  * that operands are host pointers already positioned at the operand's first

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* train_model_test.c — the trainer's Transformer/HySAN model (train/tf_train.c):
+/* train_model_test.c — the trainer's Transformer/HySAN model (train/families/transformer/tf_train.c):
  * whole-model gradients against double-precision central differences of the
  * reference forward (tests/ref_model.c), log-probability parity with the
  * runtime's nmt_session_score (before and after training, through the

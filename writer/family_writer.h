@@ -25,7 +25,7 @@ nmt_status nmtw_add_random_tensors(nmtw_writer *w, const nmt_family *fam, const 
  * seeded by `seed`, drawn over those tensors in file order): a model of a
  * family that extends another one keeps the other's weights and adds its
  * own, redrawing any whose shape it changes (the phrase attention's
- * interleaved W_o; train/model_arch.c). */
+ * interleaved W_o; train/core/model_arch.c). */
 nmt_status nmtw_add_random_missing(nmtw_writer *w, const nmt_family *fam, const void *cfg, const nmt_file *have,
                                    uint64_t seed, float weight_scale);
 

@@ -35,7 +35,7 @@
 extern "C" {
 #endif
 
-/* Limits the v1 reader enforces (runtime/format.c); the writer refuses to
+/* Limits the v1 reader enforces (runtime/model/format.c); the writer refuses to
  * exceed them. */
 #define NMTW_MAX_TENSORS 16384u
 #define NMTW_MAX_META 4096u

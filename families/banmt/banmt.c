@@ -48,7 +48,7 @@ static void ba_acts(void *user, uint32_t t, nmt_ba_acts *out) {
     out->t_ld = st->t_ld;
 }
 
-static nmt_status ba_plan(nmt_session *s, const nmt_file *f, const void *cfgp, const nmt_plan_dims *dims,
+static nmt_status ba_plan(nmt_plan_ctx *pc, const nmt_file *f, const void *cfgp, const nmt_plan_dims *dims,
                           nmt_arena *a, void **state) {
     const nmt_ba_cfg *c = (const nmt_ba_cfg *)cfgp;
     ba_state *st = NMT_ARENA_NEW(a, ba_state, 1);
@@ -66,65 +66,65 @@ static nmt_status ba_plan(nmt_session *s, const nmt_file *f, const void *cfgp, c
     int any_q8 = 0;
     NMT_TRY(nmt_family_check_tensors(&nmt_family_banmt, c, f, &any_q8));
     if (real) {
-        nmt_ops *ops = nmt_session_ops(s);
+        nmt_ops *ops = pc->ops;
         if (any_q8) NMT_TRY(nmt_ops_enable_q8(ops));
         NMT_TRY(nmt_ops_enable_recurrent(ops));
         NMT_TRY(nmt_ops_enable_additive(ops));
     }
-    NMT_TRY(nmt_family_load_weights(&nmt_family_banmt, c, real ? &local.w : NULL, s, f, a));
+    NMT_TRY(nmt_family_load_weights(&nmt_family_banmt, c, real ? &local.w : NULL, pc, f, a));
 
     const size_t B = dims->max_batch, S = dims->src_cap, T = dims->tgt_cap, R = dims->step_rows;
     const size_t E = c->emb, H = c->hidden, A = c->att, Hh = c->hist, Ro = c->readout, BS = B * S, RS = R * S;
     nmt_ba_enc_acts *en = &local.enc;
-    NMT_TRY(nmt_session_floats(s, a, BS * E, &en->x));
-    NMT_TRY(nmt_session_floats(s, a, BS * 5 * H, &en->zf));
-    NMT_TRY(nmt_session_floats(s, a, BS * 5 * H, &en->zb));
-    NMT_TRY(nmt_session_floats(s, a, B * 3 * H, &en->hg));
-    NMT_TRY(nmt_session_floats(s, a, B * H, &en->state));
-    NMT_TRY(nmt_session_floats(s, a, BS * 2 * H, &en->h));
-    NMT_TRY(nmt_session_floats(s, a, BS * A, &en->k));
-    if (c->sa) NMT_TRY(nmt_session_floats(s, a, BS * 3 * Hh, &en->ps));
-    NMT_TRY(nmt_session_floats(s, a, BS, &en->mean_a));
-    NMT_TRY(nmt_session_floats(s, a, B * 2 * H, &en->mean));
-    NMT_TRY(nmt_session_floats(s, a, B * H, &en->s0));
+    NMT_TRY(nmt_plan_floats(pc, a, BS * E, &en->x));
+    NMT_TRY(nmt_plan_floats(pc, a, BS * 5 * H, &en->zf));
+    NMT_TRY(nmt_plan_floats(pc, a, BS * 5 * H, &en->zb));
+    NMT_TRY(nmt_plan_floats(pc, a, B * 3 * H, &en->hg));
+    NMT_TRY(nmt_plan_floats(pc, a, B * H, &en->state));
+    NMT_TRY(nmt_plan_floats(pc, a, BS * 2 * H, &en->h));
+    NMT_TRY(nmt_plan_floats(pc, a, BS * A, &en->k));
+    if (c->sa) NMT_TRY(nmt_plan_floats(pc, a, BS * 3 * Hh, &en->ps));
+    NMT_TRY(nmt_plan_floats(pc, a, BS, &en->mean_a));
+    NMT_TRY(nmt_plan_floats(pc, a, B * 2 * H, &en->mean));
+    NMT_TRY(nmt_plan_floats(pc, a, B * H, &en->s0));
     static const float zero = 0.0f;
-    NMT_TRY(nmt_session_buffer(s, a, sizeof zero, &zero, &en->zero));
+    NMT_TRY(nmt_plan_buffer(pc, a, sizeof zero, &zero, &en->zero));
 
-    NMT_TRY(nmt_session_floats(s, a, R * H, &local.s));
-    NMT_TRY(nmt_session_floats(s, a, R * H, &local.spare_s));
-    if (c->sa) NMT_TRY(nmt_session_floats(s, a, RS * Hh, &local.hs));
-    if (c->ta) NMT_TRY(nmt_session_floats(s, a, RS * Hh, &local.ts));
-    if (c->sa || c->ta) NMT_TRY(nmt_session_floats(s, a, RS * Hh, &local.spare_h));
-    NMT_TRY(nmt_session_buffer(s, a, RS * sizeof(cl_int), NULL, &local.mask));
+    NMT_TRY(nmt_plan_floats(pc, a, R * H, &local.s));
+    NMT_TRY(nmt_plan_floats(pc, a, R * H, &local.spare_s));
+    if (c->sa) NMT_TRY(nmt_plan_floats(pc, a, RS * Hh, &local.hs));
+    if (c->ta) NMT_TRY(nmt_plan_floats(pc, a, RS * Hh, &local.ts));
+    if (c->sa || c->ta) NMT_TRY(nmt_plan_floats(pc, a, RS * Hh, &local.spare_h));
+    NMT_TRY(nmt_plan_buffer(pc, a, RS * sizeof(cl_int), NULL, &local.mask));
     nmt_ba_acts *ac = &local.acts;
-    NMT_TRY(nmt_session_floats(s, a, R * c->cat, &ac->cat));
-    NMT_TRY(nmt_session_floats(s, a, R * 5 * H, &ac->z1));
-    NMT_TRY(nmt_session_floats(s, a, R * 3 * H, &ac->hg1));
+    NMT_TRY(nmt_plan_floats(pc, a, R * c->cat, &ac->cat));
+    NMT_TRY(nmt_plan_floats(pc, a, R * 5 * H, &ac->z1));
+    NMT_TRY(nmt_plan_floats(pc, a, R * 3 * H, &ac->hg1));
     ac->z2 = ac->z1; /* GRU2 runs after GRU1 is done with them */
     ac->hg2 = ac->hg1;
-    NMT_TRY(nmt_session_floats(s, a, R * H, &ac->st));
-    NMT_TRY(nmt_session_floats(s, a, R * A, &ac->q));
-    if (c->sa) NMT_TRY(nmt_session_floats(s, a, RS * A, &ac->e1));
-    if (c->ta) NMT_TRY(nmt_session_floats(s, a, RS * A, &ac->e2));
-    NMT_TRY(nmt_session_floats(s, a, RS, &ac->alpha));
+    NMT_TRY(nmt_plan_floats(pc, a, R * H, &ac->st));
+    NMT_TRY(nmt_plan_floats(pc, a, R * A, &ac->q));
+    if (c->sa) NMT_TRY(nmt_plan_floats(pc, a, RS * A, &ac->e1));
+    if (c->ta) NMT_TRY(nmt_plan_floats(pc, a, RS * A, &ac->e2));
+    NMT_TRY(nmt_plan_floats(pc, a, RS, &ac->alpha));
     if (c->sa || c->ta) { /* the two history updates run one after the other */
-        NMT_TRY(nmt_session_floats(s, a, RS * 5 * Hh, &ac->zs));
-        NMT_TRY(nmt_session_floats(s, a, RS * 3 * Hh, &ac->hgs));
+        NMT_TRY(nmt_plan_floats(pc, a, RS * 5 * Hh, &ac->zs));
+        NMT_TRY(nmt_plan_floats(pc, a, RS * 3 * Hh, &ac->hgs));
         ac->zt = ac->zs;
         ac->hgt = ac->hgs;
     }
-    if (c->ta) NMT_TRY(nmt_session_floats(s, a, R * 3 * Hh, &ac->pt));
-    NMT_TRY(nmt_session_floats(s, a, R * nmt_ba_r_rows(c), &ac->u));
-    NMT_TRY(nmt_session_floats(s, a, R * Ro, &local.t_step));
-    NMT_TRY(nmt_session_floats(s, a, B * T * E, &local.y_all));
-    NMT_TRY(nmt_session_floats(s, a, B * T * Ro, &local.t_all));
+    if (c->ta) NMT_TRY(nmt_plan_floats(pc, a, R * 3 * Hh, &ac->pt));
+    NMT_TRY(nmt_plan_floats(pc, a, R * nmt_ba_r_rows(c), &ac->u));
+    NMT_TRY(nmt_plan_floats(pc, a, R * Ro, &local.t_step));
+    NMT_TRY(nmt_plan_floats(pc, a, B * T * E, &local.y_all));
+    NMT_TRY(nmt_plan_floats(pc, a, B * T * Ro, &local.t_all));
     local.h_mask = NMT_ARENA_NEW(a, int32_t, RS);
     local.h_len = NMT_ARENA_NEW(a, int32_t, B);
     NMT_CHECK(local.h_mask != NULL && local.h_len != NULL, NMT_ERR_ARENA_TOO_SMALL);
 
     if (real) {
         *st = local;
-        st->fw.ops = nmt_session_ops(s);
+        st->fw.ops = pc->ops;
         st->fw.c = &st->c;
         st->fw.w = &st->w;
         st->fw.acts = ba_acts;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* banmt_fwd.h — the one forward pass of the BA-NMT family
- * (docs/ARCHITECTURES.md "BA-NMT"), written against runtime/layers.h and
+ * (docs/ARCHITECTURES.md "BA-NMT"), written against runtime/ops/layers.h and
  * the op layer.  Three callers, one code path:
  *   - incremental decoding (banmt.c: step over beam rows, state reordered),
  *   - teacher-forced scoring (banmt.c: decode_full loops the same step

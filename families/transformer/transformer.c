@@ -80,7 +80,7 @@ static void tf_acts(void *user, uint32_t k, nmt_tf_acts *out) {
 
 /* Phrase attention buffers (transformer_phrase.c): scratch shared by the
  * sub-layers, per-layer caches, windows and memory segments. */
-static nmt_status plan_phrase(nmt_session *s, nmt_arena *a, tf_state *local, int real, size_t rows) {
+static nmt_status plan_phrase(nmt_plan_ctx *pc, nmt_arena *a, tf_state *local, int real, size_t rows) {
     const nmt_tf_cfg *c = &local->c;
     const nmt_plan_dims *dims = &local->dims;
     const size_t B = dims->max_batch, S = dims->src_cap, T = dims->tgt_cap, R = dims->step_rows, d = c->d;
@@ -91,20 +91,20 @@ static nmt_status plan_phrase(nmt_session *s, nmt_arena *a, tf_state *local, int
         segs = NMT_MAX(segs, c->ph[k].n_segs);
     }
     if (segs == 0) return NMT_OK;
-    if (real) NMT_TRY(nmt_ops_enable_phrase(nmt_session_ops(s)));
+    if (real) NMT_TRY(nmt_ops_enable_phrase(pc->ops));
     nmt_tf_acts *ac = &local->acts;
     const nmt_ph_kind *enc = nmt_ph_of(c, 0, 0), *dec = nmt_ph_of(c, 1, 0), *cross = nmt_ph_of(c, 1, 1);
     int inter = 0;
     for (int k = 0; k < NMT_PH_KINDS; k++) inter |= c->ph[k].structure == NMT_PH_INTER;
     /* window rows: n_max inputs, or the interleaved encoder's output pairs (4d) */
-    NMT_TRY(nmt_session_floats(s, a, rows * NMT_MAX(n_max, inter ? 4u : 0u) * d, &ac->ph_cols));
-    for (uint32_t g = 0; g < segs; g++) NMT_TRY(nmt_session_floats(s, a, rows * n_max * d, &ac->ph_qx[g]));
+    NMT_TRY(nmt_plan_floats(pc, a, rows * NMT_MAX(n_max, inter ? 4u : 0u) * d, &ac->ph_cols));
+    for (uint32_t g = 0; g < segs; g++) NMT_TRY(nmt_plan_floats(pc, a, rows * n_max * d, &ac->ph_qx[g]));
     if (inter) {
-        NMT_TRY(nmt_session_floats(s, a, rows * d, &ac->ph_qb));
-        NMT_TRY(nmt_session_floats(s, a, rows * 2 * d, &ac->ph_qbx));
+        NMT_TRY(nmt_plan_floats(pc, a, rows * d, &ac->ph_qb));
+        NMT_TRY(nmt_plan_floats(pc, a, rows * 2 * d, &ac->ph_qbx));
     }
     if (enc && enc->structure != NMT_PH_HOMO)
-        for (uint32_t g = 0; g < enc->n_segs; g++) NMT_TRY(nmt_session_floats(s, a, B * S * 2 * d, &ac->ph_kv[g]));
+        for (uint32_t g = 0; g < enc->n_segs; g++) NMT_TRY(nmt_plan_floats(pc, a, B * S * 2 * d, &ac->ph_kv[g]));
     nmt_buf *bufs = NMT_ARENA_NEW(a, nmt_buf, 2 * L * nseg + 4 * L);
     NMT_CHECK(bufs != NULL, NMT_ERR_ARENA_TOO_SMALL);
     if (real) memset(bufs, 0, sizeof *bufs * (2 * L * nseg + 4 * L));
@@ -114,11 +114,11 @@ static nmt_status plan_phrase(nmt_session *s, nmt_arena *a, tf_state *local, int
         for (uint32_t g = 0; g < nseg; g++) {
             nmt_buf b = {NULL, 0};
             if (dec && dec->structure != NMT_PH_HOMO && g < dec->n_segs && nmt_ph_own(&dec->seg[g])) {
-                NMT_TRY(nmt_session_floats(s, a, R * T * 2 * d, &b)); /* the K|V cache's size: reorder swaps them */
+                NMT_TRY(nmt_plan_floats(pc, a, R * T * 2 * d, &b)); /* the K|V cache's size: reorder swaps them */
                 if (real) local->ph_cache[l * nseg + g] = b;
             }
             if (cross && cross->structure != NMT_PH_HOMO && g < cross->n_segs && nmt_ph_own(&cross->seg[g])) {
-                NMT_TRY(nmt_session_floats(s, a, B * S * 2 * d, &b));
+                NMT_TRY(nmt_plan_floats(pc, a, B * S * 2 * d, &b));
                 if (real) local->ph_cross[l * nseg + g] = b;
             }
         }
@@ -133,21 +133,21 @@ static nmt_status plan_phrase(nmt_session *s, nmt_arena *a, tf_state *local, int
         else local->win = cur, local->win_prev = prev;
         for (size_t l = 0; l < L; l++) {
             nmt_buf w0, w1;
-            NMT_TRY(nmt_session_floats(s, a, wsz, &w0));
-            NMT_TRY(nmt_session_floats(s, a, wsz, &w1));
+            NMT_TRY(nmt_plan_floats(pc, a, wsz, &w0));
+            NMT_TRY(nmt_plan_floats(pc, a, wsz, &w1));
             if (real) {
                 cur[l] = w0;
                 prev[l] = w1;
             }
         }
     }
-    if (self_win || cross_win) NMT_TRY(nmt_session_floats(s, a, wsz, &local->win_tmp));
+    if (self_win || cross_win) NMT_TRY(nmt_plan_floats(pc, a, wsz, &local->win_tmp));
     return NMT_OK;
 }
 
 static size_t max3(size_t a, size_t b, size_t c) { return NMT_MAX(a, NMT_MAX(b, c)); }
 
-static nmt_status tf_plan(nmt_session *s, const nmt_file *f, const void *cfgp, const nmt_plan_dims *dims,
+static nmt_status tf_plan(nmt_plan_ctx *pc, const nmt_file *f, const void *cfgp, const nmt_plan_dims *dims,
                           nmt_arena *a, void **state) {
     const nmt_tf_cfg *c = (const nmt_tf_cfg *)cfgp;
     tf_state *st = NMT_ARENA_NEW(a, tf_state, 1);
@@ -171,54 +171,54 @@ static nmt_status tf_plan(nmt_session *s, const nmt_file *f, const void *cfgp, c
      * initialised before the real pass (not in the measuring one) */
     int any_q8 = 0;
     NMT_TRY(nmt_family_check_tensors(&nmt_family_transformer, c, f, &any_q8));
-    if (real && any_q8) NMT_TRY(nmt_ops_enable_q8(nmt_session_ops(s)));
+    if (real && any_q8) NMT_TRY(nmt_ops_enable_q8(pc->ops));
     if (real && !any_q8) { /* a decoder step's fp32 weights: self q|k|v and out, cross q and out, the FFN; logits */
         const uint64_t d64 = c->d, per_layer = 6 * d64 * d64 + 2 * d64 * c->ff;
-        (void)nmt_ops_plan_streaming(nmt_session_ops(s), 4 * (c->dec_layers * per_layer + d64 * c->tgt_vocab));
+        (void)nmt_ops_plan_streaming(pc->ops, 4 * (c->dec_layers * per_layer + d64 * c->tgt_vocab));
     }
-    if (real && nmt_session_fp16(s)) NMT_TRY(nmt_ops_enable_f16(nmt_session_ops(s))); /* fp16 compute */
-    NMT_TRY(nmt_family_load_weights(&nmt_family_transformer, c, real ? &local.w : NULL, s, f, a));
+    if (real && pc->fp16) NMT_TRY(nmt_ops_enable_f16(pc->ops)); /* fp16 compute */
+    NMT_TRY(nmt_family_load_weights(&nmt_family_transformer, c, real ? &local.w : NULL, pc, f, a));
 
     const size_t B = dims->max_batch, S = dims->src_cap, T = dims->tgt_cap, R = dims->step_rows, d = c->d;
     for (uint32_t l = 0; l < c->dec_layers; l++) {
         nmt_buf cache, kv;
-        NMT_TRY(nmt_session_floats(s, a, R * T * 2 * d, &cache));
-        NMT_TRY(nmt_session_floats(s, a, B * S * 2 * d, &kv));
+        NMT_TRY(nmt_plan_floats(pc, a, R * T * 2 * d, &cache));
+        NMT_TRY(nmt_plan_floats(pc, a, B * S * 2 * d, &kv));
         if (real) {
             local.cache[l] = cache;
             local.cross_kv[l] = kv;
         }
     }
     const size_t rows = max3(B * S, B * T, R);
-    if (any_q8) NMT_TRY(nmt_session_plan_i8dot(s, a, rows, NMT_MAX(d, (size_t)c->ff))); /* int8 x int8 scratch */
+    if (any_q8) NMT_TRY(nmt_plan_i8dot(pc, a, rows, NMT_MAX(d, (size_t)c->ff))); /* int8 x int8 scratch */
     const size_t nbr = NMT_MAX(c->n_enc_br, c->n_dec_br);
     const size_t H = c->heads;
     nmt_tf_acts *ac = &local.acts;
-    NMT_TRY(nmt_session_floats(s, a, rows * d, &local.x));
+    NMT_TRY(nmt_plan_floats(pc, a, rows * d, &local.x));
     ac->x = ac->out = local.x;
-    NMT_TRY(nmt_session_floats(s, a, rows * d, &ac->h));
-    NMT_TRY(nmt_session_floats(s, a, rows * d, &ac->t));
-    NMT_TRY(nmt_session_floats(s, a, rows * 3 * d, &ac->qkv));
+    NMT_TRY(nmt_plan_floats(pc, a, rows * d, &ac->h));
+    NMT_TRY(nmt_plan_floats(pc, a, rows * d, &ac->t));
+    NMT_TRY(nmt_plan_floats(pc, a, rows * 3 * d, &ac->qkv));
     int ph_inter = 0;
     for (int k = 0; k < NMT_PH_KINDS; k++) ph_inter |= c->ph[k].structure == NMT_PH_INTER;
-    NMT_TRY(nmt_session_floats(s, a, rows * NMT_MAX(nbr, ph_inter ? 2u : 1u) * d, &ac->ctx));
+    NMT_TRY(nmt_plan_floats(pc, a, rows * NMT_MAX(nbr, ph_inter ? 2u : 1u) * d, &ac->ctx));
     if (c->fusion == NMT_TF_FUSE_GATE && nbr > 1) {
-        NMT_TRY(nmt_session_floats(s, a, rows * d, &ac->fused));
-        NMT_TRY(nmt_session_floats(s, a, rows * (d / c->gate_r), &ac->gh[0]));
-        NMT_TRY(nmt_session_floats(s, a, rows * d, &ac->g[0]));
+        NMT_TRY(nmt_plan_floats(pc, a, rows * d, &ac->fused));
+        NMT_TRY(nmt_plan_floats(pc, a, rows * (d / c->gate_r), &ac->gh[0]));
+        NMT_TRY(nmt_plan_floats(pc, a, rows * d, &ac->g[0]));
         for (size_t b = 1; b < nbr; b++) {
             ac->gh[b] = ac->gh[0];
             ac->g[b] = ac->g[0];
         }
     }
-    NMT_TRY(nmt_session_floats(s, a, rows * c->ff, &ac->ffh));
+    NMT_TRY(nmt_plan_floats(pc, a, rows * c->ff, &ac->ffh));
     if (c->mg_mask) {
         /* MG-SA phrase memories, shared by the encoder layers that use them */
-        if (real) NMT_TRY(nmt_ops_enable_phrase(nmt_session_ops(s)));
+        if (real) NMT_TRY(nmt_ops_enable_phrase(pc->ops));
         if (c->mg_compose == NMT_MG_COM_SAN) {
             /* the composition's q|k|v and its output, shared by the groups in turn */
-            NMT_TRY(nmt_session_floats(s, a, B * S * 3 * d, &ac->mg_cqkv));
-            NMT_TRY(nmt_session_floats(s, a, B * S * d, &ac->mg_cctx[0]));
+            NMT_TRY(nmt_plan_floats(pc, a, B * S * 3 * d, &ac->mg_cqkv));
+            NMT_TRY(nmt_plan_floats(pc, a, B * S * d, &ac->mg_cctx[0]));
             for (uint32_t g = 1; g < c->mg_n_groups; g++) ac->mg_cctx[g] = ac->mg_cctx[0];
         }
         nmt_buf syn_seg = {NULL, 0}, syn_cnt = {NULL, 0};
@@ -226,8 +226,8 @@ static nmt_status tf_plan(nmt_session *s, const nmt_file *f, const void *cfgp, c
             local.h_seg = NMT_ARENA_NEW(a, int32_t, B * S * 2);
             local.h_cnt = NMT_ARENA_NEW(a, int32_t, B);
             NMT_CHECK(local.h_seg != NULL && local.h_cnt != NULL, NMT_ERR_ARENA_TOO_SMALL);
-            NMT_TRY(nmt_session_floats(s, a, B * S * 2, &syn_seg));
-            NMT_TRY(nmt_session_floats(s, a, B, &syn_cnt));
+            NMT_TRY(nmt_plan_floats(pc, a, B * S * 2, &syn_seg));
+            NMT_TRY(nmt_plan_floats(pc, a, B, &syn_cnt));
         }
         for (uint32_t g = 0; g < c->mg_n_groups; g++) {
             if (c->mg_group[g].n == 0) continue;
@@ -236,29 +236,29 @@ static nmt_status tf_plan(nmt_session *s, const nmt_file *f, const void *cfgp, c
                 ac->mg_seg[g] = syn_seg;
                 ac->mg_cnt[g] = syn_cnt;
             } else {
-                NMT_TRY(nmt_session_floats(s, a, m * 2, &ac->mg_seg[g]));
-                NMT_TRY(nmt_session_floats(s, a, B, &ac->mg_cnt[g]));
+                NMT_TRY(nmt_plan_floats(pc, a, m * 2, &ac->mg_seg[g]));
+                NMT_TRY(nmt_plan_floats(pc, a, B, &ac->mg_cnt[g]));
             }
-            NMT_TRY(nmt_session_floats(s, a, m * d, &ac->mg_hg[g]));
-            NMT_TRY(nmt_session_floats(s, a, m * 2 * w, &ac->mg_kv[g]));
+            NMT_TRY(nmt_plan_floats(pc, a, m * d, &ac->mg_hg[g]));
+            NMT_TRY(nmt_plan_floats(pc, a, m * 2 * w, &ac->mg_kv[g]));
             if (c->mg_compose == NMT_MG_COM_LSTM) {
                 const size_t pr = m * c->mg_group[g].n; /* the phrases as sequences */
-                NMT_TRY(nmt_session_floats(s, a, pr * d, &ac->mg_ptok[g]));
-                NMT_TRY(nmt_session_floats(s, a, m, &ac->mg_pcnt[g]));
-                NMT_TRY(nmt_session_floats(s, a, pr * 4 * d, &ac->mg_pz[g]));
-                NMT_TRY(nmt_session_floats(s, a, pr * d, &ac->mg_pc[g]));
-                NMT_TRY(nmt_session_floats(s, a, pr * d, &ac->mg_ph[g]));
+                NMT_TRY(nmt_plan_floats(pc, a, pr * d, &ac->mg_ptok[g]));
+                NMT_TRY(nmt_plan_floats(pc, a, m, &ac->mg_pcnt[g]));
+                NMT_TRY(nmt_plan_floats(pc, a, pr * 4 * d, &ac->mg_pz[g]));
+                NMT_TRY(nmt_plan_floats(pc, a, pr * d, &ac->mg_pc[g]));
+                NMT_TRY(nmt_plan_floats(pc, a, pr * d, &ac->mg_ph[g]));
             }
             if (c->mg_interact != NMT_MG_REC_NONE) {
-                NMT_TRY(nmt_session_floats(s, a, m * d, &ac->mg_pool[g]));
-                NMT_TRY(nmt_session_floats(s, a, m * nmt_mg_rec_gates(c), &ac->mg_z[g]));
-                NMT_TRY(nmt_session_floats(s, a, m * d, &ac->mg_c[g]));
+                NMT_TRY(nmt_plan_floats(pc, a, m * d, &ac->mg_pool[g]));
+                NMT_TRY(nmt_plan_floats(pc, a, m * nmt_mg_rec_gates(c), &ac->mg_z[g]));
+                NMT_TRY(nmt_plan_floats(pc, a, m * d, &ac->mg_c[g]));
             }
         }
         if (real && (c->mg_interact != NMT_MG_REC_NONE || c->mg_compose == NMT_MG_COM_LSTM))
-            NMT_TRY(nmt_ops_enable_recurrent(nmt_session_ops(s)));
+            NMT_TRY(nmt_ops_enable_recurrent(pc->ops));
     }
-    NMT_TRY(plan_phrase(s, a, &local, real, rows));
+    NMT_TRY(plan_phrase(pc, a, &local, real, rows));
     if (dims->align) {
         /* alignments: a cross-attention over the source tokens, of a layer and
          * head the model has; phrase cross-attention (keys are n-grams) has none */
@@ -266,21 +266,21 @@ static nmt_status tf_plan(nmt_session *s, const nmt_file *f, const void *cfgp, c
         NMT_CHECK(nmt_ph_of(c, 1, 1) == NULL, NMT_ERR_UNSUPPORTED);
         local.align_k = nmt_tf_n_enc_sub(c) + 3 * ((dims->align_layer ? dims->align_layer : c->dec_layers) - 1) + 1;
         local.align_head = dims->align_head;
-        if (real) NMT_TRY(nmt_ops_enable_align(nmt_session_ops(s)));
+        if (real) NMT_TRY(nmt_ops_enable_align(pc->ops));
     }
     size_t sc = max3(B * H * S * S, B * H * T * T, B * H * T * S);
     sc = NMT_MAX(sc, R * H * NMT_MAX(S, T));
     for (int k = 0; k < NMT_PH_KINDS; k++) /* phrase attention: a column block per segment */
         sc = NMT_MAX(sc, max3(B * H * S * S, B * H * T * T, NMT_MAX(B * H * T * S, R * H * NMT_MAX(S, T))) *
                              NMT_MAX(c->ph[k].n_segs, 1u));
-    NMT_TRY(nmt_session_floats(s, a, sc, &local.fw.scores));
-    NMT_TRY(nmt_session_floats(s, a, 2 * max3(B * H * S, B * H * T, R * H), &local.fw.stats));
-    NMT_TRY(nmt_session_floats(s, a, R * T * 2 * d, &local.cache_tmp));
+    NMT_TRY(nmt_plan_floats(pc, a, sc, &local.fw.scores));
+    NMT_TRY(nmt_plan_floats(pc, a, 2 * max3(B * H * S, B * H * T, R * H), &local.fw.stats));
+    NMT_TRY(nmt_plan_floats(pc, a, R * T * 2 * d, &local.cache_tmp));
     { /* the position terms of every position a session embeds, computed once */
         const size_t n_pos = NMT_MAX(S, T);
         nmt_buf pt;
-        NMT_TRY(nmt_session_floats(s, a, n_pos * d, &pt));
-        if (real) NMT_TRY(nmt_ops_set_pos_table(nmt_session_ops(s), pt, (uint32_t)n_pos, (uint32_t)d,
+        NMT_TRY(nmt_plan_floats(pc, a, n_pos * d, &pt));
+        if (real) NMT_TRY(nmt_ops_set_pos_table(pc->ops, pt, (uint32_t)n_pos, (uint32_t)d,
                                                        (uint32_t)c->pos_enc, c->pos_offset));
     }
     { /* the K|V table, identity to begin with */
@@ -289,12 +289,12 @@ static nmt_status tf_plan(nmt_session *s, const nmt_file *f, const void *cfgp, c
         NMT_CHECK(local.h_kvtab != NULL && local.h_kvtmp != NULL, NMT_ERR_ARENA_TOO_SMALL);
         if (real)
             for (size_t i = 0; i < T * R; i++) local.h_kvtab[i] = (int32_t)(i % R);
-        NMT_TRY(nmt_session_buffer(s, a, T * R * sizeof(int32_t), real ? local.h_kvtab : NULL, &local.kvtab));
+        NMT_TRY(nmt_plan_buffer(pc, a, T * R * sizeof(int32_t), real ? local.h_kvtab : NULL, &local.kvtab));
     }
 
     if (real) {
         *st = local;
-        st->fw.ops = nmt_session_ops(s);
+        st->fw.ops = pc->ops;
         st->fw.c = &st->c;
         st->fw.w = &st->w;
         st->fw.acts = tf_acts;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* transformer_fwd.h — the one forward pass of the Transformer / HySAN family
- * (docs/ARCHITECTURES.md), written against runtime/layers.h and the op
+ * (docs/ARCHITECTURES.md), written against runtime/ops/layers.h and the op
  * layer.  Three callers, one code path:
  *   - incremental decoding (transformer.c: step with the K/V cache),
  *   - teacher-forced scoring (transformer.c: decode_full + project),

@@ -35,7 +35,7 @@ run=data/compare/$name-s$seed
 mkdir -p data/compare
 spm=data/compare/spm.model
 if [[ ! -e $spm ]]; then
-  # the options nmt-edge-train uses when it trains its own (train/nmt_edge_train.c)
+  # the options nmt-edge-train uses when it trains its own (train/cli/nmt_edge_train.c)
   spm_train --input="$data/train.en,$data/train.de" --model_prefix=data/compare/spm.tmp --vocab_size=8000 \
     --model_type=unigram --character_coverage=1.0 --byte_fallback=true --unk_id=0 --bos_id=1 --eos_id=2 \
     --pad_id=3 --input_sentence_size=2000000 --shuffle_input_sentence=true \

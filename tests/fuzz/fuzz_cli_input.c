@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* fuzz_cli_input.c — libFuzzer harness for the nmt-edge program's input
- * parsing (runtime/cli_input.c): line ends, score-line splitting, id
+ * parsing (cli/cli_input.c): line ends, score-line splitting, id
  * parsing with vocabulary and length limits, and the text batch buffers.
  * Byte 0 and 1 pick the vocabulary (1..256) and the token limit (0..255);
  * the rest is read as lines.  Checks: a parsed sentence has only ids below
@@ -12,7 +12,7 @@
  * length, LF, CR and TABs counted exactly), and the buffer stays below
  * 2 * (limit + 1 + 64 KiB).
  *
- * Built with runtime/cli_input.c (tests/fuzz/CMakeLists.txt); seeds in
+ * Built with cli/cli_input.c (tests/fuzz/CMakeLists.txt); seeds in
  * tests/fuzz/corpus/fuzz_cli_input/. */
 #include "cli_input.h"
 #include "fuzz.h"

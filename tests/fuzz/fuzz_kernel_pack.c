@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz_kernel_pack.c — the kernel pack reader (runtime/kernel_pack.c,
+/* fuzz_kernel_pack.c — the kernel pack reader (runtime/device/kernel_pack.c,
  * docs/FORMAT.md "Kernel packs") on arbitrary bytes: nmt_kpack_parse with
  * and without the binaries' CRCs, and the entry accessor.  No device: the
  * device side (identity, program lookup) runs only on images the parser

@@ -273,7 +273,7 @@ int train_cmd_attention(int argc, char **argv) {
 }
 
 /* `parse-spans SRC -o SPANS (--spm FILE | --model MODEL)`: one line of
- * START-END:LABEL spans (train/spans_file.h) per line of SRC, from the
+ * START-END:LABEL spans (tools/spans_file.h) per line of SRC, from the
  * link-grammar parse of each sentence mapped onto its pieces; a line the
  * parser cannot parse gets an empty line (the n-gram fallback), counted. */
 int train_cmd_parse_spans(int argc, char **argv) {

@@ -2,7 +2,7 @@
 /* train_env.h — what every `nmt-edge-train` command opens: the OpenCL
  * device (with the program cache of tool_env.h) and a SentencePiece
  * tokenizer, from a model's embedded blob or a file.  The training run
- * (train/nmt_edge_train.c) and the analysis commands (train_cmds.c) share
+ * (train/cli/nmt_edge_train.c) and the analysis commands (train_cmds.c) share
  * it.  Messages go to stderr prefixed with the program's name; functions
  * returning int give 0 on success and 1 after a message. */
 #ifndef NMT_TRAIN_ENV_H
