@@ -29,6 +29,7 @@
 
 #include "nmt_edge.h"
 #include "ops.h"
+#include "ops_beam.h"
 
 static double now(void) {
     struct timespec ts;

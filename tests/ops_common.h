@@ -20,7 +20,7 @@
 
 #include "test_util.h"
 
-#include "ops.h"
+#include "ops_internal.h"
 #include "ops_train.h"
 
 /* ---- fixture -------------------------------------------------------------- */

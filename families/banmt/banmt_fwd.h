@@ -14,6 +14,8 @@
 
 #include "banmt_cfg.h"
 #include "layers.h"
+#include "ops_attn.h"
+#include "ops_rec.h"
 
 /* Encoder buffers of n sentences padded to L positions (row m * L + j). */
 typedef struct nmt_ba_enc_acts {

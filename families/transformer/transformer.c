@@ -8,6 +8,8 @@
  * agree (tested).  Everything is planned once: the entry points only
  * enqueue. */
 #include "transformer_fwd.h"
+
+#include "ops_beam.h"
 #include "spans.h"
 
 #include <string.h>

@@ -9,6 +9,7 @@
 #define NMT_TRANSFORMER_CFG_H
 
 #include "family.h"
+#include "ops_phrase.h"
 
 enum { NMT_TF_FUSE_SUM = 0, NMT_TF_FUSE_CONCAT = 1, NMT_TF_FUSE_GATE = 2 };
 

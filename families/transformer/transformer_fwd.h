@@ -13,6 +13,8 @@
 #define NMT_TRANSFORMER_FWD_H
 
 #include "layers.h"
+#include "ops_attn.h"
+#include "ops_phrase.h"
 #include "transformer_cfg.h"
 
 /* Buffers of one sub-layer (rows = sequences * positions). */

@@ -2,6 +2,9 @@
 /* layers.c — shared layers over the op layer (layers.h). */
 #include "layers.h"
 
+#include "ops_phrase.h"
+#include "ops_rec.h"
+
 nmt_status nmt_layer_matmul(nmt_ops *ops, uint32_t rows, uint32_t N, uint32_t K, nmt_buf in, uint32_t ld_in,
                             const nmt_lin *w, float beta, nmt_buf out, uint32_t ld_out, nmt_buf bias, int relu) {
     if (w->f16) return nmt_op_gemm_f16(ops, rows, N, K, 1.0f, in, ld_in, w->w, K, beta, out, ld_out, bias, relu);

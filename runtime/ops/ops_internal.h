@@ -8,6 +8,10 @@
 #define NMT_OPS_INTERNAL_H
 
 #include "ops.h"
+#include "ops_attn.h"
+#include "ops_beam.h"
+#include "ops_phrase.h"
+#include "ops_rec.h"
 
 struct args;
 

@@ -6,6 +6,7 @@
 
 #include "beam.h"
 #include "family.h"
+#include "ops_beam.h"
 #include "platform.h"
 #include "tokenizer.h"
 

@@ -20,6 +20,9 @@
 #define NMT_OPS_TRAIN_H
 
 #include "ops.h"
+#include "ops_attn.h"
+#include "ops_phrase.h"
+#include "ops_rec.h"
 
 /* Work-groups of stage 1 of nmt_op_reduce_sum: its `partial` scratch holds
  * this many floats. */
