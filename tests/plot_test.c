@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "plot.h"
 #include "test_util.h"
@@ -77,9 +78,17 @@ static void test_plot(void **state) {
     write_text(log, LOG);
     char err[256] = "";
     assert_int_equal(plot_svg(log, svg, err, sizeof err), NMT_OK);
-    size_t n;
+    size_t n, m;
     char *text = nmt_test_read_file(svg, &n);
     assert_non_null(text);
+    /* byte for byte the SVG the plotter wrote before overlays existed
+     * (tests/fixtures/plot/single.svg: LOG plotted by the trainer of before
+     * plot_svg_multi) */
+    char *before = nmt_test_read_file(NMT_TEST_FIXTURES "/plot/single.svg", &m);
+    assert_non_null(before);
+    assert_int_equal(n, m);
+    assert_memory_equal(text, before, n);
+    free(before);
     char *s = malloc(n + 1);
     assert_non_null(s);
     memcpy(s, text, n);
@@ -192,10 +201,111 @@ static void test_bad_logs(void **state) {
     free(dir);
 }
 
+static char *read_svg(const char *path) {
+    size_t n;
+    char *t = nmt_test_read_file(path, &n);
+    assert_non_null(t);
+    char *s = realloc(t, n + 1);
+    assert_non_null(s);
+    s[n] = '\0';
+    return s;
+}
+
+/* The polyline of class cls and run r: its points (polyline_points). */
+static int run_points(const char *svg, const char *cls, int run, double *xs, double *ys, int cap) {
+    char key[96];
+    snprintf(key, sizeof key, "<polyline class=\"%s\" data-run=\"%d\"", cls, run);
+    const char *p = strstr(svg, key);
+    if (!p) return -1;
+    char cls_run[96]; /* polyline_points matches <polyline class="CLS: this run's, from p */
+    snprintf(cls_run, sizeof cls_run, "%s\" data-run=\"%d", cls, run);
+    return polyline_points(p, cls_run, xs, ys, cap);
+}
+
+static void test_overlay(void **state) {
+    (void)state;
+    char *dir = nmt_test_make_temp_dir("plot");
+    char *run_a = join(dir, "run-a"), *run_b = join(dir, "b.jsonl"), *svg = join(dir, "all.svg");
+    assert_int_equal(mkdir(run_a, 0755), 0);
+    char *log_a = join(run_a, "log.jsonl");
+    write_text(log_a, LOG); /* steps 100..600, train loss 9.5..4.75, dev BLEU 1.5, 12.25 */
+    write_text(run_b, "{\"kind\":\"train\",\"step\":200,\"loss\":8}\n"
+                      "{\"kind\":\"train\",\"step\":1400,\"loss\":3.5}\n"
+                      "{\"kind\":\"dev\",\"step\":1000,\"loss\":4,\"bleu\":20.5}\n"
+                      "{\"kind\":\"dev\",\"step\":1400,\"loss\":3.75,\"bleu\":24}\n");
+    const char *logs[3] = {log_a, run_b, log_a};
+    const char *labels[3] = {"base <s1> & co", NULL, "again"};
+    char err[256] = "";
+    assert_int_equal(plot_svg_multi(logs, labels, 3, svg, err, sizeof err), NMT_OK);
+    char *s = read_svg(svg);
+    assert_non_null(strstr(s, "data-runs=\"3\""));
+    /* three series for each run (train, dev loss, dev BLEU) */
+    assert_int_equal(count_str(s, "<polyline"), 9);
+    for (int r = 0; r < 3; r++) {
+        char key[32];
+        snprintf(key, sizeof key, "data-run=\"%d\"", r);
+        assert_int_equal(count_str(s, key), 3);
+    }
+    assert_int_equal(count_str(s, "class=\"dev-loss\" data-run="), 3);
+    assert_int_equal(count_str(s, "stroke-dasharray"), 3 + 1); /* dev loss dashed, and its legend key */
+    double xs[16], ys[16], xb[16], yb[16];
+    assert_int_equal(run_points(s, "train-loss", 0, xs, ys, 16), 5);
+    assert_int_equal(run_points(s, "train-loss", 1, xb, yb, 16), 2);
+    assert_int_equal(run_points(s, "dev-bleu", 1, xb, yb, 16), 2);
+    /* one x axis for all: run 1's step 200 sits on run 0's step 200 */
+    assert_int_equal(run_points(s, "train-loss", 1, xb, yb, 16), 2);
+    assert_true(fabs(xb[0] - xs[1]) < 0.02);
+    /* axis ends: x 0..1500 (steps 100..1400 rounded out to ticks of 500),
+     * loss 2..10, BLEU 0..25 */
+    assert_int_equal(count_str(s, "data-x-range=\"0 1500\""), 2);
+    assert_non_null(strstr(s, "data-y-range=\"2 10\""));
+    assert_non_null(strstr(s, "data-y-range=\"0 25\""));
+    /* legends: the runs in both panels, the line styles in the loss panel */
+    assert_int_equal(count_str(s, "class=\"legend\""), 2);
+    assert_int_equal(count_str(s, ">base &lt;s1&gt; &amp; co<"), 2);
+    assert_int_equal(count_str(s, ">b<"), 2); /* no label: the file name without .jsonl */
+    assert_int_equal(count_str(s, ">again<"), 2);
+    assert_int_equal(count_str(s, "class=\"legend-run\""), 6);
+    assert_int_equal(count_str(s, "class=\"legend-style\""), 2);
+    assert_null(strstr(s, "no BLEU yet"));
+    free(s);
+
+    /* no labels at all: DIR/log.jsonl is named after DIR */
+    assert_int_equal(plot_svg_multi(logs, NULL, 2, svg, err, sizeof err), NMT_OK);
+    s = read_svg(svg);
+    assert_int_equal(count_str(s, ">run-a<"), 2);
+    assert_int_equal(count_str(s, "<polyline"), 6);
+    free(s);
+
+    /* a bad log fails the whole plot with its name; too many logs; the SVG stays */
+    char *bad = join(dir, "bad.jsonl");
+    write_text(bad, "not json\n");
+    const char *with_bad[2] = {log_a, bad};
+    assert_int_equal(plot_svg_multi(with_bad, NULL, 2, svg, err, sizeof err), NMT_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err, "bad.jsonl:1: not a JSON object"));
+    const char *many[PLOT_MAX_LOGS + 1];
+    for (int i = 0; i <= PLOT_MAX_LOGS; i++) many[i] = log_a;
+    assert_int_equal(plot_svg_multi(many, NULL, PLOT_MAX_LOGS + 1, svg, err, sizeof err), NMT_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err, "at most"));
+    assert_int_equal(plot_svg_multi(many, NULL, PLOT_MAX_LOGS, svg, err, sizeof err), NMT_OK);
+    s = read_svg(svg);
+    assert_int_equal(count_str(s, "<polyline"), 3 * PLOT_MAX_LOGS);
+    free(s);
+
+    free(bad);
+    free(log_a);
+    free(run_a);
+    free(run_b);
+    free(svg);
+    nmt_test_remove_tree(dir);
+    free(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plot),
         cmocka_unit_test(test_bad_logs),
+        cmocka_unit_test(test_overlay),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

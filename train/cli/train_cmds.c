@@ -22,28 +22,53 @@
 #define PROG TRAIN_PROG
 #define EXIT_USAGE TRAIN_EXIT_USAGE
 
+/* `plot LOG -o SVG` (one run: plot_svg, unchanged), or `plot LOG1 LOG2 ...
+ * -o SVG [--label NAME]...` (runs overlaid: plot_svg_multi; the labels name
+ * the logs in order, a log without one is named after its folder). */
 int train_cmd_plot(int argc, char **argv) {
-    const char *log = NULL, *out = NULL;
+    static const char usage[] =
+        "Usage: nmt-edge-train plot LOG.jsonl [LOG.jsonl...] -o|--out PLOT.svg [--label NAME]...\n";
+    const char *logs[PLOT_MAX_LOGS], *labels[PLOT_MAX_LOGS] = {0};
+    const char *out = NULL;
+    int n_logs = 0, n_labels = 0;
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--help")) {
-            printf("Usage: nmt-edge-train plot LOG.jsonl -o PLOT.svg\n\n"
-                   "Plot training loss, dev loss and dev BLEU over steps from a training log.\n");
+            printf("%s\n"
+                   "Plot training loss, dev loss and dev BLEU over steps from a training log.\n"
+                   "Several logs (at most %d) are overlaid, one colour each, with a legend;\n"
+                   "--label NAME names them in order (default: the log's folder).\n",
+                   usage, PLOT_MAX_LOGS);
             return 0;
-        } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+        } else if ((!strcmp(argv[i], "-o") || !strcmp(argv[i], "--out")) && i + 1 < argc) {
             out = argv[++i];
-        } else if (!log && argv[i][0] != '-') {
-            log = argv[i];
+        } else if (!strcmp(argv[i], "--label") && i + 1 < argc) {
+            if (n_labels == PLOT_MAX_LOGS) {
+                fprintf(stderr, PROG " plot: more than %d labels\n", PLOT_MAX_LOGS);
+                return EXIT_USAGE;
+            }
+            labels[n_labels++] = argv[++i];
+        } else if (argv[i][0] != '-') {
+            if (n_logs == PLOT_MAX_LOGS) {
+                fprintf(stderr, PROG " plot: more than %d logs in one plot\n", PLOT_MAX_LOGS);
+                return EXIT_USAGE;
+            }
+            logs[n_logs++] = argv[i];
         } else {
             fprintf(stderr, PROG " plot: unexpected argument '%s'\n", argv[i]);
             return EXIT_USAGE;
         }
     }
-    if (!log || !out) {
-        fprintf(stderr, "Usage: nmt-edge-train plot LOG.jsonl -o PLOT.svg\n");
+    if (!n_logs || !out) {
+        fprintf(stderr, "%s", usage);
+        return EXIT_USAGE;
+    }
+    if (n_labels > n_logs) {
+        fprintf(stderr, PROG " plot: %d labels for %d logs\n", n_labels, n_logs);
         return EXIT_USAGE;
     }
     char err[TRAIN_PATH_WHY_BYTES] = "";
-    nmt_status s = plot_svg(log, out, err, sizeof err);
+    nmt_status s = n_logs == 1 && n_labels == 0 ? plot_svg(logs[0], out, err, sizeof err)
+                                                : plot_svg_multi(logs, labels, n_logs, out, err, sizeof err);
     if (s != NMT_OK) {
         fprintf(stderr, PROG " plot: %s%s%s\n", nmt_status_str(s), *err ? ": " : "", err);
         return 1;

@@ -330,8 +330,12 @@ typedef struct panel {
 static double px(const panel *p, double x) { return p->x0 + (x - p->xr.lo) / (p->xr.hi - p->xr.lo) * p->w; }
 static double py(const panel *p, double y) { return p->y0 + p->h - (y - p->yr.lo) / (p->yr.hi - p->yr.lo) * p->h; }
 
-static void draw_axes(sbuf *b, const panel *p, const char *title, const char *ylabel) {
-    sb_printf(b, "<g class=\"axes\">\n");
+static void draw_axes_r(sbuf *b, const panel *p, const char *title, const char *ylabel, int ranges) {
+    if (ranges)
+        sb_printf(b, "<g class=\"axes\" data-x-range=\"%g %g\" data-y-range=\"%g %g\">\n", p->xr.lo, p->xr.hi,
+                  p->yr.lo, p->yr.hi);
+    else
+        sb_printf(b, "<g class=\"axes\">\n");
     sb_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#000\"/>\n",
               p->x0, p->y0, p->w, p->h);
     const range *rs[2] = {&p->xr, &p->yr};
@@ -364,6 +368,10 @@ static void draw_axes(sbuf *b, const panel *p, const char *title, const char *yl
     sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 %.1f %.1f)\">%s</text>\n",
               p->x0 - 50, p->y0 + p->h / 2, p->x0 - 50, p->y0 + p->h / 2, ylabel);
     sb_printf(b, "</g>\n");
+}
+
+static void draw_axes(sbuf *b, const panel *p, const char *title, const char *ylabel) {
+    draw_axes_r(b, p, title, ylabel, 0);
 }
 
 static void draw_series(sbuf *b, const panel *p, const series *s, const char *cls, const char *color) {
@@ -429,20 +437,28 @@ static nmt_status write_atomic(const char *path, const char *data, size_t n, cha
     return NMT_OK;
 }
 
-/* ---- entry point -------------------------------------------------------- */
+/* ---- entry points ------------------------------------------------------- */
 
-nmt_status plot_svg(const char *log_path, const char *svg_path, char *err, size_t err_cap) {
-    if (err && err_cap) err[0] = '\0';
-    if (!log_path || !svg_path) {
-        nmt_errf(err, err_cap, "plot_svg: missing path");
-        return NMT_ERR_INVALID_ARGUMENT;
+/* Writes b (atomically) unless it ran out of memory; frees it. */
+static nmt_status finish_svg(sbuf *b, const char *svg_path, char *err, size_t err_cap) {
+    nmt_status st;
+    if (b->oom) {
+        nmt_errf(err, err_cap, "out of memory");
+        st = NMT_ERR_IO;
+    } else {
+        st = write_atomic(svg_path, b->p, b->n, err, err_cap);
     }
+    free(b->p);
+    return st;
+}
+
+/* The train loss, dev loss and dev BLEU series of one log (plot.h). */
+static nmt_status read_log(const char *log_path, series *trp, series *dlp, series *dbp, char *err, size_t err_cap) {
     FILE *f = fopen(log_path, "rb");
     if (!f) {
         nmt_errf(err, err_cap, "%s: cannot open: %s", log_path, strerror(errno));
         return NMT_ERR_IO;
     }
-    series tr = {0}, dl = {0}, db = {0};
     nmt_status st = NMT_OK;
     char *line = NULL;
     size_t lcap = 0;
@@ -470,8 +486,8 @@ nmt_status plot_svg(const char *log_path, const char *svg_path, char *err, size_
             break;
         }
         int oom = 0;
-        if (r.has_loss && isfinite(r.loss)) oom |= series_add(is_train ? &tr : &dl, r.step, r.loss);
-        if (is_dev && r.has_bleu && isfinite(r.bleu)) oom |= series_add(&db, r.step, r.bleu);
+        if (r.has_loss && isfinite(r.loss)) oom |= series_add(is_train ? trp : dlp, r.step, r.loss);
+        if (is_dev && r.has_bleu && isfinite(r.bleu)) oom |= series_add(dbp, r.step, r.bleu);
         if (oom) {
             nmt_errf(err, err_cap, "out of memory");
             st = NMT_ERR_IO;
@@ -484,10 +500,22 @@ nmt_status plot_svg(const char *log_path, const char *svg_path, char *err, size_
     }
     free(line);
     fclose(f);
-    if (st == NMT_OK && tr.n + dl.n + db.n == 0) {
+    if (st == NMT_OK && trp->n + dlp->n + dbp->n == 0) {
         nmt_errf(err, err_cap, "%s: no \"train\" or \"dev\" record with a loss or BLEU", log_path);
         st = NMT_ERR_INVALID_ARGUMENT;
     }
+    return st;
+}
+
+
+nmt_status plot_svg(const char *log_path, const char *svg_path, char *err, size_t err_cap) {
+    if (err && err_cap) err[0] = '\0';
+    if (!log_path || !svg_path) {
+        nmt_errf(err, err_cap, "plot_svg: missing path");
+        return NMT_ERR_INVALID_ARGUMENT;
+    }
+    series tr = {0}, dl = {0}, db = {0};
+    nmt_status st = read_log(log_path, &tr, &dl, &db, err, err_cap);
     if (st == NMT_OK) {
         const double W = 800, H = 640;
         const series *all[3] = {&tr, &dl, &db};
@@ -516,16 +544,146 @@ nmt_status plot_svg(const char *log_path, const char *svg_path, char *err, size_
         const char *n2[1] = {"dev BLEU"}, *c2[1] = {"#2ca02c"};
         draw_legend(&b, &p2, n2, c2, 1);
         sb_printf(&b, "</svg>\n");
-        if (b.oom) {
-            nmt_errf(err, err_cap, "out of memory");
-            st = NMT_ERR_IO;
-        } else {
-            st = write_atomic(svg_path, b.p, b.n, err, err_cap);
-        }
-        free(b.p);
+        st = finish_svg(&b, svg_path, err, err_cap);
     }
     series_free(&tr);
     series_free(&dl);
     series_free(&db);
+    return st;
+}
+
+/* ---- several logs overlaid ---------------------------------------------- */
+
+static const char *const RUN_COLORS[PLOT_MAX_LOGS] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
+                                                       "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+                                                       "#bcbd22", "#17becf", "#393b79", "#ad494a"};
+
+/* XML text of a label (&, <, >, " escaped). */
+static void sb_xml(sbuf *b, const char *s) {
+    for (; *s; s++) {
+        if (*s == '&') sb_printf(b, "&amp;");
+        else if (*s == '<') sb_printf(b, "&lt;");
+        else if (*s == '>') sb_printf(b, "&gt;");
+        else if (*s == '"') sb_printf(b, "&quot;");
+        else sb_printf(b, "%c", *s);
+    }
+}
+
+/* The label of a log without one: the folder of DIR/log.jsonl, else the
+ * file name without its extension. */
+static void default_label(const char *path, char *out, size_t cap) {
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    if (strcmp(base, "log.jsonl") == 0 && slash && slash > path) {
+        const char *end = slash, *start = slash;
+        while (start > path && start[-1] != '/') start--;
+        snprintf(out, cap, "%.*s", (int)(end - start), start);
+        return;
+    }
+    const char *dot = strrchr(base, '.');
+    size_t n = dot && dot > base ? (size_t)(dot - base) : strlen(base);
+    snprintf(out, cap, "%.*s", (int)n, base);
+}
+
+static void draw_run_legend(sbuf *b, const panel *p, char (*labels)[PLOT_LABEL_BYTES], int n, int styles) {
+    size_t longest = styles ? 10 : 0; /* "train loss" */
+    for (int i = 0; i < n; i++)
+        if (strlen(labels[i]) > longest) longest = strlen(labels[i]);
+    double w = 46 + 7.0 * (double)longest;
+    if (w < 120) w = 120;
+    int rows = n + (styles ? 2 : 0);
+    double x = p->x0 + p->w - w - 10, y = p->y0 + 10;
+    sb_printf(b, "<g class=\"legend\">\n<rect x=\"%.1f\" y=\"%.1f\" width=\"%.0f\" height=\"%d\" fill=\"#fff\" "
+                 "stroke=\"#999\"/>\n",
+              x, y, w, 8 + 18 * rows);
+    for (int i = 0; i < rows; i++) {
+        double ly = y + 16 + 18 * i;
+        int style = i >= n;
+        sb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\"%s/>\n",
+                  x + 8, ly - 4, x + 32, ly - 4, style ? "#000" : RUN_COLORS[i],
+                  style && i == n + 1 ? " stroke-dasharray=\"5,3\"" : "");
+        sb_printf(b, "<text class=\"%s\" x=\"%.1f\" y=\"%.1f\">", style ? "legend-style" : "legend-run", x + 38, ly);
+        if (style) sb_printf(b, "%s", i == n ? "train loss" : "dev loss");
+        else sb_xml(b, labels[i]);
+        sb_printf(b, "</text>\n");
+    }
+    sb_printf(b, "</g>\n");
+}
+
+static void draw_run_series(sbuf *b, const panel *p, const series *s, const char *cls, int run, int dashed) {
+    if (s->n == 0) return;
+    sb_printf(b, "<polyline class=\"%s\" data-run=\"%d\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\"%s points=\"",
+              cls, run, RUN_COLORS[run], dashed ? " stroke-dasharray=\"5,3\"" : "");
+    for (size_t k = 0; k < s->n; k++) sb_printf(b, "%s%.2f,%.2f", k ? " " : "", px(p, s->x[k]), py(p, s->y[k]));
+    sb_printf(b, "\"/>\n");
+}
+
+nmt_status plot_svg_multi(const char *const *log_paths, const char *const *labels, int n_logs, const char *svg_path,
+                          char *err, size_t err_cap) {
+    if (err && err_cap) err[0] = '\0';
+    if (!log_paths || !svg_path || n_logs < 1) {
+        nmt_errf(err, err_cap, "plot_svg_multi: missing path");
+        return NMT_ERR_INVALID_ARGUMENT;
+    }
+    if (n_logs > PLOT_MAX_LOGS) {
+        nmt_errf(err, err_cap, "%d logs: at most %d in one plot", n_logs, PLOT_MAX_LOGS);
+        return NMT_ERR_INVALID_ARGUMENT;
+    }
+    for (int i = 0; i < n_logs; i++)
+        if (!log_paths[i]) {
+            nmt_errf(err, err_cap, "plot_svg_multi: missing path");
+            return NMT_ERR_INVALID_ARGUMENT;
+        }
+    series tr[PLOT_MAX_LOGS] = {{0}}, dl[PLOT_MAX_LOGS] = {{0}}, db[PLOT_MAX_LOGS] = {{0}};
+    char names[PLOT_MAX_LOGS][PLOT_LABEL_BYTES];
+    nmt_status st = NMT_OK;
+    for (int i = 0; i < n_logs && st == NMT_OK; i++) {
+        if (labels && labels[i]) snprintf(names[i], sizeof names[i], "%s", labels[i]);
+        else default_label(log_paths[i], names[i], sizeof names[i]);
+        st = read_log(log_paths[i], &tr[i], &dl[i], &db[i], err, err_cap);
+    }
+    if (st == NMT_OK) {
+        const double W = 800, H = 640;
+        const series *all[3 * PLOT_MAX_LOGS], *losses[2 * PLOT_MAX_LOGS], *bleus[PLOT_MAX_LOGS];
+        size_t n_bleu = 0;
+        for (int i = 0; i < n_logs; i++) {
+            all[3 * i] = &tr[i];
+            all[3 * i + 1] = &dl[i];
+            all[3 * i + 2] = &db[i];
+            losses[2 * i] = &tr[i];
+            losses[2 * i + 1] = &dl[i];
+            bleus[i] = &db[i];
+            n_bleu += db[i].n;
+        }
+        range xr = data_range(all, 3 * n_logs, 1);
+        panel p1 = {80, 40, W - 110, 220, xr, data_range(losses, 2 * n_logs, 0)};
+        panel p2 = {80, 360, W - 110, 220, xr, data_range(bleus, n_logs, 0)};
+        sbuf b = {0};
+        sb_printf(&b,
+                  "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                  "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
+                  "font-family=\"sans-serif\" font-size=\"12\" data-runs=\"%d\">\n"
+                  "<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n",
+                  W, H, W, H, n_logs);
+        draw_axes_r(&b, &p1, "Loss", "loss", 1);
+        for (int i = 0; i < n_logs; i++) {
+            draw_run_series(&b, &p1, &tr[i], "train-loss", i, 0);
+            draw_run_series(&b, &p1, &dl[i], "dev-loss", i, 1);
+        }
+        draw_run_legend(&b, &p1, names, n_logs, 1);
+        draw_axes_r(&b, &p2, "Dev BLEU", "BLEU", 1);
+        for (int i = 0; i < n_logs; i++) draw_run_series(&b, &p2, &db[i], "dev-bleu", i, 0);
+        if (n_bleu == 0)
+            sb_printf(&b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#999\">no BLEU yet</text>\n",
+                      p2.x0 + p2.w / 2, p2.y0 + p2.h / 2);
+        draw_run_legend(&b, &p2, names, n_logs, 0);
+        sb_printf(&b, "</svg>\n");
+        st = finish_svg(&b, svg_path, err, err_cap);
+    }
+    for (int i = 0; i < n_logs; i++) {
+        series_free(&tr[i]);
+        series_free(&dl[i]);
+        series_free(&db[i]);
+    }
     return st;
 }

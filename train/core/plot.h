@@ -31,4 +31,21 @@
 
 nmt_status plot_svg(const char *log_path, const char *svg_path, char *err, size_t err_cap);
 
+/* Several logs' curves overlaid in the same two panels (one colour a log;
+ * train loss solid, dev loss dashed; dev BLEU), the x range the union of
+ * theirs, a legend of the runs in each panel.  labels (NULL, or NULL
+ * entries) name the runs; without one a log DIR/log.jsonl is "DIR", another
+ * file its name without the extension.  Each series is
+ * <polyline class="train-loss|dev-loss|dev-bleu" data-run="I" ...>, I the
+ * log's index; each panel's <g class="axes"> carries data-x-range and
+ * data-y-range (the axis ends), the <svg> data-runs (the number of logs);
+ * legend entries are <text class="legend-run"> (the labels, XML-escaped)
+ * and, in the loss panel, <text class="legend-style">.  At most
+ * PLOT_MAX_LOGS logs; labels are cut to PLOT_LABEL_BYTES - 1 bytes.  A log
+ * that fails fails the whole plot, with its message (as plot_svg). */
+#define PLOT_MAX_LOGS 12
+#define PLOT_LABEL_BYTES 64
+nmt_status plot_svg_multi(const char *const *log_paths, const char *const *labels, int n_logs, const char *svg_path,
+                          char *err, size_t err_cap);
+
 #endif
