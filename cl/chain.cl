@@ -69,9 +69,9 @@
 #define CHAIN_POS_REL (1u << 9) /* in CA_NBC */
 /* op fields (runtime/ops/ops_chain.c writes them): kind, M, N, K, then
  * (slot, offset, ld) of A, B, C, R; the bias (slot, offset); flags (1 bias,
- * 2 ReLU, 4 residual); the op's first chunk.  A norm: M rows of N = d, A =
- * x, R = res, C = out (each with its row stride), B = gamma, bias = beta,
- * K = eps's bits. */
+ * 2 ReLU, 4 residual, 8 GELU, 16 swish); the op's first chunk.  A norm: M
+ * rows of N = d, A = x, R = res, C = out (each with its row stride), B =
+ * gamma, bias = beta, K = eps's bits. */
 enum { CF_KIND, CF_M, CF_N, CF_K, CF_A, CF_AO, CF_LDA, CF_B, CF_BO, CF_LDB, CF_C, CF_CO, CF_LDC,
        CF_R, CF_RO, CF_LDR, CF_BIAS, CF_BIASO, CF_FLAGS, CF_FIRST };
 /* An attention (attn_item's work-items, one chunk each, (s*H + h) * lq + i)
@@ -122,6 +122,8 @@ enum { CK_KIND, CK_TAB, CK_TABO, CK_LD, CK_POSITIONS, CK_BACK, CK_BACKO, CK_ROWS
 #define CHAIN_FLAG_BIAS 1u
 #define CHAIN_FLAG_RELU 2u
 #define CHAIN_FLAG_RES 4u
+#define CHAIN_FLAG_GELU 8u  /* the activations: common.cl's ACT_FLAG_* bits */
+#define CHAIN_FLAG_SWISH 16u
 #endif /* CHAIN_LAYOUT */
 
 #if defined(__OPENCL_VERSION__) && (defined(GEMM_CHAIN) || defined(I8_CHAIN) || defined(Q8_CHAIN))
@@ -200,8 +202,7 @@ enum { CK_KIND, CK_TAB, CK_TABO, CK_LD, CK_POSITIONS, CK_BACK, CK_BACKO, CK_ROWS
                 if (n >= nend) break;                                                                 \
                 float v = VAL(acc[i][j], n);                                                          \
                 if (flags & CHAIN_FLAG_BIAS) v += bias[o[CF_BIASO] + n];                                           \
-                if (flags & CHAIN_FLAG_RELU) v = fmax(v, 0.0f);                                       \
-                crow[n] = v;                                                                          \
+                crow[n] = act_flags(v, (int)flags);                                                   \
             }                                                                                         \
         }                                                                                             \
     }

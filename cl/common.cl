@@ -108,10 +108,31 @@ inline float8 vsum16x8(const float16 a0, const float16 a1, const float16 a2, con
         const uint ldo, __global const float *G, const uint g_off, __global const float *Bt, const uint bt_off, \
         const float eps
 
+/* The products' activations, by bits of their flags (bit 1 ReLU, bit 3
+ * GELU, bit 4 swish; bit 0 is the bias, bit 2 a chain op's residual), and
+ * the act kernel's (elementwise.cl): GELU x Phi(x) with the exact normal
+ * CDF, swish (SiLU) x sigmoid(x).  One definition, so a product with its
+ * activation in the epilogue gives the bits of the product followed by
+ * act. */
+#define ACT_FLAG_RELU 2
+#define ACT_FLAG_GELU 8
+#define ACT_FLAG_SWISH 16
+inline float act_gelu(const float v) { return 0.5f * v * (1.0f + erf(v * 0.7071067811865476f)); }
+inline float act_swish(const float v) { return v / (1.0f + exp(-v)); }
+inline float act_flags(float v, const int flags) {
+    if (flags & ACT_FLAG_RELU) v = fmax(v, 0.0f);
+    if (flags & ACT_FLAG_GELU) v = act_gelu(v);
+    if (flags & ACT_FLAG_SWISH) v = act_swish(v);
+    return v;
+}
+
 /* The products' epilogue (gemm.cl, gemm_f16.cl, gemm_q8.cl, gemm_i8.cl) for
  * the GEMM_TM x GEMM_TN block of C at (m0, n0): per element
- * v = value (+ beta * C) (+ bias[n]) (ReLU), stored where in range (flags:
- * bit 0 bias, bit 1 ReLU; beta == 0: C is not read).  The kernel passes its
+ * v = value (+ beta * C) (+ bias[n]) (activation), stored where in range
+ * (flags: bit 0 bias, bits 1, 3, 4 ReLU, GELU, swish as act_flags; beta ==
+ * 0: C is not read).  The vector form applies GELU and swish element by
+ * element with the scalar functions (their vector forms may round
+ * differently).  The kernel passes its
  * value twice: VAL(i, j, n) for one element, VVAL(i) for row i's GEMM_TN
  * columns as one vector with the same operations per element (m is row i's
  * index in both).  Kernels take the vector form for blocks whose columns
@@ -142,8 +163,7 @@ inline float8 vsum16x8(const float16 a0, const float16 a1, const float16 a2, con
             float v = VAL(i, j, n);                                                     \
             if (beta != 0.0f) v += beta * crow[n];                                      \
             if (flags & 1) v += bias[bias_off + n];                                     \
-            if (flags & 2) v = fmax(v, 0.0f);                                           \
-            crow[n] = v;                                                                \
+            crow[n] = act_flags(v, flags);                                              \
         }                                                                               \
     }
 
@@ -159,6 +179,8 @@ inline float8 vsum16x8(const float16 a0, const float16 a1, const float16 a2, con
             if (flags & 1) v += bv_;                                                    \
             if (flags & 2) v = fmax(v, (EPI_FLOAT)0.0f);                                 \
             EPI_VSTORE(v, 0, crow);                                                      \
+            if (flags & (ACT_FLAG_GELU | ACT_FLAG_SWISH))                                \
+                for (int j = 0; j < GEMM_TN; j++) crow[j] = act_flags(crow[j], flags & ~ACT_FLAG_RELU); \
         }                                                                               \
     }
 

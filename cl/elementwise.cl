@@ -77,8 +77,9 @@ __kernel void act(__global const float *X, const ulong x_off, __global float *Y,
     const uint i = (uint)get_global_id(0);
     if (i >= n) return;
     const float v = X[x_off + i];
-    /* kind 2: GELU, x * Phi(x) with the exact normal CDF; 3: swish (SiLU) */
-    Y[y_off + i] = kind == 2u ? 0.5f * v * (1.0f + erf(v * 0.7071067811865476f)) : v / (1.0f + exp(-v));
+    /* kind 2: GELU, x * Phi(x) with the exact normal CDF; 3: swish (SiLU); the
+     * products' epilogues use the same functions (common.cl) */
+    Y[y_off + i] = kind == 2u ? act_gelu(v) : act_swish(v);
 }
 
 __kernel void gate_accum(__global const float *X, const ulong x_off, const uint ld_x,

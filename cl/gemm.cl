@@ -38,7 +38,8 @@
  * Summation order differs between parameter sets (vector lanes are summed
  * at the end), so results agree with a naive product to rounding, not bits.
  *
- * flags (gemm_*, bias_act): bit 0 = add bias[n], bit 1 = ReLU.  beta == 0
+ * flags (gemm_*, bias_act): bit 0 = add bias[n], bits 1, 3, 4 = ReLU, GELU,
+ * swish (common.cl, act_flags).  beta == 0
  * means C is not read (it may hold garbage, NaN included).
  *
  * Multiply-adds are written as a * b + c (contractible to fma by the
@@ -280,8 +281,7 @@ __kernel void bias_act(const uint M, const uint N, __global float *C, const uint
     __global float *c = C + c_off + m * ldc + n;
     float v = *c;
     if (flags & GEMM_FLAG_BIAS) v += bias[bias_off + n];
-    if (flags & GEMM_FLAG_RELU) v = fmax(v, 0.0f);
-    *c = v;
+    *c = act_flags(v, flags);
 }
 
 #ifndef GEMM_LN_WG

@@ -20,7 +20,8 @@
  * clamped on load and not stored; common.cl GEMM_BLOCK_ORIGIN places the
  * blocks), vectors of GEMM_VW halves along K.
  *
- * flags: bit 0 = add bias[n], bit 1 = ReLU.  beta == 0: C is not read.
+ * flags: bit 0 = add bias[n], bits 1, 3, 4 = ReLU, GELU, swish (common.cl,
+ * act_flags).  beta == 0: C is not read.
  * gemm indices are 32-bit (the host checks extents < 2^32 elements);
  * embed_f16 addresses with ulong.  Softmax, layer norm, attention and the
  * log-softmax are not here: they stay fp32 whatever the weights.

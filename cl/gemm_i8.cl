@@ -55,7 +55,8 @@
  * GEMM_TN block of C per work-item; out-of-range rows/columns clamped on
  * load and not stored; common.cl GEMM_BLOCK_ORIGIN places the blocks).
  *
- * flags: bit 0 = add bias[n], bit 1 = ReLU.  beta == 0: C is not read.
+ * flags: bit 0 = add bias[n], bits 1, 3, 4 = ReLU, GELU, swish (common.cl,
+ * act_flags).  beta == 0: C is not read.
  * Indices are 32-bit (the host checks extents < 2^32 elements).
  *
  * -D knobs (defaults):
@@ -454,8 +455,7 @@ static void chain_i8_prod(__global const uint *a, const uint *o, const uint c, _
                 if (flags & CHAIN_FLAG_RES) {
                     crow[n] = v + r[n];
                 } else {
-                    if (flags & CHAIN_FLAG_RELU) v = fmax(v, 0.0f);
-                    crow[n] = v;
+                    crow[n] = act_flags(v, (int)flags);
                 }
             }
         }

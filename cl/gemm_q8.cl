@@ -26,7 +26,8 @@
  * in vectors of GEMM_VW int8 weights converted to fp32 in registers, the
  * per-row scale applied once per output.  Accumulation is fp32.
  *
- * flags: bit 0 = add bias[n], bit 1 = ReLU.  beta == 0: C is not read.
+ * flags: bit 0 = add bias[n], bits 1, 3, 4 = ReLU, GELU, swish (common.cl,
+ * act_flags).  beta == 0: C is not read.
  * Indices are 32-bit (the host checks extents < 2^32 elements).
  *
  * -D knobs (defaults):

@@ -39,7 +39,7 @@ for kind in shipped fp32; do
     b=$old
     [[ $side == new ]] && b=$new
     start=$(date +%s.%N)
-    NMT_EDGE_CACHE_DIR="$work/cache-$side" "$b/nmt-edge" translate --model "$m" -i "$text" -o "$work/$kind.$side"
+    NMT_EDGE_CACHE_DIR="$work/cache-$side" "$b/nmt-edge" translate --model "$m" --max-src-len 1024 -i "$text" -o "$work/$kind.$side"
     echo "$kind $side: $(wc -l < "$work/$kind.$side") lines, $(echo "$(date +%s.%N) - $start" | bc) s"
   done
   if cmp -s "$work/$kind.old" "$work/$kind.new"; then

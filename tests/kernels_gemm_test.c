@@ -60,7 +60,7 @@ static void run_gemm(env *e, nmt_ops *ops, const gemm_case *c, uint64_t seed) {
              c->trans_b ? "NT" : "NN", c->M, c->N, c->K, (double)c->alpha, (double)c->beta, c->bias, c->relu, c->pad,
              c->off);
     check_block(got, C, nc, c->off, c->M, c->N, ldc, TOL, what);
-    if (c->relu)
+    if (c->relu == NMT_ACT_RELU)
         for (uint32_t m = 0; m < c->M; m++)
             for (uint32_t n = 0; n < c->N; n++) assert_true(got[c->off + m * ldc + n] >= 0.0f);
     nmt_test_release(dA);
@@ -97,6 +97,12 @@ static const gemm_case gemm_shapes[] = {
     {0, 1, 61, 33, 1.0f, 1.0f, 1, 1, 2, 1},
     {1, 4, 5, 0, 1.0f, 1.0f, 1, 0, 1, 1},     /* K = 0: C = C + bias */
     {0, 4, 5, 0, 1.0f, 0.0f, 1, 1, 0, 0},     /* K = 0, beta = 0: C = relu(bias) */
+    /* GELU (2) and swish (3) in the epilogue: scalar columns, whole vectors */
+    {1, 1, 37, 5, 1.0f, 0.0f, 1, 2, 0, 0},
+    {1, 3, 64, 33, 1.0f, 0.0f, 1, 3, 0, 0},
+    {1, 64, 96, 80, 1.0f, 0.0f, 1, 2, 0, 0},
+    {1, 17, 33, 67, 0.5f, 1.0f, 1, 3, 5, 3},
+    {0, 17, 33, 67, 0.5f, 1.0f, 1, 2, 5, 3},
 };
 
 /* C = alpha * A * (Q * scale)^T ...: same cases, B becomes int8 with per-row
@@ -157,6 +163,85 @@ static void run_all_gemm(env *e, nmt_ops *ops, uint64_t seed) {
         if (gemm_shapes[i].trans_b) run_gemm_q8(e, ops, &gemm_shapes[i], seed + 100 + i);
     for (size_t i = 0; i < NMT_ARRAY_LEN(gemm_more); i++)
         if (gemm_more[i].trans_b) run_gemm_q8(e, ops, &gemm_more[i], seed + 150 + i);
+}
+
+/* A product with GELU or swish in its epilogue gives the bits of the same
+ * product followed by nmt_op_act (what the runtime's FFN relies on: it
+ * fuses the activation, the trainer, which keeps the pre-activation, does
+ * not): fp32 and int8 weights (as int8 x fp32 and as int8 x int8), one to
+ * 64 rows, scalar and vector columns, and with the chained few-row steps on
+ * (CPU devices), where the products of up to 4 rows run in one chain
+ * launch. */
+static void act_bits_case(env *e, nmt_ops *ops, int q8, uint32_t M, uint32_t N, uint32_t K, int act, uint64_t seed) {
+    nmt_test_rng r = nmt_test_rng_make(seed);
+    float *A = nmt_test_random_f32(&r, (size_t)M * K, -2, 2);
+    float *W = nmt_test_random_f32(&r, (size_t)N * K, -1, 1);
+    float *bias = nmt_test_random_f32(&r, N, -1, 1);
+    int8_t *Q = malloc((size_t)N * K);
+    assert_non_null(Q);
+    for (size_t i = 0; i < (size_t)N * K; i++) Q[i] = (int8_t)nmt_test_rng_int(&r, -127, 128);
+    float *S = nmt_test_random_f32(&r, N, 0.005f, 0.05f);
+    cl_mem dA = nmt_test_upload_f32(e->dev, A, (size_t)M * K), dW = nmt_test_upload_f32(e->dev, W, (size_t)N * K);
+    cl_mem dQ = nmt_test_buffer(e->dev, (size_t)N * K, Q), dS = nmt_test_upload_f32(e->dev, S, N);
+    cl_mem db = nmt_test_upload_f32(e->dev, bias, N);
+    cl_mem fused = nmt_test_buffer(e->dev, (size_t)M * N * sizeof(float), NULL);
+    cl_mem pre = nmt_test_buffer(e->dev, (size_t)M * N * sizeof(float), NULL);
+    cl_mem split = nmt_test_buffer(e->dev, (size_t)M * N * sizeof(float), NULL);
+    for (int pass = 0; pass < 2; pass++) {
+        cl_mem out = pass ? pre : fused;
+        const int a = pass ? 0 : act;
+        if (q8)
+            nmt_test_assert_ok(e->dev, nmt_op_gemm_q8(ops, M, N, K, 1.0f, B(dA, 0), K, B(dQ, 0), K, B(dS, 0), 0.0f,
+                                                      B(out, 0), N, B(db, 0), a));
+        else
+            nmt_test_assert_ok(e->dev, nmt_op_gemm(ops, 1, M, N, K, 1.0f, B(dA, 0), K, B(dW, 0), K, 0.0f, B(out, 0),
+                                                   N, B(db, 0), a));
+    }
+    nmt_test_assert_ok(e->dev, nmt_op_act(ops, B(pre, 0), B(split, 0), M * N, act));
+    float *f = download(e, fused, (size_t)M * N), *u = download(e, split, (size_t)M * N);
+    for (size_t i = 0; i < (size_t)M * N; i++)
+        if (memcmp(&f[i], &u[i], sizeof(float)) != 0)
+            fail_msg("%s M=%u N=%u K=%u act %d chain %d: element %zu is %.9g fused, %.9g after the product",
+                     q8 ? "gemm_q8" : "gemm", M, N, K, act, ops->chain_on, i, (double)f[i], (double)u[i]);
+    free(f);
+    free(u);
+    cl_mem bufs[] = {dA, dW, dQ, dS, db, fused, pre, split};
+    for (size_t i = 0; i < NMT_ARRAY_LEN(bufs); i++) nmt_test_release(bufs[i]);
+    free(A);
+    free(W);
+    free(bias);
+    free(Q);
+    free(S);
+}
+
+static void test_gemm_act_bits(void **state) {
+    env *e = *state;
+    static const uint32_t shapes[][3] = {{1, 96, 64}, {2, 37, 33}, {4, 64, 48}, {17, 33, 67}, {64, 96, 80}};
+    /* ops 0: the environment's (int8 weights x fp32); 1: int8 x int8 products
+     * of int8 weights (this device's fast variant, with their scratch) */
+    nmt_ops i8ops;
+    open_i8_ops(e, &i8ops, nmt_i8dot_fast_variant(e->dev));
+    i8ops.i8_cap = 64 * 80;
+    i8ops.i8_rows = 64;
+    i8ops.i8_a = B(nmt_test_buffer(e->dev, i8ops.i8_cap, NULL), 0);
+    i8ops.i8_s = B(nmt_test_buffer(e->dev, i8ops.i8_rows * sizeof(float), NULL), 0);
+    nmt_ops *sets[2] = {&e->ops, &i8ops};
+    for (int o = 0; o < 2; o++)
+        for (int chain = 0; chain < 2; chain++) {
+            nmt_test_assert_ok(e->dev, nmt_ops_chain_enable(sets[o], chain));
+            if (chain && !sets[o]->chain_on) break; /* a device without chained steps (not a CPU) */
+            const uint64_t n_i8 = sets[o]->n_i8_products;
+            for (int q8 = 0; q8 < 2; q8++)
+                for (size_t i = 0; i < NMT_ARRAY_LEN(shapes); i++)
+                    for (int act = NMT_ACT_GELU; act <= NMT_ACT_SWISH; act++)
+                        act_bits_case(e, sets[o], q8 || o, shapes[i][0], shapes[i][1], shapes[i][2], act,
+                                      1000 + 10 * i + act);
+            if (o) assert_true(sets[o]->n_i8_products > n_i8); /* int8 x int8 did run */
+            nmt_test_assert_ok(e->dev, nmt_ops_chain_enable(sets[o], 0));
+        }
+    nmt_test_release(i8ops.i8_a.mem);
+    nmt_test_release(i8ops.i8_s.mem);
+    nmt_ops_release(&i8ops);
 }
 
 /* Cache blocking (NN K chunks, NT row tiles) with tiny blocks, so the
@@ -648,6 +733,7 @@ static void test_gemm_kgroup(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gemm),
+        cmocka_unit_test(test_gemm_act_bits),
         cmocka_unit_test(test_gemm_parameter_sets),
         cmocka_unit_test(test_tuning_valid),
         cmocka_unit_test(test_gemm_blocking),

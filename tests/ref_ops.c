@@ -27,6 +27,14 @@ int64_t ref_meta_i64(const nmt_file *f, const char *key, int64_t def) {
     return v;
 }
 
+/* The products' activation `act` (NMT_ACT_*: 1 ReLU, 2 GELU, 3 swish), in double. */
+static double ref_act(double v, int act) {
+    if (act == 1) return v < 0.0 ? 0.0 : v;
+    if (act == 2) return 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
+    if (act == 3) return v / (1.0 + exp(-v));
+    return v;
+}
+
 void ref_gemm(int trans_b, uint32_t M, uint32_t N, uint32_t K, float alpha, const float *A, uint32_t lda,
               const float *B, uint32_t ldb, float beta, float *C, uint32_t ldc, const float *bias, int relu) {
     for (uint32_t m = 0; m < M; m++) {
@@ -39,7 +47,7 @@ void ref_gemm(int trans_b, uint32_t M, uint32_t N, uint32_t K, float alpha, cons
             double v = (double)alpha * acc;
             if (beta != 0.0f) v += (double)beta * C[(size_t)m * ldc + n];
             if (bias) v += bias[n];
-            if (relu && v < 0.0) v = 0.0;
+            v = ref_act(v, relu);
             C[(size_t)m * ldc + n] = (float)v;
         }
     }
@@ -55,7 +63,7 @@ void ref_gemm_q8(uint32_t M, uint32_t N, uint32_t K, float alpha, const float *A
             double v = (double)alpha * acc;
             if (beta != 0.0f) v += (double)beta * C[(size_t)m * ldc + n];
             if (bias) v += bias[n];
-            if (relu && v < 0.0) v = 0.0;
+            v = ref_act(v, relu);
             C[(size_t)m * ldc + n] = (float)v;
         }
     }

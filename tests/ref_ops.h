@@ -29,7 +29,8 @@ const float *ref_tensor(const nmt_file *f, const char *who, const char *fmt, ...
     ;
 int64_t ref_meta_i64(const nmt_file *f, const char *key, int64_t def);
 
-/* C[M,N] = alpha * A[M,K] * op(B) + beta * C (+ bias[N]) (then ReLU).
+/* C[M,N] = alpha * A[M,K] * op(B) + beta * C (+ bias[N]) (then the
+ * activation `relu`: NMT_ACT_* 1 ReLU, 2 GELU, 3 swish; 0 none).
  * trans_b: B is [N,K] (row n = weights of output n), else [K,N].
  * beta == 0: C is not read.  bias may be NULL. */
 void ref_gemm(int trans_b, uint32_t M, uint32_t N, uint32_t K, float alpha, const float *A, uint32_t lda,

@@ -263,11 +263,15 @@ static nmt_status mg_self_attn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, cons
 static nmt_status ffn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const nmt_tf_acts *a, uint32_t rows, nmt_buf in,
                       const tf_tail *tl) {
     const nmt_tf_cfg *c = fw->c;
-    /* ReLU in the product's epilogue; GELU and swish after it, from the
-     * pre-activation ffp when the caller keeps it (training), else in place */
-    const nmt_buf pre = c->ffn_act && a->ffp.mem ? a->ffp : a->ffh;
-    NMT_TRY(linear(fw, in, c->d, rows, &w->fc1, c->ff, c->d, pre, c->ff, c->ffn_act == 0));
-    if (c->ffn_act) NMT_TRY(nmt_op_act(fw->ops, pre, a->ffh, rows * c->ff, c->ffn_act + 1));
+    /* The activation in the product's epilogue (the same bits as the product
+     * followed by nmt_op_act), unless the caller keeps GELU's or swish's
+     * pre-activation ffp (training: their backward reads it) */
+    if (c->ffn_act && a->ffp.mem) {
+        NMT_TRY(linear(fw, in, c->d, rows, &w->fc1, c->ff, c->d, a->ffp, c->ff, 0));
+        NMT_TRY(nmt_op_act(fw->ops, a->ffp, a->ffh, rows * c->ff, c->ffn_act + 1));
+    } else {
+        NMT_TRY(linear(fw, in, c->d, rows, &w->fc1, c->ff, c->d, a->ffh, c->ff, c->ffn_act + 1));
+    }
     return project(fw, tl, a->ffh, c->ff, rows, &w->fc2, c->ff, a->t);
 }
 

@@ -422,7 +422,7 @@ nmt_status nmt_op_gemm(nmt_ops *ops, int trans_b, uint32_t M, uint32_t N, uint32
         nmt_log(&ops->dev->log, NMT_LOG_ERROR, "gemm operands beyond 32-bit element indexing");
         return NMT_ERR_UNSUPPORTED;
     }
-    const int flags = (bias.mem ? 1 : 0) | (relu ? 2 : 0);
+    const int flags = (bias.mem ? 1 : 0) | nmt_ops_act_flags(relu);
     const nmt_gemm_op op = trans_b ? NMT_GOP_NT : NMT_GOP_NN;
     const nmt_gemm_class cls = nmt_gemm_class_of(M);
     const nmt_gemm_cfg *cfg = &ops->cfg[op][cls];
@@ -523,7 +523,7 @@ void nmt_ops_args_gemm_tail(args *a, float beta, nmt_buf C, uint32_t ldc, nmt_bu
     arg_u32(a, ldc);
     arg_mem(a, bias.mem ? bias.mem : C.mem); /* never dereferenced without the flag */
     arg_u32(a, bias.mem ? (uint32_t)bias.off : 0u);
-    arg_i32(a, (bias.mem ? 1 : 0) | (relu ? 2 : 0));
+    arg_i32(a, (bias.mem ? 1 : 0) | nmt_ops_act_flags(relu));
 }
 
 nmt_status nmt_op_gemm_q8(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, float alpha, nmt_buf A, uint32_t lda,

@@ -286,7 +286,10 @@ nmt_status nmt_ops_enable_additive(nmt_ops *ops);
 
 void nmt_ops_release(nmt_ops *ops);
 
-/* C[M,N] = alpha * A[M,K] * op(B) + beta * C (+ bias[N]) (then ReLU if relu).
+/* C[M,N] = alpha * A[M,K] * op(B) + beta * C (+ bias[N]) (then the
+ * activation `relu`: 0 none, 1 = NMT_ACT_RELU, NMT_ACT_GELU, NMT_ACT_SWISH,
+ * the bits of nmt_op_act after the product; every product op below takes
+ * the same argument, and so do the layers of layers.h).
  * trans_b = 1: B is [N,K] (row n holds the K weights of output n: the layout
  * of every weight matrix in .nmt files);  trans_b = 0: B is [K,N].
  * bias.mem == NULL: no bias.  beta must be 0 or 1. */

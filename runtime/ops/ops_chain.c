@@ -29,6 +29,8 @@
 _Static_assert(NMT_OPS_CHAIN_W == CHAIN_W && NMT_OPS_CHAIN_BUFS == CHAIN_BUFS && NMT_OPS_CHAIN_COLS == CHAIN_COLS &&
                    NMT_OPS_CHAIN_QS_ROWS == CHAIN_QS_ROWS,
                "runtime/ops/ops.h NMT_OPS_CHAIN_* against cl/chain.cl");
+_Static_assert(CHAIN_FLAG_RELU == 2u && CHAIN_FLAG_GELU == 8u && CHAIN_FLAG_SWISH == 16u,
+               "cl/chain.cl's activation flags against nmt_ops_act_flags (ops_internal.h)");
 _Static_assert(NMT_OPS_CHAIN_ROWS == CHAIN_MAX_ROWS, "runtime/ops/ops.h NMT_OPS_CHAIN_ROWS against cl/chain.cl");
 _Static_assert(NMT_TOPK_MAX <= CHAIN_TOPK_MAX, "a chained top-k's k must fit cl/chain.cl's arrays");
 _Static_assert(NMT_BEAM_DEVICE_MAX <= CHAIN_BEAM_MAX, "a device beam step's K must fit cl/common.cl's arrays");
@@ -292,7 +294,7 @@ nmt_status nmt_ops_chain_prod(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, 
     const nmt_buf bufs[5] = {A, B, C, R, bias};
     if (!offsets_fit(bufs, 5)) return NMT_OK;
     const cl_mem mems[5] = {A.mem, B.mem, C.mem, R.mem, bias.mem};
-    const cl_uint flags = (bias.mem ? CHAIN_FLAG_BIAS : 0u) | (relu ? CHAIN_FLAG_RELU : 0u) |
+    const cl_uint flags = (bias.mem ? CHAIN_FLAG_BIAS : 0u) | (cl_uint)nmt_ops_act_flags(relu) |
                           (R.mem ? CHAIN_FLAG_RES : 0u);
     NMT_TRY(push(ops, (uint32_t)cls, mems, CHAIN_PROD, M, N, K, A, lda, B, ldb, C, ldc, R, ldr, bias, flags, 0));
     *taken = 1;
@@ -447,7 +449,7 @@ nmt_status nmt_ops_chain_q8(nmt_ops *ops, int i8, uint32_t M, uint32_t N, uint32
     const nmt_buf bufs[6] = {A, Q, C, R, bias, sq};
     if (!offsets_fit(bufs, 6) || (uint64_t)Q.off + (uint64_t)(N - 1) * ldq + K > lim || (uint64_t)sq.off + N > lim)
         return NMT_OK;
-    const cl_uint flags = (bias.mem ? CHAIN_FLAG_BIAS : 0u) | (relu ? CHAIN_FLAG_RELU : 0u) |
+    const cl_uint flags = (bias.mem ? CHAIN_FLAG_BIAS : 0u) | (cl_uint)nmt_ops_act_flags(relu) |
                           (R.mem ? CHAIN_FLAG_RES : 0u);
     if (i8) { /* the rows quantized once, by an op of their own, into chain_qs; the product reads them there */
         if (ops->chain_qs == NULL) return NMT_OK;

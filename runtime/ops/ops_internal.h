@@ -13,7 +13,13 @@
 #include "ops_phrase.h"
 #include "ops_rec.h"
 
-struct args;
+
+/* The flag bits of a product's activation `act` (NMT_ACT_*: 0 none, 1 ReLU,
+ * 2 GELU, 3 swish), as cl/common.cl's act_flags and cl/chain.cl's
+ * CHAIN_FLAG_* read them. */
+static inline int nmt_ops_act_flags(int act) {
+    return act == NMT_ACT_RELU ? 2 : act == NMT_ACT_GELU ? 8 : act == NMT_ACT_SWISH ? 16 : 0;
+}
 
 /* Subgroup reductions (runtime/ops/ops_sg.c; whether a device takes them:
  * nmt_device_sg_wanted, device.h).  nmt_ops_sg_setup: sets ops->sg_size
@@ -39,7 +45,7 @@ nmt_status nmt_ops_launch_gemm(nmt_ops *ops, cl_kernel k, const nmt_gemm_cfg *c,
                                const char *kname);
 /* The arguments the int8-weight product kernels share (kernel_args.h):
  * head M, N, K, alpha, A (mem, offset, ld); tail beta, C (mem, offset,
- * ld), bias (mem, offset; C when absent) and the flags (bias, ReLU). */
+ * ld), bias (mem, offset; C when absent) and the flags (bias, activation). */
 struct args;
 void nmt_ops_args_gemm_head(struct args *a, uint32_t M, uint32_t N, uint32_t K, float alpha, nmt_buf A,
                             uint32_t lda);
