@@ -107,6 +107,7 @@ def check_includes(src, layers):
                     by_name[fn] = (rel, layer)
     pub = os.path.join(src, PUBLIC)
     public = set(os.listdir(pub)) if os.path.isdir(pub) else set()
+    edges = {}  # folder -> folders it includes from (for circles between folders)
     for rel, folder, layer in files:
         if rel.endswith(".cl"):
             continue
@@ -128,12 +129,37 @@ def check_includes(src, layers):
                 continue
             elif inc in by_name:
                 tlayer = by_name[inc][1]
+                tfolder = os.path.dirname(by_name[inc][0])
             else:
                 continue  # not ours (a system or generated header)
+            if tfolder != folder:
+                edges.setdefault(folder, set()).add(tfolder)
             if tlayer != layer and tlayer not in allowed[layer]:
                 problems.append("%s:%d: includes \"%s\" of layer %s, which layer %s may not use"
                                 % (rel, line, inc, tlayer, layer))
+    problems += folder_circles(edges)
     return problems
+
+
+def folder_circles(edges):
+    """Circles in the include graph between folders (also inside one layer,
+    e.g. families/ and a family's folder)."""
+    out = []
+    state = {}
+
+    def visit(f, path):
+        state[f] = 1
+        for t in sorted(edges.get(f, ())):
+            if state.get(t) == 1:
+                out.append("folders include each other: %s" % " -> ".join(path[path.index(t):] + [t]))
+            elif t not in state:
+                visit(t, path + [t])
+        state[f] = 2
+
+    for f in sorted(edges):
+        if f not in state:
+            visit(f, [f])
+    return out
 
 
 def check_objects(src, layers, build, nm):
@@ -175,7 +201,8 @@ def check_objects(src, layers, build, nm):
 
 def self_test():
     """The checks find an upward include, a relative path around the table,
-    a header name used twice, an upward call and a table circle."""
+    two folders of one layer that include each other, a header name used
+    twice, an upward call and a table circle."""
     layers = [("low", ["a"], []), ("high", ["b"], ["low"])]
     with tempfile.TemporaryDirectory() as t:
         for d in ("a", "b", "include"):
@@ -189,11 +216,19 @@ def self_test():
         w("a/low.c", '#include "low.h"\n')
         assert check_includes(t, layers) == [], "a clean tree reports nothing"
         w("a/low.c", '#include "low.h"\n#include "high.h"\n')
-        p = check_includes(t, layers)
-        assert len(p) == 1 and "a/low.c:2" in p[0] and "layer high" in p[0], p
+        p = check_includes(t, layers)  # the upward include, and so a circle a -> b -> a
+        assert len(p) == 2 and "a/low.c:2" in p[0] and "layer high" in p[0], p
+        assert p[1] == "folders include each other: a -> b -> a", p
         w("a/low.c", '#include "../b/high.h"\n')
         p = check_includes(t, layers)
-        assert len(p) == 1 and "layer high" in p[0], p
+        assert len(p) == 2 and "layer high" in p[0] and "a -> b -> a" in p[1], p
+        layers2 = [("one", ["c", "c/*"], [])]
+        os.makedirs(os.path.join(t, "c", "d"))
+        w("c/top.h", '#include "sub.h"\n')
+        w("c/d/sub.h", '#include "top.h"\n')
+        p = check_includes(t, layers2)
+        assert len(p) == 1 and "folders include each other" in p[0], p
+        w("c/d/sub.h", "")
         w("a/low.c", "")
         w("b/low.h", "")
         p = check_includes(t, layers)

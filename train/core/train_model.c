@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* train_model.c — the ntm_* calls (train_model.h): one indirection through
- * the family's record (train/families/train_family.h). */
+/* train_model.c — the trainer's family registry and the ntm_* calls
+ * (train_model.h): one indirection through the family's record
+ * (train/families/train_family.h). */
 #include "train_model.h"
 
 #include <math.h>
@@ -12,6 +13,23 @@
 #include "family.h"
 #include "format.h"
 #include "param_store.h"
+#include "tf_train.h"
+#include "banmt_train.h"
+
+/* Every family the trainer can train, by the runtime family's arch. */
+static const nmt_train_family *const registry[] = {
+    &nmt_tf_train_family,
+    &nmt_mgsa_train_family,
+    &nmt_phrase_train_family,
+    &nmt_banmt_train_family,
+};
+
+const nmt_train_family *nmt_train_family_find(const char *arch) {
+    if (arch == NULL) return NULL;
+    for (size_t i = 0; i < NMT_ARRAY_LEN(registry); i++)
+        if (strcmp(registry[i]->arch, arch) == 0) return registry[i];
+    return NULL;
+}
 
 struct ntm_model {
     const nmt_train_family *fam;

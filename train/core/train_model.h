@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* train_model.h — the trainer's model of any family, found by the `arch`
- * of its model image in the trainer's registry (nmt_train_family_find,
- * train/families/train_family.h).
+ * of its model image in the trainer's registry (nmt_train_family_find).
  *
  * A family with gradients provides one `nmt_train_family` record (for the
  * Transformer/HySAN family: train/families/transformer/tf_train.c) whose
@@ -17,6 +16,10 @@
 #include <stdint.h>
 
 #include "train_family.h"
+
+/* The trainer's record of an arch string (its registry, train_model.c);
+ * NULL when no family with that arch can be trained. */
+const nmt_train_family *nmt_train_family_find(const char *arch);
 
 typedef struct ntm_model ntm_model;
 

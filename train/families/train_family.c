@@ -1,30 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* train_family.c — the trainer's family registry and the helpers every
- * family's steps share (train_family.h). */
+/* train_family.c — the helpers every family's steps share (train_family.h). */
 #include "train_family.h"
 
 #include <math.h>
-#include <string.h>
 
 #include "common.h"
 #include "device.h"
-#include "tf_train.h"
-#include "banmt_train.h"
-
-/* Every family the trainer can train, by the runtime family's arch. */
-static const nmt_train_family *const registry[] = {
-    &nmt_tf_train_family,
-    &nmt_mgsa_train_family,
-    &nmt_phrase_train_family,
-    &nmt_banmt_train_family,
-};
-
-const nmt_train_family *nmt_train_family_find(const char *arch) {
-    if (arch == NULL) return NULL;
-    for (size_t i = 0; i < NMT_ARRAY_LEN(registry); i++)
-        if (strcmp(registry[i]->arch, arch) == 0) return registry[i];
-    return NULL;
-}
 
 nmt_status nmt_train_limits_resolve(nmt_train_limits *L) {
     NMT_CHECK(L->max_seqs >= 1 && L->max_seqs <= (1u << 16) && L->max_src_len >= 1 && L->max_src_len <= (1u << 16) &&

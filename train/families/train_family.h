@@ -3,8 +3,8 @@
  * (one nmt_train_family record, e.g. train/families/transformer/tf_train.c)
  * and what the trainer gives it: batches, limits, step options, and the
  * helpers its steps share (train_family.c).  The trainer's registry of
- * these records is here too (nmt_train_family_find); the generic model
- * over them, ntm_* of train/core/train_model.h, sits one layer above.
+ * these records (nmt_train_family_find) and the generic model over them,
+ * ntm_*, are train/core/train_model.h's, one layer above.
  *
  * Batches follow the runtime's sequence conventions exactly (so the
  * trainer's log-probabilities equal nmt_session_score on the exported model):
@@ -126,9 +126,5 @@ int nmt_train_step_opts_ok(const nmt_train_step_opts *o);
  * scratch) and read back (blocking); either output may be NULL. */
 nmt_status nmt_train_loss_sums(nmt_train_ops *t, nmt_buf loss, nmt_buf nll, uint32_t rows, nmt_buf partial,
                                nmt_buf red, double *loss_sum, double *nll_sum);
-
-/* The trainer's record of an arch string; NULL when no family with that
- * arch can be trained. */
-const nmt_train_family *nmt_train_family_find(const char *arch);
 
 #endif
