@@ -41,6 +41,16 @@
  * that the two paths are timed interleaved in one run (with an fp16
  * --model-file; alone or with --versus FILEs).
  *
+ * --text FILE --model-file M.nmt [--batch-tokens N[,N...]] [--rounds R]
+ * (issue 56): the lines of FILE (e.g. data/de-en/test.en), tokenized with
+ * the model's tokenizer, translated at beam 4 as sentence batches of
+ * --batch in input order and as token batches of at most N padded tokens
+ * (nmt_batch_plan_tokens over windows of 16 x --batch lines, as `nmt-edge
+ * translate --batch-tokens N` reads ahead), R interleaved rounds (default
+ * 3, the median); each row's best hypotheses are compared with the
+ * sentence batches' and the padded source tokens counted.  Lines over 256
+ * source tokens are left out (nmt-edge --skip-long gives them empty lines).
+ *
  * Not a test: nothing here asserts speed. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -144,6 +154,169 @@ static nmt_session *open_session(bench *b, nmt_limits lim, void **arena, size_t 
 /* --fp16-versus: the versus table's last model is the first one with fp16
  * compute on. */
 static int g_fp16_versus;
+
+/* ---- --text: sentence batches against token batches (issue 56) ---------- */
+
+typedef struct text_run {
+    uint32_t batch_tokens;  /* 0: sentence batches */
+    double secs[16];
+    uint64_t out_tokens, padded;
+    int same;               /* best hypotheses equal to the sentence batches' */
+} text_run;
+
+static int cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* One pass over every sentence: best[i] (max 256 ids + length) filled in
+ * input order; seconds. */
+static double text_pass(nmt_session *sess, int32_t **toks, const uint32_t *lens, uint32_t n_sent, uint32_t batch,
+                        uint32_t batch_tokens, int32_t *best, uint32_t *best_len, uint64_t *out_tokens,
+                        uint64_t *padded) {
+    nmt_decode_opts o = {.beam = 4};
+    const uint32_t window = batch * 16;
+    uint32_t *order = malloc(window * sizeof *order), *sizes = malloc(window * sizeof *sizes);
+    const int32_t **bt = malloc(batch * sizeof *bt);
+    uint32_t *bl = malloc(batch * sizeof *bl), *idx = malloc(batch * sizeof *idx);
+    *out_tokens = *padded = 0;
+    double t0 = now();
+    for (uint32_t w = 0; w < n_sent; w += batch_tokens ? window : batch) {
+        const uint32_t wn = batch_tokens ? (n_sent - w < window ? n_sent - w : window)
+                                         : (n_sent - w < batch ? n_sent - w : batch);
+        uint32_t nb = 1;
+        if (batch_tokens) {
+            nmt_status st = nmt_batch_plan_tokens(lens + w, wn, batch_tokens, batch, order, sizes, &nb);
+            if (st) die("plan", st);
+        } else {
+            for (uint32_t k = 0; k < wn; k++) order[k] = k;
+            sizes[0] = wn;
+        }
+        for (uint32_t b = 0, lo = 0; b < nb; lo += sizes[b++]) {
+            uint32_t longest = 0;
+            for (uint32_t k = 0; k < sizes[b]; k++) {
+                idx[k] = w + order[lo + k];
+                bt[k] = toks[idx[k]];
+                bl[k] = lens[idx[k]];
+                if (bl[k] > longest) longest = bl[k];
+            }
+            *padded += (uint64_t)sizes[b] * (longest + 1);
+            nmt_batch src = {bt, bl, sizes[b]};
+            nmt_status st = nmt_session_translate(sess, &src, &o);
+            if (st) die("translate", st);
+            for (uint32_t k = 0; k < sizes[b]; k++) {
+                const int32_t *t;
+                uint32_t len;
+                nmt_session_result(sess, k, 0, &t, &len, NULL, NULL);
+                if (len > 256) len = 256;
+                memcpy(best + (size_t)idx[k] * 256, t, len * sizeof *t);
+                best_len[idx[k]] = len;
+                *out_tokens += len + 1;
+            }
+        }
+    }
+    const double dt = now() - t0;
+    free(order), free(sizes), free(bt), free(bl), free(idx);
+    return dt;
+}
+
+static int text_bench(const char *spec, const char *model_file, const char *text_file, uint32_t batch,
+                      const char *budgets, int rounds) {
+    bench b = {0};
+    if (model_file == NULL || (b.image = read_file(model_file, &b.size)) == NULL) {
+        fprintf(stderr, "translate_bench: --text needs a readable --model-file\n");
+        return 2;
+    }
+    open_device(&b, spec, NULL);
+    nmt_limits lim = {.max_src_len = 256, .max_batch = batch, .max_beam = 4};
+    void *arena;
+    size_t bytes;
+    nmt_session *sess = open_session(&b, lim, &arena, &bytes);
+    nmt_tokenizer *tok = nmt_session_tokenizer(sess, 0);
+    FILE *f = fopen(text_file, "r");
+    if (tok == NULL || f == NULL) {
+        fprintf(stderr, "translate_bench: --text: %s\n", tok == NULL ? "the model has no tokenizer" : "cannot open");
+        return 2;
+    }
+    uint32_t n = 0, cap = 0;
+    int32_t **toks = NULL;
+    uint32_t *lens = NULL;
+    uint64_t src_tokens = 0;
+    uint32_t skipped = 0;
+    char line[8192];
+    while (fgets(line, sizeof line, f)) {
+        size_t len = strcspn(line, "\r\n");
+        const int32_t *ids;
+        uint32_t k;
+        nmt_status st = nmt_tokenizer_encode(tok, line, len, &ids, &k);
+        if (st) die("tokenize", st);
+        if (k > lim.max_src_len) { /* as nmt-edge --skip-long: not translated */
+            skipped++;
+            continue;
+        }
+        if (n == cap) {
+            cap = cap ? 2 * cap : 256;
+            toks = realloc(toks, cap * sizeof *toks);
+            lens = realloc(lens, cap * sizeof *lens);
+        }
+        toks[n] = malloc((k ? k : 1) * sizeof(int32_t));
+        memcpy(toks[n], ids, k * sizeof(int32_t));
+        lens[n++] = k;
+        src_tokens += k;
+    }
+    fclose(f);
+    text_run runs[9] = {{0}};
+    int n_runs = 1;
+    for (const char *p = budgets; p && *p && n_runs < 9;) {
+        runs[n_runs].same = 1;
+        runs[n_runs++].batch_tokens = (uint32_t)strtoul(p, (char **)&p, 10);
+        if (*p == ',') p++;
+    }
+    int32_t *best0 = malloc((size_t)n * 256 * sizeof *best0), *best = malloc((size_t)n * 256 * sizeof *best);
+    uint32_t *len0 = malloc(n * sizeof *len0), *lenb = malloc(n * sizeof *lenb);
+    /* warm-up: PoCL compiles kernels per work-group size on first use */
+    uint64_t ot, pt;
+    text_pass(sess, toks, lens, n < batch ? n : batch, batch, 0, best0, len0, &ot, &pt);
+    for (int r = 0; r < rounds; r++)
+        for (int k = 0; k < n_runs; k++) { /* every round starts at the next row */
+            text_run *run = &runs[(k + r) % n_runs];
+            int32_t *bb = run->batch_tokens ? best : best0;
+            uint32_t *bl = run->batch_tokens ? lenb : len0;
+            run->secs[r] = text_pass(sess, toks, lens, n, batch, run->batch_tokens, bb, bl, &run->out_tokens,
+                                     &run->padded);
+            if (run->batch_tokens == 0) continue;
+            for (uint32_t i = 0; i < n; i++) /* best0 is whole: round 0 starts at the sentence batches */
+                if (lenb[i] != len0[i] || memcmp(best + (size_t)i * 256, best0 + (size_t)i * 256,
+                                                 len0[i] * sizeof *best) != 0)
+                    run->same = -1;
+        }
+    nmt_device_info di;
+    nmt_device_get_info(b.dev, &di);
+    printf("device: %s (%s), driver %s\n", di.device_name, di.platform_name, di.driver_version);
+    printf("text: %s, %u lines (%u over max_src_len 256 left out), %llu source tokens; beam 4, --batch %u, "
+           "read-ahead %u lines; median of %d rounds\n",
+           text_file, n, skipped, (unsigned long long)src_tokens, batch, batch * 16, rounds);
+    printf("%-16s %10s %10s %12s %14s %8s %10s\n", "batches", "seconds", "sent/s", "out tok/s", "padded src tok",
+           "vs sent", "same out");
+    double base = 0;
+    for (int k = 0; k < n_runs; k++) {
+        text_run *run = &runs[k];
+        qsort(run->secs, (size_t)rounds, sizeof run->secs[0], cmp_double);
+        const double med = run->secs[rounds / 2];
+        if (k == 0) base = med;
+        char name[32];
+        if (run->batch_tokens) snprintf(name, sizeof name, "tokens %u", run->batch_tokens);
+        else snprintf(name, sizeof name, "sentences %u", batch);
+        printf("%-16s %10.3f %10.2f %12.1f %14llu %7.2fx %10s\n", name, med, n / med, run->out_tokens / med,
+               (unsigned long long)run->padded, base / med, run->batch_tokens ? (run->same > 0 ? "yes" : "NO") : "-");
+    }
+    nmt_session_destroy(sess);
+    nmt_device_close(b.dev);
+    free(arena), free(b.dev_mem), free(b.image), free(best0), free(best), free(len0), free(lenb);
+    for (uint32_t i = 0; i < n; i++) free(toks[i]);
+    free(toks), free(lens);
+    return 0;
+}
 static uint32_t g_prof_batch = 1, g_prof_beam = 1; /* --profile-config BxK */
 static int g_prof_mode = NMT_PROFILE_DRAINED;        /* --timeline: NMT_PROFILE_EVENTS */
 
@@ -254,7 +427,8 @@ int main(int argc, char **argv) {
     const char *spec = getenv("NMT_EDGE_DEVICE");
     int n_sent = 32;
     const char *which = "test", *model_file = NULL, *vs_files[4], *tuned_cache = NULL;
-    int n_vs = 0, profile = 0, big = 8, timeline = 0;
+    int n_vs = 0, profile = 0, big = 8, timeline = 0, rounds = 3;
+    const char *text_file = NULL, *budgets = "256,512,1024";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--device") && i + 1 < argc) spec = argv[++i];
         else if (!strcmp(argv[i], "--sentences") && i + 1 < argc) n_sent = atoi(argv[++i]);
@@ -279,10 +453,13 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--fixed-len")) g_fixed_len = 1;
         else if (!strcmp(argv[i], "--fp16-versus")) g_fp16_versus = 1;
         else if (!strcmp(argv[i], "--versus-no-i8dot")) g_versus_no_i8dot = 1;
+        else if (!strcmp(argv[i], "--text") && i + 1 < argc) text_file = argv[++i];
+        else if (!strcmp(argv[i], "--batch-tokens") && i + 1 < argc) budgets = argv[++i];
+        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
         else {
             fprintf(stderr, "usage: translate_bench [--device SPEC] [--sentences N] [--model test|small | --model-file FILE]"
                             " [--batch N] [--fixed-len] [--versus FILE]... (up to 4) [--profile | --timeline] [--profile-config BxK] [--cache DIR]"
-                            " [--fp16-versus] [--versus-no-i8dot]\n");
+                            " [--fp16-versus] [--versus-no-i8dot] [--text FILE [--batch-tokens N,...] [--rounds R]]\n");
             return 2;
         }
     }
@@ -296,6 +473,13 @@ int main(int argc, char **argv) {
     if (n_sent < 1 || n_sent > 4096 || big < 2 || big > 64 || g_prof_batch > (uint32_t)big) {
         fprintf(stderr, "translate_bench: --sentences must be 1..4096, --batch 2..64, --profile-config batch <= --batch\n");
         return 2;
+    }
+    if (text_file != NULL) {
+        if (rounds < 1 || rounds > 16) {
+            fprintf(stderr, "translate_bench: --rounds must be 1..16\n");
+            return 2;
+        }
+        return text_bench(spec, model_file, text_file, (uint32_t)big, budgets, rounds);
     }
     if (timeline) {
         setenv("NMT_EDGE_QUEUE_PROFILING", "1", 1); /* read when the device opens */

@@ -79,7 +79,12 @@ typedef struct cli_opts {
     int binaries_only;              /* --binaries-only (or $NMT_EDGE_BINARIES_ONLY) */
     int no_fp16;                    /* --no-fp16 (or $NMT_EDGE_NO_FP16): no fp16 compute */
     int quiet;                      /* translate, score: no progress line on a terminal */
+    long batch_tokens;              /* translate --batch-tokens N: token batches (0: sentence batches) */
+    long read_ahead;                /* translate --read-ahead K: lines sorted together (0: 16 * --batch) */
 } cli_opts;
+
+/* --read-ahead's default: lines read and sorted together per --batch. */
+#define CLI_READ_AHEAD_BATCHES 16
 
 /* A device and a session with the memory the program owns for them. */
 typedef struct runtime {
@@ -120,8 +125,13 @@ typedef struct batch_job {
     int (*parse_cut)(struct batch_job *job, const char *head, size_t head_len, uint64_t len,
                      const cli_cut *cut, unsigned long line_no, char *err, size_t cap);
     size_t line_limit;  /* 0: the reader keeps lines whole (id mode) */
-    /* Run sentences [lo, lo + n) of the batch through the library. */
+    /* Run sentences [lo, lo + n) of the batch through the library: the
+     * slots lo .. lo + n - 1, or with `order` set (token batches) the slots
+     * order[lo .. lo + n - 1] (batch_slot). */
     nmt_status (*call)(struct batch_job *job, uint32_t lo, uint32_t n);
+    /* Token batches: the source tokens of slot i (its row on the device,
+     * without the EOS); NULL: the subcommand has no token batches. */
+    uint32_t (*length)(struct batch_job *job, uint32_t i);
     /* Append the output of result r of the last call, the input line of
      * 0-based index `index`; 0, or 1 with the message printed. */
     int (*append)(struct batch_job *job, uint32_t r, unsigned long index, strbuf *out);
@@ -139,9 +149,18 @@ typedef struct batch_job {
 
     /* runner state */
     uint32_t pending;   /* lines parsed into the current batch */
-    uint32_t batch;     /* --batch */
+    uint32_t batch;     /* --batch: sentences per call */
+    uint32_t window;    /* lines held before they run: --batch, or --read-ahead with --batch-tokens */
+    uint32_t batch_tokens; /* --batch-tokens (0: sentence batches) */
+    const uint32_t *order; /* during a token-batch call: slot of each planned position; else NULL */
+    uint32_t *plan_order, *plan_sizes, *plan_lens, *plan_live; /* (window) nmt_batch_plan_tokens */
+    uint32_t *slot_lens; /* (window) token batches: each slot's length() */
+    uint32_t length_limit; /* token batches: a slot longer than this runs alone (0: none) */
+    size_t *stage_at, *stage_len; /* (window) token batches: slot i's output is staged.p + at[i], len[i] bytes */
+    uint8_t *stage_done; /* (window) slot i's output is staged */
+    strbuf staged;      /* token batches: outputs in planned order, written back in input order */
     int skip_long;      /* --skip-long */
-    uint8_t *skipped;   /* (batch) 1: sentence i is a --skip-long placeholder */
+    uint8_t *skipped;   /* (window) 1: sentence i is a --skip-long placeholder */
     cli_reader in;
     int in_fd;          /* 0 or the -i file */
     char in_name[4200], out_name[4200]; /* for messages: "standard input", "'FILE'" */
@@ -190,6 +209,11 @@ int process_lines(batch_job *job);
 /* Finish: with rc == 0 -o FILE is replaced by the output, otherwise it is
  * left as it was.  Returns rc, or 1 when finishing the output failed. */
 int batch_close(batch_job *job, int rc);
+
+/* The slot of sentence i of a call that began at lo (see batch_job.call). */
+static inline uint32_t batch_slot(const batch_job *job, uint32_t lo, uint32_t i) {
+    return job->order != NULL ? job->order[lo + i] : lo + i;
+}
 
 /* ---- Alignments (cli_align.c) ------------------------------------------ */
 

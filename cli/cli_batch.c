@@ -9,6 +9,12 @@
  * ends, or when a terminal or pipe pauses (no further byte ready to read:
  * the partial batch is run), so that a user typing a sentence sees its
  * translation at once; a regular file is read in full batches.
+ * With --batch-tokens (translate) the lines pending are a read-ahead
+ * window of --read-ahead lines instead, planned into token batches
+ * (nmt_batch_plan_tokens) and written back in input order; a line over
+ * the limits runs alone and a window whose call fails runs again as
+ * sentence batches, so every rule below holds for it as written
+ * (run_token_batches).
  *
  * Output integrity, the same for every subcommand:
  *   - every line before the one that stops a run is written: a bad line
@@ -123,9 +129,23 @@ static int write_batch(batch_job *job, strbuf *b) {
 
 int batch_open(batch_job *job, const cli_opts *o) {
     job->batch = (uint32_t)o->batch;
+    job->window = job->batch;
+    if (job->length != NULL && o->batch_tokens > 0) { /* token batches over a read-ahead window */
+        job->batch_tokens = (uint32_t)o->batch_tokens;
+        job->window = o->read_ahead > 0 ? (uint32_t)o->read_ahead : job->batch * CLI_READ_AHEAD_BATCHES;
+        const size_t w = job->window;
+        job->plan_order = xrealloc(NULL, w * sizeof *job->plan_order);
+        job->plan_sizes = xrealloc(NULL, w * sizeof *job->plan_sizes);
+        job->plan_lens = xrealloc(NULL, w * sizeof *job->plan_lens);
+        job->plan_live = xrealloc(NULL, w * sizeof *job->plan_live);
+        job->stage_at = xrealloc(NULL, w * sizeof *job->stage_at);
+        job->stage_len = xrealloc(NULL, w * sizeof *job->stage_len);
+        job->stage_done = xrealloc(NULL, w);
+        job->slot_lens = xrealloc(NULL, w * sizeof *job->slot_lens);
+    }
     job->skip_long = o->skip_long;
-    job->skipped = xrealloc(NULL, job->batch);
-    memset(job->skipped, 0, job->batch);
+    job->skipped = xrealloc(NULL, job->window);
+    memset(job->skipped, 0, job->window);
     job->in_fd = 0;
     job->out_fd = 1;
     snprintf(job->in_name, sizeof job->in_name, "standard input");
@@ -151,6 +171,20 @@ int batch_close(batch_job *job, int rc) {
     cli_reader_free(&job->in);
     free(job->skipped);
     job->skipped = NULL;
+    free(job->plan_order);
+    free(job->plan_sizes);
+    free(job->plan_lens);
+    free(job->plan_live);
+    free(job->stage_at);
+    free(job->stage_len);
+    free(job->stage_done);
+    free(job->slot_lens);
+    job->slot_lens = NULL;
+    free(job->staged.p);
+    job->plan_order = job->plan_sizes = job->plan_lens = job->plan_live = NULL;
+    job->stage_at = job->stage_len = NULL;
+    job->stage_done = NULL;
+    job->staged.p = NULL;
     if (job->in_fd > 0) close(job->in_fd);
     job->in_fd = -1;
     if (job->tmp_path != NULL) {
@@ -209,22 +243,22 @@ static void skipped_output(const batch_job *job, strbuf *out) {
     if (job->blank_skipped) sb_printf(out, "\n");
 }
 
-/* Run the pending batch (line first + 1 is its first) and append its
- * output; on an error `out` holds the output of every line before it. */
-static int run_batch(batch_job *job, unsigned long first, strbuf *out) {
-    const uint32_t n = job->pending;
+/* Run slots [lo, lo + n) of the pending lines (slot 0 is input line
+ * first + 1) as one sentence batch and append their output; on an error
+ * `out` holds the output of every line before it. */
+static int run_batch(batch_job *job, uint32_t lo, uint32_t n, unsigned long first, strbuf *out) {
     uint32_t live = 0;
-    for (uint32_t i = 0; i < n; i++) live += !job->skipped[i];
+    for (uint32_t i = 0; i < n; i++) live += !job->skipped[lo + i];
     if (live == 0) { /* placeholders only (--skip-long): nothing to run */
         for (uint32_t i = 0; i < n; i++) skipped_output(job, out);
         return 0;
     }
-    nmt_status st = job->call(job, 0, n);
+    nmt_status st = job->call(job, lo, n);
     int rc;
     if (st == NMT_OK) {
         for (uint32_t i = 0; i < n; i++) {
-            if (job->skipped[i]) skipped_output(job, out);
-            else if ((rc = job->append(job, i, first + i, out)) != 0) return rc;
+            if (job->skipped[lo + i]) skipped_output(job, out);
+            else if ((rc = job->append(job, i, first + lo + i, out)) != 0) return rc;
         }
         return 0;
     }
@@ -233,12 +267,12 @@ static int run_batch(batch_job *job, unsigned long first, strbuf *out) {
     const int per_line = st == NMT_ERR_INVALID_SPANS || st == NMT_ERR_TOKEN_OUT_OF_RANGE;
     if (st != NMT_ERR_INPUT_TOO_LONG && (!per_line || n == 1)) {
         cli_progress_clear(&job->progress);
-        if (per_line) fprintf(stderr, PROG ": line %lu: %s: %s\n", first + 1, job->what, nmt_status_str(st));
+        if (per_line) fprintf(stderr, PROG ": line %lu: %s: %s\n", first + lo + 1, job->what, nmt_status_str(st));
         return per_line ? 1 : report_status(job->what, st, job->rt);
     }
     /* Text over the limits is only seen once tokenized: run the batch one
      * sentence at a time to find it, keeping every other output. */
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = lo; i < lo + n; i++) {
         if (job->skipped[i]) {
             skipped_output(job, out);
             continue;
@@ -268,6 +302,100 @@ static int run_batch(batch_job *job, unsigned long first, strbuf *out) {
         if ((rc = job->append(job, 0, first + i, out)) != 0) return rc;
     }
     return 0;
+}
+
+/* Slots [lo, hi) of the pending lines as sentence batches of --batch, in
+ * input order. */
+static int run_sentence_batches(batch_job *job, uint32_t lo, uint32_t hi, unsigned long first, strbuf *out) {
+    for (; lo < hi; lo += job->batch) {
+        const uint32_t n = hi - lo < job->batch ? hi - lo : job->batch;
+        const int rc = run_batch(job, lo, n, first, out);
+        if (rc != 0) return rc;
+    }
+    return 0;
+}
+
+/* The staged outputs of slots [lo, hi) in input order ('--skip-long'
+ * placeholders included), up to the first slot not staged. */
+static void write_back(batch_job *job, uint32_t lo, uint32_t hi, strbuf *out) {
+    for (uint32_t i = lo; i < hi; i++) {
+        if (job->skipped[i]) {
+            skipped_output(job, out);
+            continue;
+        }
+        if (!job->stage_done[i]) return;
+        const size_t len = job->stage_len[i];
+        if (len == 0) continue; /* staged.p may still be NULL */
+        grow((void **)&out->p, &out->cap, out->len + len + 1, 1);
+        memcpy(out->p + out->len, job->staged.p + job->stage_at[i], len);
+        out->len += len;
+        out->p[out->len] = '\0';
+    }
+}
+
+/* Slots [lo, hi) as token batches: sorted by source tokens (slot_lens)
+ * and cut into calls of at most batch_tokens padded tokens and --batch
+ * sentences (nmt_batch_plan_tokens), their outputs staged and written back
+ * in input order.  A call that fails (a bad span, a prefix over the
+ * limits, a device error) sends the range through the sentence batches
+ * instead, from its first line: what they write and say is then exactly
+ * what sentence batches would have. */
+static int run_token_range(batch_job *job, uint32_t lo, uint32_t hi, unsigned long first, strbuf *out) {
+    uint32_t m = 0;
+    for (uint32_t i = lo; i < hi; i++) {
+        job->stage_done[i] = 0;
+        if (job->skipped[i]) continue;
+        job->plan_live[m] = i;
+        job->plan_lens[m++] = job->slot_lens[i];
+    }
+    uint32_t nb = 0;
+    if (m == 0 || nmt_batch_plan_tokens(job->plan_lens, m, job->batch_tokens, job->batch, job->plan_order,
+                                        job->plan_sizes, &nb) != NMT_OK)
+        return run_sentence_batches(job, lo, hi, first, out);
+    for (uint32_t k = 0; k < m; k++) job->plan_order[k] = job->plan_live[job->plan_order[k]]; /* to slots */
+    job->staged.len = 0;
+    for (uint32_t b = 0, at = 0; b < nb; at += job->plan_sizes[b++]) {
+        job->order = job->plan_order;
+        const nmt_status st = job->call(job, at, job->plan_sizes[b]);
+        job->order = NULL;
+        if (st != NMT_OK) return run_sentence_batches(job, lo, hi, first, out);
+        for (uint32_t r = 0; r < job->plan_sizes[b]; r++) {
+            const uint32_t slot = job->plan_order[at + r];
+            job->stage_at[slot] = job->staged.len;
+            job->order = job->plan_order; /* append reads the call's sources by slot */
+            const int rc = job->append(job, r, first + slot, &job->staged);
+            job->order = NULL;
+            if (rc != 0) { /* a result could not be read: the lines before it that are done */
+                write_back(job, lo, slot, out);
+                return rc;
+            }
+            job->stage_len[slot] = job->staged.len - job->stage_at[slot];
+            job->stage_done[slot] = 1;
+        }
+    }
+    write_back(job, lo, hi, out);
+    return 0;
+}
+
+/* --batch-tokens: the pending lines (the read-ahead window) as token
+ * batches.  A line over --max-src-len once tokenized (length_limit) runs
+ * alone through run_batch, which names it (and skips it under --skip-long
+ * or stops the run), between token batches of the lines before and after
+ * it: the output and messages of sentence batches, without sending the
+ * whole window through them. */
+static int run_token_batches(batch_job *job, unsigned long first, strbuf *out) {
+    const uint32_t n = job->pending;
+    uint32_t lo = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (job->skipped[i]) continue;
+        job->slot_lens[i] = job->length(job, i);
+        if (job->length_limit == 0 || job->slot_lens[i] <= job->length_limit) continue;
+        int rc = run_token_range(job, lo, i, first, out);
+        if (rc == 0) rc = run_batch(job, i, 1, first, out);
+        if (rc != 0) return rc;
+        lo = i + 1;
+    }
+    return run_token_range(job, lo, n, first, out);
 }
 
 int process_lines(batch_job *job) {
@@ -312,9 +440,9 @@ int process_lines(batch_job *job) {
         }
         /* a cut line ends its batch: the messages of the lines before it
          * (over the limits once tokenized) come first, as for whole lines */
-        if (job->pending > 0 && (got <= 0 || stop || said_later || job->pending == job->batch ||
+        if (job->pending > 0 && (got <= 0 || stop || said_later || job->pending == job->window ||
                                  !cli_reader_ready(&job->in))) {
-            rc = run_batch(job, first, &out);
+            rc = job->batch_tokens > 0 ? run_token_batches(job, first, &out) : run_batch(job, 0, job->pending, first, &out);
             if (job->progress.out_tty && out.len > 0) cli_progress_clear(&job->progress);
             if (write_batch(job, &out) != 0) rc = 1;
             first += job->pending;
@@ -466,12 +594,14 @@ static int spans_open(cli_spans *c, const char *path, size_t batch) {
     return 0;
 }
 
-/* The spans of input lines first .. first + n - 1 for the next call;
- * without --spans nothing (the caller may parse text instead). */
-static nmt_status spans_set(cli_spans *c, nmt_session *s, unsigned long first, uint32_t n) {
+/* The spans of the call's sentences (slots batch_slot(job, lo, k) of the
+ * lines from line0) for the next call; without --spans nothing (the caller
+ * may parse text instead). */
+static nmt_status spans_set(cli_spans *c, nmt_session *s, const batch_job *job, unsigned long line0, uint32_t lo,
+                            uint32_t n) {
     for (uint32_t k = 0; k < n; k++) {
         const uint8_t *labels;
-        tsp_line(c->f, first + k, &c->ptrs[k], &labels, &c->n[k]);
+        tsp_line(c->f, line0 + batch_slot(job, lo, k), &c->ptrs[k], &labels, &c->n[k]);
     }
     return nmt_session_set_spans(s, c->ptrs, c->n, n);
 }
@@ -515,6 +645,15 @@ typedef struct translate_job {
     int stream;           /* --stream on a terminal: each sentence drawn as it is decoded */
     char *stream_buf;     /* the partial text */
     size_t stream_cap;
+    /* --batch-tokens: a call's sentences gathered in planned order, (batch) each */
+    const char **g_text;
+    size_t *g_text_len;
+    const int32_t **g_ids;
+    uint32_t *g_lens;
+    const char **g_ptext;   /* their --prefix-file lines */
+    size_t *g_ptext_len;
+    const int32_t **g_pids;
+    uint32_t *g_plens;
 } translate_job;
 
 /* --stream: after each decoding step, sentence 0's best hypothesis so far
@@ -589,13 +728,60 @@ static void translate_reset(batch_job *job) {
     cli_texts_reset(&t->src_text);
 }
 
+/* --batch-tokens: the sources (and prefixes) of the call's slots
+ * order[lo .. lo + n - 1] gathered into t's arrays, in that order. */
+static void translate_gather(translate_job *t, uint32_t lo, uint32_t n, nmt_decode_opts *o) {
+    const batch_job *job = &t->base;
+    if (t->text) cli_texts_ptrs(&t->src_text);
+    else cli_seqs_ptrs(&t->src);
+    for (uint32_t k = 0; k < n; k++) {
+        const uint32_t slot = batch_slot(job, lo, k);
+        const unsigned long line = t->line0 + slot;
+        if (t->text) {
+            t->g_text[k] = t->src_text.ptrs[slot];
+            t->g_text_len[k] = t->src_text.lens[slot];
+        } else {
+            t->g_ids[k] = t->src.ptrs[slot];
+            t->g_lens[k] = t->src.lens[slot];
+        }
+        if (t->prefix_path != NULL && t->text) {
+            t->g_ptext[k] = t->prefix.text.ptrs[line];
+            t->g_ptext_len[k] = t->prefix.text.lens[line];
+        } else if (t->prefix_path != NULL) {
+            t->g_pids[k] = t->prefix.id_ptrs[line];
+            t->g_plens[k] = t->prefix.id_lens[line];
+        }
+    }
+    if (t->prefix_path != NULL && t->text) {
+        o->prefix_text = t->g_ptext;
+        o->prefix_text_len = t->g_ptext_len;
+    } else if (t->prefix_path != NULL) {
+        o->prefix = t->g_pids;
+        o->prefix_len = t->g_plens;
+    }
+}
+
+/* Token batches: slot i's source tokens (its text encoded as the call will). */
+static uint32_t translate_length(batch_job *job, uint32_t i) {
+    translate_job *t = (translate_job *)job;
+    if (!t->text) return t->src.lens[i];
+    const int32_t *ids;
+    uint32_t n = 0;
+    nmt_tokenizer *tok = nmt_session_tokenizer(t->rt->s, 0);
+    if (nmt_tokenizer_encode(tok, t->src_text.bytes + t->src_text.start[i], t->src_text.lens[i], &ids, &n) != NMT_OK)
+        return 0; /* the call says why */
+    return n;
+}
+
 static nmt_status translate_call(batch_job *job, uint32_t lo, uint32_t n) {
     translate_job *t = (translate_job *)job;
     t->lo = lo;
     nmt_decode_opts o = t->dopts;
-    const unsigned long first = t->line0 + lo; /* input line of sentence lo */
-    o.seed = t->seed + first;
-    if (t->prefix_path != NULL && t->text) {
+    const unsigned long first = t->line0 + lo; /* input line of sentence lo (sentence batches) */
+    o.seed = t->seed + first; /* --sampling has no token batches: cli_decode_check */
+    if (job->order != NULL) {
+        translate_gather(t, lo, n, &o);
+    } else if (t->prefix_path != NULL && t->text) {
         o.prefix_text = t->prefix.text.ptrs + first;
         o.prefix_text_len = t->prefix.text.lens + first;
     } else if (t->prefix_path != NULL) {
@@ -607,18 +793,20 @@ static nmt_status translate_call(batch_job *job, uint32_t lo, uint32_t n) {
         o.step_user = t;
     }
     if (t->spans.f != NULL) { /* --spans: the file's, for text and ids alike */
-        const nmt_status st = spans_set(&t->spans, t->rt->s, first, n);
+        const nmt_status st = spans_set(&t->spans, t->rt->s, job, t->line0, lo, n);
         if (st != NMT_OK) return st;
     }
     if (t->text) {
         nmt_text_batch b = text_view(&t->src_text, lo, n);
+        if (job->order != NULL) b.text = t->g_text, b.lens = t->g_text_len;
         if (t->spans.f == NULL) {
             const nmt_status st = nmt_syntax_set(&t->syn, t->rt->s, b.text, b.lens, n);
             if (st != NMT_OK) return st;
         }
         return nmt_session_translate_text(t->rt->s, &b, &o);
     }
-    nmt_batch b = seq_view(&t->src, lo, n);
+    nmt_batch b = job->order != NULL ? (nmt_batch){.tokens = t->g_ids, .lens = t->g_lens, .n = n}
+                                     : seq_view(&t->src, lo, n);
     return nmt_session_translate(t->rt->s, &b, &o);
 }
 
@@ -642,7 +830,7 @@ static int translate_json(translate_job *t, uint32_t i, uint32_t r, unsigned lon
     if (!t->text) append_ids(&t->scratch, ids, len); /* the text is what the text format prints: the ids */
     const size_t text_at = t->scratch.len;
     if (t->align.mode != CLI_ALIGN_NONE) {
-        const uint32_t k = t->lo + i;
+        const uint32_t k = batch_slot(&t->base, t->lo, i);
         if (cli_align_json(&t->align, t->rt, i, r, t->text ? t->src_text.ptrs[k] : NULL,
                            t->text ? t->src_text.lens[k] : 0, &t->scratch) != 0)
             return 1;
@@ -692,7 +880,7 @@ static int translate_append(batch_job *job, uint32_t i, unsigned long index, str
         else append_ids(out, ids, len);
         if (t->dopts.n_best > 1 && !marian) sb_printf(out, " ||| %.6f", (double)score);
         if (t->align.mode != CLI_ALIGN_NONE) {
-            const uint32_t k = t->lo + i; /* the source of result i */
+            const uint32_t k = batch_slot(&t->base, t->lo, i); /* the source of result i */
             const char *stext = t->text ? t->src_text.ptrs[k] : NULL;
             const size_t slen = t->text ? t->src_text.lens[k] : 0;
             if (cli_align_append(&t->align, t->rt, i, r, stext, slen, NULL, 0, out) != 0) return 1;
@@ -715,6 +903,7 @@ int cmd_translate(const cli_opts *o) {
     runtime rt = {0};
     translate_job t = {
         .base = {.parse = translate_parse, .call = translate_call, .append = translate_append,
+                 .length = translate_length,
                  .why_long = translate_why_long, .reset = translate_reset,
                  .what = "translation failed", .rt = &rt, .show_progress = 1, .show_summary = 1, .can_skip = 1,
                  .blank_skipped = o->n_best == 1 && cli_format(o) == CLI_FORMAT_TEXT},
@@ -739,6 +928,7 @@ int cmd_translate(const cli_opts *o) {
     if (t.stream) {
         one = *o;
         one.batch = 1;
+        one.batch_tokens = 0; /* one line at a time, as typed */
         t.base.show_progress = 0;
         o = &one; /* only the batch differs; read below through o */
     }
@@ -746,14 +936,24 @@ int cmd_translate(const cli_opts *o) {
     if (rc == 0) rc = open_session(o, o->beam, &rt);
     if (rc == 0) {
         t.src_rule = session_rule(&rt, 0);
+        t.base.length_limit = t.src_rule.max_tokens; /* token batches: a longer line runs alone */
         t.text = text_mode(o, &rt);
         if (t.text) { /* longer lines are cut as they are read (cli_input.h) */
             t.base.parse_cut = translate_parse_cut;
             t.base.line_limit = text_limit(&rt);
         }
         if (t.text) nmt_syntax_open(&t.syn, rt.s, PROG);
-        cli_seqs_init(&t.src, (size_t)o->batch);
-        cli_texts_init(&t.src_text, (size_t)o->batch);
+        cli_seqs_init(&t.src, t.base.window); /* every pending line has a slot */
+        cli_texts_init(&t.src_text, t.base.window);
+        const size_t nb = (size_t)o->batch; /* --batch-tokens: a call's sentences in planned order */
+        t.g_text = xrealloc(NULL, nb * sizeof *t.g_text);
+        t.g_text_len = xrealloc(NULL, nb * sizeof *t.g_text_len);
+        t.g_ids = xrealloc(NULL, nb * sizeof *t.g_ids);
+        t.g_lens = xrealloc(NULL, nb * sizeof *t.g_lens);
+        t.g_ptext = xrealloc(NULL, nb * sizeof *t.g_ptext);
+        t.g_ptext_len = xrealloc(NULL, nb * sizeof *t.g_ptext_len);
+        t.g_pids = xrealloc(NULL, nb * sizeof *t.g_pids);
+        t.g_plens = xrealloc(NULL, nb * sizeof *t.g_plens);
         rc = cli_align_init(&t.align, o, &rt);
         nmt_limits lim;
         nmt_session_limits(rt.s, &lim);
@@ -786,6 +986,14 @@ int cmd_translate(const cli_opts *o) {
         free(t.piece_lens);
         free(t.scratch.p);
         free(t.stream_buf);
+        free(t.g_text);
+        free(t.g_text_len);
+        free(t.g_ids);
+        free(t.g_lens);
+        free(t.g_ptext);
+        free(t.g_ptext_len);
+        free(t.g_pids);
+        free(t.g_plens);
         cli_align_free(&t.align);
         cli_seqs_free(&t.src);
         cli_texts_free(&t.src_text);
@@ -874,7 +1082,7 @@ static nmt_status score_call(batch_job *job, uint32_t lo, uint32_t n) {
     score_job *sj = (score_job *)job;
     sj->lo = lo;
     if (sj->spans.f != NULL) {
-        const nmt_status st = spans_set(&sj->spans, sj->rt->s, sj->line0 + lo, n);
+        const nmt_status st = spans_set(&sj->spans, sj->rt->s, job, sj->line0, lo, n);
         if (st != NMT_OK) return st;
     }
     if (sj->text) {

@@ -193,6 +193,16 @@ static const opt_spec OPTIONS[] = {
      "limit on the bytes of one input sentence in text mode (default 2048, at most 1 MiB)"},
     {"batch", OPT_LONG, OFF(batch), 1, 4096, C_MODEL | C_TOK, "N", G_LIMITS, COMMON,
      "sentences per call (default 8)", "sentences per call (default 8, at most 4096)"},
+    {"batch-tokens", OPT_LONG, OFF(batch_tokens), 1, 16777216, C_TRANSLATE, "N", G_LIMITS, 0,
+     "token batches: at most N padded tokens a call",
+     "token batches: read --read-ahead lines, sort them by source tokens and translate them in calls of at "
+     "most N padded tokens (sentences x (longest + 1), the end-of-sentence counted: what the device "
+     "computes) and at most --batch sentences; a sentence over N runs alone; output in input order and "
+     "the same as sentence batches (not with --sampling)"},
+    {"read-ahead", OPT_LONG, OFF(read_ahead), 1, 1048576, C_TRANSLATE, "K", G_LIMITS, 0,
+     "with --batch-tokens: lines sorted together",
+     "with --batch-tokens: lines read and sorted together before they are translated (default 16 x "
+     "--batch); a terminal or pipe that pauses runs the lines read so far"},
     {"skip-long", OPT_FLAG, OFF(skip_long), 0, 0, C_TRANSLATE | C_SCORE, NULL, G_LIMITS, COMMON,
      "empty output for a line over the limits",
      "a sentence over the limits gives an empty output line (no lines with --n-best > 1 or --format "
@@ -477,7 +487,9 @@ static const command COMMANDS[] = {
      "the best hypothesis's score: 'SCORE ||| TRANSLATION' (%.6f, length-normalised).\n\n"
      "Lines are translated in batches of --batch, each passed longest first so that\n"
      "finished sentences leave the search early (output stays in input order); when a\n"
-     "terminal or pipe pauses, the lines read so far are translated and written at once.\n\n"
+     "terminal or pipe pauses, the lines read so far are translated and written at once.\n"
+     "--batch-tokens N reads --read-ahead lines at a time, sorts them by length and\n"
+     "translates calls of at most N padded tokens instead: less padding, the same output.\n\n"
      "On a terminal, stderr shows a progress line and, at the end, a summary (lines,\n"
      "tokens, time, tokens/s); --quiet turns both off.\n\n"
      "--alignment appends ' ||| ALIGNMENT' to every line (scripts/compare/aer.py reads it):\n"
@@ -554,6 +566,12 @@ static int check_combination(const command *cmd, const cli_opts *o) {
     if (o->alignment_words && strcmp(o->alignment, "hard") != 0)
         return usage_error(cmd, "--alignment-words needs --alignment hard");
     if (o->alignment_words && o->ids) return usage_error(cmd, "--alignment-words needs text, not --ids");
+    if (o->read_ahead > 0 && o->batch_tokens == 0) return usage_error(cmd, "--read-ahead needs --batch-tokens");
+    if (o->batch_tokens > 0 && o->sampling != NULL)
+        return usage_error(cmd, "--batch-tokens cannot be used with --sampling: a call's sentence i samples with "
+                                "seed + i, so reordering the lines would change their samples");
+    if (o->read_ahead > 0 && o->read_ahead < o->batch)
+        return usage_error(cmd, "--read-ahead %ld is smaller than --batch %ld", o->read_ahead, o->batch);
     return 0;
 }
 

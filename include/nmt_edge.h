@@ -44,7 +44,8 @@
  *     independent.
  *   - Calls that take no handle (nmt_status_str, nmt_version,
  *     nmt_model_inspect/_explain and their _file forms, nmt_model_tokenizer,
- *     nmt_tokenizer_arena_size, nmt_device_footprint, nmt_session_arena_size)
+ *     nmt_tokenizer_arena_size, nmt_device_footprint, nmt_session_arena_size,
+ *     nmt_batch_plan_tokens)
  *     touch only the memory and files they are given and may run on any
  *     thread at any time; nmt_device_list as far as the OpenCL driver's
  *     platform queries are.
@@ -795,6 +796,37 @@ NMT_API nmt_status nmt_session_score_text(nmt_session *s, const nmt_text_batch *
 
 /** Raw cl_int of the last failing OpenCL call in this session (0 if none). */
 NMT_API int32_t nmt_session_last_cl_error(const nmt_session *s);
+
+/* ---- Token batches (issue 56) -------------------------------------------- */
+
+/** Plan token-based batches (CTranslate2's batch_type "tokens", Marian's
+ *  --mini-batch-words) for n sentences of lens[i] source tokens each (as
+ *  nmt_batch.lens: no EOS).  A batch costs its padded size, what the
+ *  device computes: sentences * (longest lens + 1), the +1 the EOS the
+ *  runtime appends; a batch holds at most max_tokens of it and at most
+ *  max_batch sentences (the session's limits.max_batch).
+ *
+ *  The sentences are sorted by length, shortest first, ties in input
+ *  order (so the plan depends on lens only and is reproducible), and cut
+ *  greedily into consecutive batches: order[0, n) receives the input
+ *  indices in that order, batch_sizes[0, *n_batches) the sentences of each
+ *  batch (batch b is order[sum of batch_sizes[0, b)] onwards, each size
+ *  >= 1, summing to n).  A sentence whose own cost (lens + 1) is over
+ *  max_tokens is a batch of its own: it is never refused here (the session
+ *  checks its length against max_src_len).  A sentence's translation does
+ *  not depend on what else is in its batch (except that sampling seeds
+ *  sentence i of a call with seed + i: pass the seeds in input order), so
+ *  translating the batches and putting result k back at input index
+ *  order[k] gives what sentence batches give.
+ *
+ *  Caller-owned arrays of n entries each (batch_sizes needs n too: the
+ *  worst case is one sentence a batch); nothing is allocated, O(n log n).
+ *  n == 0: *n_batches = 0 (the arrays may then be NULL).  NULL pointers
+ *  (for n > 0), max_tokens 0 or max_batch 0: NMT_ERR_INVALID_ARGUMENT,
+ *  nothing written.  Touches only its arguments: any thread, any time. */
+NMT_API nmt_status nmt_batch_plan_tokens(const uint32_t *lens, uint32_t n, uint32_t max_tokens,
+                                         uint32_t max_batch, uint32_t *order, uint32_t *batch_sizes,
+                                         uint32_t *n_batches);
 
 #ifdef __cplusplus
 }

@@ -1241,6 +1241,168 @@ static void test_summary_format(void **state) {
     assert_string_equal(small, "nmt-edge: t");
 }
 
+
+/* ------------------------------------------------------------------------ */
+/* Issue 56, item 4: token batches (--batch-tokens, --read-ahead)           */
+/* ------------------------------------------------------------------------ */
+
+static int count_lines(const char *s) {
+    int n = 0;
+    for (; *s; s++) n += *s == '\n';
+    return n;
+}
+
+/* Run the same input twice, as sentence batches and as token batches:
+ * status, stdout and stderr byte for byte the same. */
+static void expect_same_runs(const run_result *a, const run_result *b) {
+    assert_int_equal(a->status, b->status);
+    assert_string_equal(a->err, b->err);
+    assert_int_equal(a->out_len, b->out_len);
+    assert_memory_equal(a->out, b->out, a->out_len);
+}
+
+/* 40 id lines of 0 to 14 ids (vocabulary 50), lengths shuffled so that
+ * sorting moves them. */
+static const char *varied_ids(void) {
+    static char buf[4096];
+    size_t at = 0;
+    uint32_t seed = 7;
+    for (int line = 0; line < 40; line++) {
+        seed = seed * 1103515245u + 12345u;
+        const int n = (int)((seed >> 16) % 15);
+        for (int k = 0; k < n; k++) {
+            seed = seed * 1103515245u + 12345u;
+            at += (size_t)snprintf(buf + at, sizeof buf - at, k ? " %u" : "%u", 3 + (seed >> 16) % 47);
+        }
+        buf[at++] = '\n';
+    }
+    buf[at] = '\0';
+    return buf;
+}
+
+static void test_token_batches_same_output(void **state) {
+    (void)state;
+    const char *in = varied_ids();
+    char *want = good_output(in, "translate", "--model", g_model, "--batch", "4", "--max-len", "8", NULL);
+    assert_int_equal(strlen(want) > 40, 1);
+    /* budgets from one sentence a call (1: each over it) to whole windows */
+    const char *budgets[] = {"1", "16", "40", "100", "100000"};
+    for (size_t k = 0; k < sizeof budgets / sizeof budgets[0]; k++) {
+        char *got = good_output(in, "translate", "--model", g_model, "--batch", "4", "--max-len", "8",
+                                "--batch-tokens", budgets[k], NULL);
+        assert_string_equal(got, want);
+        free(got);
+    }
+    /* windows smaller than the input, not a multiple of --batch */
+    char *got = good_output(in, "translate", "--model", g_model, "--batch", "4", "--max-len", "8", "--batch-tokens",
+                            "30", "--read-ahead", "7", NULL);
+    assert_string_equal(got, want);
+    free(got);
+    /* n-best lines (their INDEX is the input line) and alignments */
+    char *nbest = good_output(in, "translate", "--model", g_model, "--batch", "4", "--max-len", "8", "--beam", "3",
+                              "--n-best", "3", "--alignment", NULL);
+    got = good_output(in, "translate", "--model", g_model, "--batch", "8", "--max-len", "8", "--beam", "3",
+                      "--n-best", "3", "--alignment", "--batch-tokens", "40", NULL);
+    assert_string_equal(got, nbest);
+    free(got);
+    free(nbest);
+    char *json = good_output(in, "translate", "--model", g_model, "--max-len", "8", "--format", "jsonl", NULL);
+    got = good_output(in, "translate", "--model", g_model, "--max-len", "8", "--format", "jsonl", "--batch-tokens",
+                      "24", NULL);
+    assert_string_equal(got, json);
+    free(got);
+    free(json);
+    /* text through the embedded tokenizer, and -o FILE */
+    const char *text = "Hello world\nthis is a test of a longer line with more pieces\n\nok\n"
+                       "a b c d e f g h\nHello\nworld again and again\n";
+    char *want_text = good_output(text, "translate", "--model", g_text_model, "--max-len", "6", NULL);
+    char out_path[400];
+    path_in_dir(out_path, sizeof out_path, "tokens.txt");
+    run_result r;
+    run_cli(&r, text, "translate", "--model", g_text_model, "--max-len", "6", "--batch", "3", "--batch-tokens", "20",
+            "-o", out_path, NULL);
+    expect_run(&r, 0, "", "");
+    free_result(&r);
+    expect_file(out_path, want_text);
+    assert_int_equal(count_temporaries("tokens.txt"), 0);
+    free(want_text);
+    free(want);
+}
+
+/* Lines over the limits: the same messages, output and status as sentence
+ * batches, with and without --skip-long, for a line found by the parser
+ * (ids) and one found only once tokenized (text). */
+static void test_token_batches_long_lines(void **state) {
+    (void)state;
+    const char *ids = "1 2\n3 4 5\n1 1 1 1 1 1\n6\n7 8 9\n";
+    run_result a, b;
+    for (int skip = 0; skip < 2; skip++) {
+        run_cli(&a, ids, "translate", "--model", g_model, "--max-src-len", "4", "--max-len", "5", skip ? "--skip-long"
+                : "--quiet", NULL);
+        run_cli(&b, ids, "translate", "--model", g_model, "--max-src-len", "4", "--max-len", "5", "--batch-tokens",
+                "12", skip ? "--skip-long" : "--quiet", NULL);
+        expect_status(&a, skip ? 0 : 1);
+        expect_same_runs(&a, &b);
+        free_result(&a);
+        free_result(&b);
+    }
+    /* text: 'this is a long sentence' has more than 3 pieces */
+    const char *text = "ok\nHello\nthis is a long sentence\nworld\nfoo\n";
+    run_cli(&a, text, "translate", "--model", g_text_model, "--max-src-len", "3", "--max-len", "4", NULL);
+    run_cli(&b, text, "translate", "--model", g_text_model, "--max-src-len", "3", "--max-len", "4", "--batch-tokens",
+            "8", NULL);
+    expect_status(&a, 1);
+    assert_non_null(strstr(a.err, "nmt-edge: line 3 is longer than the limits: source sentence has "));
+    assert_int_equal(count_lines(a.out), 2); /* the two lines before it */
+    expect_same_runs(&a, &b);
+    free_result(&a);
+    free_result(&b);
+    run_cli(&a, text, "translate", "--model", g_text_model, "--max-src-len", "3", "--max-len", "4", "--skip-long",
+            NULL);
+    run_cli(&b, text, "translate", "--model", g_text_model, "--max-src-len", "3", "--max-len", "4", "--skip-long",
+            "--batch-tokens", "8", NULL);
+    expect_status(&a, 0);
+    assert_int_equal(count_lines(a.out), 5);
+    expect_same_runs(&a, &b);
+    free_result(&a);
+    free_result(&b);
+    /* a bad line stops both after the lines before it */
+    run_cli(&a, "1 2\n3\n4 x\n5\n", "translate", "--model", g_model, "--max-len", "4", NULL);
+    run_cli(&b, "1 2\n3\n4 x\n5\n", "translate", "--model", g_model, "--max-len", "4", "--batch-tokens", "9", NULL);
+    expect_status(&a, 1);
+    assert_int_equal(count_lines(a.out), 2);
+    expect_same_runs(&a, &b);
+    free_result(&a);
+    free_result(&b);
+}
+
+static void test_token_batches_usage(void **state) {
+    (void)state;
+    run_result r;
+    run_cli(&r, "1\n", "translate", "--model", g_model, "--read-ahead", "64", NULL);
+    expect_run(&r, 2, "",
+               "nmt-edge translate: --read-ahead needs --batch-tokens\nTry 'nmt-edge translate --help'.\n");
+    free_result(&r);
+    run_cli(&r, "1\n", "translate", "--model", g_model, "--batch-tokens", "0", NULL);
+    expect_run(&r, 2, "",
+               "nmt-edge translate: --batch-tokens: '0' is not an integer in [1, 16777216]\n"
+               "Try 'nmt-edge translate --help'.\n");
+    free_result(&r);
+    run_cli(&r, "1\n", "translate", "--model", g_model, "--batch-tokens", "64", "--batch", "8", "--read-ahead", "4",
+            NULL);
+    expect_run(&r, 2, "", "nmt-edge translate: --read-ahead 4 is smaller than --batch 8\nTry 'nmt-edge translate --help'.\n");
+    free_result(&r);
+    run_cli(&r, "1\n", "translate", "--model", g_model, "--batch-tokens", "64", "--sampling", "topk:0", NULL);
+    expect_run(&r, 2, "",
+               "nmt-edge translate: --batch-tokens cannot be used with --sampling: a call's sentence i samples "
+               "with seed + i, so reordering the lines would change their samples\n"
+               "Try 'nmt-edge translate --help'.\n");
+    free_result(&r);
+    run_cli(&r, "1\t2\n", "score", "--model", g_model, "--batch-tokens", "64", NULL);
+    expect_run(&r, 2, "", "nmt-edge score: unknown option '--batch-tokens'\nTry 'nmt-edge score --help'.\n");
+    free_result(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_score_line_without_tab),
@@ -1265,6 +1427,9 @@ int main(void) {
         cmocka_unit_test(test_stream_on_terminal),
         cmocka_unit_test(test_spans_file),
         cmocka_unit_test(test_progress_never_on_pipe),
+        cmocka_unit_test(test_token_batches_same_output),
+        cmocka_unit_test(test_token_batches_long_lines),
+        cmocka_unit_test(test_token_batches_usage),
     };
     return cmocka_run_group_tests(tests, cli_group_setup, cli_group_teardown);
 }

@@ -135,8 +135,8 @@ static const char *const TRANSLATE_OPTS[] = {
     "model", "input", "output", "ids", "prefix-file", "spans", "beam", "alpha", "n-best", "min-len",
     "no-repeat-ngram", "coverage-penalty", "repetition-penalty", "sampling", "temperature", "seed", "format",
     "with-score", "stream", "with-pieces", "alignment", "alignment-words", "align-layer", "align-head", "max-len", "max-len-ratio",
-    "max-src-len", "max-text-bytes", "batch", "skip-long", "device", "no-cache", "gemm", "kernel-pack",
-    "binaries-only", "no-fp16", "quiet", "verbose", "help", "help-all", NULL};
+    "max-src-len", "max-text-bytes", "batch", "batch-tokens", "read-ahead", "skip-long", "device", "no-cache", "gemm",
+    "kernel-pack", "binaries-only", "no-fp16", "quiet", "verbose", "help", "help-all", NULL};
 static const char *const SCORE_OPTS[] = {
     "model", "input", "output", "ids", "spans", "alignment", "alignment-words", "align-layer", "align-head",
     "max-len", "max-src-len", "max-text-bytes", "batch", "skip-long", "device", "no-cache", "gemm",

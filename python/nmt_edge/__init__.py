@@ -18,11 +18,11 @@ from ctypes import byref
 from . import _lib
 from ._errors import Error, check, explain_model
 from ._tokenizer import Tokenizer, struct_dict
-from ._translator import GenerationStepResult, TranslationResult, Translator, default_cache_dir
+from ._translator import GenerationStepResult, TranslationResult, Translator, default_cache_dir, plan_token_batches
 
 __version__ = "1.0.0"
 __all__ = ["Error", "GenerationStepResult", "Tokenizer", "TranslationResult", "Translator", "default_cache_dir",
-           "library_path", "list_devices", "model_info", "version"]
+           "plan_token_batches", "library_path", "list_devices", "model_info", "version"]
 
 
 def version():

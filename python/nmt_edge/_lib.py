@@ -299,6 +299,9 @@ _PROTOTYPES = {
 # Declared when the library has them (a library older than the header may not).
 _OPTIONAL = {
     "nmt_session_partial": (c_int, [_p, c_uint32, POINTER(POINTER(c_int32)), POINTER(c_uint32), POINTER(c_int)]),
+    # token batches (issue 56)
+    "nmt_batch_plan_tokens": (c_int, [POINTER(c_uint32), c_uint32, c_uint32, c_uint32, POINTER(c_uint32),
+                                      POINTER(c_uint32), POINTER(c_uint32)]),
 }
 
 _lock = threading.Lock()

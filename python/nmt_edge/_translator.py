@@ -223,6 +223,25 @@ def _prefix_arrays(opts, prefixes, keep):
         opts.prefix, opts.prefix_len = ptrs, lens
 
 
+def plan_token_batches(lengths, max_tokens, max_batch):
+    """Token batches (nmt_batch_plan_tokens): the indices of `lengths`
+    (source tokens per sentence, no EOS) sorted shortest first, ties in
+    input order, cut into batches of at most max_tokens padded tokens
+    (sentences x (longest + 1)) and max_batch sentences; a sentence over the
+    budget is a batch of its own.  Returns a list of index lists."""
+    lengths = [_u32("lengths", x) for x in lengths]
+    n = len(lengths)
+    lens = (c_uint32 * max(n, 1))(*lengths)
+    order, sizes, nb = (c_uint32 * max(n, 1))(), (c_uint32 * max(n, 1))(), c_uint32()
+    check(_lib.load().nmt_batch_plan_tokens(lens, n, _u32("max_tokens", max_tokens), _u32("max_batch", max_batch),
+                                            order, sizes, byref(nb)))
+    out, at = [], 0
+    for b in range(nb.value):
+        out.append(order[at:at + sizes[b]])
+        at += sizes[b]
+    return out
+
+
 class Translator:
     """A model loaded on an OpenCL device, ready to translate.
 
@@ -409,7 +428,7 @@ class Translator:
                         max_decoding_length=0, min_decoding_length=0, no_repeat_ngram_size=0,
                         repetition_penalty=0.0, coverage_penalty=0.0, sampling_topk=1, sampling_temperature=1.0,
                         sampling_seed=0, max_input_ratio=0.0, max_input_offset=0.0, target_prefix=None,
-                        return_scores=False, max_batch_size=0, callback=None):
+                        return_scores=False, max_batch_size=0, callback=None, max_batch_tokens=0):
         """Translate a list of sentences: text (str, through the model's
         embedded tokenizer) or token ids (lists of ints, no EOS).
 
@@ -425,6 +444,12 @@ class Translator:
         ids or None) and max_batch_size (sentences per library call; 0: the
         translator's max_batch) map to nmt_decode_opts.  Returns one
         TranslationResult per sentence, in order.
+
+        max_batch_tokens > 0: token batches (CTranslate2's
+        batch_type="tokens"): the sentences are sorted by source tokens and
+        translated in calls of at most that many padded tokens and
+        max_batch_size sentences (plan_token_batches); the results are the
+        same, in input order.  Not with sampling or a callback.
 
         callback: called with a GenerationStepResult (batch_id: the
         sentence's index in `source`; is_last not set) for every token a
@@ -442,6 +467,13 @@ class Translator:
         if target_prefix is not None and len(target_prefix) != len(source):
             raise Error(_lib.ERR_INVALID_ARGUMENT, "target_prefix has %d entries for %d sentences" %
                         (len(target_prefix), len(source)))
+        if max_batch_tokens:
+            if sampling_topk != 1 or callback is not None:
+                raise Error(_lib.ERR_INVALID_ARGUMENT, "max_batch_tokens: not with %s (sentence i of a call samples "
+                            "with seed + i; a callback's batch_id is its call's)" %
+                            ("sampling" if sampling_topk != 1 else "a callback"))
+            return self._translate_tokens(source, opts, target_prefix, return_scores, max_batch_size,
+                                          max_batch_tokens)
         results = []
         with self._enter() as (lib, s):
             step = self._chunk(max_batch_size)
@@ -464,6 +496,37 @@ class Translator:
                     err.results = results + got + [None] * (len(source) - i - len(chunk))
                     raise err
                 results.extend(got)
+        return results
+
+    def _translate_tokens(self, source, opts, target_prefix, return_scores, max_batch_size, max_batch_tokens):
+        """translate_batch with max_batch_tokens: token batches, results put back in input order."""
+        results = [None] * len(source)
+        with self._enter() as (lib, s):
+            step = self._chunk(max_batch_size)
+            lim = _lib.nmt_limits()
+            lib.nmt_session_limits(s, byref(lim))
+            lens = []
+            for x in source:
+                if isinstance(x, (str, bytes)) and self._tok[0] is not None and \
+                        len(to_bytes(x)) <= lim.max_text_bytes:
+                    lens.append(len(self._tok[0].encode(x)))
+                else:  # ids, or text the call refuses (and says why)
+                    lens.append(len(x))
+            for idx in plan_token_batches(lens, max_batch_tokens, step):
+                chunk = [source[k] for k in idx]
+                batch = _Batch(chunk)
+                keep = []
+                _prefix_arrays(opts, None if target_prefix is None else [target_prefix[k] for k in idx], keep)
+                st = self._translate(lib, s, batch, opts)
+                if st not in (_lib.OK, _lib.ERR_CANCELLED):  # named by its index in `source`
+                    raise self._error(st, self._why(st, chunk if st == _lib.ERR_LIMIT_EXCEEDED else source, 0, opts))
+                got = self._results(lib, s, len(chunk), batch.text, return_scores, finished_only=st != _lib.OK)
+                for k, res in zip(idx, got):
+                    results[k] = res
+                if st != _lib.OK:
+                    err = self._error(st)
+                    err.results = results
+                    raise err
         return results
 
     def score_batch(self, source, target, *, max_batch_size=0):
