@@ -31,7 +31,11 @@
  *     at a time may use: several sessions on one device are fine when their
  *     calls are serialised (one thread, or the caller's mutex around every
  *     call on that device or its sessions, nmt_session_create and
- *     nmt_session_destroy included).
+ *     nmt_session_destroy included).  Such sessions share the device's
+ *     compiled programs (built once) but not weights: each session uploads
+ *     its own copy of its model's weights, so N sessions of one model hold
+ *     N copies in device memory (nmt_session_arena_size's device_bytes
+ *     each).
  *   - A session (and the tokenizer nmt_session_tokenizer returns, whose
  *     scratch its text calls share) is used by one thread at a time.
  *   - For parallel work open one device per thread (nmt_device_open may be
