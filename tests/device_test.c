@@ -704,6 +704,47 @@ static void count_log(void *user, nmt_log_level level, const char *msg) {
     }
 }
 
+/* Issue 54: the debug log says how long each program took, built from source
+ * (counted in dev->source_build_s) or loaded from the cache (not counted). */
+static void logged_build(const cache_env *e, const char *needle, int from_cache) {
+    log_count c = {.needle = needle};
+    nmt_device_params p = params_nocache();
+    p.cache_dir = e->cache;
+    p.log = count_log;
+    p.log_user = &c;
+    p.log_level = NMT_LOG_DEBUG;
+    opened o = open_ok(&p);
+    const double t0 = nmt_device_now();
+    cl_program prog = NULL;
+    nmt_test_assert_ok(o.dev, nmt_device_program(o.dev, "elementwise", "-DNMT_TEST_SECONDS=1", &prog));
+    const double wall = nmt_device_now() - t0;
+    assert_int_equal(c.n, 1);
+    const char *at = strstr(c.last, needle);
+    assert_non_null(at);
+    char *end = NULL;
+    const double logged = strtod(at + strlen(needle), &end);
+    assert_string_equal(end, " s");
+    assert_true(logged >= 0 && logged <= wall + 1e-3);
+    if (from_cache) {
+        assert_true(o.dev->source_build_s == 0);
+        assert_int_equal(o.dev->n_source_builds, 0);
+    } else {
+        assert_true(logged > 0);
+        assert_true(o.dev->source_build_s >= logged - 1e-3 && o.dev->source_build_s <= wall + 1e-3);
+        assert_int_equal(o.dev->n_source_builds, 1);
+    }
+    check_add_kernel(o.dev, prog);
+    close_dev(&o);
+}
+
+static void test_build_seconds_logged(void **state) {
+    (void)state;
+    cache_env e = cache_env_make();
+    logged_build(&e, "built from source in ", 0);
+    logged_build(&e, "loaded from cache in ", 1);
+    cache_env_free(&e);
+}
+
 /* ---- issue 55 item 2: a corrupt binary behind a valid header ------------- */
 
 /* Rewrite the single cache entry's payload with `mutate`, then (rehash) make
@@ -1352,6 +1393,7 @@ int main(void) {
         cmocka_unit_test(test_kernel_dir),
         cmocka_unit_test(test_program_has_chain),
         cmocka_unit_test(test_build_log_level),
+        cmocka_unit_test(test_build_seconds_logged),
         cmocka_unit_test(test_broken_source),
         cmocka_unit_test(test_platform_files),
         cmocka_unit_test(test_platform_make_dirs),

@@ -101,6 +101,7 @@ struct nmt_device {
     /* statistics (for logs and tests) */
     uint32_t n_cache_hits, n_cache_misses, n_cache_rejects;
     uint32_t n_source_builds;       /* programs compiled from source */
+    double source_build_s;          /* seconds those builds took (nmt_device_now), cache_store included */
     uint32_t n_pack_hits;           /* programs created from the kernel pack */
     char kernel_pack[NMT_PATH_MAX]; /* "" = no pack (kernel_pack.h) */
     int binaries_only;              /* never compile from source: forced, or no compiler */
@@ -173,6 +174,10 @@ const char *nmt_default_cache_dir(char *buf, size_t cap);
  * were compiled from source since `builds_before` (dev->n_source_builds
  * then): finished = 1 (nmt_build_progress_fn). */
 void nmt_device_progress_done(nmt_device *dev, uint32_t builds_before);
+
+/* Seconds on a monotonic clock (CLOCK_MONOTONIC): the start-up's debug log
+ * lines say what each program build and the warm-up took (issue 54). */
+double nmt_device_now(void);
 
 /* Path of the device's tuning file: <cache_dir>/tuning-<16 hex>.txt, or ""
  * when the device has no cache directory. */

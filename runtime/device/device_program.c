@@ -11,12 +11,19 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #define NMT_BUILD_LOG_LINES 40 /* lines of a failing build log sent to the logger */
 
 /* ------------------------------------------------------------------------ */
 /* Programs                                                                 */
 /* ------------------------------------------------------------------------ */
+
+double nmt_device_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 /* Fetch the build log into dev->build_log (truncated, NUL-terminated). */
 static void fetch_build_log(nmt_device *dev, cl_program prog) {
@@ -295,6 +302,7 @@ nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *o
         source_hash = nmt_fnv1a(source_hash, texts[i], lens[i]);
     }
 
+    const double t_start = nmt_device_now(); /* the debug log's seconds (issue 54) */
     char cache_path[NMT_PATH_MAX + 32];
     uint64_t key = 0;
     cl_program prog = NULL;
@@ -373,8 +381,10 @@ nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *o
     sl->binary_size = binary_size;
     sl->source_hash = source_hash;
     sl->from_pack = from_pack;
-    nmt_log(&dev->log, NMT_LOG_DEBUG, "program %s.cl (\"%s\") %s", source, options,
-            from_pack ? "created from the kernel pack" : from_cache ? "loaded from cache" : "built from source");
+    const double dt = nmt_device_now() - t_start;
+    if (!from_pack && !from_cache) dev->source_build_s += dt;
+    nmt_log(&dev->log, NMT_LOG_DEBUG, "program %s.cl (\"%s\") %s in %.3f s", source, options,
+            from_pack ? "created from the kernel pack" : from_cache ? "loaded from cache" : "built from source", dt);
     *out = prog;
     return NMT_OK;
 }

@@ -14,7 +14,8 @@
  * binaries again, now holding that code, so the next start with the same
  * cache directory compiles nothing.  Kernels the model does not use are not
  * launched.  The session's buffers are left in a state the next translate /
- * score call overwrites.  Enqueues only: creates no OpenCL objects. */
+ * score call overwrites.  Enqueues only: creates no OpenCL objects.  Says
+ * at debug level how long the kernels and the cache refresh took. */
 nmt_status nmt_session_warm(nmt_session *s);
 
 #endif
