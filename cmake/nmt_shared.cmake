@@ -33,6 +33,9 @@ if(BUILD_SHARED_LIBS)
   # position-independent when BUILD_SHARED_LIBS is on), linked once more
   # into the shared one: no second compile.
   add_library(nmtedge_shared SHARED ${NMT_RUNTIME_OBJECTS})
+  # the dev component installs both libraries: building the shared one
+  # (scripts/test-install.sh builds only it) archives the static one too
+  add_dependencies(nmtedge_shared nmtedge)
   set_target_properties(nmtedge_shared PROPERTIES
     OUTPUT_NAME nmtedge EXPORT_NAME nmtedge LINKER_LANGUAGE C
     VERSION ${PROJECT_VERSION} SOVERSION ${NMT_SOVERSION})
