@@ -265,10 +265,13 @@ static nmt_status ffn(const nmt_tf_fwd *fw, const nmt_tf_sub_w *w, const nmt_tf_
     const nmt_tf_cfg *c = fw->c;
     /* The activation in the product's epilogue (the same bits as the product
      * followed by nmt_op_act), unless the caller keeps GELU's or swish's
-     * pre-activation ffp (training: their backward reads it) */
-    if (c->ffn_act && a->ffp.mem) {
-        NMT_TRY(linear(fw, in, c->d, rows, &w->fc1, c->ff, c->d, a->ffp, c->ff, 0));
-        NMT_TRY(nmt_op_act(fw->ops, a->ffp, a->ffh, rows * c->ff, c->ffn_act + 1));
+     * pre-activation ffp (training: their backward reads it) or the device
+     * runs it faster as a kernel of its own (nmt_ops_fuse_act: CPUs past a
+     * few rows); then in place in ffh when there is no ffp */
+    if (c->ffn_act && (a->ffp.mem || !nmt_ops_fuse_act(fw->ops, rows))) {
+        const nmt_buf pre = a->ffp.mem ? a->ffp : a->ffh;
+        NMT_TRY(linear(fw, in, c->d, rows, &w->fc1, c->ff, c->d, pre, c->ff, 0));
+        NMT_TRY(nmt_op_act(fw->ops, pre, a->ffh, rows * c->ff, c->ffn_act + 1));
     } else {
         NMT_TRY(linear(fw, in, c->d, rows, &w->fc1, c->ff, c->d, a->ffh, c->ff, c->ffn_act + 1));
     }

@@ -771,6 +771,10 @@ nmt_status nmt_op_relu(nmt_ops *ops, nmt_buf x, uint32_t n) {
     return nmt_ops_launch(ops, ops->k_relu, 1, g, "relu");
 }
 
+int nmt_ops_fuse_act(const nmt_ops *ops, uint32_t rows) {
+    return !ops || !ops->dev || !ops->dev->info.is_cpu || rows <= NMT_ACT_FUSE_CPU_ROWS;
+}
+
 nmt_status nmt_op_act(nmt_ops *ops, nmt_buf x, nmt_buf y, uint32_t n, int kind) {
     if (!ops_ok(ops)) return NMT_ERR_INVALID_ARGUMENT;
     if (n == 0) return NMT_OK;

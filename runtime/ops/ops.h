@@ -358,6 +358,16 @@ nmt_status nmt_ops_set_pos_table(nmt_ops *ops, nmt_buf PT, uint32_t n_pos, uint3
 enum { NMT_ACT_NONE = 0, NMT_ACT_RELU = 1, NMT_ACT_GELU = 2, NMT_ACT_SWISH = 3 };
 nmt_status nmt_op_act(nmt_ops *ops, nmt_buf x, nmt_buf y, uint32_t n, int kind);
 
+/* Whether a product over `rows` rows should take GELU or swish in its
+ * epilogue rather than leave it to nmt_op_act: always on GPUs and other
+ * devices; on CPU devices only up to NMT_ACT_FUSE_CPU_ROWS rows, where the
+ * launch saved is worth more than the epilogue's scalar exp/erf (PoCL
+ * vectorises the act kernel across work-items, not the epilogue's loop:
+ * docs/PERFORMANCE.md, "GELU and swish in the product's epilogue").
+ * Both ways give the same bits. */
+#define NMT_ACT_FUSE_CPU_ROWS 8u
+int nmt_ops_fuse_act(const nmt_ops *ops, uint32_t rows);
+
 /* A session's decoder step streams step_bytes of fp32 weights.  On a CPU
  * device whose cache (device.h global_cache_bytes: the driver's figure or
  * the host's last-level cache, the larger) holds less, the
