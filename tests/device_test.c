@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ops.h"
@@ -1238,9 +1239,40 @@ static void test_broken_source(void **state) {
     const char warn[] = "/* warns */\n__kernel void w(__global int *x) { int unused_var = 1.5; x[0] = 1; }\n";
     assert_int_equal(nmt_test_write_file(gemm, warn, sizeof warn - 1), 0);
     o = open_ok(&p);
+    o.dev->quiet_builds = 0;
     assert_int_equal(nmt_device_program(o.dev, "gemm", "", &prog), NMT_OK);
     assert_non_null(strstr(o.dev->build_log, "warning"));
     assert_int_equal(nmt_device_program(o.dev, "gemm", "-Werror", &prog), NMT_ERR_KERNEL_BUILD);
+    close_dev(&o);
+
+    /* Quiet builds (-w: PoCL on an x86-64 host without AVX-512, whose clang
+     * prints "N warnings generated." on our stderr): the same warning, in a
+     * source new to the driver's own cache so that its compiler runs,
+     * builds with nothing said, in the build log or on stderr. */
+    char quiet_src[256];
+    const int qn = snprintf(quiet_src, sizeof quiet_src, "/* %ld %ld */\n%s", (long)getpid(), (long)time(NULL),
+                            warn);
+    assert_int_equal(nmt_test_write_file(gemm, quiet_src, (size_t)qn), 0);
+    o = open_ok(&p);
+    o.dev->quiet_builds = 1;
+    FILE *err = tmpfile();
+    assert_non_null(err);
+    fflush(stderr);
+    const int saved_err = dup(2);
+    assert_true(saved_err >= 0);
+    assert_int_equal(dup2(fileno(err), 2), 2);
+    const nmt_status qs = nmt_device_program(o.dev, "gemm", "", &prog);
+    fflush(stderr);
+    assert_int_equal(dup2(saved_err, 2), 2);
+    close(saved_err);
+    char said[512] = "";
+    rewind(err);
+    const size_t got = fread(said, 1, sizeof said - 1, err);
+    said[got] = '\0';
+    fclose(err);
+    assert_int_equal(qs, NMT_OK);
+    assert_null(strstr(o.dev->build_log, "warning"));
+    if (strstr(said, "warning")) fail_msg("a quiet build wrote to stderr: \"%s\"", said);
     close_dev(&o);
 
     nmt_test_remove_tree(dir);

@@ -462,9 +462,12 @@ int nmt_test_build_clean(nmt_device *dev, const char *source, const char *option
     assert_true((size_t)snprintf(opts, sizeof opts, "-Werror%s%s", options[0] ? " " : "", options) < sizeof opts);
     cl_program prog = NULL;
     const nmt_logger saved = dev->log;
-    dev->log.fn = NULL; /* the tolerated notes are not errors of the test's */
+    const int quiet = dev->quiet_builds;
+    dev->log.fn = NULL;    /* the tolerated notes are not errors of the test's */
+    dev->quiet_builds = 0; /* -w would hide what -Werror checks */
     const nmt_status st = nmt_device_program(dev, source, opts, &prog);
     dev->log = saved;
+    dev->quiet_builds = quiet;
     if (st == NMT_OK) return 0;
     if (st != NMT_ERR_KERNEL_BUILD) fail_msg("%s.cl with \"%s\": %s", source, opts, nmt_status_str(st));
     const char *log = dev->build_log;

@@ -63,6 +63,11 @@ void nmt_remove_file(const char *path);
  * elsewhere, and always outside x86-64 GCC / clang builds. */
 int nmt_host_has_x86_vnni(void);
 
+/* 1 on an x86-64 host (GCC / clang builds) whose CPU or OS lacks AVX-512F:
+ * where clang warns of the ABI of every 512-bit vector passed by value
+ * (runtime/device/device.h, nmt_build_log_abi_note); 0 elsewhere. */
+int nmt_host_x86_lacks_avx512f(void);
+
 /* Bytes of the host CPU's largest cache as Linux describes it for CPU 0
  * (/sys/devices/system/cpu/cpu0/cache/index*: the highest level's size,
  * the cache one core's complex shares, e.g. an EPYC CCX's L3); 0 where the

@@ -271,3 +271,12 @@ int nmt_host_has_x86_vnni(void) {
     return 0;
 #endif
 }
+
+int nmt_host_x86_lacks_avx512f(void) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    return !__builtin_cpu_supports("avx512f");
+#else
+    return 0;
+#endif
+}

@@ -381,6 +381,9 @@ static void query_info(nmt_device *dev) {
      * CPUID answers for it (docs/PORTING.md, "x86 VNNI"). */
     in->has_x86_vnni = in->is_cpu && nmt_strcasestr_ascii(in->platform_name, "Portable Computing Language") &&
                        nmt_host_has_x86_vnni() && !nmt_env_flag("NMT_EDGE_NO_VNNI");
+    /* the same in-process CPU: clang's ABI notes there (nmt_device.quiet_builds) */
+    dev->quiet_builds = in->is_cpu && nmt_strcasestr_ascii(in->platform_name, "Portable Computing Language") &&
+                        nmt_host_x86_lacks_avx512f();
 
     /* Identity of the compiler that produces binaries, for the cache key
      * (full strings, not the truncated info fields). */

@@ -57,7 +57,8 @@ int nmt_program_has_chain(const char *text, size_t len);
  * (float16, vload16's result included) passed or returned by value where
  * the target lacks AVX-512 (-Wpsabi; PoCL on such a host gives dozens a
  * program).  After inlining nothing crosses a call, and PoCL refuses
- * -Wno-psabi as a build option, so it is no warning of the sources'. */
+ * -Wno-psabi as a build option, so it is no warning of the sources'; on
+ * such hosts PoCL's builds get -w (nmt_device.quiet_builds). */
 int nmt_build_log_abi_note(const char *line, size_t len);
 /* The level a successful build's log goes to the logger at: NMT_LOG_WARN
  * where a line says "warning" (any case) and is neither the ABI note nor
@@ -106,6 +107,10 @@ struct nmt_device {
     char kernel_pack[NMT_PATH_MAX]; /* "" = no pack (kernel_pack.h) */
     int binaries_only;              /* never compile from source: forced, or no compiler */
     int compiler_available;         /* CL_DEVICE_COMPILER_AVAILABLE */
+    int quiet_builds;               /* source builds get -w: PoCL's CPU device on an x86-64 host
+                                       without AVX-512, whose clang prints the count of its ABI
+                                       notes ("18 warnings generated.") on the process's stderr
+                                       whatever the build log; a plain field, device_test sets it */
     int sg_mode;                    /* NMT_SG_AUTO, or NMT_SG_OFF (NMT_EDGE_NO_SUBGROUPS=1 at
                                        open), or NMT_SG_ALL: runtime/device/device_paths.c; a plain
                                        field, tests and reduce_bench set it */

@@ -344,7 +344,11 @@ nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *o
             prog = NULL;
             s = nmt_cl_fail(dev, e != CL_SUCCESS ? e : CL_INVALID_PROGRAM, "clCreateProgramWithSource");
         } else {
-            e = clBuildProgram(prog, 1, &dev->device, full_opts, NULL, NULL);
+            /* -w is not in full_opts (the cache key, a pack entry's record):
+             * it changes no code, only what the compiler says */
+            char build_opts[sizeof full_opts + 4];
+            snprintf(build_opts, sizeof build_opts, "%s%s", full_opts, dev->quiet_builds ? " -w" : "");
+            e = clBuildProgram(prog, 1, &dev->device, build_opts, NULL, NULL);
             fetch_build_log(dev, prog);
             if (e != CL_SUCCESS) {
                 nmt_status mapped = nmt_cl_fail(dev, e, "clBuildProgram");
