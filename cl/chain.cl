@@ -189,7 +189,7 @@ enum { CK_KIND, CK_TAB, CK_TABO, CK_LD, CK_POSITIONS, CK_BACK, CK_BACKO, CK_ROWS
         float acc[CHAIN_TMR][GEMM_TN];                                                                \
         _Pragma("unroll") for (int i = 0; i < CHAIN_TMR; i++)                                         \
             _Pragma("unroll") for (int j = 0; j < GEMM_TN; j++) acc[i][j] = VSUM(accv[i][j]);         \
-        for (uint k = KV; k < K; k++)                                                                 \
+        K_TAIL_IN_ORDER for (uint k = KV; k < K; k++)                                                 \
             _Pragma("unroll") for (int i = 0; i < CHAIN_TMR; i++)                                     \
                 _Pragma("unroll") for (int j = 0; j < GEMM_TN; j++)                                   \
                     acc[i][j] = ar[i][k] * br[j][k] + acc[i][j];                                      \

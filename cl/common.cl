@@ -108,6 +108,17 @@ inline float8 vsum16x8(const float16 a0, const float16 a1, const float16 a2, con
         const uint ldo, __global const float *G, const uint g_off, __global const float *Bt, const uint bt_off, \
         const float eps
 
+/* Before a product's scalar tail along K (k = KV .. K - 1 after the vector
+ * part): the tail sums in the order written.  Intel's OpenCL CPU compiler
+ * (2026.2, an AVX2 host) vectorised the chain kernel's tail over k, which
+ * sums in another order, and not gemm_nt's, so the same product gave bits
+ * 1 ulp apart chained and launched (kernels_chain_test, K 40: 8 tail
+ * elements).  With this before the fp32 tails of gemm_nt, gemm_nt_ln,
+ * gemm_q8_nt and its rows, gemm_f16 and the chain kernels each keeps the
+ * written order.  Other compilers do not vectorise a floating-point
+ * reduction without reassociation, so it changes nothing there. */
+#define K_TAIL_IN_ORDER _Pragma("clang loop vectorize(disable) interleave(disable)")
+
 /* The products' activations, by bits of their flags (bit 1 ReLU, bit 3
  * GELU, bit 4 swish; bit 0 is the bias, bit 2 a chain op's residual), and
  * the act kernel's (elementwise.cl): GELU x Phi(x) with the exact normal

@@ -157,7 +157,7 @@ __kernel void gemm_nt(const uint M, const uint N, const uint K, const float alph
         #pragma unroll
         for (int j = 0; j < GEMM_TN; j++) acc[i][j] = VSUM(accv[i][j]);
 #endif
-    for (uint k = KV; k < K; k++) {
+    K_TAIL_IN_ORDER for (uint k = KV; k < K; k++) {
         float a[GEMM_TM], b[GEMM_TN];
         #pragma unroll
         for (int i = 0; i < GEMM_TM; i++) a[i] = ar[i][k];
@@ -322,7 +322,7 @@ inline void nt_res_block(__global const float *ar, __global const float *B, cons
     #pragma unroll
     for (int j = 0; j < GEMM_TN; j++) {
         float acc = sums[j];
-        for (uint k = KV; k < K; k++) acc = ar[k] * br[j][k] + acc;
+        K_TAIL_IN_ORDER for (uint k = KV; k < K; k++) acc = ar[k] * br[j][k] + acc;
         const uint n = n0 + (uint)j;
         if (n < nend) o[n] = (has_bias ? acc + bias[bias_off + n] : acc) + r[n];
     }

@@ -106,7 +106,7 @@ __kernel void gemm_f16_nt(const uint M, const uint N, const uint K, const float 
     for (int i = 0; i < GEMM_TM; i++)
         #pragma unroll
         for (int j = 0; j < GEMM_TN; j++) acc[i][j] = VSUM(accv[i][j]);
-    for (uint k = KV; k < K; k++)
+    K_TAIL_IN_ORDER for (uint k = KV; k < K; k++)
         #pragma unroll
         for (int i = 0; i < GEMM_TM; i++)
             #pragma unroll

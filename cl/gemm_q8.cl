@@ -126,7 +126,7 @@ __kernel void gemm_q8_nt(const uint M, const uint N, const uint K, const float a
         #pragma unroll
         for (int j = 0; j < GEMM_TN; j++) acc[i][j] = VSUM(accv[i][j]);
 #endif
-    for (uint k = KV; k < K; k++)
+    K_TAIL_IN_ORDER for (uint k = KV; k < K; k++)
         #pragma unroll
         for (int i = 0; i < GEMM_TM; i++)
             #pragma unroll
@@ -149,7 +149,7 @@ __kernel void gemm_q8_nt(const uint M, const uint N, const uint K, const float a
         const uint KV = K - K % GEMM_VW;                                                        \
         for (uint k = 0; k < KV; k += GEMM_VW) accv = VLOADF(a + k) * VLOADQ(q + k) + accv;     \
         float acc = VSUM(accv);                                                                 \
-        for (uint k = KV; k < K; k++) acc = a[k] * (float)q[k] + acc;                           \
+        K_TAIL_IN_ORDER for (uint k = KV; k < K; k++) acc = a[k] * (float)q[k] + acc;           \
         return acc;                                                                             \
     }
 Q8_DOT(q8_dot_g, __global)
