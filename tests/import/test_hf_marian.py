@@ -156,13 +156,13 @@ def generate(model, src_ids, beam, eos):
     return ids[:ids.index(eos) + 1] if eos in ids else ids
 
 
-def check_generation(nmt, model_file, texts, want, eos, beam, ref):
+def check_generation(nmt, model_file, texts, want, eos, beam, ref, min_ended=16):
     """`nmt-edge translate --beam BEAM --alpha 0` on texts against `want`
     (ids, from the reference `ref`).  At the length limit nmt-edge ends the
     hypothesis with EOS (and ranks it with EOS's log-probability), the
     reference stops without one: greedy compares the MAX_LEN tokens before
     it; beam search is required equal where the reference's best hypothesis
-    ended by itself (at least 16 sentences)."""
+    ended by itself (at least min_ended sentences)."""
     p = run([nmt, "translate", "--model", model_file, "--beam", str(beam), "--alpha", "0", "--max-len",
              str(MAX_LEN), "--format", "jsonl", "--quiet"], "\n".join(texts) + "\n")
     got = [json.loads(ln)["tokens"] for ln in p.stdout.splitlines()]
@@ -175,7 +175,7 @@ def check_generation(nmt, model_file, texts, want, eos, beam, ref):
             print("  beam %d differs on %r%s:\n    nmt-edge  %s\n    reference %s" % (
                 beam, t, "" if eos in w else " (length limit)", g, w))
     must = len(texts) if beam == 1 else len(ended)
-    check(len(got) == len(texts) and same + (capped if beam == 1 else 0) == must and (beam == 1 or len(ended) >= 16),
+    check(len(got) == len(texts) and same + (capped if beam == 1 else 0) == must and (beam == 1 or len(ended) >= min_ended),
           "beam %d: outputs equal %s on %d/%d sentences that ended with EOS; %d/%d at the length limit%s" % (
               beam, ref, same, len(ended), capped, len(texts) - len(ended), "" if beam == 1 else " (not required)"))
 
