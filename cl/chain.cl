@@ -295,7 +295,7 @@ static void chain_own(__global const uint *a, const uint *o, const uint k, __glo
 
 /* The ticket loop (see the top of this section). */
 inline void chain_run(__global float **bufs, __global const uint *P, const uint n_ops, const uint total,
-                      const uint base, const uint pos, volatile __global uint *ctr, __local float *red) {
+                      const uint base, const uint pos, volatile __global uint *ctr) {
     uint p = 0;
     for (;;) {
         const uint t = atomic_add(&ctr[0], 0u);
@@ -363,9 +363,9 @@ inline void chain_run(__global float **bufs, __global const uint *P, const uint 
         } else if (o[CF_KIND] == CHAIN_LN) {
             const uint d = o[CF_N];
             __global float *out = bufs[o[CF_C]] + o[CF_CO] + k * o[CF_LDC];
-            ln_row(bufs[o[CF_A]] + o[CF_AO] + k * o[CF_LDA], bufs[o[CF_R]] + o[CF_RO] + k * o[CF_LDR],
-                   (o[CF_FLAGS] & CHAIN_FLAG_RES) != 0u, out, d, bufs[o[CF_B]] + o[CF_BO], bufs[o[CF_BIAS]] + o[CF_BIASO],
-                   as_float(o[CF_K]), red);
+            ln_row_item(bufs[o[CF_A]] + o[CF_AO] + k * o[CF_LDA], bufs[o[CF_R]] + o[CF_RO] + k * o[CF_LDR],
+                        (o[CF_FLAGS] & CHAIN_FLAG_RES) != 0u, out, d, bufs[o[CF_B]] + o[CF_BO],
+                        bufs[o[CF_BIAS]] + o[CF_BIASO], as_float(o[CF_K]));
         } else {
             chain_own(P + p * CHAIN_W, o, k, bufs);
         }
@@ -379,8 +379,7 @@ inline void chain_run(__global float **bufs, __global const uint *P, const uint 
     __kernel __attribute__((reqd_work_group_size(1, 1, 1))) void NAME(                                      \
         CHAIN_BUF_PARAMS, __global const uint *P, const uint p_off, const uint n_ops, const uint total,      \
         const uint base, const uint pos, volatile __global uint *ctr) {                                     \
-        __local float red[1];                                                                               \
         __global float *bufs[CHAIN_BUFS] = {CHAIN_BUF_NAMES};                                               \
-        chain_run(bufs, P + p_off, n_ops, total, base, pos, ctr, red);                                      \
+        chain_run(bufs, P + p_off, n_ops, total, base, pos, ctr);                                           \
     }
 #endif /* __OPENCL_VERSION__ && (GEMM_CHAIN || I8_CHAIN || Q8_CHAIN) */

@@ -357,52 +357,77 @@ inline float wg_sum(float v, __local float *red) {
  * calling it.  Element access: float16 vectors v < d / 16 (vector v holds
  * elements 16v .. 16v + 15) and the tail elements from 16 * (d / 16); a
  * work-item owns vectors lid, lid + lsz, ... and tail elements lid + 16 *
- * (d / 16), ... (layernorm, its backward, gemm_nt_ln). */
+ * (d / 16), ... (layernorm, its backward, gemm_nt_ln).  LN_STATS_BODY is
+ * its text for a work-item lid of lsz whose group total of v is SUM(v). */
+#define LN_STATS_BODY(SUM)                                                         \
+    const uint nv = d / 16u, tail0 = nv * 16u;                                     \
+    float16 s16 = (float16)(0.0f);                                                 \
+    for (uint v = lid; v < nv; v += lsz) s16 += load16_res(x, r, has_res, v);      \
+    float s = vsum16(s16);                                                         \
+    for (uint c = tail0 + lid; c < d; c += lsz) s += has_res ? x[c] + r[c] : x[c]; \
+    const float mean = SUM(s) / (float)d;                                          \
+    float16 q16 = (float16)(0.0f);                                                 \
+    for (uint v = lid; v < nv; v += lsz) {                                         \
+        const float16 t = load16_res(x, r, has_res, v) - mean;                     \
+        q16 += t * t;                                                              \
+    }                                                                              \
+    float q = vsum16(q16);                                                         \
+    for (uint c = tail0 + lid; c < d; c += lsz) {                                  \
+        const float t = (has_res ? x[c] + r[c] : x[c]) - mean;                     \
+        q += t * t;                                                                \
+    }                                                                              \
+    return (float2)(mean, rsqrt(SUM(q) / (float)d + eps));
+#define LN_GROUP_SUM(v) wg_sum((v), red)
+#define LN_ITEM_SUM(v) (v)
+
 inline float2 ln_stats(__global const float *x, __global const float *r, const int has_res, const uint d,
                        const float eps, __local float *red) {
     const uint lid = (uint)get_local_id(0), lsz = (uint)get_local_size(0);
-    const uint nv = d / 16u, tail0 = nv * 16u;
+    LN_STATS_BODY(LN_GROUP_SUM)
+}
 
-    float16 s16 = (float16)(0.0f);
-    for (uint v = lid; v < nv; v += lsz) s16 += load16_res(x, r, has_res, v);
-    float s = vsum16(s16);
-    for (uint c = tail0 + lid; c < d; c += lsz) s += has_res ? x[c] + r[c] : x[c];
-    const float mean = wg_sum(s, red) / (float)d;
-
-    float16 q16 = (float16)(0.0f);
-    for (uint v = lid; v < nv; v += lsz) {
-        const float16 t = load16_res(x, r, has_res, v) - mean;
-        q16 += t * t;
-    }
-    float q = vsum16(q16);
-    for (uint c = tail0 + lid; c < d; c += lsz) {
-        const float t = (has_res ? x[c] + r[c] : x[c]) - mean;
-        q += t * t;
-    }
-    return (float2)(mean, rsqrt(wg_sum(q, red) / (float)d + eps));
+/* ln_stats of one work-item alone, without a barrier (a chained norm,
+ * cl/chain.cl): the operations ln_stats does at local size 1, whose wg_sum
+ * hands back its argument, so the same bits.  A barrier in the chain
+ * kernel's ticket loop made PoCL's compile of its work-group function
+ * about twice as long (docs/PERFORMANCE.md, "Start-up"). */
+inline float2 ln_stats_item(__global const float *x, __global const float *r, const int has_res, const uint d,
+                            const float eps) {
+    const uint lid = 0u, lsz = 1u;
+    LN_STATS_BODY(LN_ITEM_SUM)
 }
 
 /* One row of layernorm: o = (v - mean(v)) / sqrt(var(v) + eps) * g + bt,
  * v = x (+ r), every work-item of the group calling it.  norm.cl's
  * layernorm and gemm.cl's gemm_nt_ln both end in it, so a fused and an
  * unfused sub-layer give the same bits.  A work-item reads and writes only
- * its own elements (ln_stats), so o may alias x or r. */
+ * its own elements (ln_stats), so o may alias x or r.  LN_ROW_BODY: its
+ * text after the statistics st. */
+#define LN_ROW_BODY                                                          \
+    const uint nv = d / 16u, tail0 = nv * 16u;                               \
+    const float mean = st.x, rstd = st.y;                                    \
+    for (uint v = lid; v < nv; v += lsz) {                                   \
+        const float16 t = load16_res(x, r, has_res, v) - mean;               \
+        vstore16(t * rstd * vload16(v, g) + vload16(v, bt), v, o);           \
+    }                                                                        \
+    for (uint c = tail0 + lid; c < d; c += lsz) {                            \
+        const float t = (has_res ? x[c] + r[c] : x[c]) - mean;               \
+        o[c] = t * rstd * g[c] + bt[c];                                      \
+    }
 inline void ln_row(__global const float *x, __global const float *r, const int has_res, __global float *o,
                    const uint d, __global const float *g, __global const float *bt, const float eps,
                    __local float *red) {
     const uint lid = (uint)get_local_id(0), lsz = (uint)get_local_size(0);
-    const uint nv = d / 16u, tail0 = nv * 16u;
     const float2 st = ln_stats(x, r, has_res, d, eps, red);
-    const float mean = st.x, rstd = st.y;
+    LN_ROW_BODY
+}
 
-    for (uint v = lid; v < nv; v += lsz) {
-        const float16 t = load16_res(x, r, has_res, v) - mean;
-        vstore16(t * rstd * vload16(v, g) + vload16(v, bt), v, o);
-    }
-    for (uint c = tail0 + lid; c < d; c += lsz) {
-        const float t = (has_res ? x[c] + r[c] : x[c]) - mean;
-        o[c] = t * rstd * g[c] + bt[c];
-    }
+/* ln_row of one work-item alone, without a barrier (ln_stats_item). */
+inline void ln_row_item(__global const float *x, __global const float *r, const int has_res, __global float *o,
+                        const uint d, __global const float *g, __global const float *bt, const float eps) {
+    const uint lid = 0u, lsz = 1u;
+    const float2 st = ln_stats_item(x, r, has_res, d, eps);
+    LN_ROW_BODY
 }
 
 /* cumax(x)[k] of m values (ON-LSTM's master gates): sum_{l <= k} of

@@ -59,8 +59,9 @@
  *   GEMM_MFAST  1: the blocks in one dimension, M fastest  (0)
  *   GEMM_LN_WG  gemm_nt_ln: the largest local size the host may launch it
  *               with (256; power of two)
- *   GEMM_CHAIN  defined: gemm_chain is compiled (the NT m2 and m16 classes
- *               on CPU devices)
+ *   GEMM_CHAIN  defined: gemm_chain is compiled (on CPU devices the NT m2
+ *               class's program, and the m16 class's where its vector
+ *               width differs: runtime/ops/ops.c nmt_ops_chain_host)
  */
 #ifndef GEMM_TM
 #define GEMM_TM 4
@@ -355,7 +356,7 @@ __kernel void gemm_nt_ln(const uint N, const uint K, __global const float *A, co
     ln_row(o, o, 0, o, N, G + g_off, Bt + bt_off, eps, red);
 }
 
-#ifdef GEMM_CHAIN /* the NT m2 and m16 classes' programs on CPUs (runtime/ops/ops.c nmt_ops_gemm_opts) */
+#ifdef GEMM_CHAIN /* the chain's host classes' programs on CPUs (runtime/ops/ops.c nmt_ops_chain_host) */
 /* A product with a residual (gemm_nt_ln's product, recorded apart from its
  * norm): gemm_nt_ln's own blocks, row by row. */
 inline void chain_prod_res(const uint *o, uint c, __global const float *A, __global const float *B,

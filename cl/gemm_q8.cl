@@ -11,8 +11,9 @@
  *               (gemm.cl gemm_nt_ln's int8 counterpart): both with
  *               gemm_q8_nt's sums, so the same bits as their launches apart
  *               (runtime/ops/ops_rows.c nmt_op_gate_q8, nmt_op_gemm_q8_nt_ln);
- *   gemm_q8_chain  (-DQ8_CHAIN, the m2 and m16 classes' programs on CPU
- *               devices) chain.cl's chain_run with this program's own
+ *   gemm_q8_chain  (-DQ8_CHAIN, on CPU devices the m2 class's program,
+ *               and the m16 class's where its vector width differs:
+ *               runtime/ops/ops.c nmt_ops_chain_host) chain.cl's chain_run with this program's own
  *               ops: int8-weight products (gemm_q8_nt's sums, q8_dot_g) and
  *               gemm_q8_gate's rows;
  *   gemm_q8_nt  C[M,N] = alpha * A[M,K] * W^T (+ beta*C) (+ bias) (ReLU)
@@ -204,7 +205,7 @@ __kernel void gemm_q8_nt_ln(LN_ROW_PARAMS) { /* common.cl */
     ln_row(o, o, 0, o, N, G + g_off, Bt + bt_off, eps, red);
 }
 
-#ifdef Q8_CHAIN /* the m2 and m16 classes' programs on CPUs (runtime/ops/ops.c nmt_ops_gemm_opts) */
+#ifdef Q8_CHAIN /* the chain's host classes' programs on CPUs (runtime/ops/ops.c nmt_ops_chain_host) */
 /* An int8-weight product's chunk c (CHAIN_COLS columns of its M rows):
  * gemm_q8_nt's blocks (chain.cl CHAIN_ROWS with its loads and value) and
  * epilogue (alpha 1, beta 0: value, bias, ReLU) or, with a residual,

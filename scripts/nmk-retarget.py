@@ -7,8 +7,8 @@
       For every program of TEMPLATE (a pack made by `nmt-edge-convert kernels
       --model M --tuning TARGET.nmk.tuning.txt` on any device with a
       compiler) writes DIR/NN-NAME.cl (cl/common.cl, cl/chain.cl for the
-      programs with a chain kernel, then cl/NAME.cl: the exact source the
-      runtime builds) and DIR/NN-NAME.options
+      programs with a chain kernel, then cl/NAME.cl, or each file of a NAME
+      joined by '+': the exact source the runtime builds) and DIR/NN-NAME.options
       (its -D defines), checking that cl/ is the source the template was
       built from.  Compile each with the vendor's offline compiler into
       DIR/NN-NAME.bin (e.g. aoc / v++, see docs/PORTING.md).
@@ -59,11 +59,13 @@ def cl_text(f):
 
 
 def source(name):
-    # cl/chain.cl goes into a program whose own text has a line beginning
-    # with CHAIN_KERNEL( (runtime/device/device_program.c nmt_program_has_chain)
-    own = cl_text(name.decode() + ".cl")
-    chained = re.search(rb"^CHAIN_KERNEL\(", own, re.M) is not None
-    texts = [cl_text("common.cl")] + ([cl_text("chain.cl")] if chained else []) + [own]
+    # a program's own texts: cl/NAME.cl, or for stems joined by '+' each in
+    # that order (runtime/device/device_program.c nmt_device_program); cl/chain.cl
+    # goes in where one of them has a line beginning with CHAIN_KERNEL(
+    # (nmt_program_has_chain)
+    own = [cl_text(s + ".cl") for s in name.decode().split("+")]
+    chained = any(re.search(rb"^CHAIN_KERNEL\(", t, re.M) is not None for t in own)
+    texts = [cl_text("common.cl")] + ([cl_text("chain.cl")] if chained else []) + own
     h = 0xCBF29CE484222325
     for t in texts:
         h = fnv(struct.pack("<Q", len(t)) + t, h)

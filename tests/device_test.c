@@ -465,6 +465,29 @@ static void test_program_table(void **state) {
     longopt[sizeof longopt - 1] = '\0';
     assert_int_equal(nmt_device_program(dev, "gemm", longopt, &a), NMT_ERR_INVALID_ARGUMENT);
     assert_int_equal(dev->n_programs, 2);
+
+    /* stems joined by '+': one program of their texts, one build, each
+     * file's kernels in it; a bad stem anywhere refuses the whole name */
+    const uint32_t builds = dev->n_source_builds;
+    nmt_test_assert_ok(dev, nmt_device_program(dev, "norm+elementwise", "-DREDUCE_WG=64", &b));
+    assert_ptr_not_equal(b, a);
+    assert_int_equal(dev->n_programs, 3);
+    assert_int_equal(dev->n_source_builds, builds + 1);
+    assert_string_equal(dev->programs[2].source, "norm+elementwise");
+    check_add_kernel(dev, b);
+    cl_kernel k = NULL;
+    nmt_test_assert_ok(dev, nmt_device_kernel(dev, b, "layernorm", &k)); /* norm.cl's */
+    clReleaseKernel(k);
+    nmt_test_assert_ok(dev, nmt_device_program(dev, "norm+elementwise", "-DREDUCE_WG=64", &c));
+    assert_ptr_equal(b, c);
+    static const char *const bad[] = {"norm+", "+norm", "norm++elementwise", "norm+common", "chain+norm",
+                                      "norm+../cl/gemm", "norm+no_such_source", "norm+norm+norm+norm+norm"};
+    for (size_t i = 0; i < NMT_ARRAY_LEN(bad); i++) {
+        a = (cl_program)&a;
+        assert_int_equal(nmt_device_program(dev, bad[i], "", &a), NMT_ERR_INVALID_ARGUMENT);
+        assert_null(a);
+    }
+    assert_int_equal(dev->n_programs, 3);
     close_dev(&o);
 }
 
@@ -1120,18 +1143,23 @@ static void test_kernel_dir(void **state) {
     nmt_ops ops;
     nmt_test_assert_ok(o.dev, nmt_ops_init(&ops, o.dev));
     assert_non_null(ops.k_attn_apply);
+    const int rows_together = ops.rows_opts[0] != '\0'; /* elementwise.cl, norm.cl and topk.cl in one */
     nmt_ops_release(&ops);
     /* each program's hash covers the texts it was built from, in order: chain.cl
      * only in gemm's, gemm_i8's and gemm_q8's (nmt_program_has_chain) */
     const char *const gemm_texts[] = {NMT_COMMON_SOURCE, NMT_CHAIN_SOURCE, "gemm"};
-    const char *const plain_texts[] = {NMT_COMMON_SOURCE, "elementwise"};
+    const char *const plain_texts[] = {NMT_COMMON_SOURCE, "elementwise", "norm", "topk"};
     const nmt_program_slot *sl = program_slot(o.dev, "gemm");
     assert_non_null(sl);
     assert_true(sl->source_hash == repo_source_hash(gemm_texts, 3));
     assert_true(sl->source_hash != repo_source_hash((const char *const[]){NMT_COMMON_SOURCE, "gemm"}, 2));
-    sl = program_slot(o.dev, "elementwise");
+    sl = program_slot(o.dev, rows_together ? NMT_OPS_ROWS_PROGRAM : "elementwise");
     assert_non_null(sl);
-    assert_true(sl->source_hash == repo_source_hash(plain_texts, 2));
+    assert_true(sl->source_hash == repo_source_hash(plain_texts, rows_together ? 4 : 2));
+    const char *const attn_texts[] = {NMT_COMMON_SOURCE, "attention", "beam"};
+    sl = program_slot(o.dev, NMT_OPS_ATTN_PROGRAM);
+    assert_non_null(sl);
+    assert_true(sl->source_hash == repo_source_hash(attn_texts, 3));
     /* so do the training sources, with no table registered */
     nmt_test_assert_ok(o.dev, nmt_device_program(o.dev, "loss", "", &prog));
     close_dev(&o);

@@ -661,7 +661,7 @@ static void test_chain_i8_step(void **state) {
                 res[pass] = i8_step(e, &ops, c, 900 + i, variants[vi] != 0);
                 if (ops.chain_on) {
                     if (variants[vi] != 0) assert_non_null(ops.k_i8_chain);
-                    else assert_non_null(ops.k_q8_chain[nmt_gemm_class_of(c->M)]);
+                    else assert_non_null(ops.k_q8_chain[nmt_ops_chain_host(&ops, NMT_GOP_Q8, nmt_gemm_class_of(c->M))]);
                     assert_int_equal(ops.n_chains, 1);
                     assert_int_equal(ops.n_chained, (variants[vi] != 0 ? 15 : 12) + (ops.subgroups ? 0 : 4));
                 } else {
@@ -680,8 +680,59 @@ static void test_chain_i8_step(void **state) {
     }
 }
 
+/* Which program holds a class's chain kernel (nmt_ops_chain_host): the m2
+ * class's for the m16 class too where both are ours with one vector width,
+ * the class's own where the widths differ, a class works in groups or is
+ * CLBlast's, or (int8 weights x fp32) a class is deferred; and the device's
+ * ops build one gemm_q8_chain / gemm_chain for both classes exactly then. */
+static void test_chain_host(void **state) {
+    env *e = *state;
+    nmt_ops t;
+    memset(&t, 0, sizeof t);
+    const nmt_gemm_cfg own16 = {.provider = NMT_GEMM_OWN, .tm = 1, .tn = 2, .vw = 16, .wg = 64};
+    for (int op = 0; op < NMT_GOP_COUNT; op++)
+        for (int c = 0; c < NMT_GCLASS_COUNT; c++) t.cfg[op][c] = own16;
+    t.cfg[NMT_GOP_Q8][NMT_GCLASS_M16].tn = 8; /* blocks do not matter, widths do */
+    for (int op = 0; op < NMT_GOP_COUNT; op++) {
+        const nmt_gemm_class want = op == NMT_GOP_NT || op == NMT_GOP_Q8 ? NMT_GCLASS_M2 : NMT_GCLASS_M16;
+        assert_int_equal(nmt_ops_chain_host(&t, (nmt_gemm_op)op, NMT_GCLASS_M16), want);
+        assert_int_equal(nmt_ops_chain_host(&t, (nmt_gemm_op)op, NMT_GCLASS_M2), NMT_GCLASS_M2);
+        assert_int_equal(nmt_ops_chain_host(&t, (nmt_gemm_op)op, NMT_GCLASS_BIG), NMT_GCLASS_BIG);
+    }
+    t.cfg[NMT_GOP_Q8][NMT_GCLASS_M16].vw = 8;
+    assert_int_equal(nmt_ops_chain_host(&t, NMT_GOP_Q8, NMT_GCLASS_M16), NMT_GCLASS_M16);
+    assert_int_equal(nmt_ops_chain_host(&t, NMT_GOP_NT, NMT_GCLASS_M16), NMT_GCLASS_M2);
+    t.cfg[NMT_GOP_Q8][NMT_GCLASS_M16].vw = 16;
+    t.lazy_q8[NMT_GCLASS_M16] = 1;
+    assert_int_equal(nmt_ops_chain_host(&t, NMT_GOP_Q8, NMT_GCLASS_M16), NMT_GCLASS_M16);
+    assert_int_equal(nmt_ops_chain_host(&t, NMT_GOP_NT, NMT_GCLASS_M16), NMT_GCLASS_M2);
+    t.lazy_q8[NMT_GCLASS_M16] = 0;
+    t.cfg[NMT_GOP_NT][NMT_GCLASS_M2] = (nmt_gemm_cfg){.provider = NMT_GEMM_OWN, .tm = 2, .tn = 1, .vw = 16, .wg = 64,
+                                                      .kgroup = 1};
+    assert_int_equal(nmt_ops_chain_host(&t, NMT_GOP_NT, NMT_GCLASS_M16), NMT_GCLASS_M16);
+    t.cfg[NMT_GOP_NT][NMT_GCLASS_M2] = own16;
+    t.cfg[NMT_GOP_NT][NMT_GCLASS_M16].provider = NMT_GEMM_CLBLAST;
+    assert_int_equal(nmt_ops_chain_host(&t, NMT_GOP_NT, NMT_GCLASS_M16), NMT_GCLASS_M16);
+
+    nmt_ops ops;
+    nmt_test_assert_ok(e->dev, nmt_ops_init(&ops, e->dev));
+    nmt_test_assert_ok(e->dev, nmt_ops_enable_q8(&ops));
+    for (int q8 = 0; q8 < 2; q8++) {
+        const nmt_gemm_op op = q8 ? NMT_GOP_Q8 : NMT_GOP_NT;
+        cl_kernel *k = q8 ? ops.k_q8_chain : ops.k_chain;
+        const nmt_gemm_cfg *c = ops.cfg[op];
+        const int chained = e->dev->info.is_cpu && c[0].provider == NMT_GEMM_OWN && !c[0].kgroup;
+        const int shared = nmt_ops_chain_host(&ops, op, NMT_GCLASS_M16) == NMT_GCLASS_M2;
+        assert_int_equal(shared, chained && c[1].provider == NMT_GEMM_OWN && !c[1].kgroup && c[0].vw == c[1].vw);
+        assert_int_equal(k[0] != NULL, chained);
+        if (shared) assert_null(k[1]);
+    }
+    nmt_ops_release(&ops);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_chain_host),
         cmocka_unit_test(test_chain_step),
         cmocka_unit_test(test_chain_capacity),
         cmocka_unit_test(test_chain_not_taken),

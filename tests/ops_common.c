@@ -66,12 +66,23 @@ void open_clblast_env(env *ce, int train) {
 
 /* ---- reduction paths (issue 23) ------------------------------------------- */
 
-/* 1 when a program of cl/<source>.cl was built with -DREDUCE_WG and with
+/* 1 when a program of cl/<source>.cl (alone or joined with others by '+') was built with -DREDUCE_WG and with
  * (sg) or without -DNMT_SUBGROUPS=1. */
+static int has_stem(const char *source, const char *stem) { /* source: stems joined by '+' */
+    const size_t n = strlen(stem);
+    for (const char *c = source;; c++) {
+        const char *e = strchr(c, '+');
+        const size_t len = e ? (size_t)(e - c) : strlen(c);
+        if (len == n && memcmp(c, stem, n) == 0) return 1;
+        if (e == NULL) return 0;
+        c = e;
+    }
+}
+
 static int built(const env *e, const char *source, int sg) {
     for (uint32_t i = 0; i < e->dev->n_programs; i++) {
         const nmt_program_slot *p = &e->dev->programs[i];
-        if (strcmp(p->source, source) != 0 || strstr(p->options, "-DREDUCE_WG=") == NULL) continue;
+        if (!has_stem(p->source, source) || strstr(p->options, "-DREDUCE_WG=") == NULL) continue;
         if ((strstr(p->options, "-DNMT_SUBGROUPS=1") != NULL) == sg) return 1;
     }
     return 0;

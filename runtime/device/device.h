@@ -14,6 +14,7 @@
 #define NMT_MAX_PROGRAMS 48
 #define NMT_PATH_MAX 512
 #define NMT_BUILD_OPTIONS_MAX 256
+#define NMT_PROGRAM_STEMS 4 /* files one program may join (nmt_device_program) */
 #define NMT_BUILD_LOG_MAX 16384   /* scratch for build logs and extension strings */
 
 /* Version of the on-disk program cache layout (part of every cache key and
@@ -66,7 +67,7 @@ int nmt_build_log_abi_note(const char *line, size_t len);
 nmt_log_level nmt_build_log_level(const char *log);
 
 typedef struct nmt_program_slot {
-    char source[32];                      /* file stem */
+    char source[32];                      /* file stem, or stems joined by '+' (NMT_PROGRAM_STEMS at most) */
     char options[NMT_BUILD_OPTIONS_MAX];  /* build options incl. -D tuning defines */
     cl_program program;
     int from_cache;                       /* 1: created from a cached binary */
@@ -152,7 +153,11 @@ int nmt_device_have_clblast(void);
 /* Get (build once per device, then reuse) the program for cl/<source>.cl
  * (after cl/common.cl, which every program includes, and cl/chain.cl for
  * gemm, gemm_i8 and gemm_q8; "common" and "chain" themselves are
- * INVALID_ARGUMENT) with `options`.  Uses the binary cache when configured:
+ * INVALID_ARGUMENT) with `options`.  `source` may join up to
+ * NMT_PROGRAM_STEMS stems with '+' ("attention+beam"): one program of all
+ * their texts, in that order, after cl/common.cl: on PoCL each build costs
+ * about as much for a small file as for several (docs/PERFORMANCE.md,
+ * "Start-up"), so programs built with the same options go together.  Uses the binary cache when configured:
  * key = hash of device name, vendor, driver version, platform version, the
  * source texts and options.  A cached binary that the driver rejects is deleted and the
  * program rebuilt from source.  The program is owned by the device. */

@@ -249,10 +249,26 @@ nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *o
     if (source[0] == '\0' || strlen(source) >= sizeof dev->programs[0].source ||
         strlen(options) >= sizeof dev->programs[0].options)
         return NMT_ERR_INVALID_ARGUMENT;
-    for (const char *c = source; *c; c++)  /* a file stem, never a path */
-        if (*c == '/' || *c == '\\' || *c == '.') return NMT_ERR_INVALID_ARGUMENT;
-    if (strcmp(source, NMT_COMMON_SOURCE) == 0 || strcmp(source, NMT_CHAIN_SOURCE) == 0)
-        return NMT_ERR_INVALID_ARGUMENT; /* prepended, not programs */
+    /* file stems, never paths: one, or several joined by '+' (one program of
+     * their texts, device.h) */
+    const char *stems[NMT_PROGRAM_STEMS];
+    size_t stem_len[NMT_PROGRAM_STEMS];
+    int n_stems = 0;
+    for (const char *c = source;; c++) {
+        const char *e = c;
+        while (*e && *e != '+') e++;
+        if (e == c || n_stems == NMT_PROGRAM_STEMS) return NMT_ERR_INVALID_ARGUMENT;
+        for (const char *q = c; q < e; q++)
+            if (*q == '/' || *q == '\\' || *q == '.') return NMT_ERR_INVALID_ARGUMENT;
+        const size_t n = (size_t)(e - c);
+        if ((n == strlen(NMT_COMMON_SOURCE) && memcmp(c, NMT_COMMON_SOURCE, n) == 0) ||
+            (n == strlen(NMT_CHAIN_SOURCE) && memcmp(c, NMT_CHAIN_SOURCE, n) == 0))
+            return NMT_ERR_INVALID_ARGUMENT; /* prepended, not programs */
+        stems[n_stems] = c;
+        stem_len[n_stems++] = n;
+        if (*e == '\0') break;
+        c = e;
+    }
 
     for (uint32_t i = 0; i < dev->n_programs; i++) {
         nmt_program_slot *sl = &dev->programs[i];
@@ -267,30 +283,37 @@ nmt_status nmt_device_program(nmt_device *dev, const char *source, const char *o
     }
 
     /* Source text: cl/common.cl (helpers every program shares), cl/chain.cl
-     * where the program's own text has a chain kernel, then that own text;
-     * embedded, or all mapped from kernel_dir for the duration of the build.
-     * The own text is read first: it decides whether chain.cl goes in. */
-    nmt_mapping files[3] = {{NULL, 0}, {NULL, 0}, {NULL, 0}};
-    const char *texts[3];
-    size_t lens[3];
-    const char *own_text = NULL;
-    size_t own_len = 0;
-    nmt_mapping own = {NULL, 0};
-    nmt_status ls = source_text(dev, source, &own, &own_text, &own_len);
-    int n_texts = 0;
+     * where a program's own text has a chain kernel, then the own texts in
+     * the order named; embedded, or all mapped from kernel_dir for the
+     * duration of the build.  The own texts are read first: they decide
+     * whether chain.cl goes in. */
+    enum { N_TEXTS = 2 + NMT_PROGRAM_STEMS };
+    nmt_mapping files[N_TEXTS], own[NMT_PROGRAM_STEMS];
+    memset(files, 0, sizeof files);
+    memset(own, 0, sizeof own);
+    const char *texts[N_TEXTS], *own_text[NMT_PROGRAM_STEMS];
+    size_t lens[N_TEXTS], own_len[NMT_PROGRAM_STEMS];
+    int n_own = 0, n_texts = 0, has_chain = 0;
+    nmt_status ls = NMT_OK;
+    for (; n_own < n_stems && ls == NMT_OK; n_own++) {
+        char stem[sizeof dev->programs[0].source];
+        memcpy(stem, stems[n_own], stem_len[n_own]);
+        stem[stem_len[n_own]] = '\0';
+        ls = source_text(dev, stem, &own[n_own], &own_text[n_own], &own_len[n_own]);
+        if (ls == NMT_OK) has_chain |= nmt_program_has_chain(own_text[n_own], own_len[n_own]);
+    }
     if (ls == NMT_OK) {
         const char *parts[2] = {NMT_COMMON_SOURCE, NMT_CHAIN_SOURCE};
-        const int n_parts = nmt_program_has_chain(own_text, own_len) ? 2 : 1;
-        for (int i = 0; i < n_parts && ls == NMT_OK; i++, n_texts++)
+        for (int i = 0; i < 1 + has_chain && ls == NMT_OK; i++, n_texts++)
             ls = source_text(dev, parts[i], &files[n_texts], &texts[n_texts], &lens[n_texts]);
-        files[n_texts] = own;
-        texts[n_texts] = own_text;
-        lens[n_texts] = own_len;
-        n_texts++;
+    }
+    for (int i = 0; i < n_own; i++, n_texts++) {
+        files[n_texts] = own[i];
+        texts[n_texts] = own_text[i];
+        lens[n_texts] = own_len[i];
     }
     if (ls != NMT_OK) {
         for (int i = 0; i < n_texts; i++) nmt_unmap_file(&files[i]);
-        if (n_texts == 0) nmt_unmap_file(&own);
         return ls;
     }
     char full_opts[NMT_BUILD_OPTIONS_MAX + 32];

@@ -38,11 +38,14 @@ static int field_ok(const char *f, size_t cap) {
     return nul != NULL && all_zero(nul, cap - (size_t)(nul - f));
 }
 
+/* a file stem, or stems joined by '+' (nmt_device_program), none empty */
 static int stem_ok(const char *s) {
-    if (s[0] == '\0') return 0;
-    for (; *s; s++)
+    if (s[0] == '\0' || s[0] == '+') return 0;
+    for (; *s; s++) {
+        if (*s == '+' && s[1] != '\0' && s[1] != '+') continue;
         if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_'))
             return 0;
+    }
     return 1;
 }
 

@@ -42,7 +42,7 @@
 
 enum { P_ATTENTION, P_NORM, P_ELEMENTWISE, P_COUNT };
 
-static const char *const program_names[P_COUNT] = {"attention", "norm", "elementwise"};
+static const char *const program_names[P_COUNT] = {NMT_OPS_ATTN_PROGRAM, "norm", "elementwise"};
 
 typedef nmt_kernel_def kernel_def;
 
@@ -115,6 +115,16 @@ void nmt_ops_release(nmt_ops *ops) {
     memset(ops, 0, sizeof *ops);
 }
 
+nmt_gemm_class nmt_ops_chain_host(const nmt_ops *ops, nmt_gemm_op op, nmt_gemm_class cls) {
+    const nmt_gemm_cfg *m2 = &ops->cfg[op][NMT_GCLASS_M2], *m16 = &ops->cfg[op][NMT_GCLASS_M16];
+    const int own = m2->provider == NMT_GEMM_OWN && !m2->kgroup && m16->provider == NMT_GEMM_OWN && !m16->kgroup;
+    /* int8 weights x fp32 deferred (int8 x int8 runs those classes): each its own, built where needed */
+    const int deferred = op == NMT_GOP_Q8 && (ops->lazy_q8[NMT_GCLASS_M2] || ops->lazy_q8[NMT_GCLASS_M16]);
+    return cls == NMT_GCLASS_M16 && (op == NMT_GOP_NT || op == NMT_GOP_Q8) && own && !deferred && m2->vw == m16->vw
+               ? NMT_GCLASS_M2
+               : cls;
+}
+
 void nmt_ops_gemm_opts(const nmt_ops *ops, nmt_gemm_op op, nmt_gemm_class cls, char opts[NMT_OPS_GEMM_OPTS]) {
     const nmt_gemm_cfg *c = &ops->cfg[op][cls];
     int n = snprintf(opts, NMT_OPS_GEMM_OPTS, "-DGEMM_TM=%u -DGEMM_TN=%u -DGEMM_VW=%u -DGEMM_MFAST=%u",
@@ -125,7 +135,8 @@ void nmt_ops_gemm_opts(const nmt_ops *ops, nmt_gemm_op op, nmt_gemm_class cls, c
     if (c->kgroup) snprintf(opts + n, NMT_OPS_GEMM_OPTS - (size_t)n, " -DGEMM_KG_WG=%u", (unsigned)c->wg);
     /* gemm_chain and gemm_q8_chain (ops_chain.c: CPU devices) only in the
      * programs that create them */
-    if ((op == NMT_GOP_NT || op == NMT_GOP_Q8) && cls != NMT_GCLASS_BIG && !c->kgroup && ops->dev->info.is_cpu)
+    if ((op == NMT_GOP_NT || op == NMT_GOP_Q8) && cls != NMT_GCLASS_BIG && !c->kgroup && ops->dev->info.is_cpu &&
+        nmt_ops_chain_host(ops, op, cls) == cls)
         snprintf(opts + n, NMT_OPS_GEMM_OPTS - (size_t)n, op == NMT_GOP_NT ? " -DGEMM_CHAIN=1" : " -DQ8_CHAIN=1");
 }
 
@@ -163,7 +174,8 @@ nmt_status nmt_ops_gemm_kernel(nmt_ops *ops, nmt_gemm_op op, nmt_gemm_class cls)
         cl_kernel *g = &ops->k_chain[cls];
         if (*g) clReleaseKernel(*g);
         *g = NULL;
-        if (c->provider == NMT_GEMM_OWN && !c->kgroup && ops->dev->info.is_cpu)
+        if (c->provider == NMT_GEMM_OWN && !c->kgroup && ops->dev->info.is_cpu &&
+            nmt_ops_chain_host(ops, op, cls) == cls)
             NMT_TRY(nmt_device_kernel(ops->dev, prog, "gemm_chain", g));
     }
     if (op == NMT_GOP_NT && cls == NMT_GCLASS_M2 && c->provider == NMT_GEMM_OWN && !c->kgroup) {
@@ -181,7 +193,8 @@ nmt_status nmt_ops_gemm_kernel(nmt_ops *ops, nmt_gemm_op op, nmt_gemm_class cls)
         cl_kernel *q = &ops->k_q8_chain[cls]; /* -DQ8_CHAIN: nmt_ops_gemm_opts */
         if (*q) clReleaseKernel(*q);
         *q = NULL;
-        if (c->provider == NMT_GEMM_OWN && !c->kgroup && ops->dev->info.is_cpu)
+        if (c->provider == NMT_GEMM_OWN && !c->kgroup && ops->dev->info.is_cpu &&
+            nmt_ops_chain_host(ops, op, cls) == cls)
             NMT_TRY(nmt_device_kernel(ops->dev, prog, "gemm_q8_chain", q));
     }
     if (op == NMT_GOP_Q8 && cls == NMT_GCLASS_M2) {
@@ -225,6 +238,17 @@ static nmt_status ops_init(nmt_ops *ops, nmt_device *dev, const nmt_tuning *t, i
     snprintf(opts[P_ELEMENTWISE], sizeof opts[P_ELEMENTWISE], "-DREDUCE_WG=%zu%s", reduce_cap,
              ops->subgroups ? sg : "");
 
+    /* norm.cl, elementwise.cl and topk.cl in one program where their
+     * options agree (the same subgroup reductions): topk's options, with
+     * the k that nmt_ops_enable_topk will ask for (ops->rows_opts) */
+    const uint32_t topk_k = nmt_ops_topk_max_k(dev, reduce_cap);
+    if (ops->norm_subgroups == ops->subgroups && topk_k >= NMT_OPS_TOPK_MIN) {
+        snprintf(ops->rows_opts, sizeof ops->rows_opts, "-DREDUCE_WG=%zu -DTOPK_MAX=%u%s", reduce_cap,
+                 (unsigned)topk_k, ops->subgroups ? sg : "");
+        memcpy(opts[P_NORM], ops->rows_opts, sizeof ops->rows_opts);
+        memcpy(opts[P_ELEMENTWISE], ops->rows_opts, sizeof ops->rows_opts);
+    }
+
     nmt_status s = NMT_OK;
     /* fp32 NT products of every class; NN ones (no model family uses them)
      * at nmt_ops_enable_nn or their first call, int8 ones at nmt_ops_enable_q8 */
@@ -232,7 +256,10 @@ static nmt_status ops_init(nmt_ops *ops, nmt_device *dev, const nmt_tuning *t, i
     for (int c = 0; c < NMT_GCLASS_COUNT && s == NMT_OK && !ops->lazy_nt; c++)
         s = nmt_ops_gemm_kernel(ops, NMT_GOP_NT, (nmt_gemm_class)c);
     cl_program progs[P_COUNT];
-    for (int p = 0; p < P_COUNT && s == NMT_OK; p++) s = nmt_device_program(dev, program_names[p], opts[p], &progs[p]);
+    for (int p = 0; p < P_COUNT && s == NMT_OK; p++) {
+        const char *name = ops->rows_opts[0] && p != P_ATTENTION ? NMT_OPS_ROWS_PROGRAM : program_names[p];
+        s = nmt_device_program(dev, name, opts[p], &progs[p]);
+    }
     if (s == NMT_OK && any_clblast) {
         cl_program prog;
         s = nmt_device_program(dev, "gemm", "", &prog);
@@ -294,12 +321,15 @@ nmt_status nmt_ops_init_session(nmt_ops *ops, nmt_device *dev) {
     return ops_init(ops, dev, dev ? &dev->tuning : NULL, 1);
 }
 
+/* a deferred class, and first the class whose program holds its chain kernel */
 nmt_status nmt_ops_nt_ready(nmt_ops *ops, nmt_gemm_class cls) {
-    if (!ops->lazy_nt || ops->k_gemm[NMT_GOP_NT][cls] != NULL) return NMT_OK;
-    return nmt_ops_gemm_kernel(ops, NMT_GOP_NT, cls);
+    if (!ops->lazy_nt) return NMT_OK;
+    const nmt_gemm_class host = nmt_ops_chain_host(ops, NMT_GOP_NT, cls);
+    if (host != cls) NMT_TRY(nmt_ops_nt_ready(ops, host));
+    return ops->k_gemm[NMT_GOP_NT][cls] != NULL ? NMT_OK : nmt_ops_gemm_kernel(ops, NMT_GOP_NT, cls);
 }
 
-nmt_status nmt_ops_q8_ready(nmt_ops *ops, nmt_gemm_class cls) {
+nmt_status nmt_ops_q8_ready(nmt_ops *ops, nmt_gemm_class cls) { /* the chain's host is never deferred */
     if (!ops->lazy_q8[cls] || ops->k_gemm[NMT_GOP_Q8][cls] != NULL) return NMT_OK;
     return nmt_ops_gemm_kernel(ops, NMT_GOP_Q8, cls);
 }
@@ -321,11 +351,11 @@ nmt_status nmt_ops_enable_q8(nmt_ops *ops) {
     NMT_TRY(nmt_ops_enable_i8(ops));
     /* a session's: int8 weights x fp32 at first use where int8 x int8 runs
      * (products it cannot take: K or rows beyond its buffers), else now */
-    for (int c = 0; c < NMT_GCLASS_COUNT && lazy; c++) {
+    for (int c = 0; c < NMT_GCLASS_COUNT && lazy; c++) /* all first: nmt_ops_chain_host reads them */
         ops->lazy_q8[c] = ops->i8_use[c] != 0 && ops->k_gemm[NMT_GOP_I8][c] != NULL;
+    for (int c = 0; c < NMT_GCLASS_COUNT && lazy; c++)
         if (!ops->lazy_q8[c] && ops->k_gemm[NMT_GOP_Q8][c] == NULL)
             NMT_TRY(nmt_ops_gemm_kernel(ops, NMT_GOP_Q8, (nmt_gemm_class)c));
-    }
     return NMT_OK;
 }
 

@@ -42,6 +42,16 @@ typedef struct nmt_branch {
  * (cl/chain.cl CHAIN_W) a launch, buffers a launch (CHAIN_BUFS), a product's columns a
  * chunk (CHAIN_COLS), the most rows an op may have, and how many recorded
  * chains the descriptor buffer keeps. */
+/* Programs of several files (runtime/device/device.h, nmt_device_program;
+ * issue 54: on PoCL a build costs about as much for one small file as for
+ * several): attention.cl with beam.cl, both without options; elementwise.cl,
+ * norm.cl and topk.cl with topk's options where the three agree
+ * (ops->rows_opts).  NMT_OPS_TOPK_MIN: the smallest k the device top-k
+ * takes (beam 1 with a minimum length). */
+#define NMT_OPS_ATTN_PROGRAM "attention+beam"
+#define NMT_OPS_ROWS_PROGRAM "elementwise+norm+topk"
+#define NMT_OPS_ROWS_OPTS 96
+#define NMT_OPS_TOPK_MIN 3u
 #define NMT_OPS_CHAIN_OPS 96
 #define NMT_OPS_CHAIN_W 20
 #define NMT_OPS_CHAIN_BUFS 96
@@ -53,8 +63,10 @@ typedef struct nmt_branch {
 #define NMT_OPS_CHAIN_QS_ROWS 16u
 #define NMT_OPS_CHAIN_QS_BYTES (NMT_OPS_CHAIN_QS_ROWS + NMT_OPS_CHAIN_ROWS * NMT_OPS_I8_FUSE_ROW_MAX)
 /* chain_cls of a chain of int8 x int8 products (gemm_i8_chain), and of int8
- * weights x fp32 products of class cls (NMT_OPS_CHAIN_Q8 + cls,
- * gemm_q8_chain); 0 and 1 are the fp32 NT m2 and m16 classes (gemm_chain) */
+ * weights x fp32 products of a class whose chain kernel is class cls's
+ * (NMT_OPS_CHAIN_Q8 + cls, gemm_q8_chain; ops_internal.h
+ * nmt_ops_chain_host); 0 and 1: fp32 products, the NT m2 and m16 classes'
+ * (gemm_chain) */
 #define NMT_OPS_CHAIN_I8 2u
 #define NMT_OPS_CHAIN_Q8 3u
 
@@ -171,9 +183,11 @@ typedef struct nmt_ops {
     uint64_t n_norms;           /* int8 products run with their norm (tests read it) */
     /* few-row products, norms, attentions and gates chained into one
      * launch (runtime/ops/ops_chain.c, cl/gemm.cl gemm_chain, cl/gemm_i8.cl
-     * gemm_i8_chain): k_chain[cls] of the NT m2 and m16 classes' own
-     * programs (fp32 products), k_q8_chain[cls] of the q8 ones (int8
-     * weights x fp32), k_i8_chain above (int8 x int8); chain_on (nmt_ops_chain_enable: inference
+     * gemm_i8_chain): k_chain[cls] of the NT classes' own programs (fp32
+     * products), k_q8_chain[cls] of the q8 ones (int8 weights x fp32), of
+     * the classes that host a chain (nmt_ops_chain_host: the m2 class for
+     * both where their vector widths agree, the m16 one NULL then),
+     * k_i8_chain above (int8 x int8); chain_on (nmt_ops_chain_enable: inference
      * sessions on CPU devices, unless $NMT_EDGE_NO_PRODUCT_CHAIN; a plain
      * field, tests set it); the ops recorded so far (chain_v, CHAIN_W
      * uints each, of class chain_cls) and their buffers; the ticket
@@ -184,6 +198,10 @@ typedef struct nmt_ops {
      * (chain_cache, chain_cache_n slots each; chain_cache_next is replaced
      * next). */
     cl_kernel k_chain[2], k_q8_chain[2];
+    /* issue 54: the options of the one program of elementwise.cl, norm.cl
+     * and topk.cl (NMT_OPS_ROWS_PROGRAM; topk's options, nmt_ops_init), ""
+     * where they differ and each has its own */
+    char rows_opts[NMT_OPS_ROWS_OPTS];
     int chain_on;
     uint32_t chain_n, chain_nbufs, chain_total, chain_cls, chain_base, chain_groups, chain_cache_next;
     cl_uint chain_v[NMT_OPS_CHAIN_OPS * NMT_OPS_CHAIN_W];

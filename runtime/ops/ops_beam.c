@@ -11,7 +11,7 @@ nmt_status nmt_ops_enable_beam(nmt_ops *ops) {
     if (ops == NULL || ops->dev == NULL) return NMT_ERR_INVALID_ARGUMENT;
     if (ops->k_beam_advance != NULL) return NMT_OK;
     cl_program prog;
-    NMT_TRY(nmt_device_program(ops->dev, "beam", "", &prog));
+    NMT_TRY(nmt_device_program(ops->dev, NMT_OPS_ATTN_PROGRAM, "", &prog)); /* beam.cl there */
     cl_kernel adv = NULL, perm = NULL;
     nmt_status st = nmt_device_kernel(ops->dev, prog, "beam_advance", &adv);
     if (st == NMT_OK) st = nmt_device_kernel(ops->dev, prog, "kv_table_permute", &perm);

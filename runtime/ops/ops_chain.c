@@ -285,11 +285,11 @@ nmt_status nmt_ops_chain_prod(nmt_ops *ops, uint32_t M, uint32_t N, uint32_t K, 
                               nmt_buf B, uint32_t ldb, nmt_buf bias, nmt_buf C, uint32_t ldc, nmt_buf R,
                               uint32_t ldr, int relu, int *taken) {
     *taken = 0;
-    const nmt_gemm_class cls = nmt_gemm_class_of(M);
-    if (!ops->chain_on || M == 0 || M > NMT_OPS_CHAIN_ROWS || N == 0 || K == 0 || cls == NMT_GCLASS_BIG ||
-        ops->k_chain[cls] == NULL)
-        return NMT_OK;
-    const nmt_gemm_cfg *cfg = &ops->cfg[NMT_GOP_NT][cls];
+    const nmt_gemm_class g = nmt_gemm_class_of(M);
+    if (!ops->chain_on || M == 0 || M > NMT_OPS_CHAIN_ROWS || N == 0 || K == 0 || g == NMT_GCLASS_BIG) return NMT_OK;
+    const nmt_gemm_class cls = nmt_ops_chain_host(ops, NMT_GOP_NT, g);
+    if (ops->k_chain[cls] == NULL) return NMT_OK;
+    const nmt_gemm_cfg *cfg = &ops->cfg[NMT_GOP_NT][g];
     if (cfg->provider != NMT_GEMM_OWN || cfg->kgroup) return NMT_OK;
     const nmt_buf bufs[5] = {A, B, C, R, bias};
     if (!offsets_fit(bufs, 5)) return NMT_OK;
@@ -380,8 +380,10 @@ static int q8_class(const nmt_ops *ops, int i8, uint32_t M, uint32_t *cls) {
         *cls = NMT_OPS_CHAIN_I8;
         return ops->k_i8_chain != NULL;
     }
-    *cls = NMT_OPS_CHAIN_Q8 + (uint32_t)g;
-    return g != NMT_GCLASS_BIG && ops->k_q8_chain[g] != NULL;
+    if (g == NMT_GCLASS_BIG) return 0;
+    const nmt_gemm_class h = nmt_ops_chain_host(ops, NMT_GOP_Q8, g);
+    *cls = NMT_OPS_CHAIN_Q8 + (uint32_t)h;
+    return ops->k_q8_chain[h] != NULL;
 }
 
 nmt_status nmt_ops_chain_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_t seq_len, uint32_t pos0, nmt_buf E,
@@ -406,7 +408,8 @@ nmt_status nmt_ops_chain_embed(nmt_ops *ops, nmt_buf tok, uint32_t rows, uint32_
         return NMT_OK;
     } else {
         NMT_TRY(nmt_ops_nt_ready(ops, g));
-        if (ops->k_chain[g] == NULL) return NMT_OK;
+        cls = (uint32_t)nmt_ops_chain_host(ops, NMT_GOP_NT, g);
+        if (ops->k_chain[cls] == NULL) return NMT_OK;
     }
     const nmt_buf bufs[5] = {tok, E, out, PT, E_scale};
     if (!offsets_fit(bufs, 5)) return NMT_OK;

@@ -36,6 +36,16 @@ nmt_status nmt_ops_q8_ready(nmt_ops *ops, nmt_gemm_class cls);
  * from ops->cfg; check the operands every product shares; launch a product
  * kernel whose arguments are set (blocks of cfg->tm x cfg->tn). */
 nmt_status nmt_ops_gemm_kernel(nmt_ops *ops, nmt_gemm_op op, nmt_gemm_class cls);
+/* The largest k of topk_logprobs (its TOPK_MAX) at local size wg: what the
+ * device's local memory holds, at most NMT_TOPK_MAX (ops_topk.c). */
+uint32_t nmt_ops_topk_max_k(const nmt_device *dev, size_t wg);
+/* The class whose program holds the chain kernel (gemm_chain for op NT,
+ * gemm_q8_chain for Q8; ops_chain.c) of class cls's few-row products: the
+ * m2 class's for the m16 class too when both are ours and sum along K in
+ * vectors of one width, so one chain kernel serves 1-4 rows and PoCL
+ * compiles one, not two (a chain product's bits depend on GEMM_VW alone,
+ * cl/chain.cl CHAIN_ROWS; its GEMM_TN only blocks the columns); else cls. */
+nmt_gemm_class nmt_ops_chain_host(const nmt_ops *ops, nmt_gemm_op op, nmt_gemm_class cls);
 /* The build options (-D knobs) of that kernel's program. */
 #define NMT_OPS_GEMM_OPTS 160
 void nmt_ops_gemm_opts(const nmt_ops *ops, nmt_gemm_op op, nmt_gemm_class cls, char opts[NMT_OPS_GEMM_OPTS]);

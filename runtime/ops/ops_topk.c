@@ -8,20 +8,29 @@
 #include "kernel_args.h"
 
 #include <stdio.h>
+#include <string.h>
+
+uint32_t nmt_ops_topk_max_k(const nmt_device *dev, size_t wg) {
+    /* local memory: wg * k (key, id) pairs and two floats per work-item */
+    const size_t lm = dev->info.local_mem_bytes ? dev->info.local_mem_bytes : 32768;
+    const size_t fit = wg && lm > 8 * wg + 256 ? (lm - 8 * wg - 256) / (8 * wg) : 0;
+    return (uint32_t)NMT_MIN(fit, (size_t)NMT_TOPK_MAX);
+}
 
 nmt_status nmt_ops_enable_topk(nmt_ops *ops) {
     if (ops == NULL || ops->dev == NULL || ops->reduce_wg == 0) return NMT_ERR_INVALID_ARGUMENT;
     if (ops->k_topk != NULL) return NMT_OK;
-    /* local memory: reduce_wg * max_k (key, id) pairs and two floats per work-item */
-    const size_t wg = ops->reduce_wg, lm = ops->dev->info.local_mem_bytes ? ops->dev->info.local_mem_bytes : 32768;
-    const size_t fit = lm > 8 * wg + 256 ? (lm - 8 * wg - 256) / (8 * wg) : 0;
-    const uint32_t max_k = (uint32_t)NMT_MIN(fit, (size_t)NMT_TOPK_MAX);
-    if (max_k < 3) return NMT_ERR_UNSUPPORTED; /* not even beam 1 with min_len */
-    char opts[96];
+    const size_t wg = ops->reduce_wg;
+    const uint32_t max_k = nmt_ops_topk_max_k(ops->dev, wg);
+    if (max_k < NMT_OPS_TOPK_MIN) return NMT_ERR_UNSUPPORTED;
+    char opts[NMT_OPS_ROWS_OPTS];
     snprintf(opts, sizeof opts, "-DREDUCE_WG=%zu -DTOPK_MAX=%u%s", wg, (unsigned)max_k,
              ops->subgroups ? " -DNMT_SUBGROUPS=1" : "");
+    /* the program nmt_ops_init built with norm.cl and elementwise.cl where
+     * its options are these (reduce_wg unchanged by the kernels' limits) */
+    const int rows = ops->rows_opts[0] && strcmp(opts, ops->rows_opts) == 0;
     cl_program prog;
-    NMT_TRY(nmt_device_program(ops->dev, "topk", opts, &prog));
+    NMT_TRY(nmt_device_program(ops->dev, rows ? NMT_OPS_ROWS_PROGRAM : "topk", opts, &prog));
     cl_kernel k;
     NMT_TRY(nmt_device_kernel(ops->dev, prog, "topk_logprobs", &k));
     size_t got;

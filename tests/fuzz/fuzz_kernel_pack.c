@@ -16,7 +16,7 @@
  *     and `why` is a NUL-terminated line, empty exactly on success;
  *   - accepted with the binaries' CRCs => accepted without them, same header;
  *   - an accepted image: file_size == size, at most 256 programs, every
- *     entry's name a non-empty NUL-terminated stem, its options
+ *     entry's name a non-empty NUL-terminated stem (or stems joined by +), its options
  *     NUL-terminated, its binary non-empty, 64-aligned, after the table,
  *     inside the input and after the previous one; a second parse agrees. */
 #include "fuzz.h"
