@@ -58,11 +58,23 @@ static const table_row table[] = {
      * mfast: the blocks M fastest in one dimension (cl/common.cl
      * GEMM_BLOCK_ORIGIN), so a batch-1 beam's 4 rows leave no work-item
      * idle (docs/PERFORMANCE.md, "A few rows leave no work-item idle"). */
+#define POCL_CPU_NT {OWN(1, 8, 16, 0, 64), OWN(4, 4, 16, 1, 16), OWN(6, 4, 16, 1, 16)}
+#define POCL_CPU_NN {OWN(1, 16, 16, 0, 16), OWN(8, 16, 16, 0, 16), OWN(6, 32, 16, 0, 16)}
+#define POCL_CPU_I8 {OWN(1, 4, 16, 0, 64), OWN(2, 8, 16, 0, 64), OWN(6, 4, 16, 1, 16)}
     {"PoCL CPU", CPU, "Portable Computing Language", NULL,
-     {.gemm = {[NMT_GOP_NT] = {OWN(1, 8, 16, 0, 64), OWN(4, 4, 16, 1, 16), OWN(6, 4, 16, 1, 16)},
-               [NMT_GOP_NN] = {OWN(1, 16, 16, 0, 16), OWN(8, 16, 16, 0, 16), OWN(6, 32, 16, 0, 16)},
+     {.gemm = {[NMT_GOP_NT] = POCL_CPU_NT, [NMT_GOP_NN] = POCL_CPU_NN,
                [NMT_GOP_Q8] = {OWN(1, 2, 16, 0, 64), OWN(2, 8, 16, 0, 64), OWN(6, 4, 16, 1, 16)},
-               [NMT_GOP_I8] = {OWN(1, 4, 16, 0, 64), OWN(2, 8, 16, 0, 64), OWN(6, 4, 16, 1, 16)}},
+               [NMT_GOP_I8] = POCL_CPU_I8},
+      .wg = 64, .reduce_wg = 64}},
+    /* PoCL on a CPU its LLVM names haswell (AVX2 and FMA, no AVX-512: a
+     * 2-core AMD EPYC VM): the m16 class's int8-weight products in the big
+     * class's blocks, so one program and one work-group compile serve both
+     * (a cold start 1.4 s shorter) and 16 rows decode 1.36x as fast
+     * (docs/PERFORMANCE.md, "Start-up"). */
+    {"PoCL CPU haswell", CPU, "Portable Computing Language", "haswell",
+     {.gemm = {[NMT_GOP_NT] = POCL_CPU_NT, [NMT_GOP_NN] = POCL_CPU_NN,
+               [NMT_GOP_Q8] = {OWN(1, 2, 16, 0, 64), OWN(6, 4, 16, 1, 16), OWN(6, 4, 16, 1, 16)},
+               [NMT_GOP_I8] = POCL_CPU_I8},
       .wg = 64, .reduce_wg = 64}},
     /* Intel's OpenCL CPU runtime: the tuner's choice on the small shapes
      * (d 256, FFN 1024, vocabulary 8,000) on a 2-core AMD EPYC: float16
