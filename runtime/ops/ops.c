@@ -243,8 +243,7 @@ static nmt_status ops_init(nmt_ops *ops, nmt_device *dev, const nmt_tuning *t, i
      * the k that nmt_ops_enable_topk will ask for (ops->rows_opts) */
     const uint32_t topk_k = nmt_ops_topk_max_k(dev, reduce_cap);
     if (ops->norm_subgroups == ops->subgroups && topk_k >= NMT_OPS_TOPK_MIN) {
-        snprintf(ops->rows_opts, sizeof ops->rows_opts, "-DREDUCE_WG=%zu -DTOPK_MAX=%u%s", reduce_cap,
-                 (unsigned)topk_k, ops->subgroups ? sg : "");
+        nmt_ops_topk_opts(ops->rows_opts, reduce_cap, topk_k, ops->subgroups);
         memcpy(opts[P_NORM], ops->rows_opts, sizeof ops->rows_opts);
         memcpy(opts[P_ELEMENTWISE], ops->rows_opts, sizeof ops->rows_opts);
     }

@@ -39,6 +39,9 @@ nmt_status nmt_ops_gemm_kernel(nmt_ops *ops, nmt_gemm_op op, nmt_gemm_class cls)
 /* The largest k of topk_logprobs (its TOPK_MAX) at local size wg: what the
  * device's local memory holds, at most NMT_TOPK_MAX (ops_topk.c). */
 uint32_t nmt_ops_topk_max_k(const nmt_device *dev, size_t wg);
+/* topk.cl's build options for local size wg and k (the joined rows program
+ * takes the same string, ops->rows_opts). */
+void nmt_ops_topk_opts(char opts[NMT_OPS_ROWS_OPTS], size_t wg, uint32_t k, int subgroups);
 /* The class whose program holds the chain kernel (gemm_chain for op NT,
  * gemm_q8_chain for Q8; ops_chain.c) of class cls's few-row products: the
  * m2 class's for the m16 class too when both are ours and sum along K in

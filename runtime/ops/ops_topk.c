@@ -17,6 +17,11 @@ uint32_t nmt_ops_topk_max_k(const nmt_device *dev, size_t wg) {
     return (uint32_t)NMT_MIN(fit, (size_t)NMT_TOPK_MAX);
 }
 
+void nmt_ops_topk_opts(char opts[NMT_OPS_ROWS_OPTS], size_t wg, uint32_t k, int subgroups) {
+    snprintf(opts, NMT_OPS_ROWS_OPTS, "-DREDUCE_WG=%zu -DTOPK_MAX=%u%s", wg, (unsigned)k,
+             subgroups ? " -DNMT_SUBGROUPS=1" : "");
+}
+
 nmt_status nmt_ops_enable_topk(nmt_ops *ops) {
     if (ops == NULL || ops->dev == NULL || ops->reduce_wg == 0) return NMT_ERR_INVALID_ARGUMENT;
     if (ops->k_topk != NULL) return NMT_OK;
@@ -24,8 +29,7 @@ nmt_status nmt_ops_enable_topk(nmt_ops *ops) {
     const uint32_t max_k = nmt_ops_topk_max_k(ops->dev, wg);
     if (max_k < NMT_OPS_TOPK_MIN) return NMT_ERR_UNSUPPORTED;
     char opts[NMT_OPS_ROWS_OPTS];
-    snprintf(opts, sizeof opts, "-DREDUCE_WG=%zu -DTOPK_MAX=%u%s", wg, (unsigned)max_k,
-             ops->subgroups ? " -DNMT_SUBGROUPS=1" : "");
+    nmt_ops_topk_opts(opts, wg, max_k, ops->subgroups);
     /* the program nmt_ops_init built with norm.cl and elementwise.cl where
      * its options are these (reduce_wg unchanged by the kernels' limits) */
     const int rows = ops->rows_opts[0] && strcmp(opts, ops->rows_opts) == 0;
